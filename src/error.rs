@@ -1,0 +1,53 @@
+//! Errors in user input: every one names the file, the record or line, and the problem.
+//! The binary maps them to exit code 2.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Bad input: a malformed file, an unknown database, misaligned predictions...
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub file: PathBuf,
+    /// 1-based line, when the problem has one.
+    pub line: Option<usize>,
+    /// 0-based record index, when the format has records.
+    pub record: Option<usize>,
+    pub message: String,
+}
+
+impl InputError {
+    /// An error about a whole file.
+    pub fn file(file: impl AsRef<Path>, message: impl Into<String>) -> Self {
+        InputError {
+            file: file.as_ref().to_path_buf(),
+            line: None,
+            record: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn at_line(mut self, line: usize) -> Self {
+        self.line = Some(line);
+        self
+    }
+
+    pub fn at_record(mut self, record: usize) -> Self {
+        self.record = Some(record);
+        self
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        match (self.record, self.line) {
+            (Some(record), Some(line)) => write!(f, ": record {record} (line {line})")?,
+            (Some(record), None) => write!(f, ": record {record}")?,
+            (None, Some(line)) => write!(f, ": line {line}")?,
+            (None, None) => {}
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for InputError {}

@@ -1,0 +1,12 @@
+//! sqlgate: a CI test harness for text-to-SQL systems.
+//!
+//! Data flows one way: `bench` (loaders → cases) → `exec` (sandboxed SQLite) →
+//! `metrics` (execution accuracy...) → `report`.
+
+pub mod bench;
+pub mod error;
+pub mod exec;
+pub mod metrics;
+pub mod spider;
+#[doc(hidden)]
+pub mod testing;

@@ -1,0 +1,3 @@
+//! Metrics computed from executions and from the SQL itself.
+
+pub mod ex;
