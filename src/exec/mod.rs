@@ -1,10 +1,14 @@
 //! Sandboxed execution of SQL against SQLite databases.
 
+pub mod engine;
+pub mod sandbox;
 pub mod value;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use engine::Engine;
+pub use sandbox::{Limits, Sandbox};
 pub use value::Value;
 
 /// The rows a query returned, with the column names of its cursor description.
