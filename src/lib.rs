@@ -4,9 +4,12 @@
 //! `metrics` (execution accuracy...) → `report`.
 
 pub mod bench;
+pub mod cli;
 pub mod error;
 pub mod exec;
 pub mod metrics;
+pub mod report;
+pub mod scoring;
 pub mod spider;
 #[doc(hidden)]
 pub mod testing;

@@ -1,3 +1,3 @@
-fn main() {
-    println!("sqlgate");
+fn main() -> std::process::ExitCode {
+    sqlgate::cli::main()
 }

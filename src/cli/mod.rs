@@ -1,0 +1,44 @@
+//! The `sqlgate` command line.
+
+mod score;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes, documented in README.
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "sqlgate", version, about = "Gate text-to-SQL systems in CI: benchmarks as tests.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Score a predictions file against a gold set, offline, like the official evaluators.
+    Score(score::ScoreArgs),
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { EXIT_BAD_INPUT } else { EXIT_OK });
+        }
+    };
+    let result = match cli.command {
+        Command::Score(args) => score::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}

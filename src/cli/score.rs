@@ -1,0 +1,97 @@
+//! `sqlgate score`: a predictions file against a gold set.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::EXIT_OK;
+use crate::bench::{self, GoldFormat, LoadOptions, PredFormat};
+use crate::error::InputError;
+use crate::exec::{Engine, Limits};
+use crate::metrics::ex::{Mode, ModeOptions};
+use crate::report::{score_json, score_text};
+use crate::scoring;
+
+#[derive(Args)]
+pub struct ScoreArgs {
+    /// Gold set: a suite manifest (.toml), Defog CSV, Spider/BIRD `SQL<TAB>db` lines, or a
+    /// Spider, BIRD or TrustSQL JSON file.
+    #[arg(long)]
+    gold: PathBuf,
+    /// Predictions: JSONL `{"id", "sql"|"abstain"}`, Spider pred.txt, BIRD predict_dev.json or
+    /// TrustSQL JSON.
+    #[arg(long)]
+    pred: PathBuf,
+    /// Folder holding `<db>.sqlite` or `<db>/<db>.sqlite` (default: beside the gold file).
+    #[arg(long)]
+    db_dir: Option<PathBuf>,
+    /// Spider `tables.json` (schemas for parsing when databases are absent).
+    #[arg(long)]
+    tables: Option<PathBuf>,
+    /// Comparison mode (default: the gold format's own evaluator; `testsuite` for suites).
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
+    /// Per-query time bound in seconds, or `none` (BIRD: the budget of prediction plus gold).
+    #[arg(long, default_value = "30", value_parser = parse_timeout)]
+    timeout: Option<Duration>,
+    /// Largest result a query may return, in rows.
+    #[arg(long, default_value_t = Limits::default().max_rows)]
+    max_rows: usize,
+    /// Keep DISTINCT in `testsuite` mode (the reference's `--keep_distinct`).
+    #[arg(long)]
+    keep_distinct: bool,
+    /// Force the gold file's format instead of detecting it.
+    #[arg(long, value_enum)]
+    gold_format: Option<GoldFormat>,
+    /// Force the predictions file's format instead of detecting it.
+    #[arg(long, value_enum)]
+    pred_format: Option<PredFormat>,
+    #[arg(long, value_enum, default_value = "text")]
+    format: OutputFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OutputFormat {
+    Text,
+    Json,
+}
+
+fn parse_timeout(text: &str) -> Result<Option<Duration>, String> {
+    if text == "none" {
+        return Ok(None);
+    }
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs.is_finite() => Ok(Some(Duration::from_secs_f64(secs))),
+        _ => Err(format!("expected a positive number of seconds or `none`, got `{text}`")),
+    }
+}
+
+pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
+    let options = LoadOptions {
+        db_dir: args.db_dir,
+        tables: args.tables,
+        format: args.gold_format,
+    };
+    let benchmark = bench::load(&args.gold, &options)?;
+    let predictions = bench::load_predictions(&args.pred, args.pred_format, &benchmark)?;
+    let mode = args.mode.unwrap_or(benchmark.format.default_mode());
+    let limits = Limits {
+        timeout: args.timeout,
+        max_rows: args.max_rows,
+        ..Limits::default()
+    };
+    let mode_options = ModeOptions {
+        keep_distinct: args.keep_distinct,
+        pair_budget: args.timeout,
+    };
+    let engine = Engine::new(limits);
+    let scores = scoring::score(&benchmark, &predictions, mode, &mode_options, &engine)?;
+    let summary = scoring::summarize(mode, &scores);
+    let output = match args.format {
+        OutputFormat::Text => score_text::render(&summary, &args.gold.display().to_string()),
+        OutputFormat::Json => score_json::render(&summary, &scores),
+    };
+    println!("{output}");
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,55 @@
+//! `sqlgate score` text output: overall EX, verdict counts and one table per tag family.
+
+use std::fmt::Write;
+
+use crate::scoring::{Summary, Tally};
+
+/// Levels whose natural order is not alphabetical (Spider hardness, BIRD difficulty).
+const LEVEL_ORDER: &[&str] = &["easy", "medium", "hard", "extra", "simple", "moderate", "challenging"];
+
+pub fn render(summary: &Summary, source: &str) -> String {
+    let mut out = String::new();
+    let mode = serde_json::to_value(summary.mode).ok();
+    let mode = mode.as_ref().and_then(|m| m.as_str()).unwrap_or("?");
+    let _ = writeln!(out, "{source}: {} scored cases, mode {mode}", summary.n);
+    let _ = writeln!(out, "EX {:.3} ({:.1}%)", summary.ex, summary.ex * 100.0);
+    if let Some(exact) = summary.exact {
+        let _ = writeln!(out, "exact {:.3} ({:.1}%)", exact, exact * 100.0);
+    }
+    let verdicts: Vec<String> = summary
+        .verdicts
+        .iter()
+        .map(|(verdict, count)| {
+            let name = serde_json::to_value(verdict).ok();
+            format!("{} {count}", name.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
+        })
+        .collect();
+    let _ = writeln!(out, "verdicts: {}", verdicts.join(", "));
+    if summary.infeasible > 0 {
+        let _ = writeln!(
+            out,
+            "infeasible: {} (abstained on {}, not part of EX)",
+            summary.infeasible, summary.infeasible_abstained
+        );
+    }
+    if summary.cleaned > 0 {
+        let _ = writeln!(out, "predictions cleaned of markdown or prose: {}", summary.cleaned);
+    }
+    for (family, values) in &summary.breakdown {
+        let mut rows: Vec<(&String, &Tally)> = values.iter().collect();
+        rows.sort_by_key(|(value, _)| {
+            let rank = LEVEL_ORDER.iter().position(|level| level == value).unwrap_or(LEVEL_ORDER.len());
+            (rank, value.to_string())
+        });
+        let width = rows.iter().map(|(value, _)| value.chars().count()).max().unwrap_or(0).max(family.len());
+        let _ = writeln!(out, "\n{family:<width$}  {:>6}  {:>7}  {:>6}", "n", "correct", "EX");
+        for (value, tally) in rows {
+            let _ = writeln!(
+                out,
+                "{value:<width$}  {:>6}  {:>7}  {:>6.3}",
+                tally.n, tally.correct, tally.ex
+            );
+        }
+    }
+    out
+}
