@@ -1,0 +1,219 @@
+//! The parser's schema (`process_sql.Schema`): lowercased table names, each with its lowercased
+//! column names, and the id map `{'*', 'table', 'table.column'}` → canonical id.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+use serde::Deserialize;
+
+use crate::error::InputError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub name: String,
+    pub columns: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Schema {
+    tables: Vec<Table>,
+    table_index: HashMap<String, usize>,
+    /// The keys of the reference's `idMap` other than `*`.
+    id_keys: HashSet<String>,
+}
+
+impl Schema {
+    /// Builds a schema from (table, columns) pairs. Names are lowercased; a table name seen twice
+    /// keeps its first position and its last columns, like the reference's dict.
+    pub fn new<T, C>(tables: impl IntoIterator<Item = (T, Vec<C>)>) -> Schema
+    where
+        T: AsRef<str>,
+        C: AsRef<str>,
+    {
+        let mut schema = Schema::default();
+        for (name, columns) in tables {
+            let table = Table {
+                name: name.as_ref().to_lowercase(),
+                columns: columns.iter().map(|c| c.as_ref().to_lowercase()).collect(),
+            };
+            match schema.table_index.get(&table.name) {
+                Some(&index) => schema.tables[index] = table,
+                None => {
+                    schema
+                        .table_index
+                        .insert(table.name.clone(), schema.tables.len());
+                    schema.tables.push(table);
+                }
+            }
+        }
+        for table in &schema.tables {
+            schema.id_keys.insert(table.name.clone());
+            for column in &table.columns {
+                schema.id_keys.insert(format!("{}.{}", table.name, column));
+            }
+        }
+        schema
+    }
+
+    /// Reads the tables (`sqlite_master`, type `table`) and their columns (`PRAGMA table_info`).
+    pub fn from_sqlite(path: impl AsRef<Path>) -> Result<Schema, InputError> {
+        let path = path.as_ref();
+        let fail = |e: rusqlite::Error| InputError::file(path, format!("cannot read schema: {e}"));
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type='table'")
+            .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+            .map_err(fail)?;
+        let mut tables = Vec::with_capacity(names.len());
+        for name in names {
+            let pragma = format!("PRAGMA table_info(\"{}\")", name.replace('"', "\"\""));
+            let columns: Vec<String> = conn
+                .prepare(&pragma)
+                .and_then(|mut stmt| stmt.query_map([], |row| row.get(1))?.collect())
+                .map_err(fail)?;
+            tables.push((name, columns));
+        }
+        Ok(Schema::new(tables))
+    }
+
+    /// Reads every database of a Spider `tables.json`, from `table_names_original` and
+    /// `column_names_original`: db_id → schema.
+    pub fn from_tables_json(path: impl AsRef<Path>) -> Result<HashMap<String, Schema>, InputError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+        let entries: Vec<serde_json::Value> = serde_json::from_str(&text)
+            .map_err(|e| InputError::file(path, format!("not a JSON list: {e}")))?;
+        let mut schemas = HashMap::with_capacity(entries.len());
+        for (record, entry) in entries.into_iter().enumerate() {
+            let at_record = |message: String| InputError::file(path, message).at_record(record);
+            let entry: TablesJsonEntry = serde_json::from_value(entry)
+                .map_err(|e| at_record(format!("bad schema entry: {e}")))?;
+            let schema = entry.to_schema().map_err(at_record)?;
+            schemas.insert(entry.db_id, schema);
+        }
+        Ok(schemas)
+    }
+
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    /// The columns of `table` (lowercased name), if it exists.
+    pub fn columns(&self, table: &str) -> Option<&[String]> {
+        let index = *self.table_index.get(table)?;
+        Some(&self.tables[index].columns)
+    }
+
+    /// The reference's `idMap[key]`: `__all__` for `*`, `__key__` for a table or `table.column`.
+    pub fn id(&self, key: &str) -> Option<String> {
+        if key == "*" {
+            Some("__all__".to_string())
+        } else {
+            self.id_keys.contains(key).then(|| format!("__{key}__"))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct TablesJsonEntry {
+    db_id: String,
+    table_names_original: Vec<String>,
+    /// (table index, name); index -1 is the `*` pseudo-column.
+    column_names_original: Vec<(i64, String)>,
+}
+
+impl TablesJsonEntry {
+    fn to_schema(&self) -> Result<Schema, String> {
+        let mut columns: Vec<Vec<&str>> = vec![Vec::new(); self.table_names_original.len()];
+        for (table, column) in &self.column_names_original {
+            if *table < 0 {
+                continue;
+            }
+            let slot = usize::try_from(*table)
+                .ok()
+                .and_then(|index| columns.get_mut(index))
+                .ok_or_else(|| format!("column {column:?} refers to missing table {table}"))?;
+            slot.push(column);
+        }
+        Ok(Schema::new(self.table_names_original.iter().zip(columns)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_the_reference_id_map() {
+        let schema = Schema::new([("Singer", vec!["Name", "Age"])]);
+        assert_eq!(schema.id("*").as_deref(), Some("__all__"));
+        assert_eq!(schema.id("singer").as_deref(), Some("__singer__"));
+        assert_eq!(schema.id("singer.name").as_deref(), Some("__singer.name__"));
+        assert_eq!(schema.id("singer.Name"), None);
+        assert_eq!(schema.id("singer.country"), None);
+        assert_eq!(
+            schema.columns("singer"),
+            Some(&["name".to_string(), "age".to_string()][..])
+        );
+    }
+
+    #[test]
+    fn duplicate_table_keeps_first_position_and_last_columns() {
+        let schema = Schema::new([("a", vec!["x"]), ("b", vec!["y"]), ("A", vec!["z"])]);
+        let names: Vec<&str> = schema.tables().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(schema.columns("a"), Some(&["z".to_string()][..]));
+        assert_eq!(schema.id("a.x"), None);
+    }
+
+    #[test]
+    fn reads_sqlite_and_tables_json_alike() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("t.sqlite");
+        let conn = Connection::open(&db).expect("create db");
+        conn.execute_batch(
+            "CREATE TABLE Singer (Singer_ID INTEGER PRIMARY KEY, Name TEXT);
+             CREATE TABLE \"my table\" (\"Some Col\" TEXT);",
+        )
+        .expect("create tables");
+        drop(conn);
+        let json = dir.path().join("tables.json");
+        std::fs::write(
+            &json,
+            r#"[{"db_id": "t", "table_names_original": ["Singer", "my table"],
+                 "column_names_original": [[-1, "*"], [0, "Singer_ID"], [0, "Name"], [1, "Some Col"]]}]"#,
+        )
+        .expect("write json");
+
+        let from_db = Schema::from_sqlite(&db).expect("schema from sqlite");
+        let from_json = Schema::from_tables_json(&json).expect("schema from json");
+        assert_eq!(from_json.get("t"), Some(&from_db));
+        assert_eq!(
+            from_db.columns("my table"),
+            Some(&["some col".to_string()][..])
+        );
+    }
+
+    #[test]
+    fn bad_inputs_are_input_errors() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let missing = dir.path().join("missing.sqlite");
+        assert!(Schema::from_sqlite(&missing).is_err());
+
+        let json = dir.path().join("tables.json");
+        std::fs::write(
+            &json,
+            r#"[{"db_id": "t", "table_names_original": ["a"], "column_names_original": [[3, "x"]]}]"#,
+        )
+        .expect("write json");
+        let error = Schema::from_tables_json(&json).expect_err("bad table index");
+        assert_eq!(error.record, Some(0));
+        assert!(error.message.contains("missing table 3"), "{error}");
+
+        std::fs::write(&json, r#"{"db_id": "t"}"#).expect("write json");
+        assert!(Schema::from_tables_json(&json).is_err());
+    }
+}
