@@ -504,4 +504,36 @@ mod tests {
             false,
         );
     }
+
+    #[test]
+    fn odd_inputs_never_panic() {
+        let odd = [
+            "```",
+            "``````",
+            "`",
+            "``",
+            "'",
+            "--",
+            "/*",
+            "/* SELECT",
+            "SELECT '",
+            "é;ü",
+            ";;;",
+            "WITH",
+            "with é",
+            ":select",
+            "```sql",
+            "```sql\n```",
+            "SELECT [a",
+            "\u{0}SELECT 1",
+            "Here: WITH x AS (SELECT 1) SELECT * FROM x; é",
+        ];
+        for text in odd {
+            let result = clean_sql(text);
+            assert!(
+                text.contains(result.sql.as_str()) || result.sql.is_empty(),
+                "{text:?}"
+            );
+        }
+    }
 }

@@ -163,7 +163,7 @@ fn run_scripts(temp: &Path, build: &DatabaseBuild, contents: &[String]) -> Resul
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
         .map_err(open_error)?;
     for (script, text) in build.scripts.iter().zip(contents) {
-        run_script(&conn, script, text).map_err(|(line, message)| {
+        run_script(&conn, text).map_err(|(line, message)| {
             let error = InputError::file(
                 &script.path,
                 format!("building database `{}`: {message}", build.name),
@@ -178,12 +178,11 @@ fn run_scripts(temp: &Path, build: &DatabaseBuild, contents: &[String]) -> Resul
 }
 
 /// Runs a script statement by statement so that a failure names its line.
-fn run_script(
-    conn: &rusqlite::Connection,
-    script: &BuildScript,
-    text: &str,
-) -> Result<(), (Option<usize>, String)> {
-    let line_at = |offset: usize| 1 + text[..offset.min(text.len())].matches('\n').count();
+fn run_script(conn: &rusqlite::Connection, text: &str) -> Result<(), (Option<usize>, String)> {
+    let line_at = |offset: usize| {
+        let before = &text.as_bytes()[..offset.min(text.len())];
+        1 + before.iter().filter(|&&b| b == b'\n').count()
+    };
     let mut cursor = 0;
     let mut batch = rusqlite::Batch::new(conn, text);
     loop {
@@ -195,11 +194,11 @@ fn run_script(
             }) => {
                 let start = text.len().saturating_sub(sql.len());
                 let at = start + usize::try_from(offset).unwrap_or(0);
-                return Err((Some(line_at(at)), format!("{}: {msg}", script.written)));
+                return Err((Some(line_at(at)), msg));
             }
             Err(e) => {
                 let next = cursor + (text[cursor..].len() - text[cursor..].trim_start().len());
-                return Err((Some(line_at(next)), format!("{}: {e}", script.written)));
+                return Err((Some(line_at(next)), e.to_string()));
             }
         };
         // The statement's text runs from the end of the previous one, whitespace included.
@@ -209,22 +208,21 @@ fn run_script(
             cursor = found + sql.len();
         }
         let start = found.map(|found| found + (sql.len() - sql.trim_start().len()));
-        let mut rows = statement.raw_query();
-        let stepped = loop {
-            match rows.next() {
-                Ok(Some(_)) => continue,
-                Ok(None) => break Ok(()),
-                Err(e) => break Err(e),
-            }
-        };
-        if let Err(e) = stepped {
+        if let Err(e) = run_to_completion(&mut statement) {
             let shown = shorten(&sql);
             return Err((
                 start.map(line_at),
-                format!("{}: statement `{shown}` failed: {e}", script.written),
+                format!("statement `{shown}` failed: {e}"),
             ));
         }
     }
+}
+
+/// Steps a statement to its end (scripts may hold queries, whose rows are discarded).
+fn run_to_completion(statement: &mut rusqlite::Statement) -> rusqlite::Result<()> {
+    let mut rows = statement.raw_query();
+    while rows.next()?.is_some() {}
+    Ok(())
 }
 
 /// The first line of a statement, cut to a readable length.

@@ -133,11 +133,13 @@ fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> InputError {
     let message = error.message().trim_end().to_string();
     match error.span() {
         Some(span) => {
-            let line = line_of(text, span.start);
-            let line_start = text[..span.start.min(text.len())]
-                .rfind('\n')
+            let start = span.start.min(text.len());
+            let line_start = text.as_bytes()[..start]
+                .iter()
+                .rposition(|&b| b == b'\n')
                 .map_or(0, |at| at + 1);
-            let column = 1 + text[line_start..span.start.min(text.len())].chars().count();
+            let column = 1 + text.get(line_start..start).map_or(0, |s| s.chars().count());
+            let line = line_of(text, start);
             InputError::file(path, format!("column {column}: {message}")).at_line(line)
         }
         None => InputError::file(path, message),

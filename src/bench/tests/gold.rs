@@ -449,3 +449,38 @@ fn tables_json_is_given_or_found_beside_the_gold() {
     };
     expect_error(load(&path, &options), &missing, None, None, &["not found"]);
 }
+
+#[test]
+fn odd_inputs_never_panic() {
+    use clap::ValueEnum;
+    let dir = tempfile::tempdir().unwrap();
+    make_db(dir.path(), "d.sqlite");
+    let texts = [
+        "",
+        "\u{feff}",
+        "\"",
+        "[",
+        "[1, null]",
+        "{}",
+        "[{}]",
+        "é\tà\n\n\n\t\n",
+        "a,b\n\"x\"\"y,\n",
+        "db_name,query_category,query,question\nd,x,;;;,\"é\"\n",
+        "name = 'x'\ncases = '../../../../nonexistent'\n",
+        "[databases.'../x']\nscripts = ['a']\n",
+        "{\"id\": \"é\", \"db\": \"d\", \"question\": \"\", \"gold\": \"x\"}",
+    ];
+    for (i, text) in texts.iter().enumerate() {
+        let path = write(dir.path(), &format!("odd{i}.txt"), text);
+        for format in GoldFormat::value_variants() {
+            let options = LoadOptions {
+                format: Some(*format),
+                ..LoadOptions::default()
+            };
+            // Either outcome is fine; an error must still name the file.
+            if let Err(error) = load(&path, &options) {
+                assert!(!error.message.is_empty());
+            }
+        }
+    }
+}
