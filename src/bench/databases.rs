@@ -1,0 +1,236 @@
+//! Database resolution (`<db_dir>/<db>.sqlite`, then `<db_dir>/<db>/<db>.sqlite`), the
+//! test-suite folder rule, and building native suites' databases from SQL scripts.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rusqlite::fallible_iterator::FallibleIterator;
+use sha2::{Digest, Sha256};
+
+use super::Case;
+use crate::error::InputError;
+
+/// The database file of a case, or an error naming the case and both paths tried.
+pub(super) fn resolve(db_dir: &Path, case: &Case) -> Result<PathBuf, InputError> {
+    check_name(case)?;
+    let flat = flat_path(db_dir, &case.db);
+    let nested = nested_path(db_dir, &case.db);
+    if flat.is_file() {
+        Ok(flat)
+    } else if nested.is_file() {
+        Ok(nested)
+    } else {
+        Err(case.source.error(format!(
+            "case `{}`: unknown database `{}`: neither {} nor {} exists",
+            case.id,
+            case.db,
+            flat.display(),
+            nested.display()
+        )))
+    }
+}
+
+/// The files a case runs on; with `testsuite` and the nested layout, every file of the
+/// database's folder whose name contains `.sqlite`, sorted by name for determinism.
+pub(super) fn db_files(
+    db_dir: &Path,
+    case: &Case,
+    testsuite: bool,
+) -> Result<Vec<PathBuf>, InputError> {
+    let file = resolve(db_dir, case)?;
+    if !testsuite || file == flat_path(db_dir, &case.db) {
+        // A flat folder holds every database side by side: only the case's own file counts.
+        return Ok(vec![file]);
+    }
+    let folder = db_dir.join(&case.db);
+    let entries = std::fs::read_dir(&folder)
+        .map_err(|e| InputError::file(&folder, format!("cannot list the folder: {e}")))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| InputError::file(&folder, format!("cannot list the folder: {e}")))?;
+        let path = entry.path();
+        if entry.file_name().to_string_lossy().contains(".sqlite") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// A database name must not reach outside the database folder.
+fn check_name(case: &Case) -> Result<(), InputError> {
+    let db = case.db.as_str();
+    let plain = !db.is_empty() && db != "." && db != ".." && !db.contains(['/', '\\', '\0']);
+    if plain {
+        Ok(())
+    } else {
+        Err(case.source.error(format!(
+            "case `{}`: database name `{db}` is not a plain name",
+            case.id
+        )))
+    }
+}
+
+fn flat_path(db_dir: &Path, db: &str) -> PathBuf {
+    db_dir.join(format!("{db}.sqlite"))
+}
+
+fn nested_path(db_dir: &Path, db: &str) -> PathBuf {
+    db_dir.join(db).join(format!("{db}.sqlite"))
+}
+
+/// A database a native suite builds from its own SQL scripts.
+#[derive(Debug, Clone)]
+pub(super) struct DatabaseBuild {
+    pub name: String,
+    pub scripts: Vec<BuildScript>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct BuildScript {
+    /// As written in the manifest (part of the stamp, so that renaming a script rebuilds).
+    pub written: String,
+    /// Resolved against the manifest's folder.
+    pub path: PathBuf,
+}
+
+/// Distinguishes the temporary files of concurrent builds within one process.
+static BUILD_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Builds `<db_dir>/<name>.sqlite` unless its stamp shows the same scripts built it.
+/// The scripts run into a temporary file that is renamed into place only on success.
+pub(super) fn build_if_stale(db_dir: &Path, build: &DatabaseBuild) -> Result<(), InputError> {
+    let contents = build
+        .scripts
+        .iter()
+        .map(|script| super::read_text(&script.path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let hash = scripts_hash(&build.scripts, &contents);
+    let target = flat_path(db_dir, &build.name);
+    let stamp = db_dir.join(format!("{}.stamp", build.name));
+    let stamp_matches = std::fs::read_to_string(&stamp).is_ok_and(|old| old.trim() == hash);
+    if target.is_file() && stamp_matches {
+        return Ok(());
+    }
+    std::fs::create_dir_all(db_dir)
+        .map_err(|e| InputError::file(db_dir, format!("cannot create the folder: {e}")))?;
+    let temp = db_dir.join(format!(
+        ".{}.{}-{}.building",
+        build.name,
+        std::process::id(),
+        BUILD_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let built = run_scripts(&temp, build, &contents).and_then(|()| {
+        std::fs::rename(&temp, &target)
+            .map_err(|e| InputError::file(&target, format!("cannot move the built database: {e}")))
+    });
+    if let Err(error) = built {
+        // Best effort: the build already failed, and a leftover temp file is harmless.
+        let _ = std::fs::remove_file(&temp);
+        return Err(error);
+    }
+    std::fs::write(&stamp, format!("{hash}\n"))
+        .map_err(|e| InputError::file(&stamp, format!("cannot write the build stamp: {e}")))
+}
+
+/// SHA-256 over every script's name and contents, length-prefixed so that no two script
+/// lists share a hash by concatenation.
+fn scripts_hash(scripts: &[BuildScript], contents: &[String]) -> String {
+    let mut hasher = Sha256::new();
+    for (script, text) in scripts.iter().zip(contents) {
+        for part in [script.written.as_bytes(), text.as_bytes()] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn run_scripts(temp: &Path, build: &DatabaseBuild, contents: &[String]) -> Result<(), InputError> {
+    let open_error = |e: rusqlite::Error| {
+        InputError::file(
+            temp,
+            format!("cannot create database `{}`: {e}", build.name),
+        )
+    };
+    let conn = rusqlite::Connection::open(temp).map_err(open_error)?;
+    // The file is private until renamed, so durability during the build buys nothing.
+    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
+        .map_err(open_error)?;
+    for (script, text) in build.scripts.iter().zip(contents) {
+        run_script(&conn, text).map_err(|(line, message)| {
+            let error = InputError::file(
+                &script.path,
+                format!("building database `{}`: {message}", build.name),
+            );
+            match line {
+                Some(line) => error.at_line(line),
+                None => error,
+            }
+        })?;
+    }
+    conn.close().map_err(|(_, e)| open_error(e))
+}
+
+/// Runs a script statement by statement so that a failure names its line.
+fn run_script(conn: &rusqlite::Connection, text: &str) -> Result<(), (Option<usize>, String)> {
+    let line_at = |offset: usize| {
+        let before = &text.as_bytes()[..offset.min(text.len())];
+        1 + before.iter().filter(|&&b| b == b'\n').count()
+    };
+    let mut cursor = 0;
+    let mut batch = rusqlite::Batch::new(conn, text);
+    loop {
+        let mut statement = match batch.next() {
+            Ok(Some(statement)) => statement,
+            Ok(None) => return Ok(()),
+            Err(rusqlite::Error::SqlInputError {
+                msg, sql, offset, ..
+            }) => {
+                let start = text.len().saturating_sub(sql.len());
+                let at = start + usize::try_from(offset).unwrap_or(0);
+                return Err((Some(line_at(at)), msg));
+            }
+            Err(e) => {
+                let next = cursor + (text[cursor..].len() - text[cursor..].trim_start().len());
+                return Err((Some(line_at(next)), e.to_string()));
+            }
+        };
+        // The statement's text runs from the end of the previous one, whitespace included.
+        let sql = statement.expanded_sql().unwrap_or_default();
+        let found = text[cursor..].find(&sql).map(|at| cursor + at);
+        if let Some(found) = found {
+            cursor = found + sql.len();
+        }
+        let start = found.map(|found| found + (sql.len() - sql.trim_start().len()));
+        if let Err(e) = run_to_completion(&mut statement) {
+            let shown = shorten(&sql);
+            return Err((
+                start.map(line_at),
+                format!("statement `{shown}` failed: {e}"),
+            ));
+        }
+    }
+}
+
+/// Steps a statement to its end (scripts may hold queries, whose rows are discarded).
+fn run_to_completion(statement: &mut rusqlite::Statement) -> rusqlite::Result<()> {
+    let mut rows = statement.raw_query();
+    while rows.next()?.is_some() {}
+    Ok(())
+}
+
+/// The first line of a statement, cut to a readable length.
+fn shorten(sql: &str) -> String {
+    let first_line = sql.trim().lines().next().unwrap_or_default();
+    let mut shown: String = first_line.chars().take(80).collect();
+    if shown.len() < sql.trim().len() {
+        shown.push_str(" ...");
+    }
+    shown
+}

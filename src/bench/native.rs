@@ -1,0 +1,236 @@
+//! sqlgate's native suite: a TOML manifest naming a JSONL file of cases and, optionally,
+//! databases built from the suite's own SQL scripts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::databases::{self, BuildScript, DatabaseBuild};
+use super::{json_kind, json_message, parent_folder, read_text, Case, SourceRef, Suite};
+use crate::error::InputError;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    name: String,
+    cases: Spanned<String>,
+    db_dir: Option<String>,
+    #[serde(default)]
+    databases: BTreeMap<String, DatabaseSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DatabaseSpec {
+    scripts: Spanned<Vec<String>>,
+}
+
+/// One line of the cases file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeCase {
+    id: String,
+    db: String,
+    question: String,
+    #[serde(default)]
+    evidence: Option<String>,
+    /// A string or a list of strings; checked by `gold_queries` for a precise message.
+    #[serde(default)]
+    gold: Option<serde_json::Value>,
+    #[serde(rename = "type", default)]
+    kind: CaseKind,
+    #[serde(default)]
+    tags: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum CaseKind {
+    #[default]
+    Feasible,
+    Infeasible,
+}
+
+/// Loads a manifest and its cases, building its declared databases when missing or stale.
+pub(super) fn load(
+    path: &Path,
+    text: &str,
+    db_dir_override: Option<&Path>,
+) -> Result<Suite, InputError> {
+    let manifest: Manifest = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+    let folder = parent_folder(path);
+    let db_dir = match (db_dir_override, &manifest.db_dir) {
+        (Some(dir), _) => dir.to_path_buf(),
+        (None, Some(dir)) => folder.join(dir),
+        (None, None) => folder.clone(),
+    };
+    let builds = database_builds(path, text, &folder, &manifest)?;
+    let cases_path = folder.join(manifest.cases.get_ref());
+    if !cases_path.is_file() {
+        let line = line_of(text, manifest.cases.span().start);
+        return Err(InputError::file(
+            path,
+            format!("cases file {} not found", cases_path.display()),
+        )
+        .at_line(line));
+    }
+    let cases = load_cases(&cases_path, &read_text(&cases_path)?)?;
+    for build in &builds {
+        databases::build_if_stale(&db_dir, build)?;
+    }
+    Ok(Suite {
+        name: manifest.name,
+        cases,
+        db_dir,
+    })
+}
+
+/// The manifest's `[databases.X]` tables, with script paths resolved and checked.
+fn database_builds(
+    path: &Path,
+    text: &str,
+    folder: &Path,
+    manifest: &Manifest,
+) -> Result<Vec<DatabaseBuild>, InputError> {
+    let mut builds = Vec::new();
+    for (name, spec) in &manifest.databases {
+        let line = line_of(text, spec.scripts.span().start);
+        let problem = |message: String| {
+            InputError::file(path, format!("[databases.{name}]: {message}")).at_line(line)
+        };
+        if name.is_empty() || name.contains(['/', '\\', '\0']) || name == "." || name == ".." {
+            return Err(problem("the database name must be a plain name".into()));
+        }
+        if spec.scripts.get_ref().is_empty() {
+            return Err(problem("`scripts` lists no script".into()));
+        }
+        let mut scripts = Vec::new();
+        for written in spec.scripts.get_ref() {
+            let script_path = folder.join(written);
+            if !script_path.is_file() {
+                return Err(problem(format!(
+                    "script {} not found",
+                    script_path.display()
+                )));
+            }
+            scripts.push(BuildScript {
+                written: written.clone(),
+                path: script_path,
+            });
+        }
+        builds.push(DatabaseBuild {
+            name: name.clone(),
+            scripts,
+        });
+    }
+    Ok(builds)
+}
+
+/// A TOML error at its line, with the column in the message.
+fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> InputError {
+    let message = error.message().trim_end().to_string();
+    match error.span() {
+        Some(span) => {
+            let start = span.start.min(text.len());
+            let line_start = text.as_bytes()[..start]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |at| at + 1);
+            let column = 1 + text.get(line_start..start).map_or(0, |s| s.chars().count());
+            let line = line_of(text, start);
+            InputError::file(path, format!("column {column}: {message}")).at_line(line)
+        }
+        None => InputError::file(path, message),
+    }
+}
+
+/// The 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    1 + text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+/// Parses the JSONL cases file; blank lines are skipped but count for line numbers.
+pub(super) fn load_cases(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
+    let mut cases = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let source = SourceRef {
+            file: PathBuf::from(path),
+            record: cases.len(),
+            line: Some(index + 1),
+        };
+        let record: NativeCase = serde_json::from_str(line)
+            .map_err(|e| source.error(format!("column {}: {}", e.column(), json_message(&e))))?;
+        cases.push(to_case(record, source)?);
+    }
+    Ok(cases)
+}
+
+fn to_case(record: NativeCase, source: SourceRef) -> Result<Case, InputError> {
+    let problem = |message: String| source.error(format!("case `{}`: {message}", record.id));
+    if record.id.trim().is_empty() {
+        return Err(source.error("`id` is empty"));
+    }
+    if record.db.trim().is_empty() {
+        return Err(problem("`db` is empty".into()));
+    }
+    let feasible = record.kind == CaseKind::Feasible;
+    let gold = match (&record.gold, feasible) {
+        (None, true) => return Err(problem("`gold` is required for a feasible case".into())),
+        (Some(_), false) => {
+            return Err(problem(
+                "an infeasible case must not have `gold` (remove it, or drop `\"type\": \"infeasible\"`)"
+                    .into(),
+            ))
+        }
+        (None, false) => Vec::new(),
+        (Some(value), true) => gold_queries(value).map_err(problem)?,
+    };
+    Ok(Case {
+        id: record.id,
+        db: record.db,
+        question: record.question,
+        evidence: record.evidence.filter(|e| !e.trim().is_empty()),
+        gold,
+        feasible,
+        tags: record.tags,
+        source,
+    })
+}
+
+/// `gold` as a non-empty list of non-blank queries.
+fn gold_queries(value: &serde_json::Value) -> Result<Vec<String>, String> {
+    let queries = match value {
+        serde_json::Value::String(sql) => vec![sql.clone()],
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                serde_json::Value::String(sql) => Ok(sql.clone()),
+                other => Err(format!(
+                    "`gold` must list strings, found {}",
+                    json_kind(other)
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        other => {
+            return Err(format!(
+                "`gold` must be a string or a list of strings, found {}",
+                json_kind(other)
+            ))
+        }
+    };
+    if queries.is_empty() {
+        return Err("`gold` lists no query".into());
+    }
+    if queries.iter().any(|sql| sql.trim().is_empty()) {
+        return Err("`gold` holds an empty query".into());
+    }
+    Ok(queries)
+}
