@@ -38,18 +38,24 @@ fn gold_predictions(bench: &Benchmark) -> Vec<Prediction> {
         .collect()
 }
 
-fn raw_sqlite(bench: &Benchmark, files: &[PathBuf], connections: &mut HashMap<PathBuf, rusqlite::Connection>) -> usize {
+fn raw_sqlite(
+    bench: &Benchmark,
+    files: &[PathBuf],
+    connections: &mut HashMap<PathBuf, rusqlite::Connection>,
+) -> usize {
     let mut rows = 0;
     for (case, file) in bench.cases.iter().zip(files) {
-        let conn = connections
-            .entry(file.clone())
-            .or_insert_with(|| rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap());
+        let conn = connections.entry(file.clone()).or_insert_with(|| {
+            rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap()
+        });
         for _ in 0..2 {
             let mut stmt = conn.prepare(&case.gold[0]).unwrap();
             let width = stmt.column_count();
             let mut result = stmt.query([]).unwrap();
             while let Some(row) = result.next().unwrap() {
-                let values: Vec<rusqlite::types::Value> = (0..width).map(|i| row.get(i).unwrap()).collect();
+                let values: Vec<rusqlite::types::Value> =
+                    (0..width).map(|i| row.get(i).unwrap()).collect();
                 rows += values.len();
             }
         }
@@ -69,16 +75,25 @@ fn scoring_benchmarks(c: &mut Criterion) {
     group.sample_size(20);
 
     let mut connections = HashMap::new();
-    group.bench_function("raw_sqlite", |b| b.iter(|| raw_sqlite(&bench, &files, &mut connections)));
+    group.bench_function("raw_sqlite", |b| {
+        b.iter(|| raw_sqlite(&bench, &files, &mut connections))
+    });
 
-    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
     for mode in [Mode::Testsuite, Mode::Bird, Mode::Defog] {
         let run = || {
             let engine = Engine::new(Limits::default());
-            let scores = scoring::score(&bench, &predictions, mode, &ModeOptions::default(), &engine).unwrap();
+            let scores =
+                scoring::score(&bench, &predictions, mode, &ModeOptions::default(), &engine)
+                    .unwrap();
             assert!(scores.iter().all(|s| s.ex == 1.0));
         };
-        group.bench_function(format!("sqlgate/{mode:?}/1-thread"), |b| b.iter(|| one_thread.install(run)));
+        group.bench_function(format!("sqlgate/{mode:?}/1-thread"), |b| {
+            b.iter(|| one_thread.install(run))
+        });
         group.bench_function(format!("sqlgate/{mode:?}/all-cores"), |b| b.iter(run));
     }
     group.finish();

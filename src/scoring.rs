@@ -55,7 +55,9 @@ pub fn score(
         .par_iter()
         .zip(predictions.par_iter())
         .zip(db_files.par_iter())
-        .map(|((case, prediction), files)| score_case(case, prediction, files, mode, options, engine))
+        .map(|((case, prediction), files)| {
+            score_case(case, prediction, files, mode, options, engine)
+        })
         .collect())
 }
 
@@ -168,7 +170,8 @@ pub fn summarize(mode: Mode, scores: &[CaseScore]) -> Summary {
     for score in &feasible {
         overall.add(score.ex);
         *verdicts.entry(score.verdict).or_insert(0) += 1;
-        let families = std::iter::once(("db", &score.db)).chain(score.tags.iter().map(|(k, v)| (k.as_str(), v)));
+        let families = std::iter::once(("db", &score.db))
+            .chain(score.tags.iter().map(|(k, v)| (k.as_str(), v)));
         for (family, value) in families {
             breakdown
                 .entry(family.to_string())
@@ -193,7 +196,10 @@ pub fn summarize(mode: Mode, scores: &[CaseScore]) -> Summary {
         exact,
         verdicts,
         infeasible: infeasible.len(),
-        infeasible_abstained: infeasible.iter().filter(|s| s.verdict == Verdict::Abstained).count(),
+        infeasible_abstained: infeasible
+            .iter()
+            .filter(|s| s.verdict == Verdict::Abstained)
+            .count(),
         cleaned: scores.iter().filter(|s| s.cleaned).count(),
         breakdown,
     }

@@ -16,7 +16,11 @@ fn demo() -> PathBuf {
 }
 
 fn json(output: &Output) -> serde_json::Value {
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).expect("valid JSON")
 }
 
@@ -29,13 +33,22 @@ fn demo_gold_predictions_score_one() {
     let suite = demo().join("suite.toml");
     let pred = demo().join("predictions/gold.jsonl");
     let report = json(&sqlgate(&[
-        "score", "--gold", suite.to_str().unwrap(), "--pred", pred.to_str().unwrap(), "--format", "json",
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+        "--format",
+        "json",
     ]));
     assert_eq!(report["summary"]["ex"], 1.0);
     let cases = report["cases"].as_array().unwrap();
     let feasible = cases.iter().filter(|c| c["feasible"] == true).count();
     assert_eq!(report["summary"]["n"], feasible);
-    assert!(feasible >= 25 && cases.len() > feasible, "the demo has feasible and infeasible cases");
+    assert!(
+        feasible >= 25 && cases.len() > feasible,
+        "the demo has feasible and infeasible cases"
+    );
     for case in cases.iter().filter(|c| c["feasible"] == true) {
         assert_eq!(case["ex"], 1, "{case}");
         assert!(case["error"].is_null());
@@ -47,15 +60,32 @@ fn demo_sample_predictions_are_imperfect_and_classified() {
     let suite = demo().join("suite.toml");
     let pred = demo().join("predictions/sample.jsonl");
     let report = json(&sqlgate(&[
-        "score", "--gold", suite.to_str().unwrap(), "--pred", pred.to_str().unwrap(), "--format", "json",
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+        "--format",
+        "json",
     ]));
     let ex = report["summary"]["ex"].as_f64().unwrap();
     assert!(ex > 0.5 && ex < 1.0, "ex = {ex}");
     let cases = report["cases"].as_array().unwrap();
-    assert!(cases.iter().any(|c| c["error"].as_str().is_some_and(|e| e.starts_with("pred_error"))));
-    assert!(cases.iter().any(|c| c["cleaned"] == true), "a fenced prediction was cleaned");
+    assert!(cases.iter().any(|c| c["error"]
+        .as_str()
+        .is_some_and(|e| e.starts_with("pred_error"))));
+    assert!(
+        cases.iter().any(|c| c["cleaned"] == true),
+        "a fenced prediction was cleaned"
+    );
     // Text output carries the overall EX and a breakdown by category.
-    let text = sqlgate(&["score", "--gold", suite.to_str().unwrap(), "--pred", pred.to_str().unwrap()]);
+    let text = sqlgate(&[
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+    ]);
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(text.contains(&format!("EX {ex:.3}")), "{text}");
     assert!(text.contains("category"), "{text}");
@@ -86,7 +116,13 @@ fn copy_tree(from: &Path, to: &Path) {
 fn score_copy(dir: &Path, pred: &str) -> Output {
     let suite = dir.join("suite.toml");
     let pred = dir.join(pred);
-    sqlgate(&["score", "--gold", suite.to_str().unwrap(), "--pred", pred.to_str().unwrap()])
+    sqlgate(&[
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+    ])
 }
 
 fn edit(path: &Path, f: impl FnOnce(String) -> String) {
@@ -110,14 +146,24 @@ fn a_broken_jsonl_case_is_named_by_file_and_line() {
         lines[2] = "{\"id\": \"broken\", ".to_string();
         lines.join("\n")
     });
-    assert_bad_input(&score_copy(dir.path(), "predictions/gold.jsonl"), "cases.jsonl", "line 3");
+    assert_bad_input(
+        &score_copy(dir.path(), "predictions/gold.jsonl"),
+        "cases.jsonl",
+        "line 3",
+    );
 }
 
 #[test]
 fn an_unknown_database_is_an_error() {
     let dir = demo_copy();
-    edit(&dir.path().join("cases.jsonl"), |text| text.replacen("\"db\": \"bookshop\"", "\"db\": \"nowhere\"", 1));
-    assert_bad_input(&score_copy(dir.path(), "predictions/gold.jsonl"), "nowhere", "record 0");
+    edit(&dir.path().join("cases.jsonl"), |text| {
+        text.replacen("\"db\": \"bookshop\"", "\"db\": \"nowhere\"", 1)
+    });
+    assert_bad_input(
+        &score_copy(dir.path(), "predictions/gold.jsonl"),
+        "nowhere",
+        "record 0",
+    );
 }
 
 #[test]
@@ -127,7 +173,11 @@ fn duplicate_case_ids_are_an_error() {
         let first = text.lines().next().unwrap().to_string();
         format!("{text}\n{first}\n")
     });
-    assert_bad_input(&score_copy(dir.path(), "predictions/gold.jsonl"), "cases.jsonl", "duplicate");
+    assert_bad_input(
+        &score_copy(dir.path(), "predictions/gold.jsonl"),
+        "cases.jsonl",
+        "duplicate",
+    );
 }
 
 #[test]
@@ -136,14 +186,24 @@ fn a_prediction_for_an_unknown_case_is_an_error() {
     edit(&dir.path().join("predictions/gold.jsonl"), |text| {
         format!("{text}{{\"id\": \"no-such-case\", \"sql\": \"SELECT 1\"}}\n")
     });
-    assert_bad_input(&score_copy(dir.path(), "predictions/gold.jsonl"), "gold.jsonl", "no-such-case");
+    assert_bad_input(
+        &score_copy(dir.path(), "predictions/gold.jsonl"),
+        "gold.jsonl",
+        "no-such-case",
+    );
 }
 
 #[test]
 fn an_unknown_manifest_key_names_its_line() {
     let dir = demo_copy();
-    edit(&dir.path().join("suite.toml"), |text| format!("{text}\nthreshold = 3\n"));
-    assert_bad_input(&score_copy(dir.path(), "predictions/gold.jsonl"), "suite.toml", "threshold");
+    edit(&dir.path().join("suite.toml"), |text| {
+        format!("{text}\nthreshold = 3\n")
+    });
+    assert_bad_input(
+        &score_copy(dir.path(), "predictions/gold.jsonl"),
+        "suite.toml",
+        "threshold",
+    );
 }
 
 #[test]
@@ -155,13 +215,29 @@ fn misaligned_spider_predictions_are_an_error() {
         .execute_batch("CREATE TABLE t(a); INSERT INTO t VALUES (1);")
         .unwrap();
     let gold = dir.path().join("gold.txt");
-    std::fs::write(&gold, "SELECT a FROM t\ttiny\nSELECT count(*) FROM t\ttiny\n").unwrap();
+    std::fs::write(
+        &gold,
+        "SELECT a FROM t\ttiny\nSELECT count(*) FROM t\ttiny\n",
+    )
+    .unwrap();
     let pred = dir.path().join("pred.txt");
     std::fs::write(&pred, "SELECT a FROM t\n").unwrap();
-    let output = sqlgate(&["score", "--gold", gold.to_str().unwrap(), "--pred", pred.to_str().unwrap()]);
+    let output = sqlgate(&[
+        "score",
+        "--gold",
+        gold.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+    ]);
     assert_bad_input(&output, "pred.txt", "2");
     std::fs::write(&pred, "SELECT a FROM t\nSELECT 1\n").unwrap();
-    let output = sqlgate(&["score", "--gold", gold.to_str().unwrap(), "--pred", pred.to_str().unwrap()]);
+    let output = sqlgate(&[
+        "score",
+        "--gold",
+        gold.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
 }
 
@@ -176,15 +252,24 @@ fn a_broken_csv_is_named_by_record() {
     .unwrap();
     let pred = dir.path().join("pred.jsonl");
     std::fs::write(&pred, "").unwrap();
-    let output = sqlgate(&["score", "--gold", gold.to_str().unwrap(), "--pred", pred.to_str().unwrap()]);
+    let output = sqlgate(&[
+        "score",
+        "--gold",
+        gold.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+    ]);
     assert_bad_input(&output, "questions.csv", "record 1");
 }
 
 #[test]
 fn defog_files_score_gold_against_gold() {
-    let Some(data) = sqlgate::testing::shared_data() else { return };
+    let Some(data) = sqlgate::testing::shared_data() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
-    let bench = sqlgate::bench::load(&data.join("defog/questions.csv"), &Default::default()).unwrap();
+    let bench =
+        sqlgate::bench::load(&data.join("defog/questions.csv"), &Default::default()).unwrap();
     let mut lines = String::new();
     for case in &bench.cases {
         lines.push_str(&serde_json::json!({"id": case.id, "sql": case.gold[0]}).to_string());
@@ -193,9 +278,25 @@ fn defog_files_score_gold_against_gold() {
     let pred = dir.path().join("gold.jsonl");
     std::fs::write(&pred, lines).unwrap();
     let gold = data.join("defog/questions.csv");
-    for mode in ["testsuite", "bird", "bird-rowsorted", "spider2", "defog", "defog-exact", "trustsql"] {
+    for mode in [
+        "testsuite",
+        "bird",
+        "bird-rowsorted",
+        "spider2",
+        "defog",
+        "defog-exact",
+        "trustsql",
+    ] {
         let report = json(&sqlgate(&[
-            "score", "--gold", gold.to_str().unwrap(), "--pred", pred.to_str().unwrap(), "--mode", mode, "--format", "json",
+            "score",
+            "--gold",
+            gold.to_str().unwrap(),
+            "--pred",
+            pred.to_str().unwrap(),
+            "--mode",
+            mode,
+            "--format",
+            "json",
         ]));
         assert_eq!(report["summary"]["ex"], 1.0, "{mode}");
         assert_eq!(report["summary"]["n"], 135, "{mode}");

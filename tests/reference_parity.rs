@@ -40,7 +40,11 @@ fn defog_gold_against_gold_is_one_in_every_mode() {
                     ignore_order: None,
                 };
                 let outcome = evaluate(mode, &ModeOptions::default(), &input, alternative, &engine);
-                assert_eq!(outcome.score, 1.0, "{mode:?} case {} alternative {alternative}: {outcome:?}", case.id);
+                assert_eq!(
+                    outcome.score, 1.0,
+                    "{mode:?} case {} alternative {alternative}: {outcome:?}",
+                    case.id
+                );
             }
         }
     }
@@ -67,7 +71,13 @@ fn check(db: &Path, gold: &str, question: &str, category: &str, variants: &[Vari
                 db_files: &files,
                 ignore_order: None,
             };
-            let outcome = evaluate(*mode, &ModeOptions::default(), &input, variant.pred, &engine);
+            let outcome = evaluate(
+                *mode,
+                &ModeOptions::default(),
+                &input,
+                variant.pred,
+                &engine,
+            );
             assert_eq!(
                 outcome.score, expected as f64,
                 "{} under {mode:?}: {:?}",
@@ -101,7 +111,13 @@ fn crafted_variants_of_an_unordered_question() {
         Variant { what: "unknown column", pred: "SELECT state_nam FROM state",
                   expected: [0, 0, 0, 0, 0, 0, 0] },
     ];
-    check(&dir.join("geography.sqlite"), gold, question, "instruct", &variants);
+    check(
+        &dir.join("geography.sqlite"),
+        gold,
+        question,
+        "instruct",
+        &variants,
+    );
 }
 
 #[test]
@@ -119,7 +135,13 @@ fn crafted_variants_with_duplicates_in_the_gold() {
         Variant { what: "rows reordered", pred: "SELECT country_name FROM city ORDER BY country_name",
                   expected: [1, 1, 1, 1, 1, 1, 1] },
     ];
-    check(&dir.join("geography.sqlite"), gold, question, "instruct", &variants);
+    check(
+        &dir.join("geography.sqlite"),
+        gold,
+        question,
+        "instruct",
+        &variants,
+    );
 }
 
 #[test]
@@ -136,13 +158,20 @@ fn crafted_variants_of_a_two_column_question() {
         Variant { what: "area as integer", pred: "SELECT lake_name, CAST(area AS INTEGER) FROM lake WHERE state_name LIKE '%michigan%'",
                   expected: [1, 1, 1, 1, 1, 1, 1] },
     ];
-    check(&dir.join("geography.sqlite"), gold, question, "instruct", &variants);
+    check(
+        &dir.join("geography.sqlite"),
+        gold,
+        question,
+        "instruct",
+        &variants,
+    );
 }
 
 #[test]
 fn crafted_variants_of_an_ordered_question() {
     let Some(dir) = defog_dir() else { return };
-    let gold = "SELECT city.city_name, city.population FROM city ORDER BY city.population DESC LIMIT 5";
+    let gold =
+        "SELECT city.city_name, city.population FROM city ORDER BY city.population DESC LIMIT 5";
     let question = "What are the top 5 cities with the highest population?";
     #[rustfmt::skip]
     let variants = [
@@ -153,5 +182,11 @@ fn crafted_variants_of_an_ordered_question() {
         Variant { what: "LIMIT off by one", pred: "SELECT city_name, population FROM city ORDER BY population DESC LIMIT 6",
                   expected: [0, 0, 0, 0, 0, 0, 0] },
     ];
-    check(&dir.join("geography.sqlite"), gold, question, "order_by", &variants);
+    check(
+        &dir.join("geography.sqlite"),
+        gold,
+        question,
+        "order_by",
+        &variants,
+    );
 }

@@ -8,6 +8,7 @@ mod bird;
 pub mod clean;
 mod databases;
 mod defog;
+mod hardness;
 mod native;
 mod predictions;
 mod spider;
@@ -194,7 +195,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         return Err(InputError::file(path, "the file holds no cases"));
     }
     check_unique_ids(&cases)?;
-    let bench = Benchmark {
+    let mut bench = Benchmark {
         name,
         cases,
         db_dir,
@@ -202,6 +203,9 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         tables: tables_file(&folder, opts.tables.as_deref())?,
     };
     bench.check_databases()?;
+    if matches!(format, GoldFormat::Spider | GoldFormat::SpiderJson) {
+        hardness::tag(&mut bench)?;
+    }
     Ok(bench)
 }
 

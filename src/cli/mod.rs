@@ -11,7 +11,11 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_BAD_INPUT: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "sqlgate", version, about = "Gate text-to-SQL systems in CI: benchmarks as tests.")]
+#[command(
+    name = "sqlgate",
+    version,
+    about = "Gate text-to-SQL systems in CI: benchmarks as tests."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -28,7 +32,11 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { EXIT_BAD_INPUT } else { EXIT_OK });
+            return ExitCode::from(if error.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_OK
+            });
         }
     };
     let result = match cli.command {

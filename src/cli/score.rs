@@ -63,7 +63,9 @@ fn parse_timeout(text: &str) -> Result<Option<Duration>, String> {
     }
     match text.parse::<f64>() {
         Ok(secs) if secs > 0.0 && secs.is_finite() => Ok(Some(Duration::from_secs_f64(secs))),
-        _ => Err(format!("expected a positive number of seconds or `none`, got `{text}`")),
+        _ => Err(format!(
+            "expected a positive number of seconds or `none`, got `{text}`"
+        )),
     }
 }
 

@@ -5,7 +5,15 @@ use std::fmt::Write;
 use crate::scoring::{Summary, Tally};
 
 /// Levels whose natural order is not alphabetical (Spider hardness, BIRD difficulty).
-const LEVEL_ORDER: &[&str] = &["easy", "medium", "hard", "extra", "simple", "moderate", "challenging"];
+const LEVEL_ORDER: &[&str] = &[
+    "easy",
+    "medium",
+    "hard",
+    "extra",
+    "simple",
+    "moderate",
+    "challenging",
+];
 
 pub fn render(summary: &Summary, source: &str) -> String {
     let mut out = String::new();
@@ -21,7 +29,10 @@ pub fn render(summary: &Summary, source: &str) -> String {
         .iter()
         .map(|(verdict, count)| {
             let name = serde_json::to_value(verdict).ok();
-            format!("{} {count}", name.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
+            format!(
+                "{} {count}",
+                name.as_ref().and_then(|v| v.as_str()).unwrap_or("?")
+            )
         })
         .collect();
     let _ = writeln!(out, "verdicts: {}", verdicts.join(", "));
@@ -33,16 +44,32 @@ pub fn render(summary: &Summary, source: &str) -> String {
         );
     }
     if summary.cleaned > 0 {
-        let _ = writeln!(out, "predictions cleaned of markdown or prose: {}", summary.cleaned);
+        let _ = writeln!(
+            out,
+            "predictions cleaned of markdown or prose: {}",
+            summary.cleaned
+        );
     }
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();
         rows.sort_by_key(|(value, _)| {
-            let rank = LEVEL_ORDER.iter().position(|level| level == value).unwrap_or(LEVEL_ORDER.len());
+            let rank = LEVEL_ORDER
+                .iter()
+                .position(|level| level == value)
+                .unwrap_or(LEVEL_ORDER.len());
             (rank, value.to_string())
         });
-        let width = rows.iter().map(|(value, _)| value.chars().count()).max().unwrap_or(0).max(family.len());
-        let _ = writeln!(out, "\n{family:<width$}  {:>6}  {:>7}  {:>6}", "n", "correct", "EX");
+        let width = rows
+            .iter()
+            .map(|(value, _)| value.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(family.len());
+        let _ = writeln!(
+            out,
+            "\n{family:<width$}  {:>6}  {:>7}  {:>6}",
+            "n", "correct", "EX"
+        );
         for (value, tally) in rows {
             let _ = writeln!(
                 out,
