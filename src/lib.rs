@@ -7,9 +7,11 @@ pub mod bench;
 pub mod cli;
 pub mod error;
 pub mod exec;
+pub mod gate;
 pub mod metrics;
 pub mod report;
 pub mod scoring;
 pub mod spider;
+pub mod system;
 #[doc(hidden)]
 pub mod testing;

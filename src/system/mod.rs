@@ -1,0 +1,79 @@
+//! Systems under test: anything that turns a question into SQL, or abstains.
+//!
+//! A system is asked through [`System::answer`]; its answers are recorded in a cassette keyed by
+//! the system's fingerprint and the case's content, so CI replays them without calling it.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// What a system is asked: the JSON document sent to `command` and `http` systems.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Request {
+    pub id: String,
+    pub db: String,
+    pub db_path: PathBuf,
+    pub question: String,
+    pub evidence: Option<String>,
+    /// The database schema as `CREATE TABLE` statements.
+    pub schema: String,
+}
+
+/// A system's answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Reply {
+    /// The SQL to execute (already cleaned of markdown and prose); `None` when it abstained.
+    pub sql: Option<String>,
+    /// Markdown fences or prose were stripped from the raw answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleaned: bool,
+    /// Further sampled answers, for voting and Pass@K.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<String>,
+    /// What a retriever returned (tables, columns, examples), for diagnostics.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retrieved: Vec<String>,
+}
+
+/// Why a system gave no usable answer; a failing case, never a crashed run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SystemError {
+    pub kind: SystemErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemErrorKind {
+    /// No answer within the system's time bound.
+    Timeout,
+    /// A `command` system exited with a non-zero status.
+    Exit,
+    /// The output was not an answer (not JSON, wrong shape, no SQL in a chat reply).
+    Garbage,
+    /// An HTTP error status that retries did not cure.
+    Http,
+    /// Connection refused, reset, DNS...
+    Transport,
+    /// `--record none` and the cassette holds no answer for this case.
+    NotRecorded,
+}
+
+impl SystemErrorKind {
+    /// Transient failures are retried on the next recording run instead of being recorded.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            SystemErrorKind::Timeout | SystemErrorKind::Http | SystemErrorKind::Transport | SystemErrorKind::NotRecorded
+        )
+    }
+}
+
+/// A text-to-SQL system. Implement it to plug your own system into `cargo test`.
+pub trait System: Send + Sync {
+    /// Identifies the system's behaviour: it changes when the model, prompt or parameters change,
+    /// so recorded answers of an older configuration are not replayed.
+    fn fingerprint(&self) -> String;
+
+    fn answer(&self, request: &Request) -> Result<Reply, SystemError>;
+}
