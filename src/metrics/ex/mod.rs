@@ -91,3 +91,8 @@ pub struct Outcome {
     pub error: Option<String>,
     pub diagnostics: Vec<Diagnostic>,
 }
+
+// TEMPORARY: replaced by the comparators' merge.
+pub fn evaluate(_: Mode, _: &ModeOptions, _: &CaseInput, _: &str, _: &dyn QueryRunner) -> Outcome {
+    unimplemented!("comparators are being merged")
+}
