@@ -40,6 +40,12 @@ pub struct Reply {
 pub struct SystemError {
     pub kind: SystemErrorKind,
     pub message: String,
+    /// Worth asking again (HTTP 429 or 5xx, a timeout, a dropped connection).
+    #[serde(skip)]
+    pub retryable: bool,
+    /// How long the server asked us to wait (`Retry-After`).
+    #[serde(skip)]
+    pub retry_after: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
