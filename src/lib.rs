@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod config;
 pub mod error;
 pub mod exec;
 pub mod gate;

@@ -36,7 +36,7 @@ pub struct CaseScore {
     pub cleaned: bool,
 }
 
-/// Evaluates every case against its prediction (aligned by index).
+/// Evaluates every case against its prediction (aligned by index), in parallel.
 pub fn score(
     bench: &Benchmark,
     predictions: &[Prediction],
@@ -61,7 +61,8 @@ pub fn score(
         .collect())
 }
 
-fn score_case(
+/// Evaluates one case against its prediction.
+pub fn score_case(
     case: &Case,
     prediction: &Prediction,
     db_files: &[std::path::PathBuf],

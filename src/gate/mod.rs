@@ -34,3 +34,8 @@ pub struct TestResult {
     /// The record the test comes from, where known.
     pub source: Option<SourceRef>,
 }
+
+pub mod judge;
+pub mod plan;
+pub mod threshold;
+pub mod run;

@@ -2,3 +2,4 @@
 
 pub mod score_json;
 pub mod score_text;
+pub mod terminal;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::exec::Execution;
 
 /// A comparison mode: which public evaluator's semantics to reproduce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// taoyds/test-suite-sql-eval (Spider): DISTINCT stripped, bag semantics, column permutations.
@@ -70,6 +70,8 @@ pub enum Verdict {
     PredDecodeError,
     GoldDecodeError,
     Abstained,
+    /// The system under test gave no usable answer (crash, garbage, timeout).
+    SystemError,
 }
 
 /// A note on a comparison that never changes its score.

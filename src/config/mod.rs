@@ -1,0 +1,139 @@
+//! `sqlgate.toml`: suites, systems, thresholds, per-case settings and deployment profiles.
+//! Unknown keys are errors that name the file, line and column. Paths are relative to the
+//! configuration file's folder. The reference is in `docs/config.md`.
+
+mod case;
+mod profile;
+mod suite;
+mod system;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::InputError;
+use crate::gate::threshold::Threshold;
+
+pub use case::CaseConfig;
+pub use profile::ProfileConfig;
+pub use suite::SuiteConfig;
+pub use system::SystemConfig;
+
+/// The whole configuration file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Folder of accepted snapshots and prediction cassettes (default `snapshots`).
+    #[serde(default = "default_snapshots")]
+    pub snapshots: PathBuf,
+    #[serde(default, rename = "suite")]
+    pub suites: Vec<SuiteConfig>,
+    #[serde(default, rename = "system")]
+    pub systems: Vec<toml::Spanned<toml::Table>>,
+    /// Suite thresholds for every suite, by metric: `ex = ">= 0.62"`.
+    #[serde(default)]
+    pub gate: BTreeMap<String, Threshold>,
+    /// Per-test settings, keyed by test name.
+    #[serde(default)]
+    pub cases: BTreeMap<String, CaseConfig>,
+    #[serde(default)]
+    pub profile: BTreeMap<String, ProfileConfig>,
+    /// Where the configuration was read from; paths inside are relative to its folder.
+    #[serde(skip)]
+    pub path: PathBuf,
+    #[serde(skip)]
+    text: String,
+}
+
+fn default_snapshots() -> PathBuf {
+    PathBuf::from("snapshots")
+}
+
+/// The profile used when none is named.
+pub const DEFAULT_PROFILE: &str = "default";
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::file(path, format!("cannot read the configuration: {e}")))?;
+        Config::parse(path, text)
+    }
+
+    pub fn parse(path: &Path, text: String) -> Result<Config, InputError> {
+        let mut config: Config = toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?;
+        config.path = path.to_path_buf();
+        config.text = text;
+        if config.suites.is_empty() {
+            return Err(InputError::file(path, "no [[suite]]: the configuration gates nothing"));
+        }
+        for (index, system) in config.systems.iter().enumerate() {
+            SystemConfig::parse(&config, system).map_err(|e| e.at_record(index))?;
+        }
+        Ok(config)
+    }
+
+    /// The folder that relative paths start from.
+    pub fn root(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        self.root().join(path)
+    }
+
+    /// The named profile; `default` exists even when not written.
+    pub fn profile(&self, name: &str) -> Result<ProfileConfig, InputError> {
+        match self.profile.get(name) {
+            Some(profile) => Ok(profile.clone()),
+            None if name == DEFAULT_PROFILE => Ok(ProfileConfig::default()),
+            None => {
+                let known: Vec<&str> = self.profile.keys().map(String::as_str).collect();
+                Err(InputError::file(
+                    &self.path,
+                    format!("no profile `{name}` (profiles: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") }),
+                ))
+            }
+        }
+    }
+
+    /// The system a profile uses: the one it names, else the first `[[system]]`.
+    pub fn system(&self, profile: &ProfileConfig) -> Result<SystemConfig, InputError> {
+        let systems = self
+            .systems
+            .iter()
+            .map(|s| SystemConfig::parse(self, s))
+            .collect::<Result<Vec<_>, _>>()?;
+        match &profile.system {
+            Some(name) => systems.into_iter().find(|s| &s.name == name).ok_or_else(|| {
+                InputError::file(&self.path, format!("the profile names system `{name}`, which no [[system]] defines"))
+            }),
+            None => systems
+                .into_iter()
+                .next()
+                .ok_or_else(|| InputError::file(&self.path, "no [[system]]: nothing answers the questions")),
+        }
+    }
+
+    /// An error at a byte span of the configuration text.
+    fn error_at(&self, span: Range<usize>, message: impl Into<String>) -> InputError {
+        located(&self.path, &self.text, span.start, message.into())
+    }
+}
+
+fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> InputError {
+    let message = error.message().trim().to_string();
+    match error.span() {
+        Some(span) => located(path, text, span.start, message),
+        None => InputError::file(path, message),
+    }
+}
+
+/// An error naming the line and column of a byte offset.
+fn located(path: &Path, text: &str, offset: usize, message: String) -> InputError {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    InputError::file(path, format!("column {column}: {message}")).at_line(line)
+}

@@ -1,0 +1,33 @@
+//! `[[suite]]`: a benchmark under the gate.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::bench::GoldFormat;
+use crate::gate::threshold::Threshold;
+use crate::metrics::ex::Mode;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteConfig {
+    /// The first component of test names (default: the native suite's own name, else the
+    /// benchmark file's stem).
+    pub name: Option<String>,
+    /// Any gold file the loaders read (`suite.toml`, `questions.csv`, `gold.txt`, `dev.json`...).
+    pub benchmark: PathBuf,
+    pub db_dir: Option<PathBuf>,
+    pub tables: Option<PathBuf>,
+    pub format: Option<GoldFormat>,
+    /// Comparison mode (default: the benchmark format's own evaluator).
+    pub mode: Option<Mode>,
+    /// Per-query time bound in seconds (default 30).
+    pub timeout: Option<f64>,
+    pub max_rows: Option<usize>,
+    #[serde(default)]
+    pub keep_distinct: bool,
+    /// Thresholds of this suite, overriding the top-level `[gate]`.
+    #[serde(default)]
+    pub gate: BTreeMap<String, Threshold>,
+}

@@ -1,0 +1,228 @@
+//! Turns evaluated cases into test verdicts: a case passes when it is correct, or when it was
+//! already failing in the accepted snapshot (a known failure) and is not marked `must_pass`;
+//! a gate passes when its suite metric meets its threshold.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::bench::{Answer, Prediction};
+use crate::exec::Engine;
+use crate::metrics::ex::Verdict;
+use crate::scoring::{self, CaseScore};
+use crate::system::{Reply, SystemError};
+
+use super::plan::SuitePlan;
+use super::{TestResult, TestStatus};
+
+/// One case after the system answered and the answer was scored.
+#[derive(Debug, Clone)]
+pub struct CaseRun {
+    pub test: String,
+    pub case_index: usize,
+    pub score: CaseScore,
+    pub duration: Duration,
+}
+
+impl CaseRun {
+    /// Correct means: a feasible case answered with EX = 1, or an infeasible case abstained on.
+    pub fn correct(&self) -> bool {
+        if self.score.feasible {
+            self.score.ex == 1.0
+        } else {
+            self.score.verdict == Verdict::Abstained
+        }
+    }
+}
+
+/// Scores one case's answer under the suite's mode.
+pub fn evaluate_case(
+    suite: &SuitePlan,
+    case_index: usize,
+    reply: &Result<Reply, SystemError>,
+    engine: &Engine,
+) -> CaseRun {
+    let start = Instant::now();
+    let case = &suite.bench.cases[case_index];
+    let test = suite.case_test_name(case);
+    let score = match reply {
+        Ok(reply) => {
+            let prediction = Prediction {
+                answer: reply.sql.clone().map_or(Answer::Abstain, Answer::Sql),
+                cleaned: reply.cleaned,
+                source: case.source.clone(),
+                notes: BTreeMap::new(),
+            };
+            let files = suite.bench.db_files(case, suite.mode == crate::metrics::ex::Mode::Testsuite);
+            match files {
+                Ok(files) => {
+                    scoring::score_case(case, &prediction, &files, suite.mode, &suite.mode_options, engine)
+                }
+                Err(error) => system_failure(case, format!("database: {error}")),
+            }
+        }
+        Err(error) => {
+            let kind = serde_json::to_value(error.kind).ok();
+            let kind = kind.as_ref().and_then(|k| k.as_str()).unwrap_or("error");
+            system_failure(case, format!("{kind}: {}", error.message))
+        }
+    };
+    CaseRun {
+        test,
+        case_index,
+        score,
+        duration: start.elapsed(),
+    }
+}
+
+fn system_failure(case: &crate::bench::Case, message: String) -> CaseScore {
+    CaseScore {
+        id: case.id.clone(),
+        db: case.db.clone(),
+        tags: case.tags.clone(),
+        feasible: case.feasible,
+        verdict: Verdict::SystemError,
+        ex: 0.0,
+        exact: None,
+        error: Some(format!("system_error: {message}")),
+        diagnostics: Vec::new(),
+        sql: None,
+        cleaned: false,
+    }
+}
+
+/// The name of a verdict as written in reports and snapshots (`correct`, `pred_error`...).
+pub fn verdict_name(verdict: Verdict) -> String {
+    serde_json::to_value(verdict)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// `accepted`: whether the case was correct in the accepted snapshot (`None`: not in it).
+pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> TestResult {
+    let case = &suite.bench.cases[run.case_index];
+    let correct = run.correct();
+    let must_pass = suite.must_pass.contains(&run.test);
+    let known_failure = !correct && !must_pass && accepted == Some(false);
+    let status = if correct || known_failure {
+        TestStatus::Passed
+    } else {
+        TestStatus::Failed
+    };
+    let mut properties = BTreeMap::from([
+        ("verdict".to_string(), verdict_name(run.score.verdict)),
+        ("ex".to_string(), format_metric(run.score.ex)),
+        ("mode".to_string(), verdict_mode(suite)),
+    ]);
+    if known_failure {
+        properties.insert("known_failure".to_string(), "true".to_string());
+    }
+    let message = (status == TestStatus::Failed).then(|| failure_message(run, accepted, must_pass));
+    let detail = (!correct).then(|| failure_detail(case, &run.score));
+    TestResult {
+        name: run.test.clone(),
+        suite: suite.name.clone(),
+        status,
+        duration: run.duration,
+        message,
+        detail,
+        properties,
+        source: Some(case.source.clone()),
+    }
+}
+
+fn verdict_mode(suite: &SuitePlan) -> String {
+    serde_json::to_value(suite.mode)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> String {
+    let what = if !run.score.feasible {
+        "answered an infeasible question instead of abstaining".to_string()
+    } else {
+        format!("{} (ex = {})", verdict_name(run.score.verdict), format_metric(run.score.ex))
+    };
+    let why = if must_pass {
+        "must pass"
+    } else if accepted == Some(true) {
+        "regression: correct in the accepted snapshot"
+    } else {
+        "not correct"
+    };
+    format!("{why}: {what}")
+}
+
+fn failure_detail(case: &crate::bench::Case, score: &CaseScore) -> String {
+    let mut lines = vec![format!("question:  {}", case.question)];
+    for gold in &case.gold {
+        lines.push(format!("gold:      {gold}"));
+    }
+    lines.push(format!("predicted: {}", score.sql.as_deref().unwrap_or("(abstained)")));
+    if let Some(error) = &score.error {
+        lines.push(format!("error:     {error}"));
+    }
+    lines.join("\n")
+}
+
+/// Formats a metric compactly and deterministically: `1`, `0`, `0.8125`.
+pub fn format_metric(value: f64) -> String {
+    let text = format!("{value:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_string()
+    } else {
+        text.to_string()
+    }
+}
+
+/// Aggregate metrics of a suite's evaluated cases.
+pub fn suite_metrics(runs: &[CaseRun]) -> BTreeMap<String, f64> {
+    let feasible: Vec<&CaseRun> = runs.iter().filter(|r| r.score.feasible).collect();
+    let mut metrics = BTreeMap::new();
+    if !feasible.is_empty() {
+        let ex = feasible.iter().map(|r| r.score.ex).sum::<f64>() / feasible.len() as f64;
+        metrics.insert("ex".to_string(), ex);
+    }
+    metrics
+}
+
+/// The verdict of the `<suite>::gate::<metric>` test.
+pub fn judge_gate(suite: &SuitePlan, metric: &str, metrics: &BTreeMap<String, f64>, duration: Duration) -> TestResult {
+    let threshold = suite.gates[metric];
+    let value = metrics.get(metric).copied();
+    let passed = value.is_some_and(|v| threshold.holds(v));
+    let message = match value {
+        _ if passed => None,
+        Some(v) => Some(format!("{metric} = {} does not meet {threshold}", format_metric(v))),
+        None => Some(format!("{metric} cannot be computed for this suite")),
+    };
+    let mut properties = BTreeMap::from([("threshold".to_string(), threshold.to_string())]);
+    if let Some(v) = value {
+        properties.insert(metric.to_string(), format_metric(v));
+    }
+    TestResult {
+        name: suite.gate_test_name(metric),
+        suite: suite.name.clone(),
+        status: if passed { TestStatus::Passed } else { TestStatus::Failed },
+        duration,
+        message,
+        detail: None,
+        properties,
+        source: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_metric;
+
+    #[test]
+    fn metrics_format_compactly() {
+        assert_eq!(format_metric(1.0), "1");
+        assert_eq!(format_metric(0.0), "0");
+        assert_eq!(format_metric(0.8125), "0.8125");
+        assert_eq!(format_metric(2.0 / 3.0), "0.6667");
+    }
+}

@@ -1,0 +1,192 @@
+//! The run: select tests, get answers for the cases they need, evaluate the cases in parallel,
+//! then the gates, reporting each verdict as an event the moment it is known.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::exec::Engine;
+use crate::system::{Reply, SystemError};
+
+use super::judge::{self, CaseRun};
+use super::plan::{SuitePlan, TestDesc, TestKind};
+use super::{TestResult, TestStatus};
+
+/// Which tests to run, as `cargo test` and nextest take them.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// A test runs when its name contains any filter (or equals one, with `exact`); none = all.
+    pub filters: Vec<String>,
+    pub exact: bool,
+    /// Run only the ignored tests (`--ignored`), or those too (`--include-ignored`).
+    pub ignored_only: bool,
+    pub include_ignored: bool,
+}
+
+impl Selection {
+    pub fn matches(&self, test: &TestDesc) -> bool {
+        let by_name = self.filters.is_empty()
+            || self.filters.iter().any(|f| if self.exact { test.name == *f } else { test.name.contains(f.as_str()) });
+        let by_ignore = if self.ignored_only {
+            test.ignored
+        } else {
+            self.include_ignored || !test.ignored
+        };
+        by_name && by_ignore
+    }
+}
+
+/// A test's verdict as it becomes known.
+pub enum Event<'a> {
+    Started { total: usize },
+    Finished(&'a TestResult),
+}
+
+/// Answers for a suite's cases: `(suite index, case indices) -> one answer per index`.
+pub type AnswerFn<'a> = dyn Fn(usize, &[usize]) -> Vec<Result<Reply, SystemError>> + Sync + 'a;
+
+/// What a run produced.
+pub struct RunReport {
+    pub results: Vec<TestResult>,
+    /// Per suite: the evaluated cases (every case of the suite when it was run whole).
+    pub case_runs: Vec<Vec<CaseRun>>,
+    pub metrics: Vec<BTreeMap<String, f64>>,
+    /// True when fail-fast stopped the run before every selected test ran.
+    pub cancelled: bool,
+}
+
+impl RunReport {
+    pub fn failed(&self) -> usize {
+        self.results.iter().filter(|r| r.status == TestStatus::Failed).count()
+    }
+}
+
+/// Runs the selected tests. `accepted[suite]` maps case test names to their correctness in the
+/// accepted snapshot.
+pub fn run(
+    suites: &[SuitePlan],
+    tests: &[TestDesc],
+    accepted: &[HashMap<String, bool>],
+    answers: &AnswerFn<'_>,
+    engine: &Engine,
+    fail_fast: bool,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> RunReport {
+    on_event(Event::Started { total: tests.len() });
+    let stop = AtomicBool::new(false);
+    let mut report = RunReport {
+        results: Vec::new(),
+        case_runs: Vec::new(),
+        metrics: Vec::new(),
+        cancelled: false,
+    };
+    for (index, suite) in suites.iter().enumerate() {
+        let suite_tests: Vec<&TestDesc> = tests.iter().filter(|t| t.suite == index).collect();
+        let selected_cases: BTreeSet<usize> = suite_tests
+            .iter()
+            .filter_map(|t| match t.kind {
+                TestKind::Case(case) => Some(case),
+                TestKind::Gate(_) => None,
+            })
+            .collect();
+        let gates: Vec<&str> = suite_tests
+            .iter()
+            .filter_map(|t| match &t.kind {
+                TestKind::Gate(metric) => Some(metric.as_str()),
+                TestKind::Case(_) => None,
+            })
+            .collect();
+        // A gate needs every case of its suite.
+        let needed: Vec<usize> = if gates.is_empty() {
+            selected_cases.iter().copied().collect()
+        } else {
+            (0..suite.bench.cases.len()).collect()
+        };
+        let start = Instant::now();
+        let replies = if stop.load(Ordering::Relaxed) || needed.is_empty() {
+            Vec::new()
+        } else {
+            answers(index, &needed)
+        };
+        let runs = evaluate(suite, &needed, &replies, &selected_cases, &accepted[index], engine, fail_fast, &stop, &mut |result| {
+            on_event(Event::Finished(&result));
+            report.results.push(result);
+        });
+        let complete = runs.len() == needed.len();
+        let metrics = judge::suite_metrics(&runs);
+        for metric in gates {
+            let result = if complete {
+                judge::judge_gate(suite, metric, &metrics, start.elapsed())
+            } else {
+                skipped(suite, &suite.gate_test_name(metric))
+            };
+            on_event(Event::Finished(&result));
+            report.results.push(result);
+        }
+        report.cancelled |= !complete;
+        report.case_runs.push(runs);
+        report.metrics.push(metrics);
+    }
+    report
+}
+
+/// Evaluates the cases in parallel; selected ones are judged and reported as they finish.
+#[allow(clippy::too_many_arguments)]
+fn evaluate(
+    suite: &SuitePlan,
+    needed: &[usize],
+    replies: &[Result<Reply, SystemError>],
+    selected: &BTreeSet<usize>,
+    accepted: &HashMap<String, bool>,
+    engine: &Engine,
+    fail_fast: bool,
+    stop: &AtomicBool,
+    report: &mut dyn FnMut(TestResult),
+) -> Vec<CaseRun> {
+    let (sender, receiver) = mpsc::channel::<(Option<CaseRun>, Option<TestResult>)>();
+    let mut runs = Vec::with_capacity(needed.len());
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            needed.par_iter().zip(replies.par_iter()).for_each_with(sender, |sender, (&case, reply)| {
+                let case_test = suite.case_test_name(&suite.bench.cases[case]);
+                if stop.load(Ordering::Relaxed) {
+                    let result = selected.contains(&case).then(|| skipped(suite, &case_test));
+                    let _ = sender.send((None, result));
+                    return;
+                }
+                let run = judge::evaluate_case(suite, case, reply, engine);
+                let result = selected
+                    .contains(&case)
+                    .then(|| judge::judge_case(suite, &run, accepted.get(&run.test).copied()));
+                if fail_fast && result.as_ref().is_some_and(|r| r.status == TestStatus::Failed) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                let _ = sender.send((Some(run), result));
+            });
+        });
+        for (run, result) in receiver {
+            runs.extend(run);
+            if let Some(result) = result {
+                report(result);
+            }
+        }
+    });
+    runs.sort_by_key(|run| run.case_index);
+    runs
+}
+
+fn skipped(suite: &SuitePlan, name: &str) -> TestResult {
+    TestResult {
+        name: name.to_string(),
+        suite: suite.name.clone(),
+        status: TestStatus::Skipped,
+        duration: Default::default(),
+        message: Some("not run: fail-fast stopped the run".to_string()),
+        detail: None,
+        properties: BTreeMap::new(),
+        source: None,
+    }
+}

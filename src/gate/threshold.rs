@@ -1,0 +1,89 @@
+//! A threshold on a metric: `">= 0.62"`, `"<= 0.15"`, or a bare number meaning `>=`.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Comparison {
+    AtLeast,
+    AtMost,
+}
+
+/// A bound a metric must satisfy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threshold {
+    pub comparison: Comparison,
+    pub value: f64,
+}
+
+impl Threshold {
+    pub fn holds(&self, metric: f64) -> bool {
+        match self.comparison {
+            Comparison::AtLeast => metric >= self.value,
+            Comparison::AtMost => metric <= self.value,
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Threshold, String> {
+        let text = text.trim();
+        let (comparison, number) = if let Some(rest) = text.strip_prefix(">=") {
+            (Comparison::AtLeast, rest)
+        } else if let Some(rest) = text.strip_prefix("<=") {
+            (Comparison::AtMost, rest)
+        } else {
+            (Comparison::AtLeast, text)
+        };
+        match number.trim().parse::<f64>() {
+            Ok(value) if value.is_finite() => Ok(Threshold { comparison, value }),
+            _ => Err(format!("expected a threshold like \">= 0.62\" or \"<= 0.15\", got \"{text}\"")),
+        }
+    }
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = match self.comparison {
+            Comparison::AtLeast => ">=",
+            Comparison::AtMost => "<=",
+        };
+        write!(f, "{op} {}", self.value)
+    }
+}
+
+impl<'de> Deserialize<'de> for Threshold {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(value) => Ok(Threshold {
+                comparison: Comparison::AtLeast,
+                value,
+            }),
+            Raw::Text(text) => Threshold::parse(&text).map_err(de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_checks_bounds() {
+        let at_least = Threshold::parse(">= 0.62").unwrap();
+        assert!(at_least.holds(0.62) && at_least.holds(0.9) && !at_least.holds(0.61));
+        let at_most = Threshold::parse("<=0.15").unwrap();
+        assert!(at_most.holds(0.15) && !at_most.holds(0.2));
+        assert_eq!(Threshold::parse("0.5").unwrap().comparison, Comparison::AtLeast);
+        assert_eq!(at_least.to_string(), ">= 0.62");
+        for bad in ["> 0.5", ">= x", "", "== 1", ">= inf"] {
+            assert!(Threshold::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

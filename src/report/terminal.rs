@@ -1,0 +1,145 @@
+//! nextest-like terminal output: one line per finished test, a progress bar on a terminal, and
+//! a summary with counts, failures with their reasons, and the slowest tests.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::gate::run::Event;
+use crate::gate::{TestResult, TestStatus};
+
+const SLOWEST_SHOWN: usize = 5;
+
+pub struct TerminalReporter {
+    start: Instant,
+    bar: Option<ProgressBar>,
+    color: bool,
+    heading: String,
+}
+
+impl TerminalReporter {
+    /// `heading` is shown on the start line, e.g. `system sample, profile ci`.
+    pub fn new(heading: String) -> TerminalReporter {
+        TerminalReporter {
+            start: Instant::now(),
+            bar: None,
+            color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            heading,
+        }
+    }
+
+    pub fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Started { total } => {
+                self.start = Instant::now();
+                self.print(&format!("{:>12} {total} tests ({})", self.paint("Starting", GREEN), self.heading));
+                if std::io::stderr().is_terminal() {
+                    let bar = ProgressBar::new(total as u64);
+                    if let Ok(style) = ProgressStyle::with_template("{prefix:>12} [{elapsed_precise}] {bar:40} {pos}/{len}") {
+                        bar.set_style(style);
+                    }
+                    bar.set_prefix("Running");
+                    self.bar = Some(bar);
+                }
+            }
+            Event::Finished(result) => {
+                let line = self.status_line(result);
+                self.print(&line);
+                if let Some(bar) = &self.bar {
+                    bar.inc(1);
+                }
+            }
+        }
+    }
+
+    /// Prints the summary after the run.
+    pub fn finish(&mut self, results: &[TestResult], notes: &[String]) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        let count = |status| results.iter().filter(|r| r.status == status).count();
+        let known = results
+            .iter()
+            .filter(|r| r.properties.get("known_failure").is_some_and(|v| v == "true"))
+            .count();
+        let failed = count(TestStatus::Failed);
+        let mut out = String::from("------------\n");
+        let known = if known > 0 { format!(" ({known} known failures)") } else { String::new() };
+        out.push_str(&format!(
+            "{:>12} [{}] {} tests run: {} passed{known}, {} failed, {} skipped\n",
+            self.paint("Summary", if failed > 0 { RED } else { GREEN }),
+            seconds(self.start.elapsed()),
+            results.len() - count(TestStatus::Skipped),
+            count(TestStatus::Passed),
+            failed,
+            count(TestStatus::Skipped),
+        ));
+        let failures: Vec<&TestResult> = results.iter().filter(|r| r.status == TestStatus::Failed).collect();
+        for failure in &failures {
+            out.push_str(&self.status_line(failure));
+            out.push('\n');
+        }
+        for failure in &failures {
+            out.push_str(&format!("\n--- {} ---\n", failure.name));
+            if let Some(message) = &failure.message {
+                out.push_str(&format!("{message}\n"));
+            }
+            if let Some(detail) = &failure.detail {
+                for line in detail.lines() {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
+        }
+        let mut slowest: Vec<&TestResult> = results.iter().filter(|r| r.status != TestStatus::Skipped).collect();
+        slowest.sort_by(|a, b| b.duration.cmp(&a.duration).then_with(|| a.name.cmp(&b.name)));
+        if !slowest.is_empty() {
+            out.push_str("\nslowest:\n");
+            for result in slowest.iter().take(SLOWEST_SHOWN) {
+                out.push_str(&format!("  [{}] {}\n", seconds(result.duration), result.name));
+            }
+        }
+        for note in notes {
+            out.push_str(&format!("\n{note}\n"));
+        }
+        self.print(out.trim_end());
+    }
+
+    fn status_line(&self, result: &TestResult) -> String {
+        let (label, color) = match result.status {
+            TestStatus::Passed => ("PASS", GREEN),
+            TestStatus::Failed => ("FAIL", RED),
+            TestStatus::Skipped => ("SKIP", YELLOW),
+        };
+        let mut line = format!("{:>12} [{}] {}", self.paint(label, color), seconds(result.duration), result.name);
+        if result.properties.get("known_failure").is_some_and(|v| v == "true") {
+            line.push_str(" (known failure)");
+        }
+        line
+    }
+
+    fn paint(&self, text: &str, color: &str) -> String {
+        if self.color {
+            format!("\x1b[1;{color}m{text:>12}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn print(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => {
+                let _ = writeln!(std::io::stdout(), "{text}");
+            }
+        }
+    }
+}
+
+const GREEN: &str = "32";
+const RED: &str = "31";
+const YELLOW: &str = "33";
+
+fn seconds(duration: Duration) -> String {
+    format!("{:>8.3}s", duration.as_secs_f64())
+}
