@@ -39,3 +39,4 @@ pub mod judge;
 pub mod plan;
 pub mod threshold;
 pub mod run;
+pub mod setup;

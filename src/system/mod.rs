@@ -83,3 +83,32 @@ pub trait System: Send + Sync {
 
     fn answer(&self, request: &Request) -> Result<Reply, SystemError>;
 }
+
+impl Request {
+    /// The request for a case whose database is the file `db_path`, with `schema` its DDL.
+    pub fn new(case: &crate::bench::Case, db_path: PathBuf, schema: String) -> Request {
+        Request {
+            id: case.id.clone(),
+            db: case.db.clone(),
+            db_path,
+            question: case.question.clone(),
+            evidence: case.evidence.clone(),
+            schema,
+        }
+    }
+}
+
+/// A database's schema as its `CREATE` statements, as systems are given it.
+pub fn schema_ddl(db_path: &std::path::Path) -> Result<String, crate::error::InputError> {
+    let fail = |e: rusqlite::Error| crate::error::InputError::file(db_path, format!("cannot read the schema: {e}"));
+    let conn = rusqlite::Connection::open_with_flags(db_path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(fail)?;
+    let mut stmt = conn
+        .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+        .map_err(fail)?;
+    let statements = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .map_err(fail)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(fail)?;
+    Ok(statements.into_iter().map(|s| s + ";").collect::<Vec<_>>().join("\n"))
+}

@@ -1,0 +1,77 @@
+//! Builds the run plan from `sqlgate.toml` and a profile: loads every suite's benchmark and
+//! resolves its thresholds (top-level `[gate]` < suite `gate` < profile `gate`).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::bench::{self, LoadOptions};
+use crate::config::{Config, ProfileConfig};
+use crate::error::InputError;
+use crate::exec::Limits;
+use crate::metrics::ex::ModeOptions;
+
+use super::plan::SuitePlan;
+
+pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, InputError> {
+    let mut plans: Vec<SuitePlan> = Vec::new();
+    for (index, suite) in config.suites.iter().enumerate() {
+        let options = LoadOptions {
+            db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
+            tables: suite.tables.as_ref().map(|p| config.resolve(p)),
+            format: suite.format,
+        };
+        let bench = bench::load(&config.resolve(&suite.benchmark), &options)?;
+        let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
+        if plans.iter().any(|p| p.name == name) {
+            return Err(InputError::file(&config.path, format!("two suites are named `{name}`")).at_record(index));
+        }
+        let timeout = match suite.timeout {
+            Some(secs) if secs > 0.0 && secs.is_finite() => Some(Duration::from_secs_f64(secs)),
+            Some(_) => {
+                return Err(InputError::file(&config.path, "[[suite]] timeout must be a positive number of seconds")
+                    .at_record(index))
+            }
+            None => Limits::default().timeout,
+        };
+        let limits = Limits {
+            timeout,
+            max_rows: suite.max_rows.unwrap_or(Limits::default().max_rows),
+            ..Limits::default()
+        };
+        let mut gates = config.gate.clone();
+        gates.extend(suite.gate.clone());
+        gates.extend(profile.gate.clone());
+        let tests_of_suite = |setting: fn(&crate::config::CaseConfig) -> bool| -> BTreeSet<String> {
+            config
+                .cases
+                .iter()
+                .filter(|(test, case)| test.starts_with(&format!("{name}::")) && setting(case))
+                .map(|(test, _)| test.clone())
+                .collect()
+        };
+        plans.push(SuitePlan {
+            must_pass: tests_of_suite(|c| c.must_pass),
+            ignored: tests_of_suite(|c| c.ignore),
+            mode: suite.mode.unwrap_or(bench.format.default_mode()),
+            mode_options: ModeOptions {
+                keep_distinct: suite.keep_distinct,
+                pair_budget: timeout,
+            },
+            limits,
+            gates,
+            bench,
+            name,
+        });
+    }
+    check_case_names(config, &plans)?;
+    Ok(plans)
+}
+
+/// A `[cases."<name>"]` that names no test is a typo that would silently gate nothing.
+fn check_case_names(config: &Config, plans: &[SuitePlan]) -> Result<(), InputError> {
+    let names: BTreeSet<String> = super::plan::list(plans).into_iter().map(|t| t.name).collect();
+    match config.cases.keys().find(|name| !names.contains(*name)) {
+        Some(name) => Err(InputError::file(&config.path, format!("[cases.\"{name}\"] names no test (see `sqlgate test --list`)"))),
+        None => Ok(()),
+    }
+}
