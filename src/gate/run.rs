@@ -71,7 +71,6 @@ pub fn run(
     tests: &[TestDesc],
     accepted: &[HashMap<String, bool>],
     answers: &AnswerFn<'_>,
-    engine: &Engine,
     fail_fast: bool,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunReport {
@@ -106,12 +105,13 @@ pub fn run(
             (0..suite.bench.cases.len()).collect()
         };
         let start = Instant::now();
+        let engine = Engine::new(suite.limits);
         let replies = if stop.load(Ordering::Relaxed) || needed.is_empty() {
             Vec::new()
         } else {
             answers(index, &needed)
         };
-        let runs = evaluate(suite, &needed, &replies, &selected_cases, &accepted[index], engine, fail_fast, &stop, &mut |result| {
+        let runs = evaluate(suite, &needed, &replies, &selected_cases, &accepted[index], &engine, fail_fast, &stop, &mut |result| {
             on_event(Event::Finished(&result));
             report.results.push(result);
         });

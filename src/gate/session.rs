@@ -1,0 +1,242 @@
+//! A gate session: configuration, suites, the system and its cassette, accepted snapshots.
+//! Both front ends run on it: `sqlgate test` runs everything at once, the libtest-mimic harness
+//! runs one test per call (so `--exact NAME` evaluates just that case).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::config::{Config, ProfileConfig};
+use crate::error::InputError;
+use crate::system::answer::{answer_all, RecordMode};
+use crate::system::cassette::Cassette;
+use crate::system::throttle::Throttle;
+use crate::system::{self, Reply, Request, System, SystemError};
+
+use super::judge::{self, CaseRun};
+use super::plan::{self, SuitePlan, TestDesc, TestKind};
+use super::run::{self, Event, RunReport};
+use super::snapshot::{self, SnapshotEntry};
+use super::TestResult;
+
+pub struct Session {
+    pub config: Config,
+    pub profile_name: String,
+    pub profile: ProfileConfig,
+    pub suites: Vec<SuitePlan>,
+    pub system_name: String,
+    system: Arc<dyn System>,
+    cassette: Cassette,
+    throttle: Throttle,
+    record: RecordMode,
+    /// Per suite: case test name -> correct in the accepted snapshot.
+    accepted: Vec<HashMap<String, bool>>,
+    /// Per suite and database: the schema DDL given to systems.
+    schemas: Vec<HashMap<String, (PathBuf, String)>>,
+    /// Per suite: every case evaluated, computed once for gate tests in the harness.
+    whole_suites: Vec<OnceLock<Vec<CaseRun>>>,
+}
+
+impl Session {
+    /// Opens `config_path` under `profile`. `system` replaces the configured one (a Rust user's
+    /// own system); `record` overrides the profile's record mode.
+    pub fn open(
+        config_path: &Path,
+        profile_name: &str,
+        record: Option<RecordMode>,
+        system: Option<Arc<dyn System>>,
+    ) -> Result<Session, InputError> {
+        let config = Config::load(config_path)?;
+        let profile = config.profile(profile_name)?;
+        let suites = super::setup::suites(&config, &profile)?;
+        let system_config = config.system(&profile)?;
+        let record = match record {
+            Some(mode) => mode,
+            None => match &profile.record {
+                Some(mode) => parse_record_mode(mode).map_err(|e| InputError::file(&config.path, e))?,
+                None if std::env::var_os("CI").is_some() => RecordMode::None,
+                None => RecordMode::New,
+            },
+        };
+        let (system, system_name): (Arc<dyn System>, String) = match system {
+            Some(system) => (system, "custom".to_string()),
+            None => (system::build(&system_config, &suites)?, system_config.name.clone()),
+        };
+        let cassette = Cassette::open(&system_config.cassette)?;
+        let throttle = Throttle::new(system_config.throttle.clone());
+        let snapshot_dir = config.resolve(&config.snapshots);
+        let accepted = suites
+            .iter()
+            .map(|suite| {
+                let entries = snapshot::read(&snapshot::path(&snapshot_dir, &suite.name))?.unwrap_or_default();
+                Ok(entries.into_iter().map(|e| (e.name, e.passed)).collect())
+            })
+            .collect::<Result<Vec<_>, InputError>>()?;
+        let schemas = suites.iter().map(schemas_of).collect::<Result<Vec<_>, _>>()?;
+        Ok(Session {
+            whole_suites: suites.iter().map(|_| OnceLock::new()).collect(),
+            config,
+            profile_name: profile_name.to_string(),
+            profile,
+            suites,
+            system_name,
+            system,
+            cassette,
+            throttle,
+            record,
+            accepted,
+            schemas,
+        })
+    }
+
+    pub fn tests(&self) -> Vec<TestDesc> {
+        plan::list(&self.suites)
+    }
+
+    pub fn snapshot_dir(&self) -> PathBuf {
+        self.config.resolve(&self.config.snapshots)
+    }
+
+    /// The system's answers for cases of a suite, from the cassette or the system.
+    pub fn answers(&self, suite: usize, cases: &[usize], progress: &(dyn Fn(usize) + Sync)) -> Vec<Result<Reply, SystemError>> {
+        let plan = &self.suites[suite];
+        let requests: Vec<Request> = cases
+            .iter()
+            .map(|&index| {
+                let case = &plan.bench.cases[index];
+                let (path, schema) = self.schemas[suite][&case.db].clone();
+                Request::new(case, path, schema)
+            })
+            .collect();
+        answer_all(self.system.as_ref(), &requests, &self.cassette, self.record, &self.throttle, progress)
+    }
+
+    /// Runs the given tests all at once.
+    pub fn run(&self, tests: &[TestDesc], fail_fast: bool, on_event: &mut dyn FnMut(Event<'_>)) -> RunReport {
+        let answers = |suite: usize, cases: &[usize]| self.answers(suite, cases, &|_| {});
+        run::run(&self.suites, tests, &self.accepted, &answers, fail_fast, on_event)
+    }
+
+    /// Runs one test on its own (the harness fast path): a case evaluates only itself; a gate
+    /// evaluates its whole suite once per process.
+    pub fn run_one(&self, test: &TestDesc) -> TestResult {
+        let suite = &self.suites[test.suite];
+        match &test.kind {
+            TestKind::Case(case) => {
+                let reply = self.answers(test.suite, &[*case], &|_| {}).remove(0);
+                let engine = crate::exec::Engine::new(suite.limits);
+                let run = judge::evaluate_case(suite, *case, &reply, &engine);
+                judge::judge_case(suite, &run, self.accepted[test.suite].get(&run.test).copied())
+            }
+            TestKind::Gate(metric) => {
+                let start = std::time::Instant::now();
+                let runs = self.whole_suites[test.suite].get_or_init(|| {
+                    let all: Vec<TestDesc> = self
+                        .tests()
+                        .into_iter()
+                        .filter(|t| t.suite == test.suite && matches!(t.kind, TestKind::Case(_)))
+                        .collect();
+                    self.run(&all, false, &mut |_| {}).case_runs.swap_remove(test.suite)
+                });
+                judge::judge_gate(suite, metric, &judge::suite_metrics(runs), start.elapsed())
+            }
+        }
+    }
+
+    /// After a run: makes the cassette durable and compares each fully-run suite with its
+    /// accepted snapshot. Returns notes for the terminal and the suites' diffs.
+    pub fn finish(&self, report: &RunReport, whole_run: bool, accept: bool) -> Result<Vec<SnapshotOutcome>, InputError> {
+        self.cassette.finish()?;
+        if !whole_run || report.cancelled {
+            return Ok(Vec::new());
+        }
+        let dir = self.snapshot_dir();
+        let ci = std::env::var_os("CI").is_some();
+        let mut outcomes = Vec::new();
+        for (suite, runs) in self.suites.iter().zip(&report.case_runs) {
+            let current: Vec<SnapshotEntry> = runs.iter().map(snapshot_entry).collect();
+            let path = snapshot::path(&dir, &suite.name);
+            let accepted = snapshot::read(&path)?.unwrap_or_default();
+            let diff = snapshot::compare(&accepted, &current);
+            let rendered = snapshot::render(&suite.name, &current);
+            let action = if diff.is_empty() && path.exists() {
+                SnapshotAction::Unchanged
+            } else if accept {
+                snapshot::write_accepted(&dir, &suite.name, &rendered)?;
+                SnapshotAction::Accepted
+            } else if ci {
+                SnapshotAction::Differs
+            } else {
+                snapshot::write_pending(&dir, &suite.name, &rendered)?;
+                SnapshotAction::Pending
+            };
+            outcomes.push(SnapshotOutcome {
+                suite: suite.name.clone(),
+                diff_text: snapshot::diff_text(&accepted, &current),
+                diff,
+                action,
+            });
+        }
+        Ok(outcomes)
+    }
+}
+
+/// What happened to a suite's snapshot after a run.
+pub struct SnapshotOutcome {
+    pub suite: String,
+    pub diff: snapshot::SnapshotDiff,
+    pub diff_text: String,
+    pub action: SnapshotAction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotAction {
+    Unchanged,
+    /// `--accept`: written as the accepted snapshot.
+    Accepted,
+    /// Written as `<suite>.snap.new` for `cargo insta review` or `sqlgate test --accept`.
+    Pending,
+    /// Under CI nothing pending is written.
+    Differs,
+}
+
+pub fn parse_record_mode(text: &str) -> Result<RecordMode, String> {
+    match text {
+        "none" => Ok(RecordMode::None),
+        "new" => Ok(RecordMode::New),
+        "all" => Ok(RecordMode::All),
+        other => Err(format!("record mode must be none, new or all, not `{other}`")),
+    }
+}
+
+fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
+    SnapshotEntry {
+        name: run.test.clone(),
+        passed: run.correct(),
+        verdict: judge::verdict_name(run.score.verdict),
+        metrics: [("ex".to_string(), judge::format_metric(run.score.ex))].into(),
+        sql: run.score.sql.as_deref().map(one_line),
+    }
+}
+
+/// SQL on one line with runs of white space folded, for one-line snapshot entries.
+fn one_line(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, InputError> {
+    let mut schemas = HashMap::new();
+    for case in &suite.bench.cases {
+        if !schemas.contains_key(&case.db) {
+            let path = suite.bench.db_files(case, false)?.remove(0);
+            let ddl = system::schema_ddl(&path)?;
+            schemas.insert(case.db.clone(), (path, ddl));
+        }
+    }
+    Ok(schemas)
+}
+
+/// Whether every runnable test was selected (snapshots compare whole suites only).
+pub fn is_whole_run(all: &[TestDesc], selected: &[TestDesc]) -> bool {
+    selected.len() == all.iter().filter(|t| !t.ignored).count()
+}
