@@ -1,3 +1,4 @@
 //! Metrics computed from executions and from the SQL itself.
 
+pub mod esm;
 pub mod ex;
