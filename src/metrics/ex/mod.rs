@@ -181,11 +181,7 @@ pub fn evaluate(
     }
     // An infeasible TrustSQL case is scored by the trustsql mode itself.
     if case.gold.is_empty() && mode != Mode::Trustsql {
-        let failure = Failure {
-            verdict: Verdict::GoldError,
-            message: "the case has no gold query".to_string(),
-        };
-        return Outcome::failed(failure, 0.0);
+        return no_gold_query();
     }
     match mode {
         Mode::Testsuite => testsuite::evaluate(opts, case, pred_sql, runner),
@@ -303,11 +299,13 @@ fn any_alternative(golds: &[String], mut evaluate_one: impl FnMut(&str) -> Outco
             kept = Some(outcome);
         }
     }
-    kept.unwrap_or_else(|| {
-        let failure = Failure {
-            verdict: Verdict::GoldError,
-            message: "the case has no gold query".to_string(),
-        };
-        Outcome::failed(failure, 0.0)
-    })
+    kept.unwrap_or_else(no_gold_query)
+}
+
+fn no_gold_query() -> Outcome {
+    let failure = Failure {
+        verdict: Verdict::GoldError,
+        message: "the case has no gold query".to_string(),
+    };
+    Outcome::failed(failure, 0.0)
 }
