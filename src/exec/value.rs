@@ -169,6 +169,18 @@ fn push_positional(out: &mut String, digits: &str, exponent: i32) {
     }
 }
 
+/// Python `math.isclose(a, b, rel_tol, abs_tol)`.
+pub fn py_isclose(a: f64, b: f64, rel_tol: f64, abs_tol: f64) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.is_infinite() || b.is_infinite() {
+        return false;
+    }
+    let diff = (b - a).abs();
+    diff <= (rel_tol * b).abs() || diff <= (rel_tol * a).abs() || diff <= abs_tol
+}
+
 /// Python `repr(bytes)`, e.g. `b'ab\x00'`.
 pub fn py_bytes_repr(bytes: &[u8]) -> String {
     // Python switches to double quotes when the bytes hold a single quote but no double quote.

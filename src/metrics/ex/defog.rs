@@ -8,10 +8,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::exec::value::{py_eq, HashKey, Value};
+use crate::exec::value::{py_eq, py_isclose, HashKey, Value};
 use crate::exec::ResultSet;
 
-use super::spider2::is_close;
 use super::{
     usable, CaseInput, Decoding, Failure, FailureKind, Outcome, QueryRunner, Side, Verdict,
 };
@@ -683,7 +682,7 @@ fn almost_equal(a: &Value, b: &Value) -> bool {
         return true;
     }
     match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => is_close(x, y, 1e-5, 1e-8),
+        (Some(x), Some(y)) => py_isclose(x, y, 1e-5, 1e-8),
         _ => false,
     }
 }

@@ -1,7 +1,7 @@
 //! Mode `spider2`: Spider 2.0-Lite `evaluate.py` `compare_pandas_table` (spec §5), with both
 //! results passed through the CSV round trip and pandas type inference of §5.3.
 
-use crate::exec::value::{py_bytes_repr, py_float_repr, Value};
+use crate::exec::value::{py_bytes_repr, py_float_repr, py_isclose, Value};
 use crate::exec::ResultSet;
 
 use super::{any_alternative, usable, CaseInput, Decoding, Outcome, QueryRunner, Side, Verdict};
@@ -232,21 +232,9 @@ fn cells_match(a: &Cell, b: &Cell) -> bool {
         return true;
     }
     match (as_number(a), as_number(b)) {
-        (Some(x), Some(y)) => is_close(x, y, 1e-9, 1e-2),
+        (Some(x), Some(y)) => py_isclose(x, y, 1e-9, 1e-2),
         _ => matches!((a, b), (Cell::Str(x), Cell::Str(y)) if x == y),
     }
-}
-
-/// Python `math.isclose(a, b, rel_tol, abs_tol)`.
-pub(super) fn is_close(a: f64, b: f64, rel_tol: f64, abs_tol: f64) -> bool {
-    if a == b {
-        return true;
-    }
-    if a.is_infinite() || b.is_infinite() {
-        return false;
-    }
-    let diff = (b - a).abs();
-    diff <= (rel_tol * b).abs() || diff <= (rel_tol * a).abs() || diff <= abs_tol
 }
 
 #[cfg(test)]
@@ -288,7 +276,7 @@ mod tests {
         assert!(!cells_match(&Cell::NaN, &Cell::Int(0)));
         assert!(!cells_match(&Cell::NaN, &Cell::Str("x".into())));
         assert!(!cells_match(&Cell::Str("1".into()), &Cell::Int(1)));
-        assert!(is_close(f64::INFINITY, f64::INFINITY, 1e-9, 1e-2));
+        assert!(py_isclose(f64::INFINITY, f64::INFINITY, 1e-9, 1e-2));
     }
 
     #[test]
