@@ -1,10 +1,25 @@
 //! Execution accuracy, reproducing each reference evaluator verdict for verdict
 //! (spec `evaluators.md`). One file per mode; this file holds the shared vocabulary.
 
+mod bird;
+mod defog;
+mod result_eq;
+mod spider2;
+pub mod sqlparse;
+mod testsuite;
+mod trustsql;
+
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod vectors;
+
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::exec::Execution;
+use crate::exec::{ExecErrorKind, Execution, ResultSet};
 
 /// A comparison mode: which public evaluator's semantics to reproduce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
@@ -94,7 +109,206 @@ pub struct Outcome {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-// TEMPORARY: replaced by the comparators' merge.
-pub fn evaluate(_: Mode, _: &ModeOptions, _: &CaseInput, _: &str, _: &dyn QueryRunner) -> Outcome {
-    unimplemented!("comparators are being merged")
+impl Verdict {
+    /// The snake_case class name, as serialised and used in `Outcome::error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Correct => "correct",
+            Verdict::Incorrect => "incorrect",
+            Verdict::PredError => "pred_error",
+            Verdict::PredTimeout => "pred_timeout",
+            Verdict::GoldError => "gold_error",
+            Verdict::GoldTimeout => "gold_timeout",
+            Verdict::PredDecodeError => "pred_decode_error",
+            Verdict::GoldDecodeError => "gold_decode_error",
+            Verdict::Abstained => "abstained",
+            Verdict::SystemError => "system_error",
+        }
+    }
+
+    /// True for the verdicts that say the gold side could not be evaluated.
+    pub fn is_gold_failure(self) -> bool {
+        matches!(
+            self,
+            Verdict::GoldError | Verdict::GoldTimeout | Verdict::GoldDecodeError
+        )
+    }
+}
+
+impl Outcome {
+    fn new(verdict: Verdict, score: f64) -> Self {
+        Outcome {
+            verdict,
+            score,
+            exact: None,
+            error: None,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// The outcome of a failed execution: its verdict and `"<class>: <message>"`.
+    fn failed(failure: Failure, score: f64) -> Self {
+        Outcome {
+            error: Some(format!("{}: {}", failure.verdict.as_str(), failure.message)),
+            ..Outcome::new(failure.verdict, score)
+        }
+    }
+
+    fn with_diagnostic(mut self, code: &'static str, message: impl Into<String>) -> Self {
+        self.diagnostics.push(Diagnostic {
+            code,
+            message: message.into(),
+        });
+        self
+    }
+}
+
+/// Evaluates one prediction against a case under `mode`, reproducing the reference
+/// evaluator's preprocessing, execution order and comparison (spec `evaluators.md`).
+///
+/// A prediction is correct if it matches any gold alternative. `Outcome::score` is what the
+/// reference prints for the item (TrustSQL: +1 or -1, abstention being the caller's business).
+pub fn evaluate(
+    mode: Mode,
+    opts: &ModeOptions,
+    case: &CaseInput,
+    pred_sql: &str,
+    runner: &dyn QueryRunner,
+) -> Outcome {
+    if case.db_files.is_empty() {
+        let failure = Failure {
+            verdict: Verdict::GoldError,
+            message: format!("no database file for `{}`", case.db),
+        };
+        return Outcome::failed(failure, 0.0);
+    }
+    // An infeasible TrustSQL case is scored by the trustsql mode itself.
+    if case.gold.is_empty() && mode != Mode::Trustsql {
+        return no_gold_query();
+    }
+    match mode {
+        Mode::Testsuite => testsuite::evaluate(opts, case, pred_sql, runner),
+        Mode::Bird => bird::evaluate(opts, case, pred_sql, runner, bird::Rows::Positional),
+        Mode::BirdRowsorted => bird::evaluate(opts, case, pred_sql, runner, bird::Rows::Sorted),
+        Mode::Spider2 => spider2::evaluate(case, pred_sql, runner),
+        Mode::Defog => defog::evaluate(case, pred_sql, runner, defog::Flag::Correct),
+        Mode::DefogExact => defog::evaluate(case, pred_sql, runner, defog::Flag::Exact),
+        Mode::Trustsql => trustsql::evaluate(case, pred_sql, runner),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Pred,
+    Gold,
+}
+
+/// Text decoding policy of a mode (spec §0.3). The runner always decodes with `ignore` and
+/// flags lossy results; `Strict` turns such a result into a decode error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decoding {
+    Ignore,
+    Strict,
+}
+
+/// Why one side produced no comparable result.
+#[derive(Debug, Clone)]
+struct Failure {
+    verdict: Verdict,
+    message: String,
+}
+
+impl Failure {
+    fn of(side: Side, kind: FailureKind, message: impl Into<String>) -> Self {
+        let verdict = match (side, kind) {
+            (Side::Pred, FailureKind::Error) => Verdict::PredError,
+            (Side::Pred, FailureKind::Timeout) => Verdict::PredTimeout,
+            (Side::Pred, FailureKind::Decode) => Verdict::PredDecodeError,
+            (Side::Gold, FailureKind::Error) => Verdict::GoldError,
+            (Side::Gold, FailureKind::Timeout) => Verdict::GoldTimeout,
+            (Side::Gold, FailureKind::Decode) => Verdict::GoldDecodeError,
+        };
+        Failure {
+            verdict,
+            message: message.into(),
+        }
+    }
+
+    fn is_timeout(&self) -> bool {
+        matches!(self.verdict, Verdict::PredTimeout | Verdict::GoldTimeout)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailureKind {
+    Error,
+    Timeout,
+    Decode,
+}
+
+/// The result of an execution, or why it cannot be compared under `decoding`.
+fn usable(side: Side, exec: &Execution, decoding: Decoding) -> Result<Arc<ResultSet>, Failure> {
+    match &exec.result {
+        Err(e) if e.kind == ExecErrorKind::Timeout => {
+            Err(Failure::of(side, FailureKind::Timeout, &e.message))
+        }
+        Err(e) => Err(Failure::of(side, FailureKind::Error, &e.message)),
+        Ok(rs) if rs.lossy_text && decoding == Decoding::Strict => Err(Failure::of(
+            side,
+            FailureKind::Decode,
+            "a TEXT value is not valid UTF-8 (the reference's strict decoding raises)",
+        )),
+        Ok(rs) => Ok(Arc::clone(rs)),
+    }
+}
+
+/// Prediction executions of one evaluation, so that gold alternatives share them.
+struct PredRuns<'r> {
+    runner: &'r dyn QueryRunner,
+    done: HashMap<(PathBuf, String), Execution>,
+}
+
+impl<'r> PredRuns<'r> {
+    fn new(runner: &'r dyn QueryRunner) -> Self {
+        PredRuns {
+            runner,
+            done: HashMap::new(),
+        }
+    }
+
+    fn get(&mut self, db: &Path, sql: &str) -> Execution {
+        self.done
+            .entry((db.to_path_buf(), sql.to_string()))
+            .or_insert_with(|| self.runner.pred(db, sql))
+            .clone()
+    }
+}
+
+/// Evaluates gold alternatives in order and stops at the first correct one. Without a
+/// correct one, reports the first gold failure if any (a benchmark defect matters most),
+/// else the first alternative's outcome.
+fn any_alternative(golds: &[String], mut evaluate_one: impl FnMut(&str) -> Outcome) -> Outcome {
+    let mut kept: Option<Outcome> = None;
+    for gold in golds {
+        let outcome = evaluate_one(gold);
+        if outcome.verdict == Verdict::Correct {
+            return outcome;
+        }
+        let better = match &kept {
+            None => true,
+            Some(k) => !k.verdict.is_gold_failure() && outcome.verdict.is_gold_failure(),
+        };
+        if better {
+            kept = Some(outcome);
+        }
+    }
+    kept.unwrap_or_else(no_gold_query)
+}
+
+fn no_gold_query() -> Outcome {
+    let failure = Failure {
+        verdict: Verdict::GoldError,
+        message: "the case has no gold query".to_string(),
+    };
+    Outcome::failed(failure, 0.0)
 }
