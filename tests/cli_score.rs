@@ -259,7 +259,7 @@ fn a_broken_csv_is_named_by_record() {
         "--pred",
         pred.to_str().unwrap(),
     ]);
-    assert_bad_input(&output, "questions.csv", "record 1");
+    assert_bad_input(&output, "questions.csv", "line 3");
 }
 
 #[test]

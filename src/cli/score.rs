@@ -34,13 +34,17 @@ pub struct ScoreArgs {
     mode: Option<Mode>,
     /// Per-query time bound in seconds, or `none` (BIRD: the budget of prediction plus gold).
     #[arg(long, default_value = "30", value_parser = parse_timeout)]
-    timeout: Option<Duration>,
+    timeout: TimeBound,
     /// Largest result a query may return, in rows.
     #[arg(long, default_value_t = Limits::default().max_rows)]
     max_rows: usize,
     /// Keep DISTINCT in `testsuite` mode (the reference's `--keep_distinct`).
     #[arg(long)]
     keep_distinct: bool,
+    /// TrustSQL: score predictions as a raw file, without the official post-processing step
+    /// that removes DISTINCT from Spider-family predictions.
+    #[arg(long)]
+    trustsql_raw: bool,
     /// Force the gold file's format instead of detecting it.
     #[arg(long, value_enum)]
     gold_format: Option<GoldFormat>,
@@ -57,12 +61,16 @@ enum OutputFormat {
     Json,
 }
 
-fn parse_timeout(text: &str) -> Result<Option<Duration>, String> {
+/// A time bound, or none (`--timeout none`).
+#[derive(Clone, Copy)]
+struct TimeBound(Option<Duration>);
+
+fn parse_timeout(text: &str) -> Result<TimeBound, String> {
     if text == "none" {
-        return Ok(None);
+        return Ok(TimeBound(None));
     }
     match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs.is_finite() => Ok(Some(Duration::from_secs_f64(secs))),
+        Ok(secs) if secs > 0.0 && secs.is_finite() => Ok(TimeBound(Some(Duration::from_secs_f64(secs)))),
         _ => Err(format!(
             "expected a positive number of seconds or `none`, got `{text}`"
         )),
@@ -79,13 +87,14 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     let predictions = bench::load_predictions(&args.pred, args.pred_format, &benchmark)?;
     let mode = args.mode.unwrap_or(benchmark.format.default_mode());
     let limits = Limits {
-        timeout: args.timeout,
+        timeout: args.timeout.0,
         max_rows: args.max_rows,
         ..Limits::default()
     };
     let mode_options = ModeOptions {
         keep_distinct: args.keep_distinct,
-        pair_budget: args.timeout,
+        pair_budget: args.timeout.0,
+        trustsql_raw: args.trustsql_raw,
     };
     let engine = Engine::new(limits);
     let scores = scoring::score(&benchmark, &predictions, mode, &mode_options, &engine)?;

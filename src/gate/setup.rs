@@ -56,6 +56,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             mode_options: ModeOptions {
                 keep_distinct: suite.keep_distinct,
                 pair_budget: timeout,
+                ..ModeOptions::default()
             },
             limits,
             gates,

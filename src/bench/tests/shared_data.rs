@@ -85,7 +85,12 @@ fn spider_gold_and_published_predictions() {
     assert_eq!(bench.cases[0].gold, ["SELECT count(*) FROM singer"]);
     assert_eq!(bench.cases[0].db, "concert_singer");
     assert_eq!(bench.cases[1033].id, "1033");
-    assert!(bench.cases.iter().all(|c| c.tags.is_empty()));
+    // The hardness tag equals the reference evaluator's, pair for pair.
+    let reference = std::fs::read_to_string(spider.join("reference/C3.jsonl")).unwrap();
+    for (case, line) in bench.cases.iter().zip(reference.lines()) {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(case.tags["hardness"], record["hardness"].as_str().unwrap(), "case {}", case.id);
+    }
     let dbs: BTreeSet<&str> = bench.cases.iter().map(|c| c.db.as_str()).collect();
     assert_eq!(dbs.len(), 20);
     let files = bench.db_files(&bench.cases[0], true).unwrap();

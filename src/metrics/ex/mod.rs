@@ -48,6 +48,10 @@ pub struct ModeOptions {
     pub keep_distinct: bool,
     /// BIRD's single time budget for "execute prediction, then gold" (spec §0.5).
     pub pair_budget: Option<Duration>,
+    /// TrustSQL: score predictions as `evaluate.py` sees a raw file. By default they are taken
+    /// as the official pipeline leaves them after `postprocess_abstention.py`, which removes
+    /// DISTINCT from Spider-family predictions (`trustsql.md` A.5 step 6).
+    pub trustsql_raw: bool,
 }
 
 /// One case as the evaluators see it.
@@ -193,7 +197,7 @@ pub fn evaluate(
         Mode::Spider2 => spider2::evaluate(case, pred_sql, runner),
         Mode::Defog => defog::evaluate(case, pred_sql, runner, defog::Flag::Correct),
         Mode::DefogExact => defog::evaluate(case, pred_sql, runner, defog::Flag::Exact),
-        Mode::Trustsql => trustsql::evaluate(case, pred_sql, runner),
+        Mode::Trustsql => trustsql::evaluate(case, pred_sql, opts.trustsql_raw, runner),
     }
 }
 

@@ -46,12 +46,19 @@ impl Family {
     }
 }
 
-pub(super) fn evaluate(case: &CaseInput, pred_sql: &str, runner: &dyn QueryRunner) -> Outcome {
+pub(super) fn evaluate(case: &CaseInput, pred_sql: &str, raw: bool, runner: &dyn QueryRunner) -> Outcome {
     if case.gold.is_empty() {
         // Infeasible question answered with SQL (region IV): `real == pred` fails on `null`.
-        return Outcome::new(Verdict::Incorrect, -1.0);
+        return Outcome::new(Verdict::Incorrect, 0.0);
     }
     let family = Family::of(case.db);
+    let postprocessed;
+    let pred_sql = if family == Family::Spider && !raw {
+        postprocessed = remove_distinct(pred_sql);
+        postprocessed.as_str()
+    } else {
+        pred_sql
+    };
     let db = &case.db_files[0];
     let mut preds = PredRuns::new(runner);
     any_alternative(case.gold, |gold| {
@@ -81,7 +88,8 @@ pub(super) fn evaluate(case: &CaseInput, pred_sql: &str, runner: &dyn QueryRunne
     })
 }
 
-/// Scores one gold/prediction pair: +1 when `check` holds, else -1, with the failure of
+/// Scores one gold/prediction pair: 1 when `check` holds, else 0 (the penalty -c of a wrong
+/// answer belongs to RS(c), computed from the verdict), with the failure of
 /// either side reported (the gold's first, as it makes the item unanswerable).
 fn judge(family: Family, gold_sql: &str, gold: &Execution, pred: &Execution) -> Outcome {
     let (real, gold_failure) = rows_or_sentinel(Side::Gold, gold);
@@ -90,12 +98,12 @@ fn judge(family: Family, gold_sql: &str, gold: &Execution, pred: &Execution) -> 
     let failure = gold_failure.clone().or(pred_failure);
     let mut outcome = match (correct, failure) {
         (true, None) => Outcome::new(Verdict::Correct, 1.0),
-        (false, None) => Outcome::new(Verdict::Incorrect, -1.0),
+        (false, None) => Outcome::new(Verdict::Incorrect, 0.0),
         (true, Some(f)) => Outcome {
             error: Some(format!("{}: {}", f.verdict.as_str(), f.message)),
             ..Outcome::new(Verdict::Correct, 1.0)
         },
-        (false, Some(f)) => Outcome::failed(f, -1.0),
+        (false, Some(f)) => Outcome::failed(f, 0.0),
     };
     if gold_failure.is_some() {
         outcome = outcome.with_diagnostic(

@@ -392,7 +392,7 @@ fn cross_mode_table_trustsql() {
         );
         assert_eq!(
             domain.score,
-            if e.trustsql_domain == 1 { 1.0 } else { -1.0 }
+            f64::from(e.trustsql_domain)
         );
         // The spider family equals the testsuite column.
         let spider = run(&vector, Mode::Trustsql, |c| {
@@ -584,11 +584,11 @@ fn error_vectors_prediction_errors() {
         let feasible = case.run(Mode::Trustsql, pred, &runner);
         assert_eq!(
             (feasible.verdict, feasible.score),
-            (Verdict::PredError, -1.0)
+            (Verdict::PredError, 0.0)
         );
         let mut infeasible = TestCase::new(GOLD);
         infeasible.gold.clear();
-        assert_eq!(infeasible.run(Mode::Trustsql, pred, &runner).score, -1.0);
+        assert_eq!(infeasible.run(Mode::Trustsql, pred, &runner).score, 0.0);
     }
 }
 
@@ -617,7 +617,7 @@ fn error_vectors_gold_errors() {
     let trustsql = case.run(Mode::Trustsql, PRED, &runner);
     assert_eq!(
         (trustsql.verdict, trustsql.score),
-        (Verdict::GoldError, -1.0)
+        (Verdict::GoldError, 0.0)
     );
     assert!(has(&trustsql, "gold_error"));
     // Test-suite executes the gold first: its failure wins over the prediction's.
@@ -668,7 +668,7 @@ fn error_vectors_slow_prediction() {
     assert!(has(&ts, "reference_has_no_timeout"));
     // TrustSQL: the `timeout_pred` sentinel is compared and loses.
     let trust = case.run(Mode::Trustsql, "SELECT stuck", &runner);
-    assert_eq!((trust.verdict, trust.score), (Verdict::PredTimeout, -1.0));
+    assert_eq!((trust.verdict, trust.score), (Verdict::PredTimeout, 0.0));
 }
 
 #[test]
@@ -776,14 +776,19 @@ fn trustsql_spider_family_strips_gold_distinct_only() {
     let runner = FakeRunner::new()
         .with_gold("SELECT  a FROM t", rows(vec![vec![i(1)], vec![i(1)]]))
         .with_pred("SELECT DISTINCT a FROM t", rows(vec![vec![i(1)]]))
+        .with_pred("SELECT  a FROM t", rows(vec![vec![i(1)], vec![i(1)]]))
         .with_pred("SELECT a FROM t", rows(vec![vec![i(1)], vec![i(1)]]));
     let mut case = TestCase::new("SELECT DISTINCT a FROM t");
     case.db = "concert_singer".to_string();
-    assert_eq!(
-        case.run(Mode::Trustsql, "SELECT DISTINCT a FROM t", &runner)
-            .score,
-        -1.0
-    );
+    // evaluate.py on a raw prediction file keeps the prediction's DISTINCT...
+    let raw = ModeOptions {
+        trustsql_raw: true,
+        ..ModeOptions::default()
+    };
+    let distinct = "SELECT DISTINCT a FROM t";
+    assert_eq!(evaluate(Mode::Trustsql, &raw, &case.input(), distinct, &runner).score, 0.0);
+    // ...which postprocess_abstention.py, part of the official pipeline, removes.
+    assert_eq!(case.run(Mode::Trustsql, distinct, &runner).score, 1.0);
     assert_eq!(
         case.run(Mode::Trustsql, "SELECT a FROM t", &runner).score,
         1.0
