@@ -34,6 +34,7 @@ fn gold_predictions(bench: &Benchmark) -> Vec<Prediction> {
             answer: Answer::Sql(case.gold[0].clone()),
             cleaned: false,
             source: case.source.clone(),
+            notes: Default::default(),
         })
         .collect()
 }

@@ -215,3 +215,34 @@ fn opening_a_missing_or_bogus_file_fails_cleanly() {
     assert!(Sandbox::open(&bogus).is_err());
     assert_eq!(listing(dir.path()).len(), 1, "opening created a file");
 }
+
+#[test]
+fn real_databases_survive_the_hostile_corpus_byte_for_byte() {
+    let Some(data) = sqlgate::testing::shared_data() else {
+        return;
+    };
+    let dir = data.join("defog");
+    let limits = Limits {
+        timeout: Some(Duration::from_millis(500)),
+        ..Limits::default()
+    };
+    let files_before = listing(&dir);
+    for name in ["academic", "advising", "atis", "geography", "restaurants"] {
+        let db = dir.join(format!("{name}.sqlite"));
+        let before = std::fs::read(&db).unwrap();
+        let sandbox = Sandbox::open(&db).unwrap();
+        for sql in HOSTILE {
+            assert!(
+                sandbox.execute(sql, &limits).result.is_err(),
+                "{name}: {sql}"
+            );
+        }
+        drop(sandbox);
+        assert_eq!(std::fs::read(&db).unwrap(), before, "{name} changed");
+    }
+    assert_eq!(
+        listing(&dir),
+        files_before,
+        "a file was created beside the databases"
+    );
+}

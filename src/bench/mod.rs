@@ -105,7 +105,9 @@ pub struct LoadOptions {
 }
 
 /// The gold file formats (see `docs/formats.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum GoldFormat {
     /// sqlgate's own suite: a TOML manifest and JSONL cases.

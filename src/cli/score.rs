@@ -70,7 +70,9 @@ fn parse_timeout(text: &str) -> Result<TimeBound, String> {
         return Ok(TimeBound(None));
     }
     match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs.is_finite() => Ok(TimeBound(Some(Duration::from_secs_f64(secs)))),
+        Ok(secs) if secs > 0.0 && secs.is_finite() => {
+            Ok(TimeBound(Some(Duration::from_secs_f64(secs))))
+        }
         _ => Err(format!(
             "expected a positive number of seconds or `none`, got `{text}`"
         )),

@@ -66,7 +66,10 @@ impl Config {
         config.path = path.to_path_buf();
         config.text = text;
         if config.suites.is_empty() {
-            return Err(InputError::file(path, "no [[suite]]: the configuration gates nothing"));
+            return Err(InputError::file(
+                path,
+                "no [[suite]]: the configuration gates nothing",
+            ));
         }
         for (index, system) in config.systems.iter().enumerate() {
             SystemConfig::parse(&config, system).map_err(|e| e.at_record(index))?;
@@ -92,7 +95,14 @@ impl Config {
                 let known: Vec<&str> = self.profile.keys().map(String::as_str).collect();
                 Err(InputError::file(
                     &self.path,
-                    format!("no profile `{name}` (profiles: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") }),
+                    format!(
+                        "no profile `{name}` (profiles: {})",
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
                 ))
             }
         }
@@ -106,13 +116,18 @@ impl Config {
             .map(|s| SystemConfig::parse(self, s))
             .collect::<Result<Vec<_>, _>>()?;
         match &profile.system {
-            Some(name) => systems.into_iter().find(|s| &s.name == name).ok_or_else(|| {
-                InputError::file(&self.path, format!("the profile names system `{name}`, which no [[system]] defines"))
-            }),
-            None => systems
+            Some(name) => systems
                 .into_iter()
-                .next()
-                .ok_or_else(|| InputError::file(&self.path, "no [[system]]: nothing answers the questions")),
+                .find(|s| &s.name == name)
+                .ok_or_else(|| {
+                    InputError::file(
+                        &self.path,
+                        format!("the profile names system `{name}`, which no [[system]] defines"),
+                    )
+                }),
+            None => systems.into_iter().next().ok_or_else(|| {
+                InputError::file(&self.path, "no [[system]]: nothing answers the questions")
+            }),
         }
     }
 

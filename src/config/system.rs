@@ -41,7 +41,14 @@ pub enum SystemType {
     Replay,
 }
 
-const COMMON_KEYS: &[&str] = &["name", "type", "cassette", "concurrency", "rate_limit", "retries"];
+const COMMON_KEYS: &[&str] = &[
+    "name",
+    "type",
+    "cassette",
+    "concurrency",
+    "rate_limit",
+    "retries",
+];
 
 #[derive(Debug, Clone)]
 pub struct SystemConfig {
@@ -59,24 +66,37 @@ pub struct SystemConfig {
 }
 
 impl SystemConfig {
-    pub(super) fn parse(config: &Config, entry: &toml::Spanned<toml::Table>) -> Result<SystemConfig, InputError> {
+    pub(super) fn parse(
+        config: &Config,
+        entry: &toml::Spanned<toml::Table>,
+    ) -> Result<SystemConfig, InputError> {
         let span = entry.span();
         let table = entry.get_ref();
         let mut common = toml::Table::new();
         let mut settings = toml::Table::new();
         for (key, value) in table {
-            let target = if COMMON_KEYS.contains(&key.as_str()) { &mut common } else { &mut settings };
+            let target = if COMMON_KEYS.contains(&key.as_str()) {
+                &mut common
+            } else {
+                &mut settings
+            };
             target.insert(key.clone(), value.clone());
         }
         let common: Common = common.try_into().map_err(|e: toml::de::Error| {
             config.error_at(span.clone(), format!("[[system]]: {}", e.message().trim()))
         })?;
-        if common.concurrency == Some(0) || common.rate_limit.is_some_and(|r| !(r > 0.0)) {
-            return Err(config.error_at(span.clone(), "[[system]]: concurrency and rate_limit must be positive"));
+        if common.concurrency == Some(0) || common.rate_limit.is_some_and(|r| r.is_nan() || r <= 0.0) {
+            return Err(config.error_at(
+                span.clone(),
+                "[[system]]: concurrency and rate_limit must be positive",
+            ));
         }
         let cassette = match common.cassette {
             Some(path) => config.resolve(&path),
-            None => config.resolve(&config.snapshots).join("predictions").join(format!("{}.jsonl", common.name)),
+            None => config
+                .resolve(&config.snapshots)
+                .join("predictions")
+                .join(format!("{}.jsonl", common.name)),
         };
         Ok(SystemConfig {
             name: common.name,
@@ -95,11 +115,19 @@ impl SystemConfig {
     /// Reads the type's own keys into its configuration struct; an unknown or mistyped key is an
     /// error at its line.
     pub fn settings<T: DeserializeOwned>(&self) -> Result<T, InputError> {
-        self.settings.clone().try_into().map_err(|e: toml::de::Error| {
-            let message = e.message().trim().to_string();
-            let offset = self.key_offset(&message).unwrap_or(self.span.start);
-            super::located(&self.config_path, &self.config_text, offset, format!("[[system]] `{}`: {message}", self.name))
-        })
+        self.settings
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                let message = e.message().trim().to_string();
+                let offset = self.key_offset(&message).unwrap_or(self.span.start);
+                super::located(
+                    &self.config_path,
+                    &self.config_text,
+                    offset,
+                    format!("[[system]] `{}`: {message}", self.name),
+                )
+            })
     }
 
     /// The offset of the key an error message names (`unknown field `x``), within this entry.
@@ -119,6 +147,9 @@ impl SystemConfig {
 
     /// A path from the configuration, relative to its folder.
     pub fn resolve(&self, path: &std::path::Path) -> PathBuf {
-        self.config_path.parent().unwrap_or(std::path::Path::new(".")).join(path)
+        self.config_path
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join(path)
     }
 }

@@ -11,10 +11,13 @@ use super::sandbox::{Limits, Sandbox};
 use super::{ExecError, Execution};
 use crate::metrics::ex::QueryRunner;
 
+/// Gold executions by (database, SQL); each computed once, by the first thread to ask.
+type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
+
 /// Runs gold and predicted SQL with the same limits; safe to share across threads.
 pub struct Engine {
     limits: Limits,
-    gold: Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>,
+    gold: GoldCache,
 }
 
 impl Engine {

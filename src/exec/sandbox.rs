@@ -169,7 +169,7 @@ impl Sandbox {
         if stmt.column_count() == 0 {
             return Err(RunError::Denied("the statement is not a query".into()));
         }
-        let columns: Vec<String> = stmt.column_names().into_iter().map(String::from).collect();
+        let columns: Vec<String> = stmt.column_names().map(String::from).collect();
         let width = columns.len();
         let mut result = ResultSet {
             columns,

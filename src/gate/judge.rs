@@ -52,11 +52,18 @@ pub fn evaluate_case(
                 source: case.source.clone(),
                 notes: BTreeMap::new(),
             };
-            let files = suite.bench.db_files(case, suite.mode == crate::metrics::ex::Mode::Testsuite);
+            let files = suite
+                .bench
+                .db_files(case, suite.mode == crate::metrics::ex::Mode::Testsuite);
             match files {
-                Ok(files) => {
-                    scoring::score_case(case, &prediction, &files, suite.mode, &suite.mode_options, engine)
-                }
+                Ok(files) => scoring::score_case(
+                    case,
+                    &prediction,
+                    &files,
+                    suite.mode,
+                    &suite.mode_options,
+                    engine,
+                ),
                 Err(error) => system_failure(case, format!("database: {error}")),
             }
         }
@@ -142,7 +149,11 @@ fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> St
     let what = if !run.score.feasible {
         "answered an infeasible question instead of abstaining".to_string()
     } else {
-        format!("{} (ex = {})", verdict_name(run.score.verdict), format_metric(run.score.ex))
+        format!(
+            "{} (ex = {})",
+            verdict_name(run.score.verdict),
+            format_metric(run.score.ex)
+        )
     };
     let why = if must_pass {
         "must pass"
@@ -159,7 +170,10 @@ fn failure_detail(case: &crate::bench::Case, score: &CaseScore) -> String {
     for gold in &case.gold {
         lines.push(format!("gold:      {gold}"));
     }
-    lines.push(format!("predicted: {}", score.sql.as_deref().unwrap_or("(abstained)")));
+    lines.push(format!(
+        "predicted: {}",
+        score.sql.as_deref().unwrap_or("(abstained)")
+    ));
     if let Some(error) = &score.error {
         lines.push(format!("error:     {error}"));
     }
@@ -189,13 +203,21 @@ pub fn suite_metrics(runs: &[CaseRun]) -> BTreeMap<String, f64> {
 }
 
 /// The verdict of the `<suite>::gate::<metric>` test.
-pub fn judge_gate(suite: &SuitePlan, metric: &str, metrics: &BTreeMap<String, f64>, duration: Duration) -> TestResult {
+pub fn judge_gate(
+    suite: &SuitePlan,
+    metric: &str,
+    metrics: &BTreeMap<String, f64>,
+    duration: Duration,
+) -> TestResult {
     let threshold = suite.gates[metric];
     let value = metrics.get(metric).copied();
     let passed = value.is_some_and(|v| threshold.holds(v));
     let message = match value {
         _ if passed => None,
-        Some(v) => Some(format!("{metric} = {} does not meet {threshold}", format_metric(v))),
+        Some(v) => Some(format!(
+            "{metric} = {} does not meet {threshold}",
+            format_metric(v)
+        )),
         None => Some(format!("{metric} cannot be computed for this suite")),
     };
     let mut properties = BTreeMap::from([("threshold".to_string(), threshold.to_string())]);
@@ -205,7 +227,11 @@ pub fn judge_gate(suite: &SuitePlan, metric: &str, metrics: &BTreeMap<String, f6
     TestResult {
         name: suite.gate_test_name(metric),
         suite: suite.name.clone(),
-        status: if passed { TestStatus::Passed } else { TestStatus::Failed },
+        status: if passed {
+            TestStatus::Passed
+        } else {
+            TestStatus::Failed
+        },
         duration,
         message,
         detail: None,

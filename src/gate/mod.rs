@@ -37,6 +37,6 @@ pub struct TestResult {
 
 pub mod judge;
 pub mod plan;
-pub mod threshold;
 pub mod run;
 pub mod setup;
+pub mod threshold;

@@ -29,7 +29,13 @@ pub struct Selection {
 impl Selection {
     pub fn matches(&self, test: &TestDesc) -> bool {
         let by_name = self.filters.is_empty()
-            || self.filters.iter().any(|f| if self.exact { test.name == *f } else { test.name.contains(f.as_str()) });
+            || self.filters.iter().any(|f| {
+                if self.exact {
+                    test.name == *f
+                } else {
+                    test.name.contains(f.as_str())
+                }
+            });
         let by_ignore = if self.ignored_only {
             test.ignored
         } else {
@@ -60,7 +66,10 @@ pub struct RunReport {
 
 impl RunReport {
     pub fn failed(&self) -> usize {
-        self.results.iter().filter(|r| r.status == TestStatus::Failed).count()
+        self.results
+            .iter()
+            .filter(|r| r.status == TestStatus::Failed)
+            .count()
     }
 }
 
@@ -111,10 +120,20 @@ pub fn run(
         } else {
             answers(index, &needed)
         };
-        let runs = evaluate(suite, &needed, &replies, &selected_cases, &accepted[index], &engine, fail_fast, &stop, &mut |result| {
-            on_event(Event::Finished(&result));
-            report.results.push(result);
-        });
+        let runs = evaluate(
+            suite,
+            &needed,
+            &replies,
+            &selected_cases,
+            &accepted[index],
+            &engine,
+            fail_fast,
+            &stop,
+            &mut |result| {
+                on_event(Event::Finished(&result));
+                report.results.push(result);
+            },
+        );
         let complete = runs.len() == needed.len();
         let metrics = judge::suite_metrics(&runs);
         for metric in gates {
@@ -150,22 +169,29 @@ fn evaluate(
     let mut runs = Vec::with_capacity(needed.len());
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            needed.par_iter().zip(replies.par_iter()).for_each_with(sender, |sender, (&case, reply)| {
-                let case_test = suite.case_test_name(&suite.bench.cases[case]);
-                if stop.load(Ordering::Relaxed) {
-                    let result = selected.contains(&case).then(|| skipped(suite, &case_test));
-                    let _ = sender.send((None, result));
-                    return;
-                }
-                let run = judge::evaluate_case(suite, case, reply, engine);
-                let result = selected
-                    .contains(&case)
-                    .then(|| judge::judge_case(suite, &run, accepted.get(&run.test).copied()));
-                if fail_fast && result.as_ref().is_some_and(|r| r.status == TestStatus::Failed) {
-                    stop.store(true, Ordering::Relaxed);
-                }
-                let _ = sender.send((Some(run), result));
-            });
+            needed.par_iter().zip(replies.par_iter()).for_each_with(
+                sender,
+                |sender, (&case, reply)| {
+                    let case_test = suite.case_test_name(&suite.bench.cases[case]);
+                    if stop.load(Ordering::Relaxed) {
+                        let result = selected.contains(&case).then(|| skipped(suite, &case_test));
+                        let _ = sender.send((None, result));
+                        return;
+                    }
+                    let run = judge::evaluate_case(suite, case, reply, engine);
+                    let result = selected
+                        .contains(&case)
+                        .then(|| judge::judge_case(suite, &run, accepted.get(&run.test).copied()));
+                    if fail_fast
+                        && result
+                            .as_ref()
+                            .is_some_and(|r| r.status == TestStatus::Failed)
+                    {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    let _ = sender.send((Some(run), result));
+                },
+            );
         });
         for (run, result) in receiver {
             runs.extend(run);

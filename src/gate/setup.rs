@@ -23,13 +23,19 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         let bench = bench::load(&config.resolve(&suite.benchmark), &options)?;
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
         if plans.iter().any(|p| p.name == name) {
-            return Err(InputError::file(&config.path, format!("two suites are named `{name}`")).at_record(index));
+            return Err(
+                InputError::file(&config.path, format!("two suites are named `{name}`"))
+                    .at_record(index),
+            );
         }
         let timeout = match suite.timeout {
             Some(secs) if secs > 0.0 && secs.is_finite() => Some(Duration::from_secs_f64(secs)),
             Some(_) => {
-                return Err(InputError::file(&config.path, "[[suite]] timeout must be a positive number of seconds")
-                    .at_record(index))
+                return Err(InputError::file(
+                    &config.path,
+                    "[[suite]] timeout must be a positive number of seconds",
+                )
+                .at_record(index))
             }
             None => Limits::default().timeout,
         };
@@ -70,9 +76,15 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
 
 /// A `[cases."<name>"]` that names no test is a typo that would silently gate nothing.
 fn check_case_names(config: &Config, plans: &[SuitePlan]) -> Result<(), InputError> {
-    let names: BTreeSet<String> = super::plan::list(plans).into_iter().map(|t| t.name).collect();
+    let names: BTreeSet<String> = super::plan::list(plans)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     match config.cases.keys().find(|name| !names.contains(*name)) {
-        Some(name) => Err(InputError::file(&config.path, format!("[cases.\"{name}\"] names no test (see `sqlgate test --list`)"))),
+        Some(name) => Err(InputError::file(
+            &config.path,
+            format!("[cases.\"{name}\"] names no test (see `sqlgate test --list`)"),
+        )),
         None => Ok(()),
     }
 }

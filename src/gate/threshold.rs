@@ -37,7 +37,9 @@ impl Threshold {
         };
         match number.trim().parse::<f64>() {
             Ok(value) if value.is_finite() => Ok(Threshold { comparison, value }),
-            _ => Err(format!("expected a threshold like \">= 0.62\" or \"<= 0.15\", got \"{text}\"")),
+            _ => Err(format!(
+                "expected a threshold like \">= 0.62\" or \"<= 0.15\", got \"{text}\""
+            )),
         }
     }
 }
@@ -80,7 +82,10 @@ mod tests {
         assert!(at_least.holds(0.62) && at_least.holds(0.9) && !at_least.holds(0.61));
         let at_most = Threshold::parse("<=0.15").unwrap();
         assert!(at_most.holds(0.15) && !at_most.holds(0.2));
-        assert_eq!(Threshold::parse("0.5").unwrap().comparison, Comparison::AtLeast);
+        assert_eq!(
+            Threshold::parse("0.5").unwrap().comparison,
+            Comparison::AtLeast
+        );
         assert_eq!(at_least.to_string(), ">= 0.62");
         for bad in ["> 0.5", ">= x", "", "== 1", ">= inf"] {
             assert!(Threshold::parse(bad).is_err(), "{bad}");

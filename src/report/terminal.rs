@@ -33,10 +33,16 @@ impl TerminalReporter {
         match event {
             Event::Started { total } => {
                 self.start = Instant::now();
-                self.print(&format!("{:>12} {total} tests ({})", self.paint("Starting", GREEN), self.heading));
+                self.print(&format!(
+                    "{:>12} {total} tests ({})",
+                    self.paint("Starting", GREEN),
+                    self.heading
+                ));
                 if std::io::stderr().is_terminal() {
                     let bar = ProgressBar::new(total as u64);
-                    if let Ok(style) = ProgressStyle::with_template("{prefix:>12} [{elapsed_precise}] {bar:40} {pos}/{len}") {
+                    if let Ok(style) = ProgressStyle::with_template(
+                        "{prefix:>12} [{elapsed_precise}] {bar:40} {pos}/{len}",
+                    ) {
                         bar.set_style(style);
                     }
                     bar.set_prefix("Running");
@@ -61,11 +67,19 @@ impl TerminalReporter {
         let count = |status| results.iter().filter(|r| r.status == status).count();
         let known = results
             .iter()
-            .filter(|r| r.properties.get("known_failure").is_some_and(|v| v == "true"))
+            .filter(|r| {
+                r.properties
+                    .get("known_failure")
+                    .is_some_and(|v| v == "true")
+            })
             .count();
         let failed = count(TestStatus::Failed);
         let mut out = String::from("------------\n");
-        let known = if known > 0 { format!(" ({known} known failures)") } else { String::new() };
+        let known = if known > 0 {
+            format!(" ({known} known failures)")
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
             "{:>12} [{}] {} tests run: {} passed{known}, {} failed, {} skipped\n",
             self.paint("Summary", if failed > 0 { RED } else { GREEN }),
@@ -75,7 +89,10 @@ impl TerminalReporter {
             failed,
             count(TestStatus::Skipped),
         ));
-        let failures: Vec<&TestResult> = results.iter().filter(|r| r.status == TestStatus::Failed).collect();
+        let failures: Vec<&TestResult> = results
+            .iter()
+            .filter(|r| r.status == TestStatus::Failed)
+            .collect();
         for failure in &failures {
             out.push_str(&self.status_line(failure));
             out.push('\n');
@@ -91,12 +108,23 @@ impl TerminalReporter {
                 }
             }
         }
-        let mut slowest: Vec<&TestResult> = results.iter().filter(|r| r.status != TestStatus::Skipped).collect();
-        slowest.sort_by(|a, b| b.duration.cmp(&a.duration).then_with(|| a.name.cmp(&b.name)));
+        let mut slowest: Vec<&TestResult> = results
+            .iter()
+            .filter(|r| r.status != TestStatus::Skipped)
+            .collect();
+        slowest.sort_by(|a, b| {
+            b.duration
+                .cmp(&a.duration)
+                .then_with(|| a.name.cmp(&b.name))
+        });
         if !slowest.is_empty() {
             out.push_str("\nslowest:\n");
             for result in slowest.iter().take(SLOWEST_SHOWN) {
-                out.push_str(&format!("  [{}] {}\n", seconds(result.duration), result.name));
+                out.push_str(&format!(
+                    "  [{}] {}\n",
+                    seconds(result.duration),
+                    result.name
+                ));
             }
         }
         for note in notes {
@@ -111,8 +139,17 @@ impl TerminalReporter {
             TestStatus::Failed => ("FAIL", RED),
             TestStatus::Skipped => ("SKIP", YELLOW),
         };
-        let mut line = format!("{:>12} [{}] {}", self.paint(label, color), seconds(result.duration), result.name);
-        if result.properties.get("known_failure").is_some_and(|v| v == "true") {
+        let mut line = format!(
+            "{:>12} [{}] {}",
+            self.paint(label, color),
+            seconds(result.duration),
+            result.name
+        );
+        if result
+            .properties
+            .get("known_failure")
+            .is_some_and(|v| v == "true")
+        {
             line.push_str(" (known failure)");
         }
         line

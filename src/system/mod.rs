@@ -70,7 +70,10 @@ impl SystemErrorKind {
     pub fn is_transient(self) -> bool {
         matches!(
             self,
-            SystemErrorKind::Timeout | SystemErrorKind::Http | SystemErrorKind::Transport | SystemErrorKind::NotRecorded
+            SystemErrorKind::Timeout
+                | SystemErrorKind::Http
+                | SystemErrorKind::Transport
+                | SystemErrorKind::NotRecorded
         )
     }
 }
@@ -100,8 +103,12 @@ impl Request {
 
 /// A database's schema as its `CREATE` statements, as systems are given it.
 pub fn schema_ddl(db_path: &std::path::Path) -> Result<String, crate::error::InputError> {
-    let fail = |e: rusqlite::Error| crate::error::InputError::file(db_path, format!("cannot read the schema: {e}"));
-    let conn = rusqlite::Connection::open_with_flags(db_path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(fail)?;
+    let fail = |e: rusqlite::Error| {
+        crate::error::InputError::file(db_path, format!("cannot read the schema: {e}"))
+    };
+    let conn =
+        rusqlite::Connection::open_with_flags(db_path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(fail)?;
     let mut stmt = conn
         .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
         .map_err(fail)?;
@@ -110,5 +117,9 @@ pub fn schema_ddl(db_path: &std::path::Path) -> Result<String, crate::error::Inp
         .map_err(fail)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(fail)?;
-    Ok(statements.into_iter().map(|s| s + ";").collect::<Vec<_>>().join("\n"))
+    Ok(statements
+        .into_iter()
+        .map(|s| s + ";")
+        .collect::<Vec<_>>()
+        .join("\n"))
 }

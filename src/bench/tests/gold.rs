@@ -161,7 +161,11 @@ fn spider_gold_lines() {
     assert_eq!(bench.cases[2].db, "pets");
     // Spider cases carry their gold's hardness, and nothing else; these golds name a table the
     // test databases lack, so the parser cannot classify them.
-    let hardness: Vec<&str> = bench.cases.iter().map(|c| c.tags["hardness"].as_str()).collect();
+    let hardness: Vec<&str> = bench
+        .cases
+        .iter()
+        .map(|c| c.tags["hardness"].as_str())
+        .collect();
     assert_eq!(hardness, ["unparsed", "unparsed", "unparsed"]);
     assert!(bench.cases.iter().all(|c| c.tags.len() == 1));
 }

@@ -89,7 +89,12 @@ fn spider_gold_and_published_predictions() {
     let reference = std::fs::read_to_string(spider.join("reference/C3.jsonl")).unwrap();
     for (case, line) in bench.cases.iter().zip(reference.lines()) {
         let record: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert_eq!(case.tags["hardness"], record["hardness"].as_str().unwrap(), "case {}", case.id);
+        assert_eq!(
+            case.tags["hardness"],
+            record["hardness"].as_str().unwrap(),
+            "case {}",
+            case.id
+        );
     }
     let dbs: BTreeSet<&str> = bench.cases.iter().map(|c| c.db.as_str()).collect();
     assert_eq!(dbs.len(), 20);

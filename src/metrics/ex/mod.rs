@@ -22,7 +22,9 @@ use std::time::Duration;
 use crate::exec::{ExecErrorKind, Execution, ResultSet};
 
 /// A comparison mode: which public evaluator's semantics to reproduce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// taoyds/test-suite-sql-eval (Spider): DISTINCT stripped, bag semantics, column permutations.

@@ -46,7 +46,12 @@ impl Family {
     }
 }
 
-pub(super) fn evaluate(case: &CaseInput, pred_sql: &str, raw: bool, runner: &dyn QueryRunner) -> Outcome {
+pub(super) fn evaluate(
+    case: &CaseInput,
+    pred_sql: &str,
+    raw: bool,
+    runner: &dyn QueryRunner,
+) -> Outcome {
     if case.gold.is_empty() {
         // Infeasible question answered with SQL (region IV): `real == pred` fails on `null`.
         return Outcome::new(Verdict::Incorrect, 0.0);

@@ -390,10 +390,7 @@ fn cross_mode_table_trustsql() {
             "row {} trustsql-dom",
             vector.id
         );
-        assert_eq!(
-            domain.score,
-            f64::from(e.trustsql_domain)
-        );
+        assert_eq!(domain.score, f64::from(e.trustsql_domain));
         // The spider family equals the testsuite column.
         let spider = run(&vector, Mode::Trustsql, |c| {
             c.db = "concert_singer".to_string()
@@ -786,7 +783,10 @@ fn trustsql_spider_family_strips_gold_distinct_only() {
         ..ModeOptions::default()
     };
     let distinct = "SELECT DISTINCT a FROM t";
-    assert_eq!(evaluate(Mode::Trustsql, &raw, &case.input(), distinct, &runner).score, 0.0);
+    assert_eq!(
+        evaluate(Mode::Trustsql, &raw, &case.input(), distinct, &runner).score,
+        0.0
+    );
     // ...which postprocess_abstention.py, part of the official pipeline, removes.
     assert_eq!(case.run(Mode::Trustsql, distinct, &runner).score, 1.0);
     assert_eq!(
