@@ -85,7 +85,9 @@ impl SystemConfig {
         let common: Common = common.try_into().map_err(|e: toml::de::Error| {
             config.error_at(span.clone(), format!("[[system]]: {}", e.message().trim()))
         })?;
-        if common.concurrency == Some(0) || common.rate_limit.is_some_and(|r| r.is_nan() || r <= 0.0) {
+        if common.concurrency == Some(0)
+            || common.rate_limit.is_some_and(|r| r.is_nan() || r <= 0.0)
+        {
             return Err(config.error_at(
                 span.clone(),
                 "[[system]]: concurrency and rate_limit must be positive",

@@ -67,11 +67,7 @@ pub fn evaluate_case(
                 Err(error) => system_failure(case, format!("database: {error}")),
             }
         }
-        Err(error) => {
-            let kind = serde_json::to_value(error.kind).ok();
-            let kind = kind.as_ref().and_then(|k| k.as_str()).unwrap_or("error");
-            system_failure(case, format!("{kind}: {}", error.message))
-        }
+        Err(error) => system_failure(case, format!("{}: {}", error.kind.as_str(), error.message)),
     };
     CaseRun {
         test,
@@ -97,14 +93,6 @@ fn system_failure(case: &crate::bench::Case, message: String) -> CaseScore {
     }
 }
 
-/// The name of a verdict as written in reports and snapshots (`correct`, `pred_error`...).
-pub fn verdict_name(verdict: Verdict) -> String {
-    serde_json::to_value(verdict)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
-}
-
 /// `accepted`: whether the case was correct in the accepted snapshot (`None`: not in it).
 pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> TestResult {
     let case = &suite.bench.cases[run.case_index];
@@ -117,9 +105,12 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         TestStatus::Failed
     };
     let mut properties = BTreeMap::from([
-        ("verdict".to_string(), verdict_name(run.score.verdict)),
+        (
+            "verdict".to_string(),
+            run.score.verdict.as_str().to_string(),
+        ),
         ("ex".to_string(), format_metric(run.score.ex)),
-        ("mode".to_string(), verdict_mode(suite)),
+        ("mode".to_string(), suite.mode.name()),
     ]);
     if known_failure {
         properties.insert("known_failure".to_string(), "true".to_string());
@@ -138,20 +129,13 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     }
 }
 
-fn verdict_mode(suite: &SuitePlan) -> String {
-    serde_json::to_value(suite.mode)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
-}
-
 fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> String {
     let what = if !run.score.feasible {
         "answered an infeasible question instead of abstaining".to_string()
     } else {
         format!(
             "{} (ex = {})",
-            verdict_name(run.score.verdict),
+            run.score.verdict.as_str().to_string(),
             format_metric(run.score.ex)
         )
     };

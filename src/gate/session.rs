@@ -213,7 +213,7 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
     SnapshotEntry {
         name: run.test.clone(),
         passed: run.correct(),
-        verdict: judge::verdict_name(run.score.verdict),
+        verdict: run.score.verdict.as_str().to_string(),
         metrics: [("ex".to_string(), judge::format_metric(run.score.ex))].into(),
         sql: run.score.sql.as_deref().map(one_line),
     }

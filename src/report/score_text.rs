@@ -17,9 +17,12 @@ const LEVEL_ORDER: &[&str] = &[
 
 pub fn render(summary: &Summary, source: &str) -> String {
     let mut out = String::new();
-    let mode = serde_json::to_value(summary.mode).ok();
-    let mode = mode.as_ref().and_then(|m| m.as_str()).unwrap_or("?");
-    let _ = writeln!(out, "{source}: {} scored cases, mode {mode}", summary.n);
+    let _ = writeln!(
+        out,
+        "{source}: {} scored cases, mode {}",
+        summary.n,
+        summary.mode.name()
+    );
     let _ = writeln!(out, "EX {:.3} ({:.1}%)", summary.ex, summary.ex * 100.0);
     if let Some(exact) = summary.exact {
         let _ = writeln!(out, "exact {:.3} ({:.1}%)", exact, exact * 100.0);

@@ -66,6 +66,17 @@ pub enum SystemErrorKind {
 }
 
 impl SystemErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SystemErrorKind::Timeout => "timeout",
+            SystemErrorKind::Exit => "exit",
+            SystemErrorKind::Garbage => "garbage",
+            SystemErrorKind::Http => "http",
+            SystemErrorKind::Transport => "transport",
+            SystemErrorKind::NotRecorded => "not_recorded",
+        }
+    }
+
     /// Transient failures are retried on the next recording run instead of being recorded.
     pub fn is_transient(self) -> bool {
         matches!(

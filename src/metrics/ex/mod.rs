@@ -43,6 +43,16 @@ pub enum Mode {
     Trustsql,
 }
 
+impl Mode {
+    /// The mode's name as written on the command line and in reports (`bird-rowsorted`).
+    pub fn name(self) -> String {
+        use clap::ValueEnum;
+        self.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+}
+
 /// Options that change a mode's behaviour; defaults reproduce the reference.
 #[derive(Debug, Clone, Default)]
 pub struct ModeOptions {
