@@ -3,6 +3,13 @@
 //! A system is asked through [`System::answer`]; its answers are recorded in a cassette keyed by
 //! the system's fingerprint and the case's content, so CI replays them without calling it.
 
+pub mod answer;
+pub mod cassette;
+pub mod command;
+pub mod http;
+pub mod replay;
+pub mod throttle;
+
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};

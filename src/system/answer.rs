@@ -1,0 +1,213 @@
+//! Answering a list of requests: from the cassette, from the system, or both (record modes),
+//! and the JSON answer that `command` and `http` systems return.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::cassette::{record_key, Cassette};
+use super::throttle::Throttle;
+use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use crate::bench::clean_sql;
+
+/// When the system is called instead of replaying the cassette.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordMode {
+    /// Replay only: a case missing from the cassette fails as not recorded (CI).
+    None,
+    /// Call the system for cases missing from the cassette, and record the answers.
+    New,
+    /// Call the system for every case, and record the answers over the old ones.
+    All,
+}
+
+/// Answers every request, aligned with `requests`.
+///
+/// Calls run on up to `throttle.concurrency()` threads, each through the throttle, and every
+/// answer is journaled in the cassette as soon as it arrives, so a run killed at any moment
+/// resumes without asking again. `progress` is called with a request's index once it is
+/// answered (from the cassette or the system), from any thread.
+pub fn answer_all(
+    system: &dyn System,
+    requests: &[Request],
+    cassette: &Cassette,
+    mode: RecordMode,
+    throttle: &Throttle,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Vec<Result<Reply, SystemError>> {
+    let fingerprint = system.fingerprint();
+    let keys: Vec<String> = requests
+        .iter()
+        .map(|request| record_key(&fingerprint, request))
+        .collect();
+    let mut answers: Vec<Option<Result<Reply, SystemError>>> = vec![None; requests.len()];
+    let mut to_call = Vec::new();
+    for (index, key) in keys.iter().enumerate() {
+        let recorded = match mode {
+            RecordMode::All => None,
+            RecordMode::None | RecordMode::New => cassette.get(key),
+        };
+        match (recorded, mode) {
+            (Some(answer), _) => {
+                answers[index] = Some(answer);
+                progress(index);
+            }
+            (None, RecordMode::None) => {
+                answers[index] = Some(Err(not_recorded(&requests[index])));
+                progress(index);
+            }
+            (None, _) => to_call.push(index),
+        }
+    }
+    let called = call_concurrently(&to_call, throttle.concurrency(), |index| {
+        let request = &requests[index];
+        let answer = throttle.call(|| system.answer(request));
+        cassette.record(&keys[index], &request.id, &answer);
+        progress(index);
+        answer
+    });
+    for (index, answer) in called {
+        answers[index] = Some(answer);
+    }
+    answers
+        .into_iter()
+        .zip(requests)
+        .map(|(answer, request)| answer.unwrap_or_else(|| Err(not_recorded(request))))
+        .collect()
+}
+
+fn not_recorded(request: &Request) -> SystemError {
+    failure(
+        SystemErrorKind::NotRecorded,
+        format!(
+            "case `{}` has no recorded answer (record mode `none`); record it with `new`",
+            request.id
+        ),
+    )
+}
+
+/// Runs `work` on every index, on up to `threads` threads taking indices in order.
+fn call_concurrently<T: Send>(
+    indices: &[usize],
+    threads: usize,
+    work: impl Fn(usize) -> T + Sync,
+) -> Vec<(usize, T)> {
+    let next = AtomicUsize::new(0);
+    let done = Mutex::new(Vec::with_capacity(indices.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1).min(indices.len()) {
+            scope.spawn(|| {
+                while let Some(&index) = indices.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let result = work(index);
+                    done.lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .push((index, result));
+                }
+            });
+        }
+    });
+    done.into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A failure that is not worth retrying.
+pub(crate) fn failure(kind: SystemErrorKind, message: impl Into<String>) -> SystemError {
+    SystemError {
+        kind,
+        message: message.into(),
+        retryable: false,
+        retry_after: None,
+    }
+}
+
+/// A failure worth retrying (a timeout, a dropped connection, an overloaded server).
+pub(crate) fn retryable(kind: SystemErrorKind, message: impl Into<String>) -> SystemError {
+    SystemError {
+        retryable: true,
+        ..failure(kind, message)
+    }
+}
+
+/// A system's `timeout_secs` as a duration: positive, and at most a day (beyond that a
+/// deadline could overflow the clock).
+pub(crate) fn timeout(secs: f64) -> Result<Duration, String> {
+    const DAY: Duration = Duration::from_secs(86_400);
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|timeout| !timeout.is_zero() && *timeout <= DAY)
+        .ok_or_else(|| {
+            format!("`timeout_secs` must be a number of seconds in (0, 86400], not {secs}")
+        })
+}
+
+/// The answer document of `command` and `http` systems:
+/// `{"sql": "..."}` or `{"abstain": true}`, optionally with `samples` and `retrieved`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireAnswer {
+    #[serde(default)]
+    sql: Option<String>,
+    #[serde(default)]
+    abstain: bool,
+    #[serde(default)]
+    samples: Vec<String>,
+    #[serde(default)]
+    retrieved: Vec<String>,
+}
+
+/// Parses a system's answer document; the SQL and samples are cleaned of markdown and prose.
+pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
+    let garbage = |problem: String| {
+        failure(
+            SystemErrorKind::Garbage,
+            format!("{problem}; the output was: {}", excerpt(output)),
+        )
+    };
+    let expected = "expected a JSON object `{\"sql\": \"...\"}` or `{\"abstain\": true}`";
+    // Parsed as a value first: serde would also read the struct from a JSON list.
+    let wire: WireAnswer = match serde_json::from_slice(output) {
+        Ok(value @ serde_json::Value::Object(_)) => serde_json::from_value(value),
+        Ok(_) => return Err(garbage(expected.into())),
+        Err(e) => Err(e),
+    }
+    .map_err(|e| garbage(format!("{expected} ({e})")))?;
+    let sql = match (wire.sql, wire.abstain) {
+        (Some(sql), false) => Some(sql),
+        (None, true) => None,
+        (Some(_), true) => return Err(garbage("both `sql` and `\"abstain\": true`".into())),
+        (None, false) => {
+            return Err(garbage(
+                "needs `sql` (a string) or `\"abstain\": true`".into(),
+            ))
+        }
+    };
+    let cleaned = sql.as_deref().map(clean_sql);
+    Ok(Reply {
+        cleaned: cleaned.as_ref().is_some_and(|c| c.cleaned),
+        sql: cleaned.map(|c| c.sql),
+        samples: wire
+            .samples
+            .iter()
+            .map(|sample| clean_sql(sample).sql)
+            .collect(),
+        retrieved: wire.retrieved,
+    })
+}
+
+/// The start of a system's output, on one line, for error messages.
+pub(crate) fn excerpt(output: &[u8]) -> String {
+    const SHOWN: usize = 200;
+    let text = String::from_utf8_lossy(output);
+    let text = text.trim();
+    if text.is_empty() {
+        return "(nothing)".into();
+    }
+    let mut shown: String = text.chars().take(SHOWN).collect();
+    if text.chars().count() > SHOWN {
+        shown.push('…');
+    }
+    format!("{shown:?}")
+}

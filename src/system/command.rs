@@ -1,0 +1,322 @@
+//! The `command` system: a program that reads the JSON request on stdin and prints its answer,
+//! `{"sql": "..."}` or `{"abstain": true}`, on stdout.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::answer::{failure, parse_answer, retryable, timeout};
+use super::cassette::Hasher;
+use super::{Reply, Request, System, SystemError, SystemErrorKind};
+
+/// Answers longer than this are not answers.
+const STDOUT_LIMIT: usize = 16 << 20;
+/// The end of stderr quoted when the command fails.
+const STDERR_TAIL: usize = 2000;
+
+fn default_timeout_secs() -> f64 {
+    60.0
+}
+
+/// A `command` system's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandConfig {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Seconds the program may take for one case before it is killed.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: f64,
+    /// Variables set for the program, over the inherited environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Runs a program per case.
+pub struct CommandSystem {
+    config: CommandConfig,
+    timeout: Duration,
+    fingerprint: String,
+}
+
+impl CommandSystem {
+    /// Checks the configuration and fingerprints it, reading the program's files now, so
+    /// that editing a script during a run does not change the recording key.
+    pub fn new(config: &CommandConfig) -> Result<CommandSystem, String> {
+        if config.command.is_empty() {
+            return Err("`command` must name a program".into());
+        }
+        let timeout = timeout(config.timeout_secs)?;
+        Ok(CommandSystem {
+            fingerprint: fingerprint(config)?,
+            config: config.clone(),
+            timeout,
+        })
+    }
+
+    fn program(&self) -> &str {
+        self.config.command.first().map_or("", String::as_str)
+    }
+
+    /// The command as written, for messages.
+    fn command_line(&self) -> String {
+        self.config.command.join(" ")
+    }
+
+    fn spawn(&self) -> Result<Child, SystemError> {
+        let mut command = Command::new(self.program());
+        command
+            .args(&self.config.command[1..])
+            .envs(&self.config.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own process group, so a timeout kills the program's children too.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        // Not recorded: a program that cannot start says nothing about the system.
+        command.spawn().map_err(|e| {
+            failure(
+                SystemErrorKind::Transport,
+                format!("cannot start `{}`: {e}", self.command_line()),
+            )
+        })
+    }
+
+    /// Runs the program on `input` and returns its stdout, within the time bound.
+    fn run(&self, input: Vec<u8>) -> Result<Vec<u8>, SystemError> {
+        let deadline = Instant::now() + self.timeout;
+        let mut child = self.spawn()?;
+        let pipes = start_pipes(&mut child, input);
+        let (stdout, stderr) = match pipes {
+            Ok(pipes) => pipes,
+            Err(e) => {
+                kill_group(&mut child);
+                return Err(failure(
+                    SystemErrorKind::Transport,
+                    format!("cannot talk to `{}`: {e}", self.command_line()),
+                ));
+            }
+        };
+        let Some(status) = wait_until(&mut child, deadline) else {
+            kill_group(&mut child);
+            return Err(self.timed_out("it was killed"));
+        };
+        // Children left running may hold the output open past the program's exit.
+        let (Some(stdout), Some(stderr)) = (receive(&stdout, deadline), receive(&stderr, deadline))
+        else {
+            kill_group(&mut child);
+            return Err(self.timed_out("its children kept its output open and were killed"));
+        };
+        if !status.success() {
+            return Err(self.exited(status, &stderr.bytes));
+        }
+        if stdout.truncated {
+            return Err(failure(
+                SystemErrorKind::Garbage,
+                format!(
+                    "`{}` printed more than {STDOUT_LIMIT} bytes",
+                    self.command_line()
+                ),
+            ));
+        }
+        Ok(stdout.bytes)
+    }
+
+    fn timed_out(&self, what_then: &str) -> SystemError {
+        retryable(
+            SystemErrorKind::Timeout,
+            format!(
+                "`{}` gave no answer within {} s; {what_then}",
+                self.command_line(),
+                self.config.timeout_secs
+            ),
+        )
+    }
+
+    fn exited(&self, status: ExitStatus, stderr: &[u8]) -> SystemError {
+        failure(
+            SystemErrorKind::Exit,
+            format!(
+                "`{}` failed ({status}); stderr: {}",
+                self.command_line(),
+                excerpt_tail(stderr)
+            ),
+        )
+    }
+}
+
+impl System for CommandSystem {
+    fn fingerprint(&self) -> String {
+        self.fingerprint.clone()
+    }
+
+    fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
+        let input = serde_json::to_vec(request).map_err(|e| {
+            failure(
+                SystemErrorKind::Transport,
+                format!("cannot encode the request: {e}"),
+            )
+        })?;
+        parse_answer(&self.run(input)?)
+    }
+}
+
+/// Hashes the command line, the environment it sets, and the contents of every argument
+/// that names a file (the program, or the script given to an interpreter).
+fn fingerprint(config: &CommandConfig) -> Result<String, String> {
+    let mut hash = Hasher::new();
+    hash.field("command")
+        .field(config.command.len().to_le_bytes());
+    for argument in &config.command {
+        hash.field(argument);
+    }
+    for (name, value) in &config.env {
+        hash.field(name).field(value);
+    }
+    for argument in &config.command {
+        let path = Path::new(argument);
+        if path.is_file() {
+            let contents = std::fs::read(path)
+                .map_err(|e| format!("cannot read `{argument}` to fingerprint it: {e}"))?;
+            hash.field(argument).field(contents);
+        }
+    }
+    Ok(format!("command:{}", hash.hex()))
+}
+
+/// What was read from one of the program's outputs.
+#[derive(Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    /// More was written than kept.
+    truncated: bool,
+}
+
+/// Feeds stdin and drains stdout and stderr on their own threads, so a program that writes
+/// before it reads, or never reads, cannot deadlock with us.
+fn start_pipes(
+    child: &mut Child,
+    input: Vec<u8>,
+) -> std::io::Result<(Receiver<Captured>, Receiver<Captured>)> {
+    let missing = || std::io::Error::other("a pipe was not opened");
+    let stdin = child.stdin.take().ok_or_else(missing)?;
+    let stdout = child.stdout.take().ok_or_else(missing)?;
+    let stderr = child.stderr.take().ok_or_else(missing)?;
+    feed(stdin, input)?;
+    Ok((
+        capture(stdout, STDOUT_LIMIT, false)?,
+        capture(stderr, STDERR_TAIL, true)?,
+    ))
+}
+
+fn feed(mut stdin: ChildStdin, input: Vec<u8>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("command-stdin".into())
+        .spawn(move || {
+            // A program that exits without reading its input is judged by its output.
+            let _ = stdin.write_all(&input);
+        })?;
+    Ok(())
+}
+
+/// Reads `source` to its end on a thread, keeping its first (or, with `keep_tail`, last)
+/// `limit` bytes; the result arrives on the returned channel.
+fn capture(
+    mut source: impl Read + Send + 'static,
+    limit: usize,
+    keep_tail: bool,
+) -> std::io::Result<Receiver<Captured>> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("command-output".into())
+        .spawn(move || {
+            let mut captured = Captured::default();
+            let mut chunk = [0u8; 8192];
+            loop {
+                match source.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(read) => keep(&mut captured, &chunk[..read], limit, keep_tail),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+            // The receiver is gone when the run already gave up on this output.
+            let _ = sender.send(captured);
+        })?;
+    Ok(receiver)
+}
+
+fn keep(captured: &mut Captured, chunk: &[u8], limit: usize, keep_tail: bool) {
+    if captured.truncated && !keep_tail {
+        return;
+    }
+    captured.bytes.extend_from_slice(chunk);
+    if captured.bytes.len() > limit {
+        captured.truncated = true;
+        if keep_tail {
+            let excess = captured.bytes.len() - limit;
+            captured.bytes.drain(..excess);
+        } else {
+            captured.bytes.truncate(limit);
+        }
+    }
+}
+
+fn receive(output: &Receiver<Captured>, deadline: Instant) -> Option<Captured> {
+    output
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .ok()
+}
+
+/// Waits for the program to exit, polling, until the deadline; `None` if it is still running
+/// (or its status cannot be read).
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// Kills the program and everything it started, and reaps it (no zombie).
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(group) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals the process group the program leads;
+        // it touches no memory of ours.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The end of a program's stderr (where the error usually is), quoted on one line.
+fn excerpt_tail(stderr: &[u8]) -> String {
+    const SHOWN: usize = 300;
+    let text = String::from_utf8_lossy(stderr);
+    let chars: Vec<char> = text.trim().chars().collect();
+    if chars.is_empty() {
+        return "(nothing)".into();
+    }
+    let start = chars.len().saturating_sub(SHOWN);
+    let tail: String = chars[start..].iter().collect();
+    let ellipsis = if start > 0 { "…" } else { "" };
+    format!("{ellipsis}{tail:?}")
+}

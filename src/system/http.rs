@@ -1,0 +1,201 @@
+//! The `http` system: the JSON request is POSTed to a URL, which answers `{"sql": "..."}` or
+//! `{"abstain": true}`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::time::{Duration, SystemTime};
+
+use reqwest::blocking::{Client, Response};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::{StatusCode, Url};
+use serde::{Deserialize, Serialize};
+
+use super::answer::{excerpt, failure, parse_answer, retryable, timeout};
+use super::cassette::Hasher;
+use super::{Reply, Request, System, SystemError, SystemErrorKind};
+
+/// Answers longer than this are not answers.
+const BODY_LIMIT: u64 = 16 << 20;
+
+fn default_timeout_secs() -> f64 {
+    60.0
+}
+
+/// An `http` system's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    pub url: String,
+    /// Seconds one request may take, answer included.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: f64,
+    /// Headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Headers whose values come from environment variables (header → variable), for
+    /// secrets that must not be written in configuration.
+    #[serde(default)]
+    pub headers_env: BTreeMap<String, String>,
+}
+
+/// POSTs each case to a URL.
+pub struct HttpSystem {
+    url: Url,
+    client: Client,
+    headers: HeaderMap,
+    fingerprint: String,
+}
+
+impl HttpSystem {
+    /// Checks the configuration and reads the `headers_env` variables.
+    pub fn new(config: &HttpConfig) -> Result<HttpSystem, String> {
+        let url = Url::parse(&config.url).map_err(|e| format!("`url` {:?}: {e}", config.url))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("`url` {:?}: expected http or https", config.url));
+        }
+        let timeout = timeout(config.timeout_secs)?;
+        let client = Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+        Ok(HttpSystem {
+            headers: headers(config)?,
+            fingerprint: fingerprint(config),
+            url,
+            client,
+        })
+    }
+
+    fn post(&self, body: Vec<u8>) -> Result<Response, SystemError> {
+        self.client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .map_err(|e| self.transport_error(&e))
+    }
+
+    fn transport_error(&self, error: &reqwest::Error) -> SystemError {
+        let message = format!("{}: {}", self.url, error_chain(error));
+        if error.is_timeout() {
+            retryable(SystemErrorKind::Timeout, message)
+        } else {
+            retryable(SystemErrorKind::Transport, message)
+        }
+    }
+
+    /// The response body, or the error its status means.
+    fn read(&self, response: Response) -> Result<Vec<u8>, SystemError> {
+        let status = response.status();
+        let retry_after = retry_after(response.headers());
+        let mut body = Vec::new();
+        response
+            .take(BODY_LIMIT + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| {
+                retryable(
+                    SystemErrorKind::Transport,
+                    format!("{}: reading the answer: {e}", self.url),
+                )
+            })?;
+        if !status.is_success() {
+            let message = format!("{} answered {status}: {}", self.url, excerpt(&body));
+            let mut error = failure(SystemErrorKind::Http, message);
+            error.retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+            error.retry_after = retry_after;
+            return Err(error);
+        }
+        if body.len() as u64 > BODY_LIMIT {
+            return Err(failure(
+                SystemErrorKind::Garbage,
+                format!("{} answered more than {BODY_LIMIT} bytes", self.url),
+            ));
+        }
+        Ok(body)
+    }
+}
+
+impl System for HttpSystem {
+    fn fingerprint(&self) -> String {
+        self.fingerprint.clone()
+    }
+
+    fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
+        let body = serde_json::to_vec(request).map_err(|e| {
+            failure(
+                SystemErrorKind::Transport,
+                format!("cannot encode the request: {e}"),
+            )
+        })?;
+        let response = self.post(body)?;
+        parse_answer(&self.read(response)?)
+    }
+}
+
+/// Hashes the URL and the header names (their values may be secrets or rotate).
+fn fingerprint(config: &HttpConfig) -> String {
+    let names: BTreeSet<String> = config
+        .headers
+        .keys()
+        .chain(config.headers_env.keys())
+        .map(|name| name.to_ascii_lowercase())
+        .collect();
+    let mut hash = Hasher::new();
+    hash.field("http").field(&config.url);
+    for name in &names {
+        hash.field(name);
+    }
+    format!("http:{}", hash.hex())
+}
+
+fn headers(config: &HttpConfig) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    let from_env = config.headers_env.iter().map(|(name, variable)| {
+        std::env::var(variable)
+            .map(|value| (name, value))
+            .map_err(|_| format!("header `{name}`: environment variable `{variable}` is not set"))
+    });
+    let given = config
+        .headers
+        .iter()
+        .map(|(name, value)| Ok((name, value.clone())));
+    for entry in given.chain(from_env) {
+        let (name, value) = entry?;
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("`{name}` is not a valid header name"))?;
+        let value = HeaderValue::from_str(&value)
+            .map_err(|_| format!("header `{name}`: the value is not a valid header value"))?;
+        if headers.insert(header, value).is_some() {
+            return Err(format!(
+                "header `{name}` is given twice (in `headers` and `headers_env`?)"
+            ));
+        }
+    }
+    Ok(headers)
+}
+
+/// `Retry-After` as seconds or as an HTTP date.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(
+        date.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// reqwest's error with its causes ("error sending request: connection refused").
+fn error_chain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

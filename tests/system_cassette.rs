@@ -1,0 +1,409 @@
+//! The cassette (recorded answers, journal, deterministic file) and the record modes, with a
+//! real `command` system that logs every case it is asked.
+#![cfg(unix)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use sqlgate::system::answer::{answer_all, RecordMode};
+use sqlgate::system::cassette::{record_key, Cassette};
+use sqlgate::system::command::{CommandConfig, CommandSystem};
+use sqlgate::system::throttle::{Throttle, ThrottleConfig};
+use sqlgate::system::{Reply, Request, SystemError, SystemErrorKind};
+
+fn request(id: &str) -> Request {
+    Request {
+        id: id.into(),
+        db: "shop".into(),
+        db_path: PathBuf::from("dbs/shop.sqlite"),
+        question: format!("Question {id}?"),
+        evidence: None,
+        schema: "CREATE TABLE book (id INTEGER);".into(),
+    }
+}
+
+fn requests(ids: &[&str]) -> Vec<Request> {
+    ids.iter().map(|id| request(id)).collect()
+}
+
+/// Answers `SELECT 1 AS <id>`; ids starting with `bad` get garbage and `slow` ones time out.
+/// Every case asked is appended to `calls.log`.
+const SCRIPT: &str = r#"id=$(sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+echo "$id" >> "$CALL_LOG"
+case "$id" in
+  bad*) echo "I think the answer is 42" ;;
+  slow*) sleep 5 ;;
+  *) echo "{\"sql\": \"SELECT 1 AS $id\"}" ;;
+esac
+"#;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    system: CommandSystem,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("system.sh");
+        std::fs::write(&script, SCRIPT).unwrap();
+        let config = CommandConfig {
+            command: vec!["sh".into(), script.display().to_string()],
+            timeout_secs: 1.0,
+            env: BTreeMap::from([(
+                "CALL_LOG".to_string(),
+                dir.path().join("calls.log").display().to_string(),
+            )]),
+        };
+        let system = CommandSystem::new(&config).unwrap();
+        Fixture { dir, system }
+    }
+
+    fn cassette_path(&self) -> PathBuf {
+        self.dir.path().join("predictions/system.jsonl")
+    }
+
+    fn open(&self) -> Cassette {
+        Cassette::open(&self.cassette_path()).unwrap()
+    }
+
+    /// The cases asked so far, sorted, and the log emptied.
+    fn take_calls(&self) -> Vec<String> {
+        let log = self.dir.path().join("calls.log");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        let mut calls: Vec<String> = text.lines().map(str::to_string).collect();
+        calls.sort();
+        calls
+    }
+
+    fn run(
+        &self,
+        cassette: &Cassette,
+        mode: RecordMode,
+        requests: &[Request],
+    ) -> Vec<Result<Reply, SystemError>> {
+        let throttle = Throttle::new(ThrottleConfig {
+            concurrency: 3,
+            retries: 0,
+            ..ThrottleConfig::default()
+        });
+        answer_all(&self.system, requests, cassette, mode, &throttle, &|_| {})
+    }
+}
+
+fn sql(answer: &Result<Reply, SystemError>) -> Option<&str> {
+    answer.as_ref().ok().and_then(|reply| reply.sql.as_deref())
+}
+
+fn kind(answer: &Result<Reply, SystemError>) -> Option<SystemErrorKind> {
+    answer.as_ref().err().map(|error| error.kind)
+}
+
+#[test]
+fn record_none_answers_from_the_cassette_only() {
+    let fixture = Fixture::new();
+    let cassette = fixture.open();
+    let answers = fixture.run(&cassette, RecordMode::None, &requests(&["q1", "q2"]));
+    assert!(answers
+        .iter()
+        .all(|answer| kind(answer) == Some(SystemErrorKind::NotRecorded)));
+    assert!(fixture.take_calls().is_empty(), "the system was called");
+
+    fixture.run(&cassette, RecordMode::New, &requests(&["q1"]));
+    cassette.finish().unwrap();
+    assert_eq!(fixture.take_calls(), ["q1"]);
+
+    let cassette = fixture.open();
+    let answers = fixture.run(&cassette, RecordMode::None, &requests(&["q1", "q2"]));
+    assert_eq!(sql(&answers[0]), Some("SELECT 1 AS q1"));
+    assert_eq!(kind(&answers[1]), Some(SystemErrorKind::NotRecorded));
+    assert!(fixture.take_calls().is_empty(), "the system was called");
+}
+
+#[test]
+fn record_new_asks_only_for_misses_and_all_asks_again() {
+    let fixture = Fixture::new();
+    let cassette = fixture.open();
+    let ids = ["q1", "q2", "q3", "q4", "q5"];
+    let first = fixture.run(&cassette, RecordMode::New, &requests(&ids));
+    assert_eq!(fixture.take_calls(), ids);
+    for (answer, id) in first.iter().zip(ids) {
+        assert_eq!(sql(answer), Some(format!("SELECT 1 AS {id}").as_str()));
+    }
+
+    let again = fixture.run(&cassette, RecordMode::New, &requests(&ids));
+    assert!(fixture.take_calls().is_empty());
+    assert_eq!(again, first);
+
+    let mut edited = requests(&ids);
+    edited[2].question = "An edited question?".into();
+    fixture.run(&cassette, RecordMode::New, &edited);
+    assert_eq!(fixture.take_calls(), ["q3"]);
+
+    fixture.run(&cassette, RecordMode::All, &requests(&ids));
+    assert_eq!(fixture.take_calls(), ids);
+}
+
+#[test]
+fn garbage_is_recorded_but_timeouts_are_asked_again() {
+    let fixture = Fixture::new();
+    let cassette = fixture.open();
+    let cases = requests(&["bad1", "slow1", "q1"]);
+    let answers = fixture.run(&cassette, RecordMode::New, &cases);
+    assert_eq!(kind(&answers[0]), Some(SystemErrorKind::Garbage));
+    assert_eq!(kind(&answers[1]), Some(SystemErrorKind::Timeout));
+    cassette.finish().unwrap();
+    assert_eq!(fixture.take_calls(), ["bad1", "q1", "slow1"]);
+
+    let cassette = fixture.open();
+    assert_eq!(cassette.len(), 2);
+    let answers = fixture.run(&cassette, RecordMode::New, &cases);
+    assert_eq!(fixture.take_calls(), ["slow1"]);
+    assert_eq!(kind(&answers[0]), Some(SystemErrorKind::Garbage));
+    assert_eq!(sql(&answers[2]), Some("SELECT 1 AS q1"));
+}
+
+#[test]
+fn progress_is_reported_once_per_request() {
+    let fixture = Fixture::new();
+    let cassette = fixture.open();
+    let cases = requests(&["q1", "q2", "q3", "q4"]);
+    fixture.run(&cassette, RecordMode::New, &cases[..2]);
+    let seen = Mutex::new(Vec::new());
+    let throttle = Throttle::new(ThrottleConfig::default());
+    answer_all(
+        &fixture.system,
+        &cases,
+        &cassette,
+        RecordMode::New,
+        &throttle,
+        &|index| seen.lock().unwrap().push(index),
+    );
+    let mut seen = seen.into_inner().unwrap();
+    seen.sort();
+    assert_eq!(seen, [0, 1, 2, 3]);
+}
+
+fn reply(sql: &str) -> Result<Reply, SystemError> {
+    Ok(Reply {
+        sql: Some(sql.into()),
+        cleaned: false,
+        samples: Vec::new(),
+        retrieved: Vec::new(),
+    })
+}
+
+fn failure(kind: SystemErrorKind) -> Result<Reply, SystemError> {
+    Err(SystemError {
+        kind,
+        message: format!("{kind:?} happened"),
+        retryable: false,
+        retry_after: None,
+    })
+}
+
+/// Some answers under the keys of system "sys".
+fn answers() -> Vec<(String, String, Result<Reply, SystemError>)> {
+    let abstain = Ok(Reply {
+        sql: None,
+        cleaned: true,
+        samples: vec!["SELECT 2".into()],
+        retrieved: vec!["book".into()],
+    });
+    [
+        ("a", reply("SELECT 1")),
+        ("b", abstain),
+        ("c", failure(SystemErrorKind::Garbage)),
+        ("d", failure(SystemErrorKind::Exit)),
+        ("e", reply("SELECT \"x\"\nFROM t")),
+    ]
+    .into_iter()
+    .map(|(id, answer)| (record_key("sys", &request(id)), id.to_string(), answer))
+    .collect()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_file_is_sorted_and_the_same_whatever_the_order_of_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let forward = dir.path().join("forward.jsonl");
+    let backward = dir.path().join("backward.jsonl");
+    let cassette = Cassette::open(&forward).unwrap();
+    for (key, case, answer) in answers() {
+        cassette.record(&key, &case, &answer);
+    }
+    cassette.finish().unwrap();
+    let cassette = Cassette::open(&backward).unwrap();
+    for (key, case, answer) in answers().into_iter().rev() {
+        cassette.record(&key, &case, &answer);
+    }
+    cassette.finish().unwrap();
+
+    assert_eq!(
+        std::fs::read(&forward).unwrap(),
+        std::fs::read(&backward).unwrap()
+    );
+    let written = lines(&forward);
+    assert_eq!(written.len(), 5);
+    let keys: Vec<String> = written
+        .iter()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["key"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    assert!(!dir.path().join("forward.jsonl.journal").exists());
+}
+
+#[test]
+fn answers_survive_a_round_trip_but_transient_failures_are_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/system.jsonl");
+    let cassette = Cassette::open(&path).unwrap();
+    assert!(cassette.is_empty());
+    for (key, case, answer) in answers() {
+        cassette.record(&key, &case, &answer);
+    }
+    let timeout_key = record_key("sys", &request("f"));
+    cassette.record(&timeout_key, "f", &failure(SystemErrorKind::Timeout));
+    cassette.finish().unwrap();
+
+    let reopened = Cassette::open(&path).unwrap();
+    assert_eq!(reopened.len(), 5);
+    for (key, _, answer) in answers() {
+        assert_eq!(reopened.get(&key), Some(answer));
+    }
+    assert_eq!(reopened.get(&timeout_key), None);
+    assert!(reopened.warnings().is_empty());
+
+    let before = std::fs::read(&path).unwrap();
+    reopened.finish().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn a_torn_journal_line_is_discarded_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    let journal = dir.path().join("system.jsonl.journal");
+    let all = answers();
+    {
+        let cassette = Cassette::open(&path).unwrap();
+        for (key, case, answer) in &all[..3] {
+            cassette.record(key, case, answer);
+        }
+        // Interrupted: never finished, so the answers are only in the journal.
+    }
+    assert!(!path.exists());
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    // A run killed while writing its fourth line.
+    text.push_str(r#"{"key": "0123", "case": "d", "rep"#);
+    std::fs::write(&journal, &text).unwrap();
+
+    let cassette = Cassette::open(&path).unwrap();
+    let warnings = cassette.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("torn"), "{}", warnings[0]);
+    assert_eq!(cassette.len(), 3);
+    for (key, _, answer) in &all[..3] {
+        assert_eq!(cassette.get(key).as_ref(), Some(answer));
+    }
+
+    let (key, case, answer) = &all[3];
+    cassette.record(key, case, answer);
+    let journaled = std::fs::read_to_string(&journal).unwrap();
+    assert!(journaled.ends_with('\n'));
+    assert_eq!(journaled.lines().count(), 4);
+    for line in journaled.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+
+    cassette.finish().unwrap();
+    assert!(!journal.exists());
+    assert_eq!(lines(&path).len(), 4);
+}
+
+#[test]
+fn an_unreadable_journal_line_is_discarded_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    let (key, case, answer) = answers().remove(0);
+    let cassette = Cassette::open(&path).unwrap();
+    cassette.record(&key, &case, &answer);
+    let journal = dir.path().join("system.jsonl.journal");
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    text.insert_str(0, "{not json}\n");
+    std::fs::write(&journal, text).unwrap();
+
+    let cassette = Cassette::open(&path).unwrap();
+    assert_eq!(cassette.get(&key), Some(answer));
+    let warnings = cassette.warnings();
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].contains("line 1"), "{}", warnings[0]);
+}
+
+#[test]
+fn a_damaged_cassette_is_an_input_error_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    let (key, case, answer) = answers().remove(0);
+    let cassette = Cassette::open(&path).unwrap();
+    cassette.record(&key, &case, &answer);
+    cassette.finish().unwrap();
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("<<<<<<< HEAD\n");
+    std::fs::write(&path, text).unwrap();
+
+    let error = Cassette::open(&path).err().unwrap();
+    assert_eq!(error.file, path);
+    assert_eq!(error.line, Some(2));
+
+    let both = format!(
+        r#"{{"key": "k", "case": "c", "reply": {{"sql": "SELECT 1"}}, "error": {{"kind": "garbage", "message": "m"}}}}{}"#,
+        "\n"
+    );
+    std::fs::write(&path, both).unwrap();
+    assert_eq!(Cassette::open(&path).err().unwrap().line, Some(1));
+}
+
+#[test]
+fn the_key_covers_the_case_content_and_the_fingerprint() {
+    let base = request("q1");
+    let key = record_key("sys", &base);
+    let mut same = base.clone();
+    same.db_path = PathBuf::from("/elsewhere/shop.sqlite");
+    assert_eq!(
+        record_key("sys", &same),
+        key,
+        "the path differs between machines"
+    );
+
+    let edits: [fn(&mut Request); 5] = [
+        |r| r.id = "q2".into(),
+        |r| r.db = "other".into(),
+        |r| r.question.push('!'),
+        |r| r.evidence = Some(String::new()),
+        |r| r.schema.push_str("CREATE TABLE x (a);"),
+    ];
+    for edit in edits {
+        let mut edited = base.clone();
+        edit(&mut edited);
+        assert_ne!(record_key("sys", &edited), key, "{edited:?}");
+    }
+    assert_ne!(record_key("sys2", &base), key);
+}

@@ -1,0 +1,267 @@
+//! The `command` system against real shell scripts: answers, abstentions, garbage, failures,
+//! timeouts (the script and its children killed), and fingerprints.
+#![cfg(unix)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sqlgate::system::command::{CommandConfig, CommandSystem};
+use sqlgate::system::{Request, System, SystemErrorKind};
+
+fn request(id: &str) -> Request {
+    Request {
+        id: id.into(),
+        db: "shop".into(),
+        db_path: PathBuf::from("dbs/shop.sqlite"),
+        question: "How many \"books\" are there?".into(),
+        evidence: Some("books are rows of `book`".into()),
+        schema: "CREATE TABLE book (id INTEGER PRIMARY KEY, title TEXT);".into(),
+    }
+}
+
+fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+/// A system running `sh <script>` (not exec'ing the file, which races with writing it).
+fn config(script: &Path, timeout_secs: f64) -> CommandConfig {
+    CommandConfig {
+        command: vec!["sh".into(), script.display().to_string()],
+        timeout_secs,
+        env: BTreeMap::new(),
+    }
+}
+
+fn system(script: &Path) -> CommandSystem {
+    CommandSystem::new(&config(script, 20.0)).unwrap()
+}
+
+#[test]
+fn reads_the_request_on_stdin_and_answers_with_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "answer.sh",
+        r#"cat > "$REQUEST_COPY"
+printf '%s' '{"sql": "SELECT count(*) FROM book", "samples": ["SELECT 1;"], "retrieved": ["book.id"]}'
+"#,
+    );
+    let copy = dir.path().join("request.json");
+    let mut config = config(&script, 20.0);
+    config
+        .env
+        .insert("REQUEST_COPY".into(), copy.display().to_string());
+    let system = CommandSystem::new(&config).unwrap();
+
+    let reply = system.answer(&request("q1")).unwrap();
+
+    assert_eq!(reply.sql.as_deref(), Some("SELECT count(*) FROM book"));
+    assert!(!reply.cleaned);
+    assert_eq!(reply.samples, vec!["SELECT 1".to_string()]);
+    assert_eq!(reply.retrieved, vec!["book.id".to_string()]);
+    let sent: Request = serde_json::from_slice(&std::fs::read(&copy).unwrap()).unwrap();
+    assert_eq!(sent, request("q1"));
+}
+
+#[test]
+fn abstains() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), "abstain.sh", "echo '{\"abstain\": true}'\n");
+    let reply = system(&script).answer(&request("q1")).unwrap();
+    assert_eq!(reply.sql, None);
+    assert!(reply.samples.is_empty());
+}
+
+#[test]
+fn fenced_sql_is_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "fenced.sh",
+        r#"cat <<'EOF'
+{"sql": "Here is the query:\n```sql\nSELECT title FROM book;\n```\nIt lists titles."}
+EOF
+"#,
+    );
+    let reply = system(&script).answer(&request("q1")).unwrap();
+    assert_eq!(reply.sql.as_deref(), Some("SELECT title FROM book"));
+    assert!(reply.cleaned);
+}
+
+#[test]
+fn output_that_is_not_an_answer_is_garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = [
+        ("prose.sh", "echo 'SELECT 1'\n"),
+        (
+            "both.sh",
+            "echo '{\"sql\": \"SELECT 1\", \"abstain\": true}'\n",
+        ),
+        ("neither.sh", "echo '{\"query\": \"SELECT 1\"}'\n"),
+        ("nothing.sh", "true\n"),
+        ("list.sh", "echo '[\"SELECT 1\"]'\n"),
+    ];
+    for (name, body) in outputs {
+        let script = write_script(dir.path(), name, body);
+        let answer = system(&script).answer(&request("q1"));
+        let Err(error) = answer else {
+            panic!("{name}: {answer:?}")
+        };
+        assert_eq!(error.kind, SystemErrorKind::Garbage, "{name}: {error:?}");
+        assert!(!error.retryable, "{name}");
+    }
+}
+
+#[test]
+fn a_failing_program_is_an_exit_error_quoting_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "fail.sh",
+        "echo 'loading model' >&2\necho 'model exploded' >&2\nexit 3\n",
+    );
+    let error = system(&script).answer(&request("q1")).unwrap_err();
+    assert_eq!(error.kind, SystemErrorKind::Exit);
+    assert!(!error.retryable);
+    assert!(
+        error.message.contains("model exploded"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains('3'), "{}", error.message);
+}
+
+#[test]
+fn a_missing_program_is_a_transport_error_never_recorded() {
+    let config = CommandConfig {
+        command: vec!["./surely-no-such-program-here".into()],
+        timeout_secs: 5.0,
+        env: BTreeMap::new(),
+    };
+    let error = CommandSystem::new(&config)
+        .unwrap()
+        .answer(&request("q1"))
+        .unwrap_err();
+    assert_eq!(error.kind, SystemErrorKind::Transport);
+    assert!(error.kind.is_transient());
+    assert!(!error.retryable);
+}
+
+/// Whether a process still runs (a zombie left to PID 1 does not).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_slow_program_is_killed_with_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "slow.sh",
+        &format!(
+            "echo $$ > {dir}/script.pid\nsleep 30 &\necho $! > {dir}/child.pid\nwait\necho '{{\"sql\": \"SELECT 1\"}}'\n",
+            dir = dir.path().display()
+        ),
+    );
+    let system = CommandSystem::new(&config(&script, 0.5)).unwrap();
+
+    let started = Instant::now();
+    let error = system.answer(&request("q1")).unwrap_err();
+
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(error.kind, SystemErrorKind::Timeout);
+    assert!(error.retryable);
+    if Path::new("/proc/self/stat").exists() {
+        let script_pid = std::fs::read_to_string(dir.path().join("script.pid")).unwrap();
+        let child_pid = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
+        // The script was reaped by us: not even a zombie is left.
+        assert!(!Path::new(&format!("/proc/{}", script_pid.trim())).exists());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while running(child_pid.trim()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!running(child_pid.trim()), "the script's child survived");
+    }
+}
+
+#[test]
+fn a_child_holding_the_output_open_times_out_instead_of_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "background.sh",
+        "sleep 30 &\necho '{\"sql\": \"SELECT 1\"}'\n",
+    );
+    let system = CommandSystem::new(&config(&script, 0.5)).unwrap();
+    let started = Instant::now();
+    let error = system.answer(&request("q1")).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(error.kind, SystemErrorKind::Timeout);
+}
+
+#[test]
+fn a_program_that_ignores_a_large_request_still_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), "deaf.sh", "echo '{\"sql\": \"SELECT 1\"}'\n");
+    let mut big = request("q1");
+    big.schema = "CREATE TABLE t (a INTEGER);\n".repeat(100_000);
+    let reply = system(&script).answer(&big).unwrap();
+    assert_eq!(reply.sql.as_deref(), Some("SELECT 1"));
+}
+
+#[test]
+fn the_fingerprint_follows_the_script_and_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), "v.sh", "echo '{\"sql\": \"SELECT 1\"}'\n");
+    let first = system(&script).fingerprint();
+    assert_eq!(system(&script).fingerprint(), first, "not stable");
+
+    let mut with_env = config(&script, 20.0);
+    with_env.env.insert("MODEL".into(), "small".into());
+    let env_print = CommandSystem::new(&with_env).unwrap().fingerprint();
+    assert_ne!(env_print, first);
+
+    write_script(dir.path(), "v.sh", "echo '{\"sql\": \"SELECT 2\"}'\n");
+    let edited = system(&script).fingerprint();
+    assert_ne!(edited, first);
+    assert_ne!(edited, env_print);
+}
+
+#[test]
+fn configuration_is_checked() {
+    let parsed: CommandConfig = toml::from_str(r#"command = ["python3", "agent.py"]"#).unwrap();
+    assert_eq!(parsed.timeout_secs, 60.0);
+    assert!(parsed.env.is_empty());
+    assert!(toml::from_str::<CommandConfig>("command = [\"x\"]\ntimeout = 3").is_err());
+
+    let empty = CommandConfig {
+        command: Vec::new(),
+        ..parsed.clone()
+    };
+    assert!(CommandSystem::new(&empty).is_err());
+    let no_time = CommandConfig {
+        timeout_secs: 0.0,
+        ..parsed.clone()
+    };
+    assert!(CommandSystem::new(&no_time).is_err());
+    for bad in [-1.0, f64::NAN, 1e12] {
+        let config = CommandConfig {
+            timeout_secs: bad,
+            ..parsed.clone()
+        };
+        assert!(CommandSystem::new(&config).is_err(), "{bad}");
+    }
+}

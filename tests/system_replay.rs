@@ -1,0 +1,123 @@
+//! The `replay` system: answers from a predictions file, looked up by case id.
+
+use std::path::{Path, PathBuf};
+
+use sqlgate::bench::{load, Benchmark, LoadOptions, PredFormat};
+use sqlgate::system::replay::ReplaySystem;
+use sqlgate::system::{Request, System, SystemErrorKind};
+
+/// A BIRD-format benchmark of three cases in `dir`.
+fn benchmark(dir: &Path) -> Benchmark {
+    std::fs::write(dir.join("shop.sqlite"), b"").unwrap();
+    let gold = r#"[
+        {"question_id": 10, "db_id": "shop", "question": "How many books?", "evidence": "", "SQL": "SELECT count(*) FROM book", "difficulty": "simple"},
+        {"question_id": 11, "db_id": "shop", "question": "Who wrote Emma?", "evidence": "", "SQL": "SELECT author FROM book WHERE title = 'Emma'", "difficulty": "simple"},
+        {"question_id": 12, "db_id": "shop", "question": "Any unicorns?", "evidence": "", "SQL": "SELECT 1", "difficulty": "simple"}
+    ]"#;
+    let path = dir.join("dev.json");
+    std::fs::write(&path, gold).unwrap();
+    load(&path, &LoadOptions::default()).unwrap()
+}
+
+fn request(id: &str) -> Request {
+    Request {
+        id: id.into(),
+        db: "shop".into(),
+        db_path: PathBuf::from("shop.sqlite"),
+        question: "?".into(),
+        evidence: None,
+        schema: String::new(),
+    }
+}
+
+#[test]
+fn answers_each_case_from_jsonl_predictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = benchmark(dir.path());
+    let predictions = dir.path().join("predictions.jsonl");
+    std::fs::write(
+        &predictions,
+        concat!(
+            r#"{"id": 12, "abstain": true}"#,
+            "\n",
+            r#"{"id": 10, "sql": "SELECT count(*) FROM book;"}"#,
+            "\n",
+            r#"{"id": "11", "sql": "```sql\nSELECT author FROM book\n```"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let system = ReplaySystem::load(&predictions, None, &bench).unwrap();
+
+    let counted = system.answer(&request("10")).unwrap();
+    assert_eq!(counted.sql.as_deref(), Some("SELECT count(*) FROM book"));
+    let fenced = system.answer(&request("11")).unwrap();
+    assert_eq!(fenced.sql.as_deref(), Some("SELECT author FROM book"));
+    assert!(fenced.cleaned);
+    assert_eq!(system.answer(&request("12")).unwrap().sql, None);
+
+    let missing = system.answer(&request("13")).unwrap_err();
+    assert_eq!(missing.kind, SystemErrorKind::NotRecorded);
+    assert!(!missing.retryable);
+}
+
+#[test]
+fn answers_from_positional_bird_predictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = benchmark(dir.path());
+    let predictions = dir.path().join("predict_dev.json");
+    let separator = "\\t----- bird -----\\t";
+    std::fs::write(
+        &predictions,
+        format!(
+            r#"{{"0": "SELECT 10{separator}shop", "1": "SELECT 11{separator}shop", "2": "SELECT 12{separator}shop"}}"#
+        ),
+    )
+    .unwrap();
+    let system = ReplaySystem::load(&predictions, Some(PredFormat::Bird), &bench).unwrap();
+    for id in ["10", "11", "12"] {
+        let reply = system.answer(&request(id)).unwrap();
+        assert_eq!(reply.sql, Some(format!("SELECT {id}")));
+    }
+}
+
+#[test]
+fn the_fingerprint_follows_the_file_contents() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = benchmark(dir.path());
+    let predictions = dir.path().join("predictions.jsonl");
+    let write = |sql: &str| {
+        let text: String = ["10", "11", "12"]
+            .iter()
+            .map(|id| format!("{{\"id\": {id}, \"sql\": \"{sql}\"}}\n"))
+            .collect();
+        std::fs::write(&predictions, text).unwrap();
+        ReplaySystem::load(&predictions, None, &bench)
+            .unwrap()
+            .fingerprint()
+    };
+    let first = write("SELECT 1");
+    assert_eq!(write("SELECT 1"), first);
+    assert_ne!(write("SELECT 2"), first);
+}
+
+#[test]
+fn a_bad_predictions_file_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = benchmark(dir.path());
+    let predictions = dir.path().join("predictions.jsonl");
+    std::fs::write(&predictions, "{\"id\": 10, \"sql\": \"SELECT 1\"}\n").unwrap();
+    let error = ReplaySystem::load(&predictions, None, &bench)
+        .err()
+        .unwrap();
+    assert_eq!(error.file, predictions);
+
+    let absent = dir.path().join("absent.jsonl");
+    assert_eq!(
+        ReplaySystem::load(&absent, None, &bench)
+            .err()
+            .unwrap()
+            .file,
+        absent
+    );
+}
