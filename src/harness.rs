@@ -11,7 +11,10 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::config::DEFAULT_PROFILE;
-use crate::gate::session::{parse_record_mode, Session};
+use clap::ValueEnum;
+
+use crate::gate::session::Session;
+use crate::system::answer::RecordMode;
 use crate::gate::TestStatus;
 use crate::system::System;
 
@@ -41,9 +44,12 @@ impl Harness {
     /// Lists or runs the tests as libtest would, then exits.
     pub fn main(self) -> ! {
         let args = Arguments::from_args();
-        let record = match std::env::var("SQLGATE_RECORD").ok().map(|m| parse_record_mode(&m)).transpose() {
-            Ok(record) => record,
-            Err(message) => exit_bad_input(&format!("SQLGATE_RECORD: {message}")),
+        let record = match std::env::var("SQLGATE_RECORD") {
+            Ok(mode) => match RecordMode::from_str(&mode, true) {
+                Ok(mode) => Some(mode),
+                Err(_) => exit_bad_input(&format!("SQLGATE_RECORD must be none, new or all, not `{mode}`")),
+            },
+            Err(_) => None,
         };
         let session = match Session::open(&self.config, &self.profile, record, self.system) {
             Ok(session) => Arc::new(session),

@@ -5,7 +5,7 @@
 mod case;
 mod profile;
 mod suite;
-mod system;
+pub mod system;
 
 use std::collections::BTreeMap;
 use std::ops::Range;

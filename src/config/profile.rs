@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::gate::threshold::Threshold;
+use crate::system::answer::RecordMode;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,7 +20,7 @@ pub struct ProfileConfig {
     #[serde(default)]
     pub gate: BTreeMap<String, Threshold>,
     /// Default `--record` mode: `none`, `new` or `all`.
-    pub record: Option<String>,
+    pub record: Option<RecordMode>,
     /// Default `--junit` path.
     pub junit: Option<PathBuf>,
     /// Stop at the first failing test (default true, as `cargo test`).

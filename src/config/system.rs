@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::Config;
 use crate::error::InputError;
+use crate::system::throttle::ThrottleConfig;
 
 /// The keys every system has.
 #[derive(Debug, Clone, Deserialize)]
@@ -20,12 +21,9 @@ struct Common {
     kind: SystemType,
     /// Where answers are recorded (default `<snapshots>/predictions/<name>.jsonl`).
     cassette: Option<PathBuf>,
-    /// Requests in flight at once (default 4).
-    concurrency: Option<usize>,
-    /// Requests per second at most (default: unlimited).
-    rate_limit: Option<f64>,
-    /// Retries of a retryable failure (default 4).
-    retries: Option<u32>,
+    /// Concurrency, rate limit and retries of the system's calls.
+    #[serde(default)]
+    throttle: ThrottleConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -55,9 +53,7 @@ pub struct SystemConfig {
     pub name: String,
     pub kind: SystemType,
     pub cassette: PathBuf,
-    pub concurrency: usize,
-    pub rate_limit: Option<f64>,
-    pub retries: u32,
+    pub throttle: ThrottleConfig,
     /// The type's own keys, read by [`SystemConfig::settings`].
     settings: toml::Table,
     span: Range<usize>,
@@ -85,13 +81,8 @@ impl SystemConfig {
         let common: Common = common.try_into().map_err(|e: toml::de::Error| {
             config.error_at(span.clone(), format!("[[system]]: {}", e.message().trim()))
         })?;
-        if common.concurrency == Some(0)
-            || common.rate_limit.is_some_and(|r| r.is_nan() || r <= 0.0)
-        {
-            return Err(config.error_at(
-                span.clone(),
-                "[[system]]: concurrency and rate_limit must be positive",
-            ));
+        if let Err(problem) = common.throttle.check() {
+            return Err(config.error_at(span.clone(), format!("[[system]] throttle: {problem}")));
         }
         let cassette = match common.cassette {
             Some(path) => config.resolve(&path),
@@ -104,9 +95,7 @@ impl SystemConfig {
             name: common.name,
             kind: common.kind,
             cassette,
-            concurrency: common.concurrency.unwrap_or(4),
-            rate_limit: common.rate_limit,
-            retries: common.retries.unwrap_or(4),
+            throttle: common.throttle,
             settings,
             span,
             config_path: config.path.clone(),
@@ -145,6 +134,12 @@ impl SystemConfig {
             offset += line.len();
         }
         None
+    }
+
+    /// An error about this system, located at its `[[system]]` entry.
+    pub fn error(&self, message: impl Into<String>) -> InputError {
+        let message = format!("[[system]] `{}`: {}", self.name, message.into());
+        super::located(&self.config_path, &self.config_text, self.span.start, message)
     }
 
     /// A path from the configuration, relative to its folder.

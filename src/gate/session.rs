@@ -6,11 +6,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use crate::config::system::SystemType;
 use crate::config::{Config, ProfileConfig};
 use crate::error::InputError;
 use crate::system::answer::{answer_all, RecordMode};
 use crate::system::cassette::Cassette;
-use crate::system::throttle::Throttle;
+use crate::system::throttle::{Throttle, ThrottleConfig};
 use crate::system::{self, Reply, Request, System, SystemError};
 
 use super::judge::{self, CaseRun};
@@ -25,8 +26,10 @@ pub struct Session {
     pub profile: ProfileConfig,
     pub suites: Vec<SuitePlan>,
     pub system_name: String,
-    system: Arc<dyn System>,
-    cassette: Cassette,
+    /// The system answering each suite.
+    systems: Vec<Arc<dyn System>>,
+    /// `None` for a replayed predictions file, which is a recording itself.
+    cassette: Option<Cassette>,
     throttle: Throttle,
     record: RecordMode,
     /// Per suite: case test name -> correct in the accepted snapshot.
@@ -49,21 +52,32 @@ impl Session {
         let config = Config::load(config_path)?;
         let profile = config.profile(profile_name)?;
         let suites = super::setup::suites(&config, &profile)?;
-        let system_config = config.system(&profile)?;
         let record = match record {
             Some(mode) => mode,
-            None => match &profile.record {
-                Some(mode) => parse_record_mode(mode).map_err(|e| InputError::file(&config.path, e))?,
+            None => match profile.record {
+                Some(mode) => mode,
                 None if std::env::var_os("CI").is_some() => RecordMode::None,
                 None => RecordMode::New,
             },
         };
-        let (system, system_name): (Arc<dyn System>, String) = match system {
-            Some(system) => (system, "custom".to_string()),
-            None => (system::build(&system_config, &suites)?, system_config.name.clone()),
+        let (systems, system_name, cassette, throttle) = match system {
+            // A Rust user's own system: recorded under the name `custom`.
+            Some(system) => {
+                let path = config.resolve(&config.snapshots).join("predictions").join("custom.jsonl");
+                let systems = suites.iter().map(|_| Arc::clone(&system)).collect();
+                (systems, "custom".to_string(), Some(Cassette::open(&path)?), ThrottleConfig::default())
+            }
+            None => {
+                let system_config = config.system(&profile)?;
+                let cassette = match system_config.kind {
+                    SystemType::Replay => None,
+                    _ => Some(Cassette::open(&system_config.cassette)?),
+                };
+                let systems = system::build(&system_config, &suites)?;
+                (systems, system_config.name.clone(), cassette, system_config.throttle.clone())
+            }
         };
-        let cassette = Cassette::open(&system_config.cassette)?;
-        let throttle = Throttle::new(system_config.throttle.clone());
+        let throttle = Throttle::new(throttle);
         let snapshot_dir = config.resolve(&config.snapshots);
         let accepted = suites
             .iter()
@@ -80,7 +94,7 @@ impl Session {
             profile,
             suites,
             system_name,
-            system,
+            systems,
             cassette,
             throttle,
             record,
@@ -108,7 +122,19 @@ impl Session {
                 Request::new(case, path, schema)
             })
             .collect();
-        answer_all(self.system.as_ref(), &requests, &self.cassette, self.record, &self.throttle, progress)
+        let system = self.systems[suite].as_ref();
+        match &self.cassette {
+            Some(cassette) => answer_all(system, &requests, cassette, self.record, &self.throttle, progress),
+            None => requests
+                .iter()
+                .enumerate()
+                .map(|(index, request)| {
+                    let answer = system.answer(request);
+                    progress(index);
+                    answer
+                })
+                .collect(),
+        }
     }
 
     /// Runs the given tests all at once.
@@ -146,7 +172,9 @@ impl Session {
     /// After a run: makes the cassette durable and compares each fully-run suite with its
     /// accepted snapshot. Returns notes for the terminal and the suites' diffs.
     pub fn finish(&self, report: &RunReport, whole_run: bool, accept: bool) -> Result<Vec<SnapshotOutcome>, InputError> {
-        self.cassette.finish()?;
+        if let Some(cassette) = &self.cassette {
+            cassette.finish()?;
+        }
         if !whole_run || report.cancelled {
             return Ok(Vec::new());
         }
@@ -200,28 +228,14 @@ pub enum SnapshotAction {
     Differs,
 }
 
-pub fn parse_record_mode(text: &str) -> Result<RecordMode, String> {
-    match text {
-        "none" => Ok(RecordMode::None),
-        "new" => Ok(RecordMode::New),
-        "all" => Ok(RecordMode::All),
-        other => Err(format!("record mode must be none, new or all, not `{other}`")),
-    }
-}
-
 fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
     SnapshotEntry {
         name: run.test.clone(),
         passed: run.correct(),
         verdict: run.score.verdict.as_str().to_string(),
         metrics: [("ex".to_string(), judge::format_metric(run.score.ex))].into(),
-        sql: run.score.sql.as_deref().map(one_line),
+        sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
     }
-}
-
-/// SQL on one line with runs of white space folded, for one-line snapshot entries.
-fn one_line(sql: &str) -> String {
-    sql.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, InputError> {

@@ -4,11 +4,14 @@
 //! the system's fingerprint and the case's content, so CI replays them without calling it.
 
 pub mod answer;
+mod build;
 pub mod cassette;
 pub mod command;
 pub mod http;
 pub mod replay;
 pub mod throttle;
+
+pub use build::{build, ReplayConfig};
 
 use std::path::PathBuf;
 
