@@ -8,6 +8,7 @@ pub mod cli;
 pub mod error;
 pub mod exec;
 pub mod gate;
+pub mod llm;
 pub mod metrics;
 pub mod report;
 pub mod scoring;

@@ -3,6 +3,8 @@
 //! A system is asked through [`System::answer`]; its answers are recorded in a cassette keyed by
 //! the system's fingerprint and the case's content, so CI replays them without calling it.
 
+pub mod openai;
+
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -70,7 +72,10 @@ impl SystemErrorKind {
     pub fn is_transient(self) -> bool {
         matches!(
             self,
-            SystemErrorKind::Timeout | SystemErrorKind::Http | SystemErrorKind::Transport | SystemErrorKind::NotRecorded
+            SystemErrorKind::Timeout
+                | SystemErrorKind::Http
+                | SystemErrorKind::Transport
+                | SystemErrorKind::NotRecorded
         )
     }
 }
