@@ -218,6 +218,19 @@ fn bad_templates_and_missing_files_are_config_errors() {
     let error = OpenAiSystem::new(missing, dir.path()).unwrap_err();
     assert!(error.to_string().contains("nowhere.txt"), "{error}");
 
+    std::fs::write(dir.path().join("bad.txt"), "{question} {sql}").unwrap();
+    let bad_file = OpenAiConfig {
+        prompt: PromptSource::File("bad.txt".into()),
+        ..base.clone()
+    };
+    let error = OpenAiSystem::new(bad_file, dir.path()).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("bad.txt: unknown placeholder {sql}"),
+        "{error}"
+    );
+
     let empty_marker = OpenAiConfig {
         abstain_marker: " ".into(),
         ..base

@@ -110,7 +110,12 @@ impl OpenAiSystem {
         if config.abstain_marker.trim().is_empty() {
             return Err(ConfigError("abstain_marker must not be empty".into()));
         }
-        let template = Template::parse(read_prompt(&config.prompt, base_dir)?)?;
+        let template = Template::parse(read_prompt(&config.prompt, base_dir)?).map_err(|e| {
+            match &config.prompt {
+                PromptSource::File(path) => ConfigError(format!("{}: {e}", path.display())),
+                PromptSource::Template(_) => e,
+            }
+        })?;
         let fingerprint = fingerprint(&config, &template.text);
         Ok(OpenAiSystem {
             client,
@@ -211,10 +216,10 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
         });
     }
     let cleaned = clean_sql(text);
-    if !looks_like_sql(&cleaned.sql) {
+    if !looks_like_query(&cleaned.sql) {
         return Err(SystemError {
             kind: SystemErrorKind::Garbage,
-            message: format!("the reply holds no SQL: {}", excerpt(content)),
+            message: format!("the reply holds no SQL query: {}", excerpt(content)),
             retryable: false,
             retry_after: None,
         });
@@ -240,16 +245,17 @@ fn strip_reasoning(content: &str) -> (&str, bool) {
     }
 }
 
-/// Whether the text starts (after comments) like an SQL statement; clean_sql keeps text in
-/// which it found no query as it is, so prose and refusals end up here.
-fn looks_like_sql(text: &str) -> bool {
+/// Whether the text starts (after comments) like a query: SELECT, VALUES, a parenthesised
+/// query or a common table expression. clean_sql keeps text in which it found no query as it
+/// is, so prose, refusals and replies holding only DDL or DML end up failing here.
+fn looks_like_query(text: &str) -> bool {
     static START: OnceLock<Regex> = OnceLock::new();
     START
         .get_or_init(|| {
             Regex::new(
-                r"(?is)^(?:\s+|--[^\n]*|/\*.*?\*/)*(?:\(|(?:select|with|values|insert|update|delete|replace|create|drop|alter|pragma|explain|attach|detach)\b)",
+                r#"(?is)^(?:\s+|--[^\n]*|/\*.*?\*/)*(?:\(|select\b|values\b|with\s+(?:recursive\s+)?[\w"`\[\]]+\s*(?:\([^)]*\)\s*)?as\s*(?:not\s+)?(?:materialized\s+)?\()"#,
             )
-            .expect("the SQL-start pattern is a valid regex")
+            .expect("the query-start pattern is a valid regex")
         })
         .is_match(text)
 }
@@ -410,7 +416,15 @@ mod tests {
         let reply = interpret("Sorry, that is NOT_ANSWERABLE here.", "not_answerable").unwrap();
         assert_eq!(reply.sql, None);
 
-        for no_sql in ["I cannot help with that.", "", "   ", "<think>SELECT 1"] {
+        // What SmolLM2-135M answered through llama.cpp: a fenced block of DDL and DML only.
+        let ddl_only = "```sql\nCREATE TABLE singer (id INT);\nINSERT INTO singer VALUES (1);\n```";
+        for no_sql in [
+            "I cannot help with that.",
+            "",
+            "   ",
+            "<think>SELECT 1",
+            ddl_only,
+        ] {
             let error = interpret(no_sql, "not_answerable").unwrap_err();
             assert_eq!(error.kind, SystemErrorKind::Garbage, "{no_sql:?}");
             assert!(!error.retryable);
@@ -432,13 +446,20 @@ mod tests {
     }
 
     #[test]
-    fn sql_starts_are_recognised_after_comments() {
-        assert!(looks_like_sql("-- count\n/* all */ SELECT 1"));
-        assert!(looks_like_sql("(SELECT 1) UNION (SELECT 2)"));
-        assert!(looks_like_sql("with x as (select 1) select * from x"));
-        assert!(looks_like_sql("DELETE FROM t"));
-        assert!(!looks_like_sql("Selection is hard"));
-        assert!(!looks_like_sql("The answer is 42"));
-        assert!(!looks_like_sql("-- only a comment"));
+    fn query_starts_are_recognised_after_comments() {
+        assert!(looks_like_query("-- count\n/* all */ SELECT 1"));
+        assert!(looks_like_query("(SELECT 1) UNION (SELECT 2)"));
+        assert!(looks_like_query("with x as (select 1) select * from x"));
+        assert!(looks_like_query(
+            "WITH RECURSIVE c(n) AS (VALUES (1)) SELECT n FROM c"
+        ));
+        assert!(looks_like_query("VALUES (1, 2)"));
+        assert!(!looks_like_query(
+            "With this schema we cannot select prices"
+        ));
+        assert!(!looks_like_query("DELETE FROM t"));
+        assert!(!looks_like_query("Selection is hard"));
+        assert!(!looks_like_query("The answer is 42"));
+        assert!(!looks_like_query("-- only a comment"));
     }
 }
