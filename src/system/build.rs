@@ -2,13 +2,14 @@
 //! benchmark; the other types serve every suite).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::command::{CommandConfig, CommandSystem};
 use super::http::{HttpConfig, HttpSystem};
+use super::openai::{OpenAiConfig, OpenAiSystem};
 use super::replay::ReplaySystem;
 use super::System;
 use crate::bench::PredFormat;
@@ -38,7 +39,8 @@ pub fn build(config: &SystemConfig, suites: &[SuitePlan]) -> Result<Vec<Arc<dyn 
         SystemType::Command => Arc::new(CommandSystem::new(&config.settings::<CommandConfig>()?).map_err(invalid)?),
         SystemType::Http => Arc::new(HttpSystem::new(&config.settings::<HttpConfig>()?).map_err(invalid)?),
         SystemType::Openai => {
-            return Err(invalid("the openai type is not available in this build".to_string()));
+            let settings: OpenAiConfig = config.settings()?;
+            Arc::new(OpenAiSystem::new(settings, &config.resolve(Path::new(""))).map_err(|e| invalid(e.0))?)
         }
         SystemType::Replay => return replay(config, suites),
     };

@@ -8,6 +8,7 @@ mod build;
 pub mod cassette;
 pub mod command;
 pub mod http;
+pub mod openai;
 pub mod replay;
 pub mod throttle;
 

@@ -1,0 +1,72 @@
+//! `POST {base}/chat/completions`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{excerpt, garbage, Client};
+use crate::system::SystemError;
+
+/// One chat message; `role` is `system`, `user` or `assistant`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Message {
+        Message {
+            role: "system".into(),
+            content: content.into(),
+        }
+    }
+
+    pub fn user(content: impl Into<String>) -> Message {
+        Message {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// A chat completion request, serialized as the OpenAI request body; unset options are left
+/// out so that the server's defaults apply.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+/// The first choice's text, and the whole response for diagnostics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatReply {
+    pub content: String,
+    pub raw: Value,
+}
+
+impl Client {
+    /// Asks for one completion. A 200 response without `choices[0].message.content` as text
+    /// is a [`Garbage`](crate::system::SystemErrorKind::Garbage) error.
+    pub fn chat(&self, request: &ChatRequest) -> Result<ChatReply, SystemError> {
+        let raw = self.post_json("chat/completions", request)?;
+        let content = raw
+            .pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                garbage(format!(
+                    "the chat response has no choices[0].message.content text: {}",
+                    excerpt(&raw.to_string())
+                ))
+            })?;
+        Ok(ChatReply {
+            content: content.to_string(),
+            raw,
+        })
+    }
+}

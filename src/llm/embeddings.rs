@@ -1,0 +1,56 @@
+//! `POST {base}/embeddings`.
+
+use serde_json::{json, Value};
+
+use super::{excerpt, garbage, Client};
+use crate::system::SystemError;
+
+impl Client {
+    /// One vector per input, in the order of the inputs (no request for no inputs). A 200 response that does not hold
+    /// exactly one numeric vector per input is a [`Garbage`](crate::system::SystemErrorKind::Garbage)
+    /// error.
+    pub fn embed<S: AsRef<str>>(
+        &self,
+        model: &str,
+        inputs: &[S],
+    ) -> Result<Vec<Vec<f32>>, SystemError> {
+        if inputs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let inputs: Vec<&str> = inputs.iter().map(AsRef::as_ref).collect();
+        let raw = self.post_json("embeddings", &json!({ "model": model, "input": inputs }))?;
+        parse_embeddings(&raw, inputs.len()).ok_or_else(|| {
+            garbage(format!(
+                "the embeddings response does not hold {} numeric vectors under `data`: {}",
+                inputs.len(),
+                excerpt(&raw.to_string())
+            ))
+        })
+    }
+}
+
+/// `data[i].embedding`, placed by `data[i].index` when given (the API does not promise order).
+fn parse_embeddings(raw: &Value, expected: usize) -> Option<Vec<Vec<f32>>> {
+    let data = raw.get("data")?.as_array()?;
+    if data.len() != expected {
+        return None;
+    }
+    let mut vectors: Vec<Option<Vec<f32>>> = vec![None; expected];
+    for (position, item) in data.iter().enumerate() {
+        let index = match item.get("index") {
+            Some(index) => usize::try_from(index.as_u64()?).ok()?,
+            None => position,
+        };
+        let vector = item
+            .get("embedding")?
+            .as_array()?
+            .iter()
+            .map(|x| x.as_f64().map(|x| x as f32))
+            .collect::<Option<Vec<f32>>>()?;
+        let slot = vectors.get_mut(index)?;
+        if slot.replace(vector).is_some() {
+            return None;
+        }
+    }
+    vectors.into_iter().collect()
+}

@@ -1,0 +1,128 @@
+//! A client for OpenAI-compatible HTTP APIs (OpenAI, vLLM, Ollama, llama.cpp server), shared by
+//! the `openai` system and the generators.
+//!
+//! It sends one request and classifies what went wrong into a [`SystemError`]; it never retries:
+//! retries, backoff and rate limiting belong to the layer around [`crate::system::System::answer`],
+//! which reads `retryable` and `retry_after` from the error.
+
+mod chat;
+mod embeddings;
+mod errors;
+
+use std::time::Duration;
+
+use reqwest::header::AUTHORIZATION;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::system::{SystemError, SystemErrorKind};
+
+pub use chat::{ChatReply, ChatRequest, Message};
+pub(crate) use errors::excerpt;
+
+/// Where the API is and how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// The API root, with its version segment: `https://api.openai.com/v1`, `http://127.0.0.1:8765/v1`.
+    pub base_url: String,
+    /// The NAME of the environment variable holding the API key (never the key itself), sent as
+    /// `Authorization: Bearer <key>`; `None` for local servers without keys.
+    pub api_key_env: Option<String>,
+    /// Bound on one request, from connecting until the whole response body is read.
+    pub timeout: Duration,
+}
+
+/// A configuration that cannot work: a malformed URL, a zero timeout, a bad prompt template...
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// A blocking client for one OpenAI-compatible API; cheap to clone (connections are shared).
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::blocking::Client,
+    base_url: String,
+    api_key_env: Option<String>,
+    timeout: Duration,
+}
+
+impl Client {
+    pub fn new(config: &ClientConfig) -> Result<Client, ConfigError> {
+        let base_url = config.base_url.trim_end_matches('/').to_string();
+        let url = reqwest::Url::parse(&base_url)
+            .map_err(|e| ConfigError(format!("base URL `{}`: {e}", config.base_url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ConfigError(format!(
+                "base URL `{}`: only http and https are supported",
+                config.base_url
+            )));
+        }
+        if config.timeout.is_zero() {
+            return Err(ConfigError("the request timeout must be above zero".into()));
+        }
+        let http = reqwest::blocking::Client::builder()
+            .timeout(config.timeout)
+            .build()
+            .map_err(|e| ConfigError(format!("cannot set up the HTTP client: {e}")))?;
+        Ok(Client {
+            http,
+            base_url,
+            api_key_env: config.api_key_env.clone(),
+            timeout: config.timeout,
+        })
+    }
+
+    /// POSTs `body` as JSON to `{base_url}/{path}` and returns the parsed JSON response.
+    fn post_json(&self, path: &str, body: &impl Serialize) -> Result<Value, SystemError> {
+        let url = format!("{}/{path}", self.base_url);
+        let mut request = self.http.post(&url).json(body);
+        if let Some(key) = self.api_key()? {
+            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
+        let response = request
+            .send()
+            .map_err(|e| errors::transport(&e, &url, self.timeout))?;
+        let status = response.status();
+        let retry_after = errors::retry_after(response.headers());
+        let bytes = response
+            .bytes()
+            .map_err(|e| errors::transport(&e, &url, self.timeout))?;
+        if !status.is_success() {
+            return Err(errors::http_status(status, retry_after, &bytes, &url));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            garbage(format!(
+                "{url} answered with invalid JSON ({e}): {}",
+                excerpt(&String::from_utf8_lossy(&bytes))
+            ))
+        })
+    }
+
+    /// The key from the configured environment variable, read at each request so that a
+    /// replay-only run (which never calls the API) needs no secret.
+    fn api_key(&self) -> Result<Option<String>, SystemError> {
+        let Some(name) = &self.api_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(name) {
+            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_string())),
+            _ => Err(SystemError {
+                // Not the system's fault: transient, so the case is asked again once the key is set.
+                kind: SystemErrorKind::Transport,
+                message: format!("the environment variable {name} (api_key_env) is not set"),
+                retryable: false,
+                retry_after: None,
+            }),
+        }
+    }
+}
+
+/// A 200 response that is not what the API promises.
+fn garbage(message: String) -> SystemError {
+    SystemError {
+        kind: SystemErrorKind::Garbage,
+        message,
+        retryable: false,
+        retry_after: None,
+    }
+}
