@@ -24,10 +24,13 @@ pub struct CleanedSql {
 pub fn clean_sql(raw: &str) -> CleanedSql {
     let text = raw.trim();
     let sql = match fenced_blocks(text) {
+        // A stray fence (```` ``` ```` after the query, no opening one) holds no query: the
+        // query is then in the text around the fence lines.
         Some(blocks) => blocks
             .iter()
             .filter(|block| is_sql_language(&block.language))
-            .find_map(|block| first_query(&block.content).map(str::to_string)),
+            .find_map(|block| first_query(&block.content).map(str::to_string))
+            .or_else(|| first_query(&without_fence_lines(text)).map(str::to_string)),
         None => first_query(unwrap_backticks(text)).map(str::to_string),
     };
     let sql = finish(sql.as_deref().unwrap_or(text));
@@ -35,6 +38,14 @@ pub fn clean_sql(raw: &str) -> CleanedSql {
         cleaned: sql != finish(text),
         sql: sql.to_string(),
     }
+}
+
+/// The text with each fence line blanked: a fence still ends the paragraph before it.
+fn without_fence_lines(text: &str) -> String {
+    text.lines()
+        .map(|line| if line.trim_start().starts_with("```") { "" } else { line })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Trims whitespace and trailing semicolons.
@@ -347,6 +358,13 @@ mod tests {
         let again = clean_sql(&result.sql);
         assert_eq!(again.sql, result.sql, "second pass of {raw:?}");
         assert!(!again.cleaned, "second pass of {raw:?}");
+    }
+
+    #[test]
+    fn a_stray_closing_fence_is_dropped() {
+        // Seen from a small real model: no opening fence, a closing one after the query.
+        check("SELECT name FROM singer;\n```", "SELECT name FROM singer", true);
+        check("Answer:\nSELECT 1\n```\nHope it helps", "SELECT 1", true);
     }
 
     #[test]
