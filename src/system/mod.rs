@@ -70,7 +70,10 @@ impl SystemErrorKind {
     pub fn is_transient(self) -> bool {
         matches!(
             self,
-            SystemErrorKind::Timeout | SystemErrorKind::Http | SystemErrorKind::Transport | SystemErrorKind::NotRecorded
+            SystemErrorKind::Timeout
+                | SystemErrorKind::Http
+                | SystemErrorKind::Transport
+                | SystemErrorKind::NotRecorded
         )
     }
 }

@@ -1,0 +1,147 @@
+//! JUnit XML, as CI dashboards read it (GitHub test reporters, GitLab, Jenkins).
+//!
+//! One `<testsuite>` per suite and one `<testcase>` per test: `classname` is the suite and `name`
+//! the rest of the test name (`bookshop::q07`, `gate::ex`). A failing case carries a one-line
+//! `message` with its metric values and, as the body, the reviewer's detail (question, gold SQL,
+//! predicted SQL, error class). Metrics are `<property>` elements: the suite's aggregates on its
+//! `<testsuite>`, a case's own values on its `<testcase>`. A case points at its source record
+//! with `file` and `line` attributes (GitLab and Jenkins read `file`). Nothing depends on the
+//! clock but the durations, so two runs with the same outcomes give the same document modulo `time`.
+
+use std::path::Path;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::error::InputError;
+use crate::gate::snapshot::write_atomically;
+use crate::gate::{SuiteSummary, TestResult, TestStatus};
+
+/// The name of the `<testsuites>` element.
+pub const REPORT_NAME: &str = "sqlgate";
+
+/// Builds the report: suites in order of first appearance (in `results`, then `summaries`),
+/// tests in the order given.
+pub fn report(results: &[TestResult], summaries: &[SuiteSummary]) -> Report {
+    let mut report = Report::new(REPORT_NAME);
+    for suite in suite_names(results, summaries) {
+        let cases: Vec<&TestResult> = results.iter().filter(|r| r.suite == suite).collect();
+        let summary = summaries.iter().find(|s| s.name == suite);
+        report.add_test_suite(test_suite(&suite, &cases, summary));
+    }
+    report
+}
+
+/// The report as an XML document.
+pub fn render(results: &[TestResult], summaries: &[SuiteSummary]) -> Result<String, String> {
+    report(results, summaries)
+        .to_string()
+        .map_err(|error| format!("cannot serialize the JUnit report: {error}"))
+}
+
+/// Writes the report to `path` atomically (a temporary file renamed into place), creating the
+/// parent folder, so a consumer never reads half a report.
+pub fn write(
+    path: &Path,
+    results: &[TestResult],
+    summaries: &[SuiteSummary],
+) -> Result<(), InputError> {
+    let xml = render(results, summaries).map_err(|message| InputError::file(path, message))?;
+    write_atomically(path, xml.as_bytes())
+}
+
+fn suite_names(results: &[TestResult], summaries: &[SuiteSummary]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let all = results
+        .iter()
+        .map(|r| &r.suite)
+        .chain(summaries.iter().map(|s| &s.name));
+    for name in all {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    names
+}
+
+fn test_suite(name: &str, cases: &[&TestResult], summary: Option<&SuiteSummary>) -> TestSuite {
+    let mut suite = TestSuite::new(name);
+    suite.set_time(cases.iter().map(|r| r.duration).sum());
+    if let Some(summary) = summary {
+        suite.add_properties(
+            summary
+                .metrics
+                .iter()
+                .map(|(metric, value)| Property::new(metric.as_str(), format_metric(*value))),
+        );
+    }
+    suite.add_test_cases(cases.iter().map(|result| test_case(result)));
+    suite
+}
+
+fn test_case(result: &TestResult) -> TestCase {
+    let prefix = format!("{}::", result.suite);
+    let name = result.name.strip_prefix(&prefix).unwrap_or(&result.name);
+    let mut case = TestCase::new(name, status(result));
+    case.set_classname(result.suite.as_str());
+    case.set_time(result.duration);
+    if let Some(source) = &result.source {
+        case.extra
+            .insert("file".into(), source.file.to_string_lossy().as_ref().into());
+        if let Some(line) = source.line {
+            case.extra.insert("line".into(), line.to_string().into());
+        }
+    }
+    case.add_properties(
+        result
+            .properties
+            .iter()
+            .map(|(key, value)| Property::new(key.as_str(), value.as_str())),
+    );
+    case
+}
+
+fn status(result: &TestResult) -> TestCaseStatus {
+    match result.status {
+        TestStatus::Passed => TestCaseStatus::success(),
+        TestStatus::Skipped => {
+            let mut status = TestCaseStatus::skipped();
+            if let Some(message) = &result.message {
+                status.set_message(one_line(message));
+            }
+            status
+        }
+        TestStatus::Failed => {
+            let verdict = result.properties.get("verdict").map(String::as_str);
+            let mut status = TestCaseStatus::non_success(failure_kind(verdict));
+            status.set_message(one_line(result.message.as_deref().unwrap_or("failed")));
+            status.set_type(verdict.unwrap_or("gate"));
+            if let Some(detail) = &result.detail {
+                status.set_description(detail.as_str());
+            }
+            status
+        }
+    }
+}
+
+/// JUnit's `error` means the test could not judge the system (the benchmark's own gold SQL
+/// failed, or the system could not be called); everything else the system got wrong is a `failure`.
+fn failure_kind(verdict: Option<&str>) -> NonSuccessKind {
+    match verdict {
+        Some(v) if v.starts_with("gold_") || v == "system_error" => NonSuccessKind::Error,
+        _ => NonSuccessKind::Failure,
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A metric, compactly and deterministically: `1`, `0`, `0.8125`, `0.6667`.
+pub fn format_metric(value: f64) -> String {
+    let text = format!("{value:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    match text {
+        "-0" => "0".to_string(),
+        _ => text.to_string(),
+    }
+}
