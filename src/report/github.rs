@@ -15,7 +15,7 @@ use similar::{ChangeTag, TextDiff};
 use crate::error::InputError;
 use crate::gate::snapshot::{closing_quote, normalize_sql, opening_quote};
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
-use crate::report::junit::format_metric;
+use crate::report::junit::{by_suite, format_metric, SuiteView};
 
 /// GitHub refuses a step summary over 1 MiB.
 pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
@@ -28,10 +28,7 @@ pub const DEFAULT_ANNOTATIONS: usize = 5;
 /// with its reason and a diff from the gold SQL to the predicted SQL. At most
 /// [`STEP_SUMMARY_LIMIT`] bytes: failing tests that do not fit are counted in a closing note.
 pub fn step_summary(results: &[TestResult], summaries: &[SuiteSummary]) -> String {
-    summary_within(results, summaries, STEP_SUMMARY_LIMIT)
-}
-
-fn summary_within(results: &[TestResult], summaries: &[SuiteSummary], limit: usize) -> String {
+    let limit = STEP_SUMMARY_LIMIT;
     let mut out = headline(results);
     out.push_str(&suites_table(results, summaries));
     out.push_str(&gates_table(summaries));
@@ -87,16 +84,6 @@ fn headline(results: &[TestResult]) -> String {
 }
 
 fn suites_table(results: &[TestResult], summaries: &[SuiteSummary]) -> String {
-    let mut suites: Vec<&str> = Vec::new();
-    for name in results
-        .iter()
-        .map(|r| r.suite.as_str())
-        .chain(summaries.iter().map(|s| s.name.as_str()))
-    {
-        if !suites.contains(&name) {
-            suites.push(name);
-        }
-    }
     let mut metrics: Vec<&str> = summaries
         .iter()
         .flat_map(|s| s.metrics.keys().map(String::as_str))
@@ -111,19 +98,22 @@ fn suites_table(results: &[TestResult], summaries: &[SuiteSummary]) -> String {
     out.push_str("\n|---|--:|--:|--:|--:|");
     out.push_str(&"--:|".repeat(metrics.len()));
     out.push('\n');
-    for suite in suites {
-        let tests: Vec<&TestResult> = results.iter().filter(|r| r.suite == suite).collect();
+    for SuiteView {
+        name,
+        tests,
+        summary,
+    } in by_suite(results, summaries)
+    {
         let count = |status| tests.iter().filter(|r| r.status == status).count();
         let _ = write!(
             out,
             "| {} | {} | {} | {} | {} |",
-            cell(suite),
+            cell(name),
             tests.len(),
             count(TestStatus::Passed),
             count(TestStatus::Failed),
             count(TestStatus::Skipped)
         );
-        let summary = summaries.iter().find(|s| s.name == suite);
         for metric in &metrics {
             let value = summary.and_then(|s| s.metrics.get(*metric));
             let _ = write!(
@@ -208,33 +198,38 @@ fn failing_section(result: &TestResult) -> String {
 /// A line diff from the gold SQL closest to the prediction to the prediction, one clause per
 /// line so a change shows as the clause that changed.
 pub fn sql_diff(gold: &[String], predicted: Option<&str>) -> String {
-    let predicted_lines = predicted.map(sql_clauses).unwrap_or_default();
-    let predicted_text = predicted_lines.join("\n");
+    let predicted_text = predicted.map(clause_text).unwrap_or_default();
+    // `rev`: on a tie, `max_by` keeps the last, and the first alternative is the canonical one.
     let closest = gold
         .iter()
-        .map(|g| sql_clauses(g).join("\n"))
+        .rev()
+        .map(|g| clause_text(g))
         .max_by(|a, b| similarity(a, &predicted_text).total_cmp(&similarity(b, &predicted_text)))
         .unwrap_or_default();
     let mut out = String::new();
     if gold.len() > 1 {
         let _ = writeln!(out, "# closest of {} gold alternatives", gold.len());
     }
-    let (old, new) = (closest + "\n", predicted_text + "\n");
-    for change in TextDiff::from_lines(&old, &new).iter_all_changes() {
+    for change in TextDiff::from_lines(&closest, &predicted_text).iter_all_changes() {
         let sign = match change.tag() {
             ChangeTag::Equal => ' ',
             ChangeTag::Delete => '-',
             ChangeTag::Insert => '+',
         };
-        if predicted.is_none() && change.tag() == ChangeTag::Insert {
-            continue;
-        }
         let _ = writeln!(out, "{sign} {}", change.value().trim_end_matches('\n'));
     }
     if predicted.is_none() {
         out.push_str("+ (abstained)\n");
     }
     out
+}
+
+/// One clause per line, every line ending in a newline (so the last compares like the others).
+fn clause_text(sql: &str) -> String {
+    sql_clauses(sql)
+        .iter()
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 fn similarity(a: &str, b: &str) -> f32 {

@@ -8,6 +8,7 @@
 //! with `file` and `line` attributes (GitLab and Jenkins read `file`). Nothing depends on the
 //! clock but the durations, so two runs with the same outcomes give the same document modulo `time`.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
@@ -23,10 +24,8 @@ pub const REPORT_NAME: &str = "sqlgate";
 /// tests in the order given.
 pub fn report(results: &[TestResult], summaries: &[SuiteSummary]) -> Report {
     let mut report = Report::new(REPORT_NAME);
-    for suite in suite_names(results, summaries) {
-        let cases: Vec<&TestResult> = results.iter().filter(|r| r.suite == suite).collect();
-        let summary = summaries.iter().find(|s| s.name == suite);
-        report.add_test_suite(test_suite(&suite, &cases, summary));
+    for suite in by_suite(results, summaries) {
+        report.add_test_suite(test_suite(&suite));
     }
     report
 }
@@ -49,24 +48,50 @@ pub fn write(
     write_atomically(path, xml.as_bytes())
 }
 
-fn suite_names(results: &[TestResult], summaries: &[SuiteSummary]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    let all = results
-        .iter()
-        .map(|r| &r.suite)
-        .chain(summaries.iter().map(|s| &s.name));
-    for name in all {
-        if !names.contains(name) {
-            names.push(name.clone());
-        }
-    }
-    names
+/// A suite's tests and summary, as reports show them.
+pub(crate) struct SuiteView<'a> {
+    pub name: &'a str,
+    pub tests: Vec<&'a TestResult>,
+    pub summary: Option<&'a SuiteSummary>,
 }
 
-fn test_suite(name: &str, cases: &[&TestResult], summary: Option<&SuiteSummary>) -> TestSuite {
-    let mut suite = TestSuite::new(name);
-    suite.set_time(cases.iter().map(|r| r.duration).sum());
-    if let Some(summary) = summary {
+/// The suites in order of first appearance (in `results`, then `summaries`), tests in run order.
+pub(crate) fn by_suite<'a>(
+    results: &'a [TestResult],
+    summaries: &'a [SuiteSummary],
+) -> Vec<SuiteView<'a>> {
+    let mut suites = Vec::new();
+    let mut index = HashMap::new();
+    for result in results {
+        let at = view_index(&mut suites, &mut index, &result.suite);
+        suites[at].tests.push(result);
+    }
+    for summary in summaries {
+        let at = view_index(&mut suites, &mut index, &summary.name);
+        suites[at].summary.get_or_insert(summary);
+    }
+    suites
+}
+
+fn view_index<'a>(
+    suites: &mut Vec<SuiteView<'a>>,
+    index: &mut HashMap<&'a str, usize>,
+    name: &'a str,
+) -> usize {
+    *index.entry(name).or_insert_with(|| {
+        suites.push(SuiteView {
+            name,
+            tests: Vec::new(),
+            summary: None,
+        });
+        suites.len() - 1
+    })
+}
+
+fn test_suite(view: &SuiteView) -> TestSuite {
+    let mut suite = TestSuite::new(view.name);
+    suite.set_time(view.tests.iter().map(|r| r.duration).sum());
+    if let Some(summary) = view.summary {
         suite.add_properties(
             summary
                 .metrics
@@ -74,7 +99,7 @@ fn test_suite(name: &str, cases: &[&TestResult], summary: Option<&SuiteSummary>)
                 .map(|(metric, value)| Property::new(metric.as_str(), format_metric(*value))),
         );
     }
-    suite.add_test_cases(cases.iter().map(|result| test_case(result)));
+    suite.add_test_cases(view.tests.iter().map(|result| test_case(result)));
     suite
 }
 
