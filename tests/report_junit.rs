@@ -245,6 +245,12 @@ fn check_case(case: roxmltree::Node<'_, '_>, result: &TestResult) {
                 "{}",
                 result.name
             );
+            let verdict = result.properties.get("verdict").map(String::as_str);
+            let gate = result.name.contains("::gate::");
+            assert_eq!(
+                Some(attribute(outcome[0], "type")),
+                verdict.or(gate.then_some("gate"))
+            );
             let message = attribute(outcome[0], "message");
             assert!(!message.contains('\n'), "one line: {message:?}");
             let words: Vec<&str> = result

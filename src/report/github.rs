@@ -15,7 +15,7 @@ use similar::{ChangeTag, TextDiff};
 use crate::error::InputError;
 use crate::gate::snapshot::{closing_quote, normalize_sql, opening_quote};
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
-use crate::report::junit::{by_suite, format_metric, SuiteView};
+use crate::report::junit::{by_suite, format_metric, is_gate, SuiteView};
 
 /// GitHub refuses a step summary over 1 MiB.
 pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
@@ -161,12 +161,6 @@ fn failing_in_order(results: &[TestResult]) -> Vec<&TestResult> {
     let failed = results.iter().filter(|r| r.status == TestStatus::Failed);
     let (gates, cases): (Vec<&TestResult>, Vec<&TestResult>) = failed.partition(|r| is_gate(r));
     gates.into_iter().chain(cases).collect()
-}
-
-fn is_gate(result: &TestResult) -> bool {
-    result
-        .name
-        .starts_with(&format!("{}::gate::", result.suite))
 }
 
 fn failing_section(result: &TestResult) -> String {

@@ -11,7 +11,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{
+    NonSuccessKind, Property, Report, SerializeError, TestCase, TestCaseStatus, TestSuite,
+};
 
 use crate::error::InputError;
 use crate::gate::snapshot::write_atomically;
@@ -31,10 +33,11 @@ pub fn report(results: &[TestResult], summaries: &[SuiteSummary]) -> Report {
 }
 
 /// The report as an XML document.
-pub fn render(results: &[TestResult], summaries: &[SuiteSummary]) -> Result<String, String> {
-    report(results, summaries)
-        .to_string()
-        .map_err(|error| format!("cannot serialize the JUnit report: {error}"))
+pub fn render(
+    results: &[TestResult],
+    summaries: &[SuiteSummary],
+) -> Result<String, SerializeError> {
+    report(results, summaries).to_string()
 }
 
 /// Writes the report to `path` atomically (a temporary file renamed into place), creating the
@@ -44,7 +47,9 @@ pub fn write(
     results: &[TestResult],
     summaries: &[SuiteSummary],
 ) -> Result<(), InputError> {
-    let xml = render(results, summaries).map_err(|message| InputError::file(path, message))?;
+    let xml = render(results, summaries).map_err(|error| {
+        InputError::file(path, format!("cannot serialize the JUnit report: {error}"))
+    })?;
     write_atomically(path, xml.as_bytes())
 }
 
@@ -139,13 +144,22 @@ fn status(result: &TestResult) -> TestCaseStatus {
             let verdict = result.properties.get("verdict").map(String::as_str);
             let mut status = TestCaseStatus::non_success(failure_kind(verdict));
             status.set_message(one_line(result.message.as_deref().unwrap_or("failed")));
-            status.set_type(verdict.unwrap_or("gate"));
+            let kind = if is_gate(result) { "gate" } else { "failure" };
+            status.set_type(verdict.unwrap_or(kind));
             if let Some(detail) = &result.detail {
                 status.set_description(detail.as_str());
             }
             status
         }
     }
+}
+
+/// Whether the test is a threshold, `<suite>::gate::<metric>`, rather than a case.
+pub(crate) fn is_gate(result: &TestResult) -> bool {
+    result
+        .name
+        .strip_prefix(result.suite.as_str())
+        .is_some_and(|rest| rest.starts_with("::gate::"))
 }
 
 /// JUnit's `error` means the test could not judge the system (the benchmark's own gold SQL
