@@ -1,6 +1,7 @@
 //! The composite action and the workflows: actionlint (skipped when absent), inputs reaching the
 //! script only through the environment, and the script itself run against a stub `cargo`.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -128,11 +129,8 @@ fn action_script_passes_inputs_as_single_arguments() {
         ),
     )
     .expect("writes");
-    Command::new("chmod")
-        .arg("+x")
-        .arg(bin.join("cargo"))
-        .status()
-        .expect("chmod");
+    let executable = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(bin.join("cargo"), executable).expect("chmod");
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).expect("mkdir");
     let output_file = dir.path().join("github_output");

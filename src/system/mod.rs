@@ -70,10 +70,7 @@ impl SystemErrorKind {
     pub fn is_transient(self) -> bool {
         matches!(
             self,
-            SystemErrorKind::Timeout
-                | SystemErrorKind::Http
-                | SystemErrorKind::Transport
-                | SystemErrorKind::NotRecorded
+            SystemErrorKind::Timeout | SystemErrorKind::Http | SystemErrorKind::Transport | SystemErrorKind::NotRecorded
         )
     }
 }
