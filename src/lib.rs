@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod gate;
+pub mod harness;
 pub mod llm;
 pub mod metrics;
 pub mod report;

@@ -1,6 +1,7 @@
 //! The `sqlgate` command line.
 
 mod score;
+mod test;
 
 use std::process::ExitCode;
 
@@ -9,6 +10,7 @@ use clap::{Parser, Subcommand};
 /// Exit codes, documented in README.
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_TESTS_FAILED: u8 = 100;
 
 #[derive(Parser)]
 #[command(
@@ -23,6 +25,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run every case, mutant and threshold of `sqlgate.toml` as a named test.
+    Test(test::TestArgs),
     /// Score a predictions file against a gold set, offline, like the official evaluators.
     Score(score::ScoreArgs),
 }
@@ -40,6 +44,7 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Test(args) => test::run(args),
         Command::Score(args) => score::run(args),
     };
     match result {

@@ -1,6 +1,6 @@
 //! `sqlgate test`: every case, mutant and threshold of `sqlgate.toml` as a named test.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
@@ -8,7 +8,7 @@ use crate::config::DEFAULT_PROFILE;
 use crate::error::InputError;
 use crate::gate::run::Selection;
 use crate::gate::session::{self, Session, SnapshotAction};
-use crate::gate::TestStatus;
+use crate::gate::{SuiteSummary, TestStatus};
 use crate::report::terminal::TerminalReporter;
 use crate::report::{github, junit};
 use crate::system::answer::RecordMode;
@@ -101,15 +101,21 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
     }
     reporter.finish(&report.results, &notes);
 
-    let junit_path = args.junit.or_else(|| session.profile.junit.clone());
-    if let Some(path) = junit_path {
-        junit::write(&path, &report.results)?;
+    let summaries: Vec<SuiteSummary> = session
+        .suites
+        .iter()
+        .zip(&report.metrics)
+        .map(|(suite, metrics)| SuiteSummary::from_results(&suite.name, metrics.clone(), &report.results))
+        .collect();
+    if let Some(path) = args.junit.or_else(|| session.profile.junit.clone()) {
+        junit::write(&path, &report.results, &summaries)?;
     }
-    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-        github::append_summary(PathBuf::from(summary).as_path(), &report.results, &session.suites, &report.metrics)?;
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+        github::append_step_summary(Path::new(&path), &github::step_summary(&report.results, &summaries))?;
     }
     if std::env::var_os("GITHUB_ACTIONS").is_some() {
-        for annotation in github::annotations(&report.results) {
+        let workspace = std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from);
+        for annotation in github::annotations(&report.results, github::DEFAULT_ANNOTATIONS, workspace.as_deref()) {
             println!("{annotation}");
         }
     }

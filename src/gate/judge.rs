@@ -126,6 +126,8 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         detail,
         properties,
         source: Some(case.source.clone()),
+        gold_sql: case.gold.clone(),
+        predicted_sql: run.score.sql.clone(),
     }
 }
 
@@ -221,6 +223,8 @@ pub fn judge_gate(
         detail: None,
         properties,
         source: None,
+        gold_sql: Vec::new(),
+        predicted_sql: None,
     }
 }
 

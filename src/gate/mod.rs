@@ -7,6 +7,14 @@ use serde::Serialize;
 
 use crate::bench::SourceRef;
 
+pub mod judge;
+pub mod plan;
+pub mod run;
+pub mod session;
+pub mod setup;
+pub mod snapshot;
+pub mod threshold;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestStatus {
@@ -33,10 +41,52 @@ pub struct TestResult {
     pub properties: BTreeMap<String, String>,
     /// The record the test comes from, where known.
     pub source: Option<SourceRef>,
+    /// A case's gold SQL alternatives (empty for gate tests), for reviewers' SQL diffs.
+    pub gold_sql: Vec<String>,
+    /// A case's predicted SQL (`None`: abstained, or a gate test).
+    pub predicted_sql: Option<String>,
 }
 
-pub mod judge;
-pub mod plan;
-pub mod run;
-pub mod setup;
-pub mod threshold;
+/// A suite's aggregate metrics and the verdicts of its gates, for reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SuiteSummary {
+    pub name: String,
+    pub metrics: BTreeMap<String, f64>,
+    /// `(metric, threshold, passed)` per gate, e.g. `("ex", ">= 0.7", true)`.
+    pub gates: Vec<(String, String, bool)>,
+}
+
+impl SuiteSummary {
+    /// The summary of `suite`: its gates are read from its `<suite>::gate::<metric>` tests
+    /// (threshold from their `threshold` property).
+    pub fn from_results(
+        suite: &str,
+        metrics: BTreeMap<String, f64>,
+        results: &[TestResult],
+    ) -> Self {
+        let prefix = format!("{suite}::gate::");
+        let gates = results
+            .iter()
+            .filter(|result| result.suite == suite)
+            .filter_map(|result| {
+                let metric = result.name.strip_prefix(&prefix)?;
+                let threshold = result
+                    .properties
+                    .get("threshold")
+                    .cloned()
+                    .unwrap_or_default();
+                Some((
+                    metric.to_string(),
+                    threshold,
+                    result.status == TestStatus::Passed,
+                ))
+            })
+            .collect();
+        SuiteSummary {
+            name: suite.to_string(),
+            metrics,
+            gates,
+        }
+    }
+}
+

@@ -214,5 +214,7 @@ fn skipped(suite: &SuitePlan, name: &str) -> TestResult {
         detail: None,
         properties: BTreeMap::new(),
         source: None,
+        gold_sql: Vec::new(),
+        predicted_sql: None,
     }
 }
