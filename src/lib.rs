@@ -10,6 +10,7 @@ pub mod error;
 pub mod exec;
 pub mod gate;
 pub mod metrics;
+pub mod mutate;
 pub mod report;
 pub mod scoring;
 pub mod spider;
