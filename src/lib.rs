@@ -12,6 +12,7 @@ pub mod gate;
 pub mod harness;
 pub mod llm;
 pub mod metrics;
+pub mod mutate;
 pub mod report;
 pub mod scoring;
 pub mod spider;
