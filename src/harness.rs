@@ -14,8 +14,8 @@ use crate::config::DEFAULT_PROFILE;
 use clap::ValueEnum;
 
 use crate::gate::session::Session;
-use crate::system::answer::RecordMode;
 use crate::gate::TestStatus;
+use crate::system::answer::RecordMode;
 use crate::system::System;
 
 /// What the harness runs: a configuration, a profile, and optionally a Rust system.
@@ -30,7 +30,8 @@ impl Harness {
     pub fn new(config: impl Into<PathBuf>) -> Harness {
         Harness {
             config: config.into(),
-            profile: std::env::var("SQLGATE_PROFILE").unwrap_or_else(|_| DEFAULT_PROFILE.to_string()),
+            profile: std::env::var("SQLGATE_PROFILE")
+                .unwrap_or_else(|_| DEFAULT_PROFILE.to_string()),
             system: None,
         }
     }
@@ -47,7 +48,9 @@ impl Harness {
         let record = match std::env::var("SQLGATE_RECORD") {
             Ok(mode) => match RecordMode::from_str(&mode, true) {
                 Ok(mode) => Some(mode),
-                Err(_) => exit_bad_input(&format!("SQLGATE_RECORD must be none, new or all, not `{mode}`")),
+                Err(_) => exit_bad_input(&format!(
+                    "SQLGATE_RECORD must be none, new or all, not `{mode}`"
+                )),
             },
             Err(_) => None,
         };
@@ -99,14 +102,19 @@ fn exit_bad_input(message: &str) -> ! {
 macro_rules! harness {
     ($config:expr) => {
         fn main() {
-            $crate::harness::Harness::new(::std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join($config)).main()
+            $crate::harness::Harness::new(
+                ::std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join($config),
+            )
+            .main()
         }
     };
     ($config:expr, $system:expr) => {
         fn main() {
-            $crate::harness::Harness::new(::std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join($config))
-                .with_system($system)
-                .main()
+            $crate::harness::Harness::new(
+                ::std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join($config),
+            )
+            .with_system($system)
+            .main()
         }
     };
 }

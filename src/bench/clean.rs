@@ -43,7 +43,13 @@ pub fn clean_sql(raw: &str) -> CleanedSql {
 /// The text with each fence line blanked: a fence still ends the paragraph before it.
 fn without_fence_lines(text: &str) -> String {
     text.lines()
-        .map(|line| if line.trim_start().starts_with("```") { "" } else { line })
+        .map(|line| {
+            if line.trim_start().starts_with("```") {
+                ""
+            } else {
+                line
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -363,7 +369,11 @@ mod tests {
     #[test]
     fn a_stray_closing_fence_is_dropped() {
         // Seen from a small real model: no opening fence, a closing one after the query.
-        check("SELECT name FROM singer;\n```", "SELECT name FROM singer", true);
+        check(
+            "SELECT name FROM singer;\n```",
+            "SELECT name FROM singer",
+            true,
+        );
         check("Answer:\nSELECT 1\n```\nHope it helps", "SELECT 1", true);
     }
 

@@ -40,7 +40,9 @@ pub struct Prediction {
 }
 
 /// Prediction file formats (see `docs/formats.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum PredFormat {
     /// One object per line: `{"id": ..., "sql": "..."}` or `{"id": ..., "abstain": true}`.

@@ -69,25 +69,38 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         include_ignored: args.include_ignored,
     };
     let all = session.tests();
-    let selected: Vec<_> = all.iter().filter(|t| selection.matches(t)).cloned().collect();
+    let selected: Vec<_> = all
+        .iter()
+        .filter(|t| selection.matches(t))
+        .cloned()
+        .collect();
     if args.list {
         for test in &selected {
             match args.format {
                 ListFormat::Terse => println!("{}: test", test.name),
-                ListFormat::Human => println!("{}{}", test.name, if test.ignored { " (ignored)" } else { "" }),
+                ListFormat::Human => println!(
+                    "{}{}",
+                    test.name,
+                    if test.ignored { " (ignored)" } else { "" }
+                ),
             }
         }
         return Ok(EXIT_OK);
     }
     let fail_fast = !args.no_fail_fast && session.profile.fail_fast.unwrap_or(true);
-    let mut reporter = TerminalReporter::new(format!("system {}, profile {}", session.system_name, session.profile_name));
+    let mut reporter = TerminalReporter::new(format!(
+        "system {}, profile {}",
+        session.system_name, session.profile_name
+    ));
     let report = session.run(&selected, fail_fast, &mut |event| reporter.event(event));
     let whole = session::is_whole_run(&all, &selected);
     let snapshots = session.finish(&report, whole, args.accept)?;
 
     let mut notes = Vec::new();
     for outcome in &snapshots {
-        let path = session.snapshot_dir().join(format!("{}.snap", outcome.suite));
+        let path = session
+            .snapshot_dir()
+            .join(format!("{}.snap", outcome.suite));
         let note = match outcome.action {
             SnapshotAction::Unchanged => continue,
             SnapshotAction::Accepted => format!("snapshot accepted: {}", path.display()),
@@ -105,20 +118,32 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         .suites
         .iter()
         .zip(&report.metrics)
-        .map(|(suite, metrics)| SuiteSummary::from_results(&suite.name, metrics.clone(), &report.results))
+        .map(|(suite, metrics)| {
+            SuiteSummary::from_results(&suite.name, metrics.clone(), &report.results)
+        })
         .collect();
     if let Some(path) = args.junit.or_else(|| session.profile.junit.clone()) {
         junit::write(&path, &report.results, &summaries)?;
     }
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-        github::append_step_summary(Path::new(&path), &github::step_summary(&report.results, &summaries))?;
+        github::append_step_summary(
+            Path::new(&path),
+            &github::step_summary(&report.results, &summaries),
+        )?;
     }
     if std::env::var_os("GITHUB_ACTIONS").is_some() {
         let workspace = std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from);
-        for annotation in github::annotations(&report.results, github::DEFAULT_ANNOTATIONS, workspace.as_deref()) {
+        for annotation in github::annotations(
+            &report.results,
+            github::DEFAULT_ANNOTATIONS,
+            workspace.as_deref(),
+        ) {
             println!("{annotation}");
         }
     }
-    let failed = report.results.iter().any(|r| r.status == TestStatus::Failed);
+    let failed = report
+        .results
+        .iter()
+        .any(|r| r.status == TestStatus::Failed);
     Ok(if failed { EXIT_TESTS_FAILED } else { EXIT_OK })
 }

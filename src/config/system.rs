@@ -139,7 +139,12 @@ impl SystemConfig {
     /// An error about this system, located at its `[[system]]` entry.
     pub fn error(&self, message: impl Into<String>) -> InputError {
         let message = format!("[[system]] `{}`: {}", self.name, message.into());
-        super::located(&self.config_path, &self.config_text, self.span.start, message)
+        super::located(
+            &self.config_path,
+            &self.config_text,
+            self.span.start,
+            message,
+        )
     }
 
     /// A path from the configuration, relative to its folder.

@@ -137,7 +137,7 @@ fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> St
     } else {
         format!(
             "{} (ex = {})",
-            run.score.verdict.as_str().to_string(),
+            run.score.verdict.as_str(),
             format_metric(run.score.ex)
         )
     };

@@ -63,9 +63,17 @@ impl Session {
         let (systems, system_name, cassette, throttle) = match system {
             // A Rust user's own system: recorded under the name `custom`.
             Some(system) => {
-                let path = config.resolve(&config.snapshots).join("predictions").join("custom.jsonl");
+                let path = config
+                    .resolve(&config.snapshots)
+                    .join("predictions")
+                    .join("custom.jsonl");
                 let systems = suites.iter().map(|_| Arc::clone(&system)).collect();
-                (systems, "custom".to_string(), Some(Cassette::open(&path)?), ThrottleConfig::default())
+                (
+                    systems,
+                    "custom".to_string(),
+                    Some(Cassette::open(&path)?),
+                    ThrottleConfig::default(),
+                )
             }
             None => {
                 let system_config = config.system(&profile)?;
@@ -74,7 +82,12 @@ impl Session {
                     _ => Some(Cassette::open(&system_config.cassette)?),
                 };
                 let systems = system::build(&system_config, &suites)?;
-                (systems, system_config.name.clone(), cassette, system_config.throttle.clone())
+                (
+                    systems,
+                    system_config.name.clone(),
+                    cassette,
+                    system_config.throttle.clone(),
+                )
             }
         };
         let throttle = Throttle::new(throttle);
@@ -82,11 +95,15 @@ impl Session {
         let accepted = suites
             .iter()
             .map(|suite| {
-                let entries = snapshot::read(&snapshot::path(&snapshot_dir, &suite.name))?.unwrap_or_default();
+                let entries = snapshot::read(&snapshot::path(&snapshot_dir, &suite.name))?
+                    .unwrap_or_default();
                 Ok(entries.into_iter().map(|e| (e.name, e.passed)).collect())
             })
             .collect::<Result<Vec<_>, InputError>>()?;
-        let schemas = suites.iter().map(schemas_of).collect::<Result<Vec<_>, _>>()?;
+        let schemas = suites
+            .iter()
+            .map(schemas_of)
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Session {
             whole_suites: suites.iter().map(|_| OnceLock::new()).collect(),
             config,
@@ -112,7 +129,12 @@ impl Session {
     }
 
     /// The system's answers for cases of a suite, from the cassette or the system.
-    pub fn answers(&self, suite: usize, cases: &[usize], progress: &(dyn Fn(usize) + Sync)) -> Vec<Result<Reply, SystemError>> {
+    pub fn answers(
+        &self,
+        suite: usize,
+        cases: &[usize],
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Vec<Result<Reply, SystemError>> {
         let plan = &self.suites[suite];
         let requests: Vec<Request> = cases
             .iter()
@@ -124,7 +146,14 @@ impl Session {
             .collect();
         let system = self.systems[suite].as_ref();
         match &self.cassette {
-            Some(cassette) => answer_all(system, &requests, cassette, self.record, &self.throttle, progress),
+            Some(cassette) => answer_all(
+                system,
+                &requests,
+                cassette,
+                self.record,
+                &self.throttle,
+                progress,
+            ),
             None => requests
                 .iter()
                 .enumerate()
@@ -138,9 +167,21 @@ impl Session {
     }
 
     /// Runs the given tests all at once.
-    pub fn run(&self, tests: &[TestDesc], fail_fast: bool, on_event: &mut dyn FnMut(Event<'_>)) -> RunReport {
+    pub fn run(
+        &self,
+        tests: &[TestDesc],
+        fail_fast: bool,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> RunReport {
         let answers = |suite: usize, cases: &[usize]| self.answers(suite, cases, &|_| {});
-        run::run(&self.suites, tests, &self.accepted, &answers, fail_fast, on_event)
+        run::run(
+            &self.suites,
+            tests,
+            &self.accepted,
+            &answers,
+            fail_fast,
+            on_event,
+        )
     }
 
     /// Runs one test on its own (the harness fast path): a case evaluates only itself; a gate
@@ -152,7 +193,11 @@ impl Session {
                 let reply = self.answers(test.suite, &[*case], &|_| {}).remove(0);
                 let engine = crate::exec::Engine::new(suite.limits);
                 let run = judge::evaluate_case(suite, *case, &reply, &engine);
-                judge::judge_case(suite, &run, self.accepted[test.suite].get(&run.test).copied())
+                judge::judge_case(
+                    suite,
+                    &run,
+                    self.accepted[test.suite].get(&run.test).copied(),
+                )
             }
             TestKind::Gate(metric) => {
                 let start = std::time::Instant::now();
@@ -162,7 +207,9 @@ impl Session {
                         .into_iter()
                         .filter(|t| t.suite == test.suite && matches!(t.kind, TestKind::Case(_)))
                         .collect();
-                    self.run(&all, false, &mut |_| {}).case_runs.swap_remove(test.suite)
+                    self.run(&all, false, &mut |_| {})
+                        .case_runs
+                        .swap_remove(test.suite)
                 });
                 judge::judge_gate(suite, metric, &judge::suite_metrics(runs), start.elapsed())
             }
@@ -171,7 +218,12 @@ impl Session {
 
     /// After a run: makes the cassette durable and compares each fully-run suite with its
     /// accepted snapshot. Returns notes for the terminal and the suites' diffs.
-    pub fn finish(&self, report: &RunReport, whole_run: bool, accept: bool) -> Result<Vec<SnapshotOutcome>, InputError> {
+    pub fn finish(
+        &self,
+        report: &RunReport,
+        whole_run: bool,
+        accept: bool,
+    ) -> Result<Vec<SnapshotOutcome>, InputError> {
         if let Some(cassette) = &self.cassette {
             cassette.finish()?;
         }

@@ -33,14 +33,24 @@ enum Predictions {
 }
 
 /// The system answering each suite, aligned with `suites`.
-pub fn build(config: &SystemConfig, suites: &[SuitePlan]) -> Result<Vec<Arc<dyn System>>, InputError> {
+pub fn build(
+    config: &SystemConfig,
+    suites: &[SuitePlan],
+) -> Result<Vec<Arc<dyn System>>, InputError> {
     let invalid = |message: String| config.error(message);
     let shared: Arc<dyn System> = match config.kind {
-        SystemType::Command => Arc::new(CommandSystem::new(&config.settings::<CommandConfig>()?).map_err(invalid)?),
-        SystemType::Http => Arc::new(HttpSystem::new(&config.settings::<HttpConfig>()?).map_err(invalid)?),
+        SystemType::Command => {
+            Arc::new(CommandSystem::new(&config.settings::<CommandConfig>()?).map_err(invalid)?)
+        }
+        SystemType::Http => {
+            Arc::new(HttpSystem::new(&config.settings::<HttpConfig>()?).map_err(invalid)?)
+        }
         SystemType::Openai => {
             let settings: OpenAiConfig = config.settings()?;
-            Arc::new(OpenAiSystem::new(settings, &config.resolve(Path::new(""))).map_err(|e| invalid(e.0))?)
+            Arc::new(
+                OpenAiSystem::new(settings, &config.resolve(Path::new("")))
+                    .map_err(|e| invalid(e.0))?,
+            )
         }
         SystemType::Replay => return replay(config, suites),
     };
@@ -54,11 +64,12 @@ fn replay(config: &SystemConfig, suites: &[SuitePlan]) -> Result<Vec<Arc<dyn Sys
         .map(|suite| {
             let path = match &settings.predictions {
                 Predictions::One(path) if suites.len() == 1 => path,
-                Predictions::PerSuite(paths) => paths
-                    .get(&suite.name)
-                    .ok_or_else(|| config.error(format!("no predictions for suite `{}`", suite.name)))?,
+                Predictions::PerSuite(paths) => paths.get(&suite.name).ok_or_else(|| {
+                    config.error(format!("no predictions for suite `{}`", suite.name))
+                })?,
                 Predictions::One(_) => {
-                    return Err(config.error("with several suites, give `predictions = { <suite> = \"file\" }`"))
+                    return Err(config
+                        .error("with several suites, give `predictions = { <suite> = \"file\" }`"))
                 }
             };
             let system = ReplaySystem::load(&config.resolve(path), settings.format, &suite.bench)?;
