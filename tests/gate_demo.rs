@@ -1,0 +1,205 @@
+//! The gate end to end on the embedded demo: `sqlgate test` with a replayed system, JUnit,
+//! snapshots, profiles, and the same verdicts from the libtest-mimic front end.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sqlgate::gate::session::Session;
+use sqlgate::gate::TestStatus;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A gate over the demo in a temporary folder: its own predictions copy, its own snapshots.
+struct Gate {
+    dir: tempfile::TempDir,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        let dir = tempfile::tempdir().unwrap();
+        let predictions = dir.path().join("sample.jsonl");
+        std::fs::copy(repo().join("benchmarks/demo/predictions/sample.jsonl"), &predictions).unwrap();
+        std::fs::create_dir_all(dir.path().join("snapshots")).unwrap();
+        std::fs::copy(repo().join("snapshots/demo.snap"), dir.path().join("snapshots/demo.snap")).unwrap();
+        let config = format!(
+            r#"
+[[suite]]
+benchmark = "{}"
+gate = {{ ex = ">= 0.6" }}
+
+[[system]]
+name = "sample"
+type = "replay"
+predictions = "sample.jsonl"
+
+[profile.hospital]
+gate = {{ ex = ">= 0.95" }}
+penalty = 1000
+"#,
+            repo().join("benchmarks/demo/suite.toml").display()
+        );
+        std::fs::write(dir.path().join("sqlgate.toml"), config).unwrap();
+        Gate { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn sqlgate(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .arg("test")
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_remove("CI")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap()
+    }
+
+    fn replace_prediction(&self, id: &str, sql: &str) {
+        let path = self.path("sample.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let record: serde_json::Value = serde_json::from_str(line).unwrap();
+                if record["id"] == id {
+                    serde_json::json!({"id": id, "sql": sql}).to_string()
+                } else {
+                    line.to_string()
+                }
+            })
+            .collect();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn junit_failures(path: &Path) -> (usize, Vec<String>) {
+    let xml = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    let failed = cases
+        .iter()
+        .filter(|c| c.children().any(|n| n.has_tag_name("failure") || n.has_tag_name("error")))
+        .map(|c| format!("{}::{}", c.attribute("classname").unwrap(), c.attribute("name").unwrap()))
+        .collect();
+    (cases.len(), failed)
+}
+
+#[test]
+fn the_demo_passes_against_its_accepted_snapshot() {
+    let gate = Gate::new();
+    let output = gate.sqlgate(&["--junit", "junit.xml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let (cases, failed) = junit_failures(&gate.path("junit.xml"));
+    let listed = stdout(&gate.sqlgate(&["--list", "--format", "terse"]));
+    assert_eq!(cases, listed.lines().count(), "one testcase per listed test");
+    assert!(listed.lines().all(|l| l.ends_with(": test")));
+    assert!(listed.contains("demo::bookshop::q01: test") && listed.contains("demo::gate::ex: test"));
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(!gate.path("snapshots/demo.snap.new").exists(), "nothing changed, nothing pending");
+}
+
+#[test]
+fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
+    let gate = Gate::new();
+    let wrong = "SELECT first_name FROM customers";
+    gate.replace_prediction("q02", wrong);
+    let output = gate.sqlgate(&["--no-fail-fast", "--junit", "junit.xml"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(100), "{text}");
+    let (_, failed) = junit_failures(&gate.path("junit.xml"));
+    assert_eq!(failed, ["demo::bookshop::q02"]);
+    // The failure shows both SQLs.
+    assert!(text.contains("regression"), "{text}");
+    assert!(text.contains(&format!("predicted: {wrong}")), "{text}");
+    assert!(text.contains("gold:      SELECT first_name, last_name FROM customers WHERE email IS NULL"), "{text}");
+    // The pending snapshot differs from the accepted one in exactly that case's line.
+    let accepted = std::fs::read_to_string(gate.path("snapshots/demo.snap")).unwrap();
+    let pending = std::fs::read_to_string(gate.path("snapshots/demo.snap.new")).unwrap();
+    let changed: Vec<(&str, &str)> = accepted.lines().zip(pending.lines()).filter(|(a, b)| a != b).collect();
+    assert_eq!(accepted.lines().count(), pending.lines().count());
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert!(changed[0].1.starts_with("demo::bookshop::q02 | fail | incorrect | ex=0 | SELECT first_name FROM customers"));
+    // Accepting makes the new outcome the baseline: the case is now a known failure.
+    assert_eq!(gate.sqlgate(&["--accept", "--no-fail-fast"]).status.code(), Some(100));
+    assert!(!gate.path("snapshots/demo.snap.new").exists());
+    let rerun = gate.sqlgate(&[]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", stdout(&rerun));
+    assert!(stdout(&rerun).contains("demo::bookshop::q02 (known failure)"));
+}
+
+#[test]
+fn under_ci_nothing_pending_is_written() {
+    let gate = Gate::new();
+    gate.replace_prediction("q02", "SELECT 1");
+    let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--no-fail-fast"])
+        .current_dir(gate.dir.path())
+        .env("CI", "true")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(100));
+    assert!(!gate.path("snapshots/demo.snap.new").exists());
+}
+
+#[test]
+fn a_strict_profile_fails_the_gate_and_only_the_gate() {
+    let gate = Gate::new();
+    let output = gate.sqlgate(&["--profile", "hospital", "--junit", "junit.xml"]);
+    assert_eq!(output.status.code(), Some(100), "{}", stdout(&output));
+    let (_, failed) = junit_failures(&gate.path("junit.xml"));
+    assert_eq!(failed, ["demo::gate::ex"]);
+    assert!(stdout(&output).contains("does not meet >= 0.95"));
+    let unknown = gate.sqlgate(&["--profile", "nowhere"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no profile `nowhere`"));
+}
+
+#[test]
+fn filters_select_tests_and_leave_snapshots_alone() {
+    let gate = Gate::new();
+    gate.replace_prediction("q05", "SELECT 0");
+    let output = gate.sqlgate(&["q05"]);
+    assert_eq!(output.status.code(), Some(100));
+    assert!(stdout(&output).contains("1 tests run: 0 passed, 1 failed"), "{}", stdout(&output));
+    assert!(!gate.path("snapshots/demo.snap.new").exists(), "a partial run writes no snapshot");
+    let exact = gate.sqlgate(&["--exact", "demo::bookshop::q04"]);
+    assert_eq!(exact.status.code(), Some(0));
+    assert!(stdout(&exact).contains("1 tests run: 1 passed"));
+}
+
+/// `sqlgate test` runs everything at once; the libtest-mimic harness runs each test on its own.
+/// Both must give every test the same verdict.
+#[test]
+fn both_front_ends_give_the_same_verdicts() {
+    let gate = Gate::new();
+    gate.replace_prediction("q02", "SELECT first_name FROM customers");
+    gate.replace_prediction("q04", "SELECT nonsense FROM nowhere");
+    let session = Session::open(&gate.path("sqlgate.toml"), "default", None, None).unwrap();
+    let tests = session.tests();
+    let together = session.run(&tests, false, &mut |_| {});
+    let verdicts: std::collections::BTreeMap<&str, TestStatus> =
+        together.results.iter().map(|r| (r.name.as_str(), r.status)).collect();
+    assert_eq!(verdicts.len(), tests.len());
+    for test in &tests {
+        let alone = session.run_one(test);
+        assert_eq!(Some(&alone.status), verdicts.get(test.name.as_str()), "{}", test.name);
+    }
+    let failed: Vec<&str> = verdicts
+        .iter()
+        .filter(|(_, status)| **status == TestStatus::Failed)
+        .map(|(name, _)| *name)
+        .collect();
+    assert_eq!(failed, ["demo::bookshop::q02", "demo::bookshop::q04"]);
+}
