@@ -121,15 +121,18 @@ impl SystemConfig {
             })
     }
 
-    /// The offset of the key an error message names (`unknown field `x``), within this entry.
+    /// The offset of the key an error message names (`unknown field `x``), within this entry:
+    /// from its `[[system]]` header to the next table header.
     fn key_offset(&self, message: &str) -> Option<usize> {
         let key = message.split('`').nth(1)?;
-        let entry = self.config_text.get(self.span.clone())?;
-        let mut offset = 0;
-        for line in entry.split_inclusive('\n') {
+        let mut offset = self.span.start;
+        for (index, line) in self.config_text.get(self.span.start..)?.split_inclusive('\n').enumerate() {
             let trimmed = line.trim_start();
-            if trimmed.starts_with(key) && trimmed[key.len()..].trim_start().starts_with('=') {
-                return Some(self.span.start + offset + (line.len() - trimmed.len()));
+            if index > 0 && trimmed.starts_with('[') {
+                break;
+            }
+            if trimmed.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('=')) {
+                return Some(offset + (line.len() - trimmed.len()));
             }
             offset += line.len();
         }

@@ -1,0 +1,88 @@
+//! Malformed `sqlgate.toml` files: exit 2 with the file, line and column of the problem.
+
+use std::process::{Command, Output};
+
+fn run_config(config: &str) -> (Output, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sqlgate.toml"), config).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--list"])
+        .current_dir(dir.path())
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output, stderr)
+}
+
+fn demo_suite() -> String {
+    format!(
+        "[[suite]]\nbenchmark = \"{}\"\n",
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml").display()
+    )
+}
+
+fn assert_located(config: &str, line: usize, column: usize, words: &str) {
+    let (output, stderr) = run_config(config);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("sqlgate.toml"), "{stderr}");
+    assert!(stderr.contains(&format!("line {line}")), "expected line {line}: {stderr}");
+    assert!(stderr.contains(&format!("column {column}")), "expected column {column}: {stderr}");
+    assert!(stderr.contains(words), "expected `{words}`: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_top_level_key() {
+    assert_located(&format!("{}thresholds = 3\n", demo_suite()), 3, 1, "unknown field `thresholds`");
+}
+
+#[test]
+fn an_unknown_suite_key() {
+    assert_located(&format!("{}  modee = \"bird\"\n", demo_suite()), 3, 3, "unknown field `modee`");
+}
+
+#[test]
+fn an_unknown_mode() {
+    assert_located(&format!("{}mode = \"exact\"\n", demo_suite()), 3, 8, "exact");
+}
+
+#[test]
+fn a_malformed_threshold() {
+    assert_located(&format!("{}\n[gate]\nex = \"> 0.5\"\n", demo_suite()), 5, 6, "threshold");
+}
+
+#[test]
+fn an_unknown_key_of_a_system_type() {
+    let config = format!(
+        "{}\n[[system]]\nname = \"s\"\ntype = \"command\"\ncommand = [\"true\"]\ntimout_secs = 3\n",
+        demo_suite()
+    );
+    assert_located(&config, 8, 1, "unknown field `timout_secs`");
+}
+
+#[test]
+fn an_unknown_system_type() {
+    let config = format!("{}\n[[system]]\nname = \"s\"\ntype = \"grpc\"\n", demo_suite());
+    assert_located(&config, 4, 1, "grpc");
+}
+
+#[test]
+fn broken_toml_syntax() {
+    assert_located("[[suite]\nbenchmark = 1\n", 1, 9, "expected `]`");
+}
+
+#[test]
+fn a_case_setting_for_no_test_and_no_suite_at_all() {
+    let config = format!(
+        "{}\n[[system]]\nname = \"s\"\ntype = \"replay\"\npredictions = \"{}\"\n\n[cases.\"demo::bookshop::q99\"]\nmust_pass = true\n",
+        demo_suite(),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/predictions/sample.jsonl").display()
+    );
+    let (output, stderr) = run_config(&config);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr.contains("demo::bookshop::q99") && stderr.contains("names no test"), "{stderr}");
+    let (output, stderr) = run_config("snapshots = \"s\"\n");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr.contains("no [[suite]]"), "{stderr}");
+}
