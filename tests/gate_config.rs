@@ -18,7 +18,9 @@ fn run_config(config: &str) -> (Output, String) {
 fn demo_suite() -> String {
     format!(
         "[[suite]]\nbenchmark = \"{}\"\n",
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml").display()
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("benchmarks/demo/suite.toml")
+            .display()
     )
 }
 
@@ -26,30 +28,56 @@ fn assert_located(config: &str, line: usize, column: usize, words: &str) {
     let (output, stderr) = run_config(config);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("sqlgate.toml"), "{stderr}");
-    assert!(stderr.contains(&format!("line {line}")), "expected line {line}: {stderr}");
-    assert!(stderr.contains(&format!("column {column}")), "expected column {column}: {stderr}");
+    assert!(
+        stderr.contains(&format!("line {line}")),
+        "expected line {line}: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("column {column}")),
+        "expected column {column}: {stderr}"
+    );
     assert!(stderr.contains(words), "expected `{words}`: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 #[test]
 fn an_unknown_top_level_key() {
-    assert_located(&format!("{}thresholds = 3\n", demo_suite()), 3, 1, "unknown field `thresholds`");
+    assert_located(
+        &format!("{}thresholds = 3\n", demo_suite()),
+        3,
+        1,
+        "unknown field `thresholds`",
+    );
 }
 
 #[test]
 fn an_unknown_suite_key() {
-    assert_located(&format!("{}  modee = \"bird\"\n", demo_suite()), 3, 3, "unknown field `modee`");
+    assert_located(
+        &format!("{}  modee = \"bird\"\n", demo_suite()),
+        3,
+        3,
+        "unknown field `modee`",
+    );
 }
 
 #[test]
 fn an_unknown_mode() {
-    assert_located(&format!("{}mode = \"exact\"\n", demo_suite()), 3, 8, "exact");
+    assert_located(
+        &format!("{}mode = \"exact\"\n", demo_suite()),
+        3,
+        8,
+        "exact",
+    );
 }
 
 #[test]
 fn a_malformed_threshold() {
-    assert_located(&format!("{}\n[gate]\nex = \"> 0.5\"\n", demo_suite()), 5, 6, "threshold");
+    assert_located(
+        &format!("{}\n[gate]\nex = \"> 0.5\"\n", demo_suite()),
+        5,
+        6,
+        "threshold",
+    );
 }
 
 #[test]
@@ -63,7 +91,10 @@ fn an_unknown_key_of_a_system_type() {
 
 #[test]
 fn an_unknown_system_type() {
-    let config = format!("{}\n[[system]]\nname = \"s\"\ntype = \"grpc\"\n", demo_suite());
+    let config = format!(
+        "{}\n[[system]]\nname = \"s\"\ntype = \"grpc\"\n",
+        demo_suite()
+    );
     assert_located(&config, 4, 1, "grpc");
 }
 
@@ -81,7 +112,10 @@ fn a_case_setting_for_no_test_and_no_suite_at_all() {
     );
     let (output, stderr) = run_config(&config);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr.contains("demo::bookshop::q99") && stderr.contains("names no test"), "{stderr}");
+    assert!(
+        stderr.contains("demo::bookshop::q99") && stderr.contains("names no test"),
+        "{stderr}"
+    );
     let (output, stderr) = run_config("snapshots = \"s\"\n");
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr.contains("no [[suite]]"), "{stderr}");

@@ -20,9 +20,17 @@ impl Gate {
     fn new() -> Gate {
         let dir = tempfile::tempdir().unwrap();
         let predictions = dir.path().join("sample.jsonl");
-        std::fs::copy(repo().join("benchmarks/demo/predictions/sample.jsonl"), &predictions).unwrap();
+        std::fs::copy(
+            repo().join("benchmarks/demo/predictions/sample.jsonl"),
+            &predictions,
+        )
+        .unwrap();
         std::fs::create_dir_all(dir.path().join("snapshots")).unwrap();
-        std::fs::copy(repo().join("snapshots/demo.snap"), dir.path().join("snapshots/demo.snap")).unwrap();
+        std::fs::copy(
+            repo().join("snapshots/demo.snap"),
+            dir.path().join("snapshots/demo.snap"),
+        )
+        .unwrap();
         let config = format!(
             r#"
 [[suite]]
@@ -85,11 +93,23 @@ fn stdout(output: &Output) -> String {
 fn junit_failures(path: &Path) -> (usize, Vec<String>) {
     let xml = std::fs::read_to_string(path).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
-    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
     let failed = cases
         .iter()
-        .filter(|c| c.children().any(|n| n.has_tag_name("failure") || n.has_tag_name("error")))
-        .map(|c| format!("{}::{}", c.attribute("classname").unwrap(), c.attribute("name").unwrap()))
+        .filter(|c| {
+            c.children()
+                .any(|n| n.has_tag_name("failure") || n.has_tag_name("error"))
+        })
+        .map(|c| {
+            format!(
+                "{}::{}",
+                c.attribute("classname").unwrap(),
+                c.attribute("name").unwrap()
+            )
+        })
         .collect();
     (cases.len(), failed)
 }
@@ -101,11 +121,20 @@ fn the_demo_passes_against_its_accepted_snapshot() {
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     let (cases, failed) = junit_failures(&gate.path("junit.xml"));
     let listed = stdout(&gate.sqlgate(&["--list", "--format", "terse"]));
-    assert_eq!(cases, listed.lines().count(), "one testcase per listed test");
+    assert_eq!(
+        cases,
+        listed.lines().count(),
+        "one testcase per listed test"
+    );
     assert!(listed.lines().all(|l| l.ends_with(": test")));
-    assert!(listed.contains("demo::bookshop::q01: test") && listed.contains("demo::gate::ex: test"));
+    assert!(
+        listed.contains("demo::bookshop::q01: test") && listed.contains("demo::gate::ex: test")
+    );
     assert!(failed.is_empty(), "{failed:?}");
-    assert!(!gate.path("snapshots/demo.snap.new").exists(), "nothing changed, nothing pending");
+    assert!(
+        !gate.path("snapshots/demo.snap.new").exists(),
+        "nothing changed, nothing pending"
+    );
 }
 
 #[test]
@@ -121,16 +150,28 @@ fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
     // The failure shows both SQLs.
     assert!(text.contains("regression"), "{text}");
     assert!(text.contains(&format!("predicted: {wrong}")), "{text}");
-    assert!(text.contains("gold:      SELECT first_name, last_name FROM customers WHERE email IS NULL"), "{text}");
+    assert!(
+        text.contains("gold:      SELECT first_name, last_name FROM customers WHERE email IS NULL"),
+        "{text}"
+    );
     // The pending snapshot differs from the accepted one in exactly that case's line.
     let accepted = std::fs::read_to_string(gate.path("snapshots/demo.snap")).unwrap();
     let pending = std::fs::read_to_string(gate.path("snapshots/demo.snap.new")).unwrap();
-    let changed: Vec<(&str, &str)> = accepted.lines().zip(pending.lines()).filter(|(a, b)| a != b).collect();
+    let changed: Vec<(&str, &str)> = accepted
+        .lines()
+        .zip(pending.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
     assert_eq!(accepted.lines().count(), pending.lines().count());
     assert_eq!(changed.len(), 1, "{changed:?}");
-    assert!(changed[0].1.starts_with("demo::bookshop::q02 | fail | incorrect | ex=0 | SELECT first_name FROM customers"));
+    assert!(changed[0].1.starts_with(
+        "demo::bookshop::q02 | fail | incorrect | ex=0 | SELECT first_name FROM customers"
+    ));
     // Accepting makes the new outcome the baseline: the case is now a known failure.
-    assert_eq!(gate.sqlgate(&["--accept", "--no-fail-fast"]).status.code(), Some(100));
+    assert_eq!(
+        gate.sqlgate(&["--accept", "--no-fail-fast"]).status.code(),
+        Some(100)
+    );
     assert!(!gate.path("snapshots/demo.snap.new").exists());
     let rerun = gate.sqlgate(&[]);
     assert_eq!(rerun.status.code(), Some(0), "{}", stdout(&rerun));
@@ -172,8 +213,15 @@ fn filters_select_tests_and_leave_snapshots_alone() {
     gate.replace_prediction("q05", "SELECT 0");
     let output = gate.sqlgate(&["q05"]);
     assert_eq!(output.status.code(), Some(100));
-    assert!(stdout(&output).contains("1 tests run: 0 passed, 1 failed"), "{}", stdout(&output));
-    assert!(!gate.path("snapshots/demo.snap.new").exists(), "a partial run writes no snapshot");
+    assert!(
+        stdout(&output).contains("1 tests run: 0 passed, 1 failed"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        !gate.path("snapshots/demo.snap.new").exists(),
+        "a partial run writes no snapshot"
+    );
     let exact = gate.sqlgate(&["--exact", "demo::bookshop::q04"]);
     assert_eq!(exact.status.code(), Some(0));
     assert!(stdout(&exact).contains("1 tests run: 1 passed"));
@@ -189,12 +237,20 @@ fn both_front_ends_give_the_same_verdicts() {
     let session = Session::open(&gate.path("sqlgate.toml"), "default", None, None).unwrap();
     let tests = session.tests();
     let together = session.run(&tests, false, &mut |_| {});
-    let verdicts: std::collections::BTreeMap<&str, TestStatus> =
-        together.results.iter().map(|r| (r.name.as_str(), r.status)).collect();
+    let verdicts: std::collections::BTreeMap<&str, TestStatus> = together
+        .results
+        .iter()
+        .map(|r| (r.name.as_str(), r.status))
+        .collect();
     assert_eq!(verdicts.len(), tests.len());
     for test in &tests {
         let alone = session.run_one(test);
-        assert_eq!(Some(&alone.status), verdicts.get(test.name.as_str()), "{}", test.name);
+        assert_eq!(
+            Some(&alone.status),
+            verdicts.get(test.name.as_str()),
+            "{}",
+            test.name
+        );
     }
     let failed: Vec<&str> = verdicts
         .iter()

@@ -39,14 +39,7 @@ pub enum SystemType {
     Replay,
 }
 
-const COMMON_KEYS: &[&str] = &[
-    "name",
-    "type",
-    "cassette",
-    "concurrency",
-    "rate_limit",
-    "retries",
-];
+const COMMON_KEYS: &[&str] = &["name", "type", "cassette", "throttle"];
 
 #[derive(Debug, Clone)]
 pub struct SystemConfig {
@@ -126,12 +119,20 @@ impl SystemConfig {
     fn key_offset(&self, message: &str) -> Option<usize> {
         let key = message.split('`').nth(1)?;
         let mut offset = self.span.start;
-        for (index, line) in self.config_text.get(self.span.start..)?.split_inclusive('\n').enumerate() {
+        for (index, line) in self
+            .config_text
+            .get(self.span.start..)?
+            .split_inclusive('\n')
+            .enumerate()
+        {
             let trimmed = line.trim_start();
             if index > 0 && trimmed.starts_with('[') {
                 break;
             }
-            if trimmed.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('=')) {
+            if trimmed
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+            {
                 return Some(offset + (line.len() - trimmed.len()));
             }
             offset += line.len();

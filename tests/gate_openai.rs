@@ -1,0 +1,215 @@
+//! `sqlgate test` with an `openai` system against a real OpenAI-format server on 127.0.0.1 that
+//! answers 429, 500, slowly and with garbage: retries happen, classified errors fail their case
+//! without aborting the run, and a rerun with `--record none` replays with zero requests.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// What the server does for a question: its misbehaviour on the first request, then its answer.
+struct Script {
+    question: &'static str,
+    first: Misbehaviour,
+    answer: &'static str,
+}
+
+#[derive(Clone, Copy)]
+enum Misbehaviour {
+    None,
+    TooManyRequests,
+    ServerError,
+    Slow,
+}
+
+const SCRIPTS: &[Script] = &[
+    Script {
+        question: "How many rows are there?",
+        first: Misbehaviour::TooManyRequests,
+        answer: "Here is the query:\n```sql\nSELECT count(*) FROM t;\n```\nIt counts the rows.",
+    },
+    Script {
+        question: "What is the largest value?",
+        first: Misbehaviour::ServerError,
+        answer: "SELECT max(a) FROM t",
+    },
+    Script {
+        question: "What is the smallest value?",
+        first: Misbehaviour::Slow,
+        answer: "SELECT min(a) FROM t",
+    },
+    Script {
+        question: "What is the weather like?",
+        first: Misbehaviour::None,
+        answer: "I like sunny days.",
+    },
+];
+
+/// Requests received, by question.
+type Log = Arc<Mutex<BTreeMap<String, usize>>>;
+
+fn serve() -> (String, Log) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let address = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    let log: Log = Arc::default();
+    let requests = Arc::clone(&log);
+    std::thread::spawn(move || {
+        for mut request in server.incoming_requests() {
+            let requests = Arc::clone(&requests);
+            std::thread::spawn(move || {
+                let mut body = String::new();
+                let _ = request.as_reader().read_to_string(&mut body);
+                let body: Value = serde_json::from_str(&body).unwrap_or_default();
+                let prompt = body["messages"]
+                    .as_array()
+                    .and_then(|m| m.last())
+                    .map(|m| m["content"].to_string());
+                let script = SCRIPTS
+                    .iter()
+                    .find(|s| prompt.as_deref().is_some_and(|p| p.contains(s.question)));
+                let Some(script) = script else {
+                    let _ = request
+                        .respond(tiny_http::Response::from_string("unknown").with_status_code(400));
+                    return;
+                };
+                let seen = {
+                    let mut log = requests.lock().unwrap();
+                    let count = log.entry(script.question.to_string()).or_default();
+                    *count += 1;
+                    *count
+                };
+                let misbehaviour = if seen == 1 {
+                    script.first
+                } else {
+                    Misbehaviour::None
+                };
+                let chat = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": script.answer}}]});
+                let response = match misbehaviour {
+                    Misbehaviour::TooManyRequests => tiny_http::Response::from_string(
+                        "{\"error\": {\"message\": \"slow down\"}}",
+                    )
+                    .with_status_code(429)
+                    .with_header("Retry-After: 0".parse::<tiny_http::Header>().unwrap()),
+                    Misbehaviour::ServerError => {
+                        tiny_http::Response::from_string("oops").with_status_code(500)
+                    }
+                    Misbehaviour::Slow => {
+                        std::thread::sleep(Duration::from_secs(3));
+                        tiny_http::Response::from_string(chat.to_string())
+                    }
+                    Misbehaviour::None => tiny_http::Response::from_string(chat.to_string()),
+                };
+                let _ = request.respond(response);
+            });
+        }
+    });
+    (address, log)
+}
+
+fn write_suite(dir: &Path, base_url: &str) {
+    std::fs::write(
+        dir.join("schema.sql"),
+        "CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (3), (1), (2);",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("suite.toml"),
+        "name = \"tiny\"\ncases = \"cases.jsonl\"\ndb_dir = \"build\"\n[databases.numbers]\nscripts = [\"schema.sql\"]\n",
+    )
+    .unwrap();
+    let golds = [
+        "SELECT count(*) FROM t",
+        "SELECT max(a) FROM t",
+        "SELECT min(a) FROM t",
+        "SELECT 1",
+    ];
+    let cases: Vec<String> = SCRIPTS
+        .iter()
+        .zip(golds)
+        .enumerate()
+        .map(|(i, (script, gold))| json!({"id": format!("c{i}"), "db": "numbers", "question": script.question, "gold": gold}).to_string())
+        .collect();
+    std::fs::write(dir.join("cases.jsonl"), cases.join("\n")).unwrap();
+    let config = format!(
+        r#"
+[[suite]]
+benchmark = "suite.toml"
+
+[[system]]
+name = "model"
+type = "openai"
+base_url = "{base_url}"
+model = "test-model"
+timeout_secs = 1
+throttle = {{ concurrency = 2, backoff_secs = 0.05 }}
+"#
+    );
+    std::fs::write(dir.join("sqlgate.toml"), config).unwrap();
+}
+
+fn sqlgate(dir: &Path, record: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--no-fail-fast", "--record", record])
+        .current_dir(dir)
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn recording_survives_a_misbehaving_server_and_replays_with_no_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base_url, log) = serve();
+    write_suite(dir.path(), &base_url);
+
+    let first = sqlgate(dir.path(), "new");
+    let text = String::from_utf8_lossy(&first.stdout).into_owned();
+    // The garbage answer fails its case; the run completes and reports every test.
+    assert_eq!(
+        first.status.code(),
+        Some(100),
+        "{text}\n{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let line_of = |status: &str, id: &str| {
+        text.lines().any(|l| {
+            l.trim_start().starts_with(status) && l.ends_with(&format!("tiny::numbers::{id}"))
+        })
+    };
+    assert!(
+        ["c0", "c1", "c2"].iter().all(|id| line_of("PASS", id)),
+        "{text}"
+    );
+    assert!(line_of("FAIL", "c3"), "{text}");
+    assert!(text.contains("system_error: garbage"), "{text}");
+    assert!(text.contains("4 tests run: 3 passed, 1 failed"), "{text}");
+    // Each misbehaviour cost exactly one retry; garbage is not retried.
+    let requests = log.lock().unwrap().clone();
+    let counts: Vec<usize> = SCRIPTS.iter().map(|s| requests[s.question]).collect();
+    assert_eq!(counts, [2, 2, 2, 1]);
+    let cassette =
+        std::fs::read_to_string(dir.path().join("snapshots/predictions/model.jsonl")).unwrap();
+    assert_eq!(
+        cassette.lines().count(),
+        4,
+        "every final answer is recorded:\n{cassette}"
+    );
+    assert!(!dir
+        .path()
+        .join("snapshots/predictions/model.jsonl.journal")
+        .exists());
+
+    let replay = sqlgate(dir.path(), "none");
+    let replayed = String::from_utf8_lossy(&replay.stdout).into_owned();
+    assert_eq!(replay.status.code(), Some(100), "{replayed}");
+    assert!(
+        replayed.contains("4 tests run: 3 passed, 1 failed"),
+        "{replayed}"
+    );
+    assert_eq!(*log.lock().unwrap(), requests, "the replay sent requests");
+}
