@@ -13,7 +13,7 @@ use crate::system::{SystemError, SystemErrorKind};
 const EXCERPT_CHARS: usize = 300;
 
 /// The request did not complete: a timeout, a refused or dropped connection.
-pub(super) fn transport(error: &reqwest::Error, url: &str, timeout: Duration) -> SystemError {
+pub(crate) fn transport(error: &reqwest::Error, url: &str, timeout: Duration) -> SystemError {
     let (kind, message) = if error.is_timeout() {
         (
             SystemErrorKind::Timeout,
@@ -35,7 +35,7 @@ pub(super) fn transport(error: &reqwest::Error, url: &str, timeout: Duration) ->
 
 /// An error status: rate limits, server errors and request timeouts are worth retrying, other
 /// client errors (bad key, unknown model, malformed request) are not.
-pub(super) fn http_status(
+pub(crate) fn http_status(
     status: StatusCode,
     retry_after: Option<Duration>,
     body: &[u8],
@@ -54,7 +54,7 @@ pub(super) fn http_status(
 
 /// The wait a server asks for: OpenAI's `retry-after-ms`, else `Retry-After` in seconds or as
 /// an HTTP date.
-pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name| headers.get(name).and_then(|value| value.to_str().ok());
     if let Some(millis) = header("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
         return Duration::try_from_secs_f64(millis / 1000.0).ok();

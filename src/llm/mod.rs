@@ -7,7 +7,7 @@
 
 mod chat;
 mod embeddings;
-mod errors;
+pub(crate) mod errors;
 
 use std::time::Duration;
 

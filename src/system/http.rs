@@ -3,16 +3,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use reqwest::blocking::{Client, Response};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
-use reqwest::{StatusCode, Url};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
-use super::answer::{excerpt, failure, parse_answer, retryable, timeout};
+use super::answer::{failure, parse_answer, retryable, timeout};
 use super::cassette::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use crate::llm::errors;
 
 /// Answers longer than this are not answers.
 const BODY_LIMIT: u64 = 16 << 20;
@@ -44,6 +45,7 @@ pub struct HttpSystem {
     client: Client,
     headers: HeaderMap,
     fingerprint: String,
+    timeout: Duration,
 }
 
 impl HttpSystem {
@@ -63,6 +65,7 @@ impl HttpSystem {
             fingerprint: fingerprint(config),
             url,
             client,
+            timeout,
         })
     }
 
@@ -73,22 +76,13 @@ impl HttpSystem {
             .header(CONTENT_TYPE, "application/json")
             .body(body)
             .send()
-            .map_err(|e| self.transport_error(&e))
-    }
-
-    fn transport_error(&self, error: &reqwest::Error) -> SystemError {
-        let message = format!("{}: {}", self.url, error_chain(error));
-        if error.is_timeout() {
-            retryable(SystemErrorKind::Timeout, message)
-        } else {
-            retryable(SystemErrorKind::Transport, message)
-        }
+            .map_err(|e| errors::transport(&e, self.url.as_str(), self.timeout))
     }
 
     /// The response body, or the error its status means.
     fn read(&self, response: Response) -> Result<Vec<u8>, SystemError> {
         let status = response.status();
-        let retry_after = retry_after(response.headers());
+        let retry_after = errors::retry_after(response.headers());
         let mut body = Vec::new();
         response
             .take(BODY_LIMIT + 1)
@@ -100,11 +94,12 @@ impl HttpSystem {
                 )
             })?;
         if !status.is_success() {
-            let message = format!("{} answered {status}: {}", self.url, excerpt(&body));
-            let mut error = failure(SystemErrorKind::Http, message);
-            error.retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
-            error.retry_after = retry_after;
-            return Err(error);
+            return Err(errors::http_status(
+                status,
+                retry_after,
+                &body,
+                self.url.as_str(),
+            ));
         }
         if body.len() as u64 > BODY_LIMIT {
             return Err(failure(
@@ -173,29 +168,4 @@ fn headers(config: &HttpConfig) -> Result<HeaderMap, String> {
         }
     }
     Ok(headers)
-}
-
-/// `Retry-After` as seconds or as an HTTP date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let date = httpdate::parse_http_date(value).ok()?;
-    Some(
-        date.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
-}
-
-/// reqwest's error with its causes ("error sending request: connection refused").
-fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
