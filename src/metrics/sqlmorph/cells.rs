@@ -1,7 +1,7 @@
 //! Cell matching after EC or SC column matching (§4.1, §4.2).
 
+use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use super::greedy::{greedy_match, Similarity, TokenRows};
 use super::values::{key, sqlite_cmp_rows, Key};
@@ -20,7 +20,7 @@ pub(super) fn projected_matches(
     max_work: u64,
 ) -> Tally {
     let width = pairs.len();
-    let mut interner: HashMap<(usize, Key), u32> = HashMap::new();
+    let mut interner = Interner::default();
     let gold_tokens = intern_projection(gold, pairs, |p| p.0, &mut interner);
     let pred_tokens = intern_projection(pred, pairs, |p| p.1, &mut interner);
     let gold_rows: Vec<&[u32]> = chunks(&gold_tokens, width, gold.rows.len());
@@ -83,19 +83,33 @@ pub(super) fn projected_matches(
     }
 }
 
-/// Every projected cell as a token standing for (position in `c∩`, value), row after row.
+/// Token ids for (position in `c∩`, value), shared by both sides.
+#[derive(Default)]
+struct Interner<'a> {
+    /// One map per position: small keys, and the position is implied.
+    positions: Vec<FxHashMap<Key<'a>, u32>>,
+    next: u32,
+}
+
+/// Every projected cell as a token, row after row.
 fn intern_projection<'a>(
     result: &'a ResultSet,
     pairs: &[(usize, usize)],
     side: fn(&(usize, usize)) -> usize,
-    interner: &mut HashMap<(usize, Key<'a>), u32>,
+    interner: &mut Interner<'a>,
 ) -> Vec<u32> {
+    interner
+        .positions
+        .resize_with(pairs.len(), FxHashMap::default);
     let mut tokens = Vec::with_capacity(result.rows.len() * pairs.len());
     for row in &result.rows {
-        for (position, pair) in pairs.iter().enumerate() {
-            let next = interner.len() as u32;
-            let value = key(cell(row, side(pair)));
-            tokens.push(*interner.entry((position, value)).or_insert(next));
+        for (pair, map) in pairs.iter().zip(&mut interner.positions) {
+            let next = &mut interner.next;
+            let token = *map.entry(key(cell(row, side(pair)))).or_insert_with(|| {
+                *next += 1;
+                *next - 1
+            });
+            tokens.push(token);
         }
     }
     tokens
@@ -123,7 +137,7 @@ enum Side {
 }
 
 fn group_rows(gold: &[&[u32]], pred: &[&[u32]]) -> Vec<Group> {
-    let mut index: HashMap<&[u32], usize> = HashMap::new();
+    let mut index: FxHashMap<&[u32], usize> = FxHashMap::default();
     let mut groups: Vec<Group> = Vec::new();
     for (side, rows) in [(Side::Gold, gold), (Side::Pred, pred)] {
         for (position, row) in rows.iter().enumerate() {

@@ -141,6 +141,7 @@ pub(super) fn greedy_match(
             continue;
         }
         matcher.used[p as usize] = true;
+        matcher.taken += 1;
         pairs.push(Pair {
             gold: g,
             pred: p as usize,
@@ -154,10 +155,10 @@ struct Matcher<'a> {
     gold: &'a TokenRows,
     pred_sizes: Vec<u64>,
     similarity: Similarity,
-    /// token → (prediction position, multiplicity), ascending positions; taken rows are
-    /// removed lazily.
-    postings: Vec<Vec<(u32, u32)>>,
+    postings: Postings,
     used: Vec<bool>,
+    /// How many prediction rows are taken so far.
+    taken: u64,
     overlap: Vec<u32>,
     touched: Vec<u32>,
     work: u64,
@@ -165,24 +166,13 @@ struct Matcher<'a> {
 
 impl<'a> Matcher<'a> {
     fn new(gold: &'a TokenRows, pred: &TokenRows, similarity: Similarity) -> Self {
-        let tokens = pred
-            .items
-            .iter()
-            .map(|&(t, _)| t as usize + 1)
-            .max()
-            .unwrap_or(0);
-        let mut postings = vec![Vec::new(); tokens];
-        for p in 0..pred.len() {
-            for &(token, multiplicity) in pred.row(p) {
-                postings[token as usize].push((p as u32, multiplicity));
-            }
-        }
         Matcher {
             gold,
             pred_sizes: (0..pred.len()).map(|p| pred.size(p)).collect(),
             similarity,
-            postings,
+            postings: Postings::new(pred),
             used: vec![false; pred.len()],
+            taken: 0,
             overlap: vec![0; pred.len()],
             touched: Vec::new(),
             work: 0,
@@ -191,10 +181,9 @@ impl<'a> Matcher<'a> {
 
     /// The posting entries the first evaluation of every gold row visits (`T`).
     fn initial_work(&self) -> u64 {
-        let lists = &self.postings;
         (0..self.gold.len())
             .flat_map(|g| self.gold.row(g))
-            .map(|&(t, _)| lists.get(t as usize).map_or(0, |l| l.len() as u64))
+            .map(|&(t, _)| self.postings.segment(t).len() as u64)
             .sum()
     }
 
@@ -204,26 +193,44 @@ impl<'a> Matcher<'a> {
         let Matcher {
             postings,
             used,
+            taken,
             overlap,
             touched,
             work,
             ..
         } = self;
+        let mut count = |p: u32, shared: u32| {
+            if overlap[p as usize] == 0 {
+                touched.push(p);
+            }
+            overlap[p as usize] += shared;
+        };
         for &(token, gold_multiplicity) in self.gold.row(g) {
-            let Some(list) = postings.get_mut(token as usize) else {
+            // A token no prediction row holds has no segment.
+            let Some(clean_at) = postings.clean_at.get(token as usize) else {
                 continue;
             };
+            let clean = clean_at == taken;
+            let list = postings.segment_mut(token);
             *work += list.len() as u64;
-            list.retain(|&(p, pred_multiplicity)| {
-                if used[p as usize] {
-                    return false;
+            if clean {
+                for &(p, pred_multiplicity) in list.iter() {
+                    count(p, gold_multiplicity.min(pred_multiplicity));
                 }
-                if overlap[p as usize] == 0 {
-                    touched.push(p);
+                continue;
+            }
+            // Compact the segment in place, keeping free rows in order.
+            let mut kept = 0;
+            for i in 0..list.len() {
+                let (p, pred_multiplicity) = list[i];
+                if !used[p as usize] {
+                    count(p, gold_multiplicity.min(pred_multiplicity));
+                    list[kept] = (p, pred_multiplicity);
+                    kept += 1;
                 }
-                overlap[p as usize] += gold_multiplicity.min(pred_multiplicity);
-                true
-            });
+            }
+            postings.live[token as usize] = kept as u32;
+            postings.clean_at[token as usize] = *taken;
         }
         let gold_size = self.gold.size(g);
         let mut best: Option<Candidate> = None;
@@ -249,6 +256,64 @@ impl<'a> Matcher<'a> {
             }
         }
         best
+    }
+}
+
+/// token → (prediction position, multiplicity) of the free rows holding it, ascending
+/// positions. One flat array with a segment per token: lookups touch two cache lines instead
+/// of a separate allocation per list.
+struct Postings {
+    entries: Vec<(u32, u32)>,
+    start: Vec<usize>,
+    /// Entries still in use at the front of each segment.
+    live: Vec<u32>,
+    /// `taken` when each segment was last compacted: a segment with `clean_at == taken`
+    /// holds only free rows and is read without checks.
+    clean_at: Vec<u64>,
+}
+
+impl Postings {
+    fn new(pred: &TokenRows) -> Self {
+        let tokens = pred.items.iter().map(|&(t, _)| t as usize + 1).max();
+        let mut live = vec![0u32; tokens.unwrap_or(0)];
+        for &(token, _) in &pred.items {
+            live[token as usize] += 1;
+        }
+        let mut start = Vec::with_capacity(live.len() + 1);
+        start.push(0);
+        for &count in &live {
+            start.push(start[start.len() - 1] + count as usize);
+        }
+        let mut cursor = start.clone();
+        let mut entries = vec![(0, 0); pred.items.len()];
+        for p in 0..pred.len() {
+            for &(token, multiplicity) in pred.row(p) {
+                entries[cursor[token as usize]] = (p as u32, multiplicity);
+                cursor[token as usize] += 1;
+            }
+        }
+        Postings {
+            entries,
+            clean_at: vec![0; live.len()],
+            start,
+            live,
+        }
+    }
+
+    fn segment(&self, token: u32) -> &[(u32, u32)] {
+        let t = token as usize;
+        match self.live.get(t) {
+            Some(&live) => &self.entries[self.start[t]..self.start[t] + live as usize],
+            None => &[],
+        }
+    }
+
+    fn segment_mut(&mut self, token: u32) -> &mut [(u32, u32)] {
+        let t = token as usize;
+        match self.live.get(t) {
+            Some(&live) => &mut self.entries[self.start[t]..self.start[t] + live as usize],
+            None => &mut [],
+        }
     }
 }
 

@@ -37,8 +37,10 @@ mod values;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::LazyLock;
+
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 pub use embed::{Embedder, NgramEmbedder};
 pub use regime::{CellMatching, ColumnMatching, Extras, ParseRegimeError, Regime};
@@ -286,13 +288,25 @@ fn totals(tally: Tally, gold_cells: f64, pred_cells: f64) -> Scores {
 
 /// §2: equal row multisets over full positional tuples (compat: equal row sets).
 fn ex_shortcut(gold: &ResultSet, pred: &ResultSet, compat: bool) -> bool {
+    if !compat && gold.rows.len() != pred.rows.len() {
+        return false;
+    }
+    // Cheap rejection first: equal results have equal (sorted) row hashes.
+    let hashes = |result: &ResultSet| {
+        let mut hashes: Vec<u64> = result.rows.iter().map(|row| row_hash(row)).collect();
+        hashes.sort_unstable();
+        if compat {
+            hashes.dedup();
+        }
+        hashes
+    };
+    if hashes(gold) != hashes(pred) {
+        return false;
+    }
     if compat {
         return row_set(gold) == row_set(pred);
     }
-    if gold.rows.len() != pred.rows.len() {
-        return false;
-    }
-    let mut balance: HashMap<Vec<Key>, i64> = HashMap::new();
+    let mut balance: FxHashMap<Vec<Key>, i64> = FxHashMap::default();
     for row in &gold.rows {
         *balance.entry(row_key(row)).or_default() += 1;
     }
@@ -302,7 +316,15 @@ fn ex_shortcut(gold: &ResultSet, pred: &ResultSet, compat: bool) -> bool {
     balance.values().all(|&count| count == 0)
 }
 
-fn row_set(result: &ResultSet) -> HashSet<Vec<Key<'_>>> {
+fn row_hash(row: &[Value]) -> u64 {
+    let mut hasher = FxHasher::default();
+    for value in row {
+        key(value).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+fn row_set(result: &ResultSet) -> FxHashSet<Vec<Key<'_>>> {
     result.rows.iter().map(|row| row_key(row)).collect()
 }
 

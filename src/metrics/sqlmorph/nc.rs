@@ -1,6 +1,6 @@
 //! Row matching without column matching (NC, §4.3): rows compare through their values only.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::greedy::{greedy_match, Similarity, TokenRows};
 use super::values::{key, py_str, sqlite_cmp_rows, Key};
@@ -16,13 +16,13 @@ pub(super) fn paper_matches(
     partial: bool,
     max_work: u64,
 ) -> Tally {
-    let mut interner: HashMap<Key, u32> = HashMap::new();
+    let mut interner: HashMap<Key, u32> = HashMap::default();
     let gold_sets = value_multisets(gold, &mut interner);
     let pred_sets = value_multisets(pred, &mut interner);
 
     // Class of each row: its value multiset. In each class, the first min(gold, pred) rows of
     // each side in sorted order match.
-    let mut class_ids: HashMap<&[(u32, u32)], usize> = HashMap::new();
+    let mut class_ids: HashMap<&[(u32, u32)], usize> = HashMap::default();
     let class_of = [
         classes(&gold_sets, &mut class_ids),
         classes(&pred_sets, &mut class_ids),
@@ -151,16 +151,16 @@ pub(super) fn compat_matches(
     partial: bool,
     max_work: u64,
 ) -> CompatOutcome {
-    let mut interner: HashMap<String, u32> = HashMap::new();
+    let mut interner: HashMap<String, u32> = HashMap::default();
     let gold_sets = string_sets(gold, &mut interner);
     let pred_sets = string_sets(pred, &mut interner);
     let size = |sets: &[Vec<u32>]| sets.iter().map(Vec::len).sum::<usize>() as f64;
 
-    let mut first_pred: HashMap<&[u32], usize> = HashMap::new();
+    let mut first_pred: HashMap<&[u32], usize> = HashMap::default();
     for (p, set) in pred_sets.iter().enumerate() {
         first_pred.entry(set.as_slice()).or_insert(p);
     }
-    let mut claimed_by: HashMap<usize, usize> = HashMap::new();
+    let mut claimed_by: HashMap<usize, usize> = HashMap::default();
     let mut pred_claimed = vec![false; pred_sets.len()];
     let mut remaining_gold = Vec::new();
     let mut overlaps = Vec::new();
