@@ -16,9 +16,11 @@
 //! `W` counts posting-list entries visited: the first evaluation of every gold row visits
 //! `T = Σ_token gold_count(token) · pred_count(token)` entries (the number of equal cells over
 //! all pairs), and a re-evaluation visits that row's lists again, from which taken rows are
-//! compacted away. Memory does not grow with `T`. Low-cardinality columns make `T` quadratic
-//! (a constant column alone gives `T = |G|·|P|`); the work cap turns that into an explicit
-//! truncation instead of an unbounded run.
+//! compacted away (a list untouched since the last take is read without checks). Postings
+//! live in one flat array, one segment per token. Memory does not grow with `T`.
+//! Low-cardinality columns make `T` quadratic (a constant column alone gives
+//! `T = |G|·|P|`); the work cap turns that into an explicit truncation instead of an
+//! unbounded run. `T` is known before any matching, so such inputs fail fast.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
