@@ -2,3 +2,4 @@
 
 pub mod esm;
 pub mod ex;
+pub mod sqlmorph;
