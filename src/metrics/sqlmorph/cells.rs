@@ -4,8 +4,9 @@ use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 
 use super::greedy::{greedy_match, Similarity, TokenRows};
-use super::values::{key, sqlite_cmp_rows, Key};
+use super::values::sqlite_cmp_rows;
 use super::{cell, Tally};
+use crate::exec::value::HashKey as Key;
 use crate::exec::ResultSet;
 
 /// Matched cells of two results projected onto `pairs` (`c∩`). Cell totals are left to the
@@ -105,10 +106,12 @@ fn intern_projection<'a>(
     for row in &result.rows {
         for (pair, map) in pairs.iter().zip(&mut interner.positions) {
             let next = &mut interner.next;
-            let token = *map.entry(key(cell(row, side(pair)))).or_insert_with(|| {
-                *next += 1;
-                *next - 1
-            });
+            let token = *map
+                .entry(cell(row, side(pair)).hash_key())
+                .or_insert_with(|| {
+                    *next += 1;
+                    *next - 1
+                });
             tokens.push(token);
         }
     }

@@ -8,8 +8,8 @@ use pathfinding::kuhn_munkres::kuhn_munkres;
 use pathfinding::matrix::Matrix;
 
 use super::embed::cosine;
-use super::values::{key, py_float_repr, py_str, Key};
 use super::{cell, MetricError, Options};
+use crate::exec::value::{py_float_repr, py_str, HashKey as Key};
 use crate::exec::{ResultSet, Value};
 
 /// EC: equal names. Paper: the k-th occurrence of a name in gold pairs with its k-th
@@ -171,7 +171,7 @@ fn top_values(values: &[&Value], as_float: bool) -> Vec<String> {
     let mut index: HashMap<Key, usize> = HashMap::new();
     let mut counted: Vec<(&Value, usize)> = Vec::new();
     for value in values.iter().filter(|v| !matches!(v, Value::Null)) {
-        let slot = *index.entry(key(value)).or_insert_with(|| {
+        let slot = *index.entry((value).hash_key()).or_insert_with(|| {
             counted.push((value, 0));
             counted.len() - 1
         });

@@ -45,8 +45,8 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 pub use embed::{Embedder, NgramEmbedder};
 pub use regime::{CellMatching, ColumnMatching, Extras, ParseRegimeError, Regime};
 
+use crate::exec::value::HashKey as Key;
 use crate::exec::{ExecError, Execution, ResultSet, Value};
-use values::{key, Key};
 
 /// The three metrics (and EX, always reported alongside), each in `[0, 1]`.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -319,7 +319,7 @@ fn ex_shortcut(gold: &ResultSet, pred: &ResultSet, compat: bool) -> bool {
 fn row_hash(row: &[Value]) -> u64 {
     let mut hasher = FxHasher::default();
     for value in row {
-        key(value).hash(&mut hasher);
+        (value).hash_key().hash(&mut hasher);
     }
     hasher.finish()
 }
@@ -329,7 +329,7 @@ fn row_set(result: &ResultSet) -> FxHashSet<Vec<Key<'_>>> {
 }
 
 fn row_key(row: &[Value]) -> Vec<Key<'_>> {
-    row.iter().map(key).collect()
+    row.iter().map(Value::hash_key).collect()
 }
 
 /// A row's cell, NULL when a malformed row is too short.

@@ -3,8 +3,9 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::greedy::{greedy_match, Similarity, TokenRows};
-use super::values::{key, py_str, sqlite_cmp_rows, Key};
+use super::values::sqlite_cmp_rows;
 use super::Tally;
+use crate::exec::value::{py_str, HashKey as Key};
 use crate::exec::ResultSet;
 
 /// Paper NC: each row is the multiset `V(r)` of its values under Python equality. Exact phase:
@@ -113,7 +114,7 @@ fn value_multisets<'a>(
                 .iter()
                 .map(|v| {
                     let next = interner.len() as u32;
-                    *interner.entry(key(v)).or_insert(next)
+                    *interner.entry((v).hash_key()).or_insert(next)
                 })
                 .collect();
             tokens.sort_unstable();

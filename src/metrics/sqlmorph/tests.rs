@@ -5,8 +5,9 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::values::{key, py_str, sqlite_cmp_rows};
+use super::values::sqlite_cmp_rows;
 use super::*;
+use crate::exec::value::py_str;
 use crate::exec::{ExecErrorKind, Execution};
 
 fn int(i: i64) -> Value {
@@ -548,7 +549,7 @@ fn random_result(rng: &mut Rng, names: &[&str]) -> ResultSet {
 }
 
 fn same(a: &Value, b: &Value) -> bool {
-    key(a) == key(b)
+    (a).hash_key() == (b).hash_key()
 }
 
 fn same_row(a: &[Value], b: &[Value]) -> bool {
