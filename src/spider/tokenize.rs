@@ -40,7 +40,7 @@ fn mask_literals(sql: &str) -> Result<(String, HashMap<String, String>), ParseEr
         .filter(|(_, (_, c))| *c == '"')
         .map(|(char_index, (byte, _))| (byte, char_index))
         .collect();
-    if quotes.len() % 2 != 0 {
+    if !quotes.len().is_multiple_of(2) {
         return Err(ParseError::new("unexpected quote: quotes are not balanced"));
     }
     let mut masked = String::with_capacity(text.len());
