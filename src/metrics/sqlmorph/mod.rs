@@ -26,6 +26,7 @@
 //! partial credit, SC without type classes and with its projection misalignment, EC
 //! duplicate names mapped to their last occurrence.
 
+mod case;
 mod cells;
 mod columns;
 mod embed;
@@ -42,6 +43,7 @@ use std::sync::LazyLock;
 
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
+pub use case::case_scores;
 pub use embed::{Embedder, NgramEmbedder};
 pub use regime::{CellMatching, ColumnMatching, Extras, ParseRegimeError, Regime};
 
