@@ -1,5 +1,6 @@
 //! The `sqlgate` command line.
 
+mod generate;
 mod score;
 mod test;
 
@@ -29,6 +30,9 @@ enum Command {
     Test(test::TestArgs),
     /// Score a predictions file against a gold set, offline, like the official evaluators.
     Score(score::ScoreArgs),
+    /// Generate a family of mutant cases from a benchmark, written to disk.
+    #[command(subcommand)]
+    Generate(generate::GenerateCommand),
 }
 
 pub fn main() -> ExitCode {
@@ -46,6 +50,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Test(args) => test::run(args),
         Command::Score(args) => score::run(args),
+        Command::Generate(command) => generate::run(command),
     };
     match result {
         Ok(code) => ExitCode::from(code),
