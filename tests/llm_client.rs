@@ -288,3 +288,65 @@ fn bad_client_configurations_are_refused() {
     assert!(Client::new(&config("http://127.0.0.1:8765/v1", Duration::ZERO)).is_err());
     assert!(Client::new(&config("http://127.0.0.1:8765/v1", Duration::from_secs(1))).is_ok());
 }
+
+#[test]
+fn the_cached_embedder_asks_only_for_texts_it_has_not_seen() {
+    use sqlgate::llm::CachedEmbedder;
+    use sqlgate::metrics::sqlmorph::Embedder;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("embeddings.jsonl");
+    let body = |vectors: &[[f32; 2]]| {
+        let data: Vec<_> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| json!({"index": i, "embedding": v}))
+            .collect();
+        json!({"data": data}).to_string()
+    };
+    let server = TestServer::start(vec![
+        Canned::new(200, body(&[[1.0, 0.0], [0.0, 1.0]])),
+        Canned::new(200, body(&[[0.5, 0.5]])),
+    ]);
+    let texts = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let embedder = CachedEmbedder::open(
+        client(&server.base_url, None, Duration::from_secs(10)),
+        "m",
+        &cache,
+    )
+    .unwrap();
+    assert_eq!(
+        embedder.embed(&texts(&["a", "b"])).unwrap(),
+        vec![vec![1.0, 0.0], vec![0.0, 1.0]]
+    );
+    // "b" is cached: only "c" is asked for, and the answer keeps the input order.
+    assert_eq!(
+        embedder.embed(&texts(&["b", "c"])).unwrap(),
+        vec![vec![0.0, 1.0], vec![0.5, 0.5]]
+    );
+    let requests = server.finish();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].json()["input"], json!(["c"]));
+    // A torn last line (a run killed mid-write) is ignored; the rest is read back, and a fresh
+    // embedder on the same file makes no request at all (its server is gone).
+    let mut text = std::fs::read_to_string(&cache).unwrap();
+    text.push_str("{\"key\": \"torn");
+    std::fs::write(&cache, text).unwrap();
+    let offline = CachedEmbedder::open(
+        client("http://127.0.0.1:9/v1", None, Duration::from_secs(1)),
+        "m",
+        &cache,
+    )
+    .unwrap();
+    assert_eq!(
+        offline.embed(&texts(&["c", "a"])).unwrap(),
+        vec![vec![0.5, 0.5], vec![1.0, 0.0]]
+    );
+    assert!(
+        offline.embed(&texts(&["new"])).is_err(),
+        "an unseen text needs the server"
+    );
+    assert!(
+        std::fs::read_to_string(&cache).unwrap().ends_with('\n'),
+        "the torn line was cut"
+    );
+}

@@ -6,6 +6,7 @@
 //! which reads `retryable` and `retry_after` from the error.
 
 mod chat;
+mod embedder;
 mod embeddings;
 pub(crate) mod errors;
 
@@ -18,6 +19,7 @@ use serde_json::Value;
 use crate::system::{SystemError, SystemErrorKind};
 
 pub use chat::{ChatReply, ChatRequest, Message};
+pub use embedder::CachedEmbedder;
 pub(crate) use errors::excerpt;
 
 /// Where the API is and how to reach it.
