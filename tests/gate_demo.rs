@@ -18,6 +18,11 @@ struct Gate {
 
 impl Gate {
     fn new() -> Gate {
+        Gate::with_suite_settings("gate = { ex = \">= 0.6\" }")
+    }
+
+    /// The demo gate with these `[[suite]]` settings.
+    fn with_suite_settings(settings: &str) -> Gate {
         let dir = tempfile::tempdir().unwrap();
         let predictions = dir.path().join("sample.jsonl");
         std::fs::copy(
@@ -35,7 +40,7 @@ impl Gate {
             r#"
 [[suite]]
 benchmark = "{}"
-gate = {{ ex = ">= 0.6" }}
+{settings}
 
 [[system]]
 name = "sample"
@@ -258,4 +263,25 @@ fn both_front_ends_give_the_same_verdicts() {
         .map(|(name, _)| *name)
         .collect();
     assert_eq!(failed, ["demo::bookshop::q02", "demo::bookshop::q04"]);
+}
+
+#[test]
+fn a_suite_regime_gates_on_fine_grained_metrics_and_records_them() {
+    let strict = Gate::with_suite_settings("regime = \"EC-PC-PE\"\ngate = { f1 = \">= 0.99\", exr = \">= 0.5\" }");
+    let output = strict.sqlgate(&["--no-fail-fast", "--junit", "junit.xml"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(100), "{text}");
+    let (_, failed) = junit_failures(&strict.path("junit.xml"));
+    assert_eq!(failed, ["demo::gate::f1"], "{text}");
+    // Every case reports its EXP, EXR and F1, in JUnit and in the snapshot.
+    let xml = std::fs::read_to_string(strict.path("junit.xml")).unwrap();
+    assert!(xml.contains("name=\"f1\""), "{xml}");
+    let pending = std::fs::read_to_string(strict.path("snapshots/demo.snap.new")).unwrap();
+    let q06 = pending.lines().find(|l| l.starts_with("demo::bookshop::q06 ")).unwrap();
+    assert!(q06.contains("ex=0") && q06.contains("exp=") && q06.contains("f1="), "{q06}");
+    let q01 = pending.lines().find(|l| l.starts_with("demo::bookshop::q01 ")).unwrap();
+    assert!(q01.contains("exp=1") && q01.contains("exr=1") && q01.contains("f1=1"), "{q01}");
+    let lenient = Gate::with_suite_settings("regime = \"EC-PC-PE\"\ngate = { f1 = \">= 0.5\" }");
+    let output = lenient.sqlgate(&["--no-fail-fast"]);
+    assert!(stdout(&output).contains("PASS") && stdout(&output).contains("demo::gate::f1"));
 }

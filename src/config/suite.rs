@@ -8,6 +8,7 @@ use serde::Deserialize;
 use crate::bench::GoldFormat;
 use crate::gate::threshold::Threshold;
 use crate::metrics::ex::Mode;
+use crate::metrics::sqlmorph::Regime;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +28,9 @@ pub struct SuiteConfig {
     pub max_rows: Option<usize>,
     #[serde(default)]
     pub keep_distinct: bool,
+    /// SQLMorph regime (`EC-PC-PE`...) whose EXP, EXR and F1 each case reports, for gates
+    /// such as `f1 = ">= 0.8"` and for snapshots (default: none, EX only).
+    pub regime: Option<Regime>,
     /// Thresholds of this suite, overriding the top-level `[gate]`.
     #[serde(default)]
     pub gate: BTreeMap<String, Threshold>,

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::bench::{Answer, Prediction};
 use crate::exec::Engine;
 use crate::metrics::ex::Verdict;
+use crate::metrics::sqlmorph::{self, Options, Scores};
 use crate::scoring::{self, CaseScore};
 use crate::system::{Reply, SystemError};
 
@@ -20,6 +21,8 @@ pub struct CaseRun {
     pub test: String,
     pub case_index: usize,
     pub score: CaseScore,
+    /// EXP, EXR and F1 under the suite's regime, when it has one (0/0/0 without an answer).
+    pub fine: Option<Scores>,
     pub duration: Duration,
 }
 
@@ -69,10 +72,32 @@ pub fn evaluate_case(
         }
         Err(error) => system_failure(case, format!("{}: {}", error.kind.as_str(), error.message)),
     };
+    let fine = suite.regime.map(|regime| {
+        let answered = score.sql.as_deref().filter(|_| case.feasible);
+        let files = suite.bench.db_files(case, false);
+        match (answered, files) {
+            (Some(sql), Ok(files)) => {
+                let scores = sqlmorph::case_scores(
+                    &case.gold,
+                    &files[0],
+                    sql,
+                    &[regime],
+                    &Options::default(),
+                    engine,
+                );
+                scores
+                    .ok()
+                    .and_then(|mut s| s.remove(&regime.to_string()))
+                    .unwrap_or(Scores::NONE)
+            }
+            _ => Scores::NONE,
+        }
+    });
     CaseRun {
         test,
         case_index,
         score,
+        fine,
         duration: start.elapsed(),
     }
 }
@@ -115,6 +140,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     if known_failure {
         properties.insert("known_failure".to_string(), "true".to_string());
     }
+    properties.extend(fine_metrics(run));
     let message = (status == TestStatus::Failed).then(|| failure_message(run, accepted, must_pass));
     let detail = (!correct).then(|| failure_detail(case, &run.score));
     TestResult {
@@ -177,13 +203,37 @@ pub fn format_metric(value: f64) -> String {
     }
 }
 
-/// Aggregate metrics of a suite's evaluated cases.
+/// A case's EXP, EXR and F1, formatted, when its suite has a regime.
+pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
+    match run.fine {
+        Some(scores) => vec![
+            ("exp".to_string(), format_metric(scores.exp)),
+            ("exr".to_string(), format_metric(scores.exr)),
+            ("f1".to_string(), format_metric(scores.f1)),
+        ],
+        None => Vec::new(),
+    }
+}
+
+/// Aggregate metrics of a suite's evaluated cases: means over the feasible ones.
 pub fn suite_metrics(runs: &[CaseRun]) -> BTreeMap<String, f64> {
     let feasible: Vec<&CaseRun> = runs.iter().filter(|r| r.score.feasible).collect();
     let mut metrics = BTreeMap::new();
-    if !feasible.is_empty() {
-        let ex = feasible.iter().map(|r| r.score.ex).sum::<f64>() / feasible.len() as f64;
-        metrics.insert("ex".to_string(), ex);
+    if feasible.is_empty() {
+        return metrics;
+    }
+    let n = feasible.len() as f64;
+    metrics.insert(
+        "ex".to_string(),
+        feasible.iter().map(|r| r.score.ex).sum::<f64>() / n,
+    );
+    let fine: Option<Vec<Scores>> = feasible.iter().map(|r| r.fine).collect();
+    if let Some(fine) = fine {
+        let parts: [(&str, fn(&Scores) -> f64); 3] =
+            [("exp", |s| s.exp), ("exr", |s| s.exr), ("f1", |s| s.f1)];
+        for (name, part) in parts {
+            metrics.insert(name.to_string(), fine.iter().map(part).sum::<f64>() / n);
+        }
     }
     metrics
 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::bench::{Benchmark, Case};
 use crate::exec::Limits;
 use crate::metrics::ex::{Mode, ModeOptions};
+use crate::metrics::sqlmorph::Regime;
 
 use super::threshold::Threshold;
 
@@ -17,6 +18,8 @@ pub struct SuitePlan {
     pub mode: Mode,
     pub mode_options: ModeOptions,
     pub limits: Limits,
+    /// The SQLMorph regime of the suite's EXP/EXR/F1, when it has one.
+    pub regime: Option<Regime>,
     /// Aggregate thresholds, by metric name (`ex`).
     pub gates: BTreeMap<String, Threshold>,
     /// Test names that must be correct whatever the accepted snapshot says.

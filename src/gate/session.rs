@@ -285,7 +285,9 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
         name: run.test.clone(),
         passed: run.correct(),
         verdict: run.score.verdict.as_str().to_string(),
-        metrics: [("ex".to_string(), judge::format_metric(run.score.ex))].into(),
+        metrics: std::iter::once(("ex".to_string(), judge::format_metric(run.score.ex)))
+            .chain(judge::fine_metrics(run))
+            .collect(),
         sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
     }
 }

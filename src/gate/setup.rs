@@ -9,6 +9,7 @@ use crate::config::{Config, ProfileConfig};
 use crate::error::InputError;
 use crate::exec::Limits;
 use crate::metrics::ex::ModeOptions;
+use crate::metrics::sqlmorph::{ColumnMatching, Extras};
 
 use super::plan::SuitePlan;
 
@@ -44,6 +45,16 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             max_rows: suite.max_rows.unwrap_or(Limits::default().max_rows),
             ..Limits::default()
         };
+        if let Some(regime) = suite
+            .regime
+            .filter(|r| r.columns == ColumnMatching::NoColumn && r.extras == Extras::Ignore)
+        {
+            return Err(InputError::file(
+                &config.path,
+                format!("[[suite]] regime {regime}: IE is not defined under NC"),
+            )
+            .at_record(index));
+        }
         let mut gates = config.gate.clone();
         gates.extend(suite.gate.clone());
         gates.extend(profile.gate.clone());
@@ -65,6 +76,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
                 ..ModeOptions::default()
             },
             limits,
+            regime: suite.regime,
             gates,
             bench,
             name,

@@ -63,6 +63,15 @@ pub struct Scores {
 }
 
 impl Scores {
+    /// The scores of a case with no answer to compare (abstained, failed, infeasible).
+    pub const NONE: Scores = Scores {
+        ex: false,
+        exp: 0.0,
+        exr: 0.0,
+        f1: 0.0,
+        note: None,
+    };
+
     fn exact_match() -> Self {
         Scores {
             ex: true,
