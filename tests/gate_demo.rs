@@ -267,7 +267,9 @@ fn both_front_ends_give_the_same_verdicts() {
 
 #[test]
 fn a_suite_regime_gates_on_fine_grained_metrics_and_records_them() {
-    let strict = Gate::with_suite_settings("regime = \"EC-PC-PE\"\ngate = { f1 = \">= 0.99\", exr = \">= 0.5\" }");
+    let strict = Gate::with_suite_settings(
+        "regime = \"EC-PC-PE\"\ngate = { f1 = \">= 0.99\", exr = \">= 0.5\" }",
+    );
     let output = strict.sqlgate(&["--no-fail-fast", "--junit", "junit.xml"]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(100), "{text}");
@@ -277,10 +279,22 @@ fn a_suite_regime_gates_on_fine_grained_metrics_and_records_them() {
     let xml = std::fs::read_to_string(strict.path("junit.xml")).unwrap();
     assert!(xml.contains("name=\"f1\""), "{xml}");
     let pending = std::fs::read_to_string(strict.path("snapshots/demo.snap.new")).unwrap();
-    let q06 = pending.lines().find(|l| l.starts_with("demo::bookshop::q06 ")).unwrap();
-    assert!(q06.contains("ex=0") && q06.contains("exp=") && q06.contains("f1="), "{q06}");
-    let q01 = pending.lines().find(|l| l.starts_with("demo::bookshop::q01 ")).unwrap();
-    assert!(q01.contains("exp=1") && q01.contains("exr=1") && q01.contains("f1=1"), "{q01}");
+    let q06 = pending
+        .lines()
+        .find(|l| l.starts_with("demo::bookshop::q06 "))
+        .unwrap();
+    assert!(
+        q06.contains("ex=0") && q06.contains("exp=") && q06.contains("f1="),
+        "{q06}"
+    );
+    let q01 = pending
+        .lines()
+        .find(|l| l.starts_with("demo::bookshop::q01 "))
+        .unwrap();
+    assert!(
+        q01.contains("exp=1") && q01.contains("exr=1") && q01.contains("f1=1"),
+        "{q01}"
+    );
     let lenient = Gate::with_suite_settings("regime = \"EC-PC-PE\"\ngate = { f1 = \">= 0.5\" }");
     let output = lenient.sqlgate(&["--no-fail-fast"]);
     assert!(stdout(&output).contains("PASS") && stdout(&output).contains("demo::gate::f1"));

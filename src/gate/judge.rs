@@ -229,11 +229,10 @@ pub fn suite_metrics(runs: &[CaseRun]) -> BTreeMap<String, f64> {
     );
     let fine: Option<Vec<Scores>> = feasible.iter().map(|r| r.fine).collect();
     if let Some(fine) = fine {
-        let parts: [(&str, fn(&Scores) -> f64); 3] =
-            [("exp", |s| s.exp), ("exr", |s| s.exr), ("f1", |s| s.f1)];
-        for (name, part) in parts {
-            metrics.insert(name.to_string(), fine.iter().map(part).sum::<f64>() / n);
-        }
+        let mean = |part: fn(&Scores) -> f64| fine.iter().map(part).sum::<f64>() / n;
+        metrics.insert("exp".to_string(), mean(|s| s.exp));
+        metrics.insert("exr".to_string(), mean(|s| s.exr));
+        metrics.insert("f1".to_string(), mean(|s| s.f1));
     }
     metrics
 }
