@@ -299,3 +299,63 @@ fn a_suite_regime_gates_on_fine_grained_metrics_and_records_them() {
     let output = lenient.sqlgate(&["--no-fail-fast"]);
     assert!(stdout(&output).contains("PASS") && stdout(&output).contains("demo::gate::f1"));
 }
+
+/// A real embeddings server on 127.0.0.1: one vector per input, derived from its text.
+fn embeddings_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    let requests = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&requests);
+    std::thread::spawn(move || {
+        for mut request in server.incoming_requests() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            let inputs = body["input"].as_array().cloned().unwrap_or_default();
+            let data: Vec<serde_json::Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    let text = text.as_str().unwrap_or_default();
+                    let letters = |set: &str| text.chars().filter(|c| set.contains(*c)).count() as f64;
+                    serde_json::json!({"index": i, "embedding": [letters("aeiou"), letters("nrst"), letters("0123456789"), 1.0]})
+                })
+                .collect();
+            let _ = request.respond(tiny_http::Response::from_string(
+                serde_json::json!({"data": data}).to_string(),
+            ));
+        }
+    });
+    (url, requests)
+}
+
+#[test]
+fn semantic_column_matching_uses_a_cached_embeddings_endpoint() {
+    use std::sync::atomic::Ordering;
+    let (url, requests) = embeddings_server();
+    let settings =
+        format!("regime = \"SC-EC-PE\"\nembeddings = {{ base_url = \"{url}\", model = \"toy\" }}");
+    let gate = Gate::with_suite_settings(&settings);
+    let first = gate.sqlgate(&["--no-fail-fast", "--junit", "junit.xml"]);
+    assert!(
+        matches!(first.status.code(), Some(0 | 100)),
+        "{}",
+        stdout(&first)
+    );
+    let asked = requests.load(Ordering::SeqCst);
+    assert!(asked > 0, "SC matching embedded column descriptors");
+    let cache = std::fs::read_to_string(gate.path("snapshots/embeddings/toy.jsonl")).unwrap();
+    assert!(cache.lines().count() > 0);
+    let xml = std::fs::read_to_string(gate.path("junit.xml")).unwrap();
+    assert!(xml.contains("name=\"f1\""));
+    // A rerun embeds nothing anew: every descriptor is in the cache.
+    let second = gate.sqlgate(&["--no-fail-fast"]);
+    assert_eq!(second.status.code(), first.status.code());
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        asked,
+        "the rerun asked the server again"
+    );
+}

@@ -31,7 +31,25 @@ pub struct SuiteConfig {
     /// SQLMorph regime (`EC-PC-PE`...) whose EXP, EXR and F1 each case reports, for gates
     /// such as `f1 = ">= 0.8"` and for snapshots (default: none, EX only).
     pub regime: Option<Regime>,
+    /// Embeddings for SC column matching from an OpenAI-compatible endpoint, cached in
+    /// `<snapshots>/embeddings/<model>.jsonl` (default: the offline n-gram embedder).
+    pub embeddings: Option<EmbeddingsConfig>,
     /// Thresholds of this suite, overriding the top-level `[gate]`.
     #[serde(default)]
     pub gate: BTreeMap<String, Threshold>,
+}
+
+/// `embeddings = { base_url = "...", model = "...", api_key_env = "..." }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsConfig {
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_embeddings_timeout")]
+    pub timeout_secs: f64,
+}
+
+fn default_embeddings_timeout() -> f64 {
+    60.0
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::bench::{Answer, Prediction};
 use crate::exec::Engine;
-use crate::metrics::ex::Verdict;
+use crate::metrics::ex::{Diagnostic, Verdict};
 use crate::metrics::sqlmorph::{self, Options, Scores};
 use crate::scoring::{self, CaseScore};
 use crate::system::{Reply, SystemError};
@@ -47,7 +47,7 @@ pub fn evaluate_case(
     let start = Instant::now();
     let case = &suite.bench.cases[case_index];
     let test = suite.case_test_name(case);
-    let score = match reply {
+    let mut score = match reply {
         Ok(reply) => {
             let prediction = Prediction {
                 answer: reply.sql.clone().map_or(Answer::Abstain, Answer::Sql),
@@ -75,22 +75,26 @@ pub fn evaluate_case(
     let fine = suite.regime.map(|regime| {
         let answered = score.sql.as_deref().filter(|_| case.feasible);
         let files = suite.bench.db_files(case, false);
-        match (answered, files) {
-            (Some(sql), Ok(files)) => {
-                let scores = sqlmorph::case_scores(
-                    &case.gold,
-                    &files[0],
-                    sql,
-                    &[regime],
-                    &Options::default(),
-                    engine,
-                );
-                scores
-                    .ok()
-                    .and_then(|mut s| s.remove(&regime.to_string()))
-                    .unwrap_or(Scores::NONE)
+        let (Some(sql), Ok(files)) = (answered, files) else {
+            return Scores::NONE;
+        };
+        let options = match &suite.embedder {
+            Some(embedder) => Options {
+                embedder: embedder.as_ref(),
+                ..Options::default()
+            },
+            None => Options::default(),
+        };
+        match sqlmorph::case_scores(&case.gold, &files[0], sql, &[regime], &options, engine) {
+            Ok(mut scores) => scores.remove(&regime.to_string()).unwrap_or(Scores::NONE),
+            Err(error) => {
+                // Scored 0, and said: an unreachable embeddings server must not pass unnoticed.
+                score.diagnostics.push(Diagnostic {
+                    code: "fine_grained_error",
+                    message: error.to_string(),
+                });
+                Scores::NONE
             }
-            _ => Scores::NONE,
         }
     });
     CaseRun {
@@ -188,6 +192,12 @@ fn failure_detail(case: &crate::bench::Case, score: &CaseScore) -> String {
     ));
     if let Some(error) = &score.error {
         lines.push(format!("error:     {error}"));
+    }
+    for diagnostic in &score.diagnostics {
+        lines.push(format!(
+            "note:      {}: {}",
+            diagnostic.code, diagnostic.message
+        ));
     }
     lines.join("\n")
 }

@@ -2,11 +2,12 @@
 //! Built from `sqlgate.toml`, or directly by a Rust user plugging in their own system.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::bench::{Benchmark, Case};
 use crate::exec::Limits;
 use crate::metrics::ex::{Mode, ModeOptions};
-use crate::metrics::sqlmorph::Regime;
+use crate::metrics::sqlmorph::{Embedder, Regime};
 
 use super::threshold::Threshold;
 
@@ -20,6 +21,8 @@ pub struct SuitePlan {
     pub limits: Limits,
     /// The SQLMorph regime of the suite's EXP/EXR/F1, when it has one.
     pub regime: Option<Regime>,
+    /// Embeds column descriptors for SC matching; `None`: the offline n-gram embedder.
+    pub embedder: Option<Arc<dyn Embedder + Send>>,
     /// Aggregate thresholds, by metric name (`ex`).
     pub gates: BTreeMap<String, Threshold>,
     /// Test names that must be correct whatever the accepted snapshot says.

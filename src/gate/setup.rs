@@ -2,13 +2,16 @@
 //! resolves its thresholds (top-level `[gate]` < suite `gate` < profile `gate`).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bench::{self, LoadOptions};
-use crate::config::{Config, ProfileConfig};
+use crate::config::{Config, EmbeddingsConfig, ProfileConfig};
 use crate::error::InputError;
 use crate::exec::Limits;
+use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::ModeOptions;
+use crate::metrics::sqlmorph::Embedder;
 use crate::metrics::sqlmorph::{ColumnMatching, Extras};
 
 use super::plan::SuitePlan;
@@ -77,6 +80,11 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             },
             limits,
             regime: suite.regime,
+            embedder: suite
+                .embeddings
+                .as_ref()
+                .map(|e| embedder(config, e))
+                .transpose()?,
             gates,
             bench,
             name,
@@ -99,4 +107,32 @@ fn check_case_names(config: &Config, plans: &[SuitePlan]) -> Result<(), InputErr
         )),
         None => Ok(()),
     }
+}
+
+fn embedder(
+    config: &Config,
+    settings: &EmbeddingsConfig,
+) -> Result<Arc<dyn Embedder + Send>, InputError> {
+    let timeout = Duration::try_from_secs_f64(settings.timeout_secs).map_err(|_| {
+        InputError::file(
+            &config.path,
+            "[[suite]] embeddings: timeout_secs must be a positive number",
+        )
+    })?;
+    let client = Client::new(&ClientConfig {
+        base_url: settings.base_url.clone(),
+        api_key_env: settings.api_key_env.clone(),
+        timeout,
+    })
+    .map_err(|e| InputError::file(&config.path, format!("[[suite]] embeddings: {}", e.0)))?;
+    let file = settings.model.replace(['/', '\\', ':'], "_");
+    let cache = config
+        .resolve(&config.snapshots)
+        .join("embeddings")
+        .join(format!("{file}.jsonl"));
+    Ok(Arc::new(CachedEmbedder::open(
+        client,
+        &settings.model,
+        &cache,
+    )?))
 }
