@@ -1,5 +1,6 @@
 //! The `sqlgate` command line.
 
+mod calibrate;
 mod score;
 mod test;
 
@@ -29,6 +30,8 @@ enum Command {
     Test(test::TestArgs),
     /// Score a predictions file against a gold set, offline, like the official evaluators.
     Score(score::ScoreArgs),
+    /// Score single-error mutants of a gold set: how each SQLMorph metric reacts to each error.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -46,6 +49,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Test(args) => test::run(args),
         Command::Score(args) => score::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
