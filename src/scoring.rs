@@ -72,6 +72,21 @@ pub fn score(
     predictions: &[Prediction],
     mode: Mode,
     options: &ModeOptions,
+    engine: &Engine,
+) -> Result<Vec<CaseScore>, InputError> {
+    let no_fine = FineMetrics {
+        regimes: &[],
+        options: sqlmorph::Options::default(),
+    };
+    score_with_fine(bench, predictions, mode, options, &no_fine, engine)
+}
+
+/// [`score`], adding the fine-grained metrics of `fine` to every answered feasible case.
+pub fn score_with_fine(
+    bench: &Benchmark,
+    predictions: &[Prediction],
+    mode: Mode,
+    options: &ModeOptions,
     fine: &FineMetrics,
     engine: &Engine,
 ) -> Result<Vec<CaseScore>, InputError> {

@@ -11,7 +11,7 @@ use super::EXIT_OK;
 use crate::bench::{self, GoldFormat, LoadOptions};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
-use crate::metrics::calibrate::{self, Calibration, CalibrateError, Settings};
+use crate::metrics::calibrate::{self, CalibrateError, Calibration, Settings};
 use crate::metrics::sqlmorph;
 use crate::mutate::DEFAULT_SEED;
 
@@ -104,7 +104,10 @@ fn render_text(calibration: &Calibration, source: &str) -> String {
 }
 
 fn render_table(out: &mut String, calibration: &Calibration) {
-    let mut header = format!("\n{:<22} {:>7} {:>8} {:>6}", "operator", "mutants", "exec_err", "ΔEX");
+    let mut header = format!(
+        "\n{:<22} {:>7} {:>8} {:>6}",
+        "operator", "mutants", "exec_err", "ΔEX"
+    );
     for regime in &calibration.regimes {
         let _ = write!(header, " │ {:>6} {:>6} {:>6}", "ΔEXP", "ΔEXR", "ΔF1");
         let _ = regime;
@@ -114,7 +117,8 @@ fn render_table(out: &mut String, calibration: &Calibration) {
         let _ = write!(regimes_line, " │ {regime:^20}");
     }
     let _ = writeln!(out, "{header}\n{regimes_line}");
-    let points = |delta: Option<f64>| delta.map_or("-".to_string(), |d| format!("{:.1}", d * 100.0));
+    let points =
+        |delta: Option<f64>| delta.map_or("-".to_string(), |d| format!("{:.1}", d * 100.0));
     for row in &calibration.table {
         let _ = write!(
             out,

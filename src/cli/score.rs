@@ -71,7 +71,9 @@ pub(super) struct RegimeList(pub Vec<Regime>);
 pub(super) fn parse_regimes(text: &str) -> Result<RegimeList, String> {
     let mut regimes = Vec::new();
     for name in text.split(',') {
-        let regime: Regime = name.parse().map_err(|e: sqlmorph::ParseRegimeError| e.to_string())?;
+        let regime: Regime = name
+            .parse()
+            .map_err(|e: sqlmorph::ParseRegimeError| e.to_string())?;
         if !regimes.contains(&regime) {
             regimes.push(regime);
         }
@@ -150,7 +152,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
             ..sqlmorph::Options::default()
         },
     };
-    let scores = scoring::score(
+    let scores = scoring::score_with_fine(
         &benchmark,
         &predictions,
         mode,

@@ -249,11 +249,11 @@ pub fn calibrate(
         .filter(|case| case.feasible)
         .filter_map(|case| {
             let sql = case.gold.first()?;
-            Some(
-                bench
-                    .db_files(case, false)
-                    .map(|files| files.first().map(|db| (case.id.as_str(), sql.as_str(), db.clone()))),
-            )
+            Some(bench.db_files(case, false).map(|files| {
+                files
+                    .first()
+                    .map(|db| (case.id.as_str(), sql.as_str(), db.clone()))
+            }))
         })
         .filter_map(Result::transpose)
         .collect::<Result<_, InputError>>()?;
@@ -349,7 +349,12 @@ fn score_all(
 ) -> Result<Vec<(String, Scores)>, MetricError> {
     regimes
         .iter()
-        .map(|&regime| Ok((regime.to_string(), fine_grained(gold, pred, regime, options)?)))
+        .map(|&regime| {
+            Ok((
+                regime.to_string(),
+                fine_grained(gold, pred, regime, options)?,
+            ))
+        })
         .collect()
 }
 

@@ -90,7 +90,13 @@ fn render_fine(out: &mut String, summary: &Summary) {
     if summary.fine.is_empty() {
         return;
     }
-    let width = summary.fine.keys().map(String::len).max().unwrap_or(0).max(6);
+    let width = summary
+        .fine
+        .keys()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .max(6);
     let _ = writeln!(
         out,
         "\n{:<width$}  {:>6}  {:>6}  {:>6}",
