@@ -10,6 +10,32 @@ use crate::bench::{Answer, Benchmark, Case, Prediction};
 use crate::error::InputError;
 use crate::exec::Engine;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Mode, ModeOptions, Outcome, Verdict};
+use crate::metrics::sqlmorph::{self, Regime};
+
+/// EXP, EXR and F1 under one SQLMorph regime (spec `sqlmorph-metrics.md` §5), each in [0, 1].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct FineScores {
+    pub exp: f64,
+    pub exr: f64,
+    pub f1: f64,
+}
+
+impl From<sqlmorph::Scores> for FineScores {
+    fn from(scores: sqlmorph::Scores) -> Self {
+        FineScores {
+            exp: scores.exp,
+            exr: scores.exr,
+            f1: scores.f1,
+        }
+    }
+}
+
+/// The fine-grained metrics `sqlgate score --metrics` asks for; no regimes: none computed.
+#[derive(Clone, Copy)]
+pub struct FineMetrics<'a> {
+    pub regimes: &'a [Regime],
+    pub options: sqlmorph::Options<'a>,
+}
 
 /// The outcome of one case.
 #[derive(Debug, Clone, Serialize)]
@@ -34,6 +60,10 @@ pub struct CaseScore {
     /// Markdown fences or prose were stripped from the prediction.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cleaned: bool,
+    /// SQLMorph EXP/EXR/F1 by regime name (`EC-EC-IE`), best over gold alternatives; empty
+    /// unless asked for, and for abstentions and infeasible cases.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub fine: BTreeMap<String, FineScores>,
 }
 
 /// Evaluates every case against its prediction (aligned by index), in parallel.
@@ -42,6 +72,22 @@ pub fn score(
     predictions: &[Prediction],
     mode: Mode,
     options: &ModeOptions,
+    engine: &Engine,
+) -> Result<Vec<CaseScore>, InputError> {
+    let no_fine = FineMetrics {
+        regimes: &[],
+        options: sqlmorph::Options::default(),
+    };
+    score_with_fine(bench, predictions, mode, options, &no_fine, engine)
+}
+
+/// [`score`], adding the fine-grained metrics of `fine` to every answered feasible case.
+pub fn score_with_fine(
+    bench: &Benchmark,
+    predictions: &[Prediction],
+    mode: Mode,
+    options: &ModeOptions,
+    fine: &FineMetrics,
     engine: &Engine,
 ) -> Result<Vec<CaseScore>, InputError> {
     let testsuite_folders = mode == Mode::Testsuite;
@@ -56,7 +102,9 @@ pub fn score(
         .zip(predictions.par_iter())
         .zip(db_files.par_iter())
         .map(|((case, prediction), files)| {
-            score_case(case, prediction, files, mode, options, engine)
+            let mut score = score_case(case, prediction, files, mode, options, engine);
+            add_fine_scores(&mut score, case, files, fine, engine);
+            score
         })
         .collect())
 }
@@ -102,7 +150,62 @@ pub fn score_case(
         diagnostics: outcome.diagnostics,
         sql,
         cleaned: prediction.cleaned,
+        fine: BTreeMap::new(),
     }
+}
+
+/// Adds the fine-grained metrics of an answered feasible case, on its first database file.
+/// A metric failure (an embedding model) is a diagnostic and leaves the case at 0/0/0.
+pub fn add_fine_scores(
+    score: &mut CaseScore,
+    case: &Case,
+    db_files: &[std::path::PathBuf],
+    fine: &FineMetrics,
+    engine: &Engine,
+) {
+    let (Some(sql), Some(db), true) = (&score.sql, db_files.first(), case.feasible) else {
+        return;
+    };
+    if fine.regimes.is_empty() {
+        return;
+    }
+    match sqlmorph::case_scores(&case.gold, db, sql, fine.regimes, &fine.options, engine) {
+        Ok(scores) => {
+            score.fine = scores
+                .into_iter()
+                .map(|(name, scores)| (name, scores.into()))
+                .collect();
+        }
+        Err(error) => score.diagnostics.push(Diagnostic {
+            code: "sqlmorph_error",
+            message: error.to_string(),
+        }),
+    }
+}
+
+/// Mean fine-grained metrics per regime over the feasible cases; a case without scores for a
+/// regime (abstained, no database, metric failure) counts as 0/0/0.
+pub fn fine_means(regimes: &[Regime], scores: &[CaseScore]) -> BTreeMap<String, FineScores> {
+    let feasible: Vec<&CaseScore> = scores.iter().filter(|s| s.feasible).collect();
+    let n = feasible.len().max(1) as f64;
+    regimes
+        .iter()
+        .map(|regime| {
+            let name = regime.to_string();
+            let mut sum = FineScores::default();
+            for case in feasible.iter().filter_map(|s| s.fine.get(&name)) {
+                sum.exp += case.exp;
+                sum.exr += case.exr;
+                sum.f1 += case.f1;
+            }
+            let mean = FineScores {
+                exp: sum.exp / n,
+                exr: sum.exr / n,
+                f1: sum.f1 / n,
+            };
+            (name, mean)
+        })
+        .collect()
 }
 
 /// Writes `1` rather than `1.0` for whole scores, as the JSON contract promises `0|1`.
@@ -161,6 +264,9 @@ pub struct Summary {
     pub cleaned: usize,
     /// EX per value of each tag family (`db`, `category`, `hardness`, `difficulty`...).
     pub breakdown: BTreeMap<String, BTreeMap<String, Tally>>,
+    /// Mean SQLMorph metrics by regime name ([`fine_means`]); empty unless asked for.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub fine: BTreeMap<String, FineScores>,
 }
 
 pub fn summarize(mode: Mode, scores: &[CaseScore]) -> Summary {
@@ -203,5 +309,6 @@ pub fn summarize(mode: Mode, scores: &[CaseScore]) -> Summary {
             .count(),
         cleaned: scores.iter().filter(|s| s.cleaned).count(),
         breakdown,
+        fine: BTreeMap::new(),
     }
 }

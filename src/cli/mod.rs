@@ -1,5 +1,6 @@
 //! The `sqlgate` command line.
 
+mod calibrate;
 mod generate;
 mod score;
 mod test;
@@ -33,6 +34,8 @@ enum Command {
     /// Generate a family of mutant cases from a benchmark, written to disk.
     #[command(subcommand)]
     Generate(generate::GenerateCommand),
+    /// Score single-error mutants of a gold set: how each SQLMorph metric reacts to each error.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -51,6 +54,7 @@ pub fn main() -> ExitCode {
         Command::Test(args) => test::run(args),
         Command::Score(args) => score::run(args),
         Command::Generate(command) => generate::run(command),
+        Command::Calibrate(args) => calibrate::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -10,8 +10,9 @@ use crate::bench::{self, GoldFormat, LoadOptions, PredFormat};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::metrics::ex::{Mode, ModeOptions};
+use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
 use crate::report::{score_json, score_text};
-use crate::scoring;
+use crate::scoring::{self, FineMetrics};
 
 #[derive(Args)]
 pub struct ScoreArgs {
@@ -53,6 +54,49 @@ pub struct ScoreArgs {
     pred_format: Option<PredFormat>,
     #[arg(long, value_enum, default_value = "text")]
     format: OutputFormat,
+    /// SQLMorph fine-grained metrics to add (EXP/EXR/F1), comma-separated regime names, e.g.
+    /// `EC-EC-IE,EC-PC-PE,SC-EC-IE,NC-PC` (see docs/metrics.md).
+    #[arg(long, value_parser = parse_regimes)]
+    metrics: Option<RegimeList>,
+    /// Compute the fine-grained metrics like the SQLMorph reference implementation instead of
+    /// the paper's definitions.
+    #[arg(long)]
+    sqlmorph_compat: bool,
+}
+
+/// Regimes named on the command line, in order, without repeats.
+#[derive(Clone)]
+pub(super) struct RegimeList(pub Vec<Regime>);
+
+pub(super) fn parse_regimes(text: &str) -> Result<RegimeList, String> {
+    let mut regimes = Vec::new();
+    for name in text.split(',') {
+        let regime: Regime = name
+            .parse()
+            .map_err(|e: sqlmorph::ParseRegimeError| e.to_string())?;
+        if !regimes.contains(&regime) {
+            regimes.push(regime);
+        }
+    }
+    Ok(RegimeList(regimes))
+}
+
+/// IE is undefined under NC except in compat mode (spec §5): refuse it before any work.
+pub(super) fn check_regimes(
+    flag: &str,
+    regimes: &[Regime],
+    compat: bool,
+) -> Result<(), InputError> {
+    let undefined = regimes
+        .iter()
+        .find(|r| r.columns == ColumnMatching::NoColumn && r.extras == Extras::Ignore);
+    match undefined {
+        Some(regime) if !compat => Err(InputError::file(
+            flag,
+            format!("{}", sqlmorph::MetricError::IgnoreExtrasUnderNc(*regime)),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -80,6 +124,8 @@ fn parse_timeout(text: &str) -> Result<TimeBound, String> {
 }
 
 pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
+    let regimes = args.metrics.map(|list| list.0).unwrap_or_default();
+    check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
     let options = LoadOptions {
         db_dir: args.db_dir,
         tables: args.tables,
@@ -99,8 +145,23 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         trustsql_raw: args.trustsql_raw,
     };
     let engine = Engine::new(limits);
-    let scores = scoring::score(&benchmark, &predictions, mode, &mode_options, &engine)?;
-    let summary = scoring::summarize(mode, &scores);
+    let fine = FineMetrics {
+        regimes: &regimes,
+        options: sqlmorph::Options {
+            sqlmorph_compat: args.sqlmorph_compat,
+            ..sqlmorph::Options::default()
+        },
+    };
+    let scores = scoring::score_with_fine(
+        &benchmark,
+        &predictions,
+        mode,
+        &mode_options,
+        &fine,
+        &engine,
+    )?;
+    let mut summary = scoring::summarize(mode, &scores);
+    summary.fine = scoring::fine_means(&regimes, &scores);
     let output = match args.format {
         OutputFormat::Text => score_text::render(&summary, &args.gold.display().to_string()),
         OutputFormat::Json => score_json::render(&summary, &scores),

@@ -119,6 +119,7 @@ fn system_failure(case: &crate::bench::Case, message: String) -> CaseScore {
         diagnostics: Vec::new(),
         sql: None,
         cleaned: false,
+        fine: BTreeMap::new(),
     }
 }
 

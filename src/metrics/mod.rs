@@ -1,5 +1,6 @@
 //! Metrics computed from executions and from the SQL itself.
 
+pub mod calibrate;
 pub mod esm;
 pub mod ex;
 pub mod sqlmorph;

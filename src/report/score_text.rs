@@ -53,6 +53,7 @@ pub fn render(summary: &Summary, source: &str) -> String {
             summary.cleaned
         );
     }
+    render_fine(&mut out, summary);
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();
         rows.sort_by_key(|(value, _)| {
@@ -82,4 +83,30 @@ pub fn render(summary: &Summary, source: &str) -> String {
         }
     }
     out
+}
+
+/// The SQLMorph metrics table, one row per regime, when `--metrics` asked for it.
+fn render_fine(out: &mut String, summary: &Summary) {
+    if summary.fine.is_empty() {
+        return;
+    }
+    let width = summary
+        .fine
+        .keys()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let _ = writeln!(
+        out,
+        "\n{:<width$}  {:>6}  {:>6}  {:>6}",
+        "regime", "EXP", "EXR", "F1"
+    );
+    for (regime, scores) in &summary.fine {
+        let _ = writeln!(
+            out,
+            "{regime:<width$}  {:>6.3}  {:>6.3}  {:>6.3}",
+            scores.exp, scores.exr, scores.f1
+        );
+    }
 }
