@@ -359,3 +359,63 @@ fn semantic_column_matching_uses_a_cached_embeddings_endpoint() {
         "the rerun asked the server again"
     );
 }
+
+#[test]
+fn score_embeds_through_the_same_cached_endpoint() {
+    use std::sync::atomic::Ordering;
+    let (url, requests) = embeddings_server();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("embeddings.jsonl");
+    let score = || {
+        Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args([
+                "score",
+                "--format",
+                "json",
+                "--metrics",
+                "SC-EC-PE",
+                "--embeddings-url",
+                &url,
+            ])
+            .args([
+                "--embeddings-model",
+                "toy",
+                "--embeddings-cache",
+                cache.to_str().unwrap(),
+                "--gold",
+            ])
+            .arg(repo().join("benchmarks/demo/suite.toml"))
+            .arg("--pred")
+            .arg(repo().join("benchmarks/demo/predictions/sample.jsonl"))
+            .output()
+            .unwrap()
+    };
+    let first = score();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(
+        first.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert!(
+        report["summary"]["fine"]["SC-EC-PE"]["f1"]
+            .as_f64()
+            .is_some(),
+        "{}",
+        report["summary"]
+    );
+    let asked = requests.load(Ordering::SeqCst);
+    assert!(asked > 0);
+    let second = score();
+    assert_eq!(second.stdout, first.stdout);
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        asked,
+        "the cache answered the rerun"
+    );
+}

@@ -9,6 +9,7 @@ use super::EXIT_OK;
 use crate::bench::{self, GoldFormat, LoadOptions, PredFormat};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
+use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::{Mode, ModeOptions};
 use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
 use crate::report::{score_json, score_text};
@@ -62,6 +63,15 @@ pub struct ScoreArgs {
     /// the paper's definitions.
     #[arg(long)]
     sqlmorph_compat: bool,
+    /// SC column matching through an OpenAI-compatible `/v1/embeddings` endpoint (default: the
+    /// offline n-gram embedder), e.g. `http://127.0.0.1:8080/v1`.
+    #[arg(long, requires = "embeddings_model")]
+    embeddings_url: Option<String>,
+    #[arg(long, requires = "embeddings_url")]
+    embeddings_model: Option<String>,
+    /// Where embeddings are cached.
+    #[arg(long, default_value = "snapshots/embeddings.jsonl")]
+    embeddings_cache: PathBuf,
 }
 
 /// Regimes named on the command line, in order, without repeats.
@@ -145,11 +155,29 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         trustsql_raw: args.trustsql_raw,
     };
     let engine = Engine::new(limits);
+    let remote = match (&args.embeddings_url, &args.embeddings_model) {
+        (Some(url), Some(model)) => {
+            let client = Client::new(&ClientConfig {
+                base_url: url.clone(),
+                api_key_env: None,
+                timeout: Duration::from_secs(60),
+            })
+            .map_err(|e| {
+                InputError::file(&args.embeddings_cache, format!("--embeddings-url: {}", e.0))
+            })?;
+            Some(CachedEmbedder::open(client, model, &args.embeddings_cache)?)
+        }
+        _ => None,
+    };
+    let default_options = sqlmorph::Options::default();
     let fine = FineMetrics {
         regimes: &regimes,
         options: sqlmorph::Options {
             sqlmorph_compat: args.sqlmorph_compat,
-            ..sqlmorph::Options::default()
+            embedder: remote
+                .as_ref()
+                .map_or(default_options.embedder, |e| e as &dyn sqlmorph::Embedder),
+            ..default_options
         },
     };
     let scores = scoring::score_with_fine(
@@ -167,5 +195,19 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         OutputFormat::Json => score_json::render(&summary, &scores),
     };
     println!("{output}");
+    // Scored 0 and listed per case in the JSON; said here too, so a dead embeddings server
+    // cannot pass unnoticed.
+    let metric_errors: Vec<&str> = scores
+        .iter()
+        .flat_map(|s| &s.diagnostics)
+        .filter(|d| d.code == "sqlmorph_error")
+        .map(|d| d.message.as_str())
+        .collect();
+    if let Some(first) = metric_errors.first() {
+        eprintln!(
+            "warning: {} fine-grained scores failed and count as 0; first: {first}",
+            metric_errors.len()
+        );
+    }
     Ok(EXIT_OK)
 }
