@@ -4,9 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn sqlgate(args: &[&str]) -> Output {
+/// `sqlgate score --gold GOLD --pred PRED EXTRA...`
+fn score(gold: &Path, pred: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sqlgate"))
-        .args(args)
+        .arg("score")
+        .arg("--gold")
+        .arg(gold)
+        .arg("--pred")
+        .arg(pred)
+        .args(extra)
         .output()
         .expect("sqlgate runs")
 }
@@ -32,15 +38,7 @@ fn stderr(output: &Output) -> String {
 fn demo_gold_predictions_score_one() {
     let suite = demo().join("suite.toml");
     let pred = demo().join("predictions/gold.jsonl");
-    let report = json(&sqlgate(&[
-        "score",
-        "--gold",
-        suite.to_str().unwrap(),
-        "--pred",
-        pred.to_str().unwrap(),
-        "--format",
-        "json",
-    ]));
+    let report = json(&score(&suite, &pred, &["--format", "json"]));
     assert_eq!(report["summary"]["ex"], 1.0);
     let cases = report["cases"].as_array().unwrap();
     let feasible = cases.iter().filter(|c| c["feasible"] == true).count();
@@ -59,15 +57,7 @@ fn demo_gold_predictions_score_one() {
 fn demo_sample_predictions_are_imperfect_and_classified() {
     let suite = demo().join("suite.toml");
     let pred = demo().join("predictions/sample.jsonl");
-    let report = json(&sqlgate(&[
-        "score",
-        "--gold",
-        suite.to_str().unwrap(),
-        "--pred",
-        pred.to_str().unwrap(),
-        "--format",
-        "json",
-    ]));
+    let report = json(&score(&suite, &pred, &["--format", "json"]));
     let ex = report["summary"]["ex"].as_f64().unwrap();
     assert!(ex > 0.5 && ex < 1.0, "ex = {ex}");
     let cases = report["cases"].as_array().unwrap();
@@ -79,13 +69,7 @@ fn demo_sample_predictions_are_imperfect_and_classified() {
         "a fenced prediction was cleaned"
     );
     // Text output carries the overall EX and a breakdown by category.
-    let text = sqlgate(&[
-        "score",
-        "--gold",
-        suite.to_str().unwrap(),
-        "--pred",
-        pred.to_str().unwrap(),
-    ]);
+    let text = score(&suite, &pred, &[]);
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(text.contains(&format!("EX {ex:.3}")), "{text}");
     assert!(text.contains("category"), "{text}");
@@ -116,13 +100,7 @@ fn copy_tree(from: &Path, to: &Path) {
 fn score_copy(dir: &Path, pred: &str) -> Output {
     let suite = dir.join("suite.toml");
     let pred = dir.join(pred);
-    sqlgate(&[
-        "score",
-        "--gold",
-        suite.to_str().unwrap(),
-        "--pred",
-        pred.to_str().unwrap(),
-    ])
+    score(&suite, &pred, &[])
 }
 
 fn edit(path: &Path, f: impl FnOnce(String) -> String) {
@@ -222,22 +200,10 @@ fn misaligned_spider_predictions_are_an_error() {
     .unwrap();
     let pred = dir.path().join("pred.txt");
     std::fs::write(&pred, "SELECT a FROM t\n").unwrap();
-    let output = sqlgate(&[
-        "score",
-        "--gold",
-        gold.to_str().unwrap(),
-        "--pred",
-        pred.to_str().unwrap(),
-    ]);
+    let output = score(&gold, &pred, &[]);
     assert_bad_input(&output, "pred.txt", "2");
     std::fs::write(&pred, "SELECT a FROM t\nSELECT 1\n").unwrap();
-    let output = sqlgate(&[
-        "score",
-        "--gold",
-        gold.to_str().unwrap(),
-        "--pred",
-        pred.to_str().unwrap(),
-    ]);
+    let output = score(&gold, &pred, &[]);
     assert!(output.status.success(), "{}", stderr(&output));
 }
 
@@ -252,13 +218,7 @@ fn a_broken_csv_is_named_by_record() {
     .unwrap();
     let pred = dir.path().join("pred.jsonl");
     std::fs::write(&pred, "").unwrap();
-    let output = sqlgate(&[
-        "score",
-        "--gold",
-        gold.to_str().unwrap(),
-        "--pred",
-        pred.to_str().unwrap(),
-    ]);
+    let output = score(&gold, &pred, &[]);
     assert_bad_input(&output, "questions.csv", "line 3");
 }
 
@@ -287,17 +247,7 @@ fn defog_files_score_gold_against_gold() {
         "defog-exact",
         "trustsql",
     ] {
-        let report = json(&sqlgate(&[
-            "score",
-            "--gold",
-            gold.to_str().unwrap(),
-            "--pred",
-            pred.to_str().unwrap(),
-            "--mode",
-            mode,
-            "--format",
-            "json",
-        ]));
+        let report = json(&score(&gold, &pred, &["--mode", mode, "--format", "json"]));
         assert_eq!(report["summary"]["ex"], 1.0, "{mode}");
         assert_eq!(report["summary"]["n"], 135, "{mode}");
     }
