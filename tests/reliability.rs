@@ -211,3 +211,67 @@ fn score_reports_rs_on_the_demo() {
     close(rs("N"), 100.0 * (30.0 - 9.0 * n) / n);
     close(rs("1000"), 100.0 * (30.0 - 9000.0) / n);
 }
+
+/// Runs `sqlgate test --profile <profile>` on the demo with the sample's answers and an
+/// `rs >= 0` gate; returns the exit code and stdout.
+fn demo_gate(profile: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo().join("benchmarks/demo/predictions/sample.jsonl"),
+        dir.path().join("sample.jsonl"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("snapshots")).unwrap();
+    std::fs::copy(
+        repo().join("snapshots/demo.snap"),
+        dir.path().join("snapshots/demo.snap"),
+    )
+    .unwrap();
+    let config = format!(
+        r#"
+[[suite]]
+benchmark = "{}"
+gate = {{ rs = ">= 0" }}
+
+[[system]]
+name = "sample"
+type = "replay"
+predictions = "sample.jsonl"
+
+[profile.hospital]
+penalty = 1000
+
+[profile.dashboard]
+penalty = 0
+"#,
+        repo().join("benchmarks/demo/suite.toml").display()
+    );
+    std::fs::write(dir.path().join("sqlgate.toml"), config).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--profile", profile])
+        .current_dir(dir.path())
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// The sample answers one infeasible question and gets 8 feasible ones wrong: 30 of 39
+/// cases score +1, 9 score -c.
+#[test]
+fn the_rs_gate_uses_the_profile_penalty() {
+    let (code, stdout) = demo_gate("hospital");
+    assert_eq!(code, Some(100), "{stdout}");
+    let expected = 100.0 * (30.0 - 9.0 * 1000.0) / 39.0;
+    assert!(
+        stdout.contains(&format!("rs = {expected} does not meet >= 0")),
+        "{stdout}"
+    );
+    let (code, stdout) = demo_gate("dashboard");
+    assert_eq!(code, Some(0), "{stdout}");
+}
