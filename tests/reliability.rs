@@ -275,3 +275,93 @@ fn the_rs_gate_uses_the_profile_penalty() {
     let (code, stdout) = demo_gate("dashboard");
     assert_eq!(code, Some(0), "{stdout}");
 }
+
+/// Defog's questions plus `idk.csv` as infeasible cases. Feasible case i: abstained when
+/// i % 3 == 0, answered with a failing query when i % 3 == 1, with its gold otherwise.
+/// Infeasible case j: answered when j % 2 == 0, else the apology SELECT of `idk.csv`
+/// (an abstention by default), except the last one, which abstains explicitly.
+#[test]
+fn score_reports_rs_on_defog_with_idk_as_infeasible() {
+    let Some(data) = sqlgate::testing::shared_data() else {
+        return;
+    };
+    let gold = data.join("defog/questions.csv");
+    let idk = data.join("defog/idk.csv");
+    let feasible = sqlgate::bench::load(&gold, &Default::default()).unwrap();
+    let infeasible = sqlgate::bench::load(&idk, &Default::default()).unwrap();
+    let mut lines = Vec::new();
+    let (mut i, mut ii, mut iii, mut iv, mut v) = (0, 0, 0, 0, 0);
+    for (index, case) in feasible.cases.iter().enumerate() {
+        let line = match index % 3 {
+            0 => {
+                ii += 1;
+                serde_json::json!({"id": case.id, "abstain": true})
+            }
+            1 => {
+                iii += 1;
+                serde_json::json!({"id": case.id, "sql": "SELECT no_such_column FROM nowhere"})
+            }
+            _ => {
+                i += 1;
+                serde_json::json!({"id": case.id, "sql": case.gold[0]})
+            }
+        };
+        lines.push(line.to_string());
+    }
+    let last = infeasible.cases.len() - 1;
+    for (index, case) in infeasible.cases.iter().enumerate() {
+        let id = format!("idk:{}", case.id);
+        let line = if index == last {
+            v += 1;
+            serde_json::json!({"id": id, "abstain": true})
+        } else if index % 2 == 0 {
+            iv += 1;
+            serde_json::json!({"id": id, "sql": "SELECT COUNT(*) FROM author"})
+        } else {
+            v += 1;
+            serde_json::json!({"id": id, "sql": case.tags["apology_sql"]})
+        };
+        lines.push(line.to_string());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pred = dir.path().join("pred.jsonl");
+    std::fs::write(&pred, lines.join("\n")).unwrap();
+    let args = [
+        "--gold",
+        gold.to_str().unwrap(),
+        "--infeasible",
+        idk.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+        "--penalty",
+        "2.5",
+    ];
+    let (ok, stdout, stderr) = score(&args);
+    assert!(ok, "{stderr}");
+
+    let n = (i + ii + iii + iv + v) as f64;
+    assert_eq!(
+        n as usize,
+        feasible.cases.len() + infeasible.cases.len(),
+        "every case falls in one region"
+    );
+    let rs = |c: f64| 100.0 * ((i + v) as f64 - c * (iii + iv) as f64) / n;
+    let expected = format!(
+        "RS(0) {:.1}, RS(10) {:.1}, RS(N) {:.1}, RS(2.5) {:.1} (N = {n})",
+        rs(0.0),
+        rs(10.0),
+        rs(n),
+        rs(2.5)
+    );
+    assert!(stdout.contains(&expected), "{expected}\n{stdout}");
+    let regions = format!("regions: I {i}, II {ii}, III {iii}, IV {iv}, V {v}");
+    assert!(stdout.contains(&regions), "{regions}\n{stdout}");
+
+    // With the recognizer off, the apologies are answers to infeasible questions.
+    let mut strict = args.to_vec();
+    strict.extend(["--apology-abstains", "false"]);
+    let (ok, stdout, stderr) = score(&strict);
+    assert!(ok, "{stderr}");
+    let regions = format!("regions: I {i}, II {ii}, III {iii}, IV {}, V 1", iv + v - 1);
+    assert!(stdout.contains(&regions), "{regions}\n{stdout}");
+}
