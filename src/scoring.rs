@@ -10,6 +10,7 @@ use crate::bench::{Answer, Benchmark, Case, Prediction};
 use crate::error::InputError;
 use crate::exec::Engine;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Mode, ModeOptions, Outcome, Verdict};
+use crate::metrics::reliability::{self, Penalty, Reliability};
 use crate::metrics::sqlmorph::{self, Regime};
 
 /// EXP, EXR and F1 under one SQLMorph regime (spec `sqlmorph-metrics.md` §5), each in [0, 1].
@@ -267,9 +268,23 @@ pub struct Summary {
     /// Mean SQLMorph metrics by regime name ([`fine_means`]); empty unless asked for.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub fine: BTreeMap<String, FineScores>,
+    /// TrustSQL's RS(c) over every case, feasible or not: `rs`, `regions`, `rs_n` and
+    /// `rs_categories` in the JSON.
+    #[serde(flatten)]
+    pub reliability: Reliability,
 }
 
+/// Aggregates `scores`, with RS for the default penalties (0, 10, N).
 pub fn summarize(mode: Mode, scores: &[CaseScore]) -> Summary {
+    summarize_with_penalties(mode, scores, &Penalty::DEFAULTS)
+}
+
+/// Aggregates `scores`, with RS for the defaults and every penalty of `penalties`.
+pub fn summarize_with_penalties(
+    mode: Mode,
+    scores: &[CaseScore],
+    penalties: &[Penalty],
+) -> Summary {
     let feasible: Vec<&CaseScore> = scores.iter().filter(|s| s.feasible).collect();
     let mut overall = Tally::default();
     let mut verdicts = BTreeMap::new();
@@ -310,5 +325,9 @@ pub fn summarize(mode: Mode, scores: &[CaseScore]) -> Summary {
         cleaned: scores.iter().filter(|s| s.cleaned).count(),
         breakdown,
         fine: BTreeMap::new(),
+        reliability: reliability::reliability(
+            scores,
+            &reliability::penalties_with_defaults(penalties),
+        ),
     }
 }

@@ -3,14 +3,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::{ArgAction, Args, ValueEnum};
 
 use super::EXIT_OK;
-use crate::bench::{self, GoldFormat, LoadOptions, PredFormat};
+use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::{Mode, ModeOptions};
+use crate::metrics::reliability::{self, Penalty};
 use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
 use crate::report::{score_json, score_text};
 use crate::scoring::{self, FineMetrics};
@@ -72,6 +73,17 @@ pub struct ScoreArgs {
     /// Where embeddings are cached.
     #[arg(long, default_value = "snapshots/embeddings.jsonl")]
     embeddings_cache: PathBuf,
+    /// A second gold file whose questions are appended as infeasible cases (e.g. Defog's
+    /// `idk.csv`), read like `--gold`; their ids become `<file stem>:<id>`.
+    #[arg(long)]
+    infeasible: Option<PathBuf>,
+    /// A penalty c for RS(c), besides 0, 10 and N (the number of cases); repeatable.
+    #[arg(long = "penalty", value_name = "C")]
+    penalties: Vec<Penalty>,
+    /// Count an apology SELECT (string literals only, no FROM, as in `idk.csv`) as an
+    /// abstention.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, value_name = "BOOL")]
+    apology_abstains: bool,
 }
 
 /// Regimes named on the command line, in order, without repeats.
@@ -141,8 +153,15 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         tables: args.tables,
         format: args.gold_format,
     };
-    let benchmark = bench::load(&args.gold, &options)?;
-    let predictions = bench::load_predictions(&args.pred, args.pred_format, &benchmark)?;
+    let mut benchmark = bench::load(&args.gold, &options)?;
+    if let Some(path) = &args.infeasible {
+        let extra = bench::load(path, &options)?;
+        append_infeasible(&mut benchmark, extra, path)?;
+    }
+    let mut predictions = bench::load_predictions(&args.pred, args.pred_format, &benchmark)?;
+    if args.apology_abstains {
+        abstain_on_apologies(&mut predictions);
+    }
     let mode = args.mode.unwrap_or(benchmark.format.default_mode());
     let limits = Limits {
         timeout: args.timeout.0,
@@ -188,7 +207,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         &fine,
         &engine,
     )?;
-    let mut summary = scoring::summarize(mode, &scores);
+    let mut summary = scoring::summarize_with_penalties(mode, &scores, &args.penalties);
     summary.fine = scoring::fine_means(&regimes, &scores);
     let output = match args.format {
         OutputFormat::Text => score_text::render(&summary, &args.gold.display().to_string()),
@@ -210,4 +229,41 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// Appends the cases of `extra` as infeasible ones (no gold), their ids prefixed with the
+/// file's stem so that they cannot collide with the gold file's (`idk:0`).
+fn append_infeasible(
+    benchmark: &mut Benchmark,
+    extra: Benchmark,
+    path: &std::path::Path,
+) -> Result<(), InputError> {
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "infeasible".into(), |s| s.to_string_lossy());
+    let mut ids: std::collections::HashSet<String> =
+        benchmark.cases.iter().map(|c| c.id.clone()).collect();
+    for (index, mut case) in extra.cases.into_iter().enumerate() {
+        case.id = format!("{stem}:{}", case.id);
+        if !ids.insert(case.id.clone()) {
+            return Err(InputError::file(
+                path,
+                format!("case id `{}` is also in the gold file", case.id),
+            )
+            .at_record(index));
+        }
+        case.feasible = false;
+        case.gold.clear();
+        benchmark.cases.push(case);
+    }
+    Ok(())
+}
+
+/// Turns apology SELECTs into abstentions ([`reliability::is_apology`]).
+fn abstain_on_apologies(predictions: &mut [Prediction]) {
+    for prediction in predictions {
+        if matches!(&prediction.answer, Answer::Sql(sql) if reliability::is_apology(sql)) {
+            prediction.answer = Answer::Abstain;
+        }
+    }
 }

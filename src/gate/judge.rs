@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::bench::{Answer, Prediction};
 use crate::exec::Engine;
 use crate::metrics::ex::{Diagnostic, Verdict};
+use crate::metrics::reliability::{self, Region};
 use crate::metrics::sqlmorph::{self, Options, Scores};
 use crate::scoring::{self, CaseScore};
 use crate::system::{Reply, SystemError};
@@ -226,10 +227,15 @@ pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
     }
 }
 
-/// Aggregate metrics of a suite's evaluated cases: means over the feasible ones.
-pub fn suite_metrics(runs: &[CaseRun]) -> BTreeMap<String, f64> {
+/// Aggregate metrics of a suite's evaluated cases: means over the feasible ones, and `rs`,
+/// TrustSQL's RS(`penalty`) in percent over every case.
+pub fn suite_metrics(runs: &[CaseRun], penalty: f64) -> BTreeMap<String, f64> {
     let feasible: Vec<&CaseRun> = runs.iter().filter(|r| r.score.feasible).collect();
     let mut metrics = BTreeMap::new();
+    if !runs.is_empty() {
+        let regions: Vec<Region> = runs.iter().map(|r| Region::of(&r.score)).collect();
+        metrics.insert("rs".to_string(), reliability::rs(&regions, penalty));
+    }
     if feasible.is_empty() {
         return metrics;
     }

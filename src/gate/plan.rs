@@ -23,7 +23,9 @@ pub struct SuitePlan {
     pub regime: Option<Regime>,
     /// Embeds column descriptors for SC matching; `None`: the offline n-gram embedder.
     pub embedder: Option<Arc<dyn Embedder + Send>>,
-    /// Aggregate thresholds, by metric name (`ex`).
+    /// TrustSQL's penalty c of the `rs` metric (the profile's `penalty`, default 0).
+    pub penalty: f64,
+    /// Aggregate thresholds, by metric name (`ex`, `rs`).
     pub gates: BTreeMap<String, Threshold>,
     /// Test names that must be correct whatever the accepted snapshot says.
     pub must_pass: BTreeSet<String>,

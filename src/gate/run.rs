@@ -135,7 +135,7 @@ pub fn run(
             },
         );
         let complete = runs.len() == needed.len();
-        let metrics = judge::suite_metrics(&runs);
+        let metrics = judge::suite_metrics(&runs, suite.penalty);
         for metric in gates {
             let result = if complete {
                 judge::judge_gate(suite, metric, &metrics, start.elapsed())

@@ -211,7 +211,12 @@ impl Session {
                         .case_runs
                         .swap_remove(test.suite)
                 });
-                judge::judge_gate(suite, metric, &judge::suite_metrics(runs), start.elapsed())
+                judge::judge_gate(
+                    suite,
+                    metric,
+                    &judge::suite_metrics(runs, suite.penalty),
+                    start.elapsed(),
+                )
             }
         }
     }

@@ -17,6 +17,16 @@ use crate::metrics::sqlmorph::{ColumnMatching, Extras};
 use super::plan::SuitePlan;
 
 pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, InputError> {
+    let penalty = match profile.penalty {
+        Some(c) if !(c >= 0.0 && c.is_finite()) => {
+            return Err(InputError::file(
+                &config.path,
+                format!("[profile] penalty must be a non-negative number, got {c}"),
+            ))
+        }
+        Some(c) => c,
+        None => 0.0,
+    };
     let mut plans: Vec<SuitePlan> = Vec::new();
     for (index, suite) in config.suites.iter().enumerate() {
         let options = LoadOptions {
@@ -85,6 +95,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
                 .as_ref()
                 .map(|e| embedder(config, e))
                 .transpose()?,
+            penalty,
             gates,
             bench,
             name,

@@ -3,4 +3,5 @@
 pub mod calibrate;
 pub mod esm;
 pub mod ex;
+pub mod reliability;
 pub mod sqlmorph;

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use crate::metrics::reliability::Reliability;
 use crate::scoring::{Summary, Tally};
 
 /// Levels whose natural order is not alphabetical (Spider hardness, BIRD difficulty).
@@ -54,6 +55,7 @@ pub fn render(summary: &Summary, source: &str) -> String {
         );
     }
     render_fine(&mut out, summary);
+    render_reliability(&mut out, &summary.reliability);
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();
         rows.sort_by_key(|(value, _)| {
@@ -108,5 +110,52 @@ fn render_fine(out: &mut String, summary: &Summary) {
             "{regime:<width$}  {:>6.3}  {:>6.3}  {:>6.3}",
             scores.exp, scores.exr, scores.f1
         );
+    }
+}
+
+/// RS(c) for every penalty, the region counts and one row per category.
+fn render_reliability(out: &mut String, reliability: &Reliability) {
+    let names: Vec<String> = reliability
+        .penalties
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    let line: Vec<String> = names
+        .iter()
+        .map(|name| format!("RS({name}) {:.1}", reliability.rs[name]))
+        .collect();
+    let _ = writeln!(out, "\n{} (N = {})", line.join(", "), reliability.n);
+    let r = &reliability.regions;
+    let _ = writeln!(
+        out,
+        "regions: I {}, II {}, III {}, IV {}, V {}",
+        r.i, r.ii, r.iii, r.iv, r.v
+    );
+    let width = reliability
+        .categories
+        .keys()
+        .map(|key| key.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("category".len());
+    let _ = write!(
+        out,
+        "\n{:<width$}  {:>6}  {:>6}  {:>6}",
+        "category", "n", "+", "-"
+    );
+    for name in &names {
+        let _ = write!(out, "  {:>10}", format!("RS({name})"));
+    }
+    let _ = writeln!(out);
+    for (key, category) in &reliability.categories {
+        let _ = write!(
+            out,
+            "{key:<width$}  {:>6}  {:>6}  {:>6}",
+            category.count, category.positive, category.negative
+        );
+        for name in &names {
+            let _ = write!(out, "  {:>10.1}", category.rs[name]);
+        }
+        let _ = writeln!(out);
     }
 }
