@@ -7,6 +7,7 @@
 //! tree changed and the printed SQL parses again.
 
 pub mod family;
+pub mod infeasible;
 mod operator;
 mod ops;
 mod outer;
