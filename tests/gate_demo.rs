@@ -419,3 +419,38 @@ fn score_embeds_through_the_same_cached_endpoint() {
         "the cache answered the rerun"
     );
 }
+
+#[test]
+fn an_apology_select_abstains_unless_the_system_says_otherwise() {
+    let gate = Gate::new();
+    gate.replace_prediction("q36", "SELECT 'Sorry, we do not record that.' AS answer");
+    let output = gate.sqlgate(&["--no-fail-fast"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let pending = std::fs::read_to_string(gate.path("snapshots/demo.snap.new")).unwrap();
+    assert!(
+        pending.contains("demo::bookshop::q36 | pass | abstained"),
+        "{pending}"
+    );
+    // With apologies counted as answers, the infeasible question is answered: a known failure.
+    let config = std::fs::read_to_string(gate.path("sqlgate.toml")).unwrap();
+    let strict = config.replace(
+        "type = \"replay\"",
+        "type = \"replay\"\nabstention = { apology = false }",
+    );
+    std::fs::write(gate.path("sqlgate.toml"), strict).unwrap();
+    std::fs::remove_file(gate.path("snapshots/demo.snap.new")).unwrap();
+    let output = gate.sqlgate(&["--no-fail-fast"]);
+    assert!(
+        stdout(&output).contains("demo::bookshop::q36 (known failure)"),
+        "{}",
+        stdout(&output)
+    );
+    let bad = config.replace(
+        "type = \"replay\"",
+        "type = \"replay\"\nabstention = { pattern = \"(\" }",
+    );
+    std::fs::write(gate.path("sqlgate.toml"), bad).unwrap();
+    let output = gate.sqlgate(&[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("abstention pattern"));
+}

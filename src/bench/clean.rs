@@ -7,6 +7,9 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
+use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement, Value};
+use sqlparser::dialect::SQLiteDialect;
+use sqlparser::parser::Parser;
 
 /// The SQL kept from a raw prediction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,9 +355,51 @@ fn continues_sql(line: &str) -> bool {
         || STATEMENT_WORDS.contains(&word.as_str())
 }
 
+/// Whether `sql` is an apology rather than an answer: one SELECT of string literals only, with
+/// no FROM (Defog's `idk.csv` convention, `SELECT 'Sorry, ...' AS answer;`).
+pub fn is_apology(sql: &str) -> bool {
+    let Ok(statements) = Parser::parse_sql(&SQLiteDialect {}, sql) else {
+        return false;
+    };
+    let [Statement::Query(query)] = statements.as_slice() else {
+        return false;
+    };
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return false;
+    };
+    let string_literal = |expr: &Expr| {
+        matches!(expr, Expr::Value(v) if matches!(
+            v.value,
+            Value::SingleQuotedString(_) | Value::DoubleQuotedString(_)
+        ))
+    };
+    select.from.is_empty()
+        && select.selection.is_none()
+        && !select.projection.is_empty()
+        && select.projection.iter().all(|item| match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
+                string_literal(expr)
+            }
+            _ => false,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apologies_are_string_only_selects_without_from() {
+        assert!(is_apology(
+            "SELECT 'Alas, without the necessary data, I can''t provide an answer.' AS answer;"
+        ));
+        assert!(is_apology("select 'sorry'"));
+        assert!(!is_apology("SELECT 1"));
+        assert!(!is_apology("SELECT 'x' FROM books"));
+        assert!(!is_apology("SELECT 'x', 2"));
+        assert!(!is_apology("SELECT 'a'; SELECT 'b'"));
+        assert!(!is_apology("not sql at all"));
+    }
 
     fn check(raw: &str, sql: &str, cleaned: bool) {
         let result = clean_sql(raw);

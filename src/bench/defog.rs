@@ -3,10 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use regex::Regex;
-
+use super::clean::is_apology;
 use super::{Case, GoldFormat, SourceRef};
 use crate::error::InputError;
 
@@ -24,16 +22,6 @@ pub(super) fn detect(text: &str) -> GoldFormat {
     } else {
         GoldFormat::Defog
     }
-}
-
-fn is_apology(sql: &str) -> bool {
-    static APOLOGY: OnceLock<Regex> = OnceLock::new();
-    APOLOGY
-        .get_or_init(|| {
-            Regex::new(r"(?is)^\s*select\s+'(?:[^']|'')*'\s+as\s+answer\s*;?\s*$")
-                .expect("the apology pattern is a valid regex")
-        })
-        .is_match(sql)
 }
 
 /// Loads the rows as cases: feasible ones with their gold alternatives, or (`idk`)

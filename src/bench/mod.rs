@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::error::InputError;
 use crate::metrics::ex::Mode;
 
-pub use clean::{clean_sql, CleanedSql};
+pub use clean::{clean_sql, is_apology, CleanedSql};
 pub use predictions::{load_predictions, Answer, PredFormat, Prediction};
 
 /// Where a case or prediction came from, for error messages and JUnit `file`/`line`.

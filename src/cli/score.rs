@@ -11,7 +11,7 @@ use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::{Mode, ModeOptions};
-use crate::metrics::reliability::{self, Penalty};
+use crate::metrics::reliability::Penalty;
 use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
 use crate::report::{score_json, score_text};
 use crate::scoring::{self, FineMetrics};
@@ -259,10 +259,10 @@ fn append_infeasible(
     Ok(())
 }
 
-/// Turns apology SELECTs into abstentions ([`reliability::is_apology`]).
+/// Turns apology SELECTs into abstentions ([`bench::is_apology`]).
 fn abstain_on_apologies(predictions: &mut [Prediction]) {
     for prediction in predictions {
-        if matches!(&prediction.answer, Answer::Sql(sql) if reliability::is_apology(sql)) {
+        if matches!(&prediction.answer, Answer::Sql(sql) if bench::is_apology(sql)) {
             prediction.answer = Answer::Abstain;
         }
     }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::Config;
 use crate::error::InputError;
+use crate::system::abstention::{Abstention, AbstentionConfig};
 use crate::system::throttle::ThrottleConfig;
 
 /// The keys every system has.
@@ -24,6 +25,9 @@ struct Common {
     /// Concurrency, rate limit and retries of the system's calls.
     #[serde(default)]
     throttle: ThrottleConfig,
+    /// Answers that count as abstentions (apology SELECTs by default).
+    #[serde(default)]
+    abstention: AbstentionConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -39,7 +43,7 @@ pub enum SystemType {
     Replay,
 }
 
-const COMMON_KEYS: &[&str] = &["name", "type", "cassette", "throttle"];
+const COMMON_KEYS: &[&str] = &["name", "type", "cassette", "throttle", "abstention"];
 
 #[derive(Debug, Clone)]
 pub struct SystemConfig {
@@ -47,6 +51,7 @@ pub struct SystemConfig {
     pub kind: SystemType,
     pub cassette: PathBuf,
     pub throttle: ThrottleConfig,
+    pub abstention: AbstentionConfig,
     /// The type's own keys, read by [`SystemConfig::settings`].
     settings: toml::Table,
     span: Range<usize>,
@@ -74,6 +79,9 @@ impl SystemConfig {
         let common: Common = common.try_into().map_err(|e: toml::de::Error| {
             config.error_at(span.clone(), format!("[[system]]: {}", e.message().trim()))
         })?;
+        if let Err(problem) = Abstention::new(&common.abstention) {
+            return Err(config.error_at(span.clone(), format!("[[system]] {problem}")));
+        }
         if let Err(problem) = common.throttle.check() {
             return Err(config.error_at(span.clone(), format!("[[system]] throttle: {problem}")));
         }
@@ -89,6 +97,7 @@ impl SystemConfig {
             kind: common.kind,
             cassette,
             throttle: common.throttle,
+            abstention: common.abstention,
             settings,
             span,
             config_path: config.path.clone(),

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use crate::config::system::SystemType;
 use crate::config::{Config, ProfileConfig};
 use crate::error::InputError;
+use crate::system::abstention::{Abstention, AbstentionConfig};
 use crate::system::answer::{answer_all, RecordMode};
 use crate::system::cassette::Cassette;
 use crate::system::throttle::{Throttle, ThrottleConfig};
@@ -31,6 +32,7 @@ pub struct Session {
     /// `None` for a replayed predictions file, which is a recording itself.
     cassette: Option<Cassette>,
     throttle: Throttle,
+    abstention: Abstention,
     record: RecordMode,
     /// Per suite: case test name -> correct in the accepted snapshot.
     accepted: Vec<HashMap<String, bool>>,
@@ -60,7 +62,7 @@ impl Session {
                 None => RecordMode::New,
             },
         };
-        let (systems, system_name, cassette, throttle) = match system {
+        let (systems, system_name, cassette, throttle, abstention) = match system {
             // A Rust user's own system: recorded under the name `custom`.
             Some(system) => {
                 let path = config
@@ -68,11 +70,14 @@ impl Session {
                     .join("predictions")
                     .join("custom.jsonl");
                 let systems = suites.iter().map(|_| Arc::clone(&system)).collect();
+                let cassette = Some(Cassette::open(&path)?);
+                let name = "custom".to_string();
                 (
                     systems,
-                    "custom".to_string(),
-                    Some(Cassette::open(&path)?),
+                    name,
+                    cassette,
                     ThrottleConfig::default(),
+                    AbstentionConfig::default(),
                 )
             }
             None => {
@@ -82,15 +87,20 @@ impl Session {
                     _ => Some(Cassette::open(&system_config.cassette)?),
                 };
                 let systems = system::build(&system_config, &suites)?;
+                let name = system_config.name.clone();
+                let throttle = system_config.throttle.clone();
                 (
                     systems,
-                    system_config.name.clone(),
+                    name,
                     cassette,
-                    system_config.throttle.clone(),
+                    throttle,
+                    system_config.abstention.clone(),
                 )
             }
         };
         let throttle = Throttle::new(throttle);
+        let abstention =
+            Abstention::new(&abstention).map_err(|e| InputError::file(&config.path, e))?;
         let snapshot_dir = config.resolve(&config.snapshots);
         let accepted = suites
             .iter()
@@ -114,6 +124,7 @@ impl Session {
             systems,
             cassette,
             throttle,
+            abstention,
             record,
             accepted,
             schemas,
@@ -145,7 +156,8 @@ impl Session {
             })
             .collect();
         let system = self.systems[suite].as_ref();
-        match &self.cassette {
+        // The cassette keeps what the system said; what counts as an abstention is applied after.
+        let answers = match &self.cassette {
             Some(cassette) => answer_all(
                 system,
                 &requests,
@@ -163,7 +175,11 @@ impl Session {
                     answer
                 })
                 .collect(),
-        }
+        };
+        answers
+            .into_iter()
+            .map(|answer| answer.map(|reply| self.abstention.apply(reply)))
+            .collect()
     }
 
     /// Runs the given tests all at once.

@@ -6,9 +6,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
-use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement, Value};
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
 
 use crate::metrics::ex::Verdict;
 use crate::scoring::CaseScore;
@@ -223,51 +220,9 @@ pub fn category_key(score: &CaseScore) -> String {
     }
 }
 
-/// Whether `sql` is an apology rather than an answer: one SELECT of string literals only, with
-/// no FROM (Defog's `idk.csv` convention, `SELECT 'Sorry, ...' AS answer;`).
-pub fn is_apology(sql: &str) -> bool {
-    let Ok(statements) = Parser::parse_sql(&SQLiteDialect {}, sql) else {
-        return false;
-    };
-    let [Statement::Query(query)] = statements.as_slice() else {
-        return false;
-    };
-    let SetExpr::Select(select) = query.body.as_ref() else {
-        return false;
-    };
-    let string_literal = |expr: &Expr| {
-        matches!(expr, Expr::Value(v) if matches!(
-            v.value,
-            Value::SingleQuotedString(_) | Value::DoubleQuotedString(_)
-        ))
-    };
-    select.from.is_empty()
-        && select.selection.is_none()
-        && !select.projection.is_empty()
-        && select.projection.iter().all(|item| match item {
-            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
-                string_literal(expr)
-            }
-            _ => false,
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn apologies_are_string_only_selects_without_from() {
-        assert!(is_apology(
-            "SELECT 'Alas, without the necessary data, I can''t provide an answer.' AS answer;"
-        ));
-        assert!(is_apology("select 'sorry'"));
-        assert!(!is_apology("SELECT 1"));
-        assert!(!is_apology("SELECT 'x' FROM books"));
-        assert!(!is_apology("SELECT 'x', 2"));
-        assert!(!is_apology("SELECT 'a'; SELECT 'b'"));
-        assert!(!is_apology("not sql at all"));
-    }
 
     #[test]
     fn penalties_parse_numbers_and_n() {

@@ -1,0 +1,190 @@
+//! When an answer is an abstention although the system did not say `{"abstain": true}`
+//! (`trustsql.md` A.5-A.6): an apology SELECT, a reply matching a pattern, or samples that do
+//! not agree enough (SQLPROMPT[VOTING]).
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::Reply;
+use crate::bench::{clean_sql, is_apology};
+
+/// `[[system]] abstention = { apology = true, pattern = "(?i)cannot answer", vote = 1.0 }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AbstentionConfig {
+    /// A SELECT of string literals only (`SELECT 'Sorry, ...' AS answer`) abstains.
+    #[serde(default = "yes")]
+    pub apology: bool,
+    /// An answer whose SQL matches this regular expression abstains.
+    pub pattern: Option<String>,
+    /// Voting over the reply's `samples`: the most common SQL is kept when at least this share
+    /// of samples agree (1.0: unanimity), else the system abstains. Unset: no voting.
+    pub vote: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for AbstentionConfig {
+    fn default() -> Self {
+        AbstentionConfig {
+            apology: true,
+            pattern: None,
+            vote: None,
+        }
+    }
+}
+
+/// The rules of an [`AbstentionConfig`], checked.
+pub struct Abstention {
+    apology: bool,
+    pattern: Option<Regex>,
+    vote: Option<f64>,
+}
+
+impl Abstention {
+    pub fn new(config: &AbstentionConfig) -> Result<Abstention, String> {
+        let pattern = config
+            .pattern
+            .as_deref()
+            .map(|p| Regex::new(p).map_err(|e| format!("abstention pattern: {e}")))
+            .transpose()?;
+        if config.vote.is_some_and(|r| !(r > 0.0 && r <= 1.0)) {
+            return Err("abstention vote must be a share in (0, 1]".to_string());
+        }
+        Ok(Abstention {
+            apology: config.apology,
+            pattern,
+            vote: config.vote,
+        })
+    }
+
+    /// The reply, turned into an abstention when a rule says so.
+    pub fn apply(&self, mut reply: Reply) -> Reply {
+        if let (Some(ratio), false) = (self.vote, reply.samples.is_empty()) {
+            reply.sql = vote(&reply.samples, ratio);
+        }
+        let abstains = reply.sql.as_deref().is_some_and(|sql| {
+            (self.apology && is_apology(sql))
+                || self.pattern.as_ref().is_some_and(|p| p.is_match(sql))
+        });
+        if abstains {
+            reply.sql = None;
+        }
+        reply
+    }
+}
+
+/// TrustSQL's vote (A.6): samples are cleaned and non-SELECTs count as abstentions; the
+/// distinct answers are visited in code-point order and the first held by at least
+/// `floor(n x ratio)` samples wins; none, or a winning abstention, abstains. The winning string
+/// itself is returned (the reference's index defect is not reproduced).
+pub fn vote(samples: &[String], ratio: f64) -> Option<String> {
+    let answers: Vec<Option<String>> = samples
+        .iter()
+        .map(|sample| {
+            let sql = clean_sql(sample).sql;
+            sql.trim_start()
+                .to_lowercase()
+                .starts_with("select")
+                .then_some(sql)
+        })
+        .collect();
+    let threshold = ((answers.len() as f64) * ratio).floor() as usize;
+    let mut distinct: Vec<&Option<String>> = answers.iter().collect();
+    distinct.sort();
+    distinct.dedup();
+    // `None` sorts first, like the reference's `"null"` among SQL strings starting with `S`.
+    distinct
+        .into_iter()
+        .find(|answer| answers.iter().filter(|a| a == answer).count() >= threshold.max(1))
+        .cloned()
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(sql: &str, samples: &[&str]) -> Reply {
+        Reply {
+            sql: Some(sql.to_string()),
+            cleaned: false,
+            samples: samples.iter().map(|s| s.to_string()).collect(),
+            retrieved: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn unanimous_samples_are_kept_and_disagreement_abstains() {
+        let same = [
+            "SELECT a FROM t",
+            "SELECT a FROM t",
+            "```sql\nSELECT a FROM t\n```",
+        ];
+        assert_eq!(
+            vote(&same.map(String::from), 1.0).as_deref(),
+            Some("SELECT a FROM t")
+        );
+        let split = ["SELECT a FROM t", "SELECT b FROM t", "SELECT a FROM t"];
+        assert_eq!(vote(&split.map(String::from), 1.0), None);
+        assert_eq!(
+            vote(&split.map(String::from), 0.6).as_deref(),
+            Some("SELECT a FROM t")
+        );
+        let refusing = ["I cannot answer", "I cannot answer", "SELECT a FROM t"];
+        // floor(3 x 0.6) = 1 sample suffices, and abstentions come first in code-point order.
+        assert_eq!(vote(&refusing.map(String::from), 0.6), None);
+    }
+
+    #[test]
+    fn apologies_patterns_and_votes_become_abstentions() {
+        let rules = Abstention::new(&AbstentionConfig {
+            apology: true,
+            pattern: Some("(?i)not_answerable".to_string()),
+            vote: Some(1.0),
+        })
+        .unwrap();
+        assert_eq!(
+            rules
+                .apply(reply("SELECT 'Sorry, no data.' AS answer", &[]))
+                .sql,
+            None
+        );
+        assert_eq!(rules.apply(reply("SELECT 'NOT_ANSWERABLE'", &[])).sql, None);
+        assert_eq!(
+            rules
+                .apply(reply(
+                    "SELECT a FROM t",
+                    &["SELECT a FROM t", "SELECT b FROM t"]
+                ))
+                .sql,
+            None
+        );
+        let kept = rules.apply(reply(
+            "SELECT a FROM t",
+            &["SELECT a FROM t", "SELECT a FROM t"],
+        ));
+        assert_eq!(kept.sql.as_deref(), Some("SELECT a FROM t"));
+        let lenient = Abstention::new(&AbstentionConfig {
+            apology: false,
+            ..AbstentionConfig::default()
+        })
+        .unwrap();
+        assert!(lenient
+            .apply(reply("SELECT 'Sorry' AS answer", &[]))
+            .sql
+            .is_some());
+        assert!(Abstention::new(&AbstentionConfig {
+            vote: Some(0.0),
+            ..AbstentionConfig::default()
+        })
+        .is_err());
+        assert!(Abstention::new(&AbstentionConfig {
+            pattern: Some("(".into()),
+            ..AbstentionConfig::default()
+        })
+        .is_err());
+    }
+}
