@@ -7,6 +7,7 @@
 //! tree changed and the printed SQL parses again.
 
 pub mod family;
+pub mod jqe;
 mod operator;
 mod ops;
 mod outer;
@@ -218,7 +219,7 @@ fn checked(
 }
 
 /// Parses one query (a trailing `;` is allowed) with the SQLite dialect.
-fn parse_query(sql: &str) -> Result<Query, MutateError> {
+pub(crate) fn parse_query(sql: &str) -> Result<Query, MutateError> {
     let statements = Parser::parse_sql(&SQLiteDialect {}, sql)
         .map_err(|error| MutateError::Parse(error.to_string()))?;
     match <[Statement; 1]>::try_from(statements) {
