@@ -41,7 +41,7 @@ pub struct JqeArgs {
     /// Queries kept per unique join pattern and database (the originals count).
     #[arg(long, default_value_t = 1)]
     per_pattern: usize,
-    /// At most this many retained expansions per database.
+    /// At most this many retained expansions in all (databases in name order).
     #[arg(long)]
     budget: Option<usize>,
     /// Use only declared foreign keys, even when a database declares none.
@@ -162,6 +162,11 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
             println!("{db}: inferred join edges: {}", pairs.join(", "));
         }
         let seeds: Vec<jqe::Seed> = seeds.iter().map(|(_, seed)| seed.clone()).collect();
+        // The budget caps the whole run: each database gets what earlier ones left.
+        let options = jqe::Options {
+            budget: options.budget.map(|b| b.saturating_sub(total.retained)),
+            ..options.clone()
+        };
         let outcome = jqe::expand_database(db, &path, &graph, &seeds, &options, &engine);
         for expansion in &outcome.expansions {
             let line = serde_json::to_string(expansion)

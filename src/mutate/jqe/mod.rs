@@ -28,7 +28,7 @@ use query::Jqg;
 pub struct Options {
     pub rounds: usize,
     pub per_pattern: usize,
-    /// Cap on the number of retained expansions per database.
+    /// Cap on the number of retained expansions of [`expand_database`].
     pub budget: Option<usize>,
     pub infer_keys: bool,
 }

@@ -135,9 +135,22 @@ fn expand_wildcard(projection: &mut Vec<SelectItem>, jqg: &Jqg) {
 /// Qualifies unqualified column names of the outer query (not of its subqueries) that belong to
 /// exactly one of its tables.
 fn qualify_columns(query: &mut Query, jqg: &Jqg, schema: &SchemaGraph) {
+    // An output alias (`ORDER BY copies`) names no table column, even when a column shares it.
+    let aliases = match query.body.as_ref() {
+        SetExpr::Select(select) => select
+            .projection
+            .iter()
+            .filter_map(|item| match item {
+                SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_lowercase()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut visitor = Qualifier {
         jqg,
         schema,
+        aliases,
         depth: 0,
     };
     let _ = query.visit(&mut visitor);
@@ -146,6 +159,7 @@ fn qualify_columns(query: &mut Query, jqg: &Jqg, schema: &SchemaGraph) {
 struct Qualifier<'a> {
     jqg: &'a Jqg,
     schema: &'a SchemaGraph,
+    aliases: Vec<String>,
     depth: usize,
 }
 
@@ -167,6 +181,9 @@ impl VisitorMut for Qualifier<'_> {
             return ControlFlow::Continue(());
         }
         if let Expr::Identifier(name) = expr {
+            if self.aliases.contains(&name.value.to_lowercase()) {
+                return ControlFlow::Continue(());
+            }
             let mut owners = self
                 .jqg
                 .bindings

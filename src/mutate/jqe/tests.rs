@@ -243,6 +243,14 @@ fn synthesis_qualifies_columns_expands_star_and_continues_aliases() {
         "SELECT molecule.label FROM molecule INNER JOIN atom ON atom.molecule_id = molecule.molecule_id WHERE molecule.label = '-'"
     );
     assert_eq!(
+        expand(
+            "SELECT COUNT(*) AS label FROM molecule GROUP BY molecule.label ORDER BY label",
+            "atom"
+        ),
+        "SELECT COUNT(*) AS label FROM molecule INNER JOIN atom ON atom.molecule_id = molecule.molecule_id \
+         GROUP BY molecule.label ORDER BY label"
+    );
+    assert_eq!(
         expand("SELECT * FROM molecule", "bond"),
         "SELECT molecule.* FROM molecule INNER JOIN bond ON bond.molecule_id = molecule.molecule_id"
     );
