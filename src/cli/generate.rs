@@ -47,6 +47,9 @@ pub struct JqeArgs {
     /// Use only declared foreign keys, even when a database declares none.
     #[arg(long)]
     no_infer_keys: bool,
+    /// Rank join condition combinations by ascending complexity (fewest new joins first).
+    #[arg(long)]
+    simplest_first: bool,
 }
 
 #[derive(Args)]
@@ -120,6 +123,7 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
         per_pattern: args.per_pattern,
         budget: args.budget,
         infer_keys: !args.no_infer_keys,
+        simplest_first: args.simplest_first,
     };
     let load = LoadOptions {
         db_dir: args.db_dir,

@@ -31,6 +31,8 @@ pub struct Options {
     /// Cap on the number of retained expansions of [`expand_database`].
     pub budget: Option<usize>,
     pub infer_keys: bool,
+    /// Rank JCCs by ascending complexity instead of the default descending.
+    pub simplest_first: bool,
 }
 
 impl Default for Options {
@@ -40,6 +42,7 @@ impl Default for Options {
             per_pattern: 1,
             budget: None,
             infer_keys: true,
+            simplest_first: false,
         }
     }
 }
@@ -195,7 +198,7 @@ pub fn expand_database(
             }
             let (mut kept, redundant) = jccs(schema, &parsed.jqg);
             outcome.stats.redundant += redundant.len();
-            rank(schema, &mut kept, false);
+            rank(schema, &mut kept, options.simplest_first);
             for (rank_index, jcc) in kept.iter().enumerate() {
                 if options
                     .budget

@@ -1,6 +1,7 @@
 //! The join query graph G_Q of a query (spec §1.2): base tables of the outer FROM as nodes
 //! (aliases resolved, a self-join collapses to one node), one edge per joined table pair with
-//! all its column equalities. Equalities come from `JOIN … ON` and from the WHERE conjuncts
+//! all its column equalities. Equalities come from `JOIN … ON` (inner or outer; `USING` is not
+//! read) and from the WHERE conjuncts
 //! (implicit joins); an edge is kept only when G_S has an edge between the two tables.
 //! Tables inside subqueries (scalar, IN, EXISTS) are out of scope: the graph describes the outer
 //! query block only. A derived table or a set operation in the outer query is unsupported.
@@ -168,9 +169,18 @@ impl Jqg {
     }
 }
 
+/// The constraint of an inner or outer join; an outer join's ON equalities still join the pair.
 fn join_constraint(op: &JoinOperator) -> Option<&JoinConstraint> {
     match op {
-        JoinOperator::Join(c) | JoinOperator::Inner(c) => Some(c),
+        JoinOperator::Join(c)
+        | JoinOperator::Inner(c)
+        | JoinOperator::Left(c)
+        | JoinOperator::LeftOuter(c)
+        | JoinOperator::Right(c)
+        | JoinOperator::RightOuter(c)
+        | JoinOperator::FullOuter(c)
+        | JoinOperator::CrossJoin(c)
+        | JoinOperator::StraightJoin(c) => Some(c),
         _ => None,
     }
 }

@@ -158,19 +158,23 @@ fn seed(id: &str, sql: &str) -> Seed {
 }
 
 fn run(per_pattern: usize, seeds: &[Seed]) -> DbOutcome {
-    let dir = tempfile::tempdir().unwrap();
-    let path = database(dir.path(), TOXICOLOGY);
-    let schema = SchemaGraph::build(&Schema::read(&path).unwrap(), true);
     let options = Options {
         per_pattern,
         ..Options::default()
     };
+    run_with(&options, seeds)
+}
+
+fn run_with(options: &Options, seeds: &[Seed]) -> DbOutcome {
+    let dir = tempfile::tempdir().unwrap();
+    let path = database(dir.path(), TOXICOLOGY);
+    let schema = SchemaGraph::build(&Schema::read(&path).unwrap(), true);
     expand_database(
         "toxicology",
         &path,
         &schema,
         seeds,
-        &options,
+        options,
         &Engine::new(Limits::default()),
     )
 }
@@ -207,6 +211,24 @@ fn isomorphic_expansions_keep_only_the_first_ranked_with_n_1() {
     assert_eq!(kept.pattern.tables, ["molecule", "atom", "connected"]);
     assert!(!kept.pattern.cyclic);
     assert_eq!(run(2, &[seed("q1", WORKED_EXAMPLE)]).expansions.len(), 2);
+    // Ascending complexity: a single-condition JCC first, the first in name and label order.
+    let simplest = Options {
+        simplest_first: true,
+        ..Options::default()
+    };
+    let kept = &run_with(&simplest, &[seed("q1", WORKED_EXAMPLE)]).expansions;
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].conditions, ["bond.molecule_id = atom.molecule_id"]);
+}
+
+#[test]
+fn outer_join_conditions_are_join_edges() {
+    let schema = graph_of(TOXICOLOGY, true);
+    let (_, graph) = jqg(
+        "SELECT m.label FROM molecule AS m LEFT JOIN atom AS a ON a.molecule_id = m.molecule_id",
+        &schema,
+    );
+    assert_eq!(graph.edges.len(), 1);
 }
 
 #[test]
@@ -249,6 +271,14 @@ fn synthesis_qualifies_columns_expands_star_and_continues_aliases() {
         ),
         "SELECT COUNT(*) AS label FROM molecule INNER JOIN atom ON atom.molecule_id = molecule.molecule_id \
          GROUP BY molecule.label ORDER BY label"
+    );
+    // The worked example (ii) of spec §2.9: bond joined through atom.
+    assert_eq!(
+        expand(WORKED_EXAMPLE, "bond"),
+        "SELECT COUNT(DISTINCT molecule.molecule_id) FROM molecule \
+         JOIN atom ON atom.molecule_id = molecule.molecule_id \
+         INNER JOIN bond ON bond.molecule_id = atom.molecule_id \
+         WHERE molecule.label = '-' AND atom.element = 'cl'"
     );
     assert_eq!(
         expand("SELECT * FROM molecule", "bond"),
