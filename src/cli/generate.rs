@@ -1,12 +1,17 @@
 //! `sqlgate generate <family>`: generators write new cases to disk; they never run inside a test.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
 use super::EXIT_OK;
+use crate::bench::Case;
 use crate::bench::{self, GoldFormat, LoadOptions};
 use crate::error::InputError;
+use crate::exec::{Engine, Limits};
+use crate::gate::snapshot::write_atomically;
+use crate::mutate::jqe::{self, graph::SchemaGraph};
 use crate::mutate::{family, infeasible};
 use crate::spider::Schema;
 
@@ -16,6 +21,38 @@ pub enum GenerateCommand {
     Errors(ErrorsArgs),
     /// TrustSQL's infeasible questions for every database of a benchmark, as a suite.
     Infeasible(InfeasibleArgs),
+    /// Join Query Expansion: each gold query joined to one more adjacent table, kept when it
+    /// returns rows and its join pattern is new for its database (JSONL, one expansion a line).
+    Jqe(JqeArgs),
+}
+
+#[derive(Args)]
+pub struct JqeArgs {
+    /// The benchmark to expand (any gold format `score` reads).
+    #[arg(long)]
+    gold: PathBuf,
+    #[arg(long)]
+    db_dir: Option<PathBuf>,
+    #[arg(long, value_enum)]
+    gold_format: Option<GoldFormat>,
+    /// JSONL file to write the retained expansions to.
+    #[arg(long)]
+    out: PathBuf,
+    /// Rounds of expansion: round r expands round r-1's retained queries (one more table each).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Queries kept per unique join pattern and database (the originals count).
+    #[arg(long, default_value_t = 1)]
+    per_pattern: usize,
+    /// At most this many retained expansions in all (databases in name order).
+    #[arg(long)]
+    budget: Option<usize>,
+    /// Use only declared foreign keys, even when a database declares none.
+    #[arg(long)]
+    no_infer_keys: bool,
+    /// Rank join condition combinations by ascending complexity (fewest new joins first).
+    #[arg(long)]
+    simplest_first: bool,
 }
 
 #[derive(Args)]
@@ -66,6 +103,7 @@ pub fn run(command: GenerateCommand) -> Result<u8, InputError> {
     match command {
         GenerateCommand::Errors(args) => errors(args),
         GenerateCommand::Infeasible(args) => infeasible(args),
+        GenerateCommand::Jqe(args) => jqe(args),
     }
 }
 
@@ -157,4 +195,101 @@ fn infeasible(args: InfeasibleArgs) -> Result<u8, InputError> {
         args.out.display()
     );
     Ok(EXIT_OK)
+}
+
+fn jqe(args: JqeArgs) -> Result<u8, InputError> {
+    if args.rounds == 0 || args.per_pattern == 0 {
+        return Err(InputError::file(
+            &args.out,
+            "--rounds and --per-pattern must be at least 1",
+        ));
+    }
+    let options = jqe::Options {
+        rounds: args.rounds,
+        per_pattern: args.per_pattern,
+        budget: args.budget,
+        infer_keys: !args.no_infer_keys,
+        simplest_first: args.simplest_first,
+    };
+    let load = LoadOptions {
+        db_dir: args.db_dir,
+        tables: None,
+        format: args.gold_format,
+    };
+    let bench = bench::load(&args.gold, &load)?;
+    let mut by_db: BTreeMap<&str, Vec<(&Case, jqe::Seed)>> = BTreeMap::new();
+    for case in bench.cases.iter().filter(|c| c.feasible) {
+        if let Some(sql) = case.gold.first() {
+            let seed = jqe::Seed {
+                id: case.id.clone(),
+                question: case.question.clone(),
+                evidence: case.evidence.clone(),
+                sql: sql.clone(),
+            };
+            by_db
+                .entry(case.db.as_str())
+                .or_default()
+                .push((case, seed));
+        }
+    }
+    let engine = Engine::new(Limits::default());
+    let mut total = jqe::Stats::default();
+    let mut lines = String::new();
+    for (db, seeds) in &by_db {
+        let path = bench
+            .db_files(seeds[0].0, false)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                InputError::file(&bench.db_dir, format!("no database file for `{db}`"))
+            })?;
+        let schema = jqe::graph::Schema::read(&path)
+            .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
+        let graph = SchemaGraph::build(&schema, options.infer_keys);
+        let inferred = graph.inferred_edges();
+        if !inferred.is_empty() {
+            let pairs: Vec<String> = inferred.iter().map(|(a, b)| format!("{a}–{b}")).collect();
+            println!("{db}: inferred join edges: {}", pairs.join(", "));
+        }
+        let seeds: Vec<jqe::Seed> = seeds.iter().map(|(_, seed)| seed.clone()).collect();
+        // The budget caps the whole run: each database gets what earlier ones left.
+        let options = jqe::Options {
+            budget: options.budget.map(|b| b.saturating_sub(total.retained)),
+            ..options.clone()
+        };
+        let outcome = jqe::expand_database(db, &path, &graph, &seeds, &options, &engine);
+        for expansion in &outcome.expansions {
+            let line = serde_json::to_string(expansion)
+                .map_err(|e| InputError::file(&args.out, e.to_string()))?;
+            lines.push_str(&line);
+            lines.push('\n');
+        }
+        total.merge(&outcome.stats);
+    }
+    write_atomically(&args.out, lines.as_bytes())?;
+    print_stats(&total);
+    Ok(EXIT_OK)
+}
+
+fn print_stats(stats: &jqe::Stats) {
+    println!(
+        "seeds without a join graph: {}; redundant JCCs: {}; invalid (error or no rows): {}",
+        stats.seeds_unparsed, stats.redundant, stats.invalid
+    );
+    println!(
+        "generated {}, pruned {}, retained {}",
+        stats.generated, stats.pruned, stats.retained
+    );
+    for (name, set) in [
+        ("original", &stats.original),
+        ("generated", &stats.generated_shapes),
+        ("retained", &stats.retained_shapes),
+    ] {
+        println!(
+            "{name:>9}: {:>5} join graphs, average degree {:.2}, cyclic {:.2}%",
+            set.count,
+            set.average_degree(),
+            100.0 * set.cyclic_share()
+        );
+    }
 }

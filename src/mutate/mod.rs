@@ -8,6 +8,7 @@
 
 pub mod family;
 pub mod infeasible;
+pub mod jqe;
 mod operator;
 mod ops;
 mod outer;
@@ -219,7 +220,7 @@ fn checked(
 }
 
 /// Parses one query (a trailing `;` is allowed) with the SQLite dialect.
-fn parse_query(sql: &str) -> Result<Query, MutateError> {
+pub(crate) fn parse_query(sql: &str) -> Result<Query, MutateError> {
     let statements = Parser::parse_sql(&SQLiteDialect {}, sql)
         .map_err(|error| MutateError::Parse(error.to_string()))?;
     match <[Statement; 1]>::try_from(statements) {

@@ -1,0 +1,174 @@
+//! `sqlgate generate jqe`: every retained expansion executes with rows, adds exactly one table to
+//! its seed's join graph, has a join pattern new for its database, and two runs agree byte for
+//! byte.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use sqlgate::exec::{Engine, Limits};
+use sqlgate::mutate::jqe::expand::{PatternCounts, Shape};
+use sqlgate::mutate::jqe::graph::{Schema, SchemaGraph};
+use sqlgate::mutate::jqe::query::Jqg;
+
+fn generate(gold: &Path, out: &Path, extra: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["generate", "jqe", "--gold", gold.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn jqg_tables(sql: &str, schema: &SchemaGraph) -> Vec<String> {
+    let statements =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::SQLiteDialect {}, sql).unwrap();
+    let sqlparser::ast::Statement::Query(query) = &statements[0] else {
+        panic!("not a query: {sql}");
+    };
+    let jqg = Jqg::of(query, schema).unwrap();
+    jqg.nodes
+        .iter()
+        .map(|&t| schema.tables[t].to_lowercase())
+        .collect()
+}
+
+fn shape(pattern: &Value) -> Shape {
+    let tables: Vec<&str> = pattern["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let position = |v: &Value| tables.iter().position(|t| Some(*t) == v.as_str()).unwrap();
+    Shape {
+        n: tables.len(),
+        edges: pattern["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (position(&e[0]), position(&e[1])))
+            .collect(),
+    }
+}
+
+/// Runs twice, checks determinism and every property of each retained expansion.
+fn check(gold: &Path, db_dir: Option<&Path>, extra: &[&str]) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    let mut args: Vec<&str> = extra.to_vec();
+    let db_dir_text = db_dir.map(|d| d.to_str().unwrap().to_string());
+    if let Some(d) = &db_dir_text {
+        args.extend(["--db-dir", d.as_str()]);
+    }
+    let stdout = generate(gold, &first, &args);
+    generate(gold, &second, &args);
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&second).unwrap()
+    );
+    assert!(stdout.contains("retained"), "{stdout}");
+
+    let options = sqlgate::bench::LoadOptions {
+        db_dir: db_dir.map(PathBuf::from),
+        ..Default::default()
+    };
+    let bench = sqlgate::bench::load(gold, &options).unwrap();
+    let engine = Engine::new(Limits::default());
+    let mut seeds: HashMap<String, String> = HashMap::new();
+    let mut taken: BTreeMap<String, PatternCounts> = BTreeMap::new();
+    let mut paths = HashMap::new();
+    let mut graphs = HashMap::new();
+    for case in bench.cases.iter().filter(|c| c.feasible) {
+        let path = bench.db_files(case, false).unwrap().remove(0);
+        let graph = graphs
+            .entry(case.db.clone())
+            .or_insert_with(|| SchemaGraph::build(&Schema::read(&path).unwrap(), true));
+        seeds.insert(case.id.clone(), case.gold[0].clone());
+        paths.insert(case.db.clone(), path);
+        // The originals' patterns count as taken (they are parsed the way JQE parses them).
+        let statements = sqlparser::parser::Parser::parse_sql(
+            &sqlparser::dialect::SQLiteDialect {},
+            &case.gold[0],
+        );
+        if let Ok([sqlparser::ast::Statement::Query(query)]) = statements.as_deref() {
+            if let Ok(jqg) = Jqg::of(query, graph) {
+                taken
+                    .entry(case.db.clone())
+                    .or_default()
+                    .add(&Shape::of(&jqg, None));
+            }
+        }
+    }
+    let text = std::fs::read_to_string(&first).unwrap();
+    for line in text.lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        let (id, db, sql) = (
+            e["id"].as_str().unwrap(),
+            e["db"].as_str().unwrap(),
+            e["sql"].as_str().unwrap(),
+        );
+        for field in [
+            "seed_id",
+            "question",
+            "added_table",
+            "conditions",
+            "pattern",
+        ] {
+            assert!(!e[field].is_null(), "{id}: no {field}");
+        }
+        let rows = engine.execute(&paths[db], sql).result.unwrap();
+        assert!(!rows.rows.is_empty(), "{id}: no rows");
+        let graph = &graphs[db];
+        let seed_sql = &seeds[e["seed_id"].as_str().unwrap()];
+        let before = jqg_tables(seed_sql, graph);
+        let after = jqg_tables(sql, graph);
+        let added = e["added_table"].as_str().unwrap().to_lowercase();
+        assert_eq!(
+            after.len(),
+            before.len() + 1,
+            "{id}: not exactly one more table"
+        );
+        assert!(!before.contains(&added) && after.contains(&added), "{id}");
+        let pattern = shape(&e["pattern"]);
+        let counts = taken.entry(db.to_string()).or_default();
+        assert_eq!(counts.count(&pattern), 0, "{id}: pattern already taken");
+        counts.add(&pattern);
+        seeds.insert(id.to_string(), sql.to_string());
+    }
+    text.lines().count()
+}
+
+#[test]
+fn demo_expansions_are_valid_new_and_deterministic() {
+    let gold = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml");
+    assert!(check(&gold, None, &[]) > 0);
+    assert!(check(&gold, None, &["--rounds", "2"]) > 0);
+}
+
+#[test]
+fn defog_expansions_are_valid_new_and_deterministic() {
+    let Some(data) = sqlgate::testing::shared_data() else {
+        return;
+    };
+    let defog = data.join("defog");
+    let gold = defog.join("questions.csv");
+    let all = check(&gold, Some(&defog), &[]);
+    assert!(all > 5);
+    // Across several databases, the budget still caps the whole run.
+    assert_eq!(check(&gold, Some(&defog), &["--budget", "5"]), 5);
+    assert!(check(&gold, Some(&defog), &["--rounds", "2"]) >= all);
+}
+
+#[test]
+fn the_budget_caps_the_run() {
+    let gold = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml");
+    assert_eq!(check(&gold, None, &["--budget", "2"]), 2);
+}
