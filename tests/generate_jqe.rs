@@ -172,3 +172,99 @@ fn the_budget_caps_the_run() {
     let gold = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml");
     assert_eq!(check(&gold, None, &["--budget", "2"]), 2);
 }
+
+/// The expansions run as tests of the suite they came from, named
+/// `<suite>::<db>::<seed>::jqe::<mutant-id>`, answered here by a `command` system that looks the
+/// SQL up by case id.
+#[test]
+fn the_jqe_family_runs_as_tests_of_its_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let family = dir.path().join("jqe.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["generate", "jqe", "--gold"])
+        .arg(repo.join("benchmarks/demo/suite.toml"))
+        .arg("--out")
+        .arg(&family)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Answers: the gold of every original case and of every expansion, by id.
+    let mut answers = serde_json::Map::new();
+    let cases = std::fs::read_to_string(repo.join("benchmarks/demo/cases.jsonl")).unwrap();
+    for line in cases.lines() {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let gold = match &case["gold"] {
+            serde_json::Value::Array(golds) => golds[0].clone(),
+            other => other.clone(),
+        };
+        answers.insert(case["id"].as_str().unwrap().to_string(), gold);
+    }
+    let expansions: Vec<serde_json::Value> = std::fs::read_to_string(&family)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!expansions.is_empty());
+    for expansion in &expansions {
+        answers.insert(
+            expansion["id"].as_str().unwrap().to_string(),
+            expansion["sql"].clone(),
+        );
+    }
+    std::fs::write(
+        dir.path().join("answers.json"),
+        serde_json::Value::Object(answers).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("answer.py"),
+        "import json, sys\nrequest = json.load(sys.stdin)\nanswers = json.load(open(sys.argv[1]))\n\
+         sql = answers.get(request['id'])\nprint(json.dumps({'sql': sql} if sql else {'abstain': True}))\n",
+    )
+    .unwrap();
+    let config = format!(
+        "[[suite]]\nbenchmark = \"{}\"\nfamilies = {{ jqe = \"jqe.jsonl\" }}\n\n[[system]]\nname = \"lookup\"\ntype = \"command\"\n\
+         command = [\"python3\", \"answer.py\", \"answers.json\"]\n",
+        repo.join("benchmarks/demo/suite.toml").display()
+    );
+    std::fs::write(dir.path().join("sqlgate.toml"), config).unwrap();
+    let sqlgate = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .arg("test")
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("CI")
+            .output()
+            .unwrap()
+    };
+    let listed = String::from_utf8_lossy(&sqlgate(&["--list"]).stdout).into_owned();
+    for expansion in &expansions {
+        let name = format!("demo::bookshop::{}", expansion["id"].as_str().unwrap());
+        assert!(
+            listed.lines().any(|l| l == name),
+            "{name} not listed:\n{listed}"
+        );
+        assert!(name.contains("::jqe::"));
+    }
+    let run = sqlgate(&["--record", "new", "--no-fail-fast", "jqe"]);
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        text.contains(&format!(
+            "{} tests run: {} passed",
+            expansions.len(),
+            expansions.len()
+        )),
+        "{text}"
+    );
+}

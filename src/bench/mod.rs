@@ -8,6 +8,7 @@ mod bird;
 pub mod clean;
 mod databases;
 mod defog;
+mod family;
 mod hardness;
 mod native;
 mod predictions;
@@ -21,6 +22,7 @@ use crate::error::InputError;
 use crate::metrics::ex::Mode;
 
 pub use clean::{clean_sql, is_apology, CleanedSql};
+pub use family::load_family;
 pub use predictions::{load_predictions, Answer, PredFormat, Prediction};
 
 /// Where a case or prediction came from, for error messages and JUnit `file`/`line`.
@@ -82,6 +84,11 @@ impl Benchmark {
     }
 
     /// Resolves every case's database, failing on the first case whose database is missing.
+    /// Every case id is unique (also after generated families were added).
+    pub fn check_ids(&self) -> Result<(), InputError> {
+        check_unique_ids(&self.cases)
+    }
+
     pub fn check_databases(&self) -> Result<(), InputError> {
         let mut checked = std::collections::HashSet::new();
         for case in &self.cases {

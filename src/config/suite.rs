@@ -34,6 +34,10 @@ pub struct SuiteConfig {
     /// Embeddings for SC column matching from an OpenAI-compatible endpoint, cached in
     /// `<snapshots>/embeddings/<model>.jsonl` (default: the offline n-gram embedder).
     pub embeddings: Option<EmbeddingsConfig>,
+    /// Generated mutant families run as cases of this suite: family name → the generator's
+    /// JSONL output (`families = { jqe = "benchmarks/demo/jqe.jsonl" }`).
+    #[serde(default)]
+    pub families: BTreeMap<String, PathBuf>,
     /// Thresholds of this suite, overriding the top-level `[gate]`.
     #[serde(default)]
     pub gate: BTreeMap<String, Threshold>,

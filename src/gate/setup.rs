@@ -34,7 +34,14 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
             format: suite.format,
         };
-        let bench = bench::load(&config.resolve(&suite.benchmark), &options)?;
+        let mut bench = bench::load(&config.resolve(&suite.benchmark), &options)?;
+        for (family, path) in &suite.families {
+            bench
+                .cases
+                .extend(bench::load_family(&config.resolve(path), family)?);
+        }
+        bench.check_ids()?;
+        bench.check_databases()?;
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
         if plans.iter().any(|p| p.name == name) {
             return Err(
