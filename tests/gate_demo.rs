@@ -170,7 +170,7 @@ fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
     assert_eq!(accepted.lines().count(), pending.lines().count());
     assert_eq!(changed.len(), 1, "{changed:?}");
     assert!(changed[0].1.starts_with(
-        "demo::bookshop::q02 | fail | incorrect | ex=0 | SELECT first_name FROM customers"
+        "demo::bookshop::q02 | fail | incorrect | ex=0 | region=III | SELECT first_name FROM customers"
     ));
     // Accepting makes the new outcome the baseline: the case is now a known failure.
     assert_eq!(

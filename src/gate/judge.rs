@@ -142,6 +142,10 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         ),
         ("ex".to_string(), format_metric(run.score.ex)),
         ("mode".to_string(), suite.mode.name()),
+        (
+            "region".to_string(),
+            Region::of(&run.score).as_str().to_string(),
+        ),
     ]);
     if known_failure {
         properties.insert("known_failure".to_string(), "true".to_string());

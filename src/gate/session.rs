@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use crate::config::system::SystemType;
 use crate::config::{Config, ProfileConfig};
 use crate::error::InputError;
+use crate::metrics::reliability::Region;
 use crate::system::abstention::{Abstention, AbstentionConfig};
 use crate::system::answer::{answer_all, RecordMode};
 use crate::system::cassette::Cassette;
@@ -306,9 +307,16 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
         name: run.test.clone(),
         passed: run.correct(),
         verdict: run.score.verdict.as_str().to_string(),
-        metrics: std::iter::once(("ex".to_string(), judge::format_metric(run.score.ex)))
-            .chain(judge::fine_metrics(run))
-            .collect(),
+        metrics: [
+            ("ex".to_string(), judge::format_metric(run.score.ex)),
+            (
+                "region".to_string(),
+                Region::of(&run.score).as_str().to_string(),
+            ),
+        ]
+        .into_iter()
+        .chain(judge::fine_metrics(run))
+        .collect(),
         sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
     }
 }

@@ -38,6 +38,17 @@ impl Region {
         }
     }
 
+    /// The region's numeral, as written in reports and snapshots.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Region::I => "I",
+            Region::II => "II",
+            Region::III => "III",
+            Region::IV => "IV",
+            Region::V => "V",
+        }
+    }
+
     /// φ_c: +1 for the desirable regions, 0 for II, -c for the risky ones.
     pub fn score(self, penalty: f64) -> f64 {
         match self {
