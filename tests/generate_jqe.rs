@@ -268,3 +268,77 @@ fn the_jqe_family_runs_as_tests_of_its_suite() {
         "{text}"
     );
 }
+
+/// The optional LLM rewrite: questions come from a chat model at temperature 0 with a seed,
+/// cached, so a rerun sends no request and writes the same file.
+#[test]
+fn questions_can_be_rewritten_by_a_cached_chat_model() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&requests);
+    std::thread::spawn(move || {
+        for mut request in server.incoming_requests() {
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            let body: Value = serde_json::from_str(&body).unwrap_or_default();
+            assert_eq!(body["temperature"], 0.0);
+            assert!(body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Expanded SQL:"));
+            let answer = format!("\"Rewritten question number {n}?\"\nHope this helps!");
+            let reply = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]});
+            let _ = request.respond(tiny_http::Response::from_string(reply.to_string()));
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("jqe.jsonl");
+    let generate = || {
+        let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args([
+                "generate",
+                "jqe",
+                "--llm-url",
+                &url,
+                "--llm-model",
+                "toy",
+                "--gold",
+            ])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml"))
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let first = generate();
+    let asked = requests.load(Ordering::SeqCst);
+    let expansions: Vec<Value> = first
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(asked, expansions.len(), "one request per expansion");
+    for expansion in &expansions {
+        let question = expansion["question"].as_str().unwrap();
+        assert!(
+            question.starts_with("Rewritten question number ") && question.ends_with('?'),
+            "{question}"
+        );
+    }
+    assert_eq!(generate(), first, "the rerun writes the same file");
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        asked,
+        "the rerun is answered by the cache"
+    );
+    assert!(dir.path().join("jqe.jsonl.rewrites.jsonl").exists());
+}

@@ -11,6 +11,9 @@ use crate::bench::{self, GoldFormat, LoadOptions};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::gate::snapshot::write_atomically;
+use crate::llm::cache::JsonlCache;
+use crate::llm::{Client, ClientConfig};
+use crate::mutate::jqe::rewrite::{Rewriter, DEFAULT_PROMPT};
 use crate::mutate::jqe::{self, graph::SchemaGraph};
 use crate::mutate::{family, infeasible};
 use crate::spider::Schema;
@@ -53,6 +56,21 @@ pub struct JqeArgs {
     /// Rank join condition combinations by ascending complexity (fewest new joins first).
     #[arg(long)]
     simplest_first: bool,
+    /// Rewrite each expansion's question with a chat model at this OpenAI-compatible endpoint
+    /// (default: the deterministic template only), e.g. `http://127.0.0.1:8765/v1`.
+    #[arg(long, requires = "llm_model")]
+    llm_url: Option<String>,
+    #[arg(long, requires = "llm_url")]
+    llm_model: Option<String>,
+    /// The environment variable holding the endpoint's API key.
+    #[arg(long)]
+    llm_api_key_env: Option<String>,
+    /// The rewrite prompt (default: the built-in one; placeholders in docs/jqe.md).
+    #[arg(long)]
+    llm_prompt: Option<PathBuf>,
+    /// Where rewrites are cached (default: `<out>.rewrites.jsonl`).
+    #[arg(long)]
+    llm_cache: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -212,7 +230,7 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
         simplest_first: args.simplest_first,
     };
     let load = LoadOptions {
-        db_dir: args.db_dir,
+        db_dir: args.db_dir.clone(),
         tables: None,
         format: args.gold_format,
     };
@@ -232,6 +250,7 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
                 .push((case, seed));
         }
     }
+    let rewriter = rewriter(&args)?;
     let engine = Engine::new(Limits::default());
     let mut total = jqe::Stats::default();
     let mut lines = String::new();
@@ -259,7 +278,16 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
         };
         let outcome = jqe::expand_database(db, &path, &graph, &seeds, &options, &engine);
         for expansion in &outcome.expansions {
-            let line = serde_json::to_string(expansion)
+            let mut expansion = expansion.clone();
+            if let Some(rewriter) = &rewriter {
+                let seed = seeds.iter().find(|s| s.id == expansion.seed_id);
+                let (question, sql) =
+                    seed.map_or(("", ""), |s| (s.question.as_str(), s.sql.as_str()));
+                expansion.question = rewriter.rewrite(&expansion, question, sql).map_err(|e| {
+                    InputError::file(&args.out, format!("rewriting {}: {e}", expansion.id))
+                })?;
+            }
+            let line = serde_json::to_string(&expansion)
                 .map_err(|e| InputError::file(&args.out, e.to_string()))?;
             lines.push_str(&line);
             lines.push('\n');
@@ -269,6 +297,34 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
     write_atomically(&args.out, lines.as_bytes())?;
     print_stats(&total);
     Ok(EXIT_OK)
+}
+
+fn rewriter(args: &JqeArgs) -> Result<Option<Rewriter>, InputError> {
+    let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
+        return Ok(None);
+    };
+    let client = Client::new(&ClientConfig {
+        base_url: url.clone(),
+        api_key_env: args.llm_api_key_env.clone(),
+        timeout: std::time::Duration::from_secs(120),
+    })
+    .map_err(|e| InputError::file(&args.out, format!("--llm-url: {}", e.0)))?;
+    let prompt = match &args.llm_prompt {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| InputError::file(path, format!("cannot read the prompt: {e}")))?,
+        None => DEFAULT_PROMPT.to_string(),
+    };
+    let cache_path = args.llm_cache.clone().unwrap_or_else(|| {
+        let mut name = args.out.as_os_str().to_owned();
+        name.push(".rewrites.jsonl");
+        PathBuf::from(name)
+    });
+    Ok(Some(Rewriter {
+        client,
+        model: model.clone(),
+        prompt,
+        cache: JsonlCache::open(&cache_path)?,
+    }))
 }
 
 fn print_stats(stats: &jqe::Stats) {

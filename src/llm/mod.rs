@@ -5,6 +5,7 @@
 //! retries, backoff and rate limiting belong to the layer around [`crate::system::System::answer`],
 //! which reads `retryable` and `retry_after` from the error.
 
+pub mod cache;
 mod chat;
 mod embedder;
 mod embeddings;

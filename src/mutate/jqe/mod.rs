@@ -8,6 +8,7 @@ pub mod expand;
 pub mod graph;
 pub mod nl;
 pub mod query;
+pub mod rewrite;
 pub mod synth;
 
 #[cfg(test)]
