@@ -342,3 +342,72 @@ fn questions_can_be_rewritten_by_a_cached_chat_model() {
     );
     assert!(dir.path().join("jqe.jsonl.rewrites.jsonl").exists());
 }
+
+/// A native suite's `[join_keys]` replaces key inference for a database without foreign keys.
+#[test]
+fn explicit_join_keys_replace_inference() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("schema.sql"),
+        "CREATE TABLE b(id INTEGER PRIMARY KEY, name TEXT);\n\
+         CREATE TABLE a(id INTEGER PRIMARY KEY, b_id INTEGER, label TEXT);\n\
+         CREATE TABLE c(id INTEGER PRIMARY KEY, a_id INTEGER, note TEXT);\n\
+         INSERT INTO b VALUES (1, 'x'); INSERT INTO a VALUES (1, 1, 'y'); INSERT INTO c VALUES (1, 1, 'z');\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("cases.jsonl"),
+        "{\"id\": \"q1\", \"db\": \"tiny\", \"question\": \"Labels?\", \"gold\": \"SELECT label FROM a\"}\n",
+    )
+    .unwrap();
+    let manifest = |keys: &str| {
+        let text = format!(
+            "name = \"tiny\"\ncases = \"cases.jsonl\"\ndb_dir = \"build\"\n[databases.tiny]\nscripts = [\"schema.sql\"]\n{keys}"
+        );
+        std::fs::write(dir.path().join("suite.toml"), text).unwrap();
+    };
+    let generate = || {
+        Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args(["generate", "jqe", "--gold"])
+            .arg(dir.path().join("suite.toml"))
+            .arg("--out")
+            .arg(dir.path().join("jqe.jsonl"))
+            .output()
+            .unwrap()
+    };
+    let added = || -> Vec<String> {
+        std::fs::read_to_string(dir.path().join("jqe.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["added_table"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    // Inference finds both a–b and a–c; one pattern (a path of two tables) is kept.
+    manifest("");
+    let inferred = generate();
+    assert!(String::from_utf8_lossy(&inferred.stdout).contains("inferred join edges"));
+    assert_eq!(added().len(), 1);
+    // With only c.a_id = a.id declared, nothing is inferred and only c can be added.
+    manifest("[join_keys]\ntiny = [\"c.a_id = a.id\"]\n");
+    let explicit = generate();
+    assert!(
+        explicit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&explicit.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&explicit.stdout).contains("inferred join edges"));
+    assert_eq!(added(), ["c"]);
+    manifest("[join_keys]\ntiny = [\"c.nope = a.id\"]\n");
+    let bad = generate();
+    assert_eq!(bad.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        message.contains("suite.toml") && message.contains("no column `nope`"),
+        "{message}"
+    );
+}

@@ -73,6 +73,9 @@ pub struct Benchmark {
     pub format: GoldFormat,
     /// Spider `tables.json`, when given or found beside the gold file.
     pub tables: Option<PathBuf>,
+    /// Explicit join keys per database (native `[join_keys]`), e.g.
+    /// `"orders.customer_id = customers.customer_id"`.
+    pub join_keys: BTreeMap<String, Vec<String>>,
 }
 
 impl Benchmark {
@@ -170,6 +173,7 @@ struct Suite {
     name: String,
     cases: Vec<Case>,
     db_dir: PathBuf,
+    join_keys: BTreeMap<String, Vec<String>>,
 }
 
 /// Loads a gold file into a benchmark and checks that every case's database exists.
@@ -184,11 +188,13 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         name: file_stem(path),
         cases,
         db_dir: opts.db_dir.clone().unwrap_or_else(|| folder.clone()),
+        join_keys: BTreeMap::new(),
     };
     let Suite {
         name,
         cases,
         db_dir,
+        join_keys,
     } = match format {
         GoldFormat::Native => native::load(path, &text, opts.db_dir.as_deref())?,
         GoldFormat::Defog => reference(defog::load(path, &text, false)?),
@@ -208,6 +214,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         name,
         cases,
         db_dir,
+        join_keys,
         format,
         tables: tables_file(&folder, opts.tables.as_deref())?,
     };

@@ -19,6 +19,10 @@ struct Manifest {
     db_dir: Option<String>,
     #[serde(default)]
     databases: BTreeMap<String, DatabaseSpec>,
+    /// Join keys per database (`"orders.customer_id = customers.customer_id"`), for JQE: they
+    /// replace key inference where a database declares no foreign key.
+    #[serde(default)]
+    join_keys: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -84,6 +88,7 @@ pub(super) fn load(
         name: manifest.name,
         cases,
         db_dir,
+        join_keys: manifest.join_keys,
     })
 }
 

@@ -13,8 +13,9 @@ use crate::exec::{Engine, Limits};
 use crate::gate::snapshot::write_atomically;
 use crate::llm::cache::JsonlCache;
 use crate::llm::{Client, ClientConfig};
+use crate::mutate::jqe;
+use crate::mutate::jqe::graph::{ForeignKey, SchemaGraph};
 use crate::mutate::jqe::rewrite::{Rewriter, DEFAULT_PROMPT};
-use crate::mutate::jqe::{self, graph::SchemaGraph};
 use crate::mutate::{family, infeasible};
 use crate::spider::Schema;
 
@@ -262,8 +263,14 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
             .ok_or_else(|| {
                 InputError::file(&bench.db_dir, format!("no database file for `{db}`"))
             })?;
-        let schema = jqe::graph::Schema::read(&path)
+        let mut schema = jqe::graph::Schema::read(&path)
             .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
+        // Explicit join keys count as declared foreign keys, so they replace inference.
+        for key in bench.join_keys.get(*db).into_iter().flatten() {
+            let key = ForeignKey::parse(key, &schema)
+                .map_err(|e| InputError::file(&args.gold, format!("[join_keys] {db}: {e}")))?;
+            schema.foreign_keys.push(key);
+        }
         let graph = SchemaGraph::build(&schema, options.infer_keys);
         let inferred = graph.inferred_edges();
         if !inferred.is_empty() {

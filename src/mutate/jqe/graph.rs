@@ -83,6 +83,39 @@ pub struct ForeignKey {
     pub to: ColRef,
 }
 
+impl ForeignKey {
+    /// An explicit join key `"orders.customer_id = customers.customer_id"`, checked against the
+    /// schema (names are matched case-insensitively and written as the schema spells them).
+    pub fn parse(text: &str, schema: &Schema) -> Result<ForeignKey, String> {
+        let side = |part: &str| -> Result<ColRef, String> {
+            let (table, column) = part
+                .trim()
+                .split_once('.')
+                .ok_or_else(|| format!("`{}` is not `table.column`", part.trim()))?;
+            let table = schema
+                .tables
+                .iter()
+                .find(|t| t.name.eq_ignore_ascii_case(table.trim()))
+                .ok_or_else(|| format!("no table `{}`", table.trim()))?;
+            let column = table
+                .columns
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(column.trim()))
+                .ok_or_else(|| {
+                    format!("table `{}` has no column `{}`", table.name, column.trim())
+                })?;
+            Ok(ColRef::new(&table.name, &column.name))
+        };
+        let (from, to) = text
+            .split_once('=')
+            .ok_or_else(|| format!("`{text}` is not `table.column = table.column`"))?;
+        Ok(ForeignKey {
+            from: side(from)?,
+            to: side(to)?,
+        })
+    }
+}
+
 /// What a database declares: its tables and foreign keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schema {
