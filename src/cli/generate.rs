@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 
 use super::EXIT_OK;
 use crate::bench::Case;
@@ -14,6 +14,7 @@ use crate::gate::snapshot::write_atomically;
 use crate::llm::cache::JsonlCache;
 use crate::llm::{Client, ClientConfig};
 use crate::mutate::jqe;
+use crate::mutate::jqe::expand::{Centrality, Ranking};
 use crate::mutate::jqe::graph::{ForeignKey, SchemaGraph};
 use crate::mutate::jqe::rewrite::{Rewriter, DEFAULT_PROMPT};
 use crate::mutate::{family, infeasible};
@@ -57,6 +58,15 @@ pub struct JqeArgs {
     /// Rank join condition combinations by ascending complexity (fewest new joins first).
     #[arg(long)]
     simplest_first: bool,
+    /// Also rank by the added table's centrality in the schema graph (after complexity).
+    #[arg(long, value_enum)]
+    centrality: Option<CentralityArg>,
+    /// Rank by centrality before complexity.
+    #[arg(long, requires = "centrality")]
+    centrality_first: bool,
+    /// Prefer the least central tables instead of the most central.
+    #[arg(long, requires = "centrality")]
+    centrality_ascending: bool,
     /// Rewrite each expansion's question with a chat model at this OpenAI-compatible endpoint
     /// (default: the deterministic template only), e.g. `http://127.0.0.1:8765/v1`.
     #[arg(long, requires = "llm_model")]
@@ -72,6 +82,12 @@ pub struct JqeArgs {
     /// Where rewrites are cached (default: `<out>.rewrites.jsonl`).
     #[arg(long)]
     llm_cache: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum CentralityArg {
+    Degree,
+    Betweenness,
 }
 
 #[derive(Args)]
@@ -228,7 +244,15 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
         per_pattern: args.per_pattern,
         budget: args.budget,
         infer_keys: !args.no_infer_keys,
-        simplest_first: args.simplest_first,
+        ranking: Ranking {
+            complexity_ascending: args.simplest_first,
+            centrality: args.centrality.map(|c| match c {
+                CentralityArg::Degree => Centrality::Degree,
+                CentralityArg::Betweenness => Centrality::Betweenness,
+            }),
+            centrality_ascending: args.centrality_ascending,
+            centrality_first: args.centrality_first,
+        },
     };
     let load = LoadOptions {
         db_dir: args.db_dir.clone(),

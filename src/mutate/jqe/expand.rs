@@ -134,22 +134,63 @@ impl UnionFind {
     }
 }
 
-/// Sort order of JCCs (spec §2.4): complexity (new edges, then conditions) descending by
-/// default, then the candidate name and the label strings ascending.
-pub fn rank(schema: &SchemaGraph, jccs: &mut [Jcc], complexity_ascending: bool) {
-    jccs.sort_by_cached_key(|j| {
-        let complexity = (j.new_edges(), j.labels.len());
-        let (ascending, descending) = if complexity_ascending {
-            (complexity, (0, 0))
+/// Centrality of the added table in the schema graph, as a ranking preference (spec §2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Centrality {
+    Degree,
+    Betweenness,
+}
+
+/// How JCCs are ranked: complexity descending by default (the thesis default); optionally a
+/// centrality term, after complexity or before it, descending unless `ascending`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ranking {
+    pub complexity_ascending: bool,
+    pub centrality: Option<Centrality>,
+    pub centrality_ascending: bool,
+    pub centrality_first: bool,
+}
+
+/// Sort order of JCCs (spec §2.4): complexity (new edges, then conditions) and the optional
+/// centrality term in the chosen order and directions, then the candidate name and the label
+/// strings ascending.
+pub fn rank(schema: &SchemaGraph, jccs: &mut [Jcc], ranking: &Ranking) {
+    let centrality: Vec<f64> = match ranking.centrality {
+        Some(Centrality::Degree) => (0..schema.tables.len())
+            .map(|t| schema.degree(t) as f64)
+            .collect(),
+        Some(Centrality::Betweenness) => schema.betweenness(),
+        None => vec![0.0; schema.tables.len()],
+    };
+    let directed = |order: std::cmp::Ordering, ascending: bool| {
+        if ascending {
+            order
         } else {
-            ((0, 0), complexity)
+            order.reverse()
+        }
+    };
+    jccs.sort_by(|a, b| {
+        let complexity = directed(
+            (a.new_edges(), a.labels.len()).cmp(&(b.new_edges(), b.labels.len())),
+            ranking.complexity_ascending,
+        );
+        let central = directed(
+            centrality[a.candidate].total_cmp(&centrality[b.candidate]),
+            ranking.centrality_ascending,
+        );
+        let (first, second) = if ranking.centrality_first {
+            (central, complexity)
+        } else {
+            (complexity, central)
         };
-        (
-            ascending,
-            std::cmp::Reverse(descending),
-            schema.tables[j.candidate].to_lowercase(),
-            j.label_strings(),
-        )
+        first
+            .then(second)
+            .then_with(|| {
+                schema.tables[a.candidate]
+                    .to_lowercase()
+                    .cmp(&schema.tables[b.candidate].to_lowercase())
+            })
+            .then_with(|| a.label_strings().cmp(&b.label_strings()))
     });
 }
 

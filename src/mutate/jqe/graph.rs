@@ -339,6 +339,54 @@ impl SchemaGraph {
             .count()
     }
 
+    /// Betweenness centrality of every table (Brandes' algorithm, unweighted, undirected):
+    /// how many shortest paths between other tables pass through it.
+    pub fn betweenness(&self) -> Vec<f64> {
+        let n = self.tables.len();
+        let neighbours: Vec<Vec<usize>> = (0..n)
+            .map(|t| {
+                (0..n)
+                    .filter(|&u| u != t && !self.labels(t, u).is_empty())
+                    .collect()
+            })
+            .collect();
+        let mut centrality = vec![0.0; n];
+        for source in 0..n {
+            let mut order = Vec::with_capacity(n);
+            let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); n];
+            let mut paths = vec![0.0f64; n];
+            let mut distance: Vec<Option<usize>> = vec![None; n];
+            paths[source] = 1.0;
+            distance[source] = Some(0);
+            let mut queue = std::collections::VecDeque::from([source]);
+            while let Some(v) = queue.pop_front() {
+                order.push(v);
+                for &w in &neighbours[v] {
+                    let next = distance[v].map(|d| d + 1);
+                    if distance[w].is_none() {
+                        distance[w] = next;
+                        queue.push_back(w);
+                    }
+                    if distance[w] == next {
+                        paths[w] += paths[v];
+                        predecessors[w].push(v);
+                    }
+                }
+            }
+            let mut dependency = vec![0.0f64; n];
+            for &w in order.iter().rev() {
+                for &v in &predecessors[w] {
+                    dependency[v] += paths[v] / paths[w] * (1.0 + dependency[w]);
+                }
+                if w != source {
+                    centrality[w] += dependency[w];
+                }
+            }
+        }
+        // Each undirected path was counted from both ends.
+        centrality.iter().map(|c| c / 2.0).collect()
+    }
+
     /// The edges whose labels were inferred, as `a–b` table pairs.
     pub fn inferred_edges(&self) -> Vec<(String, String)> {
         self.edges

@@ -20,7 +20,7 @@ use serde::Serialize;
 use sqlparser::ast::{Query, SetExpr};
 
 use crate::exec::Engine;
-use expand::{jccs, rank, PatternCounts, Shape};
+use expand::{jccs, rank, PatternCounts, Ranking, Shape};
 use graph::SchemaGraph;
 use query::Jqg;
 
@@ -32,8 +32,8 @@ pub struct Options {
     /// Cap on the number of retained expansions of [`expand_database`].
     pub budget: Option<usize>,
     pub infer_keys: bool,
-    /// Rank JCCs by ascending complexity instead of the default descending.
-    pub simplest_first: bool,
+    /// How JCCs are ranked before pattern pruning.
+    pub ranking: Ranking,
 }
 
 impl Default for Options {
@@ -43,7 +43,7 @@ impl Default for Options {
             per_pattern: 1,
             budget: None,
             infer_keys: true,
-            simplest_first: false,
+            ranking: Ranking::default(),
         }
     }
 }
@@ -199,7 +199,7 @@ pub fn expand_database(
             }
             let (mut kept, redundant) = jccs(schema, &parsed.jqg);
             outcome.stats.redundant += redundant.len();
-            rank(schema, &mut kept, options.simplest_first);
+            rank(schema, &mut kept, &options.ranking);
             for (rank_index, jcc) in kept.iter().enumerate() {
                 if options
                     .budget

@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use super::expand::{is_redundant, jccs, Jcc, PatternCounts, Shape};
+use super::expand::{is_redundant, jccs, Jcc, PatternCounts, Ranking, Shape};
 use super::graph::{Schema, SchemaGraph};
 use super::query::Jqg;
 use super::*;
@@ -213,7 +213,10 @@ fn isomorphic_expansions_keep_only_the_first_ranked_with_n_1() {
     assert_eq!(run(2, &[seed("q1", WORKED_EXAMPLE)]).expansions.len(), 2);
     // Ascending complexity: a single-condition JCC first, the first in name and label order.
     let simplest = Options {
-        simplest_first: true,
+        ranking: Ranking {
+            complexity_ascending: true,
+            ..Ranking::default()
+        },
         ..Options::default()
     };
     let kept = &run_with(&simplest, &[seed("q1", WORKED_EXAMPLE)]).expansions;
@@ -376,4 +379,47 @@ fn canonical_forms_and_large_graphs_compare_up_to_isomorphism() {
     let mut two = cycle(&[0, 1, 2, 3, 4]).edges;
     two.extend(cycle(&[5, 6, 7, 8, 9]).edges);
     assert_eq!(counts.count(&shape(10, &two)), 0);
+}
+
+#[test]
+fn betweenness_counts_shortest_paths_through_a_table_and_ranks_candidates() {
+    // A path a – b – c – d: b and c each sit on the shortest paths between the other sides.
+    let path = graph_of(
+        "CREATE TABLE a(id INTEGER PRIMARY KEY);
+         CREATE TABLE b(id INTEGER PRIMARY KEY, a_id INTEGER REFERENCES a(id));
+         CREATE TABLE c(id INTEGER PRIMARY KEY, b_id INTEGER REFERENCES b(id));
+         CREATE TABLE d(id INTEGER PRIMARY KEY, c_id INTEGER REFERENCES c(id));",
+        false,
+    );
+    let by_name = |name: &str| path.betweenness()[path.index(name).unwrap()];
+    assert_eq!(
+        (by_name("a"), by_name("b"), by_name("c"), by_name("d")),
+        (0.0, 2.0, 2.0, 0.0)
+    );
+    // A star: the hub is on the path between every pair of leaves.
+    let star = graph_of(
+        "CREATE TABLE hub(id INTEGER PRIMARY KEY);
+         CREATE TABLE x(id INTEGER PRIMARY KEY, hub_id INTEGER REFERENCES hub(id));
+         CREATE TABLE y(id INTEGER PRIMARY KEY, hub_id INTEGER REFERENCES hub(id));
+         CREATE TABLE z(id INTEGER PRIMARY KEY, hub_id INTEGER REFERENCES hub(id));",
+        false,
+    );
+    let hub = star.index("hub").unwrap();
+    // The leaves are FK–FK adjacent too (all reference hub.id), so the hub carries no path.
+    assert_eq!(star.betweenness()[hub], 0.0);
+    // On the path, a query on b can add a or c: centrality decides between equal complexities.
+    let (_, graph_b) = jqg("SELECT id FROM b", &path);
+    let (mut candidates, _) = jccs(&path, &graph_b);
+    let most_central = Ranking {
+        centrality: Some(super::expand::Centrality::Betweenness),
+        ..Ranking::default()
+    };
+    super::expand::rank(&path, &mut candidates, &most_central);
+    assert_eq!(path.tables[candidates[0].candidate], "c");
+    let least_central = Ranking {
+        centrality_ascending: true,
+        ..most_central
+    };
+    super::expand::rank(&path, &mut candidates, &least_central);
+    assert_eq!(path.tables[candidates[0].candidate], "a");
 }
