@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::bench::{Answer, Benchmark, Case, Prediction};
 use crate::error::InputError;
 use crate::exec::Engine;
+use crate::metrics::esm;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Mode, ModeOptions, Outcome, Verdict};
 use crate::metrics::reliability::{self, Penalty, Reliability};
 use crate::metrics::sqlmorph::{self, Regime};
@@ -65,6 +66,9 @@ pub struct CaseScore {
     /// unless asked for, and for abstentions and infeasible cases.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub fine: BTreeMap<String, FineScores>,
+    /// Spider exact set match (0 or 1), when asked for (`--metrics esm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub esm: Option<u8>,
 }
 
 /// Evaluates every case against its prediction (aligned by index), in parallel.
@@ -152,6 +156,7 @@ pub fn score_case(
         sql,
         cleaned: prediction.cleaned,
         fine: BTreeMap::new(),
+        esm: None,
     }
 }
 
@@ -268,10 +273,23 @@ pub struct Summary {
     /// Mean SQLMorph metrics by regime name ([`fine_means`]); empty unless asked for.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub fine: BTreeMap<String, FineScores>,
+    /// Spider exact set match, overall and per hardness; only with `--metrics esm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub esm: Option<EsmSummary>,
     /// TrustSQL's RS(c) over every case, feasible or not: `rs`, `regions`, `rs_n` and
     /// `rs_categories` in the JSON.
     #[serde(flatten)]
     pub reliability: Reliability,
+}
+
+/// Exact set match means: `all` and each hardness level.
+#[derive(Debug, Clone, Serialize)]
+pub struct EsmSummary {
+    pub all: f64,
+    pub by_hardness: BTreeMap<String, f64>,
+    /// The reference's `--etype match` tables, for the text report.
+    #[serde(skip)]
+    pub tables: String,
 }
 
 /// Aggregates `scores`, with RS for the default penalties (0, 10, N).
@@ -325,9 +343,50 @@ pub fn summarize_with_penalties(
         cleaned: scores.iter().filter(|s| s.cleaned).count(),
         breakdown,
         fine: BTreeMap::new(),
+        esm: None,
         reliability: reliability::reliability(
             scores,
             &reliability::penalties_with_defaults(penalties),
         ),
+    }
+}
+
+/// Adds Spider exact set match to every feasible case (an abstention scores 0, as an empty
+/// prediction does in the reference) and returns the means; hardness is the gold's.
+pub fn add_exact_set_match(
+    bench: &Benchmark,
+    scores: &mut [CaseScore],
+    evaluator: &esm::Evaluator,
+) -> EsmSummary {
+    let pairs: Vec<Option<esm::PairScore>> = bench
+        .cases
+        .par_iter()
+        .zip(scores.par_iter())
+        .map(|(case, score)| {
+            let gold = case.gold.first().filter(|_| case.feasible)?;
+            evaluator
+                .score(gold, score.sql.as_deref().unwrap_or(""), &case.db)
+                .ok()
+        })
+        .collect();
+    let mut tables = esm::Summary::default();
+    for (score, pair) in scores.iter_mut().zip(&pairs) {
+        if let Some(pair) = pair {
+            score.esm = Some(u8::from(pair.esm));
+            tables.add(pair);
+        }
+    }
+    let mean = |level: esm::Level| {
+        let summary = tables.level(level);
+        (summary.count > 0).then(|| summary.exact)
+    };
+    EsmSummary {
+        all: mean(esm::Level::All).unwrap_or(0.0),
+        by_hardness: esm::Level::ALL
+            .iter()
+            .filter(|&&level| level != esm::Level::All)
+            .filter_map(|&level| mean(level).map(|m| (level.name().to_string(), m)))
+            .collect(),
+        tables: tables.to_string(),
     }
 }

@@ -252,3 +252,49 @@ fn defog_files_score_gold_against_gold() {
         assert_eq!(report["summary"]["n"], 135, "{mode}");
     }
 }
+
+#[test]
+fn spider_exact_set_match_agrees_with_the_reference_pair_for_pair() {
+    let Some(data) = sqlgate::testing::shared_data() else {
+        return;
+    };
+    let spider = data.join("spider-dev");
+    for (system, published) in [("C3", 0.469), ("RESDSQL", 0.805)] {
+        let pred = spider.join(format!("predictions/{system}.txt"));
+        let db_dir = spider.join("schema-db");
+        let report = json(&score(
+            &spider.join("gold.txt"),
+            &pred,
+            &[
+                "--db-dir",
+                db_dir.to_str().unwrap(),
+                "--metrics",
+                "esm",
+                "--format",
+                "json",
+            ],
+        ));
+        let reference =
+            std::fs::read_to_string(spider.join(format!("reference/{system}.jsonl"))).unwrap();
+        let cases = report["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), reference.lines().count());
+        for (case, line) in cases.iter().zip(reference.lines()) {
+            let expected: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                case["esm"], expected["esm"],
+                "{system} pair {}",
+                expected["i"]
+            );
+            assert_eq!(
+                case["tags"]["hardness"], expected["hardness"],
+                "{system} pair {}",
+                expected["i"]
+            );
+        }
+        let all = report["summary"]["esm"]["all"].as_f64().unwrap();
+        assert!((all - published).abs() < 0.0005, "{system}: {all}");
+        assert!(report["summary"]["esm"]["by_hardness"]["extra"]
+            .as_f64()
+            .is_some());
+    }
+}

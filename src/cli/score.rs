@@ -10,6 +10,7 @@ use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat,
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
+use crate::metrics::esm;
 use crate::metrics::ex::{Mode, ModeOptions};
 use crate::metrics::reliability::Penalty;
 use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
@@ -58,8 +59,8 @@ pub struct ScoreArgs {
     format: OutputFormat,
     /// SQLMorph fine-grained metrics to add (EXP/EXR/F1), comma-separated regime names, e.g.
     /// `EC-EC-IE,EC-PC-PE,SC-EC-IE,NC-PC` (see docs/metrics.md).
-    #[arg(long, value_parser = parse_regimes)]
-    metrics: Option<RegimeList>,
+    #[arg(long, value_parser = parse_metrics)]
+    metrics: Option<MetricList>,
     /// Compute the fine-grained metrics like the SQLMorph reference implementation instead of
     /// the paper's definitions.
     #[arg(long)]
@@ -89,6 +90,25 @@ pub struct ScoreArgs {
 /// Regimes named on the command line, in order, without repeats.
 #[derive(Clone)]
 pub(super) struct RegimeList(pub Vec<Regime>);
+
+/// `--metrics`: `esm` (Spider exact set match) and SQLMorph regime names.
+#[derive(Clone)]
+struct MetricList {
+    regimes: Vec<Regime>,
+    esm: bool,
+}
+
+fn parse_metrics(text: &str) -> Result<MetricList, String> {
+    let names: Vec<&str> = text.split(',').map(str::trim).collect();
+    let esm = names.contains(&"esm");
+    let regimes: Vec<&str> = names.into_iter().filter(|n| *n != "esm").collect();
+    let regimes = if regimes.is_empty() {
+        Vec::new()
+    } else {
+        parse_regimes(&regimes.join(","))?.0
+    };
+    Ok(MetricList { regimes, esm })
+}
 
 pub(super) fn parse_regimes(text: &str) -> Result<RegimeList, String> {
     let mut regimes = Vec::new();
@@ -146,7 +166,8 @@ fn parse_timeout(text: &str) -> Result<TimeBound, String> {
 }
 
 pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
-    let regimes = args.metrics.map(|list| list.0).unwrap_or_default();
+    let esm = args.metrics.as_ref().is_some_and(|m| m.esm);
+    let regimes = args.metrics.map(|list| list.regimes).unwrap_or_default();
     check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
     let options = LoadOptions {
         db_dir: args.db_dir,
@@ -199,7 +220,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
             ..default_options
         },
     };
-    let scores = scoring::score_with_fine(
+    let mut scores = scoring::score_with_fine(
         &benchmark,
         &predictions,
         mode,
@@ -209,6 +230,20 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     )?;
     let mut summary = scoring::summarize_with_penalties(mode, &scores, &args.penalties);
     summary.fine = scoring::fine_means(&regimes, &scores);
+    if esm {
+        let tables = benchmark.tables.clone().ok_or_else(|| {
+            InputError::file(
+                &args.gold,
+                "--metrics esm needs the schemas' foreign keys: pass --tables tables.json",
+            )
+        })?;
+        let evaluator = esm::Evaluator::with_database_dir(&tables, &benchmark.db_dir)?;
+        summary.esm = Some(scoring::add_exact_set_match(
+            &benchmark,
+            &mut scores,
+            &evaluator,
+        ));
+    }
     let output = match args.format {
         OutputFormat::Text => score_text::render(&summary, &args.gold.display().to_string()),
         OutputFormat::Json => score_json::render(&summary, &scores),

@@ -121,6 +121,7 @@ fn system_failure(case: &crate::bench::Case, message: String) -> CaseScore {
         sql: None,
         cleaned: false,
         fine: BTreeMap::new(),
+        esm: None,
     }
 }
 

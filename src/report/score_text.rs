@@ -55,6 +55,14 @@ pub fn render(summary: &Summary, source: &str) -> String {
         );
     }
     render_fine(&mut out, summary);
+    if let Some(esm) = &summary.esm {
+        let _ = writeln!(
+            out,
+            "\nexact set match {:.3}\n{}",
+            esm.all,
+            esm.tables.trim_end()
+        );
+    }
     render_reliability(&mut out, &summary.reliability);
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();
