@@ -378,7 +378,7 @@ pub fn add_exact_set_match(
     }
     let mean = |level: esm::Level| {
         let summary = tables.level(level);
-        (summary.count > 0).then(|| summary.exact)
+        (summary.count > 0).then_some(summary.exact)
     };
     EsmSummary {
         all: mean(esm::Level::All).unwrap_or(0.0),
