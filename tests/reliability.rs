@@ -23,6 +23,7 @@ fn case(id: usize, feasible: bool, verdict: Verdict, ex: f64) -> CaseScore {
         sql: (verdict != Verdict::Abstained).then(|| "SELECT 1".to_string()),
         cleaned: false,
         fine: BTreeMap::new(),
+        esm: None,
     }
 }
 
