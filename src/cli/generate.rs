@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::EXIT_OK;
 use crate::bench::Case;
-use crate::bench::{self, GoldFormat, LoadOptions};
+use crate::bench::{self, Benchmark, GoldFormat, LoadOptions};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::gate::snapshot::write_atomically;
@@ -33,13 +33,8 @@ pub enum GenerateCommand {
 
 #[derive(Args)]
 pub struct JqeArgs {
-    /// The benchmark to expand (any gold format `score` reads).
-    #[arg(long)]
-    gold: PathBuf,
-    #[arg(long)]
-    db_dir: Option<PathBuf>,
-    #[arg(long, value_enum)]
-    gold_format: Option<GoldFormat>,
+    #[command(flatten)]
+    source: Source,
     /// JSONL file to write the retained expansions to.
     #[arg(long)]
     out: PathBuf,
@@ -90,15 +85,35 @@ pub enum CentralityArg {
     Betweenness,
 }
 
+/// The benchmark a generator reads: any gold format `score` reads.
 #[derive(Args)]
-pub struct ErrorsArgs {
-    /// The benchmark to mutate (any gold format `score` reads).
+pub struct Source {
+    /// The benchmark to generate from (any gold format `score` reads).
     #[arg(long)]
     gold: PathBuf,
+    /// Folder holding `<db>.sqlite` or `<db>/<db>.sqlite` (default: beside the gold file).
     #[arg(long)]
     db_dir: Option<PathBuf>,
+    /// Force the gold file's format instead of detecting it.
     #[arg(long, value_enum)]
     gold_format: Option<GoldFormat>,
+}
+
+impl Source {
+    fn load(&self) -> Result<Benchmark, InputError> {
+        let options = LoadOptions {
+            db_dir: self.db_dir.clone(),
+            tables: None,
+            format: self.gold_format,
+        };
+        bench::load(&self.gold, &options)
+    }
+}
+
+#[derive(Args)]
+pub struct ErrorsArgs {
+    #[command(flatten)]
+    source: Source,
     /// Folder to write `suite.toml`, `cases.jsonl` and `predictions.jsonl` into.
     #[arg(long)]
     out: PathBuf,
@@ -114,13 +129,8 @@ pub struct ErrorsArgs {
 
 #[derive(Args)]
 pub struct InfeasibleArgs {
-    /// The benchmark whose databases the questions are about (any gold format `score` reads).
-    #[arg(long)]
-    gold: PathBuf,
-    #[arg(long)]
-    db_dir: Option<PathBuf>,
-    #[arg(long, value_enum)]
-    gold_format: Option<GoldFormat>,
+    #[command(flatten)]
+    source: Source,
     /// Folder to write `suite.toml` and `cases.jsonl` into.
     #[arg(long)]
     out: PathBuf,
@@ -146,12 +156,7 @@ fn errors(args: ErrorsArgs) -> Result<u8, InputError> {
     if args.depth == 0 {
         return Err(InputError::file(&args.out, "--depth must be at least 1"));
     }
-    let options = LoadOptions {
-        db_dir: args.db_dir,
-        tables: None,
-        format: args.gold_format,
-    };
-    let bench = bench::load(&args.gold, &options)?;
+    let bench = args.source.load()?;
     let family = family::errors_family(&bench, args.seed, args.depth);
     let name = args
         .name
@@ -173,12 +178,7 @@ fn errors(args: ErrorsArgs) -> Result<u8, InputError> {
 }
 
 fn infeasible(args: InfeasibleArgs) -> Result<u8, InputError> {
-    let options = LoadOptions {
-        db_dir: args.db_dir,
-        tables: None,
-        format: args.gold_format,
-    };
-    let bench = bench::load(&args.gold, &options)?;
+    let bench = args.source.load()?;
     // One schema per database, in order of first appearance.
     let mut schemas: Vec<(String, Schema)> = Vec::new();
     for case in &bench.cases {
@@ -254,12 +254,7 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
             centrality_first: args.centrality_first,
         },
     };
-    let load = LoadOptions {
-        db_dir: args.db_dir.clone(),
-        tables: None,
-        format: args.gold_format,
-    };
-    let bench = bench::load(&args.gold, &load)?;
+    let bench = args.source.load()?;
     let mut by_db: BTreeMap<&str, Vec<(&Case, jqe::Seed)>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         if let Some(sql) = case.gold.first() {
@@ -291,8 +286,9 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
             .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
         // Explicit join keys count as declared foreign keys, so they replace inference.
         for key in bench.join_keys.get(*db).into_iter().flatten() {
-            let key = ForeignKey::parse(key, &schema)
-                .map_err(|e| InputError::file(&args.gold, format!("[join_keys] {db}: {e}")))?;
+            let key = ForeignKey::parse(key, &schema).map_err(|e| {
+                InputError::file(&args.source.gold, format!("[join_keys] {db}: {e}"))
+            })?;
             schema.foreign_keys.push(key);
         }
         let graph = SchemaGraph::build(&schema, options.infer_keys);

@@ -282,7 +282,8 @@ fn to_left(operator: &JoinOperator) -> Option<JoinOperator> {
     }
 }
 
-fn constraint(operator: &JoinOperator) -> Option<&JoinConstraint> {
+/// The constraint of an inner or outer join (`ON`, `USING`, natural or none).
+pub(crate) fn constraint(operator: &JoinOperator) -> Option<&JoinConstraint> {
     match operator {
         JoinOperator::Join(c)
         | JoinOperator::Inner(c)

@@ -8,11 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use sqlparser::ast::{
-    BinaryOperator, Expr, JoinConstraint, JoinOperator, Query, Select, SetExpr, TableFactor,
-};
+use sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, Query, Select, SetExpr, TableFactor};
 
 use super::graph::{ColRef, JoinLabel, SchemaGraph};
+use crate::mutate::sites::constraint;
 
 /// One table reference of the FROM clause: the schema table index and the name it is
 /// referenced by in the query (its alias, or its name as written).
@@ -64,7 +63,7 @@ impl Jqg {
             graph.bind(&from.relation, schema)?;
             for join in &from.joins {
                 graph.bind(&join.relation, schema)?;
-                if let Some(JoinConstraint::On(on)) = join_constraint(&join.join_operator) {
+                if let Some(JoinConstraint::On(on)) = constraint(&join.join_operator) {
                     conditions.push(on);
                 }
             }
@@ -166,22 +165,6 @@ impl Jqg {
     /// The first name the query references table `t` by.
     pub fn reference(&self, t: usize) -> Option<&Binding> {
         self.bindings.iter().find(|b| b.table == t)
-    }
-}
-
-/// The constraint of an inner or outer join; an outer join's ON equalities still join the pair.
-fn join_constraint(op: &JoinOperator) -> Option<&JoinConstraint> {
-    match op {
-        JoinOperator::Join(c)
-        | JoinOperator::Inner(c)
-        | JoinOperator::Left(c)
-        | JoinOperator::LeftOuter(c)
-        | JoinOperator::Right(c)
-        | JoinOperator::RightOuter(c)
-        | JoinOperator::FullOuter(c)
-        | JoinOperator::CrossJoin(c)
-        | JoinOperator::StraightJoin(c) => Some(c),
-        _ => None,
     }
 }
 
