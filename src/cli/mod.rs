@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod generate;
+mod schema_db;
 mod score;
 mod test;
 
@@ -36,6 +37,8 @@ enum Command {
     Generate(generate::GenerateCommand),
     /// Score single-error mutants of a gold set: how each SQLMorph metric reacts to each error.
     Calibrate(calibrate::CalibrateArgs),
+    /// Build schema-only SQLite databases (no rows) from a Spider `tables.json`.
+    SchemaDb(schema_db::SchemaDbArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -55,6 +58,7 @@ pub fn main() -> ExitCode {
         Command::Score(args) => score::run(args),
         Command::Generate(command) => generate::run(command),
         Command::Calibrate(args) => calibrate::run(args),
+        Command::SchemaDb(args) => schema_db::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -5,11 +5,13 @@
 //! - [`Schema`]: lowercased table and column names, read from SQLite or `tables.json`.
 //! - [`parse`]: the `get_sql` structure ([`Sql`]), with the reference's quirks.
 //! - [`hardness`]: the Spider difficulty level (`evaluators.md` §2.5).
+//! - [`schema_db`]: schema-only SQLite databases built from `tables.json`.
 
 mod ast;
 mod hardness;
 mod parse;
 mod schema;
+pub mod schema_db;
 mod tokenize;
 
 #[cfg(test)]
@@ -21,7 +23,7 @@ pub use ast::{
 };
 pub use hardness::{hardness, Hardness};
 pub use parse::{parse, ParseError};
-pub use schema::{Schema, Table};
+pub use schema::{read_tables_json, PrimaryKey, Schema, Table, TablesJsonEntry};
 pub use tokenize::tokenize;
 
 /// Parses `sql` against `schema` and classifies it; an unparseable query is an error (the

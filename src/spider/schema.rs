@@ -82,16 +82,12 @@ impl Schema {
     /// `column_names_original`: db_id → schema.
     pub fn from_tables_json(path: impl AsRef<Path>) -> Result<HashMap<String, Schema>, InputError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
-        let entries: Vec<serde_json::Value> = serde_json::from_str(&text)
-            .map_err(|e| InputError::file(path, format!("not a JSON list: {e}")))?;
+        let entries = read_tables_json(path)?;
         let mut schemas = HashMap::with_capacity(entries.len());
         for (record, entry) in entries.into_iter().enumerate() {
-            let at_record = |message: String| InputError::file(path, message).at_record(record);
-            let entry: TablesJsonEntry = serde_json::from_value(entry)
-                .map_err(|e| at_record(format!("bad schema entry: {e}")))?;
-            let schema = entry.to_schema().map_err(at_record)?;
+            let schema = entry
+                .to_schema()
+                .map_err(|message| InputError::file(path, message).at_record(record))?;
             schemas.insert(entry.db_id, schema);
         }
         Ok(schemas)
@@ -117,12 +113,62 @@ impl Schema {
     }
 }
 
-#[derive(Deserialize)]
-struct TablesJsonEntry {
-    db_id: String,
-    table_names_original: Vec<String>,
+/// One database of a Spider `tables.json`. The key fields default to empty, so that a file
+/// holding only names still reads (the parser needs nothing more).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TablesJsonEntry {
+    pub db_id: String,
+    pub table_names_original: Vec<String>,
     /// (table index, name); index -1 is the `*` pseudo-column.
-    column_names_original: Vec<(i64, String)>,
+    pub column_names_original: Vec<(i64, String)>,
+    /// One per column of `column_names_original`: text, number, time, boolean or others.
+    #[serde(default)]
+    pub column_types: Vec<String>,
+    #[serde(default)]
+    pub primary_keys: Vec<PrimaryKey>,
+    /// (column, referenced column), as indexes into `column_names_original`.
+    #[serde(default)]
+    pub foreign_keys: Vec<(usize, usize)>,
+}
+
+/// A `primary_keys` item: a column index, or a list of them (a composite key, as BIRD writes it).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum PrimaryKey {
+    Column(usize),
+    Columns(Vec<usize>),
+}
+
+impl PrimaryKey {
+    pub fn columns(&self) -> &[usize] {
+        match self {
+            PrimaryKey::Column(column) => std::slice::from_ref(column),
+            PrimaryKey::Columns(columns) => columns,
+        }
+    }
+}
+
+/// Reads the entries of a Spider `tables.json`, in file order; a malformed entry is an error
+/// naming its record (and its db_id when it has one).
+pub fn read_tables_json(path: impl AsRef<Path>) -> Result<Vec<TablesJsonEntry>, InputError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+    let entries: Vec<serde_json::Value> = serde_json::from_str(&text)
+        .map_err(|e| InputError::file(path, format!("not a JSON list: {e}")))?;
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(record, entry)| {
+            let db_id = match entry.get("db_id").and_then(serde_json::Value::as_str) {
+                Some(db_id) => format!("database {db_id:?}: "),
+                None => String::new(),
+            };
+            serde_json::from_value(entry).map_err(|e| {
+                InputError::file(path, format!("{db_id}bad schema entry: {e}")).at_record(record)
+            })
+        })
+        .collect()
 }
 
 impl TablesJsonEntry {

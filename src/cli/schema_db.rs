@@ -1,0 +1,37 @@
+//! `sqlgate schema-db`: schema-only SQLite databases from a Spider `tables.json`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::EXIT_OK;
+use crate::error::InputError;
+use crate::spider::schema_db::{build_databases, Outcome};
+
+#[derive(Args)]
+pub struct SchemaDbArgs {
+    /// Spider `tables.json`.
+    #[arg(long)]
+    tables: PathBuf,
+    /// Output folder: each database goes to `<out>/<db_id>/<db_id>.sqlite`.
+    #[arg(long)]
+    out: PathBuf,
+    /// Build only this database (repeatable; default: every database of the file).
+    #[arg(long = "db", value_name = "ID")]
+    db_ids: Vec<String>,
+    /// Replace databases that already exist (by default they are skipped).
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn run(args: SchemaDbArgs) -> Result<u8, InputError> {
+    let built = build_databases(&args.tables, &args.out, &args.db_ids, args.force)?;
+    for database in built {
+        let path = database.path.display();
+        match database.outcome {
+            Outcome::Written => println!("wrote {path}"),
+            Outcome::Skipped => println!("skipped {path} (exists; --force replaces it)"),
+        }
+    }
+    Ok(EXIT_OK)
+}
