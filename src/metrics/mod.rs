@@ -2,6 +2,7 @@
 
 pub mod calibrate;
 pub mod esm;
+pub mod etm;
 pub mod ex;
 pub mod reliability;
 pub mod sqlmorph;

@@ -1,0 +1,332 @@
+//! Enhanced Tree Matching (ETM, `etm.md` §2-§7): two queries match when their trees are equal
+//! after normalisation rules 100-108 and equivalence rules 1-26 reach a fixpoint.
+//!
+//! For one pair: both strings are preprocessed (§3.1), both must pass `EXPLAIN QUERY PLAN` in
+//! the sandbox, both are parsed with sqlparser (SQLite dialect) and lowered to the ETM tree
+//! ([`tree`]), normalised independently with the database's schema facts ([`facts`]), and
+//! compared. Every verdict explains itself: the rules that fired on each side, where the
+//! harness departed from the reference (a guard or a defect it does not share), the
+//! normalised queries, and for a mismatch the first differing subtree.
+//!
+//! `compat` (`--etm-compat`) turns the guards off and keeps the reference's traversal quirks.
+
+mod equivalences;
+mod facts;
+mod lower;
+mod normalize;
+mod sets;
+#[cfg(test)]
+mod tests;
+mod tree;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use regex::Regex;
+use serde::Serialize;
+use sqlparser::ast::Statement;
+use sqlparser::dialect::SQLiteDialect;
+use sqlparser::parser::Parser;
+
+use crate::exec::sandbox::{Limits, Sandbox};
+
+pub use facts::Facts;
+pub use normalize::Departure;
+use normalize::{Cx, DerivedFacts, RuleError, Trace};
+use tree::{Field, Node};
+
+/// How a pair was decided, as the reference data names it (`etm_status`) plus the harness's
+/// own failure kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Match,
+    Nomatch,
+    InvalidGold,
+    InvalidPred,
+    GoldUnparsed,
+    PredUnparsed,
+    /// The fixpoint bound was reached (`etm_no_fixpoint`).
+    NoFixpoint,
+    /// A rule failed the pair, as an exception does in the reference (`etm_internal_error`).
+    InternalError,
+}
+
+/// What one side went through.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Side {
+    pub rules_fired: Vec<u16>,
+    pub departures: Vec<Departure>,
+    /// The normalised query, rendered for reading.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normalised: Option<String>,
+}
+
+/// The first place where the normalised trees differ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Difference {
+    /// Field names from the root, e.g. `where.this.expression`.
+    pub path: String,
+    pub gold: String,
+    pub pred: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub etm: bool,
+    pub status: Status,
+    pub gold: Side,
+    pub pred: Side,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub difference: Option<Difference>,
+    /// The planner's or parser's message for invalid and unparsed pairs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Verdict {
+    fn failed(status: Status, message: String) -> Verdict {
+        Verdict {
+            etm: false,
+            status,
+            gold: Side::default(),
+            pred: Side::default(),
+            difference: None,
+            message: Some(message),
+        }
+    }
+
+    /// Whether the harness departed from the reference on this pair.
+    pub fn departed(&self) -> bool {
+        !self.gold.departures.is_empty() || !self.pred.departures.is_empty()
+    }
+
+    /// One line for a failure message.
+    pub fn explain(&self) -> String {
+        let mut text = match (&self.difference, &self.message) {
+            (Some(d), _) => format!(
+                "ETM: trees differ at {}: gold `{}`, predicted `{}`",
+                d.path, d.gold, d.pred
+            ),
+            (None, Some(message)) => format!("ETM: {:?}: {message}", self.status),
+            (None, None) => format!("ETM: {:?}", self.status),
+        };
+        for (side, data) in [("gold", &self.gold), ("predicted", &self.pred)] {
+            if !data.rules_fired.is_empty() {
+                let rules: Vec<String> = data.rules_fired.iter().map(u16::to_string).collect();
+                text.push_str(&format!("; rules on {side}: {}", rules.join(",")));
+            }
+        }
+        text
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EtmError {
+    #[error("database `{db}` not found at {}", path.display())]
+    MissingDatabase { db: String, path: PathBuf },
+    #[error("cannot read the schema of {}: {message}", path.display())]
+    Schema { path: PathBuf, message: String },
+}
+
+struct Database {
+    facts: Facts,
+    sandbox: Mutex<Sandbox>,
+}
+
+/// Scores pairs against the databases `<db_dir>/<db>/<db>.sqlite`, each opened once.
+pub struct Evaluator {
+    db_dir: PathBuf,
+    compat: bool,
+    databases: Mutex<HashMap<String, Arc<Database>>>,
+}
+
+impl Evaluator {
+    pub fn new(db_dir: impl AsRef<Path>, compat: bool) -> Evaluator {
+        Evaluator {
+            db_dir: db_dir.as_ref().to_path_buf(),
+            compat,
+            databases: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn database(&self, db: &str) -> Result<Arc<Database>, EtmError> {
+        let mut databases = self.databases.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = databases.get(db) {
+            return Ok(Arc::clone(found));
+        }
+        let path = self.db_dir.join(db).join(format!("{db}.sqlite"));
+        if !path.is_file() {
+            return Err(EtmError::MissingDatabase {
+                db: db.to_string(),
+                path,
+            });
+        }
+        let schema_error = |message: String| EtmError::Schema {
+            path: path.clone(),
+            message,
+        };
+        let facts = Facts::read(&path).map_err(|e| schema_error(e.to_string()))?;
+        let sandbox = Sandbox::open(&path).map_err(|e| schema_error(e.message))?;
+        let database = Arc::new(Database {
+            facts,
+            sandbox: Mutex::new(sandbox),
+        });
+        databases.insert(db.to_string(), Arc::clone(&database));
+        Ok(database)
+    }
+
+    pub fn score(&self, gold: &str, pred: &str, db: &str) -> Result<Verdict, EtmError> {
+        let database = self.database(db)?;
+        let gold = preprocess(gold, &database.facts);
+        let pred = preprocess(pred, &database.facts);
+        {
+            let sandbox = database.sandbox.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Err(message) = plans(&sandbox, &gold) {
+                return Ok(Verdict::failed(Status::InvalidGold, message));
+            }
+            if let Err(message) = plans(&sandbox, &pred) {
+                return Ok(Verdict::failed(Status::InvalidPred, message));
+            }
+        }
+        Ok(compare(&gold, &pred, &database.facts, self.compat))
+    }
+}
+
+/// Step 2: `EXPLAIN QUERY PLAN` must succeed.
+fn plans(sandbox: &Sandbox, sql: &str) -> Result<(), String> {
+    let limits = Limits {
+        max_rows: 10_000,
+        ..Limits::default()
+    };
+    match sandbox.execute(&format!("EXPLAIN QUERY PLAN {sql}"), &limits).result {
+        Ok(_) => Ok(()),
+        Err(error) => Err(error.message),
+    }
+}
+
+/// Step 1: backticks become double quotes; a double-quoted word that names no table or
+/// column of this database becomes a string literal; `datetime()` means now.
+pub fn preprocess(sql: &str, facts: &Facts) -> String {
+    static QUOTED: std::sync::LazyLock<Regex> =
+        std::sync::LazyLock::new(|| Regex::new(r#""([^"]+)""#).expect("valid pattern"));
+    static DATETIME: std::sync::LazyLock<Regex> =
+        std::sync::LazyLock::new(|| Regex::new(r"(?i)\bdatetime\(\)").expect("valid pattern"));
+    let mut text = sql.replace('`', "\"");
+    let words: Vec<String> = QUOTED
+        .captures_iter(&text)
+        .map(|c| c[1].to_string())
+        .collect();
+    for word in words {
+        if !facts.knows_name(&word.to_lowercase()) {
+            text = text.replace(&format!("\"{word}\""), &format!("'{word}'"));
+        }
+    }
+    DATETIME.replace_all(&text, "datetime('now')").into_owned()
+}
+
+/// Steps 3-5 on preprocessed, valid queries.
+pub fn compare(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
+    let gold_tree = match parse(gold) {
+        Ok(tree) => tree,
+        Err(message) => return Verdict::failed(Status::GoldUnparsed, message),
+    };
+    let pred_tree = match parse(pred) {
+        Ok(tree) => tree,
+        Err(message) => return Verdict::failed(Status::PredUnparsed, message),
+    };
+    let mut cx = Cx {
+        facts,
+        compat,
+        trace: Trace::default(),
+        derived: DerivedFacts::default(),
+        error: None,
+    };
+    // Gold first: under compat, facts it derives (D2) apply to the prediction too.
+    let gold_result = normalize::apply_rules(gold_tree, &mut cx);
+    let gold_trace = std::mem::take(&mut cx.trace);
+    let pred_result = normalize::apply_rules(pred_tree, &mut cx);
+    let pred_trace = std::mem::take(&mut cx.trace);
+    let side = |trace: &Trace, tree: Option<&Node>| Side {
+        rules_fired: trace.fired.iter().copied().collect(),
+        departures: trace.departures.iter().cloned().collect(),
+        normalised: tree.map(Node::to_sql),
+    };
+    let (gold_tree, pred_tree) = match (gold_result, pred_result) {
+        (Ok(gold), Ok(pred)) => (gold, pred),
+        (Err(error), _) | (_, Err(error)) => {
+            let message = match error {
+                RuleError::SecondMinMax => "rule 10 met a second matching item (D16)",
+            };
+            let mut verdict = Verdict::failed(Status::InternalError, message.to_string());
+            verdict.gold = side(&gold_trace, None);
+            verdict.pred = side(&pred_trace, None);
+            return verdict;
+        }
+    };
+    let no_fixpoint = gold_trace.no_fixpoint || pred_trace.no_fixpoint;
+    let equal = gold_tree == pred_tree && !no_fixpoint;
+    Verdict {
+        etm: equal,
+        status: match (no_fixpoint, equal) {
+            (true, _) => Status::NoFixpoint,
+            (false, true) => Status::Match,
+            (false, false) => Status::Nomatch,
+        },
+        difference: (!equal && !no_fixpoint)
+            .then(|| first_difference(&gold_tree, &pred_tree, String::new())),
+        gold: side(&gold_trace, Some(&gold_tree)),
+        pred: side(&pred_trace, Some(&pred_tree)),
+        message: no_fixpoint.then(|| "no fixpoint within the round bound".to_string()),
+    }
+}
+
+/// One statement, a query.
+fn parse(sql: &str) -> Result<Node, String> {
+    let statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| e.to_string())?;
+    match statements.as_slice() {
+        [Statement::Query(query)] => Ok(lower::query(query)),
+        [_] => Err("not a query".to_string()),
+        _ => Err(format!("{} statements, expected one", statements.len())),
+    }
+}
+
+fn key_name(key: tree::Key) -> String {
+    format!("{key:?}").to_lowercase()
+}
+
+/// The first differing subtree, walking both trees field by field.
+fn first_difference(gold: &Node, pred: &Node, path: String) -> Difference {
+    let here = || Difference {
+        path: if path.is_empty() { "query".to_string() } else { path.clone() },
+        gold: gold.to_sql(),
+        pred: pred.to_sql(),
+    };
+    let keys = |node: &Node| node.fields().iter().map(|(k, _)| *k).collect::<Vec<_>>();
+    if gold.kind != pred.kind || keys(gold) != keys(pred) {
+        return here();
+    }
+    for ((key, a), (_, b)) in gold.fields().iter().zip(pred.fields()) {
+        if a == b {
+            continue;
+        }
+        let child_path = if path.is_empty() {
+            key_name(*key)
+        } else {
+            format!("{path}.{}", key_name(*key))
+        };
+        return match (a, b) {
+            (Field::Node(a), Field::Node(b)) => first_difference(a, b, child_path),
+            (Field::List(a), Field::List(b)) if a.len() == b.len() => {
+                let Some((index, (x, y))) = a.iter().zip(b).enumerate().find(|(_, (x, y))| x != y)
+                else {
+                    return here();
+                };
+                first_difference(x, y, format!("{child_path}[{index}]"))
+            }
+            _ => here(),
+        };
+    }
+    here()
+}

@@ -1,0 +1,184 @@
+//! `etm.md` §9 vectors (reference and harness verdicts) on the §9 fixture database.
+
+use std::path::Path;
+
+use super::*;
+
+const FIXTURE: &str = "
+CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, name TEXT, location TEXT, capacity INTEGER);
+CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT, age INTEGER, is_male TEXT);
+CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, concert_name TEXT,
+                      stadium_id INTEGER REFERENCES stadium(stadium_id), year TEXT);
+CREATE TABLE singer_in_concert (concert_id INTEGER REFERENCES concert(concert_id),
+                                singer_id INTEGER REFERENCES singer(singer_id),
+                                PRIMARY KEY (concert_id, singer_id));
+INSERT INTO stadium VALUES (1, 'Hampden', 'Glasgow', 50000);
+INSERT INTO singer VALUES (1, 'Ann', 'France', 30, 'F');
+INSERT INTO concert VALUES (1, 'Opening', 1, '2014');
+INSERT INTO singer_in_concert VALUES (1, 1);
+";
+
+/// A database directory `<dir>/concert_singer/concert_singer.sqlite` with the fixture.
+pub(super) fn fixture(dir: &Path) -> Evaluator {
+    let db_dir = dir.join("concert_singer");
+    std::fs::create_dir_all(&db_dir).unwrap();
+    let conn = rusqlite::Connection::open(db_dir.join("concert_singer.sqlite")).unwrap();
+    conn.execute_batch(FIXTURE).unwrap();
+    Evaluator::new(dir, false)
+}
+
+const S: &str = "SELECT name FROM singer";
+
+/// (gold, prediction, reference verdict, harness verdict), `etm.md` §9.
+fn vectors() -> Vec<(String, String, bool, bool)> {
+    let w = |cond: &str| format!("{S} WHERE {cond}");
+    let v = |g: &str, p: &str, r: bool, h: bool| (g.to_string(), p.to_string(), r, h);
+    vec![
+        v(S, "select NAME from SINGER", true, true),
+        v("SELECT name, age FROM singer", "SELECT age, name FROM singer", true, true),
+        v("SELECT T1.name FROM singer AS T1", "SELECT singer.name FROM singer", true, true),
+        v(&w("age > 30 AND country = 'France'"), &w("country = 'France' AND age > 30"), true, true),
+        v(&w("country = 'France'"), &w("country = 'france'"), false, false),
+        v(&w("age = 30"), &w("age = '30'"), true, true),
+        v(&w("age = 30"), &w("age = 30.0"), true, true),
+        v("SELECT count(*) FROM singer", "SELECT count(singer_id) FROM singer", true, true),
+        v("SELECT count(*) FROM singer", "SELECT count(country) FROM singer", false, false),
+        v("SELECT count(*) FROM singer", "SELECT count(name) FROM singer", true, true),
+        v("SELECT DISTINCT singer_id FROM singer", "SELECT singer_id FROM singer", true, true),
+        v("SELECT DISTINCT country FROM singer", "SELECT country FROM singer", false, false),
+        v(&w("age BETWEEN 20 AND 40"), &w("age >= 20 AND age <= 40"), true, true),
+        v(&w("country IN ('France','USA')"), &w("country = 'France' OR country = 'USA'"), true, true),
+        v(&format!("{S} ORDER BY age DESC LIMIT 1"), &w("age = (SELECT max(age) FROM singer)"), false, false),
+        v(
+            "SELECT T2.name FROM singer_in_concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.singer_id",
+            "SELECT singer.name FROM singer JOIN singer_in_concert ON singer.singer_id = singer_in_concert.singer_id",
+            true,
+            true,
+        ),
+        v(
+            &w("singer_id IN (SELECT singer_id FROM singer_in_concert)"),
+            "SELECT singer.name FROM singer JOIN singer_in_concert ON singer.singer_id = singer_in_concert.singer_id",
+            false,
+            false,
+        ),
+        v(S, &w("name IS NOT NULL"), true, true),
+        v(&w("name LIKE 'An%'"), &w("substr(name, 1, 2) = 'An'"), true, false),
+        v("SELECT * FROM stadium", "SELECT stadium_id, name, location, capacity FROM stadium", true, true),
+        v(S, "SELECT nme FROM singer", false, false),
+        v(&w("country = \"France\""), &w("country = 'France'"), true, true),
+        v(
+            "SELECT iif(age > 30, 'old', 'young') FROM singer",
+            "SELECT CASE WHEN age > 30 THEN 'old' ELSE 'young' END FROM singer",
+            false,
+            true,
+        ),
+        v("WITH t AS (SELECT name FROM singer) SELECT name FROM t", "SELECT name FROM (SELECT name FROM singer)", false, true),
+        v("SELECT max(age) FROM singer", "SELECT age FROM singer ORDER BY age DESC LIMIT 1", true, true),
+        v(&w("NOT age > 30"), &w("age <= 30"), true, true),
+        v(&w("age > 30"), &w("age >= 30"), false, false),
+        v("SELECT 150 FROM singer", "SELECT 150.0 FROM singer", false, true),
+        v(&w("age > 30 OR name IS NOT NULL"), &w("age > 30"), true, false),
+        v(
+            &w("singer_id = (SELECT max(singer_id) FROM singer) AND country = 'USA'"),
+            &format!("{S} WHERE country = 'USA' ORDER BY singer_id DESC LIMIT 1"),
+            true,
+            false,
+        ),
+        v(
+            "SELECT T1.stadium_id FROM stadium AS T1 JOIN concert AS T2 ON T1.stadium_id = T2.stadium_id GROUP BY T1.stadium_id, T2.year",
+            "SELECT T1.stadium_id FROM stadium AS T1 JOIN concert AS T2 ON T1.stadium_id = T2.stadium_id GROUP BY T1.stadium_id",
+            true,
+            false,
+        ),
+        v(
+            "SELECT T2.concert_name FROM stadium AS T1 JOIN concert AS T2 ON T1.stadium_id = T2.stadium_id",
+            "SELECT concert_name FROM concert",
+            true,
+            false,
+        ),
+        v(&w("name LIKE 'an%'"), &w("substr(name, 1, 2) = 'an'"), true, false),
+        v(
+            "SELECT country, max(age) FROM singer GROUP BY country",
+            "SELECT country, age FROM singer GROUP BY country ORDER BY age DESC LIMIT 1",
+            true,
+            false,
+        ),
+        v(&w("age IN (30, 40)"), &w("age IN (30.0, 40)"), true, true),
+        v(&w("country = 'Nan'"), &w("country = 'nan'"), true, false),
+        v(
+            "SELECT T1.name FROM stadium AS T1 LEFT JOIN concert AS T2 ON T1.stadium_id = T2.stadium_id WHERE T2.year IS NULL",
+            "SELECT name FROM stadium WHERE stadium_id NOT IN (SELECT stadium_id FROM concert)",
+            true,
+            false,
+        ),
+        v(
+            &format!("{} INTERSECT {}", w("age > 20"), w("country = 'France'")),
+            &w("age > 20 AND country = 'France'"),
+            false,
+            false,
+        ),
+        v(
+            "SELECT singer_id FROM singer WHERE age > 20 INTERSECT SELECT singer_id FROM singer WHERE country = 'France'",
+            "SELECT singer_id FROM singer WHERE age > 20 AND country = 'France'",
+            true,
+            true,
+        ),
+        v(
+            "SELECT singer_id FROM singer WHERE age > 20 UNION SELECT singer_id FROM singer WHERE country = 'France'",
+            "SELECT singer_id FROM singer WHERE age > 20 OR country = 'France'",
+            false,
+            true,
+        ),
+        v(S, &format!("{S} UNION {S}"), true, false),
+        v(
+            "SELECT singer_id FROM singer EXCEPT SELECT singer_id FROM singer_in_concert",
+            "SELECT singer_id FROM singer WHERE singer_id NOT IN (SELECT singer_id FROM singer_in_concert)",
+            true,
+            false,
+        ),
+        v(
+            "SELECT count(CASE WHEN age > 30 THEN 1 ELSE NULL END) FROM singer",
+            "SELECT sum(CASE WHEN age > 30 THEN 1 ELSE 0 END) FROM singer",
+            true,
+            true,
+        ),
+        v(&format!("{S} ORDER BY age"), &format!("{S} ORDER BY julianday(age)"), true, false),
+        v(&format!("{S} GROUP BY singer_id, name"), &format!("{S} GROUP BY singer_id"), true, true),
+        v(&format!("{S} LIMIT 1"), &format!("{S} LIMIT 1.0"), true, true),
+        v(&w("age = 30"), &w("30 = age"), true, true),
+        v("SELECT name AS n FROM singer", S, true, true),
+        v("SELECT \"name\" FROM \"singer\"", S, true, true),
+        v(
+            &w("age > 30 AND (country = 'A' OR country = 'B')"),
+            &w("age > 30 AND country = 'A' OR country = 'B'"),
+            false,
+            false,
+        ),
+        v("SELECT CAST(SUM(age) AS FLOAT) / COUNT(*) FROM singer", "SELECT AVG(age) FROM singer", false, false),
+        v(&format!("{S} ORDER BY age"), &format!("{S} ORDER BY age ASC"), true, true),
+    ]
+}
+
+#[test]
+fn spec_vectors_give_the_harness_and_the_reference_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = fixture(dir.path());
+    let compat = Evaluator::new(dir.path(), true);
+    let mut wrong = Vec::new();
+    for (number, (gold, pred, reference, expected)) in vectors().into_iter().enumerate() {
+        for (evaluator, want, mode) in [(&harness, expected, "harness"), (&compat, reference, "compat")] {
+            let verdict = evaluator.score(&gold, &pred, "concert_singer").unwrap();
+            if verdict.etm != want {
+                wrong.push(format!(
+                    "#{} {mode}: want {want}, got {} ({})\n  gold {:?}\n  pred {:?}",
+                    number + 1,
+                    verdict.etm,
+                    verdict.explain(),
+                    verdict.gold.normalised,
+                    verdict.pred.normalised
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} wrong:\n{}", wrong.len(), wrong.join("\n"));
+}
