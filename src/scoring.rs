@@ -9,10 +9,10 @@ use serde::Serialize;
 use crate::bench::{Answer, Benchmark, Case, Prediction};
 use crate::error::InputError;
 use crate::exec::Engine;
-use crate::metrics::esm;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Mode, ModeOptions, Outcome, Verdict};
 use crate::metrics::reliability::{self, Penalty, Reliability};
 use crate::metrics::sqlmorph::{self, Regime};
+use crate::metrics::{esm, etm};
 
 /// EXP, EXR and F1 under one SQLMorph regime (spec `sqlmorph-metrics.md` §5), each in [0, 1].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -69,6 +69,15 @@ pub struct CaseScore {
     /// Spider exact set match (0 or 1), when asked for (`--metrics esm`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub esm: Option<u8>,
+    /// Enhanced Tree Matching (0 or 1), when asked for (`--metrics etm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etm: Option<u8>,
+    /// Why: rules fired per side, departures from the reference, first differing subtree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etm_detail: Option<etm::Verdict>,
+    /// The gold's Spider hardness, with the structural metrics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardness: Option<String>,
 }
 
 /// Evaluates every case against its prediction (aligned by index), in parallel.
@@ -157,6 +166,9 @@ pub fn score_case(
         cleaned: prediction.cleaned,
         fine: BTreeMap::new(),
         esm: None,
+        etm: None,
+        etm_detail: None,
+        hardness: None,
     }
 }
 
@@ -275,19 +287,22 @@ pub struct Summary {
     pub fine: BTreeMap<String, FineScores>,
     /// Spider exact set match, overall and per hardness; only with `--metrics esm`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub esm: Option<EsmSummary>,
+    pub esm: Option<HardnessMeans>,
+    /// Enhanced Tree Matching, overall and per hardness; only with `--metrics etm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etm: Option<HardnessMeans>,
     /// TrustSQL's RS(c) over every case, feasible or not: `rs`, `regions`, `rs_n` and
     /// `rs_categories` in the JSON.
     #[serde(flatten)]
     pub reliability: Reliability,
 }
 
-/// Exact set match means: `all` and each hardness level.
+/// Means of a 0/1 structural metric: `all` and each Spider hardness level.
 #[derive(Debug, Clone, Serialize)]
-pub struct EsmSummary {
+pub struct HardnessMeans {
     pub all: f64,
     pub by_hardness: BTreeMap<String, f64>,
-    /// The reference's `--etype match` tables, for the text report.
+    /// The reference's tables, for the text report.
     #[serde(skip)]
     pub tables: String,
 }
@@ -344,6 +359,7 @@ pub fn summarize_with_penalties(
         breakdown,
         fine: BTreeMap::new(),
         esm: None,
+        etm: None,
         reliability: reliability::reliability(
             scores,
             &reliability::penalties_with_defaults(penalties),
@@ -357,7 +373,7 @@ pub fn add_exact_set_match(
     bench: &Benchmark,
     scores: &mut [CaseScore],
     evaluator: &esm::Evaluator,
-) -> EsmSummary {
+) -> HardnessMeans {
     let pairs: Vec<Option<esm::PairScore>> = bench
         .cases
         .par_iter()
@@ -373,6 +389,7 @@ pub fn add_exact_set_match(
     for (score, pair) in scores.iter_mut().zip(&pairs) {
         if let Some(pair) = pair {
             score.esm = Some(u8::from(pair.esm));
+            score.hardness = Some(pair.hardness.to_string());
             tables.add(pair);
         }
     }
@@ -380,7 +397,7 @@ pub fn add_exact_set_match(
         let summary = tables.level(level);
         (summary.count > 0).then_some(summary.exact)
     };
-    EsmSummary {
+    HardnessMeans {
         all: mean(esm::Level::All).unwrap_or(0.0),
         by_hardness: esm::Level::ALL
             .iter()
@@ -389,4 +406,73 @@ pub fn add_exact_set_match(
             .collect(),
         tables: tables.to_string(),
     }
+}
+
+/// Adds Enhanced Tree Matching to every feasible case (an abstention scores 0) and returns the
+/// means, overall and per hardness of the gold (`hardness` must be known: Spider-style
+/// benchmarks; other cases count in `all` only). Fails when a case's database is missing.
+pub fn add_tree_match(
+    bench: &Benchmark,
+    scores: &mut [CaseScore],
+    evaluator: &etm::Evaluator,
+) -> Result<HardnessMeans, etm::EtmError> {
+    let verdicts: Vec<Option<etm::Verdict>> = bench
+        .cases
+        .par_iter()
+        .zip(scores.par_iter())
+        .map(|(case, score)| {
+            let Some(gold) = case.gold.first().filter(|_| case.feasible) else {
+                return Ok(None);
+            };
+            evaluator
+                .score(gold, score.sql.as_deref().unwrap_or(""), &case.db)
+                .map(Some)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut totals: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (score, verdict) in scores.iter_mut().zip(verdicts) {
+        let Some(verdict) = verdict else {
+            continue;
+        };
+        let matched = usize::from(verdict.etm);
+        score.etm = Some(u8::from(verdict.etm));
+        score.etm_detail = Some(verdict);
+        let hardness = score
+            .hardness
+            .clone()
+            .or_else(|| score.tags.get("hardness").cloned());
+        let levels = std::iter::once("all".to_string()).chain(hardness.clone());
+        for level in levels {
+            let entry = totals.entry(level).or_default();
+            entry.0 += 1;
+            entry.1 += matched;
+        }
+        score.hardness = hardness;
+    }
+    let mean = |(count, matched): (usize, usize)| matched as f64 / count as f64;
+    let all = totals.remove("all").map_or(0.0, mean);
+    let by_hardness: BTreeMap<String, f64> = totals
+        .into_iter()
+        .map(|(level, counts)| (level, mean(counts)))
+        .collect();
+    let tables = etm_table(all, &by_hardness);
+    Ok(HardnessMeans {
+        all,
+        by_hardness,
+        tables,
+    })
+}
+
+/// The ETM line per hardness, in the layout of the exact-set-match table.
+fn etm_table(all: f64, by_hardness: &BTreeMap<String, f64>) -> String {
+    let levels = ["easy", "medium", "hard", "extra"];
+    let mut header = format!("{:<20}", "");
+    let mut row = format!("{:<20}", "tree match");
+    for level in levels.iter().filter(|l| by_hardness.contains_key(**l)) {
+        header.push_str(&format!("{level:<20}"));
+        row.push_str(&format!("{:<20.3}", by_hardness[*level]));
+    }
+    header.push_str(&format!("{:<20}", "all"));
+    row.push_str(&format!("{all:<20.3}"));
+    format!("{}\n{}", header.trim_end(), row.trim_end())
 }

@@ -24,6 +24,9 @@ fn case(id: usize, feasible: bool, verdict: Verdict, ex: f64) -> CaseScore {
         cleaned: false,
         fine: BTreeMap::new(),
         esm: None,
+        etm: None,
+        etm_detail: None,
+        hardness: None,
     }
 }
 

@@ -10,10 +10,10 @@ use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat,
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
-use crate::metrics::esm;
 use crate::metrics::ex::{Mode, ModeOptions};
 use crate::metrics::reliability::Penalty;
 use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
+use crate::metrics::{esm, etm};
 use crate::report::{score_json, score_text};
 use crate::scoring::{self, FineMetrics};
 
@@ -57,14 +57,19 @@ pub struct ScoreArgs {
     pred_format: Option<PredFormat>,
     #[arg(long, value_enum, default_value = "text")]
     format: OutputFormat,
-    /// SQLMorph fine-grained metrics to add (EXP/EXR/F1), comma-separated regime names, e.g.
-    /// `EC-EC-IE,EC-PC-PE,SC-EC-IE,NC-PC` (see docs/metrics.md).
+    /// Metrics to add, comma-separated: `esm` (Spider exact set match, needs `--tables`), `etm`
+    /// (Enhanced Tree Matching, needs the databases; schema-only ones do) and SQLMorph regime
+    /// names for EXP/EXR/F1, e.g. `EC-EC-IE,EC-PC-PE,SC-EC-IE,NC-PC` (see docs/metrics.md).
     #[arg(long, value_parser = parse_metrics)]
     metrics: Option<MetricList>,
     /// Compute the fine-grained metrics like the SQLMorph reference implementation instead of
     /// the paper's definitions.
     #[arg(long)]
     sqlmorph_compat: bool,
+    /// Compute ETM like the reference program (emorynlp/ETM): no soundness guards, its
+    /// traversal quirks kept (see docs/metrics.md).
+    #[arg(long)]
+    etm_compat: bool,
     /// SC column matching through an OpenAI-compatible `/v1/embeddings` endpoint (default: the
     /// offline n-gram embedder), e.g. `http://127.0.0.1:8080/v1`.
     #[arg(long, requires = "embeddings_model")]
@@ -91,23 +96,28 @@ pub struct ScoreArgs {
 #[derive(Clone)]
 pub(super) struct RegimeList(pub Vec<Regime>);
 
-/// `--metrics`: `esm` (Spider exact set match) and SQLMorph regime names.
+/// `--metrics`: `esm`, `etm` and SQLMorph regime names.
 #[derive(Clone)]
 struct MetricList {
     regimes: Vec<Regime>,
     esm: bool,
+    etm: bool,
 }
 
 fn parse_metrics(text: &str) -> Result<MetricList, String> {
     let names: Vec<&str> = text.split(',').map(str::trim).collect();
     let esm = names.contains(&"esm");
-    let regimes: Vec<&str> = names.into_iter().filter(|n| *n != "esm").collect();
+    let etm = names.contains(&"etm");
+    let regimes: Vec<&str> = names
+        .into_iter()
+        .filter(|n| !matches!(*n, "esm" | "etm"))
+        .collect();
     let regimes = if regimes.is_empty() {
         Vec::new()
     } else {
         parse_regimes(&regimes.join(","))?.0
     };
-    Ok(MetricList { regimes, esm })
+    Ok(MetricList { regimes, esm, etm })
 }
 
 pub(super) fn parse_regimes(text: &str) -> Result<RegimeList, String> {
@@ -167,6 +177,7 @@ fn parse_timeout(text: &str) -> Result<TimeBound, String> {
 
 pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     let esm = args.metrics.as_ref().is_some_and(|m| m.esm);
+    let etm = args.metrics.as_ref().is_some_and(|m| m.etm);
     let regimes = args.metrics.map(|list| list.regimes).unwrap_or_default();
     check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
     let options = LoadOptions {
@@ -243,6 +254,12 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
             &mut scores,
             &evaluator,
         ));
+    }
+    if etm {
+        let evaluator = etm::Evaluator::new(&benchmark.db_dir, args.etm_compat);
+        let means = scoring::add_tree_match(&benchmark, &mut scores, &evaluator)
+            .map_err(|e| InputError::file(&benchmark.db_dir, format!("--metrics etm: {e}")))?;
+        summary.etm = Some(means);
     }
     let output = match args.format {
         OutputFormat::Text => score_text::render(&summary, &args.gold.display().to_string()),

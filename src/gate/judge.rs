@@ -122,6 +122,9 @@ fn system_failure(case: &crate::bench::Case, message: String) -> CaseScore {
         cleaned: false,
         fine: BTreeMap::new(),
         esm: None,
+        etm: None,
+        etm_detail: None,
+        hardness: None,
     }
 }
 

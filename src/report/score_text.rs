@@ -63,6 +63,14 @@ pub fn render(summary: &Summary, source: &str) -> String {
             esm.tables.trim_end()
         );
     }
+    if let Some(etm) = &summary.etm {
+        let _ = writeln!(
+            out,
+            "\nenhanced tree match {:.3}\n{}",
+            etm.all,
+            etm.tables.trim_end()
+        );
+    }
     render_reliability(&mut out, &summary.reliability);
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();

@@ -3,14 +3,18 @@
 //! conditions, then the harness's guard through [`Cx::allowed`], which records a departure
 //! when the guard alone stops the rule (and lets it fire under `--etm-compat`).
 
-use super::normalize::{Cx, RuleError, Slot, everywhere, flatten, rewrite_below};
+use super::normalize::{everywhere, flatten, rewrite_below, Cx, RuleError, Slot};
 use super::tree::{Key, Kind, Node};
 use crate::exec::value::py_float_repr;
 
 type Guard = Result<(), (&'static str, &'static str)>;
 
 fn check(ok: bool, defect: &'static str, reason: &'static str) -> Guard {
-    if ok { Ok(()) } else { Err((defect, reason)) }
+    if ok {
+        Ok(())
+    } else {
+        Err((defect, reason))
+    }
 }
 
 fn has_joins(select: &Node) -> bool {
@@ -135,11 +139,7 @@ fn min_max_equality(node: &Node) -> Option<(&Node, &Node, &Node)> {
 /// Rule 2: DISTINCT over a unique column, and `COUNT(DISTINCT c)` → `COUNT(c)`.
 pub fn rule2(tree: &mut Node, cx: &mut Cx) -> bool {
     let joins = has_joins(tree);
-    let guard = check(
-        !tree.has(Key::Group),
-        "guard",
-        "DISTINCT with GROUP BY",
-    );
+    let guard = check(!tree.has(Key::Group), "guard", "DISTINCT with GROUP BY");
     let mut changed = false;
     if tree.has(Key::Distinct) && !joins {
         let unique_item = tree
@@ -310,8 +310,8 @@ fn sum_over_count(node: &Node) -> Option<&Node> {
         .and_then(|t| t.text(Key::This))
         .is_some_and(|t| t.eq_ignore_ascii_case("float") || t.eq_ignore_ascii_case("real"));
     let sum = cast.node(Key::This)?;
-    let counts_rows = count.kind == Kind::Count
-        && count.node(Key::This).is_some_and(|s| s.kind == Kind::Star);
+    let counts_rows =
+        count.kind == Kind::Count && count.node(Key::This).is_some_and(|s| s.kind == Kind::Star);
     if cast.kind != Kind::Cast || !float_type || sum.kind != Kind::Sum || !counts_rows {
         return None;
     }
@@ -330,7 +330,10 @@ pub fn rule9(tree: &mut Node, cx: &mut Cx) -> bool {
             let Some(case) = node.node(Key::This).filter(|c| c.kind == Kind::Case) else {
                 return false;
             };
-            if case.node(Key::Default).is_some_and(|d| d.kind != Kind::Null) {
+            if case
+                .node(Key::Default)
+                .is_some_and(|d| d.kind != Kind::Null)
+            {
                 return false;
             }
             let [branch] = case.list(Key::Ifs) else {
@@ -391,8 +394,8 @@ pub fn rule10(tree: &mut Node, cx: &mut Cx) -> bool {
             .and_then(|name| cx.facts.table(name))
             .is_some_and(|t| t.has_rows)
     });
-    let key_non_null = owned_column(&key)
-        .is_some_and(|(table, column)| cx.facts.is_non_null(&table, &column));
+    let key_non_null =
+        owned_column(&key).is_some_and(|(table, column)| cx.facts.is_non_null(&table, &column));
     let guard = check(
         !tree.has(Key::Group) && !tree.has(Key::Having) && !tree.has(Key::Distinct),
         "D6",
@@ -433,8 +436,8 @@ pub fn rule11(tree: &mut Node, cx: &mut Cx) -> bool {
     let mut changed = false;
     let mut expanded = Vec::new();
     for item in tree.list(Key::Expressions) {
-        let is_star = item.kind == Kind::Column
-            && item.node(Key::This).is_some_and(|t| t.kind == Kind::Star);
+        let is_star =
+            item.kind == Kind::Column && item.node(Key::This).is_some_and(|t| t.kind == Kind::Star);
         if !is_star {
             expanded.push(item.clone());
             continue;
@@ -563,13 +566,20 @@ pub fn rule13(tree: &mut Node, cx: &mut Cx) -> bool {
     };
     let (equality, outer_column, subquery) = match condition.kind {
         Kind::In => (false, condition.node(Key::This), condition.node(Key::Query)),
-        Kind::Eq => (true, condition.node(Key::This), condition.node(Key::Expression)),
+        Kind::Eq => (
+            true,
+            condition.node(Key::This),
+            condition.node(Key::Expression),
+        ),
         _ => return false,
     };
     let (Some(outer_column), Some(subquery)) = (outer_column, subquery) else {
         return false;
     };
-    let Some(select) = subquery.node(Key::This).filter(|_| subquery.kind == Kind::Subquery) else {
+    let Some(select) = subquery
+        .node(Key::This)
+        .filter(|_| subquery.kind == Kind::Subquery)
+    else {
         return false;
     };
     let (Some((_, outer_name)), [inner_column]) =
@@ -768,7 +778,9 @@ fn rebuild_joins(tree: &mut Node, tables: Vec<Node>, equalities: &[Node]) {
         return;
     };
     tree.set(Key::From, Node::unary(Kind::From, first));
-    let mut on = Some(Node::chain(Kind::And, equalities.iter().cloned()).unwrap_or_else(Node::true_condition));
+    let mut on = Some(
+        Node::chain(Kind::And, equalities.iter().cloned()).unwrap_or_else(Node::true_condition),
+    );
     let joins: Vec<Node> = tables
         .map(|table| Node::unary(Kind::Join, table).with_opt(Key::On, on.take()))
         .collect();
@@ -779,7 +791,11 @@ fn substring_of(node: &Node) -> Option<(&Node, &Node, &Node)> {
     if node.kind != Kind::Substring {
         return None;
     }
-    Some((node.node(Key::This)?, node.node(Key::Start)?, node.node(Key::Length)?))
+    Some((
+        node.node(Key::This)?,
+        node.node(Key::Start)?,
+        node.node(Key::Length)?,
+    ))
 }
 
 fn literal_number(node: &Node) -> Option<f64> {
@@ -829,7 +845,11 @@ fn substring_pair(leaves: &[Node]) -> Option<(usize, usize, Node)> {
         let (column, start, length) = substring_of(substring)?;
         Some((
             leaf.kind,
-            (column.clone(), literal_number(start)?, literal_number(length)?),
+            (
+                column.clone(),
+                literal_number(start)?,
+                literal_number(length)?,
+            ),
             literal.clone(),
         ))
     };
@@ -866,7 +886,9 @@ pub fn rule16(tree: &mut Node, cx: &mut Cx) -> bool {
             let Some((column, pattern)) = node.operands() else {
                 return false;
             };
-            let Some(text) = pattern.text(Key::This).filter(|_| pattern.kind == Kind::Literal)
+            let Some(text) = pattern
+                .text(Key::This)
+                .filter(|_| pattern.kind == Kind::Literal)
             else {
                 return false;
             };
@@ -878,7 +900,14 @@ pub fn rule16(tree: &mut Node, cx: &mut Cx) -> bool {
             }
             let plain = !prefix.contains('_')
                 && !prefix.chars().any(|c| c.is_lowercase() || c.is_uppercase());
-            if !cx.allowed(16, check(plain, "D8", "LIKE is case-insensitive and `_` matches any character")) {
+            if !cx.allowed(
+                16,
+                check(
+                    plain,
+                    "D8",
+                    "LIKE is case-insensitive and `_` matches any character",
+                ),
+            ) {
                 return false;
             }
             let length = prefix.chars().count();
@@ -914,7 +943,10 @@ pub fn rule17(tree: &mut Node, cx: &mut Cx) -> bool {
             .table(&table)
             .is_some_and(|t| t.iso_dates.contains(&name))
     });
-    if !cx.allowed(17, check(is_date, "guard", "JULIANDAY of a column that is not a date")) {
+    if !cx.allowed(
+        17,
+        check(is_date, "guard", "JULIANDAY of a column that is not a date"),
+    ) {
         return false;
     }
     let Some(ordered) = tree
@@ -1106,9 +1138,11 @@ pub fn rule22(tree: &mut Node, cx: &mut Cx) -> bool {
             if node.kind != Kind::Between || !cx.reaches(22, slot) {
                 return false;
             }
-            let (Some(subject), Some(low), Some(high)) =
-                (node.node(Key::This), node.node(Key::Low), node.node(Key::High))
-            else {
+            let (Some(subject), Some(low), Some(high)) = (
+                node.node(Key::This),
+                node.node(Key::Low),
+                node.node(Key::High),
+            ) else {
                 return false;
             };
             *node = Node::binary(
@@ -1163,9 +1197,11 @@ pub fn rule24(tree: &mut Node, cx: &mut Cx) -> bool {
             if node.kind != Kind::If || !node.has(Key::False) {
                 return false;
             }
-            let (Some(condition), Some(yes), Some(no)) =
-                (node.node(Key::This), node.node(Key::True), node.node(Key::False))
-            else {
+            let (Some(condition), Some(yes), Some(no)) = (
+                node.node(Key::This),
+                node.node(Key::True),
+                node.node(Key::False),
+            ) else {
                 return false;
             };
             if !cx.reaches(24, slot) {
@@ -1194,7 +1230,9 @@ pub fn rule25(tree: &mut Node, cx: &mut Cx) -> bool {
         return false;
     };
     let is_null_test = condition.kind == Kind::Is
-        && condition.node(Key::Expression).is_some_and(|e| e.kind == Kind::Null);
+        && condition
+            .node(Key::Expression)
+            .is_some_and(|e| e.kind == Kind::Null);
     let (Some(tested), Some(on)) = (condition.node(Key::This), join.node(Key::On)) else {
         return false;
     };

@@ -37,7 +37,8 @@ impl Facts {
     }
 
     pub fn is_non_null(&self, table: &str, column: &str) -> bool {
-        self.table(table).is_some_and(|t| t.non_null.contains(column))
+        self.table(table)
+            .is_some_and(|t| t.non_null.contains(column))
     }
 
     /// Whether `name` (lowercased) is a table or a column of any table.
@@ -138,7 +139,9 @@ fn referenced_primary_key(
 ) -> Result<Option<String>, rusqlite::Error> {
     let mut stmt = conn.prepare(&format!("PRAGMA table_info({})", quoted(table)))?;
     let keys: Vec<String> = stmt
-        .query_map([], |row| Ok((row.get::<_, String>(1)?, row.get::<_, i64>(5)?)))?
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(1)?, row.get::<_, i64>(5)?))
+        })?
         .filter_map(|row| row.ok())
         .filter(|(_, pk)| *pk > 0)
         .map(|(name, _)| name.to_lowercase())
@@ -156,7 +159,9 @@ fn read_unique_indexes(
 ) -> Result<(), rusqlite::Error> {
     let mut stmt = conn.prepare(&format!("PRAGMA index_list({})", quoted(name)))?;
     let indexes: Vec<(String, bool)> = stmt
-        .query_map([], |row| Ok((row.get::<_, String>(1)?, row.get::<_, bool>(2)?)))?
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(1)?, row.get::<_, bool>(2)?))
+        })?
         .collect::<Result<_, _>>()?;
     for (index, unique) in indexes {
         if !unique {

@@ -29,7 +29,10 @@ pub fn query(query: &Query) -> Node {
                     )
             })
             .collect::<Vec<_>>();
-        node.set(Key::With, Node::new(Kind::With).with(Key::Expressions, ctes));
+        node.set(
+            Key::With,
+            Node::new(Kind::With).with(Key::Expressions, ctes),
+        );
     }
     if let Some(order_by) = &query.order_by {
         if let OrderByKind::Expressions(items) = &order_by.kind {
@@ -98,7 +101,11 @@ fn select(select: &ast::Select) -> Node {
     if matches!(select.distinct, Some(Distinct::Distinct)) {
         node.set(Key::Distinct, Node::new(Kind::Distinct));
     }
-    let items = select.projection.iter().map(select_item).collect::<Vec<_>>();
+    let items = select
+        .projection
+        .iter()
+        .map(select_item)
+        .collect::<Vec<_>>();
     node.set(Key::Expressions, items);
     let mut joins = Vec::new();
     for (index, item) in select.from.iter().enumerate() {
@@ -132,8 +139,9 @@ fn select(select: &ast::Select) -> Node {
 fn select_item(item: &SelectItem) -> Node {
     match item {
         SelectItem::UnnamedExpr(e) => expr(e),
-        SelectItem::ExprWithAlias { expr: e, alias } => Node::unary(Kind::Alias, expr(e))
-            .with(Key::Alias, ident(alias)),
+        SelectItem::ExprWithAlias { expr: e, alias } => {
+            Node::unary(Kind::Alias, expr(e)).with(Key::Alias, ident(alias))
+        }
         SelectItem::Wildcard(_) => Node::new(Kind::Star),
         SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
             qualified(name, Node::new(Kind::Star))
@@ -165,7 +173,8 @@ fn table_factor(factor: &TableFactor) -> Node {
             let ObjectNamePart::Identifier(id) = &name.0[0] else {
                 return raw(factor);
             };
-            Node::unary(Kind::Table, ident(id)).with_opt(Key::Alias, alias.as_ref().map(table_alias))
+            Node::unary(Kind::Table, ident(id))
+                .with_opt(Key::Alias, alias.as_ref().map(table_alias))
         }
         TableFactor::Derived {
             subquery, alias, ..
@@ -234,7 +243,9 @@ pub fn expr(e: &Expr) -> Node {
     match e {
         Expr::Identifier(id) => Node::unary(Kind::Column, ident(id)),
         Expr::CompoundIdentifier(parts) => match parts.as_slice() {
-            [table, column] => Node::unary(Kind::Column, ident(column)).with(Key::Table, ident(table)),
+            [table, column] => {
+                Node::unary(Kind::Column, ident(column)).with(Key::Table, ident(table))
+            }
             _ => raw(e),
         },
         Expr::Value(value) => literal(&value.value).unwrap_or_else(|| raw(e)),
@@ -283,14 +294,20 @@ pub fn expr(e: &Expr) -> Node {
             expr: inner,
             pattern,
             escape_char,
-        } => negated(like(Kind::Like, inner, pattern, escape_char.as_deref()), *not),
+        } => negated(
+            like(Kind::Like, inner, pattern, escape_char.as_deref()),
+            *not,
+        ),
         Expr::ILike {
             negated: not,
             any: false,
             expr: inner,
             pattern,
             escape_char,
-        } => negated(like(Kind::ILike, inner, pattern, escape_char.as_deref()), *not),
+        } => negated(
+            like(Kind::ILike, inner, pattern, escape_char.as_deref()),
+            *not,
+        ),
         Expr::Cast {
             expr: inner,
             data_type,
@@ -298,10 +315,8 @@ pub fn expr(e: &Expr) -> Node {
             ..
         } => Node::unary(Kind::Cast, expr(inner)).with(
             Key::To,
-            Node::new(Kind::DataType).with(
-                Key::This,
-                Field::Text(data_type.to_string().to_uppercase()),
-            ),
+            Node::new(Kind::DataType)
+                .with(Key::This, Field::Text(data_type.to_string().to_uppercase())),
         ),
         Expr::Substring {
             expr: inner,
@@ -386,13 +401,14 @@ fn function(function: &ast::Function) -> Option<Node> {
     let [ObjectNamePart::Identifier(name)] = function.name.0.as_slice() else {
         return None;
     };
-    if function.filter.is_some() || function.over.is_some() || !function.within_group.is_empty()
-    {
+    if function.filter.is_some() || function.over.is_some() || !function.within_group.is_empty() {
         return None;
     }
     let list = match &function.args {
         FunctionArguments::List(list) if list.clauses.is_empty() => list,
-        FunctionArguments::None => return Some(Node::new(Kind::Anonymous).with(Key::This, name.value.as_str())),
+        FunctionArguments::None => {
+            return Some(Node::new(Kind::Anonymous).with(Key::This, name.value.as_str()))
+        }
         _ => return None,
     };
     let mut args = Vec::with_capacity(list.args.len());

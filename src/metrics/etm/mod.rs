@@ -152,7 +152,10 @@ impl Evaluator {
     }
 
     fn database(&self, db: &str) -> Result<Arc<Database>, EtmError> {
-        let mut databases = self.databases.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut databases = self
+            .databases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(found) = databases.get(db) {
             return Ok(Arc::clone(found));
         }
@@ -182,7 +185,10 @@ impl Evaluator {
         let gold = preprocess(gold, &database.facts);
         let pred = preprocess(pred, &database.facts);
         {
-            let sandbox = database.sandbox.lock().unwrap_or_else(PoisonError::into_inner);
+            let sandbox = database
+                .sandbox
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if let Err(message) = plans(&sandbox, &gold) {
                 return Ok(Verdict::failed(Status::InvalidGold, message));
             }
@@ -200,7 +206,10 @@ fn plans(sandbox: &Sandbox, sql: &str) -> Result<(), String> {
         max_rows: 10_000,
         ..Limits::default()
     };
-    match sandbox.execute(&format!("EXPLAIN QUERY PLAN {sql}"), &limits).result {
+    match sandbox
+        .execute(&format!("EXPLAIN QUERY PLAN {sql}"), &limits)
+        .result
+    {
         Ok(_) => Ok(()),
         Err(error) => Err(error.message),
     }
@@ -299,7 +308,11 @@ fn key_name(key: tree::Key) -> String {
 /// The first differing subtree, walking both trees field by field.
 fn first_difference(gold: &Node, pred: &Node, path: String) -> Difference {
     let here = || Difference {
-        path: if path.is_empty() { "query".to_string() } else { path.clone() },
+        path: if path.is_empty() {
+            "query".to_string()
+        } else {
+            path.clone()
+        },
         gold: gold.to_sql(),
         pred: pred.to_sql(),
     };

@@ -72,7 +72,8 @@ impl Cx<'_> {
             return true;
         }
         let key = (table.to_string(), column.to_string());
-        self.derived.unique.contains(&key) && self.allowed(rule, Err(("D2", "uniqueness derived from a join")))
+        self.derived.unique.contains(&key)
+            && self.allowed(rule, Err(("D2", "uniqueness derived from a join")))
     }
 
     pub fn is_non_null(&mut self, rule: u16, table: &str, column: &str) -> bool {
@@ -348,10 +349,7 @@ fn rule101(tree: &mut Node, cx: &mut Cx) -> bool {
 }
 
 /// The walk of rule 101: a single `*` child of a `Column` or `Count` stays as it is.
-fn qualify_below(
-    node: &mut Node,
-    qualify: &mut dyn FnMut(&mut Node, Slot, bool) -> bool,
-) -> bool {
+fn qualify_below(node: &mut Node, qualify: &mut dyn FnMut(&mut Node, Slot, bool) -> bool) -> bool {
     let keeps_star = matches!(node.kind, Kind::Column | Kind::Count);
     let mut changed = false;
     for (_, field) in node.fields_mut() {
@@ -376,7 +374,12 @@ fn qualify_below(
 pub fn sort_nodes(items: &mut [Node]) -> bool {
     let mut keyed: Vec<((Kind, String), Node)> = items
         .iter_mut()
-        .map(|item| (item.sort_key(), std::mem::replace(item, Node::new(Kind::Null))))
+        .map(|item| {
+            (
+                item.sort_key(),
+                std::mem::replace(item, Node::new(Kind::Null)),
+            )
+        })
         .collect();
     let sorted = keyed.windows(2).all(|pair| pair[0].0 <= pair[1].0);
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
@@ -474,7 +477,11 @@ fn rule105(tree: &mut Node, _: &mut Cx) -> bool {
         }
         let kind = node.kind;
         let mut operands = Vec::new();
-        flatten(std::mem::replace(node, Node::new(Kind::Null)), kind, &mut operands);
+        flatten(
+            std::mem::replace(node, Node::new(Kind::Null)),
+            kind,
+            &mut operands,
+        );
         let before = Node::chain(kind, operands.clone());
         sort_nodes(&mut operands);
         let after = Node::chain(kind, operands);

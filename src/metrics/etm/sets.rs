@@ -1,10 +1,18 @@
 //! Rules on set operations (21, 3, 5) and on CTEs (26), `etm.md` §5.2-§5.3.
 
-use super::normalize::{Cx, rewrite_below};
+use super::normalize::{rewrite_below, Cx};
 use super::tree::{Key, Kind, Node};
 
-fn check(ok: bool, defect: &'static str, reason: &'static str) -> Result<(), (&'static str, &'static str)> {
-    if ok { Ok(()) } else { Err((defect, reason)) }
+fn check(
+    ok: bool,
+    defect: &'static str,
+    reason: &'static str,
+) -> Result<(), (&'static str, &'static str)> {
+    if ok {
+        Ok(())
+    } else {
+        Err((defect, reason))
+    }
 }
 
 /// `(table, column)` of the single SELECT item, when it is a qualified column.
@@ -88,7 +96,11 @@ pub fn rule3(tree: Node, cx: &mut Cx) -> Node {
     if !cx.allowed(3, guard) {
         return tree;
     }
-    let connector = if tree.kind == Kind::Union { Kind::Or } else { Kind::And };
+    let connector = if tree.kind == Kind::Union {
+        Kind::Or
+    } else {
+        Kind::And
+    };
     let condition = Node::binary(connector, a.clone(), b.clone());
     let mut merged = left.clone();
     if tree.kind == Kind::Union && cx.compat {

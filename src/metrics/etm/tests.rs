@@ -166,7 +166,10 @@ fn spec_vectors_give_the_harness_and_the_reference_verdicts() {
     let compat = Evaluator::new(dir.path(), true);
     let mut wrong = Vec::new();
     for (number, (gold, pred, reference, expected)) in vectors().into_iter().enumerate() {
-        for (evaluator, want, mode) in [(&harness, expected, "harness"), (&compat, reference, "compat")] {
+        for (evaluator, want, mode) in [
+            (&harness, expected, "harness"),
+            (&compat, reference, "compat"),
+        ] {
             let verdict = evaluator.score(&gold, &pred, "concert_singer").unwrap();
             if verdict.etm != want {
                 wrong.push(format!(
@@ -180,5 +183,10 @@ fn spec_vectors_give_the_harness_and_the_reference_verdicts() {
             }
         }
     }
-    assert!(wrong.is_empty(), "{} wrong:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }

@@ -342,7 +342,11 @@ impl Node {
         if let Some(from) = self.node(Key::From).and_then(|f| f.node(Key::This)) {
             items.push(from);
         }
-        items.extend(self.list(Key::Joins).iter().filter_map(|j| j.node(Key::This)));
+        items.extend(
+            self.list(Key::Joins)
+                .iter()
+                .filter_map(|j| j.node(Key::This)),
+        );
         items
     }
 
@@ -555,7 +559,11 @@ fn render(node: &Node, out: &mut String) {
             }
         }
         Kind::Null => out.push_str("NULL"),
-        Kind::Boolean => out.push_str(if node.flag(Key::This) { "TRUE" } else { "FALSE" }),
+        Kind::Boolean => out.push_str(if node.flag(Key::This) {
+            "TRUE"
+        } else {
+            "FALSE"
+        }),
         Kind::Alias => {
             render_key(node, Key::This, out);
             out.push_str(" AS ");
