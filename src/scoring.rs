@@ -408,26 +408,35 @@ pub fn add_exact_set_match(
     }
 }
 
+/// ETM of one case's answer against its first gold query; `None` for an infeasible case.
+pub fn tree_match(
+    bench: &Benchmark,
+    case: &crate::bench::Case,
+    sql: Option<&str>,
+    evaluator: &etm::Evaluator,
+) -> Result<Option<etm::Verdict>, InputError> {
+    let Some(gold) = case.gold.first().filter(|_| case.feasible) else {
+        return Ok(None);
+    };
+    let db = bench.db_files(case, false)?.remove(0);
+    evaluator
+        .score(gold, sql.unwrap_or(""), &db)
+        .map(Some)
+        .map_err(|e| InputError::file(&e.path, e.message))
+}
+
 /// Adds Enhanced Tree Matching to every feasible case (an abstention scores 0) and returns the
-/// means, overall and per hardness of the gold (`hardness` must be known: Spider-style
-/// benchmarks; other cases count in `all` only). Fails when a case's database is missing.
+/// means, overall and per hardness of the gold (cases without a hardness count in `all` only).
 pub fn add_tree_match(
     bench: &Benchmark,
     scores: &mut [CaseScore],
     evaluator: &etm::Evaluator,
-) -> Result<HardnessMeans, etm::EtmError> {
+) -> Result<HardnessMeans, InputError> {
     let verdicts: Vec<Option<etm::Verdict>> = bench
         .cases
         .par_iter()
         .zip(scores.par_iter())
-        .map(|(case, score)| {
-            let Some(gold) = case.gold.first().filter(|_| case.feasible) else {
-                return Ok(None);
-            };
-            evaluator
-                .score(gold, score.sql.as_deref().unwrap_or(""), &case.db)
-                .map(Some)
-        })
+        .map(|(case, score)| tree_match(bench, case, score.sql.as_deref(), evaluator))
         .collect::<Result<_, _>>()?;
     let mut totals: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for (score, verdict) in scores.iter_mut().zip(verdicts) {

@@ -79,8 +79,7 @@ fn etm_agrees_with_the_reference_on_spider_dev_except_for_documented_departures(
         return;
     };
     let db_dir = data.join("spider-dev/schema-db");
-    let harness = Evaluator::new(&db_dir, false);
-    let compat = Evaluator::new(&db_dir, true);
+    let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
     let mut problems = Vec::new();
     let mut report = Vec::new();
     let mut causes: BTreeMap<(u16, &str), usize> = BTreeMap::new();
@@ -89,8 +88,9 @@ fn etm_agrees_with_the_reference_on_spider_dev_except_for_documented_departures(
         assert_eq!(pairs.len(), 1034);
         let (mut harness_agree, mut compat_agree) = (0, 0);
         for (index, pair) in pairs.iter().enumerate() {
-            let verdict = harness.score(&pair.gold, &pair.pred, &pair.db).unwrap();
-            let compat_verdict = compat.score(&pair.gold, &pair.pred, &pair.db).unwrap();
+            let db = db_dir.join(&pair.db).join(format!("{}.sqlite", pair.db));
+            let verdict = harness.score(&pair.gold, &pair.pred, &db).unwrap();
+            let compat_verdict = compat.score(&pair.gold, &pair.pred, &db).unwrap();
             compat_agree += usize::from(compat_verdict.etm == pair.reference);
             if verdict.etm == pair.reference {
                 harness_agree += 1;

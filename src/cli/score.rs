@@ -256,10 +256,12 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         ));
     }
     if etm {
-        let evaluator = etm::Evaluator::new(&benchmark.db_dir, args.etm_compat);
-        let means = scoring::add_tree_match(&benchmark, &mut scores, &evaluator)
-            .map_err(|e| InputError::file(&benchmark.db_dir, format!("--metrics etm: {e}")))?;
-        summary.etm = Some(means);
+        let evaluator = etm::Evaluator::new(args.etm_compat);
+        summary.etm = Some(scoring::add_tree_match(
+            &benchmark,
+            &mut scores,
+            &evaluator,
+        )?);
     }
     let output = match args.format {
         OutputFormat::Text => score_text::render(&summary, &args.gold.display().to_string()),

@@ -122,12 +122,12 @@ impl Verdict {
     }
 }
 
+/// The database of a pair cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum EtmError {
-    #[error("database `{db}` not found at {}", path.display())]
-    MissingDatabase { db: String, path: PathBuf },
-    #[error("cannot read the schema of {}: {message}", path.display())]
-    Schema { path: PathBuf, message: String },
+#[error("cannot read the database {}: {message}", path.display())]
+pub struct EtmError {
+    pub path: PathBuf,
+    pub message: String,
 }
 
 struct Database {
@@ -135,52 +135,44 @@ struct Database {
     sandbox: Mutex<Sandbox>,
 }
 
-/// Scores pairs against the databases `<db_dir>/<db>/<db>.sqlite`, each opened once.
+/// Scores pairs; each database is read (schema facts) and opened (sandbox) once.
 pub struct Evaluator {
-    db_dir: PathBuf,
     compat: bool,
-    databases: Mutex<HashMap<String, Arc<Database>>>,
+    databases: Mutex<HashMap<PathBuf, Arc<Database>>>,
 }
 
 impl Evaluator {
-    pub fn new(db_dir: impl AsRef<Path>, compat: bool) -> Evaluator {
+    pub fn new(compat: bool) -> Evaluator {
         Evaluator {
-            db_dir: db_dir.as_ref().to_path_buf(),
             compat,
             databases: Mutex::new(HashMap::new()),
         }
     }
 
-    fn database(&self, db: &str) -> Result<Arc<Database>, EtmError> {
+    fn database(&self, path: &Path) -> Result<Arc<Database>, EtmError> {
         let mut databases = self
             .databases
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = databases.get(db) {
+        if let Some(found) = databases.get(path) {
             return Ok(Arc::clone(found));
         }
-        let path = self.db_dir.join(db).join(format!("{db}.sqlite"));
-        if !path.is_file() {
-            return Err(EtmError::MissingDatabase {
-                db: db.to_string(),
-                path,
-            });
-        }
-        let schema_error = |message: String| EtmError::Schema {
-            path: path.clone(),
+        let error = |message: String| EtmError {
+            path: path.to_path_buf(),
             message,
         };
-        let facts = Facts::read(&path).map_err(|e| schema_error(e.to_string()))?;
-        let sandbox = Sandbox::open(&path).map_err(|e| schema_error(e.message))?;
+        let sandbox = Sandbox::open(path).map_err(|e| error(e.message))?;
+        let facts = Facts::read(path).map_err(|e| error(e.to_string()))?;
         let database = Arc::new(Database {
             facts,
             sandbox: Mutex::new(sandbox),
         });
-        databases.insert(db.to_string(), Arc::clone(&database));
+        databases.insert(path.to_path_buf(), Arc::clone(&database));
         Ok(database)
     }
 
-    pub fn score(&self, gold: &str, pred: &str, db: &str) -> Result<Verdict, EtmError> {
+    /// ETM of one pair on the database file `db`.
+    pub fn score(&self, gold: &str, pred: &str, db: &Path) -> Result<Verdict, EtmError> {
         let database = self.database(db)?;
         let gold = preprocess(gold, &database.facts);
         let pred = preprocess(pred, &database.facts);

@@ -1,6 +1,6 @@
 //! `etm.md` §9 vectors (reference and harness verdicts) on the §9 fixture database.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 
@@ -18,13 +18,12 @@ INSERT INTO concert VALUES (1, 'Opening', 1, '2014');
 INSERT INTO singer_in_concert VALUES (1, 1);
 ";
 
-/// A database directory `<dir>/concert_singer/concert_singer.sqlite` with the fixture.
-pub(super) fn fixture(dir: &Path) -> Evaluator {
-    let db_dir = dir.join("concert_singer");
-    std::fs::create_dir_all(&db_dir).unwrap();
-    let conn = rusqlite::Connection::open(db_dir.join("concert_singer.sqlite")).unwrap();
+/// The fixture database, written into `dir`.
+pub(super) fn fixture(dir: &Path) -> PathBuf {
+    let path = dir.join("concert_singer.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(FIXTURE).unwrap();
-    Evaluator::new(dir, false)
+    path
 }
 
 const S: &str = "SELECT name FROM singer";
@@ -162,15 +161,15 @@ fn vectors() -> Vec<(String, String, bool, bool)> {
 #[test]
 fn spec_vectors_give_the_harness_and_the_reference_verdicts() {
     let dir = tempfile::tempdir().unwrap();
-    let harness = fixture(dir.path());
-    let compat = Evaluator::new(dir.path(), true);
+    let db = fixture(dir.path());
+    let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
     let mut wrong = Vec::new();
     for (number, (gold, pred, reference, expected)) in vectors().into_iter().enumerate() {
         for (evaluator, want, mode) in [
             (&harness, expected, "harness"),
             (&compat, reference, "compat"),
         ] {
-            let verdict = evaluator.score(&gold, &pred, "concert_singer").unwrap();
+            let verdict = evaluator.score(&gold, &pred, &db).unwrap();
             if verdict.etm != want {
                 wrong.push(format!(
                     "#{} {mode}: want {want}, got {} ({})\n  gold {:?}\n  pred {:?}",
