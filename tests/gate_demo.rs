@@ -18,7 +18,7 @@ struct Gate {
 
 impl Gate {
     fn new() -> Gate {
-        Gate::with_suite_settings("gate = { ex = \">= 0.6\" }")
+        Gate::with_suite_settings("structural = [\"etm\"]\ngate = { ex = \">= 0.6\" }")
     }
 
     /// The demo gate with these `[[suite]]` settings.
@@ -159,6 +159,11 @@ fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
         text.contains("gold:      SELECT first_name, last_name FROM customers WHERE email IS NULL"),
         "{text}"
     );
+    // ETM says where the trees part: the prediction drops a column.
+    assert!(
+        text.contains("etm:       ETM: trees differ at expressions: gold `customers.first_name, customers.last_name`"),
+        "{text}"
+    );
     // The pending snapshot differs from the accepted one in exactly that case's line.
     let accepted = std::fs::read_to_string(gate.path("snapshots/demo.snap")).unwrap();
     let pending = std::fs::read_to_string(gate.path("snapshots/demo.snap.new")).unwrap();
@@ -170,7 +175,7 @@ fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
     assert_eq!(accepted.lines().count(), pending.lines().count());
     assert_eq!(changed.len(), 1, "{changed:?}");
     assert!(changed[0].1.starts_with(
-        "demo::bookshop::q02 | fail | incorrect | ex=0 | region=III | SELECT first_name FROM customers"
+        "demo::bookshop::q02 | fail | incorrect | ex=0 | etm=0 | region=III | SELECT first_name FROM customers"
     ));
     // Accepting makes the new outcome the baseline: the case is now a known failure.
     assert_eq!(
@@ -298,6 +303,31 @@ fn a_suite_regime_gates_on_fine_grained_metrics_and_records_them() {
     let lenient = Gate::with_suite_settings("regime = \"EC-PC-PE\"\ngate = { f1 = \">= 0.5\" }");
     let output = lenient.sqlgate(&["--no-fail-fast"]);
     assert!(stdout(&output).contains("PASS") && stdout(&output).contains("demo::gate::f1"));
+}
+
+#[test]
+fn structural_metrics_gate_the_suite_and_are_recorded_per_case() {
+    let strict = Gate::with_suite_settings("structural = [\"etm\"]\ngate = { etm = \">= 0.99\" }");
+    let output = strict.sqlgate(&["--no-fail-fast", "--junit", "junit.xml"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(100), "{text}");
+    let (_, failed) = junit_failures(&strict.path("junit.xml"));
+    assert_eq!(failed, ["demo::gate::etm"], "{text}");
+    let xml = std::fs::read_to_string(strict.path("junit.xml")).unwrap();
+    assert!(xml.contains("name=\"etm\" value=\"1\""), "{xml}");
+    assert!(xml.contains("name=\"etm\" value=\"0\""), "{xml}");
+    let lenient = Gate::with_suite_settings("structural = [\"etm\"]\ngate = { etm = \">= 0.2\" }");
+    let output = lenient.sqlgate(&["--no-fail-fast"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    // ESM needs tables.json, which a native suite does not have: a clear error, exit 2.
+    let esm = Gate::with_suite_settings("structural = [\"esm\"]");
+    let output = esm.sqlgate(&[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("structural esm needs"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// A real embeddings server on 127.0.0.1: one vector per input, derived from its text.

@@ -18,7 +18,7 @@ use crate::gate::threshold::Threshold;
 
 pub use case::CaseConfig;
 pub use profile::ProfileConfig;
-pub use suite::{EmbeddingsConfig, SuiteConfig};
+pub use suite::{EmbeddingsConfig, Structural, SuiteConfig};
 pub use system::SystemConfig;
 
 /// The whole configuration file.

@@ -31,6 +31,11 @@ pub struct SuiteConfig {
     /// SQLMorph regime (`EC-PC-PE`...) whose EXP, EXR and F1 each case reports, for gates
     /// such as `f1 = ">= 0.8"` and for snapshots (default: none, EX only).
     pub regime: Option<Regime>,
+    /// Structural metrics each case reports, for gates such as `etm = ">= 0.7"` and for
+    /// snapshots: `esm` (Spider exact set match; needs `tables`) and `etm` (Enhanced Tree
+    /// Matching).
+    #[serde(default)]
+    pub structural: Vec<Structural>,
     /// Embeddings for SC column matching from an OpenAI-compatible endpoint, cached in
     /// `<snapshots>/embeddings/<model>.jsonl` (default: the offline n-gram embedder).
     pub embeddings: Option<EmbeddingsConfig>,
@@ -41,6 +46,13 @@ pub struct SuiteConfig {
     /// Thresholds of this suite, overriding the top-level `[gate]`.
     #[serde(default)]
     pub gate: BTreeMap<String, Threshold>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Structural {
+    Esm,
+    Etm,
 }
 
 /// `embeddings = { base_url = "...", model = "...", api_key_env = "..." }`.

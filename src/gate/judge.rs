@@ -98,12 +98,52 @@ pub fn evaluate_case(
             }
         }
     });
+    add_structural(suite, case, &mut score);
     CaseRun {
         test,
         case_index,
         score,
         fine,
         duration: start.elapsed(),
+    }
+}
+
+/// ESM and ETM of a feasible case, when the suite asks for them; a pair that cannot be scored
+/// counts 0 with a note.
+fn add_structural(suite: &SuitePlan, case: &crate::bench::Case, score: &mut CaseScore) {
+    let Some(gold) = case.gold.first().filter(|_| case.feasible) else {
+        return;
+    };
+    let sql = score.sql.clone();
+    if let Some(evaluator) = &suite.esm {
+        match evaluator.score(gold, sql.as_deref().unwrap_or(""), &case.db) {
+            Ok(pair) => {
+                score.esm = Some(u8::from(pair.esm));
+                score.hardness = Some(pair.hardness.to_string());
+            }
+            Err(error) => {
+                score.esm = Some(0);
+                score.diagnostics.push(Diagnostic {
+                    code: "esm_error",
+                    message: error.to_string(),
+                });
+            }
+        }
+    }
+    if let Some(evaluator) = &suite.etm {
+        match scoring::tree_match(&suite.bench, case, sql.as_deref(), evaluator) {
+            Ok(verdict) => {
+                score.etm = verdict.as_ref().map(|v| u8::from(v.etm));
+                score.etm_detail = verdict;
+            }
+            Err(error) => {
+                score.etm = Some(0);
+                score.diagnostics.push(Diagnostic {
+                    code: "etm_error",
+                    message: error.to_string(),
+                });
+            }
+        }
     }
 }
 
@@ -155,6 +195,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         properties.insert("known_failure".to_string(), "true".to_string());
     }
     properties.extend(fine_metrics(run));
+    properties.extend(structural_metrics(run));
     let message = (status == TestStatus::Failed).then(|| failure_message(run, accepted, must_pass));
     let detail = (!correct).then(|| failure_detail(case, &run.score));
     TestResult {
@@ -203,6 +244,9 @@ fn failure_detail(case: &crate::bench::Case, score: &CaseScore) -> String {
     if let Some(error) = &score.error {
         lines.push(format!("error:     {error}"));
     }
+    if let Some(verdict) = score.etm_detail.as_ref().filter(|v| !v.etm) {
+        lines.push(format!("etm:       {}", verdict.explain()));
+    }
     for diagnostic in &score.diagnostics {
         lines.push(format!(
             "note:      {}: {}",
@@ -235,6 +279,14 @@ pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
     }
 }
 
+/// A case's ESM and ETM (0 or 1), when its suite asks for them.
+pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
+    [("esm", run.score.esm), ("etm", run.score.etm)]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name.to_string(), v.to_string())))
+        .collect()
+}
+
 /// Aggregate metrics of a suite's evaluated cases: means over the feasible ones, and `rs`,
 /// TrustSQL's RS(`penalty`) in percent over every case.
 pub fn suite_metrics(runs: &[CaseRun], penalty: f64) -> BTreeMap<String, f64> {
@@ -258,6 +310,14 @@ pub fn suite_metrics(runs: &[CaseRun], penalty: f64) -> BTreeMap<String, f64> {
         metrics.insert("exp".to_string(), mean(|s| s.exp));
         metrics.insert("exr".to_string(), mean(|s| s.exr));
         metrics.insert("f1".to_string(), mean(|s| s.f1));
+    }
+    for name in ["esm", "etm"] {
+        let value = |score: &CaseScore| if name == "esm" { score.esm } else { score.etm };
+        let values: Option<Vec<u8>> = feasible.iter().map(|r| value(&r.score)).collect();
+        if let Some(values) = values {
+            let sum: f64 = values.iter().map(|v| f64::from(*v)).sum();
+            metrics.insert(name.to_string(), sum / n);
+        }
     }
     metrics
 }

@@ -8,6 +8,7 @@ use crate::bench::{Benchmark, Case};
 use crate::exec::Limits;
 use crate::metrics::ex::{Mode, ModeOptions};
 use crate::metrics::sqlmorph::{Embedder, Regime};
+use crate::metrics::{esm, etm};
 
 use super::threshold::Threshold;
 
@@ -21,6 +22,10 @@ pub struct SuitePlan {
     pub limits: Limits,
     /// The SQLMorph regime of the suite's EXP/EXR/F1, when it has one.
     pub regime: Option<Regime>,
+    /// Spider exact set match of every case, when the suite asks for it.
+    pub esm: Option<Arc<esm::Evaluator>>,
+    /// Enhanced Tree Matching of every case, when the suite asks for it.
+    pub etm: Option<Arc<etm::Evaluator>>,
     /// Embeds column descriptors for SC matching; `None`: the offline n-gram embedder.
     pub embedder: Option<Arc<dyn Embedder + Send>>,
     /// TrustSQL's penalty c of the `rs` metric (the profile's `penalty`, default 0).

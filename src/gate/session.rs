@@ -316,6 +316,7 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
         ]
         .into_iter()
         .chain(judge::fine_metrics(run))
+        .chain(judge::structural_metrics(run))
         .collect(),
         sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
     }

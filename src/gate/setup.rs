@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bench::{self, LoadOptions};
+use crate::config::Structural;
 use crate::config::{Config, EmbeddingsConfig, ProfileConfig};
 use crate::error::InputError;
 use crate::exec::Limits;
@@ -13,6 +14,7 @@ use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::ModeOptions;
 use crate::metrics::sqlmorph::Embedder;
 use crate::metrics::sqlmorph::{ColumnMatching, Extras};
+use crate::metrics::{esm, etm};
 
 use super::plan::SuitePlan;
 
@@ -75,6 +77,25 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             )
             .at_record(index));
         }
+        let esm = if suite.structural.contains(&Structural::Esm) {
+            let tables = bench.tables.clone().ok_or_else(|| {
+                InputError::file(
+                    &config.path,
+                    "[[suite]] structural esm needs the schemas' foreign keys: set `tables`",
+                )
+                .at_record(index)
+            })?;
+            Some(Arc::new(esm::Evaluator::with_database_dir(
+                &tables,
+                &bench.db_dir,
+            )?))
+        } else {
+            None
+        };
+        let etm = suite
+            .structural
+            .contains(&Structural::Etm)
+            .then(|| Arc::new(etm::Evaluator::new(false)));
         let mut gates = config.gate.clone();
         gates.extend(suite.gate.clone());
         gates.extend(profile.gate.clone());
@@ -97,6 +118,8 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             },
             limits,
             regime: suite.regime,
+            esm,
+            etm,
             embedder: suite
                 .embeddings
                 .as_ref()

@@ -389,7 +389,7 @@ pub fn rule10(tree: &mut Node, cx: &mut Cx) -> bool {
     if !limit_one || matches == 0 {
         return false;
     }
-    let tables_have_rows = tree.from_items().iter().all(|item| {
+    let tables_have_rows = tree.relations().iter().all(|item| {
         item.table_name()
             .and_then(|name| cx.facts.table(name))
             .is_some_and(|t| t.has_rows)
@@ -429,7 +429,7 @@ pub fn rule10(tree: &mut Node, cx: &mut Cx) -> bool {
 /// Rule 11: `SELECT *` / `SELECT t.*` → the columns in schema order.
 pub fn rule11(tree: &mut Node, cx: &mut Cx) -> bool {
     let tables: Vec<Node> = tree
-        .from_items()
+        .relations()
         .iter()
         .filter_map(|item| item.node(Key::This).cloned())
         .collect();
@@ -705,7 +705,7 @@ pub fn rule14(tree: &mut Node, cx: &mut Cx) -> bool {
         if !cx.allowed(14, guard) {
             continue;
         }
-        let mut tables: Vec<Node> = tree.from_items().into_iter().cloned().collect();
+        let mut tables: Vec<Node> = tree.relations().into_iter().cloned().collect();
         let Some(position) = tables
             .iter()
             .position(|t| t.table_name() == Some(primary.0.as_str()) && !t.has(Key::Alias))

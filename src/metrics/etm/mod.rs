@@ -299,39 +299,62 @@ fn key_name(key: tree::Key) -> String {
 
 /// The first differing subtree, walking both trees field by field.
 fn first_difference(gold: &Node, pred: &Node, path: String) -> Difference {
-    let here = || Difference {
+    let here = |path: &str, gold: String, pred: String| Difference {
         path: if path.is_empty() {
             "query".to_string()
         } else {
-            path.clone()
+            path.to_string()
         },
-        gold: gold.to_sql(),
-        pred: pred.to_sql(),
+        gold,
+        pred,
     };
-    let keys = |node: &Node| node.fields().iter().map(|(k, _)| *k).collect::<Vec<_>>();
-    if gold.kind != pred.kind || keys(gold) != keys(pred) {
-        return here();
+    if gold.kind != pred.kind {
+        return here(&path, gold.to_sql(), pred.to_sql());
     }
-    for ((key, a), (_, b)) in gold.fields().iter().zip(pred.fields()) {
+    let mut keys: Vec<tree::Key> = gold
+        .fields()
+        .iter()
+        .chain(pred.fields())
+        .map(|(key, _)| *key)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        let (a, b) = (gold.get(key), pred.get(key));
         if a == b {
             continue;
         }
         let child_path = if path.is_empty() {
-            key_name(*key)
+            key_name(key)
         } else {
-            format!("{path}.{}", key_name(*key))
+            format!("{path}.{}", key_name(key))
         };
         return match (a, b) {
-            (Field::Node(a), Field::Node(b)) => first_difference(a, b, child_path),
-            (Field::List(a), Field::List(b)) if a.len() == b.len() => {
-                let Some((index, (x, y))) = a.iter().zip(b).enumerate().find(|(_, (x, y))| x != y)
-                else {
-                    return here();
-                };
-                first_difference(x, y, format!("{child_path}[{index}]"))
+            (Some(Field::Node(a)), Some(Field::Node(b))) => first_difference(a, b, child_path),
+            (Some(Field::List(a)), Some(Field::List(b))) if a.len() == b.len() => {
+                match a.iter().zip(b).enumerate().find(|(_, (x, y))| x != y) {
+                    Some((index, (x, y))) => {
+                        first_difference(x, y, format!("{child_path}[{index}]"))
+                    }
+                    None => here(&child_path, gold.to_sql(), pred.to_sql()),
+                }
             }
-            _ => here(),
+            _ => here(&child_path, render_field(a), render_field(b)),
         };
     }
-    here()
+    here(&path, gold.to_sql(), pred.to_sql())
+}
+
+fn render_field(field: Option<&Field>) -> String {
+    match field {
+        None => "(none)".to_string(),
+        Some(Field::Node(node)) => node.to_sql(),
+        Some(Field::List(items)) => items
+            .iter()
+            .map(Node::to_sql)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(Field::Text(text)) => text.clone(),
+        Some(Field::Flag(flag)) => flag.to_string(),
+    }
 }

@@ -299,7 +299,7 @@ fn rule101(tree: &mut Node, cx: &mut Cx) -> bool {
     };
     let derived_only = single_table.is_none() && tree.list(Key::Joins).is_empty();
     let joined: Vec<String> = tree
-        .from_items()
+        .relations()
         .iter()
         .filter(|item| item.kind != Kind::Subquery)
         .filter_map(|item| item.ident_text(Key::This).map(str::to_string))

@@ -337,7 +337,7 @@ impl Node {
     }
 
     /// The FROM item and the joined items of a SELECT, in order.
-    pub fn from_items(&self) -> Vec<&Node> {
+    pub fn relations(&self) -> Vec<&Node> {
         let mut items = Vec::new();
         if let Some(from) = self.node(Key::From).and_then(|f| f.node(Key::This)) {
             items.push(from);
