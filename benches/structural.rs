@@ -28,7 +28,10 @@ fn spider_pairs(data: &Path) -> Vec<Pair> {
             Pair {
                 gold: sql.to_string(),
                 pred: pred.to_string(),
-                db_file: spider.join("schema-db").join(&db).join(format!("{db}.sqlite")),
+                db_file: spider
+                    .join("schema-db")
+                    .join(&db)
+                    .join(format!("{db}.sqlite")),
                 db,
             }
         })
@@ -55,14 +58,22 @@ fn run_etm(pairs: &[Pair]) -> usize {
     let evaluator = etm::Evaluator::new(false);
     pairs
         .iter()
-        .filter(|p| evaluator.score(&p.gold, &p.pred, &p.db_file).is_ok_and(|v| v.etm))
+        .filter(|p| {
+            evaluator
+                .score(&p.gold, &p.pred, &p.db_file)
+                .is_ok_and(|v| v.etm)
+        })
         .count()
 }
 
 fn run_esm(evaluator: &esm::Evaluator, pairs: &[Pair]) -> usize {
     pairs
         .iter()
-        .filter(|p| evaluator.score(&p.gold, &p.pred, &p.db).is_ok_and(|s| s.esm))
+        .filter(|p| {
+            evaluator
+                .score(&p.gold, &p.pred, &p.db)
+                .is_ok_and(|s| s.esm)
+        })
         .count()
 }
 
