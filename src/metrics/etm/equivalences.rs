@@ -566,11 +566,11 @@ pub fn rule13(tree: &mut Node, cx: &mut Cx) -> bool {
     };
     let (equality, outer_column, subquery) = match condition.kind {
         Kind::In => (false, condition.node(Key::This), condition.node(Key::Query)),
-        Kind::Eq => (
-            true,
-            condition.node(Key::This),
-            condition.node(Key::Expression),
-        ),
+        // Rule 105 may have sorted the subquery first.
+        Kind::Eq => match (condition.node(Key::This), condition.node(Key::Expression)) {
+            (Some(left), right) if left.kind == Kind::Subquery => (true, right, Some(left)),
+            (left, right) => (true, left, right),
+        },
         _ => return false,
     };
     let (Some(outer_column), Some(subquery)) = (outer_column, subquery) else {

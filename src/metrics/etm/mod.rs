@@ -14,6 +14,8 @@ mod equivalences;
 mod facts;
 mod lower;
 mod normalize;
+#[cfg(test)]
+mod rule_tests;
 mod sets;
 #[cfg(test)]
 mod tests;

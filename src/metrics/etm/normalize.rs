@@ -610,14 +610,16 @@ fn is_true(node: &Node, compat: bool) -> bool {
 }
 
 /// Removes the `1.0 = 1.0` the rules leave behind: `X AND TRUE` is X, `X OR TRUE` is TRUE
-/// (the reference makes it X: D3), a WHERE that is only TRUE goes.
+/// (the reference makes it X: D3), a WHERE that is only TRUE goes. A column equal to itself
+/// is not TRUE (it is NULL for NULL), though the reference takes it as TRUE (D3).
 fn cleanup(tree: &mut Node, cx: &mut Cx) -> bool {
     let compat = cx.compat;
     let mut or_departure = false;
+    let mut self_equal = false;
     let changed = rewrite_below(
         tree,
         &mut |node, slot| {
-            if node.kind == Kind::Select && drop_true_where(node, compat) {
+            if node.kind == Kind::Select && drop_true_where(node, compat, &mut self_equal) {
                 return true;
             }
             if !matches!(node.kind, Kind::And | Kind::Or) || slot == Slot::Element {
@@ -631,6 +633,7 @@ fn cleanup(tree: &mut Node, cx: &mut Cx) -> bool {
             } else if is_true(right, compat) {
                 Key::This
             } else {
+                self_equal |= is_true(left, true) || is_true(right, true);
                 return false;
             };
             if node.kind == Kind::Or && !compat {
@@ -643,17 +646,21 @@ fn cleanup(tree: &mut Node, cx: &mut Cx) -> bool {
         },
         &everywhere,
     );
+    let changed = changed | drop_true_where(tree, compat, &mut self_equal);
     if or_departure {
         cx.depart(0, "D3", "X OR TRUE is TRUE, not X");
     }
-    changed | drop_true_where(tree, compat)
+    if self_equal {
+        cx.depart(0, "D3", "a column equal to itself is not TRUE");
+    }
+    changed
 }
 
-fn drop_true_where(select: &mut Node, compat: bool) -> bool {
-    let is_trivial = select
-        .node(Key::Where)
-        .and_then(|w| w.node(Key::This))
-        .is_some_and(|condition| is_true(condition, compat));
+/// Removes a WHERE that is only TRUE; notes one that is TRUE only for the reference.
+fn drop_true_where(select: &mut Node, compat: bool, self_equal: &mut bool) -> bool {
+    let condition = select.node(Key::Where).and_then(|w| w.node(Key::This));
+    let is_trivial = condition.is_some_and(|condition| is_true(condition, compat));
+    *self_equal |= !is_trivial && condition.is_some_and(|condition| is_true(condition, true));
     if is_trivial {
         select.remove(Key::Where);
     }

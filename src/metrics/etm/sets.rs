@@ -1,6 +1,6 @@
 //! Rules on set operations (21, 3, 5) and on CTEs (26), `etm.md` §5.2-§5.3.
 
-use super::normalize::{rewrite_below, Cx};
+use super::normalize::{any_below, rewrite_below, Cx};
 use super::tree::{Key, Kind, Node};
 
 fn check(
@@ -164,6 +164,12 @@ pub fn rule5(tree: Node, cx: &mut Cx) -> Node {
 /// qualifier. Under `--etm-compat`, the reference's shape (D13): the CTE body replaces every
 /// identifier spelled like the CTE.
 pub fn rule26(tree: &mut Node, cx: &mut Cx) {
+    let recursive = tree
+        .node(Key::With)
+        .is_some_and(|with| with.list(Key::Expressions).iter().any(reads_itself));
+    if recursive && !cx.allowed(26, Err(("guard", "a recursive CTE is not inlined"))) {
+        return;
+    }
     let Some(with) = tree.take(Key::With) else {
         return;
     };
@@ -186,13 +192,31 @@ pub fn rule26(tree: &mut Node, cx: &mut Cx) {
                     }
                     false
                 },
-                &|node| node.kind != Kind::TableAlias,
+                // Like sqlglot's transform, not into the replacement: a body that mentions
+                // the name (a recursive CTE, a column spelled like it) would recurse forever.
+                &|node| node.kind != Kind::TableAlias && *node != replacement,
             );
             continue;
         }
         cx.depart(26, "D13", "a CTE is inlined as a derived table");
         inline_cte(tree, name, body);
     }
+}
+
+/// Whether a CTE's body reads the CTE itself (SQLite allows that without `RECURSIVE`):
+/// inlining it would leave a reference to a table of the same name.
+fn reads_itself(cte: &Node) -> bool {
+    let spelling = |ident: &Node| ident.text(Key::This).map(str::to_lowercase);
+    let (Some(body), Some(name)) = (
+        cte.node(Key::This),
+        cte.node(Key::Alias).and_then(|a| a.node(Key::This)),
+    ) else {
+        return false;
+    };
+    let name = spelling(name);
+    any_below(body, &mut |node| {
+        node.kind == Kind::Table && node.node(Key::This).and_then(spelling) == name
+    })
 }
 
 fn inline_cte(tree: &mut Node, name: &Node, body: &Node) {
