@@ -1080,6 +1080,15 @@ fn replace_outside(node: &mut Node, from: &Node, to: &Node, equalities: &[Node])
 /// Rule 20: `WHERE t.c IN (SELECT t.c FROM t WHERE d)` → `WHERE d`.
 pub fn rule20(tree: &mut Node, cx: &mut Cx) -> bool {
     let outer_table = single_table(tree);
+    // Positions reached from the WHERE through AND and OR only: under NOT, a NULL condition
+    // and a false IN differ.
+    let positive: Vec<Node> = where_condition(tree)
+        .map(|top| {
+            let mut out = Vec::new();
+            flatten_connectives(top, &mut out);
+            out
+        })
+        .unwrap_or_default();
     let Some(condition) = tree.node_mut(Key::Where) else {
         return false;
     };
@@ -1119,7 +1128,12 @@ pub fn rule20(tree: &mut Node, cx: &mut Cx) -> bool {
                 sound,
                 "guard",
                 "the outer query is not the single table, or the column is not UNIQUE and NOT NULL",
-            );
+            )
+            .and(check(
+                positive.contains(node),
+                "guard",
+                "the IN is under NOT, where a NULL condition differs from a false IN",
+            ));
             if !cx.allowed(20, guard) {
                 return false;
             }
@@ -1128,6 +1142,18 @@ pub fn rule20(tree: &mut Node, cx: &mut Cx) -> bool {
         },
         &|node| node.kind != Kind::Subquery,
     )
+}
+
+/// The operands of the AND/OR connectives from `node` down, and `node` itself.
+fn flatten_connectives(node: &Node, out: &mut Vec<Node>) {
+    out.push(node.clone());
+    if matches!(node.kind, Kind::And | Kind::Or) {
+        for key in [Key::This, Key::Expression] {
+            if let Some(child) = node.node(key) {
+                flatten_connectives(child, out);
+            }
+        }
+    }
 }
 
 /// Rule 22: `c BETWEEN x AND y` → `c >= x AND c <= y`.

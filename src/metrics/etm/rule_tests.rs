@@ -1278,6 +1278,15 @@ fn rule_20_guard_not_null_unique_column() {
         "SELECT name FROM singer WHERE age IN (SELECT age FROM singer WHERE country = 'France')",
         "SELECT name FROM singer WHERE country = 'France'",
     );
+    // Under NOT, a singer whose age is NULL is NOT IN the subquery but not NOT (age > 30).
+    guarded(
+        20,
+        "guard",
+        On::Gold,
+        CONCERT,
+        "SELECT name FROM singer WHERE NOT singer_id IN (SELECT singer_id FROM singer WHERE age > 30)",
+        "SELECT name FROM singer WHERE NOT age > 30",
+    );
 }
 
 #[test]
