@@ -18,7 +18,7 @@ fn check(ok: bool, defect: &'static str, reason: &'static str) -> Guard {
 }
 
 fn has_joins(select: &Node) -> bool {
-    !select.list(Key::Joins).is_empty()
+    select.has_joins()
 }
 
 fn has_outer_join(select: &Node) -> bool {
@@ -715,6 +715,9 @@ pub fn rule14(tree: &mut Node, cx: &mut Cx) -> bool {
         tables.remove(position);
         equalities.retain(|e| *e != equality);
         rebuild_joins(tree, tables, &equalities);
+        if cx.compat && !tree.has(Key::Joins) {
+            tree.set(Key::JoinsKept, true);
+        }
         let replacement = Node::column(&foreign.0, &foreign.1);
         rewrite_below(
             tree,

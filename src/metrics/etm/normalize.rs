@@ -292,12 +292,12 @@ fn rule101(tree: &mut Node, cx: &mut Cx) -> bool {
     let Some(from) = tree.node(Key::From).and_then(|f| f.node(Key::This)) else {
         return false;
     };
-    let single_table = match (tree.list(Key::Joins).is_empty(), from.kind) {
+    let single_table = match (!tree.has_joins(), from.kind) {
         (true, Kind::Subquery) => None,
         (true, _) => from.ident_text(Key::This).map(str::to_string),
         (false, _) => None,
     };
-    let derived_only = single_table.is_none() && tree.list(Key::Joins).is_empty();
+    let derived_only = single_table.is_none() && !tree.has_joins();
     let joined: Vec<String> = tree
         .relations()
         .iter()

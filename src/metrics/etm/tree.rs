@@ -115,6 +115,9 @@ pub enum Key {
     IsString,
     Op,
     Escape,
+    /// Under `--etm-compat`, a SELECT whose joins rule 14 removed: the reference keeps an empty
+    /// `joins` list, which later rules read as "has joins". Ignored by equality.
+    JoinsKept,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,12 +128,23 @@ pub enum Field {
     Flag(bool),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Node {
     pub kind: Kind,
     /// Sorted by key; never holds an empty list or a false flag.
     fields: Vec<(Key, Field)>,
 }
+
+impl PartialEq for Node {
+    fn eq(&self, other: &Node) -> bool {
+        fn compared(node: &Node) -> impl Iterator<Item = &(Key, Field)> {
+            node.fields.iter().filter(|(key, _)| *key != Key::JoinsKept)
+        }
+        self.kind == other.kind && compared(self).eq(compared(other))
+    }
+}
+
+impl Eq for Node {}
 
 impl Node {
     pub fn new(kind: Kind) -> Node {
@@ -325,6 +339,11 @@ impl Node {
         (self.kind == Kind::Table)
             .then(|| self.ident_text(Key::This))
             .flatten()
+    }
+
+    /// Whether a SELECT has joins (or, under `--etm-compat`, had them: [`Key::JoinsKept`]).
+    pub fn has_joins(&self) -> bool {
+        !self.list(Key::Joins).is_empty() || self.flag(Key::JoinsKept)
     }
 
     pub fn is_set_operation(&self) -> bool {
