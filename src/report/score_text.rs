@@ -66,7 +66,7 @@ pub fn render(summary: &Summary, source: &str) -> String {
     if let Some(etm) = &summary.etm {
         let _ = writeln!(
             out,
-            "\nenhanced tree match {:.3}\n{}",
+            "\nETM: {}\n{}",
             etm.all,
             etm.tables.trim_end()
         );

@@ -416,7 +416,7 @@ pub fn rule10(tree: &mut Node, cx: &mut Cx) -> bool {
         return false;
     }
     let aggregate = if desc { Kind::Max } else { Kind::Min };
-    for item in tree.list_mut(Key::Expressions).iter_mut() {
+    for item in tree.list_mut(Key::Expressions).into_iter().flatten() {
         if *item == key {
             *item = Node::unary(aggregate, item.clone());
         }
@@ -954,7 +954,7 @@ pub fn rule17(tree: &mut Node, cx: &mut Cx) -> bool {
     }
     let Some(ordered) = tree
         .node_mut(Key::Order)
-        .and_then(|o| o.list_mut(Key::Expressions).first_mut())
+        .and_then(|o| o.list_mut(Key::Expressions)?.first_mut())
     else {
         return false;
     };

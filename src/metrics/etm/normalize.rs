@@ -391,10 +391,8 @@ pub fn sort_nodes(items: &mut [Node]) -> bool {
 
 /// Rule 102: sort the SELECT items.
 fn rule102(tree: &mut Node, _: &mut Cx) -> bool {
-    match tree.get(Key::Expressions) {
-        Some(Field::List(_)) => sort_nodes(tree.list_mut(Key::Expressions)),
-        _ => false,
-    }
+    tree.list_mut(Key::Expressions)
+        .is_some_and(|items| sort_nodes(items))
 }
 
 /// Rule 103: replace table aliases by the table (a derived table's alias by its query).
@@ -410,11 +408,9 @@ fn rule103(tree: &mut Node, _: &mut Cx) -> bool {
     if let Some(from) = tree.node_mut(Key::From).and_then(|f| f.node_mut(Key::This)) {
         strip(from);
     }
-    if let Some(Field::List(_)) = tree.get(Key::Joins) {
-        for join in tree.list_mut(Key::Joins) {
-            if let Some(item) = join.node_mut(Key::This) {
-                strip(item);
-            }
+    for join in tree.list_mut(Key::Joins).into_iter().flatten() {
+        if let Some(item) = join.node_mut(Key::This) {
+            strip(item);
         }
     }
     let changed = !aliases.is_empty();

@@ -1480,6 +1480,14 @@ fn rule_26_fires_on_a_cte() {
         "WITH t AS (SELECT name FROM singer) SELECT name FROM t",
         "SELECT name FROM (SELECT name FROM singer)",
     );
+    // SQLite resolves the CTE's name case-insensitively.
+    fires(
+        26,
+        On::Gold,
+        CONCERT,
+        "WITH Recent AS (SELECT name FROM singer) SELECT RECENT.name FROM recent",
+        "SELECT name FROM (SELECT name FROM singer)",
+    );
     fires(
         26,
         On::Gold,

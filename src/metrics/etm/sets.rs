@@ -206,7 +206,6 @@ pub fn rule26(tree: &mut Node, cx: &mut Cx) {
 /// Whether a CTE's body reads the CTE itself (SQLite allows that without `RECURSIVE`):
 /// inlining it would leave a reference to a table of the same name.
 fn reads_itself(cte: &Node) -> bool {
-    let spelling = |ident: &Node| ident.text(Key::This).map(str::to_lowercase);
     let (Some(body), Some(name)) = (
         cte.node(Key::This),
         cte.node(Key::Alias).and_then(|a| a.node(Key::This)),
@@ -219,16 +218,23 @@ fn reads_itself(cte: &Node) -> bool {
     })
 }
 
+/// An identifier's name as SQLite resolves it: case-insensitively, quoted or not.
+fn spelling(ident: &Node) -> Option<String> {
+    ident.text(Key::This).map(str::to_lowercase)
+}
+
 fn inline_cte(tree: &mut Node, name: &Node, body: &Node) {
+    let name = spelling(name);
+    let names_cte = |ident: Option<&Node>| ident.and_then(spelling) == name;
     rewrite_below(
         tree,
         &mut |node, _| {
-            if node.kind == Kind::Table && node.node(Key::This) == Some(name) {
+            if node.kind == Kind::Table && names_cte(node.node(Key::This)) {
                 let alias = node.node(Key::Alias).cloned();
                 *node = Node::unary(Kind::Subquery, body.clone()).with_opt(Key::Alias, alias);
                 return true;
             }
-            if node.kind == Kind::Column && node.node(Key::Table) == Some(name) {
+            if node.kind == Kind::Column && names_cte(node.node(Key::Table)) {
                 node.remove(Key::Table);
                 return true;
             }

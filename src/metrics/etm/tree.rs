@@ -230,20 +230,11 @@ impl Node {
         }
     }
 
-    /// The list under `key`, created empty if absent (an empty list is dropped on the next
-    /// [`Node::set`] of the key, and ignored by equality until then).
-    pub fn list_mut(&mut self, key: Key) -> &mut Vec<Node> {
-        if !matches!(self.get(key), Some(Field::List(_))) {
-            self.remove(key);
-            let index = self
-                .fields
-                .binary_search_by_key(&key, |(k, _)| *k)
-                .unwrap_or_else(|i| i);
-            self.fields.insert(index, (key, Field::List(Vec::new())));
-        }
-        match self.get_mut(key) {
-            Some(Field::List(items)) => items,
-            _ => unreachable!("the list was just inserted"),
+    /// The list under `key`, when there is one.
+    pub fn list_mut(&mut self, key: Key) -> Option<&mut Vec<Node>> {
+        match self.get_mut(key)? {
+            Field::List(items) => Some(items),
+            _ => None,
         }
     }
 
