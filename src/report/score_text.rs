@@ -64,12 +64,7 @@ pub fn render(summary: &Summary, source: &str) -> String {
         );
     }
     if let Some(etm) = &summary.etm {
-        let _ = writeln!(
-            out,
-            "\nETM: {}\n{}",
-            etm.all,
-            etm.tables.trim_end()
-        );
+        let _ = writeln!(out, "\nETM: {}\n{}", etm.all, etm.tables.trim_end());
     }
     render_reliability(&mut out, &summary.reliability);
     for (family, values) in &summary.breakdown {

@@ -962,6 +962,9 @@ pub fn rule17(tree: &mut Node, cx: &mut Cx) -> bool {
     true
 }
 
+/// The longest IN list rule 18 expands.
+const MAX_IN_EXPANSION: usize = 1000;
+
 /// Rule 18: `c IN (a, b)` → `c = a OR c = b`; `NOT IN` → AND of `<>`.
 pub fn rule18(tree: &mut Node, cx: &mut Cx) -> bool {
     rewrite_below(
@@ -980,6 +983,12 @@ pub fn rule18(tree: &mut Node, cx: &mut Cx) -> bool {
                 return false;
             };
             if items.is_empty() || in_node.has(Key::Query) || !cx.reaches(18, slot) {
+                return false;
+            }
+            // A resource bound, not an equivalence condition: the chain's depth is the list's
+            // length, and SQLite itself refuses expressions deeper than 1000.
+            if items.len() > MAX_IN_EXPANSION {
+                cx.depart(18, "bound", "an IN list too long to expand");
                 return false;
             }
             let (test, connector) = if negated {

@@ -190,7 +190,12 @@ impl Evaluator {
                 return Ok(Verdict::failed(Status::InvalidPred, message));
             }
         }
-        Ok(compare(&gold, &pred, &database.facts, self.compat))
+        Ok(compare_on_enough_stack(
+            &gold,
+            &pred,
+            &database.facts,
+            self.compat,
+        ))
     }
 }
 
@@ -227,6 +232,32 @@ pub fn preprocess(sql: &str, facts: &Facts) -> String {
         }
     }
     DATETIME.replace_all(&text, "datetime('now')").into_owned()
+}
+
+/// Queries longer than this are compared on a thread of their own with [`LARGE_STACK`].
+const LONG_QUERIES: usize = 2_000;
+const LARGE_STACK: usize = 512 << 20;
+
+/// [`compare`], on a thread with a large stack when the queries are long: trees are walked
+/// recursively, and a valid query can nest a thousand levels deep (SQLite's expression depth
+/// limit), which would overflow an ordinary thread's stack. The memory is only reserved.
+fn compare_on_enough_stack(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
+    if gold.len() + pred.len() <= LONG_QUERIES {
+        return compare(gold, pred, facts, compat);
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("etm-long-query".to_string())
+            .stack_size(LARGE_STACK)
+            .spawn_scoped(scope, || compare(gold, pred, facts, compat))
+            .map_err(|e| e.to_string())
+            .and_then(|thread| {
+                thread
+                    .join()
+                    .map_err(|_| "the comparison failed".to_string())
+            })
+            .unwrap_or_else(|message| Verdict::failed(Status::InternalError, message))
+    })
 }
 
 /// Steps 3-5 on preprocessed, valid queries.

@@ -465,28 +465,61 @@ fn rule104(tree: &mut Node, _: &mut Cx) -> bool {
     *tree != before
 }
 
-/// Rule 105: flatten, sort and rebuild left-deep the operands of `=`, AND and OR.
+/// Rule 105: flatten, sort and rebuild left-deep the operands of `=`, AND and OR. Each whole
+/// chain is handled once (its operands first), so a long chain costs n log n, not n².
 fn rule105(tree: &mut Node, _: &mut Cx) -> bool {
     fn canonical(node: &mut Node) -> bool {
         if !matches!(node.kind, Kind::Eq | Kind::And | Kind::Or) {
-            return false;
+            return canonical_below(node);
         }
         let kind = node.kind;
+        let mut changed = !is_left_deep(node);
         let mut operands = Vec::new();
         flatten(
             std::mem::replace(node, Node::new(Kind::Null)),
             kind,
             &mut operands,
         );
-        let before = Node::chain(kind, operands.clone());
-        sort_nodes(&mut operands);
-        let after = Node::chain(kind, operands);
-        let changed = after != before;
-        *node = after.or(before).unwrap_or_else(|| Node::new(Kind::Null));
+        for operand in &mut operands {
+            changed |= canonical(operand);
+        }
+        changed |= sort_nodes(&mut operands);
+        *node = Node::chain(kind, operands).unwrap_or_else(|| Node::new(Kind::Null));
         changed
     }
-    let changed = canonical(tree);
-    changed | rewrite_below(tree, &mut |node, _| canonical(node), &everywhere)
+    fn canonical_below(node: &mut Node) -> bool {
+        let mut changed = false;
+        for (_, field) in node.fields_mut() {
+            match field {
+                Field::Node(child) => changed |= canonical(child),
+                Field::List(items) => {
+                    for item in items.iter_mut() {
+                        changed |= canonical(item);
+                    }
+                }
+                _ => {}
+            }
+        }
+        changed
+    }
+    canonical(tree)
+}
+
+/// Whether a chain of one connective nests only on the left, as [`Node::chain`] builds it.
+fn is_left_deep(chain: &Node) -> bool {
+    let mut node = chain;
+    loop {
+        if node
+            .node(Key::Expression)
+            .is_some_and(|right| right.kind == chain.kind)
+        {
+            return false;
+        }
+        match node.node(Key::This) {
+            Some(left) if left.kind == chain.kind => node = left,
+            _ => return true,
+        }
+    }
 }
 
 pub fn flatten(node: Node, kind: Kind, out: &mut Vec<Node>) {

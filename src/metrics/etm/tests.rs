@@ -189,3 +189,39 @@ fn spec_vectors_give_the_harness_and_the_reference_verdicts() {
         wrong.join("\n")
     );
 }
+
+#[test]
+fn hostile_predictions_end_in_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fixture(dir.path());
+    let evaluator = Evaluator::new(false);
+    let chain = vec!["age = 1"; 990].join(" OR ");
+    let nested = format!("{}1{}", "(".repeat(150), ")".repeat(150));
+    let list = (0..10_000)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let hostile = [
+        format!("SELECT name FROM singer WHERE {chain}"),
+        format!("SELECT {nested} FROM singer"),
+        format!("SELECT name FROM singer WHERE age IN ({list})"),
+        "DELETE FROM singer".to_string(),
+        "SELECT name FROM singer; DROP TABLE singer".to_string(),
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r"
+            .to_string(),
+        "ATTACH DATABASE 'x.db' AS x".to_string(),
+        String::new(),
+    ];
+    for pred in &hostile {
+        let verdict = evaluator
+            .score("SELECT name FROM singer", pred, &db)
+            .unwrap();
+        assert!(!verdict.etm, "{pred:.80}: {}", verdict.explain());
+    }
+    // The database is untouched.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let singers: i64 = conn
+        .query_row("SELECT count(*) FROM singer", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(singers, 1);
+}
