@@ -3,19 +3,9 @@
 //! conditions, then the harness's guard through [`Cx::allowed`], which records a departure
 //! when the guard alone stops the rule (and lets it fire under `--etm-compat`).
 
-use super::normalize::{everywhere, flatten, rewrite_below, Cx, RuleError, Slot};
+use super::normalize::{check, everywhere, flatten, rewrite_below, Cx, RuleError, Slot};
 use super::tree::{Key, Kind, Node};
 use crate::exec::value::py_float_repr;
-
-type Guard = Result<(), (&'static str, &'static str)>;
-
-fn check(ok: bool, defect: &'static str, reason: &'static str) -> Guard {
-    if ok {
-        Ok(())
-    } else {
-        Err((defect, reason))
-    }
-}
 
 fn has_joins(select: &Node) -> bool {
     select.has_joins()

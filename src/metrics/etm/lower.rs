@@ -294,20 +294,21 @@ pub fn expr(e: &Expr) -> Node {
             expr: inner,
             pattern,
             escape_char,
-        } => negated(
-            like(Kind::Like, inner, pattern, escape_char.as_deref()),
-            *not,
-        ),
-        Expr::ILike {
+        }
+        | Expr::ILike {
             negated: not,
             any: false,
             expr: inner,
             pattern,
             escape_char,
-        } => negated(
-            like(Kind::ILike, inner, pattern, escape_char.as_deref()),
-            *not,
-        ),
+        } => {
+            let kind = if matches!(e, Expr::ILike { .. }) {
+                Kind::ILike
+            } else {
+                Kind::Like
+            };
+            negated(like(kind, inner, pattern, escape_char.as_deref()), *not)
+        }
         Expr::Cast {
             expr: inner,
             data_type,

@@ -35,6 +35,17 @@ pub struct Trace {
     pub no_fixpoint: bool,
 }
 
+/// A guard's outcome: `Err((defect, reason))` when the harness's extra condition fails.
+pub type Guard = Result<(), (&'static str, &'static str)>;
+
+pub fn check(ok: bool, defect: &'static str, reason: &'static str) -> Guard {
+    if ok {
+        Ok(())
+    } else {
+        Err((defect, reason))
+    }
+}
+
 pub struct Cx<'a> {
     pub facts: &'a Facts,
     /// Behave like the reference (`--etm-compat`): no guards, the traversal quirks kept.
@@ -56,7 +67,7 @@ pub struct DerivedFacts {
 impl Cx<'_> {
     /// Whether a rule whose reference conditions hold may fire: `guard` is `Err((defect,
     /// reason))` when the harness's extra condition fails. Under `compat` the guard is ignored.
-    pub fn allowed(&mut self, rule: u16, guard: Result<(), (&'static str, &'static str)>) -> bool {
+    pub fn allowed(&mut self, rule: u16, guard: Guard) -> bool {
         match guard {
             Ok(()) => true,
             Err(_) if self.compat => true,

@@ -1,19 +1,7 @@
 //! Rules on set operations (21, 3, 5) and on CTEs (26), `etm.md` §5.2-§5.3.
 
-use super::normalize::{any_below, rewrite_below, Cx};
+use super::normalize::{any_below, check, rewrite_below, Cx};
 use super::tree::{Key, Kind, Node};
-
-fn check(
-    ok: bool,
-    defect: &'static str,
-    reason: &'static str,
-) -> Result<(), (&'static str, &'static str)> {
-    if ok {
-        Ok(())
-    } else {
-        Err((defect, reason))
-    }
-}
 
 /// `(table, column)` of the single SELECT item, when it is a qualified column.
 fn single_column(select: &Node) -> Option<(String, String)> {
