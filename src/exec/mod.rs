@@ -2,6 +2,7 @@
 
 pub mod engine;
 pub mod sandbox;
+pub mod schema;
 pub mod value;
 
 use std::sync::Arc;

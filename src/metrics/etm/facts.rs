@@ -7,6 +7,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::exec::schema::Schema;
+
 #[derive(Debug, Clone, Default)]
 pub struct TableFacts {
     pub columns: Vec<String>,
@@ -51,16 +53,45 @@ impl Facts {
     }
 
     pub fn read(path: &Path) -> Result<Facts, rusqlite::Error> {
+        let schema = Schema::read(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
-        let names: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?
-            .query_map([], |row| row.get(0))?
-            .collect::<Result<_, _>>()?;
         let mut facts = Facts::default();
-        for name in names {
-            let table = read_table(&conn, &name)?;
-            facts.tables.insert(name.to_lowercase(), table);
+        for table in &schema.tables {
+            let mut table_facts = TableFacts::default();
+            for column in &table.columns {
+                let name = column.name.to_lowercase();
+                if column.not_null {
+                    table_facts.non_null.insert(name.clone());
+                }
+                if column.primary_key {
+                    table_facts.primary_keys.push(name.clone());
+                }
+                table_facts
+                    .declared_types
+                    .insert(name.clone(), column.decl_type.clone());
+                table_facts.columns.push(name);
+            }
+            if let [single] = table_facts.primary_keys.as_slice() {
+                table_facts.non_null.insert(single.clone());
+                table_facts.unique.insert(single.clone());
+            }
+            read_unique_indexes(&conn, &table.name, &mut table_facts)?;
+            table_facts.has_rows = conn
+                .prepare(&format!("SELECT 1 FROM {} LIMIT 1", quoted(&table.name)))?
+                .exists([])?;
+            table_facts.iso_dates = iso_date_columns(&conn, &table.name, &table_facts)?;
+            facts.tables.insert(table.name.to_lowercase(), table_facts);
+        }
+        // PRAGMA lists a table's last declared key first; in reverse, the last one wins, as in
+        // the reference.
+        for key in schema.foreign_keys.iter().rev() {
+            if let Some(table) = facts.tables.get_mut(&key.from.table.to_lowercase()) {
+                let target = format!("{}.{}", key.to.table, key.to.column).to_lowercase();
+                table
+                    .foreign_keys
+                    .insert(key.from.column.to_lowercase(), target);
+            }
         }
         Ok(facts)
     }
@@ -68,88 +99,6 @@ impl Facts {
 
 fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-fn read_table(conn: &Connection, name: &str) -> Result<TableFacts, rusqlite::Error> {
-    let mut facts = TableFacts::default();
-    let mut pk_columns: Vec<(i64, String)> = Vec::new();
-    let mut stmt = conn.prepare(&format!("PRAGMA table_info({})", quoted(name)))?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let column = row.get::<_, String>(1)?.to_lowercase();
-        let declared: String = row.get::<_, Option<String>>(2)?.unwrap_or_default();
-        let not_null: bool = row.get(3)?;
-        let pk: i64 = row.get(5)?;
-        if not_null {
-            facts.non_null.insert(column.clone());
-        }
-        if pk > 0 {
-            pk_columns.push((pk, column.clone()));
-        }
-        facts.declared_types.insert(column.clone(), declared);
-        facts.columns.push(column);
-    }
-    pk_columns.sort();
-    facts.primary_keys = pk_columns.into_iter().map(|(_, c)| c).collect();
-    if let [single] = facts.primary_keys.as_slice() {
-        facts.non_null.insert(single.clone());
-        facts.unique.insert(single.clone());
-    }
-    read_foreign_keys(conn, name, &mut facts)?;
-    read_unique_indexes(conn, name, &mut facts)?;
-    facts.has_rows = conn
-        .prepare(&format!("SELECT 1 FROM {} LIMIT 1", quoted(name)))?
-        .exists([])?;
-    facts.iso_dates = iso_date_columns(conn, name, &facts)?;
-    Ok(facts)
-}
-
-fn read_foreign_keys(
-    conn: &Connection,
-    name: &str,
-    facts: &mut TableFacts,
-) -> Result<(), rusqlite::Error> {
-    let mut stmt = conn.prepare(&format!("PRAGMA foreign_key_list({})", quoted(name)))?;
-    let mut rows = stmt.query([])?;
-    let mut keys = Vec::new();
-    while let Some(row) = rows.next()? {
-        let table: String = row.get(2)?;
-        let from: String = row.get(3)?;
-        let to: Option<String> = row.get(4)?;
-        keys.push((table.to_lowercase(), from.to_lowercase(), to));
-    }
-    drop(rows);
-    // PRAGMA lists the last declared key first; "the last one" wins, as in the reference.
-    for (table, from, to) in keys.into_iter().rev() {
-        let to = match to {
-            Some(to) => to.to_lowercase(),
-            None => match referenced_primary_key(conn, &table)? {
-                Some(pk) => pk,
-                None => continue,
-            },
-        };
-        facts.foreign_keys.insert(from, format!("{table}.{to}"));
-    }
-    Ok(())
-}
-
-fn referenced_primary_key(
-    conn: &Connection,
-    table: &str,
-) -> Result<Option<String>, rusqlite::Error> {
-    let mut stmt = conn.prepare(&format!("PRAGMA table_info({})", quoted(table)))?;
-    let keys: Vec<String> = stmt
-        .query_map([], |row| {
-            Ok((row.get::<_, String>(1)?, row.get::<_, i64>(5)?))
-        })?
-        .filter_map(|row| row.ok())
-        .filter(|(_, pk)| *pk > 0)
-        .map(|(name, _)| name.to_lowercase())
-        .collect();
-    Ok(match keys.as_slice() {
-        [single] => Some(single.clone()),
-        _ => None,
-    })
 }
 
 fn read_unique_indexes(

@@ -1,0 +1,156 @@
+//! What a SQLite database declares: tables, columns (declared type, primary key, NOT NULL) and
+//! foreign keys, read once from `sqlite_master` and the PRAGMAs. Used by the generators (JQE's
+//! schema graph) and the structural metrics (ETM's schema facts).
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+/// A column `table.column`; names keep their spelling and compare case-insensitively via `key`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ColRef {
+    pub table: String,
+    pub column: String,
+}
+
+impl ColRef {
+    pub fn new(table: &str, column: &str) -> ColRef {
+        ColRef {
+            table: table.to_string(),
+            column: column.to_string(),
+        }
+    }
+
+    /// `table.column` lowercased: the identity used by union-find and comparisons.
+    pub fn key(&self) -> String {
+        format!("{}.{}", self.table, self.column).to_lowercase()
+    }
+}
+
+/// A column of a table, as `PRAGMA table_info` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    pub decl_type: String,
+    pub primary_key: bool,
+    /// Declared NOT NULL (a primary key is not NOT NULL unless declared so).
+    pub not_null: bool,
+}
+
+/// A table and its columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub name: String,
+    pub columns: Vec<Column>,
+}
+
+/// A declared foreign key `from → to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignKey {
+    pub from: ColRef,
+    pub to: ColRef,
+}
+
+impl ForeignKey {
+    /// An explicit join key `"orders.customer_id = customers.customer_id"`, checked against the
+    /// schema (names are matched case-insensitively and written as the schema spells them).
+    pub fn parse(text: &str, schema: &Schema) -> Result<ForeignKey, String> {
+        let side = |part: &str| -> Result<ColRef, String> {
+            let (table, column) = part
+                .trim()
+                .split_once('.')
+                .ok_or_else(|| format!("`{}` is not `table.column`", part.trim()))?;
+            let table = schema
+                .tables
+                .iter()
+                .find(|t| t.name.eq_ignore_ascii_case(table.trim()))
+                .ok_or_else(|| format!("no table `{}`", table.trim()))?;
+            let column = table
+                .columns
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(column.trim()))
+                .ok_or_else(|| {
+                    format!("table `{}` has no column `{}`", table.name, column.trim())
+                })?;
+            Ok(ColRef::new(&table.name, &column.name))
+        };
+        let (from, to) = text
+            .split_once('=')
+            .ok_or_else(|| format!("`{text}` is not `table.column = table.column`"))?;
+        Ok(ForeignKey {
+            from: side(from)?,
+            to: side(to)?,
+        })
+    }
+}
+
+/// What a database declares: its tables and foreign keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Schema {
+    pub tables: Vec<Table>,
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+impl Schema {
+    /// Reads tables, columns and foreign keys of a SQLite file (opened read-only).
+    pub fn read(db: &Path) -> Result<Schema, rusqlite::Error> {
+        let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")?
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        let mut schema = Schema::default();
+        for name in &names {
+            let columns: Vec<Column> = conn
+                .prepare(
+                    "SELECT name, type, pk, \"notnull\" FROM pragma_table_info(?1) ORDER BY cid",
+                )?
+                .query_map([name], |row| {
+                    Ok(Column {
+                        name: row.get(0)?,
+                        decl_type: row.get(1)?,
+                        primary_key: row.get::<_, i64>(2)? > 0,
+                        not_null: row.get(3)?,
+                    })
+                })?
+                .collect::<Result<_, _>>()?;
+            schema.tables.push(Table {
+                name: name.clone(),
+                columns,
+            });
+        }
+        for name in &names {
+            let rows: Vec<(String, String, Option<String>)> = conn
+                .prepare("SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?1) ORDER BY id, seq")?
+                .query_map([name], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .collect::<Result<_, _>>()?;
+            for (target, from, to) in rows {
+                // A foreign key without a target column references the target's primary key.
+                let to = to.or_else(|| schema.single_primary_key(&target).map(|c| c.name.clone()));
+                if let (Some(table), Some(to)) = (schema.table(&target), to) {
+                    let to = ColRef::new(&table.name, &to);
+                    schema.foreign_keys.push(ForeignKey {
+                        from: ColRef::new(name, &from),
+                        to,
+                    });
+                }
+            }
+        }
+        Ok(schema)
+    }
+
+    pub fn table(&self, name: &str) -> Option<&Table> {
+        self.tables
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn single_primary_key(&self, table: &str) -> Option<&Column> {
+        let table = self.table(table)?;
+        let mut keys = table.columns.iter().filter(|c| c.primary_key);
+        match (keys.next(), keys.next()) {
+            (Some(key), None) => Some(key),
+            _ => None,
+        }
+    }
+}
