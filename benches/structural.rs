@@ -1,7 +1,7 @@
 //! Structural metrics over Spider dev (1,034 pairs of C3's predictions, schema-only databases
 //! of `../shared/data`): Spider exact set match plus Enhanced Tree Matching, cold (fresh
-//! evaluators: tables.json, schemas and sandboxes read inside the measurement) and each
-//! alone. The reference ETM program needs about 20 s for such a file. Without the shared data
+//! evaluators: tables.json and schemas read inside the measurement; the sandboxed connections
+//! are per thread and stay open, as within one process) and each alone. The reference ETM program needs about 20 s for such a file. Without the shared data
 //! the benchmark measures ETM on the embedded demo.
 
 use std::path::{Path, PathBuf};

@@ -31,7 +31,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
-use crate::exec::sandbox::{Limits, Sandbox};
+use crate::exec::{Engine, Limits};
 
 pub use facts::Facts;
 pub use normalize::Departure;
@@ -132,85 +132,56 @@ pub struct EtmError {
     pub message: String,
 }
 
-struct Database {
-    facts: Facts,
-    sandbox: Mutex<Sandbox>,
-}
-
-/// Scores pairs; each database is read (schema facts) and opened (sandbox) once.
+/// Scores pairs. Each database's schema facts are read once; queries are planned on the
+/// engine's per-thread sandboxed connections.
 pub struct Evaluator {
     compat: bool,
-    databases: Mutex<HashMap<PathBuf, Arc<Database>>>,
+    engine: Engine,
+    facts: Mutex<HashMap<PathBuf, Arc<Facts>>>,
 }
 
 impl Evaluator {
     pub fn new(compat: bool) -> Evaluator {
         Evaluator {
             compat,
-            databases: Mutex::new(HashMap::new()),
+            engine: Engine::new(Limits::default()),
+            facts: Mutex::new(HashMap::new()),
         }
     }
 
-    fn database(&self, path: &Path) -> Result<Arc<Database>, EtmError> {
-        let mut databases = self
-            .databases
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = databases.get(path) {
+    fn facts(&self, path: &Path) -> Result<Arc<Facts>, EtmError> {
+        let mut cache = self.facts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = cache.get(path) {
             return Ok(Arc::clone(found));
         }
-        let error = |message: String| EtmError {
+        let facts = Arc::new(Facts::read(path).map_err(|e| EtmError {
             path: path.to_path_buf(),
-            message,
-        };
-        let sandbox = Sandbox::open(path).map_err(|e| error(e.message))?;
-        let facts = Facts::read(path).map_err(|e| error(e.to_string()))?;
-        let database = Arc::new(Database {
-            facts,
-            sandbox: Mutex::new(sandbox),
-        });
-        databases.insert(path.to_path_buf(), Arc::clone(&database));
-        Ok(database)
+            message: e.to_string(),
+        })?);
+        cache.insert(path.to_path_buf(), Arc::clone(&facts));
+        Ok(facts)
     }
 
     /// ETM of one pair on the database file `db`.
     pub fn score(&self, gold: &str, pred: &str, db: &Path) -> Result<Verdict, EtmError> {
-        let database = self.database(db)?;
-        let gold = preprocess(gold, &database.facts);
-        let pred = preprocess(pred, &database.facts);
-        {
-            let sandbox = database
-                .sandbox
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if let Err(message) = plans(&sandbox, &gold) {
-                return Ok(Verdict::failed(Status::InvalidGold, message));
-            }
-            if let Err(message) = plans(&sandbox, &pred) {
-                return Ok(Verdict::failed(Status::InvalidPred, message));
-            }
+        let facts = self.facts(db)?;
+        let gold = preprocess(gold, &facts);
+        let pred = preprocess(pred, &facts);
+        if let Err(message) = self.plans(db, &gold) {
+            return Ok(Verdict::failed(Status::InvalidGold, message));
         }
-        Ok(compare_on_enough_stack(
-            &gold,
-            &pred,
-            &database.facts,
-            self.compat,
-        ))
+        if let Err(message) = self.plans(db, &pred) {
+            return Ok(Verdict::failed(Status::InvalidPred, message));
+        }
+        Ok(compare_on_enough_stack(&gold, &pred, &facts, self.compat))
     }
-}
 
-/// Step 2: `EXPLAIN QUERY PLAN` must succeed.
-fn plans(sandbox: &Sandbox, sql: &str) -> Result<(), String> {
-    let limits = Limits {
-        max_rows: 10_000,
-        ..Limits::default()
-    };
-    match sandbox
-        .execute(&format!("EXPLAIN QUERY PLAN {sql}"), &limits)
-        .result
-    {
-        Ok(_) => Ok(()),
-        Err(error) => Err(error.message),
+    /// Step 2: `EXPLAIN QUERY PLAN` must succeed.
+    fn plans(&self, db: &Path, sql: &str) -> Result<(), String> {
+        let plan = self
+            .engine
+            .execute(db, &format!("EXPLAIN QUERY PLAN {sql}"));
+        plan.result.map(|_| ()).map_err(|error| error.message)
     }
 }
 
