@@ -138,6 +138,26 @@ fn prediction(answer: Answer, source: SourceRef) -> Prediction {
 }
 
 /// Case index by id.
+/// The case a prediction with `id` fills; an unknown id or a second prediction for the same
+/// case is an error at `at`.
+fn free_slot(
+    index: &HashMap<&str, usize>,
+    slots: &[Option<Prediction>],
+    id: &str,
+    at: &SourceRef,
+) -> Result<usize, InputError> {
+    let Some(&case) = index.get(id) else {
+        return Err(at.error(format!("unknown id `{id}`: no case has it")));
+    };
+    match &slots[case] {
+        Some(first) => Err(at.error(format!(
+            "duplicate prediction for id `{id}` (first at {})",
+            describe_record(&first.source)
+        ))),
+        None => Ok(case),
+    }
+}
+
 fn case_index(bench: &Benchmark) -> HashMap<&str, usize> {
     bench
         .cases
@@ -189,15 +209,7 @@ fn load_jsonl(path: &Path, text: &str, bench: &Benchmark) -> Result<Vec<Predicti
                 )))
             }
         };
-        let Some(&case) = index.get(id.as_str()) else {
-            return Err(at.error(format!("unknown id `{id}`: no case has it")));
-        };
-        if let Some(first) = &slots[case] {
-            return Err(at.error(format!(
-                "duplicate prediction for id `{id}` (first at {})",
-                describe_record(&first.source)
-            )));
-        }
+        let case = free_slot(&index, &slots, &id, &at)?;
         slots[case] = Some(cleaned(answer, at));
     }
     let missing: Vec<&str> = bench
@@ -348,15 +360,7 @@ fn load_trustsql(
     let mut slots: Vec<Option<Prediction>> = vec![None; bench.cases.len()];
     for (record, (id, value)) in parse_entries(path, text)?.into_iter().enumerate() {
         let at = source(path, record, None);
-        let Some(&case) = index.get(id.as_str()) else {
-            return Err(at.error(format!("unknown id `{id}`: no case has it")));
-        };
-        if let Some(first) = &slots[case] {
-            return Err(at.error(format!(
-                "duplicate prediction for id `{id}` (first at {})",
-                describe_record(&first.source)
-            )));
-        }
+        let case = free_slot(&index, &slots, &id, &at)?;
         slots[case] = Some(trustsql_prediction(&id, value, at)?);
     }
     let predictions = slots
