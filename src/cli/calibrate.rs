@@ -2,13 +2,12 @@
 //! (the SQLMorph paper's Table X for this data, and the contradictions of its Table IX).
 
 use std::fmt::Write;
-use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
 use super::score::{check_regimes, parse_regimes, RegimeList};
+use super::Source;
 use super::EXIT_OK;
-use crate::bench::{self, GoldFormat, LoadOptions};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::metrics::calibrate::{self, CalibrateError, Calibration, Settings};
@@ -20,15 +19,8 @@ const DEFAULT_REGIMES: &str = "EC-EC-IE,EC-EC-PE,EC-PC-IE,SC-EC-IE";
 
 #[derive(Args)]
 pub struct CalibrateArgs {
-    /// Gold set, in any format `sqlgate score --gold` reads.
-    #[arg(long)]
-    gold: PathBuf,
-    /// Folder holding `<db>.sqlite` or `<db>/<db>.sqlite` (default: beside the gold file).
-    #[arg(long)]
-    db_dir: Option<PathBuf>,
-    /// Force the gold file's format instead of detecting it.
-    #[arg(long, value_enum)]
-    gold_format: Option<GoldFormat>,
+    #[command(flatten)]
+    source: Source,
     /// Regimes to calibrate, comma-separated.
     #[arg(long, default_value = DEFAULT_REGIMES, value_parser = parse_regimes)]
     regimes: RegimeList,
@@ -50,12 +42,7 @@ enum OutputFormat {
 
 pub fn run(args: CalibrateArgs) -> Result<u8, InputError> {
     check_regimes("--regimes", &args.regimes.0, args.sqlmorph_compat)?;
-    let options = LoadOptions {
-        db_dir: args.db_dir,
-        tables: None,
-        format: args.gold_format,
-    };
-    let benchmark = bench::load(&args.gold, &options)?;
+    let benchmark = args.source.load()?;
     let settings = Settings {
         regimes: args.regimes.0,
         seed: args.seed,
@@ -68,10 +55,10 @@ pub fn run(args: CalibrateArgs) -> Result<u8, InputError> {
     let calibration =
         calibrate::calibrate(&benchmark, &settings, &engine).map_err(|error| match error {
             CalibrateError::Input(error) => error,
-            CalibrateError::Metric(error) => InputError::file(&args.gold, error.to_string()),
+            CalibrateError::Metric(error) => InputError::file(&args.source.gold, error.to_string()),
         })?;
     let output = match args.format {
-        OutputFormat::Text => render_text(&calibration, &args.gold.display().to_string()),
+        OutputFormat::Text => render_text(&calibration, &args.source.gold.display().to_string()),
         // Serializing plain structs with string keys cannot fail.
         OutputFormat::Json => serde_json::to_string_pretty(&calibration).unwrap_or_default(),
     };

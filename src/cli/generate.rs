@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use super::Source;
 use super::EXIT_OK;
 use crate::bench::Case;
-use crate::bench::{self, Benchmark, GoldFormat, LoadOptions};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::gate::snapshot::write_atomically;
@@ -83,31 +83,6 @@ pub struct JqeArgs {
 pub enum CentralityArg {
     Degree,
     Betweenness,
-}
-
-/// The benchmark a generator reads: any gold format `score` reads.
-#[derive(Args)]
-pub struct Source {
-    /// The benchmark to generate from (any gold format `score` reads).
-    #[arg(long)]
-    gold: PathBuf,
-    /// Folder holding `<db>.sqlite` or `<db>/<db>.sqlite` (default: beside the gold file).
-    #[arg(long)]
-    db_dir: Option<PathBuf>,
-    /// Force the gold file's format instead of detecting it.
-    #[arg(long, value_enum)]
-    gold_format: Option<GoldFormat>,
-}
-
-impl Source {
-    fn load(&self) -> Result<Benchmark, InputError> {
-        let options = LoadOptions {
-            db_dir: self.db_dir.clone(),
-            tables: None,
-            format: self.gold_format,
-        };
-        bench::load(&self.gold, &options)
-    }
 }
 
 #[derive(Args)]

@@ -6,9 +6,13 @@ mod schema_db;
 mod score;
 mod test;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+
+use crate::bench::{self, Benchmark, GoldFormat, LoadOptions};
+use crate::error::InputError;
 
 /// Exit codes, documented in README.
 pub const EXIT_OK: u8 = 0;
@@ -66,5 +70,30 @@ pub fn main() -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
+    }
+}
+
+/// The benchmark a command reads (generators, calibrate): any gold format `score` reads.
+#[derive(Args)]
+struct Source {
+    /// The benchmark (any gold format `score` reads).
+    #[arg(long)]
+    gold: PathBuf,
+    /// Folder holding `<db>.sqlite` or `<db>/<db>.sqlite` (default: beside the gold file).
+    #[arg(long)]
+    db_dir: Option<PathBuf>,
+    /// Force the gold file's format instead of detecting it.
+    #[arg(long, value_enum)]
+    gold_format: Option<GoldFormat>,
+}
+
+impl Source {
+    fn load(&self) -> Result<Benchmark, InputError> {
+        let options = LoadOptions {
+            db_dir: self.db_dir.clone(),
+            tables: None,
+            format: self.gold_format,
+        };
+        bench::load(&self.gold, &options)
     }
 }
