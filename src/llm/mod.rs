@@ -40,6 +40,14 @@ pub struct ClientConfig {
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
+/// The one way sqlgate builds an HTTP client (the LLM client and HTTP systems): TLS through
+/// rustls with the `ring` provider, unless the embedding program installed its own first.
+pub(crate) fn http_client_builder() -> reqwest::blocking::ClientBuilder {
+    // An error only means a provider is already installed, which reqwest then uses.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::blocking::Client::builder()
+}
+
 /// A blocking client for one OpenAI-compatible API; cheap to clone (connections are shared).
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -63,7 +71,7 @@ impl Client {
         if config.timeout.is_zero() {
             return Err(ConfigError("the request timeout must be above zero".into()));
         }
-        let http = reqwest::blocking::Client::builder()
+        let http = http_client_builder()
             .timeout(config.timeout)
             .build()
             .map_err(|e| ConfigError(format!("cannot set up the HTTP client: {e}")))?;

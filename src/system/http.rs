@@ -56,7 +56,7 @@ impl HttpSystem {
             return Err(format!("`url` {:?}: expected http or https", config.url));
         }
         let timeout = timeout(config.timeout_secs)?;
-        let client = Client::builder()
+        let client = crate::llm::http_client_builder()
             .timeout(timeout)
             .build()
             .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
