@@ -58,36 +58,36 @@ impl Harness {
             Ok(session) => Arc::new(session),
             Err(error) => exit_bad_input(&error.to_string()),
         };
-        let trials = session
-            .tests()
-            .into_iter()
-            .map(|test| {
-                let ignored = test.ignored;
-                let kind = match test.kind {
-                    crate::gate::plan::TestKind::Case(_) => "case",
-                    crate::gate::plan::TestKind::Gate(_) => "gate",
-                };
-                let session = Arc::clone(&session);
-                Trial::test(test.name.clone(), move || {
-                    let result = session.run_one(&test);
-                    match result.status {
-                        TestStatus::Failed => {
-                            let mut text = result.message.unwrap_or_default();
-                            if let Some(detail) = result.detail {
-                                text.push('\n');
-                                text.push_str(&detail);
-                            }
-                            Err(Failed::from(text))
-                        }
-                        TestStatus::Passed | TestStatus::Skipped => Ok(()),
-                    }
-                })
-                .with_kind(kind)
-                .with_ignored_flag(ignored)
-            })
-            .collect();
-        libtest_mimic::run(&args, trials).exit()
+        libtest_mimic::run(&args, trials(&session)).exit()
     }
+}
+
+/// One trial per test, named exactly as `sqlgate test` names it: no libtest "kind", which
+/// nextest would show as a `[kind] ` prefix that `-E 'test(=NAME)'` filters then miss.
+fn trials(session: &Arc<Session>) -> Vec<Trial> {
+    session
+        .tests()
+        .into_iter()
+        .map(|test| {
+            let ignored = test.ignored;
+            let session = Arc::clone(session);
+            Trial::test(test.name.clone(), move || {
+                let result = session.run_one(&test);
+                match result.status {
+                    TestStatus::Failed => {
+                        let mut text = result.message.unwrap_or_default();
+                        if let Some(detail) = result.detail {
+                            text.push('\n');
+                            text.push_str(&detail);
+                        }
+                        Err(Failed::from(text))
+                    }
+                    TestStatus::Passed | TestStatus::Skipped => Ok(()),
+                }
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect()
 }
 
 fn exit_bad_input(message: &str) -> ! {
@@ -117,4 +117,29 @@ macro_rules! harness {
             .main()
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trials_carry_the_plain_test_names_of_sqlgate_test() {
+        let session = Session::open(
+            std::path::Path::new("sqlgate.toml"),
+            DEFAULT_PROFILE,
+            Some(RecordMode::None),
+            None,
+        )
+        .expect("the demo configuration opens");
+        let session = Arc::new(session);
+        let names: Vec<String> = session.tests().into_iter().map(|test| test.name).collect();
+        let trials = trials(&session);
+        assert!(!trials.is_empty());
+        for (trial, name) in trials.iter().zip(&names) {
+            assert_eq!(trial.name(), name);
+            assert_eq!(trial.kind(), "", "{name} has a kind nextest would prefix");
+        }
+        assert!(names.contains(&"demo::bookshop::q01".to_string()), "{names:?}");
+    }
 }

@@ -59,7 +59,7 @@ impl Session {
             Some(mode) => mode,
             None => match profile.record {
                 Some(mode) => mode,
-                None if std::env::var_os("CI").is_some() => RecordMode::None,
+                None if running_in_ci() => RecordMode::None,
                 None => RecordMode::New,
             },
         };
@@ -253,7 +253,7 @@ impl Session {
             return Ok(Vec::new());
         }
         let dir = self.snapshot_dir();
-        let ci = std::env::var_os("CI").is_some();
+        let ci = running_in_ci();
         let mut outcomes = Vec::new();
         for (suite, runs) in self.suites.iter().zip(&report.case_runs) {
             let current: Vec<SnapshotEntry> = runs.iter().map(snapshot_entry).collect();
@@ -337,4 +337,32 @@ fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, I
 /// Whether every runnable test was selected (snapshots compare whole suites only).
 pub fn is_whole_run(all: &[TestDesc], selected: &[TestDesc]) -> bool {
     selected.len() == all.iter().filter(|t| !t.ignored).count()
+}
+
+/// Whether this is a CI run, read as insta reads it: `CI` set to anything but `false`, `0` or
+/// the empty string (Azure Pipelines sets `TF_BUILD` instead).
+pub fn running_in_ci() -> bool {
+    ci_from(std::env::var("CI").ok().as_deref(), std::env::var_os("TF_BUILD").is_some())
+}
+
+fn ci_from(ci: Option<&str>, tf_build: bool) -> bool {
+    match ci {
+        Some("false" | "0" | "") => false,
+        Some(_) => true,
+        None => tf_build,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ci_is_detected_like_insta() {
+        assert!(super::ci_from(Some("true"), false));
+        assert!(super::ci_from(Some("1"), false));
+        assert!(!super::ci_from(Some("false"), true));
+        assert!(!super::ci_from(Some("0"), false));
+        assert!(!super::ci_from(Some(""), false));
+        assert!(!super::ci_from(None, false));
+        assert!(super::ci_from(None, true));
+    }
 }
