@@ -140,6 +140,9 @@ mod tests {
             assert_eq!(trial.name(), name);
             assert_eq!(trial.kind(), "", "{name} has a kind nextest would prefix");
         }
-        assert!(names.contains(&"demo::bookshop::q01".to_string()), "{names:?}");
+        assert!(
+            names.contains(&"demo::bookshop::q01".to_string()),
+            "{names:?}"
+        );
     }
 }

@@ -119,6 +119,22 @@ fn junit_failures(path: &Path) -> (usize, Vec<String>) {
     (cases.len(), failed)
 }
 
+/// The full test name (`classname::name`) of every `<testcase>`, in document order.
+fn junit_names(path: &Path) -> Vec<String> {
+    let xml = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|c| {
+            format!(
+                "{}::{}",
+                c.attribute("classname").unwrap(),
+                c.attribute("name").unwrap()
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn the_demo_passes_against_its_accepted_snapshot() {
     let gate = Gate::new();
@@ -135,6 +151,13 @@ fn the_demo_passes_against_its_accepted_snapshot() {
     assert!(
         listed.contains("demo::bookshop::q01: test") && listed.contains("demo::gate::ex: test")
     );
+    // Whatever order the cases finish in, the report lists them in plan order, so two runs
+    // differ only in their times.
+    let listed_names: Vec<&str> = listed
+        .lines()
+        .map(|l| l.trim_end_matches(": test"))
+        .collect();
+    assert_eq!(junit_names(&gate.path("junit.xml")), listed_names);
     assert!(failed.is_empty(), "{failed:?}");
     assert!(
         !gate.path("snapshots/demo.snap.new").exists(),

@@ -149,6 +149,16 @@ pub fn run(
         report.case_runs.push(runs);
         report.metrics.push(metrics);
     }
+    // Events come in completion order; reports list tests in plan order, so two runs of the
+    // same inputs differ only in their times.
+    let plan_order: HashMap<&str, usize> = tests
+        .iter()
+        .enumerate()
+        .map(|(at, test)| (test.name.as_str(), at))
+        .collect();
+    report
+        .results
+        .sort_by_key(|result| plan_order.get(result.name.as_str()).copied());
     report
 }
 

@@ -342,7 +342,10 @@ pub fn is_whole_run(all: &[TestDesc], selected: &[TestDesc]) -> bool {
 /// Whether this is a CI run, read as insta reads it: `CI` set to anything but `false`, `0` or
 /// the empty string (Azure Pipelines sets `TF_BUILD` instead).
 pub fn running_in_ci() -> bool {
-    ci_from(std::env::var("CI").ok().as_deref(), std::env::var_os("TF_BUILD").is_some())
+    ci_from(
+        std::env::var("CI").ok().as_deref(),
+        std::env::var_os("TF_BUILD").is_some(),
+    )
 }
 
 fn ci_from(ci: Option<&str>, tf_build: bool) -> bool {
