@@ -170,7 +170,8 @@ fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
     let gate = Gate::new();
     let wrong = "SELECT first_name FROM customers";
     gate.replace_prediction("q02", wrong);
-    let output = gate.sqlgate(&["--no-fail-fast", "--junit", "junit.xml"]);
+    // Default flags: every test runs, so the pending snapshot shows the whole change.
+    let output = gate.sqlgate(&["--junit", "junit.xml"]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(100), "{text}");
     let (_, failed) = junit_failures(&gate.path("junit.xml"));
@@ -201,14 +202,52 @@ fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
         "demo::bookshop::q02 | fail | incorrect | ex=0 | etm=0 | region=III | SELECT first_name FROM customers"
     ));
     // Accepting makes the new outcome the baseline: the case is now a known failure.
-    assert_eq!(
-        gate.sqlgate(&["--accept", "--no-fail-fast"]).status.code(),
-        Some(100)
-    );
+    assert_eq!(gate.sqlgate(&["--accept"]).status.code(), Some(100));
     assert!(!gate.path("snapshots/demo.snap.new").exists());
     let rerun = gate.sqlgate(&[]);
     assert_eq!(rerun.status.code(), Some(0), "{}", stdout(&rerun));
     assert!(stdout(&rerun).contains("demo::bookshop::q02 (known failure)"));
+}
+
+#[test]
+fn fail_fast_is_an_explicit_choice_that_says_what_it_left_out() {
+    let gate = Gate::new();
+    for id in ["q02", "q03", "q04"] {
+        gate.replace_prediction(id, "SELECT 1");
+    }
+    let output = gate.sqlgate(&["--fail-fast", "--junit", "junit.xml"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(100), "{text}");
+    assert!(text.contains("stopped after"), "{text}");
+    assert!(
+        text.contains("gates not evaluated, snapshots not compared"),
+        "{text}"
+    );
+    assert!(!gate.path("snapshots/demo.snap.new").exists());
+    let xml = std::fs::read_to_string(gate.path("junit.xml")).unwrap();
+    assert!(
+        xml.contains("the run stopped at its --max-fail limit"),
+        "{xml}"
+    );
+    // The gate did not run: it is skipped with its threshold, not failed.
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let gate_case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some("gate::ex"))
+        .expect("the gate is reported");
+    assert!(gate_case.children().any(|n| n.has_tag_name("skipped")));
+
+    // `--max-fail N` stops at the N-th failure: three failures run to the end under 4.
+    let output = gate.sqlgate(&["--max-fail", "4"]);
+    assert!(
+        !stdout(&output).contains("stopped after"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(gate.path("snapshots/demo.snap.new").exists());
+    // Conflicting choices are bad input.
+    let conflicting = gate.sqlgate(&["--fail-fast", "--no-fail-fast"]);
+    assert_eq!(conflicting.status.code(), Some(2));
 }
 
 #[test]
@@ -247,7 +286,7 @@ fn filters_select_tests_and_leave_snapshots_alone() {
     let output = gate.sqlgate(&["q05"]);
     assert_eq!(output.status.code(), Some(100));
     assert!(
-        stdout(&output).contains("1 tests run: 0 passed, 1 failed"),
+        stdout(&output).contains("1 test run: 0 passed, 1 failed"),
         "{}",
         stdout(&output)
     );
@@ -257,7 +296,7 @@ fn filters_select_tests_and_leave_snapshots_alone() {
     );
     let exact = gate.sqlgate(&["--exact", "demo::bookshop::q04"]);
     assert_eq!(exact.status.code(), Some(0));
-    assert!(stdout(&exact).contains("1 tests run: 1 passed"));
+    assert!(stdout(&exact).contains("1 test run: 1 passed"));
 }
 
 /// `sqlgate test` runs everything at once; the libtest-mimic harness runs each test on its own.
@@ -269,7 +308,7 @@ fn both_front_ends_give_the_same_verdicts() {
     gate.replace_prediction("q04", "SELECT nonsense FROM nowhere");
     let session = Session::open(&gate.path("sqlgate.toml"), "default", None, None).unwrap();
     let tests = session.tests();
-    let together = session.run(&tests, false, &mut |_| {});
+    let together = session.run(&tests, None, &mut |_| {});
     let verdicts: std::collections::BTreeMap<&str, TestStatus> = together
         .results
         .iter()

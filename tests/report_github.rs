@@ -77,7 +77,7 @@ fn run() -> (Vec<TestResult>, Vec<SuiteSummary>) {
         SuiteSummary {
             name: "spider".to_string(),
             metrics: BTreeMap::from([("ex".to_string(), 0.8125), ("exact".to_string(), 0.25)]),
-            gates: vec![("ex".to_string(), ">= 0.8".to_string(), true)],
+            gates: vec![("ex".to_string(), ">= 0.8".to_string(), TestStatus::Passed)],
         },
     ];
     (results, summaries)

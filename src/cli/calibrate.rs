@@ -30,6 +30,7 @@ pub struct CalibrateArgs {
     /// Compute the metrics like the SQLMorph reference implementation.
     #[arg(long)]
     sqlmorph_compat: bool,
+    /// Output: a table for people, or JSON for tools.
     #[arg(long, value_enum, default_value = "text")]
     format: OutputFormat,
 }

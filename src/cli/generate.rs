@@ -66,6 +66,7 @@ pub struct JqeArgs {
     /// (default: the deterministic template only), e.g. `http://127.0.0.1:8765/v1`.
     #[arg(long, requires = "llm_model")]
     llm_url: Option<String>,
+    /// The chat model to ask the `--llm-url` endpoint for.
     #[arg(long, requires = "llm_url")]
     llm_model: Option<String>,
     /// The environment variable holding the endpoint's API key.
@@ -98,6 +99,7 @@ pub struct ErrorsArgs {
     /// Chains of up to this many compatible operators.
     #[arg(long, default_value_t = 1)]
     depth: usize,
+    /// Run seed: the same seed and inputs write the same file.
     #[arg(long, default_value_t = crate::mutate::DEFAULT_SEED)]
     seed: u64,
 }
@@ -115,6 +117,7 @@ pub struct InfeasibleArgs {
     /// Questions of each kind per database (at most; duplicates are dropped).
     #[arg(long, default_value_t = 2)]
     per_kind: usize,
+    /// Run seed: the same seed and inputs write the same file.
     #[arg(long, default_value_t = crate::mutate::DEFAULT_SEED)]
     seed: u64,
 }

@@ -97,3 +97,30 @@ impl Source {
         bench::load(&self.gold, &options)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every option of every command says what it does in `--help`.
+    #[test]
+    fn every_argument_has_a_description() {
+        fn undocumented(command: &clap::Command, path: &str, found: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    found.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                undocumented(sub, &format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        undocumented(&super::Cli::command(), "sqlgate", &mut found);
+        assert!(
+            found.is_empty(),
+            "arguments without a description: {found:?}"
+        );
+    }
+}

@@ -55,6 +55,7 @@ pub struct ScoreArgs {
     /// Force the predictions file's format instead of detecting it.
     #[arg(long, value_enum)]
     pred_format: Option<PredFormat>,
+    /// Output: tables for people, or JSON for tools (per-case values and the summary).
     #[arg(long, value_enum, default_value = "text")]
     format: OutputFormat,
     /// Metrics to add, comma-separated: `esm` (Spider exact set match, needs `--tables`), `etm`
@@ -74,6 +75,7 @@ pub struct ScoreArgs {
     /// offline n-gram embedder), e.g. `http://127.0.0.1:8080/v1`.
     #[arg(long, requires = "embeddings_model")]
     embeddings_url: Option<String>,
+    /// The embedding model to ask the `--embeddings-url` endpoint for.
     #[arg(long, requires = "embeddings_url")]
     embeddings_model: Option<String>,
     /// Where embeddings are cached.

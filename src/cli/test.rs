@@ -10,7 +10,7 @@ use crate::gate::run::Selection;
 use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestStatus};
 use crate::report::terminal::TerminalReporter;
-use crate::report::{github, junit};
+use crate::report::{github, junit, plural};
 use crate::system::answer::RecordMode;
 
 use super::{EXIT_OK, EXIT_TESTS_FAILED};
@@ -19,6 +19,7 @@ use super::{EXIT_OK, EXIT_TESTS_FAILED};
 pub struct TestArgs {
     /// Run the tests whose names contain any of these (all tests when none).
     filters: Vec<String>,
+    /// The configuration: suites, systems, thresholds, profiles.
     #[arg(long, default_value = "sqlgate.toml")]
     config: PathBuf,
     /// The deployment profile (`[profile.NAME]`): thresholds, penalty, system.
@@ -39,9 +40,16 @@ pub struct TestArgs {
     /// Run the ignored tests too.
     #[arg(long)]
     include_ignored: bool,
-    /// Keep running after the first failure.
-    #[arg(long)]
+    /// Stop at the first failing test (a quick local check; the snapshot is then not compared
+    /// and the gates are not evaluated).
+    #[arg(long, conflicts_with_all = ["no_fail_fast", "max_fail"])]
+    fail_fast: bool,
+    /// Run every test whatever fails (the default, unless the profile sets `fail_fast`).
+    #[arg(long, conflicts_with = "max_fail")]
     no_fail_fast: bool,
+    /// Stop once this many tests have failed.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_fail: Option<u64>,
     /// Write JUnit XML here.
     #[arg(long)]
     junit: Option<PathBuf>,
@@ -87,16 +95,24 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         }
         return Ok(EXIT_OK);
     }
-    let fail_fast = !args.no_fail_fast && session.profile.fail_fast.unwrap_or(true);
+    let max_fail = match (args.max_fail, args.fail_fast, args.no_fail_fast) {
+        (Some(limit), _, _) => Some(usize::try_from(limit).unwrap_or(usize::MAX)),
+        (None, true, _) => Some(1),
+        (None, false, true) => None,
+        (None, false, false) => session.profile.fail_fast.unwrap_or(false).then_some(1),
+    };
     let mut reporter = TerminalReporter::new(format!(
         "system {}, profile {}",
         session.system_name, session.profile_name
     ));
-    let report = session.run(&selected, fail_fast, &mut |event| reporter.event(event));
+    let report = session.run(&selected, max_fail, &mut |event| reporter.event(event));
     let whole = session::is_whole_run(&all, &selected);
     let snapshots = session.finish(&report, whole, args.accept)?;
 
     let mut notes = Vec::new();
+    if report.cancelled {
+        notes.push(stopped_note(&report));
+    }
     for outcome in &snapshots {
         let path = session
             .snapshot_dir()
@@ -146,4 +162,18 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         .iter()
         .any(|r| r.status == TestStatus::Failed);
     Ok(if failed { EXIT_TESTS_FAILED } else { EXIT_OK })
+}
+
+/// Says what a run stopped by `--fail-fast`/`--max-fail` left out.
+pub(crate) fn stopped_note(report: &crate::gate::run::RunReport) -> String {
+    let not_run = report
+        .results
+        .iter()
+        .filter(|r| r.status == TestStatus::Skipped)
+        .count();
+    format!(
+        "stopped after {} failing (--fail-fast/--max-fail): {not_run} not run, suite metrics and \
+         gates not evaluated, snapshots not compared; run without it to see every result",
+        plural(report.failed(), "test")
+    )
 }

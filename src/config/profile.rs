@@ -23,6 +23,7 @@ pub struct ProfileConfig {
     pub record: Option<RecordMode>,
     /// Default `--junit` path.
     pub junit: Option<PathBuf>,
-    /// Stop at the first failing test (default true, as `cargo test`).
+    /// Stop at the first failing test (default false: every test runs, so the snapshot and
+    /// the gates see everything).
     pub fail_fast: Option<bool>,
 }

@@ -52,8 +52,9 @@ pub struct TestResult {
 pub struct SuiteSummary {
     pub name: String,
     pub metrics: BTreeMap<String, f64>,
-    /// `(metric, threshold, passed)` per gate, e.g. `("ex", ">= 0.7", true)`.
-    pub gates: Vec<(String, String, bool)>,
+    /// `(metric, threshold, status)` per gate, e.g. `("ex", ">= 0.7", Passed)`; a gate a
+    /// stopped run did not evaluate is `Skipped`.
+    pub gates: Vec<(String, String, TestStatus)>,
 }
 
 impl SuiteSummary {
@@ -75,11 +76,7 @@ impl SuiteSummary {
                     .get("threshold")
                     .cloned()
                     .unwrap_or_default();
-                Some((
-                    metric.to_string(),
-                    threshold,
-                    result.status == TestStatus::Passed,
-                ))
+                Some((metric.to_string(), threshold, result.status))
             })
             .collect();
         SuiteSummary {

@@ -2,7 +2,7 @@
 //! then the gates, reporting each verdict as an event the moment it is known.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -60,7 +60,7 @@ pub struct RunReport {
     /// Per suite: the evaluated cases (every case of the suite when it was run whole).
     pub case_runs: Vec<Vec<CaseRun>>,
     pub metrics: Vec<BTreeMap<String, f64>>,
-    /// True when fail-fast stopped the run before every selected test ran.
+    /// True when `--max-fail` stopped the run before every selected test ran.
     pub cancelled: bool,
 }
 
@@ -80,11 +80,11 @@ pub fn run(
     tests: &[TestDesc],
     accepted: &[HashMap<String, bool>],
     answers: &AnswerFn<'_>,
-    fail_fast: bool,
+    max_fail: Option<usize>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunReport {
     on_event(Event::Started { total: tests.len() });
-    let stop = AtomicBool::new(false);
+    let stop = StopAfter::new(max_fail);
     let mut report = RunReport {
         results: Vec::new(),
         case_runs: Vec::new(),
@@ -115,7 +115,7 @@ pub fn run(
         };
         let start = Instant::now();
         let engine = Engine::new(suite.limits);
-        let replies = if stop.load(Ordering::Relaxed) || needed.is_empty() {
+        let replies = if stop.stopped() || needed.is_empty() {
             Vec::new()
         } else {
             answers(index, &needed)
@@ -127,7 +127,6 @@ pub fn run(
             &selected_cases,
             &accepted[index],
             &engine,
-            fail_fast,
             &stop,
             &mut |result| {
                 on_event(Event::Finished(&result));
@@ -135,12 +134,21 @@ pub fn run(
             },
         );
         let complete = runs.len() == needed.len();
-        let metrics = judge::suite_metrics(&runs, suite.penalty);
+        // Means over the cases that happened to run before a stop would be a different number
+        // under the same name: a stopped suite reports none.
+        let metrics = if complete {
+            judge::suite_metrics(&runs, suite.penalty)
+        } else {
+            BTreeMap::new()
+        };
         for metric in gates {
             let result = if complete {
                 judge::judge_gate(suite, metric, &metrics, start.elapsed())
             } else {
-                skipped(suite, &suite.gate_test_name(metric))
+                let mut result = skipped(suite, &suite.gate_test_name(metric));
+                let threshold = suite.gates[metric].to_string();
+                result.properties.insert("threshold".to_string(), threshold);
+                result
             };
             on_event(Event::Finished(&result));
             report.results.push(result);
@@ -162,6 +170,30 @@ pub fn run(
     report
 }
 
+/// `--max-fail`: stop starting tests once this many have failed (`None`: run everything).
+struct StopAfter {
+    limit: Option<usize>,
+    failures: AtomicUsize,
+}
+
+impl StopAfter {
+    fn new(limit: Option<usize>) -> StopAfter {
+        StopAfter {
+            limit,
+            failures: AtomicUsize::new(0),
+        }
+    }
+
+    fn record_failure(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn stopped(&self) -> bool {
+        self.limit
+            .is_some_and(|limit| self.failures.load(Ordering::Relaxed) >= limit)
+    }
+}
+
 /// Evaluates the cases in parallel; selected ones are judged and reported as they finish.
 #[allow(clippy::too_many_arguments)]
 fn evaluate(
@@ -171,8 +203,7 @@ fn evaluate(
     selected: &BTreeSet<usize>,
     accepted: &HashMap<String, bool>,
     engine: &Engine,
-    fail_fast: bool,
-    stop: &AtomicBool,
+    stop: &StopAfter,
     report: &mut dyn FnMut(TestResult),
 ) -> Vec<CaseRun> {
     let (sender, receiver) = mpsc::channel::<(Option<CaseRun>, Option<TestResult>)>();
@@ -183,7 +214,7 @@ fn evaluate(
                 sender,
                 |sender, (&case, reply)| {
                     let case_test = suite.case_test_name(&suite.bench.cases[case]);
-                    if stop.load(Ordering::Relaxed) {
+                    if stop.stopped() {
                         let result = selected.contains(&case).then(|| skipped(suite, &case_test));
                         let _ = sender.send((None, result));
                         return;
@@ -192,12 +223,11 @@ fn evaluate(
                     let result = selected
                         .contains(&case)
                         .then(|| judge::judge_case(suite, &run, accepted.get(&run.test).copied()));
-                    if fail_fast
-                        && result
-                            .as_ref()
-                            .is_some_and(|r| r.status == TestStatus::Failed)
+                    if result
+                        .as_ref()
+                        .is_some_and(|r| r.status == TestStatus::Failed)
                     {
-                        stop.store(true, Ordering::Relaxed);
+                        stop.record_failure();
                     }
                     let _ = sender.send((Some(run), result));
                 },
@@ -220,7 +250,7 @@ fn skipped(suite: &SuitePlan, name: &str) -> TestResult {
         suite: suite.name.clone(),
         status: TestStatus::Skipped,
         duration: Default::default(),
-        message: Some("not run: fail-fast stopped the run".to_string()),
+        message: Some("not run: the run stopped at its --max-fail limit".to_string()),
         detail: None,
         properties: BTreeMap::new(),
         source: None,

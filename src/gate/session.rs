@@ -183,11 +183,12 @@ impl Session {
             .collect()
     }
 
-    /// Runs the given tests all at once.
+    /// Runs the given tests all at once, stopping once `max_fail` tests have failed (`None`:
+    /// every test runs).
     pub fn run(
         &self,
         tests: &[TestDesc],
-        fail_fast: bool,
+        max_fail: Option<usize>,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> RunReport {
         let answers = |suite: usize, cases: &[usize]| self.answers(suite, cases, &|_| {});
@@ -196,7 +197,7 @@ impl Session {
             tests,
             &self.accepted,
             &answers,
-            fail_fast,
+            max_fail,
             on_event,
         )
     }
@@ -224,7 +225,7 @@ impl Session {
                         .into_iter()
                         .filter(|t| t.suite == test.suite && matches!(t.kind, TestKind::Case(_)))
                         .collect();
-                    self.run(&all, false, &mut |_| {})
+                    self.run(&all, None, &mut |_| {})
                         .case_runs
                         .swap_remove(test.suite)
                 });

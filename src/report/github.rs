@@ -134,7 +134,7 @@ fn gates_table(summaries: &[SuiteSummary]) -> String {
             summary
                 .gates
                 .iter()
-                .map(move |(metric, threshold, passed)| {
+                .map(move |(metric, threshold, status)| {
                     let value = summary.metrics.get(metric).map(|v| format_metric(*v));
                     format!(
                         "| {} | {} | {} | {} | {} |\n",
@@ -142,7 +142,11 @@ fn gates_table(summaries: &[SuiteSummary]) -> String {
                         cell(metric),
                         cell(threshold),
                         value.unwrap_or_else(|| "n/a".to_string()),
-                        if *passed { "✅ passed" } else { "❌ failed" }
+                        match status {
+                            TestStatus::Passed => "✅ passed",
+                            TestStatus::Failed => "❌ failed",
+                            TestStatus::Skipped => "⏭️ not evaluated (the run stopped early)",
+                        }
                     )
                 })
         })

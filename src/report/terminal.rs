@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::gate::run::Event;
 use crate::gate::{TestResult, TestStatus};
+use crate::report::plural;
 
 const SLOWEST_SHOWN: usize = 5;
 
@@ -34,8 +35,9 @@ impl TerminalReporter {
             Event::Started { total } => {
                 self.start = Instant::now();
                 self.print(&format!(
-                    "{:>12} {total} tests ({})",
+                    "{:>12} {} ({})",
                     self.paint("Starting", GREEN),
+                    plural(total, "test"),
                     self.heading
                 ));
                 if std::io::stderr().is_terminal() {
@@ -76,15 +78,15 @@ impl TerminalReporter {
         let failed = count(TestStatus::Failed);
         let mut out = String::from("------------\n");
         let known = if known > 0 {
-            format!(" ({known} known failures)")
+            format!(" ({})", plural(known, "known failure"))
         } else {
             String::new()
         };
         out.push_str(&format!(
-            "{:>12} [{}] {} tests run: {} passed{known}, {} failed, {} skipped\n",
+            "{:>12} [{}] {} run: {} passed{known}, {} failed, {} skipped\n",
             self.paint("Summary", if failed > 0 { RED } else { GREEN }),
             seconds(self.start.elapsed()),
-            results.len() - count(TestStatus::Skipped),
+            plural(results.len() - count(TestStatus::Skipped), "test"),
             count(TestStatus::Passed),
             failed,
             count(TestStatus::Skipped),
