@@ -64,7 +64,7 @@ pub fn render(summary: &Summary, source: &str) -> String {
         );
     }
     if let Some(etm) = &summary.etm {
-        let _ = writeln!(out, "\nETM: {}\n{}", etm.all, etm.tables.trim_end());
+        let _ = writeln!(out, "\nETM {:.3}\n{}", etm.all, etm.tables.trim_end());
     }
     render_reliability(&mut out, &summary.reliability);
     for (family, values) in &summary.breakdown {
@@ -133,7 +133,7 @@ fn render_reliability(out: &mut String, reliability: &Reliability) {
         .collect();
     let line: Vec<String> = names
         .iter()
-        .map(|name| format!("RS({name}) {:.1}", reliability.rs[name]))
+        .map(|name| format!("RS({name}) {}", one_decimal(reliability.rs[name])))
         .collect();
     let _ = writeln!(out, "\n{} (N = {})", line.join(", "), reliability.n);
     let r = &reliability.regions;
@@ -165,8 +165,28 @@ fn render_reliability(out: &mut String, reliability: &Reliability) {
             category.count, category.positive, category.negative
         );
         for name in &names {
-            let _ = write!(out, "  {:>10.1}", category.rs[name]);
+            let _ = write!(out, "  {:>10}", one_decimal(category.rs[name]));
         }
         let _ = writeln!(out);
+    }
+}
+
+/// `{:.1}` without a negative zero: a penalty score of -0.04 reads `0.0`, not `-0.0`.
+fn one_decimal(value: f64) -> String {
+    let text = format!("{value:.1}");
+    match text.strip_prefix('-') {
+        Some(magnitude) if magnitude.chars().all(|c| c == '0' || c == '.') => magnitude.to_string(),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_decimal_has_no_negative_zero() {
+        assert_eq!(super::one_decimal(-0.04), "0.0");
+        assert_eq!(super::one_decimal(-0.0), "0.0");
+        assert_eq!(super::one_decimal(-0.06), "-0.1");
+        assert_eq!(super::one_decimal(266.66), "266.7");
     }
 }
