@@ -251,6 +251,22 @@ fn fail_fast_is_an_explicit_choice_that_says_what_it_left_out() {
 }
 
 #[test]
+fn color_is_the_users_choice() {
+    let gate = Gate::new();
+    // Not a terminal: `auto` is plain, `always` colors anyway, `never` never does.
+    for (choice, colored) in [("auto", false), ("always", true), ("never", false)] {
+        let output = gate.sqlgate(&["--color", choice, "q01"]);
+        assert_eq!(output.status.code(), Some(0));
+        assert_eq!(
+            stdout(&output).contains("\x1b["),
+            colored,
+            "--color {choice}"
+        );
+    }
+    assert_eq!(gate.sqlgate(&["--color", "rainbow"]).status.code(), Some(2));
+}
+
+#[test]
 fn under_ci_nothing_pending_is_written() {
     let gate = Gate::new();
     gate.replace_prediction("q02", "SELECT 1");

@@ -9,7 +9,7 @@ use crate::error::InputError;
 use crate::gate::run::Selection;
 use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestStatus};
-use crate::report::terminal::TerminalReporter;
+use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
 use crate::system::answer::RecordMode;
 
@@ -60,6 +60,9 @@ pub struct TestArgs {
     /// Accept the run's outcomes as the new snapshots.
     #[arg(long)]
     accept: bool,
+    /// Color the output: `auto` (a terminal without `NO_COLOR`), `always` or `never`.
+    #[arg(long, value_enum, default_value = "auto")]
+    color: ColorChoice,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -101,10 +104,13 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         (None, false, true) => None,
         (None, false, false) => session.profile.fail_fast.unwrap_or(false).then_some(1),
     };
-    let mut reporter = TerminalReporter::new(format!(
-        "system {}, profile {}",
-        session.system_name, session.profile_name
-    ));
+    let mut reporter = TerminalReporter::new(
+        format!(
+            "system {}, profile {}",
+            session.system_name, session.profile_name
+        ),
+        args.color,
+    );
     let report = session.run(&selected, max_fail, &mut |event| reporter.event(event));
     let whole = session::is_whole_run(&all, &selected);
     let snapshots = session.finish(&report, whole, args.accept)?;

@@ -12,6 +12,15 @@ use crate::report::plural;
 
 const SLOWEST_SHOWN: usize = 5;
 
+/// `--color`: `auto` colors a terminal unless `NO_COLOR` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
 pub struct TerminalReporter {
     start: Instant,
     bar: Option<ProgressBar>,
@@ -21,11 +30,18 @@ pub struct TerminalReporter {
 
 impl TerminalReporter {
     /// `heading` is shown on the start line, e.g. `system sample, profile ci`.
-    pub fn new(heading: String) -> TerminalReporter {
+    pub fn new(heading: String, color: ColorChoice) -> TerminalReporter {
+        let color = match color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        };
         TerminalReporter {
             start: Instant::now(),
             bar: None,
-            color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            color,
             heading,
         }
     }
