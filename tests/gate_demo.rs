@@ -251,6 +251,42 @@ fn fail_fast_is_an_explicit_choice_that_says_what_it_left_out() {
 }
 
 #[test]
+fn ignored_and_filtered_tests_are_skipped_like_nextest() {
+    let gate = Gate::with_suite_settings(
+        "structural = [\"etm\"]\ngate = { ex = \">= 0.6\" }\n\n[cases.\"demo::bookshop::q03\"]\nignore = true",
+    );
+    let listed = stdout(&gate.sqlgate(&["--list", "q0"]));
+    assert!(listed.contains("demo::bookshop::q03 (ignored)"), "{listed}");
+
+    // Nine cases named, one of them ignored: eight run, the rest of the 40 tests are skipped.
+    let output = gate.sqlgate(&["q0", "--junit", "junit.xml"]);
+    let text = stdout(&output);
+    assert!(text.contains("8 tests run: 8 passed"), "{text}");
+    assert!(text.contains("32 skipped"), "{text}");
+    let xml = std::fs::read_to_string(gate.path("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let ignored = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some("bookshop::q03"))
+        .expect("the ignored test is in the report");
+    assert!(ignored.children().any(|n| n.has_tag_name("skipped")));
+    assert_eq!(
+        junit_names(&gate.path("junit.xml")).len(),
+        9,
+        "filtered-out tests are not"
+    );
+
+    // A filter that selects nothing is not a green run.
+    let none = gate.sqlgate(&["no-such-test"]);
+    assert_eq!(none.status.code(), Some(4));
+    let message = String::from_utf8_lossy(&none.stderr).into_owned();
+    assert!(message.contains("no tests to run"), "{message}");
+    let only_ignored = gate.sqlgate(&["--exact", "demo::bookshop::q03"]);
+    assert_eq!(only_ignored.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&only_ignored.stderr).contains("--include-ignored"));
+}
+
+#[test]
 fn color_is_the_users_choice() {
     let gate = Gate::new();
     // Not a terminal: `auto` is plain, `always` colors anyway, `never` never does.

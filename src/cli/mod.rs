@@ -18,6 +18,8 @@ use crate::error::InputError;
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_BAD_INPUT: u8 = 2;
 pub const EXIT_TESTS_FAILED: u8 = 100;
+/// `test`: the filters select no test (nextest's `NO_TESTS_RUN`).
+pub const EXIT_NO_TESTS_RUN: u8 = 4;
 
 #[derive(Parser)]
 #[command(

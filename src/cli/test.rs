@@ -6,14 +6,14 @@ use clap::{Args, ValueEnum};
 
 use crate::config::DEFAULT_PROFILE;
 use crate::error::InputError;
-use crate::gate::run::Selection;
+use crate::gate::run::{self, Selection};
 use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestStatus};
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
 use crate::system::answer::RecordMode;
 
-use super::{EXIT_OK, EXIT_TESTS_FAILED};
+use super::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_TESTS_FAILED};
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -86,7 +86,12 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         .cloned()
         .collect();
     if args.list {
-        for test in &selected {
+        // Like libtest, `--list` shows ignored tests too (marked), unless `--ignored` asks for
+        // only those.
+        let listed = all
+            .iter()
+            .filter(|t| selection.matches_name(t) && (!args.ignored || t.ignored));
+        for test in listed {
             match args.format {
                 ListFormat::Terse => println!("{}: test", test.name),
                 ListFormat::Human => println!(
@@ -98,6 +103,19 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         }
         return Ok(EXIT_OK);
     }
+    if selected.is_empty() {
+        eprintln!(
+            "error: no tests to run: {}",
+            nothing_selected(&all, &selection)
+        );
+        return Ok(EXIT_NO_TESTS_RUN);
+    }
+    // Named by the filters but `ignore = true`: reported as skipped, as libtest and nextest do.
+    let ignored: Vec<_> = all
+        .iter()
+        .filter(|t| t.ignored && selection.matches_name(t) && !selection.matches(t))
+        .collect();
+    let filtered_out = all.len() - selected.len() - ignored.len();
     let max_fail = match (args.max_fail, args.fail_fast, args.no_fail_fast) {
         (Some(limit), _, _) => Some(usize::try_from(limit).unwrap_or(usize::MAX)),
         (None, true, _) => Some(1),
@@ -111,7 +129,13 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         ),
         args.color,
     );
-    let report = session.run(&selected, max_fail, &mut |event| reporter.event(event));
+    let mut report = session.run(&selected, max_fail, &mut |event| reporter.event(event));
+    report.results.extend(
+        ignored
+            .iter()
+            .map(|t| run::ignored(&session.suites[t.suite].name, t)),
+    );
+    run::sort_in_plan_order(&mut report.results, &all);
     let whole = session::is_whole_run(&all, &selected);
     let snapshots = session.finish(&report, whole, args.accept)?;
 
@@ -134,7 +158,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         };
         notes.push(format!("{note}\n{}", outcome.diff_text.trim_end()));
     }
-    reporter.finish(&report.results, &notes);
+    reporter.finish(&report.results, filtered_out, &notes);
 
     let summaries: Vec<SuiteSummary> = session
         .suites
@@ -182,4 +206,28 @@ pub(crate) fn stopped_note(report: &crate::gate::run::RunReport) -> String {
          gates not evaluated, snapshots not compared; run without it to see every result",
         plural(report.failed(), "test")
     )
+}
+
+/// Why a selection runs nothing, and what would run something.
+fn nothing_selected(all: &[crate::gate::plan::TestDesc], selection: &Selection) -> String {
+    let named = all.iter().filter(|t| selection.matches_name(t)).count();
+    if all.is_empty() {
+        "the configuration has no tests".to_string()
+    } else if named == 0 {
+        format!(
+            "no test name {} {:?} (`sqlgate test --list` shows them)",
+            if selection.exact {
+                "equals"
+            } else {
+                "contains"
+            },
+            selection.filters
+        )
+    } else {
+        format!(
+            "the {} the filters name {} ignored: add --include-ignored",
+            plural(named, "test"),
+            if named == 1 { "is" } else { "are" }
+        )
+    }
 }

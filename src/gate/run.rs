@@ -27,21 +27,27 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// Whether `test` runs.
     pub fn matches(&self, test: &TestDesc) -> bool {
-        let by_name = self.filters.is_empty()
+        let by_ignore = if self.ignored_only {
+            test.ignored
+        } else {
+            self.include_ignored || !test.ignored
+        };
+        self.matches_name(test) && by_ignore
+    }
+
+    /// Whether the filters name `test`, ignored or not: such a test is listed, and reported
+    /// as skipped when it does not run.
+    pub fn matches_name(&self, test: &TestDesc) -> bool {
+        self.filters.is_empty()
             || self.filters.iter().any(|f| {
                 if self.exact {
                     test.name == *f
                 } else {
                     test.name.contains(f.as_str())
                 }
-            });
-        let by_ignore = if self.ignored_only {
-            test.ignored
-        } else {
-            self.include_ignored || !test.ignored
-        };
-        by_name && by_ignore
+            })
     }
 }
 
@@ -157,17 +163,37 @@ pub fn run(
         report.case_runs.push(runs);
         report.metrics.push(metrics);
     }
-    // Events come in completion order; reports list tests in plan order, so two runs of the
-    // same inputs differ only in their times.
-    let plan_order: HashMap<&str, usize> = tests
+    sort_in_plan_order(&mut report.results, tests);
+    report
+}
+
+/// Events come in completion order; reports list tests in plan order, so two runs of the same
+/// inputs differ only in their times.
+pub fn sort_in_plan_order(results: &mut [TestResult], plan: &[TestDesc]) {
+    let plan_order: HashMap<&str, usize> = plan
         .iter()
         .enumerate()
         .map(|(at, test)| (test.name.as_str(), at))
         .collect();
-    report
-        .results
-        .sort_by_key(|result| plan_order.get(result.name.as_str()).copied());
-    report
+    results.sort_by_key(|result| plan_order.get(result.name.as_str()).copied());
+}
+
+/// The result of a test marked `ignore = true` that this run leaves out.
+pub fn ignored(suite: &str, test: &TestDesc) -> TestResult {
+    TestResult {
+        name: test.name.clone(),
+        suite: suite.to_string(),
+        status: TestStatus::Skipped,
+        duration: Default::default(),
+        message: Some(
+            "ignored (`ignore = true`): run it with --ignored or --include-ignored".into(),
+        ),
+        detail: None,
+        properties: BTreeMap::new(),
+        source: None,
+        gold_sql: Vec::new(),
+        predicted_sql: None,
+    }
 }
 
 /// `--max-fail`: stop starting tests once this many have failed (`None`: run everything).

@@ -78,7 +78,8 @@ impl TerminalReporter {
     }
 
     /// Prints the summary after the run.
-    pub fn finish(&mut self, results: &[TestResult], notes: &[String]) {
+    /// `filtered_out` tests were left out by the filters; like nextest, they count as skipped.
+    pub fn finish(&mut self, results: &[TestResult], filtered_out: usize, notes: &[String]) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
@@ -105,7 +106,7 @@ impl TerminalReporter {
             plural(results.len() - count(TestStatus::Skipped), "test"),
             count(TestStatus::Passed),
             failed,
-            count(TestStatus::Skipped),
+            count(TestStatus::Skipped) + filtered_out,
         ));
         let failures: Vec<&TestResult> = results
             .iter()
