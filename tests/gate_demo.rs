@@ -287,6 +287,48 @@ fn ignored_and_filtered_tests_are_skipped_like_nextest() {
 }
 
 #[test]
+fn every_generated_family_runs_as_cases_of_its_suite() {
+    let gate = Gate::with_suite_settings(
+        "families = { errors = \"errors\", infeasible = \"infeasible/suite.toml\" }",
+    );
+    for kind in ["errors", "infeasible"] {
+        let generated = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args(["generate", kind, "--gold"])
+            .arg(repo().join("benchmarks/demo/suite.toml"))
+            .args(["--out", kind])
+            .current_dir(gate.dir.path())
+            .output()
+            .unwrap();
+        assert!(generated.status.success(), "{generated:?}");
+    }
+    let listed = stdout(&gate.sqlgate(&["--list"]));
+    assert!(listed.contains("demo::bookshop::q01::errors::"), "{listed}");
+    assert!(listed.contains("demo::bookshop::inf:bookshop:"), "{listed}");
+
+    // The replayed predictions answer no generated case: each fails, the run goes on.
+    let output = gate.sqlgate(&["::errors::", "inf:"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(100), "{text}");
+    assert!(text.contains("0 passed"), "{text}");
+    assert!(text.contains("system_error"), "{text}");
+
+    // A generated suite's cases file named directly says what to name instead.
+    let wrong = Gate::with_suite_settings("families = { errors = \"errors/cases.jsonl\" }");
+    std::fs::create_dir_all(wrong.path("errors")).unwrap();
+    for file in ["suite.toml", "cases.jsonl"] {
+        std::fs::copy(
+            gate.path("errors").join(file),
+            wrong.path("errors").join(file),
+        )
+        .unwrap();
+    }
+    let refused = wrong.sqlgate(&["--list"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(message.contains("name its folder or"), "{message}");
+}
+
+#[test]
 fn color_is_the_users_choice() {
     let gate = Gate::new();
     // Not a terminal: `auto` is plain, `always` colors anyway, `never` never does.

@@ -102,11 +102,35 @@ fn the_fingerprint_follows_the_file_contents() {
 }
 
 #[test]
-fn a_bad_predictions_file_is_an_input_error() {
+fn a_case_the_file_does_not_answer_fails_alone() {
     let dir = tempfile::tempdir().unwrap();
     let bench = benchmark(dir.path());
     let predictions = dir.path().join("predictions.jsonl");
     std::fs::write(&predictions, "{\"id\": 10, \"sql\": \"SELECT 1\"}\n").unwrap();
+    let system = ReplaySystem::load(&predictions, None, &bench).unwrap();
+    assert_eq!(
+        system.answer(&request("10")).unwrap().sql.as_deref(),
+        Some("SELECT 1")
+    );
+    let missing = system.answer(&request("11")).unwrap_err();
+    assert_eq!(missing.kind, SystemErrorKind::NotRecorded);
+    assert!(
+        missing.message.contains("no answer for case `11`"),
+        "{}",
+        missing.message
+    );
+}
+
+#[test]
+fn a_bad_predictions_file_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = benchmark(dir.path());
+    let predictions = dir.path().join("predictions.jsonl");
+    std::fs::write(
+        &predictions,
+        "{\"id\": 10, \"sql\": \"SELECT 1\"}\n{\"id\": 11\n",
+    )
+    .unwrap();
     let error = ReplaySystem::load(&predictions, None, &bench)
         .err()
         .unwrap();

@@ -23,7 +23,7 @@ use crate::metrics::ex::Mode;
 
 pub use clean::{clean_sql, is_apology, CleanedSql};
 pub use family::load_family;
-pub use predictions::{load_predictions, Answer, PredFormat, Prediction};
+pub use predictions::{load_prediction_slots, load_predictions, Answer, PredFormat, Prediction};
 
 /// Where a case or prediction came from, for error messages and JUnit `file`/`line`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -58,22 +58,52 @@ pub enum PredFormat {
 /// BIRD's separator between the SQL and the database in a prediction value.
 const BIRD_SEPARATOR: &str = "\t----- bird -----\t";
 
-/// Loads predictions and aligns them with `bench.cases`: one per case, in case order.
+/// Loads predictions and aligns them with `bench.cases`: one per case, in case order. A case
+/// without one is bad input here (scoring needs them all).
 pub fn load_predictions(
     path: &Path,
     format: Option<PredFormat>,
     bench: &Benchmark,
 ) -> Result<Vec<Prediction>, InputError> {
+    let slots = load_prediction_slots(path, format, bench)?;
+    let missing: Vec<&str> = bench
+        .cases
+        .iter()
+        .zip(&slots)
+        .filter(|(_, slot)| slot.is_none())
+        .map(|(case, _)| case.id.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(InputError::file(
+            path,
+            format!(
+                "{} case(s) have no prediction: {}",
+                missing.len(),
+                list_ids(&missing)
+            ),
+        ));
+    }
+    Ok(slots.into_iter().flatten().collect())
+}
+
+/// Like [`load_predictions`], but a case the file does not answer is `None` (only id-keyed
+/// JSONL can leave one out): a replayed system fails those cases instead of the whole run.
+pub fn load_prediction_slots(
+    path: &Path,
+    format: Option<PredFormat>,
+    bench: &Benchmark,
+) -> Result<Vec<Option<Prediction>>, InputError> {
     let text = read_text(path)?;
     let format = match format {
         Some(format) => format,
         None => detect(path, &text, bench)?,
     };
+    let complete = |predictions: Vec<Prediction>| predictions.into_iter().map(Some).collect();
     match format {
         PredFormat::Jsonl => load_jsonl(path, &text, bench),
-        PredFormat::Spider => load_lines(path, &text, bench),
-        PredFormat::Bird => load_bird(path, &text, bench),
-        PredFormat::Trustsql => load_trustsql(path, &text, bench),
+        PredFormat::Spider => load_lines(path, &text, bench).map(complete),
+        PredFormat::Bird => load_bird(path, &text, bench).map(complete),
+        PredFormat::Trustsql => load_trustsql(path, &text, bench).map(complete),
     }
 }
 
@@ -179,7 +209,11 @@ struct JsonlRecord {
 
 /// JSONL: ids matched to case ids; every case needs exactly one line. The SQL is cleaned of
 /// markdown fences and prose, since this is the format raw model output arrives in.
-fn load_jsonl(path: &Path, text: &str, bench: &Benchmark) -> Result<Vec<Prediction>, InputError> {
+fn load_jsonl(
+    path: &Path,
+    text: &str,
+    bench: &Benchmark,
+) -> Result<Vec<Option<Prediction>>, InputError> {
     let index = case_index(bench);
     let mut slots: Vec<Option<Prediction>> = vec![None; bench.cases.len()];
     let mut record = 0;
@@ -212,24 +246,7 @@ fn load_jsonl(path: &Path, text: &str, bench: &Benchmark) -> Result<Vec<Predicti
         let case = free_slot(&index, &slots, &id, &at)?;
         slots[case] = Some(cleaned(answer, at));
     }
-    let missing: Vec<&str> = bench
-        .cases
-        .iter()
-        .zip(&slots)
-        .filter(|(_, slot)| slot.is_none())
-        .map(|(case, _)| case.id.as_str())
-        .collect();
-    if !missing.is_empty() {
-        return Err(InputError::file(
-            path,
-            format!(
-                "{} case(s) have no prediction: {}",
-                missing.len(),
-                list_ids(&missing)
-            ),
-        ));
-    }
-    Ok(slots.into_iter().flatten().collect())
+    Ok(slots)
 }
 
 fn cleaned(answer: Answer, at: SourceRef) -> Prediction {

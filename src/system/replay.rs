@@ -6,7 +6,7 @@ use std::path::Path;
 use super::answer::failure;
 use super::cassette::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
-use crate::bench::{load_predictions, Answer, Benchmark, PredFormat};
+use crate::bench::{load_prediction_slots, Answer, Benchmark, PredFormat};
 use crate::error::InputError;
 
 /// Replays the predictions of a file, aligned with a benchmark's cases.
@@ -24,11 +24,13 @@ impl ReplaySystem {
     ) -> Result<ReplaySystem, InputError> {
         let contents =
             std::fs::read(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
-        let predictions = load_predictions(path, format, bench)?;
+        // A case the file does not answer fails as not recorded when it is asked for.
+        let predictions = load_prediction_slots(path, format, bench)?;
         let replies = bench
             .cases
             .iter()
             .zip(predictions)
+            .filter_map(|(case, prediction)| Some((case, prediction?)))
             .map(|(case, prediction)| {
                 let sql = match prediction.answer {
                     Answer::Sql(sql) => Some(sql),
