@@ -128,24 +128,47 @@ fn read_rows(path: &Path, text: &str) -> Result<Vec<Row>, InputError> {
     Ok(rows)
 }
 
-/// The csv crate silently ends a field left open at the end of the file, so an unbalanced
-/// quote is caught here, at the line where the open quoted field starts.
+/// The csv crate silently ends a field left open at the end of the file, and a quote left
+/// open mid-file swallows rows until some later quote "closes" it, so both are caught here and
+/// reported at the line where the open quoted field starts: a quoted field must end with a
+/// quote followed by a comma, a line end or the end of the file (`""` is an escaped quote).
 fn check_quotes(path: &Path, text: &str) -> Result<(), InputError> {
-    let mut open_at = None;
+    let unclosed = |line: usize, why: String| {
+        Err(InputError::file(
+            path,
+            format!("unbalanced double quote: the quoted field starting here {why}"),
+        )
+        .at_line(line))
+    };
+    let bytes = text.as_bytes();
     let mut line = 1;
-    for byte in text.bytes() {
-        match byte {
-            b'\n' => line += 1,
-            b'"' => open_at = if open_at.is_some() { None } else { Some(line) },
+    let mut at_field_start = true;
+    let mut open_at: Option<usize> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let byte = bytes[i];
+        match (open_at, byte) {
+            (Some(start), b'"') => match bytes.get(i + 1) {
+                Some(b'"') => i += 1,
+                None | Some(b',' | b'\n' | b'\r') => open_at = None,
+                Some(_) => {
+                    return unclosed(
+                        start,
+                        format!("is never closed (the quote on line {line} is followed by text)"),
+                    )
+                }
+            },
+            (None, b'"') if at_field_start => open_at = Some(line),
             _ => {}
         }
+        if byte == b'\n' {
+            line += 1;
+        }
+        at_field_start = open_at.is_none() && matches!(byte, b',' | b'\n');
+        i += 1;
     }
     match open_at {
-        Some(line) => Err(InputError::file(
-            path,
-            "unbalanced double quote: a quoted field starting here is never closed",
-        )
-        .at_line(line)),
+        Some(start) => unclosed(start, "is never closed".to_string()),
         None => Ok(()),
     }
 }

@@ -105,6 +105,27 @@ fn defog_unbalanced_quote_names_its_line() {
 }
 
 #[test]
+fn defog_quote_left_open_mid_file_names_its_own_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("db_name,query_category,query,question\n");
+    for n in 0..8 {
+        csv.push_str(&format!("shop,x,\"SELECT {n}, \"\"a\"\"\",\"Q, {n}\"\n"));
+    }
+    csv.push_str("shop,x,\"SELECT 8,Q\n"); // line 10: never closed
+    for n in 9..150 {
+        csv.push_str(&format!("shop,x,\"SELECT {n}\",\"Q {n}\"\n"));
+    }
+    let path = write(dir.path(), "broken.csv", &csv);
+    expect_error(
+        load_default(&path),
+        &path,
+        None,
+        Some(10),
+        &["unbalanced double quote", "never closed"],
+    );
+}
+
+#[test]
 fn defog_short_row_names_its_record_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let csv = "db_name,query_category,query,question\nshop,x,SELECT 1,Q\nshop,x,SELECT 2\n";
