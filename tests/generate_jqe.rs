@@ -270,7 +270,8 @@ fn the_jqe_family_runs_as_tests_of_its_suite() {
 }
 
 /// The optional LLM rewrite: questions come from a chat model at temperature 0 with a seed,
-/// cached, so a rerun sends no request and writes the same file.
+/// cached, so a rerun sends no request and writes the same file. A 429 is retried; a reply that
+/// is no rewrite is refused and the literal rewrite kept.
 #[test]
 fn questions_can_be_rewritten_by_a_cached_chat_model() {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -290,7 +291,16 @@ fn questions_can_be_rewritten_by_a_cached_chat_model() {
                 .as_str()
                 .unwrap_or_default()
                 .contains("Expanded SQL:"));
-            let answer = format!("\"Rewritten question number {n}?\"\nHope this helps!");
+            if n == 0 {
+                let busy = tiny_http::Response::from_string("slow down").with_status_code(429);
+                let _ = request.respond(busy);
+                continue;
+            }
+            let answer = if n == 1 {
+                "The original question was: which books?".to_string()
+            } else {
+                format!("\"Rewritten question number {n}?\"\nHope this helps!")
+            };
             let reply = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]});
             let _ = request.respond(tiny_http::Response::from_string(reply.to_string()));
         }
@@ -318,6 +328,8 @@ fn questions_can_be_rewritten_by_a_cached_chat_model() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(text.contains("1 refused"), "{text}");
         std::fs::read_to_string(&out).unwrap()
     };
     let first = generate();
@@ -326,14 +338,19 @@ fn questions_can_be_rewritten_by_a_cached_chat_model() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(asked, expansions.len(), "one request per expansion");
-    for expansion in &expansions {
-        let question = expansion["question"].as_str().unwrap();
-        assert!(
-            question.starts_with("Rewritten question number ") && question.ends_with('?'),
-            "{question}"
-        );
-    }
+    assert_eq!(
+        asked,
+        expansions.len() + 1,
+        "one request per expansion, and the retry"
+    );
+    let rewritten = expansions
+        .iter()
+        .filter(|e| {
+            let question = e["question"].as_str().unwrap();
+            question.starts_with("Rewritten question number ") && question.ends_with('?')
+        })
+        .count();
+    assert_eq!(rewritten, expansions.len() - 1, "all but the refused reply");
     assert_eq!(generate(), first, "the rerun writes the same file");
     assert_eq!(
         requests.load(Ordering::SeqCst),

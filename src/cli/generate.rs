@@ -16,9 +16,10 @@ use crate::llm::{Client, ClientConfig};
 use crate::mutate::jqe;
 use crate::mutate::jqe::expand::{Centrality, Ranking};
 use crate::mutate::jqe::graph::{ForeignKey, SchemaGraph};
-use crate::mutate::jqe::rewrite::{Rewriter, DEFAULT_PROMPT};
+use crate::mutate::jqe::rewrite::{Rewrite, Rewriter, DEFAULT_PROMPT};
 use crate::mutate::{family, infeasible};
 use crate::spider::Schema;
+use crate::system::throttle::{Throttle, ThrottleConfig};
 
 #[derive(Subcommand)]
 pub enum GenerateCommand {
@@ -249,6 +250,8 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
         }
     }
     let rewriter = rewriter(&args)?;
+    // (accepted, refused) LLM rewrites.
+    let mut rewrites = (0usize, 0usize);
     let engine = Engine::new(Limits::default());
     let mut total = jqe::Stats::default();
     let mut lines = String::new();
@@ -288,9 +291,21 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
                 let seed = seeds.iter().find(|s| s.id == expansion.seed_id);
                 let (question, sql) =
                     seed.map_or(("", ""), |s| (s.question.as_str(), s.sql.as_str()));
-                expansion.question = rewriter.rewrite(&expansion, question, sql).map_err(|e| {
+                match rewriter.rewrite(&expansion, question, sql).map_err(|e| {
                     InputError::file(&args.out, format!("rewriting {}: {e}", expansion.id))
-                })?;
+                })? {
+                    Rewrite::Accepted(text) => {
+                        expansion.question = text;
+                        rewrites.0 += 1;
+                    }
+                    Rewrite::Rejected { why, reply } => {
+                        println!(
+                            "{}: kept the literal rewrite, the model's reply was refused ({why}): {reply:?}",
+                            expansion.id
+                        );
+                        rewrites.1 += 1;
+                    }
+                }
             }
             let line = serde_json::to_string(&expansion)
                 .map_err(|e| InputError::file(&args.out, e.to_string()))?;
@@ -301,6 +316,12 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
     }
     write_atomically(&args.out, lines.as_bytes())?;
     print_stats(&total);
+    if rewriter.is_some() {
+        println!(
+            "LLM rewrites: {} accepted, {} refused (the literal rewrite kept)",
+            rewrites.0, rewrites.1
+        );
+    }
     Ok(EXIT_OK)
 }
 
@@ -329,6 +350,7 @@ fn rewriter(args: &JqeArgs) -> Result<Option<Rewriter>, InputError> {
         model: model.clone(),
         prompt,
         cache: JsonlCache::open(&cache_path)?,
+        throttle: Throttle::new(ThrottleConfig::default()),
     }))
 }
 
