@@ -205,19 +205,22 @@ fn a_refused_connection_is_a_retryable_transport_error() {
 }
 
 #[test]
-fn a_success_without_the_expected_shape_is_garbage() {
-    let not_json = chat_error(
-        Canned::new(200, "<html>Bad gateway</html>"),
-        Duration::from_secs(10),
-    );
-    assert_eq!(not_json.kind, SystemErrorKind::Garbage);
-    assert!(!not_json.retryable);
-    assert!(
-        not_json.message.contains("<html>Bad gateway</html>"),
-        "{}",
-        not_json.message
-    );
+fn a_success_that_is_not_json_is_transient() {
+    // A proxy's page or a body cut short: not the model's answer, so retried and never recorded.
+    for body in [
+        "<html>Bad gateway</html>",
+        r#"{"choices": [{"message": {"content": "SEL"#,
+    ] {
+        let error = chat_error(Canned::new(200, body), Duration::from_secs(10));
+        assert_eq!(error.kind, SystemErrorKind::Transport, "{body}");
+        assert!(error.retryable, "{body}");
+        assert!(error.kind.is_transient());
+        assert!(error.message.contains("not JSON"), "{}", error.message);
+    }
+}
 
+#[test]
+fn a_success_without_the_expected_shape_is_garbage() {
     let shapes = [
         json!({"choices": []}),
         json!({"error": {"message": "overloaded"}}),

@@ -189,6 +189,17 @@ fn a_body_that_is_not_an_answer_is_garbage() {
 }
 
 #[test]
+fn an_answer_cut_short_is_transient() {
+    let (url, server) = serve(vec![respond(200, r#"{"sql": "SELECT na"#)]);
+    let system = HttpSystem::new(&config(&url)).unwrap();
+    let error = system.answer(&request("q1")).unwrap_err();
+    assert_eq!(error.kind, SystemErrorKind::Transport);
+    assert!(error.retryable);
+    assert!(error.message.contains("cut short"), "{}", error.message);
+    assert_eq!(server.join().unwrap().len(), 1);
+}
+
+#[test]
 fn headers_are_sent_and_environment_headers_resolved() {
     let (url, server) = serve(vec![respond(200, r#"{"sql": "SELECT 1"}"#)]);
     let mut config = config(&url);

@@ -72,6 +72,20 @@ fn other_failures_are_returned_at_once() {
 }
 
 #[test]
+fn a_final_answer_after_retries_carries_no_retry_history() {
+    // Garbage is recorded in the cassette: its message must not change with how many
+    // transient failures came before it.
+    let (throttle, _) = recording(ThrottleConfig::default());
+    let attempts = AtomicU32::new(0);
+    let result: Result<(), _> = throttle.call(|| match attempts.fetch_add(1, Ordering::SeqCst) {
+        0 => Err(error(SystemErrorKind::Http, true)),
+        _ => Err(error(SystemErrorKind::Garbage, false)),
+    });
+    assert_eq!(result.unwrap_err().message, "it failed");
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+}
+
+#[test]
 fn backoff_is_capped_but_a_longer_retry_after_is_honoured() {
     let throttle = Throttle::new(ThrottleConfig {
         backoff_secs: 1.0,

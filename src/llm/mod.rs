@@ -101,11 +101,16 @@ impl Client {
         if !status.is_success() {
             return Err(errors::http_status(status, retry_after, &bytes, &url));
         }
-        serde_json::from_slice(&bytes).map_err(|e| {
-            garbage(format!(
-                "{url} answered with invalid JSON ({e}): {}",
+        // An API's 200 that is not JSON was cut short or mangled on the way, not the model's
+        // answer: transient, so it is retried and never recorded.
+        serde_json::from_slice(&bytes).map_err(|e| SystemError {
+            kind: SystemErrorKind::Transport,
+            message: format!(
+                "{url} answered 200 with a body that is not JSON ({e}): {}",
                 excerpt(&String::from_utf8_lossy(&bytes))
-            ))
+            ),
+            retryable: true,
+            retry_after: None,
         })
     }
 

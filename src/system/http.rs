@@ -104,7 +104,7 @@ impl HttpSystem {
         if body.len() as u64 > BODY_LIMIT {
             return Err(failure(
                 SystemErrorKind::Garbage,
-                format!("{} answered more than {BODY_LIMIT} bytes", self.url),
+                format!("the answer is over {BODY_LIMIT} bytes"),
             ));
         }
         Ok(body)
@@ -124,7 +124,18 @@ impl System for HttpSystem {
             )
         })?;
         let response = self.post(body)?;
-        parse_answer(&self.read(response)?)
+        let body = self.read(response)?;
+        // A body that ends inside its JSON was cut short on the way: transient, retried, never
+        // recorded. Any other unusable answer is the system's own, and recorded as garbage.
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+            if e.is_eof() {
+                return Err(retryable(
+                    SystemErrorKind::Transport,
+                    format!("{}: the answer was cut short ({e})", self.url),
+                ));
+            }
+        }
+        parse_answer(&body)
     }
 }
 

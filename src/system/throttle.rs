@@ -114,7 +114,9 @@ impl Throttle {
                     (self.sleep)(self.backoff(retry, error.retry_after));
                     retry += 1;
                 }
-                Err(mut error) if retry > 0 => {
+                // Retries ran out on a transient failure. (A final answer that is not transient,
+                // such as garbage, is recorded: its message stays free of retry history.)
+                Err(mut error) if retry > 0 && error.retryable => {
                     error.message = format!("{} (after {} attempts)", error.message, retry + 1);
                     return Err(error);
                 }
