@@ -203,11 +203,19 @@ fn fingerprint(config: &OpenAiConfig, template_text: &str) -> String {
         .collect()
 }
 
-/// Turns the model's text into an answer: an abstention, a cleaned query, or Garbage.
+/// Turns the model's text into an answer: an abstention, a cleaned query, or Garbage. The
+/// marker abstains when it stands as a word of its own outside the query: in
+/// `SELECT COUNT(*) AS not_answerable_count` it is part of an identifier, and the reply is SQL.
 fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> {
     let (text, had_reasoning) = strip_reasoning(content);
-    let abstained = text.to_lowercase().contains(&abstain_marker.to_lowercase());
-    if abstained {
+    let cleaned = clean_sql(text);
+    let is_query = looks_like_query(&cleaned.sql);
+    let marker_outside_query = if is_query {
+        word_count(text, abstain_marker) > word_count(&cleaned.sql, abstain_marker)
+    } else {
+        word_count(text, abstain_marker) > 0
+    };
+    if marker_outside_query {
         return Ok(Reply {
             sql: None,
             cleaned: false,
@@ -215,8 +223,7 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
             retrieved: Vec::new(),
         });
     }
-    let cleaned = clean_sql(text);
-    if !looks_like_query(&cleaned.sql) {
+    if !is_query {
         return Err(SystemError {
             kind: SystemErrorKind::Garbage,
             message: format!("the reply holds no SQL query: {}", excerpt(content)),
@@ -230,6 +237,20 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
         samples: Vec::new(),
         retrieved: Vec::new(),
     })
+}
+
+/// How often `word` occurs in `text` (ignoring case) not as part of a longer identifier.
+fn word_count(text: &str, word: &str) -> usize {
+    let text = text.to_lowercase();
+    let word = word.to_lowercase();
+    let is_identifier = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(&word)
+        .filter(|(at, _)| {
+            let before = text[..*at].chars().next_back();
+            let after = text[at + word.len()..].chars().next();
+            !before.is_some_and(is_identifier) && !after.is_some_and(is_identifier)
+        })
+        .count()
 }
 
 /// Drops a leading `<think>...</think>` block, which reasoning models served without a
@@ -414,6 +435,16 @@ mod tests {
         assert!(!reply.cleaned);
 
         let reply = interpret("Sorry, that is NOT_ANSWERABLE here.", "not_answerable").unwrap();
+        assert_eq!(reply.sql, None);
+        // Part of an identifier in the query: the reply is SQL.
+        let counted = "```sql\nSELECT COUNT(*) AS not_answerable_count FROM t\n```";
+        let reply = interpret(counted, "not_answerable").unwrap();
+        assert_eq!(
+            reply.sql.as_deref(),
+            Some("SELECT COUNT(*) AS not_answerable_count FROM t")
+        );
+        // Said outside the query, it abstains.
+        let reply = interpret("NOT_ANSWERABLE\n\nSELECT 1", "not_answerable").unwrap();
         assert_eq!(reply.sql, None);
 
         // What SmolLM2-135M answered through llama.cpp: a fenced block of DDL and DML only.
