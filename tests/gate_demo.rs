@@ -329,6 +329,40 @@ fn every_generated_family_runs_as_cases_of_its_suite() {
 }
 
 #[test]
+fn partitions_split_the_cases_between_shards_and_leave_gates_out() {
+    let gate = Gate::new();
+    let listed = stdout(&gate.sqlgate(&["--list", "--format", "terse"]));
+    let cases: Vec<String> = listed
+        .lines()
+        .map(|l| l.trim_end_matches(": test").to_string())
+        .filter(|name| !name.contains("::gate::"))
+        .collect();
+    for kind in ["count", "hash"] {
+        let mut covered = Vec::new();
+        for shard in 1..=3 {
+            let junit = format!("{kind}-{shard}.xml");
+            let partition = format!("{kind}:{shard}/3");
+            let output = gate.sqlgate(&["--partition", &partition, "--junit", &junit]);
+            assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+            assert!(stdout(&output).contains("no gate"), "{}", stdout(&output));
+            covered.extend(junit_names(&gate.path(&junit)));
+        }
+        covered.sort();
+        let mut expected = cases.clone();
+        expected.sort();
+        assert_eq!(
+            covered, expected,
+            "{kind}: every case in exactly one shard, no gate"
+        );
+    }
+    assert!(!gate.path("snapshots/demo.snap.new").exists());
+    assert_eq!(
+        gate.sqlgate(&["--partition", "count:4/3"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
 fn color_is_the_users_choice() {
     let gate = Gate::new();
     // Not a terminal: `auto` is plain, `always` colors anyway, `never` never does.

@@ -6,6 +6,8 @@ use clap::{Args, ValueEnum};
 
 use crate::config::DEFAULT_PROFILE;
 use crate::error::InputError;
+use crate::gate::partition::Partition;
+use crate::gate::plan::{TestDesc, TestKind};
 use crate::gate::run::{self, Selection};
 use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestStatus};
@@ -60,6 +62,10 @@ pub struct TestArgs {
     /// Accept the run's outcomes as the new snapshots.
     #[arg(long)]
     accept: bool,
+    /// Run one CI runner's share of the cases: `count:K/N` (round-robin in listing order) or
+    /// `hash:K/N` (by a stable hash of the name), as nextest. A shard evaluates no gate.
+    #[arg(long)]
+    partition: Option<Partition>,
     /// Color the output: `auto` (a terminal without `NO_COLOR`), `always` or `never`.
     #[arg(long, value_enum, default_value = "auto")]
     color: ColorChoice,
@@ -80,11 +86,15 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         include_ignored: args.include_ignored,
     };
     let all = session.tests();
-    let selected: Vec<_> = all
+    let mut selected: Vec<_> = all
         .iter()
         .filter(|t| selection.matches(t))
         .cloned()
         .collect();
+    let unsharded = selected.len();
+    if let Some(partition) = args.partition {
+        selected = shard(selected, partition);
+    }
     if args.list {
         // Like libtest, `--list` shows ignored tests too (marked), unless `--ignored` asks for
         // only those.
@@ -104,10 +114,13 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         return Ok(EXIT_OK);
     }
     if selected.is_empty() {
-        eprintln!(
-            "error: no tests to run: {}",
-            nothing_selected(&all, &selection)
-        );
+        let why = match args.partition {
+            Some(partition) if unsharded > 0 => {
+                format!("partition {partition} holds none of the {unsharded} selected tests")
+            }
+            _ => nothing_selected(&all, &selection),
+        };
+        eprintln!("error: no tests to run: {why}");
         return Ok(EXIT_NO_TESTS_RUN);
     }
     // Named by the filters but `ignore = true`: reported as skipped, as libtest and nextest do.
@@ -140,6 +153,12 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
     let snapshots = session.finish(&report, whole, args.accept)?;
 
     let mut notes = Vec::new();
+    if let Some(partition) = args.partition {
+        notes.push(format!(
+            "partition {partition}: this shard ran its share of the cases and no gate (a suite \
+             gate needs every case); no snapshot was compared"
+        ));
+    }
     if report.cancelled {
         notes.push(stopped_note(&report));
     }
@@ -209,7 +228,7 @@ pub(crate) fn stopped_note(report: &crate::gate::run::RunReport) -> String {
 }
 
 /// Why a selection runs nothing, and what would run something.
-fn nothing_selected(all: &[crate::gate::plan::TestDesc], selection: &Selection) -> String {
+fn nothing_selected(all: &[TestDesc], selection: &Selection) -> String {
     let named = all.iter().filter(|t| selection.matches_name(t)).count();
     if all.is_empty() {
         "the configuration has no tests".to_string()
@@ -230,4 +249,15 @@ fn nothing_selected(all: &[crate::gate::plan::TestDesc], selection: &Selection) 
             if named == 1 { "is" } else { "are" }
         )
     }
+}
+
+/// This shard's cases, in order: gates need every case, so no shard runs them.
+fn shard(selected: Vec<TestDesc>, partition: Partition) -> Vec<TestDesc> {
+    selected
+        .into_iter()
+        .filter(|test| matches!(test.kind, TestKind::Case(_)))
+        .enumerate()
+        .filter(|(position, test)| partition.contains(*position, &test.name))
+        .map(|(_, test)| test)
+        .collect()
 }

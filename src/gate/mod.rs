@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::bench::SourceRef;
 
 pub mod judge;
+pub mod partition;
 pub mod plan;
 pub mod run;
 pub mod session;
