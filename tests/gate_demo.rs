@@ -363,6 +363,44 @@ fn partitions_split_the_cases_between_shards_and_leave_gates_out() {
 }
 
 #[test]
+fn libtest_json_events_describe_every_test() {
+    let gate = Gate::new();
+    gate.replace_prediction("q02", "SELECT 1");
+    let output = gate.sqlgate(&["--message-format", "libtest-json", "q0"]);
+    assert_eq!(output.status.code(), Some(100));
+    let events: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every stdout line is a JSON event"))
+        .collect();
+    assert_eq!(events[0]["type"], "suite");
+    assert_eq!(events[0]["event"], "started");
+    assert_eq!(events[0]["test_count"], 9);
+    let verdicts = |event: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "test" && e["event"] == event)
+            .map(|e| e["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(verdicts("started").len(), 9);
+    assert_eq!(verdicts("ok").len(), 8);
+    assert_eq!(verdicts("failed"), ["demo::bookshop::q02"]);
+    let failed = events.iter().find(|e| e["event"] == "failed").unwrap();
+    assert!(failed["stdout"]
+        .as_str()
+        .unwrap()
+        .contains("predicted: SELECT 1"));
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "suite");
+    assert_eq!(last["event"], "failed");
+    assert_eq!(
+        (last["passed"].clone(), last["failed"].clone()),
+        (8.into(), 1.into())
+    );
+    assert_eq!(last["filtered_out"], 31);
+}
+
+#[test]
 fn color_is_the_users_choice() {
     let gate = Gate::new();
     // Not a terminal: `auto` is plain, `always` colors anyway, `never` never does.

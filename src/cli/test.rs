@@ -8,9 +8,10 @@ use crate::config::DEFAULT_PROFILE;
 use crate::error::InputError;
 use crate::gate::partition::Partition;
 use crate::gate::plan::{TestDesc, TestKind};
-use crate::gate::run::{self, Selection};
+use crate::gate::run::{self, Event, Selection};
 use crate::gate::session::{self, Session, SnapshotAction};
-use crate::gate::{SuiteSummary, TestStatus};
+use crate::gate::{SuiteSummary, TestResult, TestStatus};
+use crate::report::libtest_json::LibtestJsonReporter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
 use crate::system::answer::RecordMode;
@@ -66,9 +67,41 @@ pub struct TestArgs {
     /// `hash:K/N` (by a stable hash of the name), as nextest. A shard evaluates no gate.
     #[arg(long)]
     partition: Option<Partition>,
+    /// `human` lines, or `libtest-json`: one JSON event per test and a closing summary on
+    /// stdout, as libtest's and nextest's JSON output (notes go to stderr).
+    #[arg(long, value_enum, default_value = "human")]
+    message_format: MessageFormat,
     /// Color the output: `auto` (a terminal without `NO_COLOR`), `always` or `never`.
     #[arg(long, value_enum, default_value = "auto")]
     color: ColorChoice,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum MessageFormat {
+    Human,
+    LibtestJson,
+}
+
+/// Where the run's events go.
+enum Reporter {
+    Terminal(TerminalReporter),
+    LibtestJson(LibtestJsonReporter),
+}
+
+impl Reporter {
+    fn event(&mut self, event: Event<'_>) {
+        match self {
+            Reporter::Terminal(reporter) => reporter.event(event),
+            Reporter::LibtestJson(reporter) => reporter.event(event),
+        }
+    }
+
+    fn finish(&mut self, results: &[TestResult], filtered_out: usize, notes: &[String]) {
+        match self {
+            Reporter::Terminal(reporter) => reporter.finish(results, filtered_out, notes),
+            Reporter::LibtestJson(reporter) => reporter.finish(results, filtered_out, notes),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -98,9 +131,13 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
     if args.list {
         // Like libtest, `--list` shows ignored tests too (marked), unless `--ignored` asks for
         // only those.
-        let listed = all
-            .iter()
-            .filter(|t| selection.matches_name(t) && (!args.ignored || t.ignored));
+        let listed: Vec<&TestDesc> = match args.partition {
+            Some(_) => selected.iter().collect(),
+            None => all
+                .iter()
+                .filter(|t| selection.matches_name(t) && (!args.ignored || t.ignored))
+                .collect(),
+        };
         for test in listed {
             match args.format {
                 ListFormat::Terse => println!("{}: test", test.name),
@@ -135,13 +172,16 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         (None, false, true) => None,
         (None, false, false) => session.profile.fail_fast.unwrap_or(false).then_some(1),
     };
-    let mut reporter = TerminalReporter::new(
-        format!(
-            "system {}, profile {}",
-            session.system_name, session.profile_name
-        ),
-        args.color,
-    );
+    let mut reporter = match args.message_format {
+        MessageFormat::Human => Reporter::Terminal(TerminalReporter::new(
+            format!(
+                "system {}, profile {}",
+                session.system_name, session.profile_name
+            ),
+            args.color,
+        )),
+        MessageFormat::LibtestJson => Reporter::LibtestJson(LibtestJsonReporter::default()),
+    };
     let mut report = session.run(&selected, max_fail, &mut |event| reporter.event(event));
     report.results.extend(
         ignored
@@ -203,7 +243,11 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
             github::DEFAULT_ANNOTATIONS,
             workspace.as_deref(),
         ) {
-            println!("{annotation}");
+            // The runner reads workflow commands on either stream; stdout may be JSON events.
+            match args.message_format {
+                MessageFormat::Human => println!("{annotation}"),
+                MessageFormat::LibtestJson => eprintln!("{annotation}"),
+            }
         }
     }
     let failed = report
