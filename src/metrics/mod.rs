@@ -5,4 +5,5 @@ pub mod esm;
 pub mod etm;
 pub mod ex;
 pub mod reliability;
+pub mod robustness;
 pub mod sqlmorph;
