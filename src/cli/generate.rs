@@ -18,6 +18,7 @@ use crate::mutate::jqe::expand::{Centrality, Ranking};
 use crate::mutate::jqe::graph::{ForeignKey, SchemaGraph};
 use crate::mutate::jqe::rewrite::{Rewrite, Rewriter, DEFAULT_PROMPT};
 use crate::mutate::{family, infeasible};
+use crate::report::plural;
 use crate::spider::Schema;
 use crate::system::throttle::{Throttle, ThrottleConfig};
 
@@ -142,9 +143,9 @@ fn errors(args: ErrorsArgs) -> Result<u8, InputError> {
         .unwrap_or_else(|| format!("{}-errors", bench.name));
     family::write(&args.out, &name, &bench, &family)?;
     println!(
-        "{} mutants of {} cases written to {}",
-        family.mutants.len(),
-        bench.cases.len(),
+        "{} of {} written to {}",
+        plural(family.mutants.len(), "mutant"),
+        plural(bench.cases.len(), "case"),
         args.out.display()
     );
     if !family.unparsed.is_empty() {
@@ -204,8 +205,9 @@ fn infeasible(args: InfeasibleArgs) -> Result<u8, InputError> {
         &[],
     )?;
     println!(
-        "{count} infeasible questions on {} databases written to {}",
-        schemas.len(),
+        "{} on {} written to {}",
+        plural(count, "infeasible question"),
+        plural(schemas.len(), "database"),
         args.out.display()
     );
     Ok(EXIT_OK)
