@@ -32,6 +32,7 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use crate::exec::{Engine, Limits};
+use crate::sqltext;
 
 pub use facts::Facts;
 pub use normalize::Departure;
@@ -205,30 +206,19 @@ pub fn preprocess(sql: &str, facts: &Facts) -> String {
     DATETIME.replace_all(&text, "datetime('now')").into_owned()
 }
 
-/// Queries longer than this are compared on a thread of their own with [`LARGE_STACK`].
-const LONG_QUERIES: usize = 2_000;
-const LARGE_STACK: usize = 512 << 20;
-
-/// [`compare`], on a thread with a large stack when the queries are long: trees are walked
-/// recursively, and a valid query can nest a thousand levels deep (SQLite's expression depth
-/// limit), which would overflow an ordinary thread's stack. The memory is only reserved.
+/// [`compare`] on queries that passed [`sqltext::check`], on a stack large enough for their
+/// depth: trees are lowered, normalised and dropped recursively.
 fn compare_on_enough_stack(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
-    if gold.len() + pred.len() <= LONG_QUERIES {
-        return compare(gold, pred, facts, compat);
-    }
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("etm-long-query".to_string())
-            .stack_size(LARGE_STACK)
-            .spawn_scoped(scope, || compare(gold, pred, facts, compat))
-            .map_err(|e| e.to_string())
-            .and_then(|thread| {
-                thread
-                    .join()
-                    .map_err(|_| "the comparison failed".to_string())
-            })
-            .unwrap_or_else(|message| Verdict::failed(Status::InternalError, message))
-    })
+    let gold_depth = match sqltext::check(gold) {
+        Ok(checked) => checked.depth,
+        Err(error) => return Verdict::failed(Status::GoldUnparsed, error.to_string()),
+    };
+    let pred_depth = match sqltext::check(pred) {
+        Ok(checked) => checked.depth,
+        Err(error) => return Verdict::failed(Status::PredUnparsed, error.to_string()),
+    };
+    sqltext::run(gold_depth.max(pred_depth), || compare(gold, pred, facts, compat))
+        .unwrap_or_else(|error| Verdict::failed(Status::InternalError, error.to_string()))
 }
 
 /// Steps 3-5 on preprocessed, valid queries.

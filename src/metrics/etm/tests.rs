@@ -225,3 +225,24 @@ fn hostile_predictions_end_in_a_verdict() {
         .unwrap();
     assert_eq!(singers, 1);
 }
+
+#[test]
+fn queries_too_deep_to_parse_safely_are_unparsed_not_a_crash() {
+    // Issue 11 item 1: a left-leaning chain far deeper than any stack. SQLite refuses to plan it,
+    // so the bound is checked here directly, as for a query SQLite would accept.
+    let dir = tempfile::tempdir().unwrap();
+    let facts = Facts::read(&fixture(dir.path())).unwrap();
+    let deep = format!("SELECT 1{} FROM singer", "+1".repeat(140_000));
+    let verdict = compare_on_enough_stack(S, &deep, &facts, false);
+    assert_eq!(verdict.status, Status::PredUnparsed);
+    assert_eq!(
+        verdict.message.as_deref(),
+        Some("too deeply nested (depth 140001 > limit 5000)")
+    );
+    let verdict = compare_on_enough_stack(&deep, S, &facts, true);
+    assert_eq!(verdict.status, Status::GoldUnparsed);
+    // Within the bound, however deep, the pair is compared (on a large stack).
+    let within = format!("SELECT 1{} FROM singer", "+1".repeat(4_000));
+    let verdict = compare_on_enough_stack(&within, &within, &facts, false);
+    assert_eq!(verdict.status, Status::Match, "{}", verdict.explain());
+}
