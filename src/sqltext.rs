@@ -34,8 +34,14 @@ const LARGE_STACK: usize = 512 << 20;
 /// Why a text was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TooComplex {
-    TooLong { bytes: usize, limit: usize },
-    TooDeep { depth: usize, limit: usize },
+    TooLong {
+        bytes: usize,
+        limit: usize,
+    },
+    TooDeep {
+        depth: usize,
+        limit: usize,
+    },
     /// No thread with a large stack could be started for a deep text.
     NoStack(String),
 }
@@ -148,7 +154,9 @@ pub fn depth(sql: &str) -> usize {
             _ if byte.is_ascii_alphanumeric() || byte == b'_' || byte >= 0x80 => {
                 let end = bytes[i..]
                     .iter()
-                    .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80))
+                    .position(|&b| {
+                        !(b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80)
+                    })
                     .map_or(bytes.len(), |n| i + n);
                 if is_operator_word(&bytes[i..end]) {
                     count_operator(&mut groups, &mut total);
@@ -176,8 +184,23 @@ fn is_operator_char(byte: u8) -> bool {
 /// Keywords that make a node above or beside their operands.
 fn is_operator_word(word: &[u8]) -> bool {
     const WORDS: &[&[u8]] = &[
-        b"AND", b"OR", b"NOT", b"IS", b"IN", b"LIKE", b"GLOB", b"MATCH", b"REGEXP", b"BETWEEN",
-        b"ESCAPE", b"COLLATE", b"CASE", b"UNION", b"INTERSECT", b"EXCEPT", b"EXISTS",
+        b"AND",
+        b"OR",
+        b"NOT",
+        b"IS",
+        b"IN",
+        b"LIKE",
+        b"GLOB",
+        b"MATCH",
+        b"REGEXP",
+        b"BETWEEN",
+        b"ESCAPE",
+        b"COLLATE",
+        b"CASE",
+        b"UNION",
+        b"INTERSECT",
+        b"EXCEPT",
+        b"EXISTS",
     ];
     word.len() <= 9 && WORDS.iter().any(|w| w.eq_ignore_ascii_case(word))
 }

@@ -12,9 +12,15 @@ fn deep_and_huge_predictions_are_per_case_errors() {
     // takes seconds to run such text through the evaluator's regexes).
     let deep_sum = format!("SELECT 1{}", "+1".repeat(20_000));
     let deep_where = format!("SELECT title FROM books WHERE 1{}", " AND 1".repeat(20_000));
-    let deep_but_valid = format!("SELECT title FROM books WHERE price > 0{}", "+0".repeat(900));
+    let deep_but_valid = format!(
+        "SELECT title FROM books WHERE price > 0{}",
+        "+0".repeat(900)
+    );
     let mut lines: Vec<String> = gold.lines().map(str::to_string).collect();
-    for (line, sql) in lines.iter_mut().zip([&deep_sum, &deep_where, &deep_but_valid]) {
+    for (line, sql) in lines
+        .iter_mut()
+        .zip([&deep_sum, &deep_where, &deep_but_valid])
+    {
         let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
         record["sql"] = serde_json::Value::String(sql.clone());
         *line = record.to_string();

@@ -422,7 +422,10 @@ mod tests {
         let within = format!("SELECT 1{}", "+1".repeat(4_000));
         assert!(!is_apology(&within));
         // Over the size bound: refused before the parser allocates anything.
-        let long = format!("SELECT 'sorry' WHERE 1 IN ({})", vec!["1"; 600_000].join(","));
+        let long = format!(
+            "SELECT 'sorry' WHERE 1 IN ({})",
+            vec!["1"; 600_000].join(",")
+        );
         assert!(!is_apology(&long));
     }
 

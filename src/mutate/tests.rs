@@ -642,7 +642,10 @@ fn deep_or_huge_gold_queries_have_no_mutants_and_do_not_crash() {
         Err(MutateError::TooComplex(TooComplex::TooLong { .. }))
     ));
     // Deep within the bound: mutated on a large stack.
-    let within = format!("SELECT a FROM t WHERE a = 1{} AND b = 2", "+1".repeat(3_000));
+    let within = format!(
+        "SELECT a FROM t WHERE a = 1{} AND b = 2",
+        "+1".repeat(3_000)
+    );
     let found = mutants_to_depth("q", &within, 1, DEFAULT_SEED).unwrap();
     assert!(!found.mutants.is_empty());
 }

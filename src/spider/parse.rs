@@ -886,7 +886,10 @@ mod tests {
 
     #[test]
     fn huge_and_deep_texts_are_refused_before_tokenizing() {
-        let deep = format!("SELECT name FROM singer WHERE age = 1{}", "+1".repeat(140_000));
+        let deep = format!(
+            "SELECT name FROM singer WHERE age = 1{}",
+            "+1".repeat(140_000)
+        );
         let error = parse(&deep, &schema()).unwrap_err().to_string();
         assert!(error.contains("too deeply nested (depth 140"), "{error}");
         let list = vec!["1"; 600_000].join(",");

@@ -164,7 +164,13 @@ impl Evaluator {
     }
 
     /// ETM of one pair on the database file `db`.
+    /// A query too long or too deep to parse safely ([`sqltext::check`]) is unparsed, before
+    /// anything else reads it.
     pub fn score(&self, gold: &str, pred: &str, db: &Path) -> Result<Verdict, EtmError> {
+        let depth = match checked_depth(gold, pred) {
+            Ok(depth) => depth,
+            Err(verdict) => return Ok(verdict),
+        };
         let facts = self.facts(db)?;
         let gold = preprocess(gold, &facts);
         let pred = preprocess(pred, &facts);
@@ -174,7 +180,10 @@ impl Evaluator {
         if let Err(message) = self.plans(db, &pred) {
             return Ok(Verdict::failed(Status::InvalidPred, message));
         }
-        Ok(compare_on_enough_stack(&gold, &pred, &facts, self.compat))
+        Ok(
+            sqltext::run(depth, || compare(&gold, &pred, &facts, self.compat))
+                .unwrap_or_else(|error| Verdict::failed(Status::InternalError, error.to_string())),
+        )
     }
 
     /// Step 2: `EXPLAIN QUERY PLAN` must succeed.
@@ -206,19 +215,14 @@ pub fn preprocess(sql: &str, facts: &Facts) -> String {
     DATETIME.replace_all(&text, "datetime('now')").into_owned()
 }
 
-/// [`compare`] on queries that passed [`sqltext::check`], on a stack large enough for their
-/// depth: trees are lowered, normalised and dropped recursively.
-fn compare_on_enough_stack(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
-    let gold_depth = match sqltext::check(gold) {
-        Ok(checked) => checked.depth,
-        Err(error) => return Verdict::failed(Status::GoldUnparsed, error.to_string()),
-    };
-    let pred_depth = match sqltext::check(pred) {
-        Ok(checked) => checked.depth,
-        Err(error) => return Verdict::failed(Status::PredUnparsed, error.to_string()),
-    };
-    sqltext::run(gold_depth.max(pred_depth), || compare(gold, pred, facts, compat))
-        .unwrap_or_else(|error| Verdict::failed(Status::InternalError, error.to_string()))
+/// The deeper of the two queries' depths, or the verdict for one that [`sqltext::check`]
+/// refuses. Preprocessing changes no depth: it rewrites only quoted words and `datetime()`.
+fn checked_depth(gold: &str, pred: &str) -> Result<usize, Verdict> {
+    let gold = sqltext::check(gold)
+        .map_err(|error| Verdict::failed(Status::GoldUnparsed, error.to_string()))?;
+    let pred = sqltext::check(pred)
+        .map_err(|error| Verdict::failed(Status::PredUnparsed, error.to_string()))?;
+    Ok(gold.depth.max(pred.depth))
 }
 
 /// Steps 3-5 on preprocessed, valid queries.
@@ -253,6 +257,9 @@ pub fn compare(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
         (Err(error), _) | (_, Err(error)) => {
             let message = match error {
                 RuleError::SecondMinMax => "rule 10 met a second matching item (D16)",
+                RuleError::AliasRecursion => {
+                    "rule 106 would replace an alias inside its own expression forever"
+                }
             };
             let mut verdict = Verdict::failed(Status::InternalError, message.to_string());
             verdict.gold = side(&gold_trace, None);

@@ -227,22 +227,80 @@ fn hostile_predictions_end_in_a_verdict() {
 }
 
 #[test]
-fn queries_too_deep_to_parse_safely_are_unparsed_not_a_crash() {
-    // Issue 11 item 1: a left-leaning chain far deeper than any stack. SQLite refuses to plan it,
-    // so the bound is checked here directly, as for a query SQLite would accept.
+fn queries_too_long_or_deep_to_parse_safely_are_unparsed_not_a_crash() {
+    // Issue 11 item 1: a left-leaning chain far deeper than any stack, and a huge IN list, are
+    // refused before anything (the preprocessing's regexes included) reads them.
     let dir = tempfile::tempdir().unwrap();
-    let facts = Facts::read(&fixture(dir.path())).unwrap();
+    let db = fixture(dir.path());
+    let evaluator = Evaluator::new(false);
     let deep = format!("SELECT 1{} FROM singer", "+1".repeat(140_000));
-    let verdict = compare_on_enough_stack(S, &deep, &facts, false);
+    let verdict = evaluator.score(S, &deep, &db).unwrap();
     assert_eq!(verdict.status, Status::PredUnparsed);
     assert_eq!(
         verdict.message.as_deref(),
         Some("too deeply nested (depth 140001 > limit 5000)")
     );
-    let verdict = compare_on_enough_stack(&deep, S, &facts, true);
+    let list = vec!["\"x\""; 400_000].join(",");
+    let long = format!("SELECT name FROM singer WHERE name IN ({list})");
+    let verdict = Evaluator::new(true).score(&long, S, &db).unwrap();
     assert_eq!(verdict.status, Status::GoldUnparsed);
-    // Within the bound, however deep, the pair is compared (on a large stack).
-    let within = format!("SELECT 1{} FROM singer", "+1".repeat(4_000));
-    let verdict = compare_on_enough_stack(&within, &within, &facts, false);
+    assert!(verdict.message.unwrap().starts_with("too long ("));
+    // Deep within the bound, and valid for SQLite: compared on a large stack.
+    let within = format!("SELECT age{} FROM singer", "+1".repeat(900));
+    let verdict = evaluator.score(&within, &within, &db).unwrap();
     assert_eq!(verdict.status, Status::Match, "{}", verdict.explain());
+}
+
+#[test]
+fn aliases_spelled_like_tables_or_columns_end_in_a_verdict() {
+    // Issue 11 item 2: each of these overflowed the stack, in both modes.
+    let dir = tempfile::tempdir().unwrap();
+    let db = fixture(dir.path());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE races (raceId INTEGER PRIMARY KEY, year INTEGER, round INTEGER, name TEXT);",
+    )
+    .unwrap();
+    drop(conn);
+    let pairs = [
+        "SELECT name AS singer FROM singer",
+        "SELECT age AS age FROM singer GROUP BY age",
+        "SELECT MAX(year) AS year FROM races GROUP BY year ORDER BY MAX(round) DESC LIMIT 1",
+    ];
+    let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
+    for sql in pairs {
+        let verdict = harness.score(sql, sql, &db).unwrap();
+        assert_eq!(
+            verdict.status,
+            Status::Match,
+            "{sql}: {}",
+            verdict.explain()
+        );
+        assert!(verdict
+            .pred
+            .departures
+            .iter()
+            .any(|d| d.defect == "alias-loop"));
+        // The reference fails such a pair on its recursion limit and scores it 0.
+        let verdict = compat.score(sql, sql, &db).unwrap();
+        assert_eq!(verdict.status, Status::InternalError, "{sql}");
+        assert!(!verdict.etm);
+    }
+    // The alias goes, its references become the expression: the alias-free query matches.
+    let verdict = harness
+        .score(
+            "SELECT name AS singer FROM singer",
+            "SELECT name FROM singer",
+            &db,
+        )
+        .unwrap();
+    assert!(verdict.etm, "{}", verdict.explain());
+    let verdict = harness
+        .score(
+            "SELECT age AS age FROM singer GROUP BY age",
+            "SELECT age FROM singer GROUP BY age",
+            &db,
+        )
+        .unwrap();
+    assert!(verdict.etm, "{}", verdict.explain());
 }

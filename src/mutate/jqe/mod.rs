@@ -183,13 +183,14 @@ pub fn expand_database(
         .map(|checked| checked.depth)
         .max()
         .unwrap_or(0);
-    sqltext::run(deepest, || expand(db, db_path, schema, seeds, options, engine)).unwrap_or_else(
-        |_| {
-            let mut outcome = DbOutcome::default();
-            outcome.stats.seeds_unparsed = seeds.len();
-            outcome
-        },
-    )
+    sqltext::run(deepest, || {
+        expand(db, db_path, schema, seeds, options, engine)
+    })
+    .unwrap_or_else(|_| {
+        let mut outcome = DbOutcome::default();
+        outcome.stats.seeds_unparsed = seeds.len();
+        outcome
+    })
 }
 
 fn expand(
