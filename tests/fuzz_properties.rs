@@ -107,22 +107,22 @@ fn etm_evaluators() -> &'static [etm::Evaluator; 2] {
     ETM.get_or_init(|| [etm::Evaluator::new(false), etm::Evaluator::new(true)])
 }
 
-fn leaf() -> impl Strategy<Value = String> {
+fn leaf(columns: &'static [&'static str]) -> impl Strategy<Value = String> {
     prop_oneof![
-        select(&NAMES[3..]).prop_map(str::to_string),
-        (0i64..50).prop_map(|n| n.to_string()),
-        "'[a-zA-Z%]{0,3}'",
-        Just("NULL".to_string()),
-        Just("*".to_string()),
+        3 => select(columns).prop_map(str::to_string),
+        1 => (0i64..50).prop_map(|n| n.to_string()),
+        1 => "'[a-zA-Z%]{0,3}'",
+        1 => Just("NULL".to_string()),
     ]
 }
 
-/// Random expression trees: operators, parentheses, CASE, IN lists, aggregates, subqueries.
-fn expression() -> BoxedStrategy<String> {
+/// Random expression trees over `columns`: operators, parentheses, CASE, IN lists,
+/// aggregates, subqueries.
+fn expression(columns: &'static [&'static str]) -> BoxedStrategy<String> {
     const OPS: [&str; 13] = [
         "+", "-", "*", "/", "=", "!=", "<", ">=", "AND", "OR", "||", "LIKE", "IS",
     ];
-    leaf()
+    leaf(columns)
         .prop_recursive(6, 48, 4, |inner| {
             prop_oneof![
                 (inner.clone(), select(&OPS[..]), inner.clone())
@@ -132,10 +132,11 @@ fn expression() -> BoxedStrategy<String> {
                 (inner.clone(), inner.clone(), inner.clone())
                     .prop_map(|(a, b, c)| format!("CASE WHEN {a} THEN {b} ELSE {c} END")),
                 (
-                    select(&["MAX", "MIN", "COUNT", "SUM", "abs", "substr"][..]),
+                    select(&["MAX", "MIN", "COUNT", "SUM", "abs", "lower"][..]),
                     inner.clone()
                 )
                     .prop_map(|(f, a)| format!("{f}({a})")),
+                inner.clone().prop_map(|a| format!("substr({a}, 1, 2)")),
                 (inner.clone(), prop::collection::vec(inner.clone(), 1..4))
                     .prop_map(|(a, list)| format!("{a} IN ({})", list.join(", "))),
                 (inner.clone(), inner.clone())
@@ -152,56 +153,58 @@ fn chain() -> impl Strategy<Value = String> {
         .prop_map(|(op, n)| format!("1{}", format!(" {op} 1").repeat(n)))
 }
 
-/// A query over the schema from random parts.
-fn query(expr: impl Strategy<Value = String> + Clone) -> impl Strategy<Value = String> {
-    (
-        expr.clone(),
-        select(&NAMES[..3]),
-        prop::option::of(expr.clone()),
-        prop::option::of(expr),
-        any::<bool>(),
-    )
-        .prop_map(|(item, table, filter, order, distinct)| {
-            let mut sql = format!(
-                "SELECT {}{item} FROM {table}",
-                if distinct { "DISTINCT " } else { "" }
-            );
-            if let Some(filter) = filter {
-                sql.push_str(&format!(" WHERE {filter}"));
-            }
-            if let Some(order) = order {
-                sql.push_str(&format!(" ORDER BY {order} LIMIT 3"));
-            }
-            sql
-        })
+/// A query over one table of the schema from random parts.
+fn query() -> impl Strategy<Value = String> {
+    select(&TABLES[..]).prop_flat_map(|(table, columns)| {
+        (
+            expression(columns),
+            prop::option::of(expression(columns)),
+            prop::option::of(expression(columns)),
+            any::<bool>(),
+        )
+            .prop_map(move |(item, filter, order, distinct)| {
+                let mut sql = format!(
+                    "SELECT {}{item} FROM {table}",
+                    if distinct { "DISTINCT " } else { "" }
+                );
+                if let Some(filter) = filter {
+                    sql.push_str(&format!(" WHERE {filter}"));
+                }
+                if let Some(order) = order {
+                    sql.push_str(&format!(" ORDER BY {order} LIMIT 3"));
+                }
+                sql
+            })
+    })
 }
 
 /// `SELECT <expr> AS <alias> FROM <table> [AS <table alias>] [GROUP BY <name>] [ORDER BY ...]`
 /// with every name drawn from the schema's tables and columns.
 fn aliased_query() -> impl Strategy<Value = String> {
-    (
-        select(&["", "MAX(", "COUNT(", "abs("][..]),
-        select(&NAMES[3..]),
-        select(&NAMES[..]),
-        select(&NAMES[..3]),
-        prop::option::of(select(&NAMES[..])),
-        prop::option::of(select(&NAMES[..])),
-        prop::option::of(select(&NAMES[..])),
-    )
-        .prop_map(|(f, column, alias, table, table_alias, group, order)| {
-            let close = if f.is_empty() { "" } else { ")" };
-            let mut sql = format!("SELECT {f}{column}{close} AS {alias} FROM {table}");
-            if let Some(t) = table_alias {
-                sql.push_str(&format!(" AS {t}"));
-            }
-            if let Some(g) = group {
-                sql.push_str(&format!(" GROUP BY {g}"));
-            }
-            if let Some(o) = order {
-                sql.push_str(&format!(" ORDER BY {o} DESC LIMIT 1"));
-            }
-            sql
-        })
+    select(&TABLES[..]).prop_flat_map(|(table, columns)| {
+        (
+            select(&["", "MAX(", "COUNT(", "abs("][..]),
+            select(columns),
+            select(&NAMES[..]),
+            prop::option::of(select(&NAMES[..])),
+            prop::option::of(select(&NAMES[..])),
+            prop::option::of(select(&NAMES[..])),
+        )
+            .prop_map(move |(f, column, alias, table_alias, group, order)| {
+                let close = if f.is_empty() { "" } else { ")" };
+                let mut sql = format!("SELECT {f}{column}{close} AS {alias} FROM {table}");
+                if let Some(t) = table_alias {
+                    sql.push_str(&format!(" AS {t}"));
+                }
+                if let Some(g) = group {
+                    sql.push_str(&format!(" GROUP BY {g}"));
+                }
+                if let Some(o) = order {
+                    sql.push_str(&format!(" ORDER BY {o} DESC LIMIT 1"));
+                }
+                sql
+            })
+    })
 }
 
 /// Everything that reads a predicted query, on one query: no panic, no abort, and a query
@@ -237,7 +240,7 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn random_expression_trees_end_in_a_verdict(sql in query(expression())) {
+    fn random_expression_trees_end_in_a_verdict(sql in query()) {
         check_prediction_path(&sql)?;
     }
 
@@ -265,7 +268,10 @@ proptest! {
     #[test]
     fn random_text_is_a_prediction_like_any_other(text in prediction_text()) {
         let cleaned = clean_sql(&text);
-        prop_assert!(text.contains(cleaned.sql.as_str()) || cleaned.sql.is_empty());
+        // Pieces of the input only (a stray fence line inside the query is blanked).
+        for line in cleaned.sql.lines() {
+            prop_assert!(text.contains(line), "{line:?} is not in {text:?}");
+        }
         check_prediction_path(&cleaned.sql)?;
     }
 
