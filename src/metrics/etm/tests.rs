@@ -304,3 +304,57 @@ fn aliases_spelled_like_tables_or_columns_end_in_a_verdict() {
         .unwrap();
     assert!(verdict.etm, "{}", verdict.explain());
 }
+
+#[test]
+fn pairs_where_compat_disagreed_with_the_reference() {
+    // Issue 11 item 12, on data compat was not tuned on.
+    let dir = tempfile::tempdir().unwrap();
+    let db = fixture(dir.path());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE status (station_id INTEGER, date TEXT);
+         CREATE TABLE sailors (sid INTEGER PRIMARY KEY, sname TEXT, rating INTEGER, age REAL);
+         CREATE TABLE boats (bid INTEGER PRIMARY KEY, bname TEXT, color TEXT);
+         CREATE TABLE reserves (sid INTEGER NOT NULL REFERENCES sailors(sid),
+                                bid INTEGER NOT NULL REFERENCES boats(bid), day TEXT);",
+    )
+    .unwrap();
+    drop(conn);
+    let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
+    let both = |gold: &str, pred: &str| {
+        [&harness, &compat].map(|evaluator| {
+            let verdict = evaluator.score(gold, pred, &db).unwrap();
+            (verdict.etm, verdict.explain())
+        })
+    };
+    // sqlglot reads REAL as FLOAT; SQLite gives both REAL affinity.
+    let [sound, reference] = both(
+        "SELECT CAST(age AS FLOAT) / 2 FROM singer",
+        "SELECT CAST(age AS REAL) / 2 FROM singer",
+    );
+    assert!(sound.0 && reference.0, "{sound:?} {reference:?}");
+    let [sound, _] = both(
+        "SELECT CAST(age AS FLOAT) FROM singer",
+        "SELECT CAST(age AS TEXT) FROM singer",
+    );
+    assert!(!sound.0);
+    // Rule 15 with BETWEEN (two comparisons after rule 22): the prefix goes into both.
+    let [sound, reference] = both(
+        "SELECT station_id FROM status WHERE date BETWEEN '201308' AND '201311'",
+        "SELECT station_id FROM status WHERE substr(date, 1, 4) = '2013' AND substr(date, 5, 2) BETWEEN '08' AND '11'",
+    );
+    assert!(sound.0 && reference.0, "{sound:?} {reference:?}");
+    // Rule 14 over a 3-way join: the harness drops both key tables (NOT NULL foreign keys).
+    // The reference keeps one on such a pair for a reason not yet reproduced (see the report
+    // of issue 11 item 12), so compat is not asserted here.
+    let gold = "SELECT bid, count(*) FROM reserves WHERE sid > 1 GROUP BY bid";
+    let pred = "SELECT T1.bid, count(*) FROM reserves AS T1 JOIN boats AS T2 ON T1.bid = T2.bid \
+                JOIN sailors AS T3 ON T1.sid = T3.sid WHERE T1.sid > 1 GROUP BY T1.bid";
+    let [sound, _] = both(gold, pred);
+    assert!(sound.0, "{sound:?}");
+    // One join: both drop it, as before.
+    let one = "SELECT T1.bid, count(*) FROM reserves AS T1 JOIN boats AS T2 ON T1.bid = T2.bid \
+               WHERE T1.sid > 1 GROUP BY T1.bid";
+    let [sound, reference] = both(gold, one);
+    assert!(sound.0 && reference.0, "{sound:?} {reference:?}");
+}
