@@ -169,7 +169,7 @@ impl Evaluator {
     pub fn score(&self, gold: &str, pred: &str, db: &Path) -> Result<Verdict, EtmError> {
         let depth = match checked_depth(gold, pred) {
             Ok(depth) => depth,
-            Err(verdict) => return Ok(verdict),
+            Err((status, message)) => return Ok(Verdict::failed(status, message)),
         };
         let facts = self.facts(db)?;
         let gold = preprocess(gold, &facts);
@@ -215,13 +215,11 @@ pub fn preprocess(sql: &str, facts: &Facts) -> String {
     DATETIME.replace_all(&text, "datetime('now')").into_owned()
 }
 
-/// The deeper of the two queries' depths, or the verdict for one that [`sqltext::check`]
-/// refuses. Preprocessing changes no depth: it rewrites only quoted words and `datetime()`.
-fn checked_depth(gold: &str, pred: &str) -> Result<usize, Verdict> {
-    let gold = sqltext::check(gold)
-        .map_err(|error| Verdict::failed(Status::GoldUnparsed, error.to_string()))?;
-    let pred = sqltext::check(pred)
-        .map_err(|error| Verdict::failed(Status::PredUnparsed, error.to_string()))?;
+/// The deeper of the two queries' depths, or why [`sqltext::check`] refuses one.
+/// Preprocessing changes no depth: it rewrites only quoted words and `datetime()`.
+fn checked_depth(gold: &str, pred: &str) -> Result<usize, (Status, String)> {
+    let gold = sqltext::check(gold).map_err(|error| (Status::GoldUnparsed, error.to_string()))?;
+    let pred = sqltext::check(pred).map_err(|error| (Status::PredUnparsed, error.to_string()))?;
     Ok(gold.depth.max(pred.depth))
 }
 

@@ -75,11 +75,19 @@ fn level_match(
     Ok(pairs)
 }
 
-/// The free prediction rows of each position subset's projection, in position order.
+/// The prediction rows with one projection, in position order, and the index of the first
+/// that may still be free.
+#[derive(Default)]
+struct Bucket {
+    rows: Vec<usize>,
+    head: usize,
+}
+
+/// The free prediction rows of each position subset's projection.
 struct LevelIndex<'a> {
     subsets: &'a [Vec<usize>],
-    /// Per subset: projection → (prediction rows, index of the first maybe-free one).
-    maps: Vec<FxHashMap<Vec<u32>, (Vec<usize>, usize)>>,
+    /// Per subset: projection → its rows.
+    maps: Vec<FxHashMap<Vec<u32>, Bucket>>,
 }
 
 impl<'a> LevelIndex<'a> {
@@ -87,11 +95,11 @@ impl<'a> LevelIndex<'a> {
         let maps = subsets
             .iter()
             .map(|subset| {
-                let mut map: FxHashMap<Vec<u32>, (Vec<usize>, usize)> = FxHashMap::default();
+                let mut map: FxHashMap<Vec<u32>, Bucket> = FxHashMap::default();
                 for p in (0..pred.len()).filter(|&p| !taken[p]) {
                     map.entry(project(pred.row(p), subset))
                         .or_default()
-                        .0
+                        .rows
                         .push(p);
                 }
                 map
@@ -104,14 +112,14 @@ impl<'a> LevelIndex<'a> {
     fn first_free(&mut self, row: &[(u32, u32)], taken: &[bool]) -> Option<usize> {
         let mut best: Option<usize> = None;
         for (subset, map) in self.subsets.iter().zip(&mut self.maps) {
-            let Some((rows, head)) = map.get_mut(&project(row, subset)) else {
+            let Some(bucket) = map.get_mut(&project(row, subset)) else {
                 continue;
             };
             // Taken rows are never freed: skipping them for good keeps this amortised linear.
-            while rows.get(*head).is_some_and(|&p| taken[p]) {
-                *head += 1;
+            while bucket.rows.get(bucket.head).is_some_and(|&p| taken[p]) {
+                bucket.head += 1;
             }
-            if let Some(&p) = rows.get(*head) {
+            if let Some(&p) = bucket.rows.get(bucket.head) {
                 best = Some(best.map_or(p, |b| b.min(p)));
             }
         }
