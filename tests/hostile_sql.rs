@@ -50,7 +50,13 @@ fn deep_and_huge_predictions_are_per_case_errors() {
         let error = case["error"].as_str().unwrap();
         assert!(error.contains("Expression tree is too large"), "{error}");
         assert_eq!(case["etm"], 0, "{}", case["id"]);
-        assert_eq!(case["etm_detail"]["status"], "invalid_pred");
+        // ETM refuses it before planning, with the reason.
+        assert_eq!(case["etm_detail"]["status"], "pred_unparsed");
+        let message = case["etm_detail"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("too deeply nested (depth "),
+            "{message}"
+        );
     }
     // Deep, but SQLite runs it: scored as usual, ETM compares it on a large stack.
     assert_eq!(cases[2]["verdict"], "incorrect");

@@ -21,7 +21,7 @@ mod sets;
 mod tests;
 mod tree;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -197,22 +197,60 @@ impl Evaluator {
 
 /// Step 1: backticks become double quotes; a double-quoted word that names no table or
 /// column of this database becomes a string literal; `datetime()` means now.
+///
+/// The reference replaces each such `"word"` everywhere in the text, one word after the other:
+/// quadratic in a long query. When no quoted stretch the scan skipped (`"a" b "c"` skips
+/// `" b "`) holds one of those words and none holds `'`, that replaces exactly the quoted words
+/// the scan found, so one pass does it; otherwise the reference's loop runs.
 pub fn preprocess(sql: &str, facts: &Facts) -> String {
     static QUOTED: std::sync::LazyLock<Regex> =
         std::sync::LazyLock::new(|| Regex::new(r#""([^"]+)""#).expect("valid pattern"));
     static DATETIME: std::sync::LazyLock<Regex> =
         std::sync::LazyLock::new(|| Regex::new(r"(?i)\bdatetime\(\)").expect("valid pattern"));
-    let mut text = sql.replace('`', "\"");
-    let words: Vec<String> = QUOTED
+    let text = sql.replace('`', "\"");
+    let literal = |word: &str| !facts.knows_name(&word.to_lowercase());
+    let words: HashSet<&str> = QUOTED
         .captures_iter(&text)
-        .map(|c| c[1].to_string())
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .filter(|word| literal(word))
         .collect();
-    for word in words {
-        if !facts.knows_name(&word.to_lowercase()) {
-            text = text.replace(&format!("\"{word}\""), &format!("'{word}'"));
+    let one_pass = !words.iter().any(|word| word.contains('\''))
+        && skipped_stretches(&text, &QUOTED).all(|stretch| !words.contains(stretch));
+    let text = if one_pass {
+        QUOTED
+            .replace_all(&text, |c: &regex::Captures| match literal(&c[1]) {
+                true => format!("'{}'", &c[1]),
+                false => c[0].to_string(),
+            })
+            .into_owned()
+    } else {
+        let mut order: Vec<&str> = QUOTED
+            .captures_iter(&text)
+            .filter_map(|c| c.get(1).map(|m| m.as_str()))
+            .filter(|word| words.contains(word))
+            .collect();
+        let mut seen = HashSet::new();
+        order.retain(|word| seen.insert(*word));
+        let mut out = text.clone();
+        for word in order {
+            out = out.replace(&format!("\"{word}\""), &format!("'{word}'"));
         }
-    }
+        out
+    };
     DATETIME.replace_all(&text, "datetime('now')").into_owned()
+}
+
+/// The text between consecutive double quotes that the scan for `"word"` did not take as a
+/// quoted word.
+fn skipped_stretches<'a>(text: &'a str, quoted: &Regex) -> impl Iterator<Item = &'a str> {
+    let taken: HashSet<usize> = quoted.find_iter(text).map(|m| m.start()).collect();
+    let quotes: Vec<usize> = text.match_indices('"').map(|(at, _)| at).collect();
+    quotes
+        .windows(2)
+        .filter(move |pair| !taken.contains(&pair[0]))
+        .map(move |pair| &text[pair[0] + 1..pair[1]])
+        .collect::<Vec<_>>()
+        .into_iter()
 }
 
 /// The deeper of the two queries' depths, or why [`sqltext::check`] refuses one.
