@@ -16,6 +16,7 @@ pub mod mutate;
 pub mod report;
 pub mod scoring;
 pub mod spider;
+pub mod sqltext;
 pub mod system;
 #[doc(hidden)]
 pub mod testing;

@@ -189,6 +189,21 @@ pub fn add_fine_scores(
     }
     match sqlmorph::case_scores(&case.gold, db, sql, fine.regimes, &fine.options, engine) {
         Ok(scores) => {
+            let truncated: Vec<&str> = scores
+                .iter()
+                .filter(|(_, s)| s.note == Some(sqlmorph::Note::PartialMatchTruncated))
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if !truncated.is_empty() {
+                score.diagnostics.push(Diagnostic {
+                    code: sqlmorph::Note::PartialMatchTruncated.code(),
+                    message: format!(
+                        "{}: partial-cell matching exceeded pc_max_pairs ({}); these scores count exact cells only (a lower bound)",
+                        truncated.join(", "),
+                        fine.options.pc_max_pairs
+                    ),
+                });
+            }
             score.fine = scores
                 .into_iter()
                 .map(|(name, scores)| (name, scores.into()))
@@ -224,6 +239,10 @@ pub fn fine_means(regimes: &[Regime], scores: &[CaseScore]) -> BTreeMap<String, 
             (name, mean)
         })
         .collect()
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Writes `1` rather than `1.0` for whole scores, as the JSON contract promises `0|1`.
@@ -285,6 +304,10 @@ pub struct Summary {
     /// Mean SQLMorph metrics by regime name ([`fine_means`]); empty unless asked for.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub fine: BTreeMap<String, FineScores>,
+    /// Cases whose partial-cell matching was truncated (diagnostic `partial_match_truncated`):
+    /// their fine scores count exact cells only.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub partial_match_truncated: usize,
     /// Spider exact set match, overall and per hardness; only with `--metrics esm`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub esm: Option<HardnessMeans>,
@@ -358,6 +381,14 @@ pub fn summarize_with_penalties(
         cleaned: scores.iter().filter(|s| s.cleaned).count(),
         breakdown,
         fine: BTreeMap::new(),
+        partial_match_truncated: scores
+            .iter()
+            .filter(|s| {
+                s.diagnostics
+                    .iter()
+                    .any(|d| d.code == sqlmorph::Note::PartialMatchTruncated.code())
+            })
+            .count(),
         esm: None,
         etm: None,
         reliability: reliability::reliability(

@@ -72,6 +72,7 @@ const DOCUMENTED: &[(u16, &str)] = &[
     (25, "D9"),
     (26, "D13"),
     (26, "guard"),
+    (106, "alias-loop"),
 ];
 
 #[test]

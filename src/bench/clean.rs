@@ -11,6 +11,8 @@ use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement, Value};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
+use crate::sqltext;
+
 /// The SQL kept from a raw prediction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CleanedSql {
@@ -356,8 +358,16 @@ fn continues_sql(line: &str) -> bool {
 }
 
 /// Whether `sql` is an apology rather than an answer: one SELECT of string literals only, with
-/// no FROM (Defog's `idk.csv` convention, `SELECT 'Sorry, ...' AS answer;`).
+/// no FROM (Defog's `idk.csv` convention, `SELECT 'Sorry, ...' AS answer;`). A text too long or
+/// too deep to parse safely ([`sqltext::check`]) is no apology.
 pub fn is_apology(sql: &str) -> bool {
+    let Ok(checked) = sqltext::check(sql) else {
+        return false;
+    };
+    sqltext::run(checked.depth, || parsed_is_apology(sql)).unwrap_or(false)
+}
+
+fn parsed_is_apology(sql: &str) -> bool {
     let Ok(statements) = Parser::parse_sql(&SQLiteDialect {}, sql) else {
         return false;
     };
@@ -399,6 +409,24 @@ mod tests {
         assert!(!is_apology("SELECT 'x', 2"));
         assert!(!is_apology("SELECT 'a'; SELECT 'b'"));
         assert!(!is_apology("not sql at all"));
+    }
+
+    #[test]
+    fn huge_or_deep_predictions_are_no_apologies_and_do_not_crash() {
+        // Issue 11 item 1: `SELECT 1+1+...` with 140,000 terms overflowed the stack here.
+        let deep = format!("SELECT 1{}", "+1".repeat(140_000));
+        assert!(!is_apology(&deep));
+        let where_chain = format!("SELECT 'x' WHERE 1{}", " AND 1".repeat(140_000));
+        assert!(!is_apology(&where_chain));
+        // Deep but within the bound: parsed and dropped on a large stack.
+        let within = format!("SELECT 1{}", "+1".repeat(4_000));
+        assert!(!is_apology(&within));
+        // Over the size bound: refused before the parser allocates anything.
+        let long = format!(
+            "SELECT 'sorry' WHERE 1 IN ({})",
+            vec!["1"; 600_000].join(",")
+        );
+        assert!(!is_apology(&long));
     }
 
     fn check(raw: &str, sql: &str, cleaned: bool) {

@@ -26,6 +26,8 @@ use sqlparser::ast::{Query, Statement};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
+use crate::sqltext::{self, TooComplex};
+
 pub use operator::{Operator, UnknownOperator};
 pub use rng::{stream, DEFAULT_SEED};
 
@@ -66,6 +68,9 @@ pub enum MutateError {
     Parse(String),
     #[error("SQL is not a single query")]
     NotAQuery,
+    /// The seed SQL is too long or too deeply nested to parse safely.
+    #[error("SQL is {0}")]
+    TooComplex(TooComplex),
     #[error("{0} left the query unchanged")]
     Unchanged(Operator),
     #[error("{op} produced SQL that does not parse again: {message}: {sql}")]
@@ -91,9 +96,14 @@ impl MutateError {
 
 /// Applies `op` once to `sql`, choosing among its variants with `rng`. `Ok(None)`: the
 /// operator is not applicable to this query.
-pub fn mutate(sql: &str, op: Operator, rng: &mut impl Rng) -> Result<Option<String>, MutateError> {
-    let query = parse_query(sql)?;
-    Ok(attempt(&query, &query, op, rng)?.map(|(_, sql)| sql))
+pub fn mutate(
+    sql: &str,
+    op: Operator,
+    rng: &mut (impl Rng + Send),
+) -> Result<Option<String>, MutateError> {
+    on_enough_stack(sql, |query| {
+        Ok(attempt(&query, &query, op, rng)?.map(|(_, sql)| sql))
+    })
 }
 
 /// Applies `ops` in order to `sql`, each to the previous step's SQL, with the stream of
@@ -109,12 +119,20 @@ pub fn chain(
             return Err(MutateError::Conflict(other, op));
         }
     }
-    let gold = parse_query(sql)?;
+    on_enough_stack(sql, |gold| chain_parsed(seed_id, &gold, ops, run_seed))
+}
+
+fn chain_parsed(
+    seed_id: &str,
+    gold: &Query,
+    ops: &[Operator],
+    run_seed: u64,
+) -> Result<Option<Mutant>, MutateError> {
     let mut query = gold.clone();
     let mut mutated_sql = None;
     for depth in 1..=ops.len() {
         let mut rng = stream(run_seed, seed_id, &ops[..depth]);
-        match attempt(&gold, &query, ops[depth - 1], &mut rng)? {
+        match attempt(gold, &query, ops[depth - 1], &mut rng)? {
             Some((next, sql)) => {
                 query = next;
                 mutated_sql = Some(sql);
@@ -143,7 +161,17 @@ pub fn mutants_to_depth(
     max_depth: usize,
     run_seed: u64,
 ) -> Result<Mutants, MutateError> {
-    let gold = parse_query(sql)?;
+    on_enough_stack(sql, |gold| {
+        mutants_of_parsed(seed_id, &gold, max_depth, run_seed)
+    })
+}
+
+fn mutants_of_parsed(
+    seed_id: &str,
+    gold: &Query,
+    max_depth: usize,
+    run_seed: u64,
+) -> Result<Mutants, MutateError> {
     let mut frontier = vec![(Vec::new(), gold.clone())];
     let mut result = Mutants::default();
     for _ in 0..max_depth {
@@ -155,7 +183,7 @@ pub fn mutants_to_depth(
                 }
                 let ops: Vec<Operator> = prefix.iter().copied().chain([op]).collect();
                 let mut rng = stream(run_seed, seed_id, &ops);
-                match attempt(&gold, query, op, &mut rng) {
+                match attempt(gold, query, op, &mut rng) {
                     Ok(Some((mutated, sql))) => {
                         result.mutants.push(Mutant {
                             seed_id: seed_id.to_string(),
@@ -219,8 +247,20 @@ fn checked(
     }
 }
 
-/// Parses one query (a trailing `;` is allowed) with the SQLite dialect.
+/// Parses `sql` and runs `work` on its tree, on a stack large enough for its depth: the tree
+/// is cloned, printed and dropped recursively.
+fn on_enough_stack<T: Send>(
+    sql: &str,
+    work: impl FnOnce(Query) -> Result<T, MutateError> + Send,
+) -> Result<T, MutateError> {
+    let checked = sqltext::check(sql).map_err(MutateError::TooComplex)?;
+    sqltext::run(checked.depth, || work(parse_query(sql)?)).map_err(MutateError::TooComplex)?
+}
+
+/// Parses one query (a trailing `;` is allowed) with the SQLite dialect, when
+/// [`sqltext::check`] lets it.
 pub(crate) fn parse_query(sql: &str) -> Result<Query, MutateError> {
+    sqltext::check(sql).map_err(MutateError::TooComplex)?;
     let statements = Parser::parse_sql(&SQLiteDialect {}, sql)
         .map_err(|error| MutateError::Parse(error.to_string()))?;
     match <[Statement; 1]>::try_from(statements) {

@@ -625,3 +625,27 @@ fn mutant_serializes_with_seed_id_ops_and_sql() {
         r#"{"ops":["having_remove"],"reason":"not_applicable"}"#
     );
 }
+
+#[test]
+fn deep_or_huge_gold_queries_have_no_mutants_and_do_not_crash() {
+    // Issue 11 item 1: `generate errors` on a deep gold query overflowed the stack.
+    let deep = format!("SELECT a FROM t WHERE a = 1{}", "+1".repeat(140_000));
+    let error = mutants_to_depth("q", &deep, 2, DEFAULT_SEED).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "SQL is too deeply nested (depth 140002 > limit 5000)"
+    );
+    let list = vec!["1"; 600_000].join(",");
+    let long = format!("SELECT a FROM t WHERE a IN ({list})");
+    assert!(matches!(
+        mutants_of("q", &long, DEFAULT_SEED),
+        Err(MutateError::TooComplex(TooComplex::TooLong { .. }))
+    ));
+    // Deep within the bound: mutated on a large stack.
+    let within = format!(
+        "SELECT a FROM t WHERE a = 1{} AND b = 2",
+        "+1".repeat(3_000)
+    );
+    let found = mutants_to_depth("q", &within, 1, DEFAULT_SEED).unwrap();
+    assert!(!found.mutants.is_empty());
+}

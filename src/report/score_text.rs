@@ -122,6 +122,13 @@ fn render_fine(out: &mut String, summary: &Summary) {
             scores.exp, scores.exr, scores.f1
         );
     }
+    if summary.partial_match_truncated > 0 {
+        let _ = writeln!(
+            out,
+            "partial-cell matching truncated on {} cases (pc_max_pairs): their scores count exact cells only",
+            summary.partial_match_truncated
+        );
+    }
 }
 
 /// RS(c) for every penalty, the region counts and one row per category.

@@ -23,6 +23,7 @@ use super::ast::{
 };
 use super::schema::Schema;
 use super::tokenize::tokenize;
+use crate::sqltext;
 
 /// Why the reference parser would reject a query.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +69,8 @@ fn ends_list(token: &str) -> bool {
 
 /// Parses `sql` into the reference's structure, resolving columns against `schema`.
 pub fn parse(sql: &str, schema: &Schema) -> Result<Sql, ParseError> {
+    // The parser's own bound is on nested queries; the text's size and depth come first.
+    sqltext::check(sql).map_err(|e| ParseError::new(e.to_string()))?;
     let tokens = tokenize(sql)?;
     let parser = Parser {
         schema,
@@ -879,5 +882,19 @@ mod tests {
         assert!(parse(&nested(MAX_DEPTH), &schema()).is_ok());
         assert!(parse(&nested(MAX_DEPTH + 1), &schema()).is_err());
         assert!(parse(&nested(10_000), &schema()).is_err());
+    }
+
+    #[test]
+    fn huge_and_deep_texts_are_refused_before_tokenizing() {
+        let deep = format!(
+            "SELECT name FROM singer WHERE age = 1{}",
+            "+1".repeat(140_000)
+        );
+        let error = parse(&deep, &schema()).unwrap_err().to_string();
+        assert!(error.contains("too deeply nested (depth 140"), "{error}");
+        let list = vec!["1"; 600_000].join(",");
+        let long = format!("SELECT name FROM singer WHERE age IN ({list})");
+        let error = parse(&long, &schema()).unwrap_err().to_string();
+        assert!(error.contains("too long ("), "{error}");
     }
 }

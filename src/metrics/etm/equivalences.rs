@@ -708,6 +708,7 @@ pub fn rule14(tree: &mut Node, cx: &mut Cx) -> bool {
         if cx.compat && !tree.has(Key::Joins) {
             tree.set(Key::JoinsKept, true);
         }
+
         let replacement = Node::column(&foreign.0, &foreign.1);
         rewrite_below(
             tree,
@@ -810,14 +811,18 @@ pub fn rule15(tree: &mut Node, cx: &mut Cx) -> bool {
             }
             let mut leaves = Vec::new();
             flatten(node.clone(), Kind::And, &mut leaves);
-            let Some((eq_at, cmp_at, merged)) = substring_pair(&leaves) else {
+            let Some((eq_at, merged)) = substring_merges(&leaves) else {
                 return false;
             };
             if !cx.reaches(15, slot) {
                 return false;
             }
-            leaves[eq_at] = merged;
-            leaves.remove(cmp_at);
+            // Every comparison on the rest of the string takes the prefix (`BETWEEN` has become
+            // two); then the prefix equality goes.
+            for (cmp_at, comparison) in merged {
+                leaves[cmp_at] = comparison;
+            }
+            leaves.remove(eq_at);
             if let Some(chain) = Node::chain(Kind::And, leaves) {
                 *node = chain;
             }
@@ -827,7 +832,9 @@ pub fn rule15(tree: &mut Node, cx: &mut Cx) -> bool {
     )
 }
 
-fn substring_pair(leaves: &[Node]) -> Option<(usize, usize, Node)> {
+/// The first prefix equality `SUBSTR(c, 1, a) = 'x'` of the AND chain that some comparison
+/// `SUBSTR(c, a + 1, _) op 'y'` continues, with each such comparison rewritten `c op 'xy'`.
+fn substring_merges(leaves: &[Node]) -> Option<(usize, Vec<(usize, Node)>)> {
     let split = |leaf: &Node| -> Option<(Kind, (Node, f64, f64), Node)> {
         let (left, right) = leaf.operands()?;
         let (substring, literal) = if left.kind == Kind::Substring {
@@ -850,6 +857,7 @@ fn substring_pair(leaves: &[Node]) -> Option<(usize, usize, Node)> {
         let Some((Kind::Eq, (column, 1.0, length), prefix)) = split(eq) else {
             continue;
         };
+        let mut merged = Vec::new();
         for (cmp_at, cmp) in leaves.iter().enumerate() {
             let Some((kind, (other, start, _), rest)) = split(cmp) else {
                 continue;
@@ -860,9 +868,19 @@ fn substring_pair(leaves: &[Node]) -> Option<(usize, usize, Node)> {
             {
                 continue;
             }
-            let text = format!("{}{}", literal_text(&prefix)?, literal_text(&rest)?);
-            let merged = Node::binary(kind, column.clone(), Node::literal(&text, true));
-            return Some((eq_at, cmp_at, merged));
+            let Some(text) = literal_text(&prefix)
+                .zip(literal_text(&rest))
+                .map(|(x, y)| format!("{x}{y}"))
+            else {
+                continue;
+            };
+            merged.push((
+                cmp_at,
+                Node::binary(kind, column.clone(), Node::literal(&text, true)),
+            ));
+        }
+        if !merged.is_empty() {
+            return Some((eq_at, merged));
         }
     }
     None

@@ -316,8 +316,7 @@ pub fn expr(e: &Expr) -> Node {
             ..
         } => Node::unary(Kind::Cast, expr(inner)).with(
             Key::To,
-            Node::new(Kind::DataType)
-                .with(Key::This, Field::Text(data_type.to_string().to_uppercase())),
+            Node::new(Kind::DataType).with(Key::This, Field::Text(type_name(data_type))),
         ),
         Expr::Substring {
             expr: inner,
@@ -470,4 +469,22 @@ fn function(function: &ast::Function) -> Option<Node> {
                 .with(Key::Expressions, args),
         ),
     }
+}
+
+/// A CAST's type as sqlglot names it: its tokenizer reads synonyms as one type (`REAL` is
+/// `FLOAT`, `INTEGER` is `INT`, `NUMERIC` is `DECIMAL`), and for SQLite each pair has the same
+/// affinity. Parameters (`DECIMAL(10, 2)`) are kept.
+fn type_name(data_type: &sqlparser::ast::DataType) -> String {
+    let text = data_type.to_string().to_uppercase();
+    let (name, parameters) = text.split_at(text.find('(').unwrap_or(text.len()));
+    let canonical = match name.trim() {
+        "REAL" | "FLOAT4" => "FLOAT",
+        "INTEGER" | "INT4" => "INT",
+        "NUMERIC" => "DECIMAL",
+        "DOUBLE PRECISION" | "FLOAT8" => "DOUBLE",
+        "INT8" => "BIGINT",
+        "BOOL" => "BOOLEAN",
+        other => other,
+    };
+    format!("{canonical}{parameters}")
 }

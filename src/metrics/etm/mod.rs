@@ -21,7 +21,7 @@ mod sets;
 mod tests;
 mod tree;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -32,6 +32,7 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use crate::exec::{Engine, Limits};
+use crate::sqltext;
 
 pub use facts::Facts;
 pub use normalize::Departure;
@@ -163,7 +164,13 @@ impl Evaluator {
     }
 
     /// ETM of one pair on the database file `db`.
+    /// A query too long or too deep to parse safely ([`sqltext::check`]) is unparsed, before
+    /// anything else reads it.
     pub fn score(&self, gold: &str, pred: &str, db: &Path) -> Result<Verdict, EtmError> {
+        let depth = match checked_depth(gold, pred) {
+            Ok(depth) => depth,
+            Err((status, message)) => return Ok(Verdict::failed(status, message)),
+        };
         let facts = self.facts(db)?;
         let gold = preprocess(gold, &facts);
         let pred = preprocess(pred, &facts);
@@ -173,7 +180,10 @@ impl Evaluator {
         if let Err(message) = self.plans(db, &pred) {
             return Ok(Verdict::failed(Status::InvalidPred, message));
         }
-        Ok(compare_on_enough_stack(&gold, &pred, &facts, self.compat))
+        Ok(
+            sqltext::run(depth, || compare(&gold, &pred, &facts, self.compat))
+                .unwrap_or_else(|error| Verdict::failed(Status::InternalError, error.to_string())),
+        )
     }
 
     /// Step 2: `EXPLAIN QUERY PLAN` must succeed.
@@ -187,48 +197,68 @@ impl Evaluator {
 
 /// Step 1: backticks become double quotes; a double-quoted word that names no table or
 /// column of this database becomes a string literal; `datetime()` means now.
+///
+/// The reference replaces each such `"word"` everywhere in the text, one word after the other:
+/// quadratic in a long query. When no quoted stretch the scan skipped (`"a" b "c"` skips
+/// `" b "`) holds one of those words and none holds `'`, that replaces exactly the quoted words
+/// the scan found, so one pass does it; otherwise the reference's loop runs.
 pub fn preprocess(sql: &str, facts: &Facts) -> String {
     static QUOTED: std::sync::LazyLock<Regex> =
         std::sync::LazyLock::new(|| Regex::new(r#""([^"]+)""#).expect("valid pattern"));
     static DATETIME: std::sync::LazyLock<Regex> =
         std::sync::LazyLock::new(|| Regex::new(r"(?i)\bdatetime\(\)").expect("valid pattern"));
-    let mut text = sql.replace('`', "\"");
-    let words: Vec<String> = QUOTED
+    let text = sql.replace('`', "\"");
+    let literal = |word: &str| !facts.knows_name(&word.to_lowercase());
+    let words: HashSet<&str> = QUOTED
         .captures_iter(&text)
-        .map(|c| c[1].to_string())
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .filter(|word| literal(word))
         .collect();
-    for word in words {
-        if !facts.knows_name(&word.to_lowercase()) {
-            text = text.replace(&format!("\"{word}\""), &format!("'{word}'"));
+    let one_pass = !words.iter().any(|word| word.contains('\''))
+        && skipped_stretches(&text, &QUOTED).all(|stretch| !words.contains(stretch));
+    let text = if one_pass {
+        QUOTED
+            .replace_all(&text, |c: &regex::Captures| match literal(&c[1]) {
+                true => format!("'{}'", &c[1]),
+                false => c[0].to_string(),
+            })
+            .into_owned()
+    } else {
+        let mut order: Vec<&str> = QUOTED
+            .captures_iter(&text)
+            .filter_map(|c| c.get(1).map(|m| m.as_str()))
+            .filter(|word| words.contains(word))
+            .collect();
+        let mut seen = HashSet::new();
+        order.retain(|word| seen.insert(*word));
+        let mut out = text.clone();
+        for word in order {
+            out = out.replace(&format!("\"{word}\""), &format!("'{word}'"));
         }
-    }
+        out
+    };
     DATETIME.replace_all(&text, "datetime('now')").into_owned()
 }
 
-/// Queries longer than this are compared on a thread of their own with [`LARGE_STACK`].
-const LONG_QUERIES: usize = 2_000;
-const LARGE_STACK: usize = 512 << 20;
+/// The text between consecutive double quotes that the scan for `"word"` did not take as a
+/// quoted word.
+fn skipped_stretches<'a>(text: &'a str, quoted: &Regex) -> impl Iterator<Item = &'a str> {
+    let taken: HashSet<usize> = quoted.find_iter(text).map(|m| m.start()).collect();
+    let quotes: Vec<usize> = text.match_indices('"').map(|(at, _)| at).collect();
+    quotes
+        .windows(2)
+        .filter(move |pair| !taken.contains(&pair[0]))
+        .map(move |pair| &text[pair[0] + 1..pair[1]])
+        .collect::<Vec<_>>()
+        .into_iter()
+}
 
-/// [`compare`], on a thread with a large stack when the queries are long: trees are walked
-/// recursively, and a valid query can nest a thousand levels deep (SQLite's expression depth
-/// limit), which would overflow an ordinary thread's stack. The memory is only reserved.
-fn compare_on_enough_stack(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
-    if gold.len() + pred.len() <= LONG_QUERIES {
-        return compare(gold, pred, facts, compat);
-    }
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("etm-long-query".to_string())
-            .stack_size(LARGE_STACK)
-            .spawn_scoped(scope, || compare(gold, pred, facts, compat))
-            .map_err(|e| e.to_string())
-            .and_then(|thread| {
-                thread
-                    .join()
-                    .map_err(|_| "the comparison failed".to_string())
-            })
-            .unwrap_or_else(|message| Verdict::failed(Status::InternalError, message))
-    })
+/// The deeper of the two queries' depths, or why [`sqltext::check`] refuses one.
+/// Preprocessing changes no depth: it rewrites only quoted words and `datetime()`.
+fn checked_depth(gold: &str, pred: &str) -> Result<usize, (Status, String)> {
+    let gold = sqltext::check(gold).map_err(|error| (Status::GoldUnparsed, error.to_string()))?;
+    let pred = sqltext::check(pred).map_err(|error| (Status::PredUnparsed, error.to_string()))?;
+    Ok(gold.depth.max(pred.depth))
 }
 
 /// Steps 3-5 on preprocessed, valid queries.
@@ -263,6 +293,9 @@ pub fn compare(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
         (Err(error), _) | (_, Err(error)) => {
             let message = match error {
                 RuleError::SecondMinMax => "rule 10 met a second matching item (D16)",
+                RuleError::AliasRecursion => {
+                    "rule 106 would replace an alias inside its own expression forever"
+                }
             };
             let mut verdict = Verdict::failed(Status::InternalError, message.to_string());
             verdict.gold = side(&gold_trace, None);

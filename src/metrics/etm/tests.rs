@@ -225,3 +225,184 @@ fn hostile_predictions_end_in_a_verdict() {
         .unwrap();
     assert_eq!(singers, 1);
 }
+
+#[test]
+fn queries_too_long_or_deep_to_parse_safely_are_unparsed_not_a_crash() {
+    // Issue 11 item 1: a left-leaning chain far deeper than any stack, and a huge IN list, are
+    // refused before anything (the preprocessing's regexes included) reads them.
+    let dir = tempfile::tempdir().unwrap();
+    let db = fixture(dir.path());
+    let evaluator = Evaluator::new(false);
+    let deep = format!("SELECT 1{} FROM singer", "+1".repeat(140_000));
+    let verdict = evaluator.score(S, &deep, &db).unwrap();
+    assert_eq!(verdict.status, Status::PredUnparsed);
+    assert_eq!(
+        verdict.message.as_deref(),
+        Some("too deeply nested (depth 140001 > limit 5000)")
+    );
+    let list = vec!["\"x\""; 400_000].join(",");
+    let long = format!("SELECT name FROM singer WHERE name IN ({list})");
+    let verdict = Evaluator::new(true).score(&long, S, &db).unwrap();
+    assert_eq!(verdict.status, Status::GoldUnparsed);
+    assert!(verdict.message.unwrap().starts_with("too long ("));
+    // Deep within the bound, and valid for SQLite: compared on a large stack.
+    let within = format!("SELECT age{} FROM singer", "+1".repeat(900));
+    let verdict = evaluator.score(&within, &within, &db).unwrap();
+    assert_eq!(verdict.status, Status::Match, "{}", verdict.explain());
+}
+
+#[test]
+fn aliases_spelled_like_tables_or_columns_end_in_a_verdict() {
+    // Issue 11 item 2: each of these overflowed the stack, in both modes.
+    let dir = tempfile::tempdir().unwrap();
+    let db = fixture(dir.path());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE races (raceId INTEGER PRIMARY KEY, year INTEGER, round INTEGER, name TEXT);",
+    )
+    .unwrap();
+    drop(conn);
+    let pairs = [
+        "SELECT name AS singer FROM singer",
+        "SELECT age AS age FROM singer GROUP BY age",
+        "SELECT MAX(year) AS year FROM races GROUP BY year ORDER BY MAX(round) DESC LIMIT 1",
+    ];
+    let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
+    for sql in pairs {
+        let verdict = harness.score(sql, sql, &db).unwrap();
+        assert_eq!(
+            verdict.status,
+            Status::Match,
+            "{sql}: {}",
+            verdict.explain()
+        );
+        assert!(verdict
+            .pred
+            .departures
+            .iter()
+            .any(|d| d.defect == "alias-loop"));
+        // The reference fails such a pair on its recursion limit and scores it 0.
+        let verdict = compat.score(sql, sql, &db).unwrap();
+        assert_eq!(verdict.status, Status::InternalError, "{sql}");
+        assert!(!verdict.etm);
+    }
+    // The alias goes, its references become the expression: the alias-free query matches.
+    let verdict = harness
+        .score(
+            "SELECT name AS singer FROM singer",
+            "SELECT name FROM singer",
+            &db,
+        )
+        .unwrap();
+    assert!(verdict.etm, "{}", verdict.explain());
+    let verdict = harness
+        .score(
+            "SELECT age AS age FROM singer GROUP BY age",
+            "SELECT age FROM singer GROUP BY age",
+            &db,
+        )
+        .unwrap();
+    assert!(verdict.etm, "{}", verdict.explain());
+}
+
+#[test]
+fn pairs_where_compat_disagreed_with_the_reference() {
+    // Issue 11 item 12, on data compat was not tuned on.
+    let dir = tempfile::tempdir().unwrap();
+    let db = fixture(dir.path());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE status (station_id INTEGER, date TEXT);
+         CREATE TABLE sailors (sid INTEGER PRIMARY KEY, sname TEXT, rating INTEGER, age REAL);
+         CREATE TABLE boats (bid INTEGER PRIMARY KEY, bname TEXT, color TEXT);
+         CREATE TABLE reserves (sid INTEGER NOT NULL REFERENCES sailors(sid),
+                                bid INTEGER NOT NULL REFERENCES boats(bid), day TEXT);",
+    )
+    .unwrap();
+    drop(conn);
+    let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
+    let both = |gold: &str, pred: &str| {
+        [&harness, &compat].map(|evaluator| {
+            let verdict = evaluator.score(gold, pred, &db).unwrap();
+            (verdict.etm, verdict.explain())
+        })
+    };
+    // sqlglot reads REAL as FLOAT; SQLite gives both REAL affinity.
+    let [sound, reference] = both(
+        "SELECT CAST(age AS FLOAT) / 2 FROM singer",
+        "SELECT CAST(age AS REAL) / 2 FROM singer",
+    );
+    assert!(sound.0 && reference.0, "{sound:?} {reference:?}");
+    let [sound, _] = both(
+        "SELECT CAST(age AS FLOAT) FROM singer",
+        "SELECT CAST(age AS TEXT) FROM singer",
+    );
+    assert!(!sound.0);
+    // Rule 15 with BETWEEN (two comparisons after rule 22): the prefix goes into both.
+    let [sound, reference] = both(
+        "SELECT station_id FROM status WHERE date BETWEEN '201308' AND '201311'",
+        "SELECT station_id FROM status WHERE substr(date, 1, 4) = '2013' AND substr(date, 5, 2) BETWEEN '08' AND '11'",
+    );
+    assert!(sound.0 && reference.0, "{sound:?} {reference:?}");
+    // Rule 14 over a 3-way join: the harness drops both key tables (NOT NULL foreign keys).
+    // The reference keeps one on such a pair for a reason not yet reproduced (see the report
+    // of issue 11 item 12), so compat is not asserted here.
+    let gold = "SELECT bid, count(*) FROM reserves WHERE sid > 1 GROUP BY bid";
+    let pred = "SELECT T1.bid, count(*) FROM reserves AS T1 JOIN boats AS T2 ON T1.bid = T2.bid \
+                JOIN sailors AS T3 ON T1.sid = T3.sid WHERE T1.sid > 1 GROUP BY T1.bid";
+    let [sound, _] = both(gold, pred);
+    assert!(sound.0, "{sound:?}");
+    // One join: both drop it, as before.
+    let one = "SELECT T1.bid, count(*) FROM reserves AS T1 JOIN boats AS T2 ON T1.bid = T2.bid \
+               WHERE T1.sid > 1 GROUP BY T1.bid";
+    let [sound, reference] = both(gold, one);
+    assert!(sound.0 && reference.0, "{sound:?} {reference:?}");
+}
+
+/// The reference's preprocessing loop, word after word over the whole text.
+fn preprocess_word_by_word(sql: &str, facts: &Facts) -> String {
+    let quoted = Regex::new(r#""([^"]+)""#).unwrap();
+    let mut text = sql.replace('`', "\"");
+    let words: Vec<String> = quoted
+        .captures_iter(&text)
+        .map(|c| c[1].to_string())
+        .collect();
+    for word in words {
+        if !facts.knows_name(&word.to_lowercase()) {
+            text = text.replace(&format!("\"{word}\""), &format!("'{word}'"));
+        }
+    }
+    text.replace("datetime()", "datetime('now')")
+}
+
+#[test]
+fn preprocessing_in_one_pass_gives_the_reference_loop_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = Facts::read(&fixture(dir.path())).unwrap();
+    // Every string of up to 5 characters over an alphabet of quotes, names and spaces.
+    let alphabet = ['"', '\'', '`', 'a', ' ', 'x'];
+    let mut strings = vec![String::new()];
+    for _ in 0..5 {
+        let longer: Vec<String> = strings
+            .iter()
+            .filter(|s| s.len() == strings.last().map_or(0, String::len))
+            .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+            .collect();
+        strings.extend(longer);
+    }
+    let names = [
+        "\"name\" \"a\" \"x\"",
+        "SELECT \"name\" FROM singer WHERE \"a b\" = \" a b \"",
+    ];
+    for sql in strings.iter().map(String::as_str).chain(names) {
+        assert_eq!(
+            preprocess(sql, &facts),
+            preprocess_word_by_word(sql, &facts),
+            "{sql:?}"
+        );
+    }
+    // Many distinct quoted words: one pass, not one pass per word.
+    let many: Vec<String> = (0..100_000).map(|i| format!("\"w{i}\"")).collect();
+    let sql = format!("SELECT name FROM singer WHERE name IN ({})", many.join(","));
+    assert!(preprocess(&sql, &facts).contains("'w99999'"));
+}

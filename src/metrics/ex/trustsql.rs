@@ -283,9 +283,9 @@ fn mimic_placeholders(gold: &str) -> String {
 /// `add_distinct` (spec §7.3): when the gold selects DISTINCT (or `f(DISTINCT`) and the
 /// prediction does not, the rewritten prediction; `None` leaves it unchanged.
 ///
-/// sqlglot's re-rendering of the heads is approximated by [`render_head`]. The spec's
-/// "at least 4 tokens" contradicts its own first example (`SELECT a` has 3), so the rule
-/// here only requires the token at the insertion point to exist, as the older reference did.
+/// sqlglot's re-rendering of the heads is approximated by [`render_head`]. Like the reference
+/// (`len(pred_toks) >= 4`), a head of fewer than 4 tokens is left alone: `SELECT a` (3 tokens)
+/// never gets DISTINCT, although the spec's first example says otherwise.
 fn add_distinct(pred: &str, gold: &str) -> Option<String> {
     if !pred.to_lowercase().contains("select") {
         return None;
@@ -296,6 +296,9 @@ fn add_distinct(pred: &str, gold: &str) -> Option<String> {
     let gold_head = render_head(gold_head)?;
     let pred_tokens = head_tokens(&pred_head)?;
     let gold_tokens = head_tokens(&gold_head)?;
+    if pred_tokens.len() < 4 {
+        return None;
+    }
     let is_distinct = |t: Option<&&str>| t.is_some_and(|t| t.eq_ignore_ascii_case("distinct"));
     let insertable = |i: usize| {
         pred_tokens
@@ -408,12 +411,34 @@ mod tests {
     #[test]
     fn add_distinct_examples_of_the_spec() {
         assert_eq!(
-            add_distinct("select a from t where x=1", "SELECT DISTINCT a FROM t").as_deref(),
-            Some("SELECT DISTINCT a FROM t where x=1")
+            add_distinct(
+                "select a, b from t where x=1",
+                "SELECT DISTINCT a, b FROM t"
+            )
+            .as_deref(),
+            Some("SELECT DISTINCT a, b FROM t where x=1")
         );
         assert_eq!(
             add_distinct("SELECT COUNT(a) FROM t", "SELECT COUNT(DISTINCT a) FROM t").as_deref(),
             Some("SELECT COUNT(DISTINCT a) FROM t")
+        );
+    }
+
+    #[test]
+    fn add_distinct_needs_four_head_tokens_like_the_reference() {
+        // Issue 11 item 14: `SELECT student_id` is 3 tokens (`SELECT`, space, name); the
+        // reference's `len(pred_toks) >= 4` leaves it as it is, duplicates and all.
+        let gold = "SELECT DISTINCT student_id FROM student_record WHERE grade = 'A'";
+        let pred = "SELECT student_id FROM student_record WHERE grade = 'A'";
+        assert_eq!(add_distinct(pred, gold), None);
+        assert_eq!(
+            add_distinct("select a from t where x=1", "SELECT DISTINCT a FROM t"),
+            None
+        );
+        // 4 tokens and more: rewritten.
+        assert_eq!(
+            add_distinct("SELECT t.a FROM t", "SELECT DISTINCT t.a FROM t").as_deref(),
+            Some("SELECT DISTINCT t.a FROM t")
         );
     }
 
@@ -429,8 +454,8 @@ mod tests {
         // The split happens inside `from_airport`: the head is just `select`.
         assert_eq!(add_distinct("select from_airport from flight", gold), None);
         assert_eq!(
-            add_distinct("select x from_y", gold).as_deref(),
-            Some("SELECT DISTINCT x FROM_y")
+            add_distinct("select x, z from_y", gold).as_deref(),
+            Some("SELECT DISTINCT x, z FROM_y")
         );
     }
 

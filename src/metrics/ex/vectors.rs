@@ -798,19 +798,33 @@ fn trustsql_spider_family_strips_gold_distinct_only() {
 #[test]
 fn trustsql_domain_adds_distinct_and_collapses_counts() {
     let runner = FakeRunner::new()
+        .with_gold("SELECT DISTINCT a, b FROM t", rows(vec![vec![i(1), i(2)]]))
+        .with_pred(
+            "SELECT DISTINCT a, b FROM t where x=1",
+            rows(vec![vec![i(1), i(2)]]),
+        )
         .with_gold("SELECT DISTINCT a FROM t", rows(vec![vec![i(1)]]))
-        .with_pred("SELECT DISTINCT a FROM t where x=1", rows(vec![vec![i(1)]]))
+        .with_pred(
+            "select a from t where x=1",
+            rows(vec![vec![i(1)], vec![i(1)]]),
+        )
         .with_gold("SELECT COUNT(*) > 0 FROM flight", rows(vec![vec![i(1)]]))
         .with_pred(
             "SELECT flight_id FROM flight",
             rows(vec![vec![i(7)], vec![i(9)]]),
         )
         .with_pred_failure("SELECT slow FROM flight", ExecErrorKind::Timeout, "60 s");
-    let mut case = TestCase::new("SELECT DISTINCT a FROM t");
+    let mut case = TestCase::new("SELECT DISTINCT a, b FROM t");
     case.db = "atis".to_string();
-    let outcome = case.run(Mode::Trustsql, "select a from t where x=1", &runner);
+    let outcome = case.run(Mode::Trustsql, "select a, b from t where x=1", &runner);
     assert_eq!(outcome.verdict, Verdict::Correct);
     assert!(has(&outcome, "trustsql_add_distinct"));
+    // A one-column head is 3 tokens: the reference adds no DISTINCT (issue 11 item 14).
+    let mut one_column = TestCase::new("SELECT DISTINCT a FROM t");
+    one_column.db = "advising".to_string();
+    let outcome = one_column.run(Mode::Trustsql, "select a from t where x=1", &runner);
+    assert_eq!(outcome.verdict, Verdict::Incorrect);
+    assert!(!has(&outcome, "trustsql_add_distinct"));
     let mut counting = TestCase::new("SELECT COUNT(*) > 0 FROM flight");
     counting.db = "atis".to_string();
     assert_eq!(

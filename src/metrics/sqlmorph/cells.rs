@@ -3,7 +3,8 @@
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 
-use super::greedy::{greedy_match, Similarity, TokenRows};
+use super::greedy::TokenRows;
+use super::levels::partial_match;
 use super::values::sqlite_cmp_rows;
 use super::{cell, Tally};
 use crate::exec::value::HashKey as Key;
@@ -57,10 +58,10 @@ pub(super) fn projected_matches(
         }
         token_rows
     };
-    let matched = greedy_match(
+    let matched = partial_match(
         &to_token_rows(&gold_order, &gold_rows),
         &to_token_rows(&pred_order, &pred_rows),
-        Similarity::Overlap,
+        width,
         max_work,
     );
     let Ok(matched) = matched else {

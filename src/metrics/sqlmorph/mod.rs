@@ -16,10 +16,13 @@
 //! PC greedy (module `greedy`) is `O(W + n log n)` time and `O(n·k)` memory, where `W` is
 //! about `T = Σ_(column, value) gold_count · pred_count`, the number of equal cells over all
 //! row pairs (pairs sharing nothing are never visited). It gives exactly the result of the
-//! spec's cubic greedy. When the work exceeds [`Options::pc_max_pairs`] (e.g. a column with
-//! one value over 100,000 rows makes `T` = 10^10), partial credit is dropped, PC falls back
-//! to the exact-cell count (a lower bound) and the scores carry
-//! [`Note::PartialMatchTruncated`]. SC matching is cubic in the number of columns only.
+//! spec's cubic greedy. When that work would exceed [`Options::pc_max_pairs`] (e.g. a column
+//! with one value over 100,000 rows makes `T` = 10^10), the same greedy runs level by level
+//! (module `levels`: pairs of overlap k−1 first, found by hashing row projections, whatever
+//! the values). Only when that too exceeds the cap (many columns) is partial credit dropped:
+//! PC falls back to the exact-cell count (a lower bound) and the scores carry
+//! [`Note::PartialMatchTruncated`], shown per case and counted in the summary. SC matching is
+//! cubic in the number of columns only.
 //!
 //! `sqlmorph_compat` reproduces the reference implementation's deviations (§6): set-based EX,
 //! NC as per-row string sets with Jaccard pairing, first-occurrence row order in PC, float
@@ -31,6 +34,7 @@ mod cells;
 mod columns;
 mod embed;
 mod greedy;
+mod levels;
 mod nc;
 mod regime;
 mod values;

@@ -939,3 +939,42 @@ fn sqlite_order_sorts_leftovers() {
     let b = [int(1), Value::Null];
     assert_eq!(sqlite_cmp_rows(a.iter(), b.iter()), Ordering::Less);
 }
+
+/// Issue 11 item 13: `(id, a = id % 1000, b = 's' || id % 5000, c = id * 0.5, e = id % 7)` over
+/// 100,000 ids, against the same rows with `c + 1` where `id % 7 = 0`.
+fn hundred_thousand_rows() -> (ResultSet, ResultSet) {
+    let row = |id: i64, bump: bool| {
+        let c = id as f64 * 0.5 + if bump { 1.0 } else { 0.0 };
+        vec![
+            int(id),
+            int(id % 1000),
+            text(&format!("s{}", id % 5000)),
+            Value::Real(c),
+            int(id % 7),
+        ]
+    };
+    let columns = ["id", "a", "b", "c", "e"];
+    let gold = rs(&columns, (1..=100_000).map(|id| row(id, false)).collect());
+    let pred = rs(
+        &columns,
+        (1..=100_000).map(|id| row(id, id % 7 == 0)).collect(),
+    );
+    (gold, pred)
+}
+
+#[test]
+fn partial_cells_over_a_shared_low_cardinality_column_are_not_truncated() {
+    // Every leftover row has e = 0, so materialising pairs would visit 14,285² cells; level
+    // by level, each row finds its partner on (id, a, b, e). 6/7 exact + 1/7 at 4/5.
+    let (gold, pred) = hundred_thousand_rows();
+    let s = score(&gold, &pred, "EC-PC-IE", &Options::default());
+    assert_eq!(s.note, None);
+    let expected = (85_715.0 * 5.0 + 14_285.0 * 4.0) / 500_000.0;
+    assert_eq!((s.exp, s.exr), (expected, expected));
+    assert_eq!(rounded(s), [0.9714; 3]);
+    let s = score(&gold, &pred, "EC-PC-IE", &compat());
+    assert_eq!((rounded(s), s.note), ([0.9714; 3], None));
+    // Exact cells alone: 85,715 of 100,000 rows, what a truncation used to report.
+    let s = score(&gold, &pred, "EC-EC-IE", &Options::default());
+    assert_eq!(s.exp, 0.85715);
+}

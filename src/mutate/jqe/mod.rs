@@ -20,6 +20,7 @@ use serde::Serialize;
 use sqlparser::ast::{Query, SetExpr};
 
 use crate::exec::Engine;
+use crate::sqltext;
 use expand::{jccs, rank, PatternCounts, Ranking, Shape};
 use graph::SchemaGraph;
 use query::Jqg;
@@ -167,6 +168,32 @@ struct Parsed {
 /// Runs JQE over the seeds of database `db` (file `db_path`), executing candidates with
 /// `engine`. The seeds are the database's whole evaluation set: their patterns count as taken.
 pub fn expand_database(
+    db: &str,
+    db_path: &Path,
+    schema: &SchemaGraph,
+    seeds: &[Seed],
+    options: &Options,
+    engine: &Engine,
+) -> DbOutcome {
+    // Trees of the seeds and their expansions are kept, cloned, printed and dropped
+    // recursively: all of it runs on a stack large enough for the deepest seed.
+    let deepest = seeds
+        .iter()
+        .filter_map(|seed| sqltext::check(&seed.sql).ok())
+        .map(|checked| checked.depth)
+        .max()
+        .unwrap_or(0);
+    sqltext::run(deepest, || {
+        expand(db, db_path, schema, seeds, options, engine)
+    })
+    .unwrap_or_else(|_| {
+        let mut outcome = DbOutcome::default();
+        outcome.stats.seeds_unparsed = seeds.len();
+        outcome
+    })
+}
+
+fn expand(
     db: &str,
     db_path: &Path,
     schema: &SchemaGraph,

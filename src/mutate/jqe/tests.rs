@@ -225,6 +225,24 @@ fn isomorphic_expansions_keep_only_the_first_ranked_with_n_1() {
 }
 
 #[test]
+fn deep_seeds_are_unparsed_or_expanded_on_a_large_stack() {
+    // Issue 11 item 1: a seed far past the depth limit is counted as unparsed; one deep but
+    // within it is expanded like any other (its trees live on a thread with a large stack).
+    let too_deep = format!(
+        "SELECT COUNT(*) FROM molecule WHERE molecule.label = '-'{}",
+        " AND 1".repeat(20_000)
+    );
+    let deep = format!(
+        "SELECT COUNT(*) FROM molecule WHERE molecule.label = '-'{}",
+        " AND 1 = 1".repeat(400)
+    );
+    let outcome = run(1, &[seed("q1", &too_deep), seed("q2", &deep)]);
+    assert_eq!(outcome.stats.seeds_unparsed, 1);
+    assert!(!outcome.expansions.is_empty());
+    assert!(outcome.expansions.iter().all(|e| e.seed_id == "q2"));
+}
+
+#[test]
 fn outer_join_conditions_are_join_edges() {
     let schema = graph_of(TOXICOLOGY, true);
     let (_, graph) = jqg(
