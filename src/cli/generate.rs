@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::Source;
-use super::EXIT_OK;
 use crate::bench::Case;
 use crate::error::InputError;
+use crate::error::EXIT_OK;
 use crate::exec::{Engine, Limits};
-use crate::gate::snapshot::write_atomically;
+use crate::files::write_atomically;
 use crate::llm::cache::JsonlCache;
 use crate::llm::{Client, ClientConfig};
 use crate::mutate::jqe;

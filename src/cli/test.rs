@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
+use crate::config::RecordMode;
 use crate::config::DEFAULT_PROFILE;
 use crate::error::InputError;
 use crate::gate::run::Selection;
@@ -11,9 +12,8 @@ use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestStatus};
 use crate::report::terminal::TerminalReporter;
 use crate::report::{github, junit};
-use crate::system::answer::RecordMode;
 
-use super::{EXIT_OK, EXIT_TESTS_FAILED};
+use crate::error::{EXIT_OK, EXIT_TESTS_FAILED};
 
 #[derive(Args)]
 pub struct TestArgs {

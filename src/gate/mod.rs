@@ -13,7 +13,6 @@ pub mod run;
 pub mod session;
 pub mod setup;
 pub mod snapshot;
-pub mod threshold;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]

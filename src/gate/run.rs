@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::config::Metric;
 use crate::exec::Engine;
 use crate::system::{Reply, SystemError};
 
@@ -100,10 +101,10 @@ pub fn run(
                 TestKind::Gate(_) => None,
             })
             .collect();
-        let gates: Vec<&str> = suite_tests
+        let gates: Vec<Metric> = suite_tests
             .iter()
-            .filter_map(|t| match &t.kind {
-                TestKind::Gate(metric) => Some(metric.as_str()),
+            .filter_map(|t| match t.kind {
+                TestKind::Gate(metric) => Some(metric),
                 TestKind::Case(_) => None,
             })
             .collect();
@@ -135,7 +136,7 @@ pub fn run(
             },
         );
         let complete = runs.len() == needed.len();
-        let metrics = judge::suite_metrics(&runs, suite.penalty);
+        let metrics = judge::suite_metrics(suite, &runs);
         for metric in gates {
             let result = if complete {
                 judge::judge_gate(suite, metric, &metrics, start.elapsed())

@@ -16,7 +16,7 @@ use quick_junit::{
 };
 
 use crate::error::InputError;
-use crate::gate::snapshot::write_atomically;
+use crate::files::write_atomically;
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 
 /// The name of the `<testsuites>` element.

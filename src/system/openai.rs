@@ -203,7 +203,7 @@ fn fingerprint(config: &OpenAiConfig, template_text: &str) -> String {
         .collect()
 }
 
-/// Turns the model's text into an answer: an abstention, a cleaned query, or Garbage.
+/// Turns the model's text into an answer: an abstention, a query, or Garbage.
 fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> {
     let (text, had_reasoning) = strip_reasoning(content);
     let abstained = text.to_lowercase().contains(&abstain_marker.to_lowercase());
@@ -224,11 +224,10 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
             retry_after: None,
         });
     }
+    // The pipeline cleans the reply; cleaning here only tells a query from prose.
     Ok(Reply {
-        sql: Some(cleaned.sql),
-        cleaned: cleaned.cleaned || had_reasoning,
-        samples: Vec::new(),
-        retrieved: Vec::new(),
+        cleaned: had_reasoning,
+        ..Reply::sql(text)
     })
 }
 
@@ -405,11 +404,12 @@ mod tests {
             "```sql\nSELECT count(*) FROM singer;\n```",
             "not_answerable",
         )
-        .unwrap();
+        .unwrap()
+        .clean();
         assert_eq!(reply.sql.as_deref(), Some("SELECT count(*) FROM singer"));
         assert!(reply.cleaned);
 
-        let reply = interpret("SELECT 1", "not_answerable").unwrap();
+        let reply = interpret("SELECT 1", "not_answerable").unwrap().clean();
         assert_eq!(reply.sql.as_deref(), Some("SELECT 1"));
         assert!(!reply.cleaned);
 
@@ -441,6 +441,8 @@ mod tests {
     fn reasoning_blocks_are_dropped() {
         let raw = "<think>Maybe SELECT * FROM t? If unsure say not_answerable.</think>\n```sql\nSELECT name FROM singer\n```";
         let reply = interpret(raw, "not_answerable").unwrap();
+        assert!(!reply.sql.as_deref().unwrap().contains("think"));
+        let reply = reply.clean();
         assert_eq!(reply.sql.as_deref(), Some("SELECT name FROM singer"));
         assert!(reply.cleaned);
     }
