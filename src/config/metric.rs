@@ -22,6 +22,16 @@ pub enum Metric {
 }
 
 impl Metric {
+    pub const ALL: [Metric; 7] = [
+        Metric::Ex,
+        Metric::Exp,
+        Metric::Exr,
+        Metric::F1,
+        Metric::Esm,
+        Metric::Etm,
+        Metric::Rs,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Metric::Ex => "ex",
@@ -38,5 +48,16 @@ impl Metric {
 impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Metric {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Metric, String> {
+        Metric::ALL
+            .into_iter()
+            .find(|metric| metric.name() == name)
+            .ok_or_else(|| format!("unknown metric `{name}`"))
     }
 }

@@ -13,7 +13,7 @@ use crate::metrics::reliability::{self, Region};
 use crate::scoring::{self, CaseScore, FineScores, Response};
 use crate::system::{Reply, SystemError};
 
-use super::plan::SuitePlan;
+use super::plan::{SuitePlan, TestKind};
 use super::{TestResult, TestStatus};
 
 /// One case after the system answered and the answer was scored.
@@ -109,6 +109,16 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
+    // A metric that could not be computed scored 0 above; its property says why.
+    for diagnostic in &run.score.diagnostics {
+        if run
+            .score
+            .metric_errors()
+            .any(|m| m.error_code() == diagnostic.code)
+        {
+            properties.insert(diagnostic.code.to_string(), diagnostic.message.clone());
+        }
+    }
     let message = (status == TestStatus::Failed).then(|| failure_message(run, accepted, must_pass));
     let detail = (!correct).then(|| failure_detail(case, &run.score));
     TestResult {
@@ -122,6 +132,9 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         source: Some(case.source.clone()),
         gold_sql: case.gold.clone(),
         predicted_sql: run.score.sql.clone(),
+        kind: TestKind::Case(run.case_index),
+        verdict: Some(run.score.verdict),
+        threshold: None,
     }
 }
 
@@ -190,6 +203,14 @@ pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
         ],
         None => Vec::new(),
     }
+}
+
+/// `<metric>_error=1` for each metric that could not be computed (and scored 0), for snapshots.
+pub fn metric_error_flags(run: &CaseRun) -> Vec<(String, String)> {
+    run.score
+        .metric_errors()
+        .map(|metric| (metric.error_code().to_string(), "1".to_string()))
+        .collect()
 }
 
 /// A case's ESM and ETM (0 or 1), when its suite asks for them.
@@ -266,6 +287,9 @@ pub fn judge_gate(
         source: None,
         gold_sql: Vec::new(),
         predicted_sql: None,
+        kind: TestKind::Gate(metric),
+        verdict: None,
+        threshold: Some(threshold),
     }
 }
 

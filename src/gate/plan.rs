@@ -47,7 +47,8 @@ impl SuitePlan {
 }
 
 /// What kind of test a name stands for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TestKind {
     /// A case: its index in the suite's benchmark.
     Case(usize),

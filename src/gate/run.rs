@@ -141,7 +141,7 @@ pub fn run(
             let result = if complete {
                 judge::judge_gate(suite, metric, &metrics, start.elapsed())
             } else {
-                skipped(suite, &suite.gate_test_name(metric))
+                skipped(suite, TestKind::Gate(metric))
             };
             on_event(Event::Finished(&result));
             report.results.push(result);
@@ -173,9 +173,10 @@ fn evaluate(
             needed.par_iter().zip(replies.par_iter()).for_each_with(
                 sender,
                 |sender, (&case, reply)| {
-                    let case_test = suite.case_test_name(&suite.bench.cases[case]);
                     if stop.load(Ordering::Relaxed) {
-                        let result = selected.contains(&case).then(|| skipped(suite, &case_test));
+                        let result = selected
+                            .contains(&case)
+                            .then(|| skipped(suite, TestKind::Case(case)));
                         let _ = sender.send((None, result));
                         return;
                     }
@@ -205,9 +206,13 @@ fn evaluate(
     runs
 }
 
-fn skipped(suite: &SuitePlan, name: &str) -> TestResult {
+fn skipped(suite: &SuitePlan, kind: TestKind) -> TestResult {
+    let name = match kind {
+        TestKind::Case(case) => suite.case_test_name(&suite.bench.cases[case]),
+        TestKind::Gate(metric) => suite.gate_test_name(metric),
+    };
     TestResult {
-        name: name.to_string(),
+        name,
         suite: suite.name.clone(),
         status: TestStatus::Skipped,
         duration: Default::default(),
@@ -217,5 +222,8 @@ fn skipped(suite: &SuitePlan, name: &str) -> TestResult {
         source: None,
         gold_sql: Vec::new(),
         predicted_sql: None,
+        kind,
+        verdict: None,
+        threshold: None,
     }
 }

@@ -322,6 +322,7 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
         .into_iter()
         .chain(judge::fine_metrics(run))
         .chain(judge::structural_metrics(run))
+        .chain(judge::metric_error_flags(run))
         .collect(),
         sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
     }
