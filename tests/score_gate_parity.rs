@@ -35,11 +35,15 @@ fn score_json(args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).expect("score prints JSON")
 }
 
+type Properties = BTreeMap<String, BTreeMap<String, String>>;
+
 /// The JUnit properties of a gate run: the suite's (key `""`) and each case's (`<db>::<id>`).
-fn gate_properties(
-    suite_settings: &str,
-    predictions: &Path,
-) -> BTreeMap<String, BTreeMap<String, String>> {
+fn gate_properties(suite_settings: &str, predictions: &Path) -> Properties {
+    gate_run(suite_settings, predictions).1
+}
+
+/// A gate run of suite `parity` in a folder of its own (its pending snapshot is kept there).
+fn gate_run(suite_settings: &str, predictions: &Path) -> (tempfile::TempDir, Properties) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("sqlgate.toml");
     std::fs::write(
@@ -89,11 +93,11 @@ fn gate_properties(
             properties(case),
         );
     }
-    all
+    (dir, all)
 }
 
 /// Each metric of `score`'s JSON equals the gate's property, per case and as a mean.
-fn assert_same(score: &Value, gate: &BTreeMap<String, BTreeMap<String, String>>, metrics: &[&str]) {
+fn assert_same(score: &Value, gate: &Properties, metrics: &[&str]) {
     let cases = score["cases"].as_array().unwrap();
     let mut compared = 0;
     for case in cases.iter().filter(|c| c["feasible"] == true) {
@@ -301,4 +305,90 @@ fn a_database_missing_from_tables_json_is_bad_input() {
     assert!(stderr.contains("gold.txt"), "{stderr}");
     assert!(stderr.contains("`concert_singer` is not in"), "{stderr}");
     assert!(stderr.contains("tables.json"), "{stderr}");
+}
+
+#[test]
+fn a_metric_that_cannot_be_computed_scores_zero_and_is_counted_everywhere() {
+    let suite = repo().join("benchmarks/demo/suite.toml");
+    let predictions = repo().join("benchmarks/demo/predictions/sample.jsonl");
+    // Nothing listens on the discard port: every embedding request is refused.
+    let dead = "http://127.0.0.1:9/v1";
+    let cache = tempfile::tempdir().unwrap();
+    let cache_file = cache.path().join("embeddings.jsonl");
+    let args = [
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        predictions.to_str().unwrap(),
+        "--metrics",
+        "SC-EC-PE",
+        "--embeddings-url",
+        dead,
+        "--embeddings-model",
+        "nomic-embed-text",
+        "--embeddings-cache",
+        cache_file.to_str().unwrap(),
+    ];
+    let score = score_json(&args);
+    let failed: Vec<&Value> = score["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|case| {
+            case["diagnostics"]
+                .as_array()
+                .is_some_and(|d| d.iter().any(|d| d["code"] == "sqlmorph_error"))
+        })
+        .collect();
+    assert!(!failed.is_empty());
+    for case in &failed {
+        assert_eq!(case["fine"]["SC-EC-PE"]["f1"], 0.0, "{case}");
+    }
+    assert_eq!(
+        score["summary"]["metric_errors"]["sqlmorph"],
+        failed.len(),
+        "counted in the summary"
+    );
+    let text = sqlgate(&args);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "sqlmorph could not be computed for {} case(s)",
+            failed.len()
+        )),
+        "{stdout}"
+    );
+
+    let (dir, gate) = gate_run(
+        &format!(
+            "benchmark = \"{}\"\nregime = \"SC-EC-PE\"\nembeddings = {{ base_url = \"{dead}\", model = \"nomic-embed-text\" }}",
+            suite.display()
+        ),
+        &predictions,
+    );
+    let snapshot = std::fs::read_to_string(dir.path().join("snapshots/parity.snap.new"))
+        .expect("a pending snapshot");
+    for case in &failed {
+        let name = format!(
+            "{}::{}",
+            case["db"].as_str().unwrap(),
+            case["id"].as_str().unwrap()
+        );
+        let properties = &gate[&name];
+        assert_eq!(properties["f1"], "0", "{name}");
+        assert!(
+            properties["sqlmorph_error"].contains("127.0.0.1:9"),
+            "the property gives the reason: {properties:?}"
+        );
+        let line = snapshot
+            .lines()
+            .find(|line| line.starts_with(&format!("parity::{name} ")))
+            .expect("the case is in the snapshot");
+        assert!(line.contains("sqlmorph_error=1"), "{line}");
+    }
+    assert_eq!(
+        gate[""]["f1"],
+        format_metric(score["summary"]["fine"]["SC-EC-PE"]["f1"].as_f64().unwrap())
+    );
 }
