@@ -264,9 +264,9 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     for (metric, count) in &summary.metric_errors {
         let first = scores
             .iter()
-            .flat_map(|s| &s.diagnostics)
-            .find(|d| d.code == metric.error_code())
-            .map_or("", |d| d.message.as_str());
+            .flat_map(|s| s.metric_errors())
+            .find(|(failed, _)| failed == metric)
+            .map_or("", |(_, reason)| reason);
         eprintln!(
             "warning: {} could not be computed for {count} case(s), scored 0; first: {first}",
             metric.name()

@@ -110,14 +110,8 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
     // A metric that could not be computed scored 0 above; its property says why.
-    for diagnostic in &run.score.diagnostics {
-        if run
-            .score
-            .metric_errors()
-            .any(|m| m.error_code() == diagnostic.code)
-        {
-            properties.insert(diagnostic.code.to_string(), diagnostic.message.clone());
-        }
+    for (metric, reason) in run.score.metric_errors() {
+        properties.insert(metric.error_code().to_string(), reason.to_string());
     }
     let message = (status == TestStatus::Failed).then(|| failure_message(run, accepted, must_pass));
     let detail = (!correct).then(|| failure_detail(case, &run.score));
@@ -209,7 +203,7 @@ pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
 pub fn metric_error_flags(run: &CaseRun) -> Vec<(String, String)> {
     run.score
         .metric_errors()
-        .map(|metric| (metric.error_code().to_string(), "1".to_string()))
+        .map(|(metric, _)| (metric.error_code().to_string(), "1".to_string()))
         .collect()
 }
 

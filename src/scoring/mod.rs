@@ -187,12 +187,13 @@ impl CaseScore {
         Region::of(&self.facts())
     }
 
-    /// The metrics that could not be computed for this case.
-    pub fn metric_errors(&self) -> impl Iterator<Item = ComputedMetric> + '_ {
+    /// The metrics that could not be computed for this case, each with the reason.
+    pub fn metric_errors(&self) -> impl Iterator<Item = (ComputedMetric, &str)> + '_ {
         self.diagnostics.iter().filter_map(|d| {
             ComputedMetric::ALL
                 .into_iter()
                 .find(|metric| metric.error_code() == d.code)
+                .map(|metric| (metric, d.message.as_str()))
         })
     }
 }

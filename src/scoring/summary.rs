@@ -106,7 +106,7 @@ pub fn summarize(scoring: &Scoring, scores: &[CaseScore], penalties: &[Penalty])
         .map(|flags| flags.iter().filter(|&&f| f).count() as f64 / flags.len() as f64);
     let infeasible: Vec<&CaseScore> = scores.iter().filter(|s| !s.feasible).collect();
     let mut metric_errors = BTreeMap::new();
-    for metric in scores.iter().flat_map(CaseScore::metric_errors) {
+    for (metric, _) in scores.iter().flat_map(CaseScore::metric_errors) {
         *metric_errors.entry(metric).or_insert(0) += 1;
     }
     let facts: Vec<_> = scores.iter().map(CaseScore::facts).collect();

@@ -109,6 +109,6 @@ impl Throttle {
 }
 
 /// A non-negative, finite number of seconds as a duration.
-pub(crate) fn seconds(secs: f64) -> Option<Duration> {
+fn seconds(secs: f64) -> Option<Duration> {
     Duration::try_from_secs_f64(secs).ok()
 }
