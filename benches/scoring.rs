@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use criterion::{criterion_group, criterion_main, Criterion};
 use sqlgate::bench::{self, Answer, Benchmark, Prediction};
 use sqlgate::exec::{Engine, Limits};
-use sqlgate::metrics::ex::{Mode, ModeOptions};
-use sqlgate::scoring;
+use sqlgate::metrics::ex::Mode;
+use sqlgate::scoring::{self, Scoring};
 
 fn benchmark() -> Benchmark {
     let gold = match sqlgate::testing::shared_data() {
@@ -85,11 +85,12 @@ fn scoring_benchmarks(c: &mut Criterion) {
         .build()
         .unwrap();
     for mode in [Mode::Testsuite, Mode::Bird, Mode::Defog] {
+        let scoring = Scoring::new(mode);
+        let databases = scoring.databases(&bench).unwrap();
         let run = || {
             let engine = Engine::new(Limits::default());
             let scores =
-                scoring::score(&bench, &predictions, mode, &ModeOptions::default(), &engine)
-                    .unwrap();
+                scoring::score_all(&scoring, &bench.cases, &databases, &predictions, &engine);
             assert!(scores.iter().all(|s| s.ex == 1.0));
         };
         group.bench_function(format!("sqlgate/{mode:?}/1-thread"), |b| {

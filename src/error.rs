@@ -4,6 +4,14 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// Exit codes, documented in README; defined here so that every front end (`cli`, `harness`)
+/// uses the same ones.
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_TESTS_FAILED: u8 = 100;
+/// `test`: the filters select no test to run (nextest's `NO_TESTS_RUN`).
+pub const EXIT_NO_TESTS_RUN: u8 = 4;
+
 /// Bad input: a malformed file, an unknown database, misaligned predictions...
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {

@@ -13,9 +13,9 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use crate::config::DEFAULT_PROFILE;
 use clap::ValueEnum;
 
+use crate::config::RecordMode;
 use crate::gate::session::Session;
 use crate::gate::TestStatus;
-use crate::system::answer::RecordMode;
 use crate::system::System;
 
 /// What the harness runs: a configuration, a profile, and optionally a Rust system.
@@ -92,7 +92,7 @@ fn trials(session: &Arc<Session>) -> Vec<Trial> {
 
 fn exit_bad_input(message: &str) -> ! {
     eprintln!("error: {message}");
-    std::process::exit(i32::from(crate::cli::EXIT_BAD_INPUT))
+    std::process::exit(i32::from(crate::error::EXIT_BAD_INPUT))
 }
 
 /// The `main` of a `harness = false` test target:

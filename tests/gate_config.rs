@@ -120,3 +120,42 @@ fn a_case_setting_for_no_test_and_no_suite_at_all() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr.contains("no [[suite]]"), "{stderr}");
 }
+
+#[test]
+fn a_gate_key_typo() {
+    assert_located(
+        &format!("{}gate = {{ exx = \">= 0.5\" }}\n", demo_suite()),
+        3,
+        10,
+        "unknown variant `exx`",
+    );
+}
+
+#[test]
+fn a_profile_gate_on_an_unknown_metric() {
+    assert_located(
+        &format!(
+            "{}\n[profile.ci]\ngate = {{ accuracy = \">= 0.5\" }}\n",
+            demo_suite()
+        ),
+        5,
+        10,
+        "unknown variant `accuracy`",
+    );
+}
+
+#[test]
+fn a_gate_on_a_metric_the_suite_does_not_compute() {
+    assert_located(
+        &format!("{}gate = {{ ex = 0.5, esm = \">= 0.5\" }}\n", demo_suite()),
+        3,
+        20,
+        "gate `esm` needs `structural = [\"esm\"]`",
+    );
+    assert_located(
+        &format!("{}\n[gate]\nf1 = 0.5\n", demo_suite()),
+        5,
+        1,
+        "gate `f1` needs a `regime`",
+    );
+}

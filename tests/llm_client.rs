@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use llm_support::{chat_completion, Canned, TestServer};
 use serde_json::json;
 use sqlgate::llm::{ChatRequest, Client, ClientConfig, Message};
-use sqlgate::system::{SystemError, SystemErrorKind};
+use sqlgate::llm::{LlmError, LlmErrorKind};
 
 fn client(base_url: &str, api_key_env: Option<&str>, timeout: Duration) -> Client {
     Client::new(&ClientConfig {
@@ -32,7 +32,7 @@ fn chat_request() -> ChatRequest {
 }
 
 /// One chat call against a server answering `canned`.
-fn chat_error(canned: Canned, timeout: Duration) -> SystemError {
+fn chat_error(canned: Canned, timeout: Duration) -> LlmError {
     let server = TestServer::start(vec![canned]);
     let result = client(&server.base_url, None, timeout).chat(&chat_request());
     server.finish();
@@ -117,7 +117,7 @@ fn a_missing_key_variable_fails_without_sending() {
     .chat(&chat_request())
     .unwrap_err();
     assert!(server.finish().is_empty());
-    assert_eq!(error.kind, SystemErrorKind::Transport);
+    assert_eq!(error.kind, LlmErrorKind::Transport);
     assert!(!error.retryable);
     assert!(
         error.message.contains("SQLGATE_TEST_LLM_KEY_NEVER_SET"),
@@ -133,7 +133,7 @@ fn rate_limits_are_retryable_with_the_wait_asked_for() {
         Canned::new(429, body.to_string()).header("Retry-After", "7"),
         Duration::from_secs(10),
     );
-    assert_eq!(error.kind, SystemErrorKind::Http);
+    assert_eq!(error.kind, LlmErrorKind::Http);
     assert!(error.retryable);
     assert_eq!(error.retry_after, Some(Duration::from_secs(7)));
     assert!(error.message.contains("429"), "{}", error.message);
@@ -158,7 +158,7 @@ fn rate_limits_are_retryable_with_the_wait_asked_for() {
 #[test]
 fn server_errors_are_retryable_and_client_errors_are_not() {
     let error = chat_error(Canned::new(500, "internal error"), Duration::from_secs(10));
-    assert_eq!(error.kind, SystemErrorKind::Http);
+    assert_eq!(error.kind, LlmErrorKind::Http);
     assert!(error.retryable);
     assert_eq!(error.retry_after, None);
     assert!(error.message.contains("500"), "{}", error.message);
@@ -166,7 +166,7 @@ fn server_errors_are_retryable_and_client_errors_are_not() {
     let body =
         json!({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}});
     let error = chat_error(Canned::new(401, body.to_string()), Duration::from_secs(10));
-    assert_eq!(error.kind, SystemErrorKind::Http);
+    assert_eq!(error.kind, LlmErrorKind::Http);
     assert!(!error.retryable);
     assert!(
         error.message.contains("Incorrect API key provided"),
@@ -181,7 +181,7 @@ fn a_slow_server_is_a_retryable_timeout() {
         Canned::chat("SELECT 1").after(Duration::from_millis(1500)),
         Duration::from_millis(300),
     );
-    assert_eq!(error.kind, SystemErrorKind::Timeout, "{}", error.message);
+    assert_eq!(error.kind, LlmErrorKind::Timeout, "{}", error.message);
     assert!(error.retryable);
 }
 
@@ -200,7 +200,7 @@ fn a_refused_connection_is_a_retryable_transport_error() {
     )
     .chat(&chat_request())
     .unwrap_err();
-    assert_eq!(error.kind, SystemErrorKind::Transport, "{}", error.message);
+    assert_eq!(error.kind, LlmErrorKind::Transport, "{}", error.message);
     assert!(error.retryable);
 }
 
@@ -212,9 +212,8 @@ fn a_success_that_is_not_json_is_transient() {
         r#"{"choices": [{"message": {"content": "SEL"#,
     ] {
         let error = chat_error(Canned::new(200, body), Duration::from_secs(10));
-        assert_eq!(error.kind, SystemErrorKind::Transport, "{body}");
+        assert_eq!(error.kind, LlmErrorKind::Transport, "{body}");
         assert!(error.retryable, "{body}");
-        assert!(error.kind.is_transient());
         assert!(error.message.contains("not JSON"), "{}", error.message);
     }
 }
@@ -229,7 +228,7 @@ fn a_success_without_the_expected_shape_is_garbage() {
     ];
     for body in shapes {
         let error = chat_error(Canned::new(200, body.to_string()), Duration::from_secs(10));
-        assert_eq!(error.kind, SystemErrorKind::Garbage, "{body}");
+        assert_eq!(error.kind, LlmErrorKind::Garbage, "{body}");
         assert!(
             error.message.contains("choices[0].message.content"),
             "{}",
@@ -275,7 +274,7 @@ fn embeddings_of_the_wrong_count_or_type_are_garbage() {
             .embed("m", &["a".to_string(), "b".to_string()])
             .unwrap_err();
         server.finish();
-        assert_eq!(error.kind, SystemErrorKind::Garbage, "{body}");
+        assert_eq!(error.kind, LlmErrorKind::Garbage, "{body}");
     }
 }
 

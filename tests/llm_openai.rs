@@ -80,7 +80,7 @@ fn the_prompt_and_parameters_reach_the_model() {
 #[test]
 fn fences_and_prose_are_cleaned_away() {
     let raw = "Sure! Here is the query you need:\n\n```sql\nSELECT count(*)\nFROM singer\nWHERE age > 30;\n```\n\nThis counts the singers older than 30.";
-    let reply = answer(raw).0.unwrap();
+    let reply = answer(raw).0.unwrap().clean();
     assert_eq!(
         reply.sql.as_deref(),
         Some("SELECT count(*)\nFROM singer\nWHERE age > 30")

@@ -6,9 +6,8 @@ use std::path::PathBuf;
 
 use sqlgate::bench::{Answer, Case, Prediction, SourceRef};
 use sqlgate::exec::{Engine, Limits};
-use sqlgate::metrics::ex::{Mode, ModeOptions};
-use sqlgate::metrics::sqlmorph::{Options, Regime};
-use sqlgate::scoring::{add_fine_scores, score_case, summarize, FineMetrics};
+use sqlgate::metrics::ex::Mode;
+use sqlgate::scoring::{score_case, summarize, CaseDatabases, Response, Scoring};
 
 #[test]
 fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
@@ -43,28 +42,17 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
         notes: BTreeMap::new(),
     };
     let engine = Engine::new(Limits::default());
-    let files = vec![db];
-    let regimes: Vec<Regime> = vec!["EC-PC-IE".parse().unwrap(), "EC-EC-IE".parse().unwrap()];
+    let databases = CaseDatabases {
+        main: db.clone(),
+        evaluated: vec![db],
+    };
+    let mut scoring = Scoring::new(Mode::Testsuite);
+    scoring.regimes = vec!["EC-PC-IE".parse().unwrap(), "EC-EC-IE".parse().unwrap()];
     let mut scores = Vec::new();
     for cap in [4, 50_000_000] {
-        let fine = FineMetrics {
-            regimes: &regimes,
-            options: Options {
-                pc_max_pairs: cap,
-                ..Options::default()
-            },
-        };
-        let options = ModeOptions::default();
-        let mut score = score_case(
-            &case,
-            &prediction,
-            &files,
-            Mode::Testsuite,
-            &options,
-            &engine,
-        );
-        add_fine_scores(&mut score, &case, &files, &fine, &engine);
-        scores.push(score);
+        scoring.pc_max_pairs = cap;
+        let response = Response::Answer(&prediction);
+        scores.push(score_case(&scoring, &case, &databases, response, &engine));
     }
     // Capped: the k column is shared by all 3 × 3 pairs; the case says so.
     let truncated = &scores[0];
@@ -83,7 +71,7 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
     // Uncapped: each gold row pairs with a prediction row on k: half the cells.
     assert!(scores[1].diagnostics.is_empty());
     assert_eq!(scores[1].fine["EC-PC-IE"].exp, 0.5);
-    let summary = summarize(Mode::Testsuite, &scores);
+    let summary = summarize(&scoring, &scores, &[]);
     assert_eq!(summary.partial_match_truncated, 1);
     let json = serde_json::to_value(&summary).unwrap();
     assert_eq!(json["partial_match_truncated"], 1);

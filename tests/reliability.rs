@@ -6,40 +6,27 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use sqlgate::metrics::ex::Verdict;
-use sqlgate::metrics::reliability::{self, Penalty, Region, Regions};
-use sqlgate::scoring::CaseScore;
+use sqlgate::metrics::reliability::{self, CaseFacts, Penalty, Region, Regions};
 
-fn case(id: usize, feasible: bool, verdict: Verdict, ex: f64) -> CaseScore {
-    CaseScore {
-        id: id.to_string(),
-        db: "db".to_string(),
-        tags: BTreeMap::new(),
+fn case(_id: usize, feasible: bool, verdict: Verdict, ex: f64) -> CaseFacts {
+    CaseFacts {
         feasible,
-        verdict,
-        ex,
-        exact: None,
-        error: None,
-        diagnostics: Vec::new(),
-        sql: (verdict != Verdict::Abstained).then(|| "SELECT 1".to_string()),
-        cleaned: false,
-        fine: BTreeMap::new(),
-        esm: None,
-        etm: None,
-        etm_detail: None,
-        hardness: None,
+        abstained: verdict == Verdict::Abstained,
+        correct: ex == 1.0,
+        tags: BTreeMap::new(),
     }
 }
 
-fn correct(id: usize) -> CaseScore {
+fn correct(id: usize) -> CaseFacts {
     case(id, true, Verdict::Correct, 1.0)
 }
-fn abstained(id: usize, feasible: bool) -> CaseScore {
+fn abstained(id: usize, feasible: bool) -> CaseFacts {
     case(id, feasible, Verdict::Abstained, 0.0)
 }
-fn wrong(id: usize) -> CaseScore {
+fn wrong(id: usize) -> CaseFacts {
     case(id, true, Verdict::Incorrect, 0.0)
 }
-fn answered_infeasible(id: usize) -> CaseScore {
+fn answered_infeasible(id: usize) -> CaseFacts {
     case(id, false, Verdict::Incorrect, 0.0)
 }
 
@@ -114,7 +101,7 @@ fn worked_example_reproduces_the_spec_table() {
 /// The spec's second vector: 50 correct, 40 abstained, 10 wrong; RS(100) = RS(N) = -950.
 #[test]
 fn second_vector_scores_minus_950_at_n() {
-    let mut scores: Vec<CaseScore> = (0..50).map(correct).collect();
+    let mut scores: Vec<CaseFacts> = (0..50).map(correct).collect();
     scores.extend((50..90).map(|i| abstained(i, true)));
     scores.extend((90..100).map(wrong));
     let result = reliability::reliability(&scores, &[Penalty::N, Penalty::Value(100.0)]);
@@ -128,7 +115,7 @@ fn second_vector_scores_minus_950_at_n() {
 /// ABSTAIN-ALL scores the infeasible share, whatever c.
 #[test]
 fn abstaining_on_everything_scores_the_infeasible_share_for_every_c() {
-    let mut scores: Vec<CaseScore> = (0..3).map(|i| abstained(i, true)).collect();
+    let mut scores: Vec<CaseFacts> = (0..3).map(|i| abstained(i, true)).collect();
     scores.extend((3..8).map(|i| abstained(i, false)));
     let penalties = reliability::penalties_with_defaults(&[
         Penalty::Value(1.0),
@@ -145,7 +132,7 @@ fn abstaining_on_everything_scores_the_infeasible_share_for_every_c() {
 
 #[test]
 fn one_error_with_everything_else_right_is_negative_at_n() {
-    let mut scores: Vec<CaseScore> = (0..9).map(correct).collect();
+    let mut scores: Vec<CaseFacts> = (0..9).map(correct).collect();
     scores.push(answered_infeasible(9));
     let result = reliability::reliability(&scores, &Penalty::DEFAULTS);
     close(result.rs["0"], 90.0);

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sqlgate::bench::SourceRef;
-use sqlgate::gate::{SuiteSummary, TestResult, TestStatus};
+use sqlgate::config::{Metric, Threshold};
+use sqlgate::gate::{SuiteSummary, TestKind, TestResult, TestStatus};
+use sqlgate::metrics::ex::Verdict;
 use sqlgate::report::github::{self, STEP_SUMMARY_LIMIT};
 
 fn result(name: &str, status: TestStatus) -> TestResult {
@@ -22,6 +24,9 @@ fn result(name: &str, status: TestStatus) -> TestResult {
         source: None,
         gold_sql: Vec::new(),
         predicted_sql: None,
+        kind: TestKind::Case(0),
+        verdict: None,
+        threshold: None,
     }
 }
 
@@ -34,6 +39,7 @@ fn failing_case(name: &str, line: usize, gold: &str, predicted: Option<&str>) ->
             "question:  q {name}?\ngold:      {gold}\npredicted: {predicted:?}"
         )),
         properties: BTreeMap::from([("verdict".to_string(), "incorrect".to_string())]),
+        verdict: Some(Verdict::Incorrect),
         source: Some(SourceRef {
             file: PathBuf::from("/repo/benchmarks/demo/cases.jsonl"),
             record: line - 1,
@@ -49,6 +55,8 @@ fn failing_gate(suite: &str, threshold: &str) -> TestResult {
     TestResult {
         message: Some(format!("ex = 0.5 does not meet {threshold}")),
         properties: BTreeMap::from([("threshold".to_string(), threshold.to_string())]),
+        kind: TestKind::Gate(Metric::Ex),
+        threshold: Some(Threshold::parse(threshold).unwrap()),
         ..result(&format!("{suite}::gate::ex"), TestStatus::Failed)
     }
 }
@@ -70,7 +78,11 @@ fn run() -> (Vec<TestResult>, Vec<SuiteSummary>) {
         ),
         result("demo::bookshop::q04", TestStatus::Skipped),
         failing_gate("demo", ">= 0.9"),
-        result("spider::gate::ex", TestStatus::Passed),
+        TestResult {
+            kind: TestKind::Gate(Metric::Ex),
+            threshold: Some(Threshold::parse(">= 0.8").unwrap()),
+            ..result("spider::gate::ex", TestStatus::Passed)
+        },
     ];
     let summaries = vec![
         SuiteSummary::from_results("demo", BTreeMap::from([("ex".to_string(), 0.5)]), &results),

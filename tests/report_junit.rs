@@ -8,7 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use sqlgate::bench::{self, Answer, LoadOptions, SourceRef};
-use sqlgate::gate::{SuiteSummary, TestResult, TestStatus};
+use sqlgate::config::Threshold;
+use sqlgate::gate::{SuiteSummary, TestKind, TestResult, TestStatus};
+use sqlgate::metrics::ex::Verdict;
 use sqlgate::report::junit;
 
 fn demo_dir() -> PathBuf {
@@ -61,6 +63,15 @@ fn demo_results() -> (Vec<TestResult>, Vec<SuiteSummary>) {
                 source: Some(case.source.clone()),
                 gold_sql: case.gold.clone(),
                 predicted_sql: predicted,
+                kind: TestKind::Case(0),
+                verdict: Some(if correct && verdict == "abstained" {
+                    Verdict::Abstained
+                } else if correct {
+                    Verdict::Correct
+                } else {
+                    Verdict::Incorrect
+                }),
+                threshold: None,
             }
         })
         .collect();
@@ -95,6 +106,9 @@ fn plain(name: &str, suite: &str) -> TestResult {
         source: None,
         gold_sql: Vec::new(),
         predicted_sql: None,
+        kind: TestKind::Case(0),
+        verdict: None,
+        threshold: None,
     }
 }
 
@@ -110,6 +124,8 @@ fn gate_result(suite: &str, metric: &str, threshold: &str, passed: bool, value: 
             ("threshold".to_string(), threshold.to_string()),
             (metric.to_string(), format!("{value:.4}")),
         ]),
+        kind: TestKind::Gate(metric.parse().unwrap()),
+        threshold: Some(Threshold::parse(threshold).unwrap()),
         ..plain(&format!("{suite}::gate::{metric}"), suite)
     }
 }
@@ -127,6 +143,7 @@ fn odd_result() -> TestResult {
             ("verdict".to_string(), "gold_error".to_string()),
             ("note".to_string(), "a < b & c > \"d\"".to_string()),
         ]),
+        verdict: Some(Verdict::GoldError),
         source: Some(SourceRef {
             file: PathBuf::from("suites/other/cases.jsonl"),
             record: 4,

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use regex::Regex;
 use sqlgate::bench::{self, LoadOptions};
+use sqlgate::calibrate::{mutate_and_score, MutantRun, SeedOutcome, Settings};
+use sqlgate::exec::QueryRunner;
 use sqlgate::exec::{Engine, Limits, ResultSet, Value};
-use sqlgate::metrics::calibrate::{mutate_and_score, MutantRun, SeedOutcome, Settings};
-use sqlgate::metrics::ex::QueryRunner;
 use sqlgate::metrics::sqlmorph::Options;
 use sqlgate::mutate::Operator;
 

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use sqlgate::system::answer::{answer_all, RecordMode};
+use sqlgate::config::{RecordMode, ThrottleConfig};
+use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::{record_key, Cassette};
 use sqlgate::system::command::{CommandConfig, CommandSystem};
-use sqlgate::system::throttle::{Throttle, ThrottleConfig};
+use sqlgate::system::throttle::Throttle;
 use sqlgate::system::{Reply, Request, SystemError, SystemErrorKind};
 
 fn request(id: &str) -> Request {

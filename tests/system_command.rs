@@ -57,6 +57,12 @@ printf '%s' '{"sql": "SELECT count(*) FROM book", "samples": ["SELECT 1;"], "ret
     let system = CommandSystem::new(&config).unwrap();
 
     let reply = system.answer(&request("q1")).unwrap();
+    assert_eq!(
+        reply.samples,
+        vec!["SELECT 1;".to_string()],
+        "passed on as sent"
+    );
+    let reply = reply.clean();
 
     assert_eq!(reply.sql.as_deref(), Some("SELECT count(*) FROM book"));
     assert!(!reply.cleaned);
@@ -76,7 +82,7 @@ fn abstains() {
 }
 
 #[test]
-fn fenced_sql_is_cleaned() {
+fn fenced_sql_is_cleaned_by_the_pipeline() {
     let dir = tempfile::tempdir().unwrap();
     let script = write_script(
         dir.path(),
@@ -86,7 +92,10 @@ fn fenced_sql_is_cleaned() {
 EOF
 "#,
     );
+    // The system passes the text on as it came; the pipeline cleans every reply.
     let reply = system(&script).answer(&request("q1")).unwrap();
+    assert!(reply.sql.as_deref().unwrap().contains("```sql"));
+    let reply = reply.clean();
     assert_eq!(reply.sql.as_deref(), Some("SELECT title FROM book"));
     assert!(reply.cleaned);
 }

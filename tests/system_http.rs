@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use sqlgate::config::ThrottleConfig;
 use sqlgate::system::http::{HttpConfig, HttpSystem};
-use sqlgate::system::throttle::{Throttle, ThrottleConfig};
+use sqlgate::system::throttle::Throttle;
 use sqlgate::system::{Request, System, SystemErrorKind};
 
 fn request(id: &str) -> Request {

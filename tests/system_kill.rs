@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sqlgate::system::answer::{answer_all, RecordMode};
+use sqlgate::config::{RecordMode, ThrottleConfig};
+use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::Cassette;
 use sqlgate::system::command::{CommandConfig, CommandSystem};
-use sqlgate::system::throttle::{Throttle, ThrottleConfig};
+use sqlgate::system::throttle::Throttle;
 use sqlgate::system::Request;
 
 const RECORDER_DIR: &str = "SQLGATE_TEST_RECORDER_DIR";

@@ -4,7 +4,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sqlgate::system::throttle::{Throttle, ThrottleConfig};
+use sqlgate::config::ThrottleConfig;
+use sqlgate::system::throttle::Throttle;
 use sqlgate::system::{SystemError, SystemErrorKind};
 
 fn error(kind: SystemErrorKind, retryable: bool) -> SystemError {

@@ -13,21 +13,12 @@ use crate::error::InputError;
 /// The database file of a case, or an error naming the case and both paths tried.
 pub(super) fn resolve(db_dir: &Path, case: &Case) -> Result<PathBuf, InputError> {
     check_name(case)?;
-    let flat = flat_path(db_dir, &case.db);
-    let nested = nested_path(db_dir, &case.db);
-    if flat.is_file() {
-        Ok(flat)
-    } else if nested.is_file() {
-        Ok(nested)
-    } else {
-        Err(case.source.error(format!(
-            "case `{}`: unknown database `{}`: neither {} nor {} exists",
-            case.id,
-            case.db,
-            flat.display(),
-            nested.display()
-        )))
-    }
+    crate::files::database_file(db_dir, &case.db).map_err(|problem| {
+        case.source.error(format!(
+            "case `{}`: unknown database `{}`: {problem}",
+            case.id, case.db
+        ))
+    })
 }
 
 /// The files a case runs on; with `testsuite` and the nested layout, every file of the
@@ -74,10 +65,6 @@ fn check_name(case: &Case) -> Result<(), InputError> {
 
 fn flat_path(db_dir: &Path, db: &str) -> PathBuf {
     db_dir.join(format!("{db}.sqlite"))
-}
-
-fn nested_path(db_dir: &Path, db: &str) -> PathBuf {
-    db_dir.join(db).join(format!("{db}.sqlite"))
 }
 
 /// A database a native suite builds from its own SQL scripts.

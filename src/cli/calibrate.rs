@@ -7,10 +7,10 @@ use clap::{Args, ValueEnum};
 
 use super::score::{check_regimes, parse_regimes, RegimeList};
 use super::Source;
-use super::EXIT_OK;
+use crate::calibrate::{self, CalibrateError, Calibration, Settings};
 use crate::error::InputError;
+use crate::error::EXIT_OK;
 use crate::exec::{Engine, Limits};
-use crate::metrics::calibrate::{self, CalibrateError, Calibration, Settings};
 use crate::metrics::sqlmorph;
 use crate::mutate::DEFAULT_SEED;
 

@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::Source;
-use super::EXIT_OK;
 use crate::bench::Case;
+use crate::config::ThrottleConfig;
 use crate::error::InputError;
+use crate::error::EXIT_OK;
 use crate::exec::{Engine, Limits};
-use crate::gate::snapshot::write_atomically;
+use crate::files::write_atomically;
 use crate::llm::cache::JsonlCache;
 use crate::llm::{Client, ClientConfig};
 use crate::mutate::jqe;
@@ -20,7 +21,7 @@ use crate::mutate::jqe::rewrite::{Rewrite, Rewriter, DEFAULT_PROMPT};
 use crate::mutate::{family, infeasible};
 use crate::report::plural;
 use crate::spider::Schema;
-use crate::system::throttle::{Throttle, ThrottleConfig};
+use crate::system::throttle::Throttle;
 
 #[derive(Subcommand)]
 pub enum GenerateCommand {

@@ -12,14 +12,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::bench::{self, Benchmark, GoldFormat, LoadOptions};
-use crate::error::InputError;
-
-/// Exit codes, documented in README.
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_BAD_INPUT: u8 = 2;
-pub const EXIT_TESTS_FAILED: u8 = 100;
-/// `test`: the filters select no test (nextest's `NO_TESTS_RUN`).
-pub const EXIT_NO_TESTS_RUN: u8 = 4;
+use crate::error::{InputError, EXIT_BAD_INPUT, EXIT_OK};
 
 #[derive(Parser)]
 #[command(

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::EXIT_OK;
 use crate::error::InputError;
+use crate::error::EXIT_OK;
 use crate::spider::schema_db::{build_databases, Outcome};
 
 #[derive(Args)]

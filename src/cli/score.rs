@@ -1,13 +1,14 @@
 //! `sqlgate score`: a predictions file against a gold set.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
 
-use super::EXIT_OK;
 use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction};
 use crate::error::InputError;
+use crate::error::EXIT_OK;
 use crate::exec::{Engine, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::{Mode, ModeOptions};
@@ -15,7 +16,7 @@ use crate::metrics::reliability::Penalty;
 use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
 use crate::metrics::{esm, etm};
 use crate::report::{score_json, score_text};
-use crate::scoring::{self, FineMetrics};
+use crate::scoring::{self, Scoring};
 
 #[derive(Args)]
 pub struct ScoreArgs {
@@ -208,7 +209,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         trustsql_raw: args.trustsql_raw,
     };
     let engine = Engine::new(limits);
-    let remote = match (&args.embeddings_url, &args.embeddings_model) {
+    let embedder = match (&args.embeddings_url, &args.embeddings_model) {
         (Some(url), Some(model)) => {
             let client = Client::new(&ClientConfig {
                 base_url: url.clone(),
@@ -218,70 +219,60 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
             .map_err(|e| {
                 InputError::file(&args.embeddings_cache, format!("--embeddings-url: {}", e.0))
             })?;
-            Some(CachedEmbedder::open(client, model, &args.embeddings_cache)?)
+            let embedder = CachedEmbedder::open(client, model, &args.embeddings_cache)?;
+            Some(Arc::new(embedder) as Arc<dyn sqlmorph::Embedder + Send>)
         }
         _ => None,
     };
-    let default_options = sqlmorph::Options::default();
-    let fine = FineMetrics {
-        regimes: &regimes,
-        options: sqlmorph::Options {
-            sqlmorph_compat: args.sqlmorph_compat,
-            embedder: remote
-                .as_ref()
-                .map_or(default_options.embedder, |e| e as &dyn sqlmorph::Embedder),
-            ..default_options
-        },
-    };
-    let mut scores = scoring::score_with_fine(
-        &benchmark,
-        &predictions,
-        mode,
-        &mode_options,
-        &fine,
-        &engine,
-    )?;
-    let mut summary = scoring::summarize_with_penalties(mode, &scores, &args.penalties);
-    summary.fine = scoring::fine_means(&regimes, &scores);
-    if esm {
+    let esm = if esm {
         let tables = benchmark.tables.clone().ok_or_else(|| {
             InputError::file(
                 &args.gold,
                 "--metrics esm needs the schemas' foreign keys: pass --tables tables.json",
             )
         })?;
-        let evaluator = esm::Evaluator::with_database_dir(&tables, &benchmark.db_dir)?;
-        summary.esm = Some(scoring::add_exact_set_match(
-            &benchmark,
-            &mut scores,
-            &evaluator,
-        ));
-    }
-    if etm {
-        let evaluator = etm::Evaluator::new(args.etm_compat);
-        summary.etm = Some(scoring::add_tree_match(
-            &benchmark,
-            &mut scores,
-            &evaluator,
-        )?);
-    }
+        Some(Arc::new(esm::Evaluator::with_database_dir(
+            &tables,
+            &benchmark.db_dir,
+        )?))
+    } else {
+        None
+    };
+    let scoring = Scoring {
+        mode,
+        mode_options,
+        regimes,
+        sqlmorph_compat: args.sqlmorph_compat,
+        embedder,
+        esm,
+        etm: etm.then(|| Arc::new(etm::Evaluator::new(args.etm_compat))),
+        ..Scoring::new(mode)
+    };
+    let databases = scoring.databases(&benchmark)?;
+    let scores = scoring::score_all(
+        &scoring,
+        &benchmark.cases,
+        &databases,
+        &predictions,
+        &engine,
+    );
+    let summary = scoring::summarize(&scoring, &scores, &args.penalties);
     let output = match args.format {
         OutputFormat::Text => score_text::render(&summary, &args.gold.display().to_string()),
         OutputFormat::Json => score_json::render(&summary, &scores),
     };
     println!("{output}");
-    // Scored 0 and listed per case in the JSON; said here too, so a dead embeddings server
-    // cannot pass unnoticed.
-    let metric_errors: Vec<&str> = scores
-        .iter()
-        .flat_map(|s| &s.diagnostics)
-        .filter(|d| d.code == "sqlmorph_error")
-        .map(|d| d.message.as_str())
-        .collect();
-    if let Some(first) = metric_errors.first() {
+    // Counted in the report; said on stderr too, so a dead embeddings server cannot pass
+    // unnoticed in a script that reads only the JSON's means.
+    for (metric, count) in &summary.metric_errors {
+        let first = scores
+            .iter()
+            .flat_map(|s| s.metric_errors())
+            .find(|(failed, _)| failed == metric)
+            .map_or("", |(_, reason)| reason);
         eprintln!(
-            "warning: {} fine-grained scores failed and count as 0; first: {first}",
-            metric_errors.len()
+            "warning: {} could not be computed for {count} case(s), scored 0; first: {first}",
+            metric.name()
         );
     }
     Ok(EXIT_OK)

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
+use crate::config::RecordMode;
 use crate::config::DEFAULT_PROFILE;
 use crate::error::InputError;
 use crate::gate::partition::Partition;
@@ -14,9 +15,8 @@ use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::libtest_json::LibtestJsonReporter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
-use crate::system::answer::RecordMode;
 
-use super::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_TESTS_FAILED};
+use crate::error::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_TESTS_FAILED};
 
 #[derive(Args)]
 pub struct TestArgs {

@@ -2,10 +2,14 @@
 //! Unknown keys are errors that name the file, line and column. Paths are relative to the
 //! configuration file's folder. The reference is in `docs/config.md`.
 
+mod abstention;
 mod case;
+mod metric;
 mod profile;
 mod suite;
 pub mod system;
+mod threshold;
+mod throttle;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -14,12 +18,15 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::InputError;
-use crate::gate::threshold::Threshold;
 
+pub use abstention::AbstentionConfig;
 pub use case::CaseConfig;
-pub use profile::ProfileConfig;
+pub use metric::Metric;
+pub use profile::{ProfileConfig, RecordMode};
 pub use suite::{EmbeddingsConfig, Structural, SuiteConfig};
 pub use system::SystemConfig;
+pub use threshold::{Comparison, Threshold};
+pub use throttle::ThrottleConfig;
 
 /// The whole configuration file.
 #[derive(Debug, Deserialize)]
@@ -34,7 +41,7 @@ pub struct Config {
     pub systems: Vec<toml::Spanned<toml::Table>>,
     /// Suite thresholds for every suite, by metric: `ex = ">= 0.62"`.
     #[serde(default)]
-    pub gate: BTreeMap<String, Threshold>,
+    pub gate: Gates,
     /// Per-test settings, keyed by test name.
     #[serde(default)]
     pub cases: BTreeMap<String, CaseConfig>,
@@ -50,6 +57,9 @@ pub struct Config {
 fn default_snapshots() -> PathBuf {
     PathBuf::from("snapshots")
 }
+
+/// Thresholds by metric; each key keeps its place in the file for errors found after parsing.
+pub type Gates = BTreeMap<toml::Spanned<Metric>, Threshold>;
 
 /// The profile used when none is named.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -132,7 +142,7 @@ impl Config {
     }
 
     /// An error at a byte span of the configuration text.
-    fn error_at(&self, span: Range<usize>, message: impl Into<String>) -> InputError {
+    pub fn error_at(&self, span: Range<usize>, message: impl Into<String>) -> InputError {
         located(&self.path, &self.text, span.start, message.into())
     }
 }

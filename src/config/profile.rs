@@ -1,13 +1,9 @@
 //! `[profile.<name>]`: a deployment's settings (a hospital tolerates fewer wrong answers than an
 //! internal dashboard). `--profile NAME` selects one; `default` applies otherwise.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Deserialize;
-
-use crate::gate::threshold::Threshold;
-use crate::system::answer::RecordMode;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,7 +14,7 @@ pub struct ProfileConfig {
     pub penalty: Option<f64>,
     /// Thresholds overriding the top-level and suite ones, for every suite.
     #[serde(default)]
-    pub gate: BTreeMap<String, Threshold>,
+    pub gate: super::Gates,
     /// Default `--record` mode: `none`, `new` or `all`.
     pub record: Option<RecordMode>,
     /// Default `--junit` path.
@@ -26,4 +22,16 @@ pub struct ProfileConfig {
     /// Stop at the first failing test (default false: every test runs, so the snapshot and
     /// the gates see everything).
     pub fail_fast: Option<bool>,
+}
+
+/// When the system is called instead of replaying the cassette.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordMode {
+    /// Replay only: a case missing from the cassette fails as not recorded (CI).
+    None,
+    /// Call the system for cases missing from the cassette, and record the answers.
+    New,
+    /// Call the system for every case, and record the answers over the old ones.
+    All,
 }

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::bench::GoldFormat;
-use crate::gate::threshold::Threshold;
 use crate::metrics::ex::Mode;
 use crate::metrics::sqlmorph::Regime;
 
@@ -45,7 +44,7 @@ pub struct SuiteConfig {
     pub families: BTreeMap<String, PathBuf>,
     /// Thresholds of this suite, overriding the top-level `[gate]`.
     #[serde(default)]
-    pub gate: BTreeMap<String, Threshold>,
+    pub gate: super::Gates,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

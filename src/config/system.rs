@@ -9,9 +9,8 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use super::Config;
+use super::{AbstentionConfig, ThrottleConfig};
 use crate::error::InputError;
-use crate::system::abstention::{Abstention, AbstentionConfig};
-use crate::system::throttle::ThrottleConfig;
 
 /// The keys every system has.
 #[derive(Debug, Clone, Deserialize)]
@@ -79,7 +78,7 @@ impl SystemConfig {
         let common: Common = common.try_into().map_err(|e: toml::de::Error| {
             config.error_at(span.clone(), format!("[[system]]: {}", e.message().trim()))
         })?;
-        if let Err(problem) = Abstention::new(&common.abstention) {
+        if let Err(problem) = common.abstention.checked_pattern() {
             return Err(config.error_at(span.clone(), format!("[[system]] {problem}")));
         }
         if let Err(problem) = common.throttle.check() {

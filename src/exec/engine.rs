@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use super::sandbox::{Limits, Sandbox};
-use super::{ExecError, Execution};
-use crate::metrics::ex::QueryRunner;
+use super::{ExecError, Execution, QueryRunner};
 
 /// Gold executions by (database, SQL); each computed once, by the first thread to ask.
 type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;

@@ -5,12 +5,20 @@ pub mod sandbox;
 pub mod schema;
 pub mod value;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use engine::Engine;
 pub use sandbox::{Limits, Sandbox};
 pub use value::Value;
+
+/// Runs queries for the evaluators; gold executions are cached by the implementation.
+/// The seam where another engine (PostgreSQL) would sit beside SQLite.
+pub trait QueryRunner: Sync {
+    fn gold(&self, db: &Path, sql: &str) -> Execution;
+    fn pred(&self, db: &Path, sql: &str) -> Execution;
+}
 
 /// The rows a query returned, with the column names of its cursor description.
 #[derive(Debug, Clone, Default)]

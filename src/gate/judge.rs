@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::bench::{Answer, Prediction};
+use crate::config::Metric;
 use crate::exec::Engine;
-use crate::metrics::ex::{Diagnostic, Verdict};
+use crate::metrics::ex::Verdict;
 use crate::metrics::reliability::{self, Region};
-use crate::metrics::sqlmorph::{self, Options, Scores};
-use crate::scoring::{self, CaseScore};
+use crate::scoring::{self, CaseScore, FineScores, Response};
 use crate::system::{Reply, SystemError};
 
-use super::plan::SuitePlan;
+use super::plan::{SuitePlan, TestKind};
 use super::{TestResult, TestStatus};
 
 /// One case after the system answered and the answer was scored.
@@ -23,7 +23,7 @@ pub struct CaseRun {
     pub case_index: usize,
     pub score: CaseScore,
     /// EXP, EXR and F1 under the suite's regime, when it has one (0/0/0 without an answer).
-    pub fine: Option<Scores>,
+    pub fine: Option<FineScores>,
     pub duration: Duration,
 }
 
@@ -38,7 +38,7 @@ impl CaseRun {
     }
 }
 
-/// Scores one case's answer under the suite's mode.
+/// Scores one case's answer through the scoring pipeline `sqlgate score` uses.
 pub fn evaluate_case(
     suite: &SuitePlan,
     case_index: usize,
@@ -47,8 +47,8 @@ pub fn evaluate_case(
 ) -> CaseRun {
     let start = Instant::now();
     let case = &suite.bench.cases[case_index];
-    let test = suite.case_test_name(case);
-    let mut score = match reply {
+    let databases = &suite.databases[case_index];
+    let score = match reply {
         Ok(reply) => {
             let prediction = Prediction {
                 answer: reply.sql.clone().map_or(Answer::Abstain, Answer::Sql),
@@ -56,115 +56,28 @@ pub fn evaluate_case(
                 source: case.source.clone(),
                 notes: BTreeMap::new(),
             };
-            let files = suite
-                .bench
-                .db_files(case, suite.mode == crate::metrics::ex::Mode::Testsuite);
-            match files {
-                Ok(files) => scoring::score_case(
-                    case,
-                    &prediction,
-                    &files,
-                    suite.mode,
-                    &suite.mode_options,
-                    engine,
-                ),
-                Err(error) => system_failure(case, format!("database: {error}")),
-            }
+            let response = Response::Answer(&prediction);
+            scoring::score_case(&suite.scoring, case, databases, response, engine)
         }
-        Err(error) => system_failure(case, format!("{}: {}", error.kind.as_str(), error.message)),
+        Err(error) => {
+            let message = error.to_string();
+            let response = Response::SystemError(&message);
+            scoring::score_case(&suite.scoring, case, databases, response, engine)
+        }
     };
-    let fine = suite.regime.map(|regime| {
-        let answered = score.sql.as_deref().filter(|_| case.feasible);
-        let files = suite.bench.db_files(case, false);
-        let (Some(sql), Ok(files)) = (answered, files) else {
-            return Scores::NONE;
-        };
-        let options = match &suite.embedder {
-            Some(embedder) => Options {
-                embedder: embedder.as_ref(),
-                ..Options::default()
-            },
-            None => Options::default(),
-        };
-        match sqlmorph::case_scores(&case.gold, &files[0], sql, &[regime], &options, engine) {
-            Ok(mut scores) => scores.remove(&regime.to_string()).unwrap_or(Scores::NONE),
-            Err(error) => {
-                // Scored 0, and said: an unreachable embeddings server must not pass unnoticed.
-                score.diagnostics.push(Diagnostic {
-                    code: "fine_grained_error",
-                    message: error.to_string(),
-                });
-                Scores::NONE
-            }
-        }
+    let fine = suite.regime().map(|regime| {
+        score
+            .fine
+            .get(&regime.to_string())
+            .copied()
+            .unwrap_or_default()
     });
-    add_structural(suite, case, &mut score);
     CaseRun {
-        test,
+        test: suite.case_test_name(case),
         case_index,
         score,
         fine,
         duration: start.elapsed(),
-    }
-}
-
-/// ESM and ETM of a feasible case, when the suite asks for them; a pair that cannot be scored
-/// counts 0 with a note.
-fn add_structural(suite: &SuitePlan, case: &crate::bench::Case, score: &mut CaseScore) {
-    let Some(gold) = case.gold.first().filter(|_| case.feasible) else {
-        return;
-    };
-    let sql = score.sql.clone();
-    if let Some(evaluator) = &suite.esm {
-        match evaluator.score(gold, sql.as_deref().unwrap_or(""), &case.db) {
-            Ok(pair) => {
-                score.esm = Some(u8::from(pair.esm));
-                score.hardness = Some(pair.hardness.to_string());
-            }
-            Err(error) => {
-                score.esm = Some(0);
-                score.diagnostics.push(Diagnostic {
-                    code: "esm_error",
-                    message: error.to_string(),
-                });
-            }
-        }
-    }
-    if let Some(evaluator) = &suite.etm {
-        match scoring::tree_match(&suite.bench, case, sql.as_deref(), evaluator) {
-            Ok(verdict) => {
-                score.etm = verdict.as_ref().map(|v| u8::from(v.etm));
-                score.etm_detail = verdict;
-            }
-            Err(error) => {
-                score.etm = Some(0);
-                score.diagnostics.push(Diagnostic {
-                    code: "etm_error",
-                    message: error.to_string(),
-                });
-            }
-        }
-    }
-}
-
-fn system_failure(case: &crate::bench::Case, message: String) -> CaseScore {
-    CaseScore {
-        id: case.id.clone(),
-        db: case.db.clone(),
-        tags: case.tags.clone(),
-        feasible: case.feasible,
-        verdict: Verdict::SystemError,
-        ex: 0.0,
-        exact: None,
-        error: Some(format!("system_error: {message}")),
-        diagnostics: Vec::new(),
-        sql: None,
-        cleaned: false,
-        fine: BTreeMap::new(),
-        esm: None,
-        etm: None,
-        etm_detail: None,
-        hardness: None,
     }
 }
 
@@ -185,10 +98,10 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
             run.score.verdict.as_str().to_string(),
         ),
         ("ex".to_string(), format_metric(run.score.ex)),
-        ("mode".to_string(), suite.mode.name()),
+        ("mode".to_string(), suite.scoring.mode.name()),
         (
             "region".to_string(),
-            Region::of(&run.score).as_str().to_string(),
+            run.score.region().as_str().to_string(),
         ),
     ]);
     if known_failure {
@@ -196,6 +109,10 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
+    // A metric that could not be computed scored 0 above; its property says why.
+    for (metric, reason) in run.score.metric_errors() {
+        properties.insert(metric.error_code().to_string(), reason.to_string());
+    }
     let message = (status == TestStatus::Failed).then(|| failure_message(run, accepted, must_pass));
     let detail = (!correct).then(|| failure_detail(case, &run.score));
     TestResult {
@@ -209,6 +126,9 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         source: Some(case.source.clone()),
         gold_sql: case.gold.clone(),
         predicted_sql: run.score.sql.clone(),
+        kind: TestKind::Case(run.case_index),
+        verdict: Some(run.score.verdict),
+        threshold: None,
     }
 }
 
@@ -279,6 +199,14 @@ pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
     }
 }
 
+/// `<metric>_error=1` for each metric that could not be computed (and scored 0), for snapshots.
+pub fn metric_error_flags(run: &CaseRun) -> Vec<(String, String)> {
+    run.score
+        .metric_errors()
+        .map(|(metric, _)| (metric.error_code().to_string(), "1".to_string()))
+        .collect()
+}
+
 /// A case's ESM and ETM (0 or 1), when its suite asks for them.
 pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
     [("esm", run.score.esm), ("etm", run.score.etm)]
@@ -287,37 +215,31 @@ pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Aggregate metrics of a suite's evaluated cases: means over the feasible ones, and `rs`,
-/// TrustSQL's RS(`penalty`) in percent over every case.
-pub fn suite_metrics(runs: &[CaseRun], penalty: f64) -> BTreeMap<String, f64> {
-    let feasible: Vec<&CaseRun> = runs.iter().filter(|r| r.score.feasible).collect();
+/// Aggregate metrics of a suite's evaluated cases, from the functions `sqlgate score`
+/// aggregates with: means over the feasible ones, and `rs`, TrustSQL's RS(`penalty`) in percent
+/// over every case.
+pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> BTreeMap<String, f64> {
+    let scores: Vec<CaseScore> = runs.iter().map(|r| r.score.clone()).collect();
     let mut metrics = BTreeMap::new();
     if !runs.is_empty() {
-        let regions: Vec<Region> = runs.iter().map(|r| Region::of(&r.score)).collect();
-        metrics.insert("rs".to_string(), reliability::rs(&regions, penalty));
+        let regions: Vec<Region> = scores.iter().map(CaseScore::region).collect();
+        metrics.insert("rs".to_string(), reliability::rs(&regions, suite.penalty));
     }
-    if feasible.is_empty() {
+    let summary = scoring::summarize(&suite.scoring, &scores, &[]);
+    if summary.n == 0 {
         return metrics;
     }
-    let n = feasible.len() as f64;
-    metrics.insert(
-        "ex".to_string(),
-        feasible.iter().map(|r| r.score.ex).sum::<f64>() / n,
-    );
-    let fine: Option<Vec<Scores>> = feasible.iter().map(|r| r.fine).collect();
-    if let Some(fine) = fine {
-        let mean = |part: fn(&Scores) -> f64| fine.iter().map(part).sum::<f64>() / n;
-        metrics.insert("exp".to_string(), mean(|s| s.exp));
-        metrics.insert("exr".to_string(), mean(|s| s.exr));
-        metrics.insert("f1".to_string(), mean(|s| s.f1));
+    metrics.insert("ex".to_string(), summary.ex);
+    if let Some(fine) = summary.fine.values().next() {
+        metrics.insert("exp".to_string(), fine.exp);
+        metrics.insert("exr".to_string(), fine.exr);
+        metrics.insert("f1".to_string(), fine.f1);
     }
-    for name in ["esm", "etm"] {
-        let value = |score: &CaseScore| if name == "esm" { score.esm } else { score.etm };
-        let values: Option<Vec<u8>> = feasible.iter().map(|r| value(&r.score)).collect();
-        if let Some(values) = values {
-            let sum: f64 = values.iter().map(|v| f64::from(*v)).sum();
-            metrics.insert(name.to_string(), sum / n);
-        }
+    if let Some(esm) = &summary.esm {
+        metrics.insert("esm".to_string(), esm.all);
+    }
+    if let Some(etm) = &summary.etm {
+        metrics.insert("etm".to_string(), etm.all);
     }
     metrics
 }
@@ -325,12 +247,12 @@ pub fn suite_metrics(runs: &[CaseRun], penalty: f64) -> BTreeMap<String, f64> {
 /// The verdict of the `<suite>::gate::<metric>` test.
 pub fn judge_gate(
     suite: &SuitePlan,
-    metric: &str,
+    metric: Metric,
     metrics: &BTreeMap<String, f64>,
     duration: Duration,
 ) -> TestResult {
-    let threshold = suite.gates[metric];
-    let value = metrics.get(metric).copied();
+    let threshold = suite.gates[&metric];
+    let value = metrics.get(metric.name()).copied();
     let passed = value.is_some_and(|v| threshold.holds(v));
     let message = match value {
         _ if passed => None,
@@ -359,6 +281,9 @@ pub fn judge_gate(
         source: None,
         gold_sql: Vec::new(),
         predicted_sql: None,
+        kind: TestKind::Gate(metric),
+        verdict: None,
+        threshold: Some(threshold),
     }
 }
 

@@ -6,6 +6,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::bench::SourceRef;
+use crate::config::Threshold;
+use crate::metrics::ex::Verdict;
+
+pub use plan::TestKind;
 
 pub mod judge;
 pub mod partition;
@@ -14,7 +18,6 @@ pub mod run;
 pub mod session;
 pub mod setup;
 pub mod snapshot;
-pub mod threshold;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -46,6 +49,19 @@ pub struct TestResult {
     pub gold_sql: Vec<String>,
     /// A case's predicted SQL (`None`: abstained, or a gate test).
     pub predicted_sql: Option<String>,
+    /// A case (by index in its suite) or a gate (by metric).
+    pub kind: TestKind,
+    /// A case's verdict class, when it was evaluated.
+    pub verdict: Option<Verdict>,
+    /// A gate's threshold (also its `threshold` property).
+    #[serde(skip)]
+    pub threshold: Option<Threshold>,
+}
+
+impl TestResult {
+    pub fn is_gate(&self) -> bool {
+        matches!(self.kind, TestKind::Gate(_))
+    }
 }
 
 /// A suite's aggregate metrics and the verdicts of its gates, for reports.
@@ -59,24 +75,20 @@ pub struct SuiteSummary {
 }
 
 impl SuiteSummary {
-    /// The summary of `suite`: its gates are read from its `<suite>::gate::<metric>` tests
-    /// (threshold from their `threshold` property).
+    /// The summary of `suite`: its gates are read from its gate tests.
     pub fn from_results(
         suite: &str,
         metrics: BTreeMap<String, f64>,
         results: &[TestResult],
     ) -> Self {
-        let prefix = format!("{suite}::gate::");
         let gates = results
             .iter()
             .filter(|result| result.suite == suite)
             .filter_map(|result| {
-                let metric = result.name.strip_prefix(&prefix)?;
-                let threshold = result
-                    .properties
-                    .get("threshold")
-                    .cloned()
-                    .unwrap_or_default();
+                let TestKind::Gate(metric) = result.kind else {
+                    return None;
+                };
+                let threshold = result.threshold.map(|t| t.to_string()).unwrap_or_default();
                 Some((metric.to_string(), threshold, result.status))
             })
             .collect();

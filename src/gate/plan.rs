@@ -2,36 +2,27 @@
 //! Built from `sqlgate.toml`, or directly by a Rust user plugging in their own system.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use crate::bench::{Benchmark, Case};
+use crate::config::{Metric, Threshold};
 use crate::exec::Limits;
-use crate::metrics::ex::{Mode, ModeOptions};
-use crate::metrics::sqlmorph::{Embedder, Regime};
-use crate::metrics::{esm, etm};
-
-use super::threshold::Threshold;
+use crate::metrics::sqlmorph::Regime;
+use crate::scoring::{CaseDatabases, Scoring};
 
 /// One benchmark under the gate.
 pub struct SuitePlan {
     /// The first component of every test name of the suite.
     pub name: String,
     pub bench: Benchmark,
-    pub mode: Mode,
-    pub mode_options: ModeOptions,
+    /// How its cases are scored, as `sqlgate score` would with the same settings.
+    pub scoring: Scoring,
+    /// Every case's database files, resolved when the plan was built.
+    pub databases: Vec<CaseDatabases>,
     pub limits: Limits,
-    /// The SQLMorph regime of the suite's EXP/EXR/F1, when it has one.
-    pub regime: Option<Regime>,
-    /// Spider exact set match of every case, when the suite asks for it.
-    pub esm: Option<Arc<esm::Evaluator>>,
-    /// Enhanced Tree Matching of every case, when the suite asks for it.
-    pub etm: Option<Arc<etm::Evaluator>>,
-    /// Embeds column descriptors for SC matching; `None`: the offline n-gram embedder.
-    pub embedder: Option<Arc<dyn Embedder + Send>>,
     /// TrustSQL's penalty c of the `rs` metric (the profile's `penalty`, default 0).
     pub penalty: f64,
-    /// Aggregate thresholds, by metric name (`ex`, `rs`).
-    pub gates: BTreeMap<String, Threshold>,
+    /// Aggregate thresholds, by metric.
+    pub gates: BTreeMap<Metric, Threshold>,
     /// Test names that must be correct whatever the accepted snapshot says.
     pub must_pass: BTreeSet<String>,
     /// Test names that are listed but not run.
@@ -44,19 +35,25 @@ impl SuitePlan {
         format!("{}::{}::{}", self.name, case.db, case.id)
     }
 
+    /// The SQLMorph regime of the suite's EXP/EXR/F1, when it has one.
+    pub fn regime(&self) -> Option<Regime> {
+        self.scoring.regimes.first().copied()
+    }
+
     /// `<suite>::gate::<metric>`.
-    pub fn gate_test_name(&self, metric: &str) -> String {
+    pub fn gate_test_name(&self, metric: Metric) -> String {
         format!("{}::gate::{metric}", self.name)
     }
 }
 
 /// What kind of test a name stands for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TestKind {
     /// A case: its index in the suite's benchmark.
     Case(usize),
     /// An aggregate threshold on a metric.
-    Gate(String),
+    Gate(Metric),
 }
 
 /// One listed test.
@@ -83,12 +80,12 @@ pub fn list(suites: &[SuitePlan]) -> Vec<TestDesc> {
             });
         }
         for metric in suite.gates.keys() {
-            let name = suite.gate_test_name(metric);
+            let name = suite.gate_test_name(*metric);
             tests.push(TestDesc {
                 ignored: suite.ignored.contains(&name),
                 name,
                 suite: index,
-                kind: TestKind::Gate(metric.clone()),
+                kind: TestKind::Gate(*metric),
             });
         }
     }

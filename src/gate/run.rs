@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::config::Metric;
 use crate::exec::Engine;
 use crate::system::{Reply, SystemError};
 
@@ -106,10 +107,10 @@ pub fn run(
                 TestKind::Gate(_) => None,
             })
             .collect();
-        let gates: Vec<&str> = suite_tests
+        let gates: Vec<Metric> = suite_tests
             .iter()
-            .filter_map(|t| match &t.kind {
-                TestKind::Gate(metric) => Some(metric.as_str()),
+            .filter_map(|t| match t.kind {
+                TestKind::Gate(metric) => Some(metric),
                 TestKind::Case(_) => None,
             })
             .collect();
@@ -143,7 +144,7 @@ pub fn run(
         // Means over the cases that happened to run before a stop would be a different number
         // under the same name: a stopped suite reports none.
         let metrics = if complete {
-            judge::suite_metrics(&runs, suite.penalty)
+            judge::suite_metrics(suite, &runs)
         } else {
             BTreeMap::new()
         };
@@ -151,10 +152,7 @@ pub fn run(
             let result = if complete {
                 judge::judge_gate(suite, metric, &metrics, start.elapsed())
             } else {
-                let mut result = skipped(suite, &suite.gate_test_name(metric));
-                let threshold = suite.gates[metric].to_string();
-                result.properties.insert("threshold".to_string(), threshold);
-                result
+                skipped(suite, TestKind::Gate(metric))
             };
             on_event(Event::Finished(&result));
             report.results.push(result);
@@ -193,6 +191,9 @@ pub fn ignored(suite: &str, test: &TestDesc) -> TestResult {
         source: None,
         gold_sql: Vec::new(),
         predicted_sql: None,
+        kind: test.kind,
+        verdict: None,
+        threshold: None,
     }
 }
 
@@ -239,9 +240,10 @@ fn evaluate(
             needed.par_iter().zip(replies.par_iter()).for_each_with(
                 sender,
                 |sender, (&case, reply)| {
-                    let case_test = suite.case_test_name(&suite.bench.cases[case]);
                     if stop.stopped() {
-                        let result = selected.contains(&case).then(|| skipped(suite, &case_test));
+                        let result = selected
+                            .contains(&case)
+                            .then(|| skipped(suite, TestKind::Case(case)));
                         let _ = sender.send((None, result));
                         return;
                     }
@@ -270,9 +272,14 @@ fn evaluate(
     runs
 }
 
-fn skipped(suite: &SuitePlan, name: &str) -> TestResult {
+fn skipped(suite: &SuitePlan, kind: TestKind) -> TestResult {
+    let (name, threshold) = match kind {
+        TestKind::Case(case) => (suite.case_test_name(&suite.bench.cases[case]), None),
+        // A gate a stopped run did not evaluate still shows what it would have checked.
+        TestKind::Gate(metric) => (suite.gate_test_name(metric), Some(suite.gates[&metric])),
+    };
     TestResult {
-        name: name.to_string(),
+        name,
         suite: suite.name.clone(),
         status: TestStatus::Skipped,
         duration: Default::default(),
@@ -282,5 +289,8 @@ fn skipped(suite: &SuitePlan, name: &str) -> TestResult {
         source: None,
         gold_sql: Vec::new(),
         predicted_sql: None,
+        kind,
+        verdict: None,
+        threshold,
     }
 }

@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use crate::config::system::SystemType;
+use crate::config::{AbstentionConfig, RecordMode, ThrottleConfig};
 use crate::config::{Config, ProfileConfig};
 use crate::error::InputError;
-use crate::metrics::reliability::Region;
-use crate::system::abstention::{Abstention, AbstentionConfig};
-use crate::system::answer::{answer_all, RecordMode};
+use crate::system::abstention::Abstention;
+use crate::system::answer::answer_all;
 use crate::system::cassette::Cassette;
-use crate::system::throttle::{Throttle, ThrottleConfig};
+use crate::system::throttle::Throttle;
 use crate::system::{self, Reply, Request, System, SystemError};
 
 use super::judge::{self, CaseRun};
@@ -87,7 +87,11 @@ impl Session {
                     SystemType::Replay => None,
                     _ => Some(Cassette::open(&system_config.cassette)?),
                 };
-                let systems = system::build(&system_config, &suites)?;
+                let named: Vec<(&str, &crate::bench::Benchmark)> = suites
+                    .iter()
+                    .map(|suite| (suite.name.as_str(), &suite.bench))
+                    .collect();
+                let systems = system::build(&system_config, &named)?;
                 let name = system_config.name.clone();
                 let throttle = system_config.throttle.clone();
                 (
@@ -177,9 +181,10 @@ impl Session {
                 })
                 .collect(),
         };
+        // Cleaned here, for every system alike, before abstention rules read the SQL.
         answers
             .into_iter()
-            .map(|answer| answer.map(|reply| self.abstention.apply(reply)))
+            .map(|answer| answer.map(|reply| self.abstention.apply(reply.clean())))
             .collect()
     }
 
@@ -217,7 +222,7 @@ impl Session {
                     self.accepted[test.suite].get(&run.test).copied(),
                 )
             }
-            TestKind::Gate(metric) => {
+            &TestKind::Gate(metric) => {
                 let start = std::time::Instant::now();
                 let runs = self.whole_suites[test.suite].get_or_init(|| {
                     let all: Vec<TestDesc> = self
@@ -232,7 +237,7 @@ impl Session {
                 judge::judge_gate(
                     suite,
                     metric,
-                    &judge::suite_metrics(runs, suite.penalty),
+                    &judge::suite_metrics(suite, runs),
                     start.elapsed(),
                 )
             }
@@ -312,12 +317,13 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
             ("ex".to_string(), judge::format_metric(run.score.ex)),
             (
                 "region".to_string(),
-                Region::of(&run.score).as_str().to_string(),
+                run.score.region().as_str().to_string(),
             ),
         ]
         .into_iter()
         .chain(judge::fine_metrics(run))
         .chain(judge::structural_metrics(run))
+        .chain(judge::metric_error_flags(run))
         .collect(),
         sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
     }

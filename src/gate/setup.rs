@@ -1,13 +1,13 @@
 //! Builds the run plan from `sqlgate.toml` and a profile: loads every suite's benchmark and
 //! resolves its thresholds (top-level `[gate]` < suite `gate` < profile `gate`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bench::{self, LoadOptions};
 use crate::config::Structural;
-use crate::config::{Config, EmbeddingsConfig, ProfileConfig};
+use crate::config::{Config, EmbeddingsConfig, Gates, Metric, ProfileConfig, Threshold};
 use crate::error::InputError;
 use crate::exec::Limits;
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
@@ -15,6 +15,7 @@ use crate::metrics::ex::ModeOptions;
 use crate::metrics::sqlmorph::Embedder;
 use crate::metrics::sqlmorph::{ColumnMatching, Extras};
 use crate::metrics::{esm, etm};
+use crate::scoring::Scoring;
 
 use super::plan::SuitePlan;
 
@@ -107,24 +108,32 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
                 .map(|(test, _)| test.clone())
                 .collect()
         };
-        plans.push(SuitePlan {
-            must_pass: tests_of_suite(|c| c.must_pass),
-            ignored: tests_of_suite(|c| c.ignore),
-            mode: suite.mode.unwrap_or(bench.format.default_mode()),
+        let mode = suite.mode.unwrap_or(bench.format.default_mode());
+        let scoring = Scoring {
+            mode,
             mode_options: ModeOptions {
                 keep_distinct: suite.keep_distinct,
                 pair_budget: timeout,
                 ..ModeOptions::default()
             },
-            limits,
-            regime: suite.regime,
-            esm,
-            etm,
+            regimes: suite.regime.into_iter().collect(),
+            sqlmorph_compat: false,
             embedder: suite
                 .embeddings
                 .as_ref()
                 .map(|e| embedder(config, e))
                 .transpose()?,
+            esm,
+            etm,
+            ..Scoring::new(mode)
+        };
+        let gates = computable_gates(config, &scoring, gates)?;
+        plans.push(SuitePlan {
+            must_pass: tests_of_suite(|c| c.must_pass),
+            ignored: tests_of_suite(|c| c.ignore),
+            databases: scoring.databases(&bench)?,
+            scoring,
+            limits,
             penalty,
             gates,
             bench,
@@ -148,6 +157,34 @@ fn check_case_names(config: &Config, plans: &[SuitePlan]) -> Result<(), InputErr
         )),
         None => Ok(()),
     }
+}
+
+/// The thresholds of a suite by metric; gating a metric the suite does not compute is a
+/// configuration error at the gate's key, not a failing test.
+fn computable_gates(
+    config: &Config,
+    scoring: &Scoring,
+    gates: Gates,
+) -> Result<BTreeMap<Metric, Threshold>, InputError> {
+    let mut computable = BTreeMap::new();
+    for (metric, threshold) in gates {
+        let needs = match *metric.get_ref() {
+            Metric::Exp | Metric::Exr | Metric::F1 if scoring.regimes.is_empty() => {
+                Some("a `regime` in its [[suite]]")
+            }
+            Metric::Esm if scoring.esm.is_none() => Some("`structural = [\"esm\"]`"),
+            Metric::Etm if scoring.etm.is_none() => Some("`structural = [\"etm\"]`"),
+            _ => None,
+        };
+        if let Some(needs) = needs {
+            return Err(config.error_at(
+                metric.span(),
+                format!("gate `{}` needs {needs}", metric.get_ref()),
+            ));
+        }
+        computable.insert(metric.into_inner(), threshold);
+    }
+    Ok(computable)
 }
 
 fn embedder(

@@ -26,12 +26,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use similar::TextDiff;
 
 use crate::error::InputError;
+use crate::files::write_atomically;
 
 /// One case test's outcome as snapshotted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -499,35 +500,6 @@ fn remove_if_present(path: &Path) -> Result<(), InputError> {
             Err(InputError::file(path, format!("cannot remove: {error}")))
         }
         _ => Ok(()),
-    }
-}
-
-/// Writes a file so readers see the old content or the new, never a part: a temporary file in
-/// the same folder, synced, then renamed over `path`. Creates the parent folder.
-pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), InputError> {
-    let fail = |error: io::Error| InputError::file(path, format!("cannot write: {error}"));
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| InputError::file(path, "not a file path"))?;
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(parent) = parent {
-        fs::create_dir_all(parent).map_err(fail)?;
-    }
-    let temp = path.with_file_name(format!(
-        ".{}.{}.tmp",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
-    let written = fs::File::create(&temp).and_then(|mut file| {
-        file.write_all(content)?;
-        file.sync_all()
-    });
-    match written.and_then(|()| fs::rename(&temp, path)) {
-        Ok(()) => Ok(()),
-        Err(error) => {
-            let _ = fs::remove_file(&temp);
-            Err(fail(error))
-        }
     }
 }
 

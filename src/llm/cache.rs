@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::InputError;
-use crate::gate::snapshot::write_atomically;
+use crate::files::write_atomically;
 
 pub struct JsonlCache<V> {
     path: PathBuf,

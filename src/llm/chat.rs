@@ -3,8 +3,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::LlmError;
 use super::{excerpt, garbage, Client};
-use crate::system::SystemError;
 
 /// One chat message; `role` is `system`, `user` or `assistant`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -52,8 +52,8 @@ pub struct ChatReply {
 
 impl Client {
     /// Asks for one completion. A 200 response without `choices[0].message.content` as text
-    /// is a [`Garbage`](crate::system::SystemErrorKind::Garbage) error.
-    pub fn chat(&self, request: &ChatRequest) -> Result<ChatReply, SystemError> {
+    /// is a [`Garbage`](LlmErrorKind::Garbage) error.
+    pub fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
         let raw = self.post_json("chat/completions", request)?;
         let content = raw
             .pointer("/choices/0/message/content")

@@ -2,18 +2,18 @@
 
 use serde_json::{json, Value};
 
+use super::LlmError;
 use super::{excerpt, garbage, Client};
-use crate::system::SystemError;
 
 impl Client {
     /// One vector per input, in the order of the inputs (no request for no inputs). A 200 response that does not hold
-    /// exactly one numeric vector per input is a [`Garbage`](crate::system::SystemErrorKind::Garbage)
+    /// exactly one numeric vector per input is a [`Garbage`](LlmErrorKind::Garbage)
     /// error.
     pub fn embed<S: AsRef<str>>(
         &self,
         model: &str,
         inputs: &[S],
-    ) -> Result<Vec<Vec<f32>>, SystemError> {
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
         if inputs.is_empty() {
             return Ok(Vec::new());
         }

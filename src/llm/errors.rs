@@ -1,4 +1,4 @@
-//! Classification of failed requests into [`SystemError`]s, with the retry hints the throttle
+//! Classification of failed requests into [`LlmError`]s, with the retry hints the throttle
 //! layer reads.
 
 use std::time::{Duration, SystemTime};
@@ -7,25 +7,47 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::system::{SystemError, SystemErrorKind};
+/// Why a request to an OpenAI-compatible API gave no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct LlmError {
+    pub kind: LlmErrorKind,
+    pub message: String,
+    /// Worth asking again (HTTP 429 or 5xx, a timeout, a dropped connection).
+    pub retryable: bool,
+    /// How long the server asked us to wait (`Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LlmErrorKind {
+    /// No answer within the client's time bound.
+    Timeout,
+    /// Connection refused, reset, DNS...
+    Transport,
+    /// An error status.
+    Http,
+    /// The response was not what the API promises (JSON of the wrong shape).
+    Garbage,
+}
 
 /// How many characters of a response body an error message keeps.
 const EXCERPT_CHARS: usize = 300;
 
 /// The request did not complete: a timeout, a refused or dropped connection.
-pub(crate) fn transport(error: &reqwest::Error, url: &str, timeout: Duration) -> SystemError {
+pub(crate) fn transport(error: &reqwest::Error, url: &str, timeout: Duration) -> LlmError {
     let (kind, message) = if error.is_timeout() {
         (
-            SystemErrorKind::Timeout,
+            LlmErrorKind::Timeout,
             format!("no answer from {url} within {}s", timeout.as_secs_f64()),
         )
     } else {
         (
-            SystemErrorKind::Transport,
+            LlmErrorKind::Transport,
             format!("request to {url} failed: {}", error_chain(error)),
         )
     };
-    SystemError {
+    LlmError {
         kind,
         message,
         retryable: true,
@@ -40,12 +62,12 @@ pub(crate) fn http_status(
     retry_after: Option<Duration>,
     body: &[u8],
     url: &str,
-) -> SystemError {
+) -> LlmError {
     let retryable = status == StatusCode::TOO_MANY_REQUESTS
         || status == StatusCode::REQUEST_TIMEOUT
         || status.is_server_error();
-    SystemError {
-        kind: SystemErrorKind::Http,
+    LlmError {
+        kind: LlmErrorKind::Http,
         message: format!("HTTP {status} from {url}: {}", error_text(body)),
         retryable,
         retry_after: retry_after.filter(|_| retryable),
@@ -153,7 +175,7 @@ mod tests {
         let retryable = |code: u16| {
             let status = StatusCode::from_u16(code).unwrap();
             let error = http_status(status, Some(Duration::from_secs(1)), b"", "u");
-            assert_eq!(error.kind, SystemErrorKind::Http);
+            assert_eq!(error.kind, LlmErrorKind::Http);
             assert_eq!(error.retry_after.is_some(), error.retryable);
             error.retryable
         };

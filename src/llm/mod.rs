@@ -1,8 +1,8 @@
 //! A client for OpenAI-compatible HTTP APIs (OpenAI, vLLM, Ollama, llama.cpp server), shared by
 //! the `openai` system and the generators.
 //!
-//! It sends one request and classifies what went wrong into a [`SystemError`]; it never retries:
-//! retries, backoff and rate limiting belong to the layer around [`crate::system::System::answer`],
+//! It sends one request and classifies what went wrong into an [`LlmError`]; it never retries:
+//! retries, backoff and rate limiting belong to the caller (the `system` layer's throttle),
 //! which reads `retryable` and `retry_after` from the error.
 
 pub mod cache;
@@ -17,11 +17,10 @@ use reqwest::header::AUTHORIZATION;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::system::{SystemError, SystemErrorKind};
-
 pub use chat::{ChatReply, ChatRequest, Message};
 pub use embedder::CachedEmbedder;
 pub(crate) use errors::excerpt;
+pub use errors::{LlmError, LlmErrorKind};
 
 /// Where the API is and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +83,7 @@ impl Client {
     }
 
     /// POSTs `body` as JSON to `{base_url}/{path}` and returns the parsed JSON response.
-    fn post_json(&self, path: &str, body: &impl Serialize) -> Result<Value, SystemError> {
+    fn post_json(&self, path: &str, body: &impl Serialize) -> Result<Value, LlmError> {
         let url = format!("{}/{path}", self.base_url);
         let mut request = self.http.post(&url).json(body);
         if let Some(key) = self.api_key()? {
@@ -103,8 +102,8 @@ impl Client {
         }
         // An API's 200 that is not JSON was cut short or mangled on the way, not the model's
         // answer: transient, so it is retried and never recorded.
-        serde_json::from_slice(&bytes).map_err(|e| SystemError {
-            kind: SystemErrorKind::Transport,
+        serde_json::from_slice(&bytes).map_err(|e| LlmError {
+            kind: LlmErrorKind::Transport,
             message: format!(
                 "{url} answered 200 with a body that is not JSON ({e}): {}",
                 excerpt(&String::from_utf8_lossy(&bytes))
@@ -116,15 +115,15 @@ impl Client {
 
     /// The key from the configured environment variable, read at each request so that a
     /// replay-only run (which never calls the API) needs no secret.
-    fn api_key(&self) -> Result<Option<String>, SystemError> {
+    fn api_key(&self) -> Result<Option<String>, LlmError> {
         let Some(name) = &self.api_key_env else {
             return Ok(None);
         };
         match std::env::var(name) {
             Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_string())),
-            _ => Err(SystemError {
+            _ => Err(LlmError {
                 // Not the system's fault: transient, so the case is asked again once the key is set.
-                kind: SystemErrorKind::Transport,
+                kind: LlmErrorKind::Transport,
                 message: format!("the environment variable {name} (api_key_env) is not set"),
                 retryable: false,
                 retry_after: None,
@@ -134,9 +133,9 @@ impl Client {
 }
 
 /// A 200 response that is not what the API promises.
-fn garbage(message: String) -> SystemError {
-    SystemError {
-        kind: SystemErrorKind::Garbage,
+fn garbage(message: String) -> LlmError {
+    LlmError {
+        kind: LlmErrorKind::Garbage,
         message,
         retryable: false,
         retry_after: None,

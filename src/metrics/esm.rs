@@ -579,7 +579,7 @@ pub struct PairScore {
 /// Where the parser's schemas come from.
 enum Schemas {
     Given(HashMap<String, Arc<Schema>>),
-    /// `<dir>/<db>/<db>.sqlite`, read on first use.
+    /// The database folder (either layout of [`crate::files::database_file`]), read on first use.
     Sqlite {
         dir: PathBuf,
         cache: Mutex<HashMap<String, Arc<Schema>>>,
@@ -617,7 +617,7 @@ impl Evaluator {
     }
 
     /// The reference's setup: foreign keys from `tables.json`, the parser's schema read from
-    /// `<db_dir>/<db>/<db>.sqlite` (once per database).
+    /// the database file, `<db_dir>/<db>.sqlite` or `<db_dir>/<db>/<db>.sqlite` (once per database).
     pub fn with_database_dir(
         tables_json: impl AsRef<Path>,
         db_dir: impl Into<PathBuf>,
@@ -648,7 +648,8 @@ impl Evaluator {
                 if let Some(schema) = cache.get(db_id) {
                     return Ok(schema.clone());
                 }
-                let path = dir.join(db_id).join(format!("{db_id}.sqlite"));
+                let path = crate::files::database_file(dir, db_id)
+                    .map_err(|problem| InputError::file(dir, problem))?;
                 let schema = Arc::new(Schema::from_sqlite(path)?);
                 cache.insert(db_id.to_string(), schema.clone());
                 Ok(schema)

@@ -1,6 +1,5 @@
 //! Metrics computed from executions and from the SQL itself.
 
-pub mod calibrate;
 pub mod esm;
 pub mod etm;
 pub mod ex;

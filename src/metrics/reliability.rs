@@ -7,8 +7,16 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::metrics::ex::Verdict;
-use crate::scoring::CaseScore;
+/// What reliability needs to know of a scored case: plain facts, whoever scored it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CaseFacts {
+    pub feasible: bool,
+    pub abstained: bool,
+    /// Answered with EX = 1 under the mode.
+    pub correct: bool,
+    /// The case's tags: TrustSQL `type` and `note`, or `category`, name its category.
+    pub tags: BTreeMap<String, String>,
+}
 
 /// Where a case falls (spec A.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -27,10 +35,9 @@ pub enum Region {
 
 impl Region {
     /// The region of a scored case; correctness is the mode's EX (= 1).
-    pub fn of(score: &CaseScore) -> Region {
-        let abstained = score.verdict == Verdict::Abstained;
-        match (score.feasible, abstained) {
-            (true, _) if score.ex == 1.0 => Region::I,
+    pub fn of(case: &CaseFacts) -> Region {
+        match (case.feasible, case.abstained) {
+            (true, _) if case.correct => Region::I,
             (true, true) => Region::II,
             (true, false) => Region::III,
             (false, false) => Region::IV,
@@ -181,7 +188,7 @@ pub fn penalties_with_defaults(extra: &[Penalty]) -> Vec<Penalty> {
 }
 
 /// Computes RS for every penalty of `penalties` over `scores`, overall and per category.
-pub fn reliability(scores: &[CaseScore], penalties: &[Penalty]) -> Reliability {
+pub fn reliability(scores: &[CaseFacts], penalties: &[Penalty]) -> Reliability {
     let n = scores.len();
     let regions: Vec<Region> = scores.iter().map(Region::of).collect();
     let rs_by_penalty = |regions: &[Region]| -> BTreeMap<String, f64> {
@@ -221,7 +228,7 @@ pub fn reliability(scores: &[CaseScore], penalties: &[Penalty]) -> Reliability {
 
 /// A case's category: TrustSQL's `"{type}:{note}"` (spec A.3), else its `category` tag, else
 /// `feasible`/`infeasible`.
-pub fn category_key(score: &CaseScore) -> String {
+pub fn category_key(score: &CaseFacts) -> String {
     let tag = |name: &str| score.tags.get(name).filter(|v| !v.is_empty());
     match (tag("type"), tag("note"), tag("category")) {
         (Some(kind), Some(note), _) => format!("{kind}:{note}"),

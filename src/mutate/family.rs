@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{mutants_to_depth, Mutant};
 use crate::bench::Benchmark;
 use crate::error::InputError;
-use crate::gate::snapshot::write_atomically;
+use crate::files::write_atomically;
 
 /// The generated suite: native cases and the mutant predictions, in the same order.
 pub struct ErrorsFamily {

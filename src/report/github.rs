@@ -15,7 +15,7 @@ use similar::{ChangeTag, TextDiff};
 use crate::error::InputError;
 use crate::gate::snapshot::{closing_quote, normalize_sql, opening_quote};
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
-use crate::report::junit::{by_suite, format_metric, is_gate, SuiteView};
+use crate::report::junit::{by_suite, format_metric, SuiteView};
 
 /// GitHub refuses a step summary over 1 MiB.
 pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
@@ -163,7 +163,7 @@ fn gates_table(summaries: &[SuiteSummary]) -> String {
 /// Failed tests, gates first (a missed threshold fails the whole suite), then cases in run order.
 fn failing_in_order(results: &[TestResult]) -> Vec<&TestResult> {
     let failed = results.iter().filter(|r| r.status == TestStatus::Failed);
-    let (gates, cases): (Vec<&TestResult>, Vec<&TestResult>) = failed.partition(|r| is_gate(r));
+    let (gates, cases): (Vec<&TestResult>, Vec<&TestResult>) = failed.partition(|r| r.is_gate());
     gates.into_iter().chain(cases).collect()
 }
 

@@ -16,7 +16,7 @@ use quick_junit::{
 };
 
 use crate::error::InputError;
-use crate::gate::snapshot::write_atomically;
+use crate::files::write_atomically;
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 
 /// The name of the `<testsuites>` element.
@@ -141,10 +141,10 @@ fn status(result: &TestResult) -> TestCaseStatus {
             status
         }
         TestStatus::Failed => {
-            let verdict = result.properties.get("verdict").map(String::as_str);
+            let verdict = result.verdict.map(|v| v.as_str());
             let mut status = TestCaseStatus::non_success(failure_kind(verdict));
             status.set_message(one_line(result.message.as_deref().unwrap_or("failed")));
-            let kind = if is_gate(result) { "gate" } else { "failure" };
+            let kind = if result.is_gate() { "gate" } else { "failure" };
             status.set_type(verdict.unwrap_or(kind));
             if let Some(detail) = &result.detail {
                 status.set_description(detail.as_str());
@@ -152,14 +152,6 @@ fn status(result: &TestResult) -> TestCaseStatus {
             status
         }
     }
-}
-
-/// Whether the test is a threshold, `<suite>::gate::<metric>`, rather than a case.
-pub(crate) fn is_gate(result: &TestResult) -> bool {
-    result
-        .name
-        .strip_prefix(result.suite.as_str())
-        .is_some_and(|rest| rest.starts_with("::gate::"))
 }
 
 /// JUnit's `error` means the test could not judge the system (the benchmark's own gold SQL

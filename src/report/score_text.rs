@@ -54,6 +54,14 @@ pub fn render(summary: &Summary, source: &str) -> String {
             summary.cleaned
         );
     }
+    for (metric, count) in &summary.metric_errors {
+        let _ = writeln!(
+            out,
+            "{} could not be computed for {count} case(s), each scored 0 (see `{}` in the JSON)",
+            metric.name(),
+            metric.error_code()
+        );
+    }
     render_fine(&mut out, summary);
     if let Some(esm) = &summary.esm {
         let _ = writeln!(

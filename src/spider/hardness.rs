@@ -27,6 +27,21 @@ impl fmt::Display for Hardness {
     }
 }
 
+impl std::str::FromStr for Hardness {
+    type Err = String;
+
+    /// The level as written in tags and reports: `easy`, `medium`, `hard` or `extra`.
+    fn from_str(text: &str) -> Result<Hardness, String> {
+        match text {
+            "easy" => Ok(Hardness::Easy),
+            "medium" => Ok(Hardness::Medium),
+            "hard" => Ok(Hardness::Hard),
+            "extra" => Ok(Hardness::Extra),
+            _ => Err(format!("unknown hardness `{text}`")),
+        }
+    }
+}
+
 /// The three counts the classification reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Components {

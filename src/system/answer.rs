@@ -5,24 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::cassette::{record_key, Cassette};
 use super::throttle::Throttle;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
-use crate::bench::clean_sql;
-
-/// When the system is called instead of replaying the cassette.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum RecordMode {
-    /// Replay only: a case missing from the cassette fails as not recorded (CI).
-    None,
-    /// Call the system for cases missing from the cassette, and record the answers.
-    New,
-    /// Call the system for every case, and record the answers over the old ones.
-    All,
-}
+use crate::config::RecordMode;
 
 /// Answers every request, aligned with `requests`.
 ///
@@ -80,7 +68,7 @@ pub fn answer_all(
 }
 
 fn not_recorded(request: &Request) -> SystemError {
-    failure(
+    SystemError::new(
         SystemErrorKind::NotRecorded,
         format!(
             "case `{}` has no recorded answer (record mode `none`); record it with `new`",
@@ -113,24 +101,6 @@ fn call_concurrently<T: Send>(
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A failure that is not worth retrying.
-pub(crate) fn failure(kind: SystemErrorKind, message: impl Into<String>) -> SystemError {
-    SystemError {
-        kind,
-        message: message.into(),
-        retryable: false,
-        retry_after: None,
-    }
-}
-
-/// A failure worth retrying (a timeout, a dropped connection, an overloaded server).
-pub(crate) fn retryable(kind: SystemErrorKind, message: impl Into<String>) -> SystemError {
-    SystemError {
-        retryable: true,
-        ..failure(kind, message)
-    }
-}
-
 /// A system's `timeout_secs` as a duration: positive, and at most a day (beyond that a
 /// deadline could overflow the clock).
 pub(crate) fn timeout(secs: f64) -> Result<Duration, String> {
@@ -158,10 +128,10 @@ struct WireAnswer {
     retrieved: Vec<String>,
 }
 
-/// Parses a system's answer document; the SQL and samples are cleaned of markdown and prose.
+/// Parses a system's answer document (the pipeline cleans its SQL and samples afterwards).
 pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
     let garbage = |problem: String| {
-        failure(
+        SystemError::new(
             SystemErrorKind::Garbage,
             format!("{problem}; the output was: {}", excerpt(output)),
         )
@@ -184,15 +154,10 @@ pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
             ))
         }
     };
-    let cleaned = sql.as_deref().map(clean_sql);
     Ok(Reply {
-        cleaned: cleaned.as_ref().is_some_and(|c| c.cleaned),
-        sql: cleaned.map(|c| c.sql),
-        samples: wire
-            .samples
-            .iter()
-            .map(|sample| clean_sql(sample).sql)
-            .collect(),
+        sql,
+        cleaned: false,
+        samples: wire.samples,
         retrieved: wire.retrieved,
     })
 }

@@ -12,10 +12,9 @@ use super::http::{HttpConfig, HttpSystem};
 use super::openai::{OpenAiConfig, OpenAiSystem};
 use super::replay::ReplaySystem;
 use super::System;
-use crate::bench::PredFormat;
+use crate::bench::{Benchmark, PredFormat};
 use crate::config::system::{SystemConfig, SystemType};
 use crate::error::InputError;
-use crate::gate::plan::SuitePlan;
 
 /// `type = "replay"`: a predictions file, or one per suite (`predictions = { demo = "..." }`).
 #[derive(Debug, Clone, Deserialize)]
@@ -32,10 +31,10 @@ enum Predictions {
     PerSuite(BTreeMap<String, PathBuf>),
 }
 
-/// The system answering each suite, aligned with `suites`.
+/// The system answering each suite, aligned with `suites` (each a name and its benchmark).
 pub fn build(
     config: &SystemConfig,
-    suites: &[SuitePlan],
+    suites: &[(&str, &Benchmark)],
 ) -> Result<Vec<Arc<dyn System>>, InputError> {
     let invalid = |message: String| config.error(message);
     let shared: Arc<dyn System> = match config.kind {
@@ -57,22 +56,25 @@ pub fn build(
     Ok(suites.iter().map(|_| Arc::clone(&shared)).collect())
 }
 
-fn replay(config: &SystemConfig, suites: &[SuitePlan]) -> Result<Vec<Arc<dyn System>>, InputError> {
+fn replay(
+    config: &SystemConfig,
+    suites: &[(&str, &Benchmark)],
+) -> Result<Vec<Arc<dyn System>>, InputError> {
     let settings: ReplayConfig = config.settings()?;
     suites
         .iter()
-        .map(|suite| {
+        .map(|&(name, bench)| {
             let path = match &settings.predictions {
                 Predictions::One(path) if suites.len() == 1 => path,
-                Predictions::PerSuite(paths) => paths.get(&suite.name).ok_or_else(|| {
-                    config.error(format!("no predictions for suite `{}`", suite.name))
-                })?,
+                Predictions::PerSuite(paths) => paths
+                    .get(name)
+                    .ok_or_else(|| config.error(format!("no predictions for suite `{name}`")))?,
                 Predictions::One(_) => {
                     return Err(config
                         .error("with several suites, give `predictions = { <suite> = \"file\" }`"))
                 }
             };
-            let system = ReplaySystem::load(&config.resolve(path), settings.format, &suite.bench)?;
+            let system = ReplaySystem::load(&config.resolve(path), settings.format, bench)?;
             Ok(Arc::new(system) as Arc<dyn System>)
         })
         .collect()

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::answer::{failure, parse_answer, retryable, timeout};
+use super::answer::{parse_answer, timeout};
 use super::cassette::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 
@@ -81,7 +81,7 @@ impl CommandSystem {
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         // Not recorded: a program that cannot start says nothing about the system.
         command.spawn().map_err(|e| {
-            failure(
+            SystemError::new(
                 SystemErrorKind::Transport,
                 format!("cannot start `{}`: {e}", self.command_line()),
             )
@@ -97,7 +97,7 @@ impl CommandSystem {
             Ok(pipes) => pipes,
             Err(e) => {
                 kill_group(&mut child);
-                return Err(failure(
+                return Err(SystemError::new(
                     SystemErrorKind::Transport,
                     format!("cannot talk to `{}`: {e}", self.command_line()),
                 ));
@@ -117,7 +117,7 @@ impl CommandSystem {
             return Err(self.exited(status, &stderr.bytes));
         }
         if stdout.truncated {
-            return Err(failure(
+            return Err(SystemError::new(
                 SystemErrorKind::Garbage,
                 format!(
                     "`{}` printed more than {STDOUT_LIMIT} bytes",
@@ -129,7 +129,7 @@ impl CommandSystem {
     }
 
     fn timed_out(&self, what_then: &str) -> SystemError {
-        retryable(
+        SystemError::retryable(
             SystemErrorKind::Timeout,
             format!(
                 "`{}` gave no answer within {} s; {what_then}",
@@ -140,7 +140,7 @@ impl CommandSystem {
     }
 
     fn exited(&self, status: ExitStatus, stderr: &[u8]) -> SystemError {
-        failure(
+        SystemError::new(
             SystemErrorKind::Exit,
             format!(
                 "`{}` failed ({status}); stderr: {}",
@@ -158,7 +158,7 @@ impl System for CommandSystem {
 
     fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
         let input = serde_json::to_vec(request).map_err(|e| {
-            failure(
+            SystemError::new(
                 SystemErrorKind::Transport,
                 format!("cannot encode the request: {e}"),
             )

@@ -10,7 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
-use super::answer::{failure, parse_answer, retryable, timeout};
+use super::answer::{parse_answer, timeout};
 use super::cassette::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use crate::llm::errors;
@@ -76,7 +76,7 @@ impl HttpSystem {
             .header(CONTENT_TYPE, "application/json")
             .body(body)
             .send()
-            .map_err(|e| errors::transport(&e, self.url.as_str(), self.timeout))
+            .map_err(|e| errors::transport(&e, self.url.as_str(), self.timeout).into())
     }
 
     /// The response body, or the error its status means.
@@ -88,21 +88,16 @@ impl HttpSystem {
             .take(BODY_LIMIT + 1)
             .read_to_end(&mut body)
             .map_err(|e| {
-                retryable(
+                SystemError::retryable(
                     SystemErrorKind::Transport,
                     format!("{}: reading the answer: {e}", self.url),
                 )
             })?;
         if !status.is_success() {
-            return Err(errors::http_status(
-                status,
-                retry_after,
-                &body,
-                self.url.as_str(),
-            ));
+            return Err(errors::http_status(status, retry_after, &body, self.url.as_str()).into());
         }
         if body.len() as u64 > BODY_LIMIT {
-            return Err(failure(
+            return Err(SystemError::new(
                 SystemErrorKind::Garbage,
                 format!("the answer is over {BODY_LIMIT} bytes"),
             ));
@@ -118,7 +113,7 @@ impl System for HttpSystem {
 
     fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
         let body = serde_json::to_vec(request).map_err(|e| {
-            failure(
+            SystemError::new(
                 SystemErrorKind::Transport,
                 format!("cannot encode the request: {e}"),
             )
@@ -129,7 +124,7 @@ impl System for HttpSystem {
         // recorded. Any other unusable answer is the system's own, and recorded as garbage.
         if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
             if e.is_eof() {
-                return Err(retryable(
+                return Err(SystemError::retryable(
                     SystemErrorKind::Transport,
                     format!("{}: the answer was cut short ({e})", self.url),
                 ));

@@ -19,6 +19,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::llm::{LlmError, LlmErrorKind};
+
 /// What a system is asked: the JSON document sent to `command` and `http` systems.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Request {
@@ -34,7 +36,8 @@ pub struct Request {
 /// A system's answer.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Reply {
-    /// The SQL to execute (already cleaned of markdown and prose); `None` when it abstained.
+    /// The SQL to execute; `None` when it abstained. Cleaned of markdown and prose by
+    /// [`Reply::clean`] before it is scored.
     pub sql: Option<String>,
     /// Markdown fences or prose were stripped from the raw answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -45,6 +48,49 @@ pub struct Reply {
     /// What a retriever returned (tables, columns, examples), for diagnostics.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retrieved: Vec<String>,
+}
+
+impl Reply {
+    /// An answer as the system gave it: markdown fences and prose are stripped by the pipeline
+    /// ([`Reply::clean`]), so a model's text can be passed on as it came.
+    pub fn sql(text: impl Into<String>) -> Reply {
+        Reply {
+            sql: Some(text.into()),
+            cleaned: false,
+            samples: Vec::new(),
+            retrieved: Vec::new(),
+        }
+    }
+
+    /// The system declines to answer.
+    pub fn abstain() -> Reply {
+        Reply {
+            sql: None,
+            ..Reply::sql("")
+        }
+    }
+
+    /// Adds further sampled answers, for voting and Pass@K.
+    pub fn with_samples(mut self, samples: Vec<String>) -> Reply {
+        self.samples = samples;
+        self
+    }
+
+    /// The reply with its SQL and samples cleaned of markdown fences and prose; `cleaned` says
+    /// whether anything was stripped. Every reply goes through it before it is scored.
+    pub fn clean(self) -> Reply {
+        let cleaned = self.sql.as_deref().map(crate::bench::clean_sql);
+        Reply {
+            cleaned: self.cleaned || cleaned.as_ref().is_some_and(|c| c.cleaned),
+            sql: cleaned.map(|c| c.sql),
+            samples: self
+                .samples
+                .iter()
+                .map(|sample| crate::bench::clean_sql(sample).sql)
+                .collect(),
+            retrieved: self.retrieved,
+        }
+    }
 }
 
 /// Why a system gave no usable answer; a failing case, never a crashed run.
@@ -75,6 +121,56 @@ pub enum SystemErrorKind {
     Transport,
     /// `--record none` and the cassette holds no answer for this case.
     NotRecorded,
+}
+
+impl SystemError {
+    /// A failure that asking again will not cure (garbage output, a non-zero exit).
+    pub fn new(kind: SystemErrorKind, message: impl Into<String>) -> SystemError {
+        SystemError {
+            kind,
+            message: message.into(),
+            retryable: false,
+            retry_after: None,
+        }
+    }
+
+    /// A transient failure the throttle retries (a timeout, a dropped connection, HTTP 5xx).
+    pub fn retryable(kind: SystemErrorKind, message: impl Into<String>) -> SystemError {
+        SystemError {
+            retryable: true,
+            ..SystemError::new(kind, message)
+        }
+    }
+
+    /// The output was not an answer.
+    pub fn garbage(message: impl Into<String>) -> SystemError {
+        SystemError::new(SystemErrorKind::Garbage, message)
+    }
+}
+
+impl std::fmt::Display for SystemError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for SystemError {}
+
+impl From<LlmError> for SystemError {
+    fn from(error: LlmError) -> SystemError {
+        let kind = match error.kind {
+            LlmErrorKind::Timeout => SystemErrorKind::Timeout,
+            LlmErrorKind::Transport => SystemErrorKind::Transport,
+            LlmErrorKind::Http => SystemErrorKind::Http,
+            LlmErrorKind::Garbage => SystemErrorKind::Garbage,
+        };
+        SystemError {
+            kind,
+            message: error.message,
+            retryable: error.retryable,
+            retry_after: error.retry_after,
+        }
+    }
 }
 
 impl SystemErrorKind {

@@ -203,8 +203,8 @@ fn fingerprint(config: &OpenAiConfig, template_text: &str) -> String {
         .collect()
 }
 
-/// Turns the model's text into an answer: an abstention, a cleaned query, or Garbage. The
-/// marker abstains when it stands as a word of its own outside the query: in
+/// Turns the model's text into an answer: an abstention, a query, or Garbage. The marker
+/// abstains when it stands as a word of its own outside the query: in
 /// `SELECT COUNT(*) AS not_answerable_count` it is part of an identifier, and the reply is SQL.
 fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> {
     let (text, had_reasoning) = strip_reasoning(content);
@@ -231,11 +231,10 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
             retry_after: None,
         });
     }
+    // The pipeline cleans the reply; cleaning here only tells a query from prose.
     Ok(Reply {
-        sql: Some(cleaned.sql),
-        cleaned: cleaned.cleaned || had_reasoning,
-        samples: Vec::new(),
-        retrieved: Vec::new(),
+        cleaned: had_reasoning,
+        ..Reply::sql(text)
     })
 }
 
@@ -426,11 +425,12 @@ mod tests {
             "```sql\nSELECT count(*) FROM singer;\n```",
             "not_answerable",
         )
-        .unwrap();
+        .unwrap()
+        .clean();
         assert_eq!(reply.sql.as_deref(), Some("SELECT count(*) FROM singer"));
         assert!(reply.cleaned);
 
-        let reply = interpret("SELECT 1", "not_answerable").unwrap();
+        let reply = interpret("SELECT 1", "not_answerable").unwrap().clean();
         assert_eq!(reply.sql.as_deref(), Some("SELECT 1"));
         assert!(!reply.cleaned);
 
@@ -439,10 +439,7 @@ mod tests {
         // Part of an identifier in the query: the reply is SQL.
         let counted = "```sql\nSELECT COUNT(*) AS not_answerable_count FROM t\n```";
         let reply = interpret(counted, "not_answerable").unwrap();
-        assert_eq!(
-            reply.sql.as_deref(),
-            Some("SELECT COUNT(*) AS not_answerable_count FROM t")
-        );
+        assert_eq!(reply.sql.as_deref(), Some(counted));
         // Said outside the query, it abstains.
         let reply = interpret("NOT_ANSWERABLE\n\nSELECT 1", "not_answerable").unwrap();
         assert_eq!(reply.sql, None);
@@ -472,6 +469,8 @@ mod tests {
     fn reasoning_blocks_are_dropped() {
         let raw = "<think>Maybe SELECT * FROM t? If unsure say not_answerable.</think>\n```sql\nSELECT name FROM singer\n```";
         let reply = interpret(raw, "not_answerable").unwrap();
+        assert!(!reply.sql.as_deref().unwrap().contains("think"));
+        let reply = reply.clean();
         assert_eq!(reply.sql.as_deref(), Some("SELECT name FROM singer"));
         assert!(reply.cleaned);
     }

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::answer::failure;
 use super::cassette::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use crate::bench::{load_prediction_slots, Answer, Benchmark, PredFormat};
@@ -61,7 +60,7 @@ impl System for ReplaySystem {
 
     fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
         self.replies.get(&request.id).cloned().ok_or_else(|| {
-            failure(
+            SystemError::new(
                 SystemErrorKind::NotRecorded,
                 format!(
                     "the predictions file has no answer for case `{}`",

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::exec::{ExecErrorKind, Execution, ResultSet};
+use crate::exec::{ExecErrorKind, Execution, QueryRunner, ResultSet};
 
 /// A comparison mode: which public evaluator's semantics to reproduce.
 #[derive(
@@ -80,12 +80,6 @@ pub struct CaseInput<'a> {
     pub db_files: &'a [PathBuf],
     /// Spider 2.0 `ignore_order` for this case (default true).
     pub ignore_order: Option<bool>,
-}
-
-/// Runs queries for the evaluators; gold executions are cached by the implementation.
-pub trait QueryRunner: Sync {
-    fn gold(&self, db: &Path, sql: &str) -> Execution;
-    fn pred(&self, db: &Path, sql: &str) -> Execution;
 }
 
 /// The verdict class of one comparison (spec §0.4).

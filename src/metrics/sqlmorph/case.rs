@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{fine_grained_executions, MetricError, Options, Regime, Scores};
-use crate::metrics::ex::QueryRunner;
+use crate::exec::QueryRunner;
 
 /// Scores under each regime, keyed by the regime's name (`EC-EC-IE`).
 pub fn case_scores(

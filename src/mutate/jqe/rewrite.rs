@@ -76,7 +76,7 @@ impl Rewriter {
                 };
                 let reply = self
                     .throttle
-                    .call(|| self.client.chat(&request))
+                    .call(|| self.client.chat(&request).map_err(Into::into))
                     .map_err(|e| e.message)?;
                 self.cache.put(vec![(key, reply.content.clone())])?;
                 reply.content

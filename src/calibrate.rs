@@ -13,13 +13,13 @@ use rayon::prelude::*;
 use regex::Regex;
 use serde::Serialize;
 
-use super::ex::QueryRunner;
-use super::sqlmorph::{
-    fine_grained, CellMatching, ColumnMatching, Extras, MetricError, Options, Regime, Scores,
-};
 use crate::bench::Benchmark;
 use crate::error::InputError;
+use crate::exec::QueryRunner;
 use crate::exec::{Engine, ResultSet};
+use crate::metrics::sqlmorph::{
+    fine_grained, CellMatching, ColumnMatching, Extras, MetricError, Options, Regime, Scores,
+};
 use crate::mutate::{mutants_of, Operator};
 use crate::scoring::FineScores;
 

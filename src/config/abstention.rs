@@ -1,0 +1,45 @@
+//! `[[system]] abstention = { ... }`: when an answer counts as an abstention.
+
+use regex::Regex;
+use serde::Deserialize;
+
+/// `[[system]] abstention = { apology = true, pattern = "(?i)cannot answer", vote = 1.0 }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AbstentionConfig {
+    /// A SELECT of string literals only (`SELECT 'Sorry, ...' AS answer`) abstains.
+    #[serde(default = "yes")]
+    pub apology: bool,
+    /// An answer whose SQL matches this regular expression abstains.
+    pub pattern: Option<String>,
+    /// Voting over the reply's `samples`: the most common SQL is kept when at least this share
+    /// of samples agree (1.0: unanimity), else the system abstains. Unset: no voting.
+    pub vote: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for AbstentionConfig {
+    fn default() -> Self {
+        AbstentionConfig {
+            apology: true,
+            pattern: None,
+            vote: None,
+        }
+    }
+}
+
+impl AbstentionConfig {
+    /// The compiled pattern, or the first problem with the values.
+    pub fn checked_pattern(&self) -> Result<Option<Regex>, String> {
+        if self.vote.is_some_and(|r| !(r > 0.0 && r <= 1.0)) {
+            return Err("abstention vote must be a share in (0, 1]".to_string());
+        }
+        self.pattern
+            .as_deref()
+            .map(|p| Regex::new(p).map_err(|e| format!("abstention pattern: {e}")))
+            .transpose()
+    }
+}

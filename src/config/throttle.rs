@@ -1,0 +1,58 @@
+//! `[[system]] throttle = { ... }`: how hard a system may be called.
+
+use serde::{Deserialize, Serialize};
+
+/// How hard a system may be called (a `[throttle]` table in configuration).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ThrottleConfig {
+    /// Calls in flight at once.
+    pub concurrency: usize,
+    /// Call starts per second, across all threads; `None` for no limit.
+    pub requests_per_second: Option<f64>,
+    /// Further attempts after a retryable failure.
+    pub retries: u32,
+    /// The first retry's wait; each further retry doubles it.
+    pub backoff_secs: f64,
+    /// The longest backoff wait (a longer `Retry-After` is still honoured).
+    pub max_backoff_secs: f64,
+}
+
+impl Default for ThrottleConfig {
+    fn default() -> Self {
+        ThrottleConfig {
+            concurrency: 4,
+            requests_per_second: None,
+            retries: 4,
+            backoff_secs: 0.5,
+            max_backoff_secs: 30.0,
+        }
+    }
+}
+
+impl ThrottleConfig {
+    /// The first problem with the values, for the configuration loader to report.
+    pub fn check(&self) -> Result<(), String> {
+        if self.concurrency == 0 {
+            return Err("`concurrency` must be at least 1".into());
+        }
+        if let Some(rate) = self.requests_per_second {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(format!(
+                    "`requests_per_second` must be a positive number, not {rate}"
+                ));
+            }
+        }
+        for (name, secs) in [
+            ("backoff_secs", self.backoff_secs),
+            ("max_backoff_secs", self.max_backoff_secs),
+        ] {
+            if std::time::Duration::try_from_secs_f64(secs).is_err() {
+                return Err(format!(
+                    "`{name}` must be a non-negative number of seconds, not {secs}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}

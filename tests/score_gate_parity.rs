@@ -1,0 +1,394 @@
+//! `sqlgate score` and the gate score a case through one pipeline: the same predictions give the
+//! same per-case and mean EX, ESM, ETM and F1 in `score --format json` and in the gate's JUnit
+//! properties, on the demo and on Spider dev. Also: ESM finds databases in the flat layout, and a
+//! database missing from `tables.json` is an input error before anything is scored.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use sqlgate::report::junit::format_metric;
+
+const REGIME: &str = "EC-EC-IE";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn sqlgate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(args)
+        .env_remove("CI")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("sqlgate runs")
+}
+
+fn score_json(args: &[&str]) -> Value {
+    let output = sqlgate(&[args, &["--format", "json"]].concat());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("score prints JSON")
+}
+
+type Properties = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The JUnit properties of a gate run: the suite's (key `""`) and each case's (`<db>::<id>`).
+fn gate_properties(suite_settings: &str, predictions: &Path) -> Properties {
+    gate_run(suite_settings, predictions).1
+}
+
+/// A gate run of suite `parity` in a folder of its own (its pending snapshot is kept there).
+fn gate_run(suite_settings: &str, predictions: &Path) -> (tempfile::TempDir, Properties) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sqlgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "snapshots = \"snapshots\"\n\n[[suite]]\nname = \"parity\"\n{suite_settings}\n\n\
+             [[system]]\nname = \"replayed\"\ntype = \"replay\"\npredictions = \"{}\"\n",
+            predictions.display()
+        ),
+    )
+    .unwrap();
+    let junit = dir.path().join("junit.xml");
+    let output = sqlgate(&[
+        "test",
+        "--config",
+        config.to_str().unwrap(),
+        "--no-fail-fast",
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    let code = output.status.code();
+    assert!(
+        code == Some(0) || code == Some(100),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let xml = std::fs::read_to_string(&junit).expect("JUnit written");
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let properties = |node: roxmltree::Node<'_, '_>| -> BTreeMap<String, String> {
+        node.children()
+            .filter(|n| n.has_tag_name("properties"))
+            .flat_map(|p| p.children().filter(|n| n.has_tag_name("property")))
+            .map(|p| {
+                let name = p.attribute("name").unwrap().to_string();
+                (name, p.attribute("value").unwrap().to_string())
+            })
+            .collect()
+    };
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite") && n.attribute("name") == Some("parity"))
+        .expect("the suite is in the report");
+    let mut all = BTreeMap::from([(String::new(), properties(suite))]);
+    for case in suite.children().filter(|n| n.has_tag_name("testcase")) {
+        all.insert(
+            case.attribute("name").unwrap().to_string(),
+            properties(case),
+        );
+    }
+    (dir, all)
+}
+
+/// Each metric of `score`'s JSON equals the gate's property, per case and as a mean.
+fn assert_same(score: &Value, gate: &Properties, metrics: &[&str]) {
+    let cases = score["cases"].as_array().unwrap();
+    let mut compared = 0;
+    for case in cases.iter().filter(|c| c["feasible"] == true) {
+        let name = format!(
+            "{}::{}",
+            case["db"].as_str().unwrap(),
+            case["id"].as_str().unwrap()
+        );
+        let properties = &gate[&name];
+        for metric in metrics {
+            let value = match *metric {
+                "f1" => &case["fine"][REGIME]["f1"],
+                other => &case[other],
+            };
+            let value = value
+                .as_f64()
+                .unwrap_or_else(|| panic!("{name}: no {metric} in {case}"));
+            assert_eq!(
+                properties.get(*metric).map(String::as_str),
+                Some(format_metric(value).as_str()),
+                "{name}: {metric}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 0);
+    let summary = &score["summary"];
+    for metric in metrics {
+        let mean = match *metric {
+            "ex" => &summary["ex"],
+            "f1" => &summary["fine"][REGIME]["f1"],
+            other => &summary[other]["all"],
+        };
+        assert_eq!(
+            gate[""].get(*metric).map(String::as_str),
+            Some(format_metric(mean.as_f64().unwrap()).as_str()),
+            "mean {metric}"
+        );
+    }
+}
+
+#[test]
+fn demo_scores_the_same_through_score_and_the_gate() {
+    let suite = repo().join("benchmarks/demo/suite.toml");
+    let predictions = repo().join("benchmarks/demo/predictions/sample.jsonl");
+    let metrics = format!("etm,{REGIME}");
+    let score = score_json(&[
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        predictions.to_str().unwrap(),
+        "--metrics",
+        &metrics,
+    ]);
+    let gate = gate_properties(
+        &format!(
+            "benchmark = \"{}\"\nstructural = [\"etm\"]\nregime = \"{REGIME}\"",
+            suite.display()
+        ),
+        &predictions,
+    );
+    assert_same(&score, &gate, &["ex", "etm", "f1"]);
+}
+
+#[test]
+fn spider_dev_scores_the_same_through_score_and_the_gate() {
+    let Some(data) = sqlgate::testing::shared_data() else {
+        return;
+    };
+    let spider = data.join("spider-dev");
+    let (gold, db_dir, tables) = (
+        spider.join("gold.txt"),
+        spider.join("schema-db"),
+        spider.join("tables.json"),
+    );
+    let predictions = spider.join("predictions/C3.txt");
+    let metrics = format!("esm,etm,{REGIME}");
+    let score = score_json(&[
+        "score",
+        "--gold",
+        gold.to_str().unwrap(),
+        "--pred",
+        predictions.to_str().unwrap(),
+        "--db-dir",
+        db_dir.to_str().unwrap(),
+        "--tables",
+        tables.to_str().unwrap(),
+        "--metrics",
+        &metrics,
+    ]);
+    let gate = gate_properties(
+        &format!(
+            "benchmark = \"{}\"\ndb_dir = \"{}\"\ntables = \"{}\"\nstructural = [\"esm\", \"etm\"]\nregime = \"{REGIME}\"",
+            gold.display(),
+            db_dir.display(),
+            tables.display()
+        ),
+        &predictions,
+    );
+    assert_same(&score, &gate, &["ex", "esm", "etm", "f1"]);
+    // The test-suite evaluator's exact match for C3 is 46.9: not a silent 0.000.
+    let esm = score["summary"]["esm"]["all"].as_f64().unwrap();
+    assert_eq!((esm * 1000.0).round(), 469.0, "{esm}");
+}
+
+/// Spider's databases copied into the flat layout `<db-dir>/<db>.sqlite` (issue: ESM looked only
+/// in `<db>/<db>.sqlite` and reported 0.000 with no warning).
+fn flat_copy(schema_db: &Path, dbs: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for db in dbs {
+        std::fs::copy(
+            schema_db.join(db).join(format!("{db}.sqlite")),
+            dir.path().join(format!("{db}.sqlite")),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// The first `n` Spider dev pairs of `db`, as gold and prediction files.
+fn spider_subset(spider: &Path, db: &str, n: usize, dir: &Path) -> (PathBuf, PathBuf) {
+    let gold = std::fs::read_to_string(spider.join("gold.txt")).unwrap();
+    let lines: Vec<&str> = gold
+        .lines()
+        .filter(|line| line.ends_with(&format!("\t{db}")))
+        .take(n)
+        .collect();
+    let (gold_path, pred_path) = (dir.join("gold.txt"), dir.join("pred.txt"));
+    std::fs::write(&gold_path, lines.join("\n") + "\n").unwrap();
+    let predictions: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    std::fs::write(&pred_path, predictions.join("\n") + "\n").unwrap();
+    (gold_path, pred_path)
+}
+
+#[test]
+fn esm_reads_the_flat_database_layout() {
+    let Some(data) = sqlgate::testing::shared_data() else {
+        return;
+    };
+    let spider = data.join("spider-dev");
+    let flat = flat_copy(&spider.join("schema-db"), &["concert_singer"]);
+    let files = tempfile::tempdir().unwrap();
+    let (gold, pred) = spider_subset(&spider, "concert_singer", 10, files.path());
+    let score = score_json(&[
+        "score",
+        "--gold",
+        gold.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+        "--db-dir",
+        flat.path().to_str().unwrap(),
+        "--tables",
+        spider.join("tables.json").to_str().unwrap(),
+        "--metrics",
+        "esm",
+    ]);
+    // Gold against itself: every case matches, and none reports an error.
+    let cases = score["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 10);
+    for case in cases {
+        assert_eq!(case["esm"], 1, "{case}");
+        assert!(case.get("diagnostics").is_none(), "{case}");
+    }
+    assert_eq!(score["summary"]["esm"]["all"], 1.0);
+    assert!(score["summary"].get("metric_errors").is_none());
+}
+
+#[test]
+fn a_database_missing_from_tables_json_is_bad_input() {
+    let Some(data) = sqlgate::testing::shared_data() else {
+        return;
+    };
+    let spider = data.join("spider-dev");
+    let files = tempfile::tempdir().unwrap();
+    let (gold, pred) = spider_subset(&spider, "concert_singer", 3, files.path());
+    let tables: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(spider.join("tables.json")).unwrap())
+            .unwrap();
+    let without: Vec<&Value> = tables
+        .iter()
+        .filter(|t| t["db_id"] != "concert_singer")
+        .collect();
+    let tables_path = files.path().join("tables.json");
+    std::fs::write(&tables_path, serde_json::to_string(&without).unwrap()).unwrap();
+    let output = sqlgate(&[
+        "score",
+        "--gold",
+        gold.to_str().unwrap(),
+        "--pred",
+        pred.to_str().unwrap(),
+        "--db-dir",
+        spider.join("schema-db").to_str().unwrap(),
+        "--tables",
+        tables_path.to_str().unwrap(),
+        "--metrics",
+        "esm",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "nothing is scored");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("gold.txt"), "{stderr}");
+    assert!(stderr.contains("`concert_singer` is not in"), "{stderr}");
+    assert!(stderr.contains("tables.json"), "{stderr}");
+}
+
+#[test]
+fn a_metric_that_cannot_be_computed_scores_zero_and_is_counted_everywhere() {
+    let suite = repo().join("benchmarks/demo/suite.toml");
+    let predictions = repo().join("benchmarks/demo/predictions/sample.jsonl");
+    // Nothing listens on the discard port: every embedding request is refused.
+    let dead = "http://127.0.0.1:9/v1";
+    let cache = tempfile::tempdir().unwrap();
+    let cache_file = cache.path().join("embeddings.jsonl");
+    let args = [
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        predictions.to_str().unwrap(),
+        "--metrics",
+        "SC-EC-PE",
+        "--embeddings-url",
+        dead,
+        "--embeddings-model",
+        "nomic-embed-text",
+        "--embeddings-cache",
+        cache_file.to_str().unwrap(),
+    ];
+    let score = score_json(&args);
+    let failed: Vec<&Value> = score["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|case| {
+            case["diagnostics"]
+                .as_array()
+                .is_some_and(|d| d.iter().any(|d| d["code"] == "sqlmorph_error"))
+        })
+        .collect();
+    assert!(!failed.is_empty());
+    for case in &failed {
+        assert_eq!(case["fine"]["SC-EC-PE"]["f1"], 0.0, "{case}");
+    }
+    assert_eq!(
+        score["summary"]["metric_errors"]["sqlmorph"],
+        failed.len(),
+        "counted in the summary"
+    );
+    let text = sqlgate(&args);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "sqlmorph could not be computed for {} case(s)",
+            failed.len()
+        )),
+        "{stdout}"
+    );
+
+    let (dir, gate) = gate_run(
+        &format!(
+            "benchmark = \"{}\"\nregime = \"SC-EC-PE\"\nembeddings = {{ base_url = \"{dead}\", model = \"nomic-embed-text\" }}",
+            suite.display()
+        ),
+        &predictions,
+    );
+    let snapshot = std::fs::read_to_string(dir.path().join("snapshots/parity.snap.new"))
+        .expect("a pending snapshot");
+    for case in &failed {
+        let name = format!(
+            "{}::{}",
+            case["db"].as_str().unwrap(),
+            case["id"].as_str().unwrap()
+        );
+        let properties = &gate[&name];
+        assert_eq!(properties["f1"], "0", "{name}");
+        assert!(
+            properties["sqlmorph_error"].contains("127.0.0.1:9"),
+            "the property gives the reason: {properties:?}"
+        );
+        let line = snapshot
+            .lines()
+            .find(|line| line.starts_with(&format!("parity::{name} ")))
+            .expect("the case is in the snapshot");
+        assert!(line.contains("sqlmorph_error=1"), "{line}");
+    }
+    assert_eq!(
+        gate[""]["f1"],
+        format_metric(score["summary"]["fine"]["SC-EC-PE"]["f1"].as_f64().unwrap())
+    );
+}
