@@ -9,6 +9,7 @@
 pub mod family;
 pub mod infeasible;
 pub mod jqe;
+pub mod tqa;
 mod operator;
 mod ops;
 mod outer;
