@@ -6,4 +6,5 @@
 //! - Linker-table elimination (Riahi 2025 thesis ch. 4): the query's linker table found, its
 //!   mentions in the question hidden by synonym replacement.
 
+pub mod ident;
 pub mod wordnet;

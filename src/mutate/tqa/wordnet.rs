@@ -157,6 +157,28 @@ impl WordNet {
             .is_some_and(|entries| entries.iter().any(|(p, _)| pos.is_none_or(|q| q == *p)))
     }
 
+    /// Whether `lemma` is, in WordNet, only a short form of longer words: every synset it
+    /// belongs to has a longer lemma spelling it as a subsequence from the same initial
+    /// (`atm` in {atmosphere, atm}, `nm` in {nanometer, nm}).
+    pub fn is_short_form(&self, lemma: &str) -> bool {
+        let lemma = lemma.to_lowercase();
+        let Some(entries) = self.index.get(&lemma) else {
+            return false;
+        };
+        let spells = |long: &str| {
+            let long = long.to_lowercase();
+            long.len() > lemma.len()
+                && long.chars().next() == lemma.chars().next()
+                && is_subsequence(&lemma, &long)
+        };
+        entries.iter().all(|(pos, offsets)| {
+            offsets.iter().all(|&offset| {
+                self.synset(SynsetId { pos: *pos, offset })
+                    .is_ok_and(|s| s.lemmas.iter().any(|l| spells(l)))
+            })
+        })
+    }
+
     /// NLTK's `_morphy`: the base forms of `form` as `pos` that WordNet knows.
     pub fn morphy_pos(&self, form: &str, pos: char) -> Vec<String> {
         let form = form.to_lowercase().replace(' ', "_");
@@ -414,6 +436,11 @@ fn parse_data_line(id: SynsetId, line: &str) -> Option<Synset> {
         lemmas,
         hypernyms,
     })
+}
+
+fn is_subsequence(short: &str, long: &str) -> bool {
+    let mut rest = long.chars();
+    short.chars().all(|c| rest.any(|d| d == c))
 }
 
 /// Adjectives carry a syntactic marker such as `(p)` after the word.
