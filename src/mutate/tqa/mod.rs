@@ -7,4 +7,6 @@
 //!   mentions in the question hidden by synonym replacement.
 
 pub mod ident;
+pub mod rename;
+pub mod sql;
 pub mod wordnet;
