@@ -29,6 +29,34 @@ pub enum GenerateCommand {
     /// Join Query Expansion: each gold query joined to one more adjacent table, kept when it
     /// returns rows and its join pattern is new for its database (JSONL, one expansion a line).
     Jqe(JqeArgs),
+    /// Textual Query Augmentation: identifiers made less natural (schema, SQL and question) or
+    /// the linker table's mentions hidden, as families (see docs/tqa.md).
+    Tqa(TqaArgs),
+}
+
+#[derive(Args)]
+pub struct TqaArgs {
+    #[command(flatten)]
+    pub(super) source: Source,
+    /// `naturalness` (SQLMorph §V) or `linker` (Riahi 2025 thesis ch. 4).
+    #[arg(long, value_enum)]
+    pub(super) method: TqaMethod,
+    /// Folder to write the families (and, for naturalness, the clone scripts) into.
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// WordNet 3.0 dict folder (default: $SQLGATE_WORDNET, else /usr/share/wordnet).
+    #[arg(long)]
+    pub(super) wordnet: Option<PathBuf>,
+    /// A predictions file for the benchmark: its answers are carried to every generated case
+    /// (renamed onto the clone where the case runs there) into `<out>/predictions.jsonl`.
+    #[arg(long)]
+    pub(super) predictions: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TqaMethod {
+    Naturalness,
+    Linker,
 }
 
 #[derive(Args)]
@@ -124,6 +152,7 @@ pub fn run(command: GenerateCommand) -> Result<u8, InputError> {
         GenerateCommand::Errors(args) => errors(args),
         GenerateCommand::Infeasible(args) => infeasible(args),
         GenerateCommand::Jqe(args) => jqe(args),
+        GenerateCommand::Tqa(args) => super::tqa::run(args),
     }
 }
 

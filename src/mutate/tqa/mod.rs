@@ -7,6 +7,8 @@
 //!   mentions in the question hidden by synonym replacement.
 
 pub mod ident;
+pub mod naturalness;
 pub mod rename;
 pub mod sql;
+pub mod text;
 pub mod wordnet;
