@@ -5,4 +5,5 @@ pub mod esm;
 pub mod etm;
 pub mod ex;
 pub mod reliability;
+pub mod retrieval;
 pub mod sqlmorph;

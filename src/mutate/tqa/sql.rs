@@ -26,37 +26,6 @@ pub fn rename_sql(sql: &str, map: &RenameMap) -> Result<String, String> {
         .join("; "))
 }
 
-/// The tables and columns a query names (lowercased, deduplicated, sorted), for retrieval
-/// metrics: `(tables, columns)`.
-pub fn referenced(sql: &str) -> Result<(Vec<String>, Vec<String>), String> {
-    let statements = parse(sql)?;
-    let mut tables = Vec::new();
-    let mut columns = Vec::new();
-    let _ = sqlparser::ast::visit_relations(&statements, |name: &ObjectName| {
-        if let Some(ObjectNamePart::Identifier(ident)) = name.0.last() {
-            tables.push(ident.value.to_lowercase());
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    let _ = sqlparser::ast::visit_expressions(&statements, |expr: &Expr| {
-        match expr {
-            Expr::Identifier(ident) => columns.push(ident.value.to_lowercase()),
-            Expr::CompoundIdentifier(parts) => {
-                if let Some(last) = parts.last() {
-                    columns.push(last.value.to_lowercase());
-                }
-            }
-            _ => {}
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    for list in [&mut tables, &mut columns] {
-        list.sort();
-        list.dedup();
-    }
-    Ok((tables, columns))
-}
-
 struct Renamer<'a> {
     map: &'a RenameMap,
 }
@@ -131,12 +100,5 @@ mod tests {
             rename_sql(sql, &map()).unwrap(),
             "SELECT COUNT(*) FROM bks WHERE ttl IN (SELECT nm FROM bks WHERE LENGTH(ttl) > 3)"
         );
-    }
-
-    #[test]
-    fn referenced_lists_tables_and_columns() {
-        let (tables, columns) = referenced("SELECT T1.name FROM books AS T1 JOIN authors ON T1.a = authors.a").unwrap();
-        assert_eq!(tables, ["authors", "books"]);
-        assert_eq!(columns, ["a", "name"]);
     }
 }
