@@ -7,6 +7,7 @@
 //!   mentions in the question hidden by synonym replacement.
 
 pub mod ident;
+pub mod linker;
 pub mod naturalness;
 pub mod rename;
 pub mod sql;
