@@ -108,7 +108,12 @@ fn the_committed_demo_families_are_what_the_generator_writes() {
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
-    let stdout = generate(&root.join("benchmarks/demo/suite.toml"), tmp.path(), &[]);
+    let sample = root.join("benchmarks/demo/predictions/sample.jsonl");
+    let stdout = generate(
+        &root.join("benchmarks/demo/suite.toml"),
+        tmp.path(),
+        &["--predictions", sample.to_str().unwrap()],
+    );
     assert!(stdout.contains("kept 34 of 34 gold queries"), "{stdout}");
     let committed = root.join("benchmarks/demo/tqa");
     for (name, bytes) in files(tmp.path()) {

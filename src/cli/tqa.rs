@@ -10,6 +10,7 @@ use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::gate::snapshot::write_atomically;
 use crate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
+use crate::mutate::tqa::rename::RenameMap;
 use crate::mutate::tqa::sql::rename_sql;
 use crate::mutate::tqa::{ident, wordnet::WordNet};
 
@@ -41,7 +42,14 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
     let engine = Engine::new(Limits::default());
     let answers = carried_answers(args, bench)?;
     let mut families: Vec<String> = vec![String::new(); SETTINGS.len()];
+    // The benchmark's own answers first, so the file serves a suite that adds the families.
     let mut carried = String::new();
+    for case in &bench.cases {
+        if let Some(answer) = answers.get(case.id.as_str()) {
+            carried.push_str(&answer_line(&case.id, answer, None).to_string());
+            carried.push('\n');
+        }
+    }
     let (mut kept_total, mut dropped_total) = (0, 0);
     for (db, cases) in seeds_by_db(bench) {
         let original = bench.db_files(cases[0], false)?.remove(0);
@@ -93,16 +101,8 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
                 families[slot].push('\n');
                 if let Some(answer) = answers.get(k.seed_id.as_str()) {
                     let id = format!("{}::{family}::{MUTANT_ID}", k.seed_id);
-                    let line = match answer {
-                        Answer::Abstain => serde_json::json!({"id": id, "abstain": true}),
-                        Answer::Sql(sql) if setting.ends_with('L') => {
-                            // An answer the parser cannot read stays as it was: it fails there too.
-                            let sql = rename_sql(sql, &map).unwrap_or_else(|_| sql.clone());
-                            serde_json::json!({"id": id, "sql": sql})
-                        }
-                        Answer::Sql(sql) => serde_json::json!({"id": id, "sql": sql}),
-                    };
-                    carried.push_str(&line.to_string());
+                    let renamed = setting.ends_with('L').then_some(&map);
+                    carried.push_str(&answer_line(&id, answer, renamed).to_string());
                     carried.push('\n');
                 }
             }
@@ -119,6 +119,19 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
         out.display()
     );
     Ok(EXIT_OK)
+}
+
+/// A predictions line answering `id`; with `renamed`, the SQL moved onto the clone (an answer
+/// the parser cannot read stays as it was: it fails there too).
+fn answer_line(id: &str, answer: &Answer, renamed: Option<&RenameMap>) -> serde_json::Value {
+    match (answer, renamed) {
+        (Answer::Abstain, _) => serde_json::json!({"id": id, "abstain": true}),
+        (Answer::Sql(sql), Some(map)) => {
+            let sql = rename_sql(sql, map).unwrap_or_else(|_| sql.clone());
+            serde_json::json!({"id": id, "sql": sql})
+        }
+        (Answer::Sql(sql), None) => serde_json::json!({"id": id, "sql": sql}),
+    }
 }
 
 /// The answers of `--predictions`, by case id.
