@@ -22,7 +22,12 @@ fn wordnet_installed() -> bool {
 fn generate(gold: &Path, out: &Path, extra: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
         .args(["generate", "tqa", "--method", "naturalness"])
-        .args(["--gold", gold.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "--gold",
+            gold.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .args(extra)
         .output()
         .unwrap();
@@ -51,7 +56,10 @@ fn rows(db: &Path, sql: &str) -> Vec<Vec<String>> {
     statement
         .query_map([], |row| {
             (0..n)
-                .map(|i| row.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")))
+                .map(|i| {
+                    row.get::<_, rusqlite::types::Value>(i)
+                        .map(|v| format!("{v:?}"))
+                })
                 .collect()
         })
         .unwrap()
@@ -142,7 +150,10 @@ fn defog_clones_keep_every_gold_result_and_reruns_are_identical() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let stdout = generate(&gold, a.path(), &[]);
     for db in ["academic", "advising", "atis", "geography", "restaurants"] {
-        assert!(stdout.contains(&format!("{db}: identifiers N1 ")), "{stdout}");
+        assert!(
+            stdout.contains(&format!("{db}: identifiers N1 ")),
+            "{stdout}"
+        );
     }
     assert!(stdout.contains("dropped"), "{stdout}");
     generate(&gold, b.path(), &[]);
@@ -175,8 +186,10 @@ fn string_literals_that_spell_identifiers_are_never_renamed() {
         dir.path(),
         "CREATE TABLE person (person_id INTEGER PRIMARY KEY, name TEXT, title TEXT);\n\
          INSERT INTO person VALUES (1, 'name', 'title'), (2, 'Ada', 'person');",
-        &[serde_json::json!({"id": "q1", "db": "staff", "question": "Which person is called 'name'?",
-            "gold": "SELECT person_id, \"title\" FROM person WHERE name = 'name' OR title = \"title\" OR title = 'person'"})],
+        &[
+            serde_json::json!({"id": "q1", "db": "staff", "question": "Which person is called 'name'?",
+            "gold": "SELECT person_id, \"title\" FROM person WHERE name = 'name' OR title = \"title\" OR title = 'person'"}),
+        ],
     );
     let out = dir.path().join("out");
     generate(&gold, &out, &[]);
@@ -231,5 +244,75 @@ fn toxicology_question_245_is_lowered_as_in_the_paper() {
         records(&out.join("tqa-lo.jsonl"))[0]["sql"],
         records(&out.join("tqa-oo.jsonl"))[0]["sql"]
     );
-    assert_eq!(check_clones(&out, |_| dir.path().join("build/toxicology.sqlite")), 2);
+    assert_eq!(
+        check_clones(&out, |_| dir.path().join("build/toxicology.sqlite")),
+        2
+    );
+}
+
+/// `--method linker` on the demo: the SQL never changes, every recorded mention sits at its
+/// offset in the seed's text, the replacement is spliced there, and reruns are identical.
+#[test]
+fn linker_elimination_on_the_demo_replaces_recorded_mentions_only() {
+    if !wordnet_installed() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let gold = root.join("benchmarks/demo/suite.toml");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let run = |out: &Path| {
+        let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args(["generate", "tqa", "--method", "linker", "--gold"])
+            .args([gold.to_str().unwrap(), "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let stdout = run(a.path());
+    assert!(stdout.contains("hiding score: question"), "{stdout}");
+    run(b.path());
+    assert_eq!(files(a.path()), files(b.path()));
+    let seeds: std::collections::HashMap<String, Value> =
+        std::fs::read_to_string(root.join("benchmarks/demo/cases.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|v| (v["id"].as_str().unwrap().to_string(), v))
+            .collect();
+    let augmented = records(&a.path().join("tqa-sr.jsonl"));
+    assert!(!augmented.is_empty());
+    for record in &augmented {
+        let seed = &seeds[record["seed_id"].as_str().unwrap()];
+        assert_eq!(record["sql"], seed["gold"]);
+        let original: Vec<char> = seed["question"].as_str().unwrap().chars().collect();
+        let mut rebuilt = original.clone();
+        let mut replaced: Vec<&Value> = record["replaced"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["field"] == "question")
+            .collect();
+        replaced.sort_by_key(|r| std::cmp::Reverse(r["position"].as_u64().unwrap()));
+        for r in replaced {
+            let (at, len) = (
+                r["position"].as_u64().unwrap() as usize,
+                r["len"].as_u64().unwrap() as usize,
+            );
+            let token: String = original[at..at + len].iter().collect();
+            assert_eq!(token, r["token"].as_str().unwrap());
+            if let Some(word) = r["replacement"].as_str() {
+                assert!(!word.to_lowercase().contains(&token.to_lowercase()));
+                rebuilt.splice(at..at + len, word.chars());
+            }
+        }
+        assert_eq!(
+            rebuilt.iter().collect::<String>(),
+            record["question"].as_str().unwrap()
+        );
+    }
 }

@@ -166,7 +166,11 @@ fn scripts_hash(scripts: &[BuildScript], contents: &[String]) -> String {
 /// `ALTER TABLE` statements), unless its stamp shows the same original and script built it.
 /// Like [`build_if_stale`], the copy is changed in a temporary file renamed into place on
 /// success.
-pub fn build_clone_if_stale(original: &Path, script: &Path, target: &Path) -> Result<(), InputError> {
+pub fn build_clone_if_stale(
+    original: &Path,
+    script: &Path,
+    target: &Path,
+) -> Result<(), InputError> {
     let text = super::read_text(script)?;
     let meta = std::fs::metadata(original)
         .map_err(|e| InputError::file(original, format!("cannot read the database: {e}")))?;

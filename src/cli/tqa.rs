@@ -2,34 +2,35 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-
 use super::generate::{TqaArgs, TqaMethod};
 use super::EXIT_OK;
 use crate::bench::{self, Answer, Benchmark, Case};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::gate::snapshot::write_atomically;
+use crate::mutate::jqe::graph as jqe_graph;
 use crate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
 use crate::mutate::tqa::rename::RenameMap;
 use crate::mutate::tqa::sql::rename_sql;
-use crate::mutate::tqa::{ident, wordnet::WordNet};
+use crate::mutate::tqa::{ident, linker, wordnet::WordNet};
 
 pub fn run(args: TqaArgs) -> Result<u8, InputError> {
     let wordnet = WordNet::open(&WordNet::locate(args.wordnet.as_deref()))?;
     let bench = args.source.load()?;
     match args.method {
         TqaMethod::Naturalness => naturalness(&args, &bench, &wordnet),
-        TqaMethod::Linker => Err(InputError::file(
-            &args.out,
-            "--method linker is not available yet",
-        )),
+        TqaMethod::Linker => linker(&args, &bench, &wordnet),
     }
 }
 
 /// The feasible cases of each database with their first gold query, databases in name order.
 fn seeds_by_db(bench: &Benchmark) -> BTreeMap<&str, Vec<&Case>> {
     let mut by_db: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
-    for case in bench.cases.iter().filter(|c| c.feasible && !c.gold.is_empty()) {
+    for case in bench
+        .cases
+        .iter()
+        .filter(|c| c.feasible && !c.gold.is_empty())
+    {
         by_db.entry(case.db.as_str()).or_default().push(case);
     }
     by_db
@@ -109,7 +110,10 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
         }
     }
     for (slot, (_, family)) in SETTINGS.iter().enumerate() {
-        write_atomically(&out.join(format!("{family}.jsonl")), families[slot].as_bytes())?;
+        write_atomically(
+            &out.join(format!("{family}.jsonl")),
+            families[slot].as_bytes(),
+        )?;
     }
     if args.predictions.is_some() {
         write_atomically(&out.join("predictions.jsonl"), carried.as_bytes())?;
@@ -117,6 +121,106 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
     println!(
         "kept {kept_total} seeds in four settings (O/O, L/O, O/L, L/L), dropped {dropped_total}; families written to {}",
         out.display()
+    );
+    Ok(EXIT_OK)
+}
+
+/// The family of deterministic synonym replacement, and its mutant id.
+const LINKER_FAMILY: &str = "tqa-sr";
+
+fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, InputError> {
+    let out = &args.out;
+    std::fs::create_dir_all(out)
+        .map_err(|e| InputError::file(out, format!("cannot create the folder: {e}")))?;
+    let answers = carried_answers(args, bench)?;
+    let mut family = String::new();
+    let mut carried = String::new();
+    for case in &bench.cases {
+        if let Some(answer) = answers.get(case.id.as_str()) {
+            carried.push_str(&answer_line(&case.id, answer, None).to_string());
+            carried.push('\n');
+        }
+    }
+    let (mut augmented, mut small, mut unmentioned, mut unparsed) = (0, 0, 0, 0);
+    let (mut hidden_q, mut fields_q, mut hidden_e, mut fields_e) = (0, 0, 0, 0);
+    for (db, cases) in seeds_by_db(bench) {
+        let path = bench.db_files(cases[0], false)?.remove(0);
+        let schema = jqe_graph::Schema::read(&path)
+            .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
+        let graph = jqe_graph::SchemaGraph::build(&schema, true);
+        for case in cases {
+            let seed = linker::Seed {
+                id: &case.id,
+                question: &case.question,
+                evidence: case.evidence.as_deref(),
+                sql: &case.gold[0],
+            };
+            let result = match linker::augment(&seed, &graph, wordnet) {
+                Ok(result) => result,
+                Err(linker::Skip::FewerThanThreeTables) => {
+                    small += 1;
+                    continue;
+                }
+                Err(linker::Skip::NotMentioned) => {
+                    unmentioned += 1;
+                    continue;
+                }
+                Err(linker::Skip::NoJoinGraph(why)) => {
+                    println!("  {}: no join graph ({why})", case.id);
+                    unparsed += 1;
+                    continue;
+                }
+            };
+            augmented += 1;
+            for (hidden, count, total) in [
+                (result.question_hidden, &mut hidden_q, &mut fields_q),
+                (result.evidence_hidden, &mut hidden_e, &mut fields_e),
+            ] {
+                if let Some(hidden) = hidden {
+                    *total += 1;
+                    *count += usize::from(hidden);
+                }
+            }
+            let mut record = serde_json::json!({
+                "id": "sr", "seed_id": seed.id, "db": db, "sql": seed.sql,
+                "question": result.question, "linker_table": result.linker_table,
+                "replaced": result.replaced, "strategy": "synonym-replacement",
+                "hidden": {"question": result.question_hidden, "evidence": result.evidence_hidden},
+            });
+            if let Some(evidence) = &result.evidence {
+                record["evidence"] = evidence.clone().into();
+            }
+            family.push_str(&record.to_string());
+            family.push('\n');
+            if let Some(answer) = answers.get(seed.id) {
+                let id = format!("{}::{LINKER_FAMILY}::sr", seed.id);
+                carried.push_str(&answer_line(&id, answer, None).to_string());
+                carried.push('\n');
+            }
+        }
+    }
+    write_atomically(
+        &out.join(format!("{LINKER_FAMILY}.jsonl")),
+        family.as_bytes(),
+    )?;
+    if args.predictions.is_some() {
+        write_atomically(&out.join("predictions.jsonl"), carried.as_bytes())?;
+    }
+    let share = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    println!(
+        "augmented {augmented} seeds; skipped {small} with fewer than three tables, {unmentioned} whose linker table is not mentioned, {unparsed} without a join graph"
+    );
+    println!(
+        "hiding score: question {:.1}% ({hidden_q}/{fields_q}), evidence {:.1}% ({hidden_e}/{fields_e}); family written to {}",
+        share(hidden_q, fields_q),
+        share(hidden_e, fields_e),
+        out.join(format!("{LINKER_FAMILY}.jsonl")).display()
     );
     Ok(EXIT_OK)
 }
@@ -150,4 +254,3 @@ fn carried_answers<'a>(
         .map(|(case, p)| (case.id.as_str(), p.answer))
         .collect())
 }
-

@@ -9,12 +9,12 @@
 pub mod family;
 pub mod infeasible;
 pub mod jqe;
-pub mod tqa;
 mod operator;
 mod ops;
 mod outer;
 mod rng;
 mod sites;
+pub mod tqa;
 
 #[cfg(test)]
 mod corpus_tests;

@@ -50,7 +50,9 @@ pub fn pieces(identifier: &str) -> Vec<Piece> {
             let next = chars.get(i + 1).copied();
             let boundary = (prev.is_ascii_digit() != c.is_ascii_digit() && prev.is_alphanumeric())
                 || (prev.is_lowercase() && c.is_uppercase())
-                || (prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase));
+                || (prev.is_uppercase()
+                    && c.is_uppercase()
+                    && next.is_some_and(char::is_lowercase));
             if boundary {
                 flush(&mut word, &mut out);
             }
@@ -209,8 +211,13 @@ pub fn lower(identifier: &str) -> String {
 /// identifier.
 pub fn is_reserved(name: &str) -> bool {
     let upper = name.to_uppercase();
-    sqlparser::keywords::ALL_KEYWORDS.binary_search(&upper.as_str()).is_ok()
-        || !name.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+    sqlparser::keywords::ALL_KEYWORDS
+        .binary_search(&upper.as_str())
+        .is_ok()
+        || !name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
         || !name.chars().all(|c| c.is_alphanumeric() || c == '_')
 }
 
@@ -247,7 +254,10 @@ mod tests {
         assert_eq!(segments("SATScores"), ["sat", "scores"]);
         assert_eq!(segments("postHistory"), ["post", "history"]);
         assert_eq!(segments("customerID"), ["customer", "id"]);
-        assert_eq!(segments("Vehicle_Identification_Number"), ["vehicle", "identification", "number"]);
+        assert_eq!(
+            segments("Vehicle_Identification_Number"),
+            ["vehicle", "identification", "number"]
+        );
         assert_eq!(segments("q3time2"), ["q", "3", "time", "2"]);
     }
 

@@ -19,7 +19,11 @@ pub fn linker_table(jqg: &Jqg, schema: &SchemaGraph) -> Option<usize> {
         return None;
     }
     let local = SchemaGraph {
-        tables: jqg.nodes.iter().map(|&t| schema.tables[t].clone()).collect(),
+        tables: jqg
+            .nodes
+            .iter()
+            .map(|&t| schema.tables[t].clone())
+            .collect(),
         edges: jqg
             .edges
             .iter()
@@ -43,7 +47,11 @@ pub fn linker_table(jqg: &Jqg, schema: &SchemaGraph) -> Option<usize> {
         in_schema[b]
             .partial_cmp(&in_schema[a])
             .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| schema.tables[a].to_lowercase().cmp(&schema.tables[b].to_lowercase()))
+            .then_with(|| {
+                schema.tables[a]
+                    .to_lowercase()
+                    .cmp(&schema.tables[b].to_lowercase())
+            })
     });
     tied.first().copied()
 }
@@ -150,7 +158,10 @@ pub fn find_mentions(
 }
 
 /// Evidence words hidden from detection (spec §3.4): schema names, values after a comparison.
-pub fn evidence_mask<'a>(evidence: &'a str, schema_names: &'a [String]) -> impl Fn(&Token) -> bool + 'a {
+pub fn evidence_mask<'a>(
+    evidence: &'a str,
+    schema_names: &'a [String],
+) -> impl Fn(&Token) -> bool + 'a {
     let chars: Vec<char> = evidence.chars().collect();
     move |token: &Token| {
         let is_name = schema_names
@@ -159,9 +170,7 @@ pub fn evidence_mask<'a>(evidence: &'a str, schema_names: &'a [String]) -> impl 
         let qualified = token.start > 0 && chars.get(token.start - 1) == Some(&'.')
             || chars.get(token.end) == Some(&'.');
         let before: String = chars[..token.start].iter().collect();
-        let after_comparison = before
-            .trim_end()
-            .ends_with(['=', '<', '>']);
+        let after_comparison = before.trim_end().ends_with(['=', '<', '>']);
         is_name || qualified || after_comparison
     }
 }
@@ -198,13 +207,19 @@ pub fn synonym(
             (rank, closeness, s)
         })
         .collect();
-    senses.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal).then(a.0.cmp(&b.0)));
+    senses.sort_by(|a, b| {
+        b.1.partial_cmp(&a.1)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.0.cmp(&b.0))
+    });
     let allowed = |word: &str| {
         let w = word.to_lowercase();
         !w.contains('_')
             && !w.contains('-')
             && w.chars().all(char::is_alphabetic)
-            && segments.iter().all(|s| !s.text.contains(&w) && !w.contains(&s.text) && !w.contains(&s.lemma))
+            && segments
+                .iter()
+                .all(|s| !s.text.contains(&w) && !w.contains(&s.text) && !w.contains(&s.lemma))
             && originals.iter().all(|o| {
                 let o = o.to_lowercase();
                 w != o && !w.contains(&o) && !o.contains(&w) && common_prefix(&w, &o) < 4
@@ -259,7 +274,10 @@ pub fn splice(text: &str, replacements: &[(Mention, String)]) -> String {
     let mut ordered: Vec<&(Mention, String)> = replacements.iter().collect();
     ordered.sort_by_key(|(m, _)| std::cmp::Reverse(m.position));
     for (mention, word) in ordered {
-        chars.splice(mention.position..mention.position + mention.len, word.chars());
+        chars.splice(
+            mention.position..mention.position + mention.len,
+            word.chars(),
+        );
     }
     chars.into_iter().collect()
 }
@@ -276,6 +294,118 @@ pub fn hidden(new_text: &str, mentions: &[Mention], segments: &[Segment]) -> boo
         .map(|m| m.token.to_lowercase())
         .chain(segments.iter().map(|s| s.text.clone()))
         .all(|w| !words.contains(&w))
+}
+
+/// A seed question to augment.
+pub struct Seed<'a> {
+    pub id: &'a str,
+    pub question: &'a str,
+    pub evidence: Option<&'a str>,
+    pub sql: &'a str,
+}
+
+/// A mention and the word that replaced it, in the question or the evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Replaced {
+    pub field: &'static str,
+    #[serde(flatten)]
+    pub mention: Mention,
+    /// `None` when no synonym passed the rules (the mention stays and is not hidden).
+    pub replacement: Option<String>,
+}
+
+/// One augmented seed (deterministic synonym replacement).
+#[derive(Debug, Clone, Serialize)]
+pub struct Augmented {
+    pub linker_table: String,
+    pub question: String,
+    pub evidence: Option<String>,
+    pub replaced: Vec<Replaced>,
+    /// Hiding score per field with at least one mention (spec §3.9).
+    pub question_hidden: Option<bool>,
+    pub evidence_hidden: Option<bool>,
+}
+
+/// Why a seed gives no augmented case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    NoJoinGraph(String),
+    FewerThanThreeTables,
+    NotMentioned,
+}
+
+/// Linker-table elimination of one seed with synonym replacement (spec §3.7).
+pub fn augment(seed: &Seed, schema: &SchemaGraph, wordnet: &WordNet) -> Result<Augmented, Skip> {
+    let query = super::sql::parse_query(seed.sql).map_err(Skip::NoJoinGraph)?;
+    let jqg = Jqg::of(&query, schema).map_err(|e| Skip::NoJoinGraph(e.to_string()))?;
+    let lt = linker_table(&jqg, schema).ok_or(Skip::FewerThanThreeTables)?;
+    let name = schema.tables[lt].clone();
+    let segments = linker_segments(&name, wordnet);
+    let schema_names: Vec<String> = schema
+        .tables
+        .iter()
+        .cloned()
+        .chain(schema.columns.iter().flatten().cloned())
+        .collect();
+    let in_question = find_mentions(seed.question, &segments, &|_| false, wordnet);
+    let in_evidence = seed
+        .evidence
+        .map(|e| find_mentions(e, &segments, &evidence_mask(e, &schema_names), wordnet))
+        .unwrap_or_default();
+    if in_question.is_empty() && in_evidence.is_empty() {
+        return Err(Skip::NotMentioned);
+    }
+    let originals: Vec<String> = in_question
+        .iter()
+        .chain(&in_evidence)
+        .map(|m| m.token.clone())
+        .collect();
+    let context: Vec<String> = tokenize(seed.question)
+        .into_iter()
+        .filter(|t| !t.quoted && !in_question.iter().any(|m| m.position == t.start))
+        .map(|t| t.text.to_lowercase())
+        .filter(|w| !STOPWORDS.contains(&w.as_str()) && w.chars().all(char::is_alphabetic))
+        .take(6)
+        .collect();
+    let mut replaced = Vec::new();
+    let mut rewrite = |text: &str, mentions: Vec<Mention>, field: &'static str| {
+        let chosen: Vec<(Mention, Option<String>)> = mentions
+            .into_iter()
+            .map(|m| {
+                let word = synonym(&m, &segments, &originals, &context, wordnet);
+                (m, word)
+            })
+            .collect();
+        let splices: Vec<(Mention, String)> = chosen
+            .iter()
+            .filter_map(|(m, w)| Some((m.clone(), w.clone()?)))
+            .collect();
+        let found: Vec<Mention> = chosen.iter().map(|(m, _)| m.clone()).collect();
+        let new = splice(text, &splices);
+        let hidden_here = (!found.is_empty()).then(|| hidden(&new, &found, &segments));
+        replaced.extend(chosen.into_iter().map(|(mention, replacement)| Replaced {
+            field,
+            mention,
+            replacement,
+        }));
+        (new, hidden_here)
+    };
+    let (question, question_hidden) = rewrite(seed.question, in_question, "question");
+    let (evidence, evidence_hidden) = match seed.evidence {
+        Some(e) => {
+            let (text, hidden) = rewrite(e, in_evidence, "evidence");
+            (Some(text), hidden)
+        }
+        None => (None, None),
+    };
+    Ok(Augmented {
+        linker_table: name,
+        question,
+        evidence,
+        replaced,
+        question_hidden,
+        evidence_hidden,
+    })
 }
 
 #[cfg(test)]
@@ -303,7 +433,10 @@ mod tests {
             tables: vec![
                 table("actor", &["ActorID", "Name"]),
                 table("movie", &["MovieID", "Title"]),
-                table("characters", &["MovieID", "ActorID", "CharacterName", "creditOrder"]),
+                table(
+                    "characters",
+                    &["MovieID", "ActorID", "CharacterName", "creditOrder"],
+                ),
             ],
             foreign_keys: vec![
                 ForeignKey {
@@ -353,7 +486,10 @@ mod tests {
         );
         let mentions = find_mentions(MOVIE_NL, &segments, &|_| false, wn);
         assert_eq!(mentions.len(), 1, "{mentions:?}");
-        assert_eq!((mentions[0].token.as_str(), mentions[0].position), ("character", 20));
+        assert_eq!(
+            (mentions[0].token.as_str(), mentions[0].position),
+            ("character", 20)
+        );
         let originals = vec!["character".to_string()];
         let context: Vec<String> = ["movie", "credit"].map(String::from).to_vec();
         let word = synonym(&mentions[0], &segments, &originals, &context, wn).unwrap();
@@ -390,7 +526,10 @@ mod tests {
             &schema,
         );
         assert_eq!(triangle.nodes.len(), 3);
-        assert_eq!(linker_table(&triangle, &schema).map(|t| schema.tables[t].as_str()), Some("b"));
+        assert_eq!(
+            linker_table(&triangle, &schema).map(|t| schema.tables[t].as_str()),
+            Some("b")
+        );
     }
 
     #[test]
@@ -404,7 +543,11 @@ mod tests {
             ("frpm", "free", false),
             ("dsp", "is", false),
         ] {
-            assert_eq!(abbreviation_matches(segment, token), expected, "{segment}/{token}");
+            assert_eq!(
+                abbreviation_matches(segment, token),
+                expected,
+                "{segment}/{token}"
+            );
         }
     }
 

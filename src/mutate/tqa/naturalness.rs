@@ -102,7 +102,8 @@ fn move_seed(
     wordnet: &WordNet,
     engine: &Engine,
 ) -> Result<Kept, String> {
-    let renamed_sql = rename_sql(&seed.sql, map).map_err(|e| format!("gold does not parse: {e}"))?;
+    let renamed_sql =
+        rename_sql(&seed.sql, map).map_err(|e| format!("gold does not parse: {e}"))?;
     let before = engine
         .execute(original, &seed.sql)
         .result
@@ -112,9 +113,11 @@ fn move_seed(
         .result
         .map_err(|e| format!("renamed gold fails on the clone: {}", e.message))?;
     let same = before.rows.len() == after.rows.len()
-        && before.rows.iter().zip(&after.rows).all(|(a, b)| {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| py_eq(x, y))
-        });
+        && before
+            .rows
+            .iter()
+            .zip(&after.rows)
+            .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| py_eq(x, y)));
     if !same {
         return Err("renamed gold returns different rows on the clone (EX = 0)".into());
     }

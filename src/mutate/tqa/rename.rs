@@ -48,7 +48,11 @@ impl RenameMap {
     /// Lowers every N1/N2 table and column name of `schema`; each new name is unique among the
     /// database's old and new names and is not an SQL keyword. Deterministic: tables, then
     /// distinct column names, in name order.
-    pub fn build(schema: &Schema, wordnet: &WordNet, lowering: Lowering) -> (RenameMap, LevelCounts) {
+    pub fn build(
+        schema: &Schema,
+        wordnet: &WordNet,
+        lowering: Lowering,
+    ) -> (RenameMap, LevelCounts) {
         let mut taken: HashSet<String> = schema
             .tables
             .iter()
@@ -63,7 +67,9 @@ impl RenameMap {
         for table in &schema.tables {
             for column in &table.columns {
                 counts.add(ident::classify(&column.name, wordnet));
-                columns.entry(column.name.to_lowercase()).or_insert(&column.name);
+                columns
+                    .entry(column.name.to_lowercase())
+                    .or_insert(&column.name);
             }
         }
         for table in tables {
@@ -146,7 +152,9 @@ impl RenameMap {
                 .ok_or_else(|| format!("the clone has no table `{table}`"))?;
             let names: Vec<&String> = found.columns.iter().map(|c| &c.name).collect();
             if names.len() != columns.len() || names.iter().zip(columns).any(|(a, b)| *a != b) {
-                return Err(format!("table `{table}` has columns {names:?}, expected {columns:?}"));
+                return Err(format!(
+                    "table `{table}` has columns {names:?}, expected {columns:?}"
+                ));
             }
         }
         if renamed.tables.len() != expected.len() {
@@ -155,8 +163,11 @@ impl RenameMap {
         if renamed.foreign_keys.len() != original.foreign_keys.len() {
             return Err("the clone lost foreign keys".into());
         }
-        let conn = rusqlite::Connection::open_with_flags(clone, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| e.to_string())?;
+        let conn = rusqlite::Connection::open_with_flags(
+            clone,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .map_err(|e| e.to_string())?;
         let views: Vec<String> = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())

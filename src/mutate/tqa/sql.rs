@@ -15,6 +15,14 @@ fn parse(sql: &str) -> Result<Vec<Statement>, String> {
     Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| e.to_string())
 }
 
+/// The single query of `sql` (for join-graph analysis).
+pub fn parse_query(sql: &str) -> Result<sqlparser::ast::Query, String> {
+    match parse(sql)?.into_iter().next() {
+        Some(Statement::Query(query)) => Ok(*query),
+        _ => Err("not a query".into()),
+    }
+}
+
 /// `sql` with every renamed table and column written with its new name.
 pub fn rename_sql(sql: &str, map: &RenameMap) -> Result<String, String> {
     let mut statements = parse(sql)?;

@@ -97,11 +97,17 @@ fn noun_forms(word: &str, wordnet: &WordNet) -> Vec<String> {
 /// (`bonds` → `bnds`, `first names` → `f_nms`). Longest, then leftmost matches win.
 pub fn rewrite(text: &str, map: &RenameMap, wordnet: &WordNet) -> (String, Vec<Replacement>) {
     let tokens = tokenize(text);
-    let forms: Vec<Vec<String>> = tokens.iter().map(|t| noun_forms(&t.text, wordnet)).collect();
+    let forms: Vec<Vec<String>> = tokens
+        .iter()
+        .map(|t| noun_forms(&t.text, wordnet))
+        .collect();
     // (token span, new name, segment count)
     let mut candidates: Vec<(usize, usize, String)> = Vec::new();
     for (old, new) in map.tables.iter().chain(&map.columns) {
-        let parts: Vec<Vec<String>> = segments(old).iter().map(|s| noun_forms(s, wordnet)).collect();
+        let parts: Vec<Vec<String>> = segments(old)
+            .iter()
+            .map(|s| noun_forms(s, wordnet))
+            .collect();
         let old_last = segments(old).last().cloned().unwrap_or_default();
         // A plural segment (`books`) is already plural in its new name.
         let old_plural = parts.last().is_some_and(|f| !f.contains(&old_last));
@@ -137,7 +143,10 @@ pub fn rewrite(text: &str, map: &RenameMap, wordnet: &WordNet) -> (String, Vec<R
     candidates.sort_by(|a, b| (b.1 - b.0).cmp(&(a.1 - a.0)).then(a.0.cmp(&b.0)));
     let mut chosen: Vec<(usize, usize, String)> = Vec::new();
     for candidate in candidates {
-        if chosen.iter().all(|c| candidate.1 <= c.0 || candidate.0 >= c.1) {
+        if chosen
+            .iter()
+            .all(|c| candidate.1 <= c.0 || candidate.0 >= c.1)
+        {
             chosen.push(candidate);
         }
     }
