@@ -8,6 +8,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
+// Shared with the client tests; this file uses only part of it.
+#[allow(dead_code)]
+mod llm_support;
+
 fn wordnet_installed() -> bool {
     let dir = std::env::var_os("SQLGATE_WORDNET")
         .map(PathBuf::from)
@@ -315,4 +319,56 @@ fn linker_elimination_on_the_demo_replaces_recorded_mentions_only() {
             record["question"].as_str().unwrap()
         );
     }
+}
+
+/// LLM lowering against a fake OpenAI-compatible server: usable answers are taken, garbage
+/// falls back to the deterministic rule, and a second run asks nothing (the cache answers).
+#[test]
+fn llm_lowering_is_validated_cached_and_falls_back() {
+    use llm_support::{Canned, TestServer};
+    if !wordnet_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gold = suite(
+        dir.path(),
+        "CREATE TABLE person (person_id INTEGER PRIMARY KEY, name TEXT, title TEXT);\n\
+         INSERT INTO person VALUES (1, 'Ada', 'Dr');",
+        &[
+            serde_json::json!({"id": "q1", "db": "staff", "question": "Give each person's name.",
+            "gold": "SELECT name FROM person"}),
+        ],
+    );
+    let out = dir.path().join("out");
+    // Tables first, then the distinct column names in order: person, name, person_id, title.
+    let server = TestServer::start(vec![
+        Canned::chat("Person -> Prsn"),
+        Canned::chat("Sure! Here is a shorter name for it."),
+        Canned::chat("`P_ID`"),
+        Canned::chat("DROP TABLE person;"),
+    ]);
+    let llm = ["--llm-url", &server.base_url, "--llm-model", "tiny"];
+    let stdout = generate(&gold, &out, &llm);
+    assert_eq!(server.finish().len(), 4);
+    assert!(stdout.contains("4 requests"), "{stdout}");
+    assert!(stdout.contains("2 unusable answers"), "{stdout}");
+    let script = std::fs::read_to_string(out.join("staff.tqa.sql")).unwrap();
+    for rename in [
+        "RENAME TO \"Prsn\"",
+        "\"person_id\" TO \"P_ID\"",
+        "\"name\" TO \"nm\"",
+        "\"title\" TO \"ttl\"",
+    ] {
+        assert!(script.contains(rename), "{rename}\n{script}");
+    }
+    // No server at all now: every answer comes from the cache.
+    let idle = TestServer::start(vec![]);
+    let llm = ["--llm-url", &idle.base_url, "--llm-model", "tiny"];
+    let again = generate(&gold, &out, &llm);
+    assert!(again.contains("0 requests"), "{again}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("staff.tqa.sql")).unwrap(),
+        script
+    );
+    assert!(idle.finish().is_empty());
 }

@@ -47,6 +47,18 @@ pub struct TqaArgs {
     /// WordNet 3.0 dict folder (default: $SQLGATE_WORDNET, else /usr/share/wordnet).
     #[arg(long)]
     pub(super) wordnet: Option<PathBuf>,
+    /// Lower identifiers with a chat model at this OpenAI-compatible endpoint (the paper's
+    /// few-shot prompt, temperature 0, seed 42, cached; unusable answers fall back to the rule).
+    #[arg(long, requires = "llm_model")]
+    pub(super) llm_url: Option<String>,
+    #[arg(long, requires = "llm_url")]
+    pub(super) llm_model: Option<String>,
+    /// The environment variable holding the endpoint's API key.
+    #[arg(long)]
+    pub(super) llm_api_key_env: Option<String>,
+    /// Where answers are cached (default: `<out>/llm-cache.jsonl`).
+    #[arg(long)]
+    pub(super) llm_cache: Option<PathBuf>,
     /// A predictions file for the benchmark: its answers are carried to every generated case
     /// (renamed onto the clone where the case runs there) into `<out>/predictions.jsonl`.
     #[arg(long)]

@@ -8,7 +8,10 @@ use crate::bench::{self, Answer, Benchmark, Case};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::gate::snapshot::write_atomically;
+use crate::llm::cache::JsonlCache;
+use crate::llm::{Client, ClientConfig};
 use crate::mutate::jqe::graph as jqe_graph;
+use crate::mutate::tqa::llm::LlmLowering;
 use crate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
 use crate::mutate::tqa::rename::RenameMap;
 use crate::mutate::tqa::sql::rename_sql;
@@ -41,6 +44,11 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
     std::fs::create_dir_all(out)
         .map_err(|e| InputError::file(out, format!("cannot create the folder: {e}")))?;
     let engine = Engine::new(Limits::default());
+    let llm = llm_lowering(args)?;
+    let lowering = |identifier: &str| match &llm {
+        Some(llm) => llm.lower(identifier),
+        None => ident::lower(identifier),
+    };
     let answers = carried_answers(args, bench)?;
     let mut families: Vec<String> = vec![String::new(); SETTINGS.len()];
     // The benchmark's own answers first, so the file serves a suite that adds the families.
@@ -54,9 +62,14 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
     let (mut kept_total, mut dropped_total) = (0, 0);
     for (db, cases) in seeds_by_db(bench) {
         let original = bench.db_files(cases[0], false)?.remove(0);
-        let (schema, map, levels, script) =
-            naturalness::plan(db, &original, wordnet, &ident::lower)
-                .map_err(|e| InputError::file(&original, e))?;
+        let (schema, map, levels, script) = naturalness::plan(db, &original, wordnet, &lowering)
+            .map_err(|e| InputError::file(&original, e))?;
+        if let Some(error) = llm
+            .as_ref()
+            .and_then(|l| l.errors.borrow().first().cloned())
+        {
+            return Err(InputError::file(out, format!("--llm-url: {error}")));
+        }
         let script_name = format!("{db}.tqa.sql");
         write_atomically(&out.join(&script_name), script.as_bytes())?;
         // The clone is built exactly as the family loader builds it, so a test run reuses it.
@@ -118,11 +131,39 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
     if args.predictions.is_some() {
         write_atomically(&out.join("predictions.jsonl"), carried.as_bytes())?;
     }
+    if let Some(llm) = &llm {
+        println!(
+            "LLM lowering: {} requests (the rest from the cache), {} unusable answers replaced by the deterministic rule",
+            llm.requests.get(),
+            llm.fallbacks.get()
+        );
+    }
     println!(
         "kept {kept_total} seeds in four settings (O/O, L/O, O/L, L/L), dropped {dropped_total}; families written to {}",
         out.display()
     );
     Ok(EXIT_OK)
+}
+
+fn llm_lowering(args: &TqaArgs) -> Result<Option<LlmLowering>, InputError> {
+    let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
+        return Ok(None);
+    };
+    let client = Client::new(&ClientConfig {
+        base_url: url.clone(),
+        api_key_env: args.llm_api_key_env.clone(),
+        timeout: std::time::Duration::from_secs(120),
+    })
+    .map_err(|e| InputError::file(&args.out, format!("--llm-url: {}", e.0)))?;
+    let cache = args
+        .llm_cache
+        .clone()
+        .unwrap_or_else(|| args.out.join("llm-cache.jsonl"));
+    Ok(Some(LlmLowering::new(
+        client,
+        model.clone(),
+        JsonlCache::open(&cache)?,
+    )))
 }
 
 /// The family of deterministic synonym replacement, and its mutant id.

@@ -8,6 +8,7 @@
 
 pub mod ident;
 pub mod linker;
+pub mod llm;
 pub mod naturalness;
 pub mod rename;
 pub mod sql;
