@@ -372,3 +372,44 @@ fn llm_lowering_is_validated_cached_and_falls_back() {
     );
     assert!(idle.finish().is_empty());
 }
+
+/// `--llm-questions`: a JSON answer that keeps the values replaces the deterministic rewrite.
+#[test]
+fn llm_question_rewrites_are_taken_when_they_keep_the_values() {
+    use llm_support::{Canned, TestServer};
+    if !wordnet_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gold = suite(
+        dir.path(),
+        "CREATE TABLE person (person_id INTEGER PRIMARY KEY, name TEXT);\n\
+         INSERT INTO person VALUES (1, 'Ada');",
+        &[
+            serde_json::json!({"id": "q1", "db": "staff", "question": "Is 'Ada' a person?",
+            "gold": "SELECT person_id FROM person WHERE name = 'Ada'"}),
+        ],
+    );
+    let out = dir.path().join("out");
+    // Three lowering answers (garbage: the rule is used), then the question's rewrite.
+    let server = TestServer::start(vec![
+        Canned::chat("no idea"),
+        Canned::chat("no idea"),
+        Canned::chat("no idea"),
+        Canned::chat(
+            "{\"updated_question\": \"Is 'Ada' a prsn entry?\", \"updated_evidence\": \"\"}",
+        ),
+    ]);
+    let args = [
+        "--llm-url",
+        &server.base_url,
+        "--llm-model",
+        "tiny",
+        "--llm-questions",
+    ];
+    generate(&gold, &out, &args);
+    assert_eq!(server.finish().len(), 4);
+    let ll = &records(&out.join("tqa-ll.jsonl"))[0];
+    assert_eq!(ll["question"], "Is 'Ada' a prsn entry?");
+    assert_eq!(ll["sql"], "SELECT p_id FROM prsn WHERE nm = 'Ada'");
+}

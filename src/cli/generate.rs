@@ -56,6 +56,10 @@ pub struct TqaArgs {
     /// The environment variable holding the endpoint's API key.
     #[arg(long)]
     pub(super) llm_api_key_env: Option<String>,
+    /// Also rewrite each question and evidence with the model (the paper's JSON prompt; an
+    /// answer that loses a value falls back to the deterministic rewrite).
+    #[arg(long, requires = "llm_url")]
+    pub(super) llm_questions: bool,
     /// Where answers are cached (default: `<out>/llm-cache.jsonl`).
     #[arg(long)]
     pub(super) llm_cache: Option<PathBuf>,

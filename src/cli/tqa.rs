@@ -86,8 +86,25 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
                 sql: case.gold[0].clone(),
             })
             .collect();
-        let (kept, dropped) =
+        let (mut kept, dropped) =
             naturalness::reduce(&original, &clone, &map, &seeds, wordnet, &engine);
+        if let Some(llm) = llm.as_ref().filter(|_| args.llm_questions) {
+            let mapping = mapping_block(&map);
+            for k in &mut kept {
+                let evidence = k.evidence.clone().unwrap_or_default();
+                if let Some((question, new_evidence)) =
+                    llm.rewrite_question(&mapping, &k.question, &evidence)
+                {
+                    k.renamed_question = question;
+                    k.renamed_evidence = k.evidence.as_ref().map(|_| new_evidence);
+                    // The model's rewrite has no offsets: the deterministic mentions no longer apply.
+                    k.mentions.clear();
+                }
+            }
+            if let Some(error) = llm.errors.borrow().first() {
+                return Err(InputError::file(out, format!("--llm-url: {error}")));
+            }
+        }
         let total = levels.total().max(1) as f64;
         println!(
             "{db}: identifiers N1 {} ({:.0}%), N2 {} ({:.0}%), N3 {} ({:.0}%); renamed {} tables, {} column names; kept {} of {} gold queries, dropped {}",
@@ -143,6 +160,18 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
         out.display()
     );
     Ok(EXIT_OK)
+}
+
+/// The paper's mapping block: `Table old -> new:` then the renamed columns.
+fn mapping_block(map: &RenameMap) -> String {
+    let mut text = String::new();
+    for (old, new) in &map.tables {
+        text.push_str(&format!("Table {old} -> {new}:\n"));
+    }
+    for (old, new) in &map.columns {
+        text.push_str(&format!("  {old} -> {new}\n"));
+    }
+    text
 }
 
 fn llm_lowering(args: &TqaArgs) -> Result<Option<LlmLowering>, InputError> {

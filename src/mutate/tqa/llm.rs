@@ -50,6 +50,45 @@ pub fn parse_answer(answer: &str, identifier: &str) -> Option<String> {
         .then(|| name.to_string())
 }
 
+/// The paper's NL prompt (SQLMorph §V): a mapping block, the question and evidence, and a JSON
+/// answer `{updated_question, updated_evidence}`; values are kept.
+pub fn question_prompt(mapping: &str, question: &str, evidence: &str) -> String {
+    format!(
+        "Rewrite the question and evidence so that they use the new schema names. Replace only \
+mentions of schema elements; keep every value, number and quoted text unchanged.\n\n\
+Example:\nTable restaurant -> rest:\n  reviews -> rvws\nQuestion: How many reviews does each restaurant have?\n\
+Evidence: \nAnswer: {{\"updated_question\": \"How many rvws does each rest have?\", \"updated_evidence\": \"\"}}\n\n\
+{mapping}\nQuestion: {question}\nEvidence: {evidence}\nAnswer as JSON only:"
+    )
+}
+
+/// The rewritten question and evidence of an answer, when it is JSON with a non-empty
+/// question and keeps every quoted value and number of the original.
+pub fn parse_question_answer(
+    answer: &str,
+    question: &str,
+    evidence: &str,
+) -> Option<(String, String)> {
+    let start = answer.find('{')?;
+    let end = answer.rfind('}')?;
+    let value: serde_json::Value = serde_json::from_str(answer.get(start..=end)?).ok()?;
+    let new_question = value.get("updated_question")?.as_str()?.trim().to_string();
+    let new_evidence = value
+        .get("updated_evidence")
+        .and_then(|v| v.as_str())
+        .unwrap_or(evidence)
+        .trim()
+        .to_string();
+    let kept = |old: &str, new: &str| {
+        super::text::tokenize(old)
+            .iter()
+            .filter(|t| t.quoted || t.text.chars().all(|c| c.is_ascii_digit()))
+            .all(|t| new.contains(&t.text))
+    };
+    (!new_question.is_empty() && kept(question, &new_question) && kept(evidence, &new_evidence))
+        .then_some((new_question, new_evidence))
+}
+
 pub struct LlmLowering {
     pub client: Client,
     pub model: String,
@@ -73,36 +112,58 @@ impl LlmLowering {
         }
     }
 
+    /// The model's rewrite of `question` and `evidence` under `mapping`, validated; `None`
+    /// (the caller keeps the deterministic rewrite) when unusable or when the request failed
+    /// (recorded in `errors`).
+    pub fn rewrite_question(
+        &self,
+        mapping: &str,
+        question: &str,
+        evidence: &str,
+    ) -> Option<(String, String)> {
+        let prompt = question_prompt(mapping, question, evidence);
+        let answer = self.ask(prompt, 256, question)?;
+        let parsed = parse_question_answer(&answer, question, evidence);
+        if parsed.is_none() {
+            self.fallbacks.set(self.fallbacks.get() + 1);
+        }
+        parsed
+    }
+
+    /// The cached or fresh answer to `prompt`; `None` after a failed request.
+    fn ask(&self, prompt: String, max_tokens: u32, what: &str) -> Option<String> {
+        let key = JsonlCache::<String>::key(&[&self.model, &prompt]);
+        if let Some(cached) = self.cache.get(&key) {
+            return Some(cached);
+        }
+        self.requests.set(self.requests.get() + 1);
+        let request = ChatRequest {
+            model: self.model.clone(),
+            messages: vec![Message::user(prompt)],
+            temperature: Some(0.0),
+            seed: Some(42),
+            max_tokens: Some(max_tokens),
+        };
+        match self.client.chat(&request) {
+            Ok(reply) => {
+                if let Err(e) = self.cache.put(vec![(key, reply.content.clone())]) {
+                    self.errors.borrow_mut().push(e);
+                }
+                Some(reply.content)
+            }
+            Err(e) => {
+                self.errors
+                    .borrow_mut()
+                    .push(format!("{what}: {}", e.message));
+                None
+            }
+        }
+    }
+
     /// The N3 form of `identifier`: the model's validated answer, else the deterministic rule.
     pub fn lower(&self, identifier: &str) -> String {
-        let prompt = prompt(identifier);
-        let key = JsonlCache::<String>::key(&[&self.model, &prompt]);
-        let answer = match self.cache.get(&key) {
-            Some(cached) => cached,
-            None => {
-                self.requests.set(self.requests.get() + 1);
-                let request = ChatRequest {
-                    model: self.model.clone(),
-                    messages: vec![Message::user(prompt)],
-                    temperature: Some(0.0),
-                    seed: Some(42),
-                    max_tokens: Some(24),
-                };
-                match self.client.chat(&request) {
-                    Ok(reply) => {
-                        if let Err(e) = self.cache.put(vec![(key, reply.content.clone())]) {
-                            self.errors.borrow_mut().push(e);
-                        }
-                        reply.content
-                    }
-                    Err(e) => {
-                        self.errors
-                            .borrow_mut()
-                            .push(format!("{identifier}: {}", e.message));
-                        return ident::lower(identifier);
-                    }
-                }
-            }
+        let Some(answer) = self.ask(prompt(identifier), 24, identifier) else {
+            return ident::lower(identifier);
         };
         parse_answer(&answer, identifier).unwrap_or_else(|| {
             self.fallbacks.set(self.fallbacks.get() + 1);
@@ -127,5 +188,16 @@ mod tests {
         assert_eq!(parse_answer("Ord", "order_no"), Some("Ord".into()));
         assert_eq!(parse_answer("or", "order_no"), None);
         assert!(prompt("atom").ends_with("shorter:\natom ->"));
+        let q = "Which books cost 30 or more, titled 'Dune'?";
+        let good = "Sure: {\"updated_question\": \"Which bks cost 30 or more, titled 'Dune'?\", \"updated_evidence\": \"\"}";
+        assert_eq!(
+            parse_question_answer(good, q, "")
+                .map(|(q, _)| q)
+                .as_deref(),
+            Some("Which bks cost 30 or more, titled 'Dune'?")
+        );
+        let lost_value = "{\"updated_question\": \"Which bks cost more?\"}";
+        assert_eq!(parse_question_answer(lost_value, q, ""), None);
+        assert_eq!(parse_question_answer("no json here", q, ""), None);
     }
 }
