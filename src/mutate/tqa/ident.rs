@@ -311,5 +311,10 @@ mod tests {
         assert_eq!(classify("atm", wn), Level::N3);
         assert_eq!(classify("atom_id", wn), Level::N1);
         assert_eq!(classify("Natnl_Aero_Space_Agncy", wn), Level::N2);
+        for id in ["AirBagLocCurtain", "WaterTemp", "Veh_ID_Num"] {
+            assert_eq!(classify(id, wn), Level::N2, "{id}");
+        }
+        // The one disagreement of the ten: no vowel left in either segment.
+        assert_eq!(classify("Bnk_Tbl", wn), Level::N3);
     }
 }
