@@ -288,6 +288,13 @@ fn linker_elimination_on_the_demo_replaces_recorded_mentions_only() {
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
             .map(|v| (v["id"].as_str().unwrap().to_string(), v))
             .collect();
+    // The committed demo family is what the documented command writes.
+    let committed = root.join("benchmarks/demo/tqa-linker/tqa-sr.jsonl");
+    assert_eq!(
+        std::fs::read(&committed).unwrap(),
+        std::fs::read(a.path().join("tqa-sr.jsonl")).unwrap(),
+        "benchmarks/demo/tqa-linker/tqa-sr.jsonl is stale: regenerate it (docs/tqa.md)"
+    );
     let augmented = records(&a.path().join("tqa-sr.jsonl"));
     assert!(!augmented.is_empty());
     for record in &augmented {
