@@ -34,6 +34,7 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
         feasible: true,
         tags: BTreeMap::new(),
         source: source.clone(),
+        db_file: None,
     };
     let prediction = Prediction {
         answer: Answer::Sql("SELECT k, v + 10 AS v FROM t".to_string()),

@@ -13,6 +13,17 @@ use crate::error::InputError;
 /// The database file of a case, or an error naming the case and both paths tried.
 pub(super) fn resolve(db_dir: &Path, case: &Case) -> Result<PathBuf, InputError> {
     check_name(case)?;
+    if let Some(file) = &case.db_file {
+        return if file.is_file() {
+            Ok(file.clone())
+        } else {
+            Err(case.source.error(format!(
+                "case `{}`: its database {} does not exist",
+                case.id,
+                file.display()
+            )))
+        };
+    }
     crate::files::database_file(db_dir, &case.db).map_err(|problem| {
         case.source.error(format!(
             "case `{}`: unknown database `{}`: {problem}",
@@ -29,7 +40,7 @@ pub(super) fn db_files(
     testsuite: bool,
 ) -> Result<Vec<PathBuf>, InputError> {
     let file = resolve(db_dir, case)?;
-    if !testsuite || file == flat_path(db_dir, &case.db) {
+    if !testsuite || case.db_file.is_some() || file == flat_path(db_dir, &case.db) {
         // A flat folder holds every database side by side: only the case's own file counts.
         return Ok(vec![file]);
     }
@@ -136,6 +147,67 @@ fn scripts_hash(scripts: &[BuildScript], contents: &[String]) -> String {
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+/// Builds `target`, a copy of `original` changed by the SQL `script` (a TQA clone renamed by its
+/// `ALTER TABLE` statements), unless its stamp shows the same original and script built it.
+/// Like [`build_if_stale`], the copy is changed in a temporary file renamed into place on
+/// success.
+pub fn build_clone_if_stale(
+    original: &Path,
+    script: &Path,
+    target: &Path,
+) -> Result<(), InputError> {
+    let text = super::read_text(script)?;
+    let meta = std::fs::metadata(original)
+        .map_err(|e| InputError::file(original, format!("cannot read the database: {e}")))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let origin = format!("{}:{}:{modified}", original.display(), meta.len());
+    let build = DatabaseBuild {
+        name: target
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+        scripts: vec![BuildScript {
+            written: origin,
+            path: script.to_path_buf(),
+        }],
+    };
+    let hash = scripts_hash(&build.scripts, std::slice::from_ref(&text));
+    let mut stamp = target.as_os_str().to_owned();
+    stamp.push(".stamp");
+    let stamp = PathBuf::from(stamp);
+    let stamp_matches = std::fs::read_to_string(&stamp).is_ok_and(|old| old.trim() == hash);
+    if target.is_file() && stamp_matches {
+        return Ok(());
+    }
+    let folder = target.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder)
+        .map_err(|e| InputError::file(folder, format!("cannot create the folder: {e}")))?;
+    let temp = folder.join(format!(
+        ".{}.{}-{}.building",
+        build.name,
+        std::process::id(),
+        BUILD_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let built = std::fs::copy(original, &temp)
+        .map_err(|e| InputError::file(original, format!("cannot copy the database: {e}")))
+        .and_then(|_| run_scripts(&temp, &build, std::slice::from_ref(&text)))
+        .and_then(|()| {
+            std::fs::rename(&temp, target).map_err(|e| {
+                InputError::file(target, format!("cannot move the built database: {e}"))
+            })
+        });
+    if let Err(error) = built {
+        // Best effort: the build already failed, and a leftover temp file is harmless.
+        let _ = std::fs::remove_file(&temp);
+        return Err(error);
+    }
+    std::fs::write(&stamp, format!("{hash}\n"))
+        .map_err(|e| InputError::file(&stamp, format!("cannot write the build stamp: {e}")))
 }
 
 fn run_scripts(temp: &Path, build: &DatabaseBuild, contents: &[String]) -> Result<(), InputError> {

@@ -52,6 +52,7 @@ pub(super) fn load(path: &Path, text: &str, idk: bool) -> Result<Vec<Case>, Inpu
         cases.push(Case {
             id: record.to_string(),
             db: row.db_name,
+            db_file: None,
             question: row.question,
             evidence: row.instructions.filter(|text| !text.trim().is_empty()),
             gold,

@@ -1,17 +1,23 @@
 //! Generated families as cases of the suite they came from, in either shape a generator writes:
-//! - a JSONL file (`generate jqe`), one mutant per line with at least `id`, `seed_id`, `db`,
-//!   `sql`, `question` (and optionally `evidence`); other fields are the generator's and are kept
-//!   out of the case. A mutant's id is `<seed-id>::<family>::<mutant-id>`, so its test is named
+//! - a JSONL file (`generate jqe`, `generate tqa`), one mutant per line with at least `id`,
+//!   `seed_id`, `db`, `sql`, `question` (and optionally `evidence`); other fields are the
+//!   generator's and are kept out of the case. A mutant's id is
+//!   `<seed-id>::<family>::<mutant-id>`, so its test is named
 //!   `<suite>::<db>::<seed-id>::<family>::<mutant-id>`;
 //! - a generated suite (`generate errors`, `generate infeasible`): its folder or its
 //!   `suite.toml`. Its cases keep their ids and tags and are tagged with the family.
+//!
+//! A mutant may run on its own copy of its database (`generate tqa`'s renamed clones):
+//! `db_script` names an SQL script, relative to the family file, that turns a copy of `db` into
+//! that database; the loader builds it into `build/<script stem>.sqlite` beside the family file
+//! (rebuilt only when the script or the original changes).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Case, SourceRef};
+use super::{databases, Benchmark, Case, SourceRef};
 use crate::error::InputError;
 
 #[derive(Deserialize)]
@@ -23,11 +29,13 @@ struct Mutant {
     question: String,
     #[serde(default)]
     evidence: Option<String>,
+    #[serde(default)]
+    db_script: Option<PathBuf>,
 }
 
 /// The cases of `family` in `path`: a generated suite's cases, or the mutants of a JSONL file
-/// as feasible cases whose gold is the mutant SQL.
-pub fn load_family(path: &Path, family: &str) -> Result<Vec<Case>, InputError> {
+/// as feasible cases of `bench` whose gold is the mutant SQL.
+pub fn load_family(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<Case>, InputError> {
     let manifest = if path.is_dir() {
         Some(path.join("suite.toml"))
     } else {
@@ -35,7 +43,7 @@ pub fn load_family(path: &Path, family: &str) -> Result<Vec<Case>, InputError> {
     };
     match manifest {
         Some(manifest) => load_suite_family(&manifest, family),
-        None => load_mutants(path, family),
+        None => load_mutants(path, family, bench),
     }
 }
 
@@ -51,7 +59,7 @@ fn load_suite_family(manifest: &Path, family: &str) -> Result<Vec<Case>, InputEr
         .collect())
 }
 
-fn load_mutants(path: &Path, family: &str) -> Result<Vec<Case>, InputError> {
+fn load_mutants(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<Case>, InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::file(path, format!("cannot read the {family} family: {e}")))?;
     let mut cases = Vec::new();
@@ -85,9 +93,10 @@ fn load_mutants(path: &Path, family: &str) -> Result<Vec<Case>, InputError> {
             ("family".to_string(), family.to_string()),
             ("seed".to_string(), mutant.seed_id),
         ]);
-        cases.push(Case {
+        let mut case = Case {
             id,
             db: mutant.db,
+            db_file: None,
             question: mutant.question,
             evidence: mutant.evidence,
             gold: vec![mutant.sql],
@@ -98,7 +107,37 @@ fn load_mutants(path: &Path, family: &str) -> Result<Vec<Case>, InputError> {
                 record: index,
                 line: Some(line_number + 1),
             },
-        });
+        };
+        if let Some(script) = &mutant.db_script {
+            case.db_file = Some(clone_of(bench, &case, path, script)?);
+        }
+        cases.push(case);
     }
     Ok(cases)
+}
+
+/// Builds (when stale) the copy of the case's database that `script` changes.
+fn clone_of(
+    bench: &Benchmark,
+    case: &Case,
+    family: &Path,
+    script: &Path,
+) -> Result<PathBuf, InputError> {
+    let plain = |p: &Path| {
+        p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
+    if !plain(script) || script.file_stem().is_none() {
+        return Err(case.source.error(format!(
+            "db_script `{}` must be a relative path inside the family's folder",
+            script.display()
+        )));
+    }
+    let folder = family.parent().unwrap_or(Path::new("."));
+    let original = databases::resolve(&bench.db_dir, case)?;
+    let stem = script.file_stem().unwrap_or_default().to_string_lossy();
+    let target = folder.join("build").join(format!("{stem}.sqlite"));
+    databases::build_clone_if_stale(&original, &folder.join(script), &target)
+        .map_err(|e| case.source.error(format!("db_script: {e}")))?;
+    Ok(target)
 }

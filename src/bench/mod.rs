@@ -22,6 +22,7 @@ use crate::error::InputError;
 use crate::metrics::ex::Mode;
 
 pub use clean::{clean_sql, is_apology, CleanedSql};
+pub use databases::build_clone_if_stale;
 pub use family::load_family;
 pub use predictions::{load_prediction_slots, load_predictions, Answer, PredFormat, Prediction};
 
@@ -52,6 +53,10 @@ pub struct Case {
     /// Stable across runs and machines: the record's own id, else its 0-based index.
     pub id: String,
     pub db: String,
+    /// The database file itself, when the case runs on its own copy of `db` (a TQA clone with
+    /// renamed tables and columns) rather than on the benchmark's database of that name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db_file: Option<PathBuf>,
     pub question: String,
     pub evidence: Option<String>,
     /// Acceptable gold queries (alternatives). Empty exactly when the case is infeasible.

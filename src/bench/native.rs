@@ -201,6 +201,7 @@ fn to_case(record: NativeCase, source: SourceRef) -> Result<Case, InputError> {
     Ok(Case {
         id: record.id,
         db: record.db,
+        db_file: None,
         question: record.question,
         evidence: record.evidence.filter(|e| !e.trim().is_empty()),
         gold,

@@ -77,6 +77,7 @@ pub(super) fn load_gold_lines(path: &Path, text: &str) -> Result<Vec<Case>, Inpu
         cases.push(Case {
             id: record.to_string(),
             db: db.to_string(),
+            db_file: None,
             question: String::new(),
             evidence: None,
             gold: vec![sql.to_string()],
@@ -112,6 +113,7 @@ pub(super) fn load_json(path: &Path, text: &str) -> Result<Vec<Case>, InputError
         cases.push(Case {
             id: index.to_string(),
             db: record.db_id,
+            db_file: None,
             question: record.question,
             evidence: None,
             gold: vec![record.query],

@@ -54,6 +54,7 @@ pub(super) fn load(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         cases.push(Case {
             id,
             db: record.db_id,
+            db_file: None,
             question: record.question,
             evidence: None,
             gold: if feasible {

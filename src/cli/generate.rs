@@ -32,6 +32,50 @@ pub enum GenerateCommand {
     /// Join Query Expansion: each gold query joined to one more adjacent table, kept when it
     /// returns rows and its join pattern is new for its database (JSONL, one expansion a line).
     Jqe(JqeArgs),
+    /// Textual Query Augmentation: identifiers made less natural (schema, SQL and question) or
+    /// the linker table's mentions hidden, as families (see docs/tqa.md).
+    Tqa(TqaArgs),
+}
+
+#[derive(Args)]
+pub struct TqaArgs {
+    #[command(flatten)]
+    pub(super) source: Source,
+    /// `naturalness` (SQLMorph §V) or `linker` (Riahi 2025 thesis ch. 4).
+    #[arg(long, value_enum)]
+    pub(super) method: TqaMethod,
+    /// Folder to write the families (and, for naturalness, the clone scripts) into.
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// WordNet 3.0 dict folder (default: $SQLGATE_WORDNET, else /usr/share/wordnet).
+    #[arg(long)]
+    pub(super) wordnet: Option<PathBuf>,
+    /// Lower identifiers with a chat model at this OpenAI-compatible endpoint (the paper's
+    /// few-shot prompt, temperature 0, seed 42, cached; unusable answers fall back to the rule).
+    #[arg(long, requires = "llm_model")]
+    pub(super) llm_url: Option<String>,
+    #[arg(long, requires = "llm_url")]
+    pub(super) llm_model: Option<String>,
+    /// The environment variable holding the endpoint's API key.
+    #[arg(long)]
+    pub(super) llm_api_key_env: Option<String>,
+    /// Also rewrite each question and evidence with the model (the paper's JSON prompt; an
+    /// answer that loses a value falls back to the deterministic rewrite).
+    #[arg(long, requires = "llm_url")]
+    pub(super) llm_questions: bool,
+    /// Where answers are cached (default: `<out>/llm-cache.jsonl`).
+    #[arg(long)]
+    pub(super) llm_cache: Option<PathBuf>,
+    /// A predictions file for the benchmark: its answers are carried to every generated case
+    /// (renamed onto the clone where the case runs there) into `<out>/predictions.jsonl`.
+    #[arg(long)]
+    pub(super) predictions: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TqaMethod {
+    Naturalness,
+    Linker,
 }
 
 #[derive(Args)]
@@ -130,6 +174,7 @@ pub fn run(command: GenerateCommand) -> Result<u8, InputError> {
         GenerateCommand::Errors(args) => errors(args),
         GenerateCommand::Infeasible(args) => infeasible(args),
         GenerateCommand::Jqe(args) => jqe(args),
+        GenerateCommand::Tqa(args) => super::tqa::run(args),
     }
 }
 

@@ -5,6 +5,7 @@ mod generate;
 mod schema_db;
 mod score;
 mod test;
+mod tqa;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -39,9 +39,8 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         };
         let mut bench = bench::load(&config.resolve(&suite.benchmark), &options)?;
         for (family, path) in &suite.families {
-            bench
-                .cases
-                .extend(bench::load_family(&config.resolve(path), family)?);
+            let cases = bench::load_family(&config.resolve(path), family, &bench)?;
+            bench.cases.extend(cases);
         }
         bench.check_ids()?;
         bench.check_databases()?;

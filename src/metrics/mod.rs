@@ -4,5 +4,6 @@ pub mod esm;
 pub mod etm;
 pub mod ex;
 pub mod reliability;
+pub mod retrieval;
 pub mod robustness;
 pub mod sqlmorph;

@@ -14,6 +14,7 @@ mod ops;
 mod outer;
 mod rng;
 mod sites;
+pub mod tqa;
 
 #[cfg(test)]
 mod corpus_tests;

@@ -1,0 +1,326 @@
+//! `sqlgate generate tqa`: the TQA families written to a folder (see docs/tqa.md).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::generate::{TqaArgs, TqaMethod};
+use super::EXIT_OK;
+use crate::bench::{self, Answer, Benchmark, Case};
+use crate::error::InputError;
+use crate::exec::{Engine, Limits};
+use crate::files::write_atomically;
+use crate::llm::cache::JsonlCache;
+use crate::llm::{Client, ClientConfig};
+use crate::mutate::jqe::graph as jqe_graph;
+use crate::mutate::tqa::llm::LlmLowering;
+use crate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
+use crate::mutate::tqa::rename::RenameMap;
+use crate::mutate::tqa::sql::rename_sql;
+use crate::mutate::tqa::{ident, linker, wordnet::WordNet};
+
+pub fn run(args: TqaArgs) -> Result<u8, InputError> {
+    let wordnet = WordNet::open(&WordNet::locate(args.wordnet.as_deref()))?;
+    let bench = args.source.load()?;
+    match args.method {
+        TqaMethod::Naturalness => naturalness(&args, &bench, &wordnet),
+        TqaMethod::Linker => linker(&args, &bench, &wordnet),
+    }
+}
+
+/// The feasible cases of each database with their first gold query, databases in name order.
+fn seeds_by_db(bench: &Benchmark) -> BTreeMap<&str, Vec<&Case>> {
+    let mut by_db: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
+    for case in bench
+        .cases
+        .iter()
+        .filter(|c| c.feasible && !c.gold.is_empty())
+    {
+        by_db.entry(case.db.as_str()).or_default().push(case);
+    }
+    by_db
+}
+
+fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, InputError> {
+    let out = &args.out;
+    std::fs::create_dir_all(out)
+        .map_err(|e| InputError::file(out, format!("cannot create the folder: {e}")))?;
+    let engine = Engine::new(Limits::default());
+    let llm = llm_lowering(args)?;
+    let lowering = |identifier: &str| match &llm {
+        Some(llm) => llm.lower(identifier),
+        None => ident::lower(identifier),
+    };
+    let answers = carried_answers(args, bench)?;
+    let mut families: Vec<String> = vec![String::new(); SETTINGS.len()];
+    // The benchmark's own answers first, so the file serves a suite that adds the families.
+    let mut carried = String::new();
+    for case in &bench.cases {
+        if let Some(answer) = answers.get(case.id.as_str()) {
+            carried.push_str(&answer_line(&case.id, answer, None).to_string());
+            carried.push('\n');
+        }
+    }
+    let (mut kept_total, mut dropped_total) = (0, 0);
+    for (db, cases) in seeds_by_db(bench) {
+        let original = bench.db_files(cases[0], false)?.remove(0);
+        let (schema, map, levels, script) = naturalness::plan(db, &original, wordnet, &lowering)
+            .map_err(|e| InputError::file(&original, e))?;
+        if let Some(error) = llm
+            .as_ref()
+            .and_then(|l| l.errors.borrow().first().cloned())
+        {
+            return Err(InputError::file(out, format!("--llm-url: {error}")));
+        }
+        let script_name = format!("{db}.tqa.sql");
+        write_atomically(&out.join(&script_name), script.as_bytes())?;
+        // The clone is built exactly as the family loader builds it, so a test run reuses it.
+        let clone = out.join("build").join(format!("{db}.tqa.sqlite"));
+        bench::build_clone_if_stale(&original, &out.join(&script_name), &clone)?;
+        map.verify(&schema, &clone)
+            .map_err(|e| InputError::file(&clone, format!("the renamed clone is wrong: {e}")))?;
+        let seeds: Vec<Seed> = cases
+            .iter()
+            .map(|case| Seed {
+                id: case.id.clone(),
+                question: case.question.clone(),
+                evidence: case.evidence.clone(),
+                sql: case.gold[0].clone(),
+            })
+            .collect();
+        let (mut kept, dropped) =
+            naturalness::reduce(&original, &clone, &map, &seeds, wordnet, &engine);
+        if let Some(llm) = llm.as_ref().filter(|_| args.llm_questions) {
+            let mapping = mapping_block(&map);
+            for k in &mut kept {
+                let evidence = k.evidence.clone().unwrap_or_default();
+                if let Some((question, new_evidence)) =
+                    llm.rewrite_question(&mapping, &k.question, &evidence)
+                {
+                    k.renamed_question = question;
+                    k.renamed_evidence = k.evidence.as_ref().map(|_| new_evidence);
+                    // The model's rewrite has no offsets: the deterministic mentions no longer apply.
+                    k.mentions.clear();
+                }
+            }
+            if let Some(error) = llm.errors.borrow().first() {
+                return Err(InputError::file(out, format!("--llm-url: {error}")));
+            }
+        }
+        let total = levels.total().max(1) as f64;
+        println!(
+            "{db}: identifiers N1 {} ({:.0}%), N2 {} ({:.0}%), N3 {} ({:.0}%); renamed {} tables, {} column names; kept {} of {} gold queries, dropped {}",
+            levels.n1,
+            100.0 * levels.n1 as f64 / total,
+            levels.n2,
+            100.0 * levels.n2 as f64 / total,
+            levels.n3,
+            100.0 * levels.n3 as f64 / total,
+            map.tables.len(),
+            map.columns.len(),
+            kept.len(),
+            seeds.len(),
+            dropped.len()
+        );
+        for (id, why) in &dropped {
+            println!("  dropped {id}: {why}");
+        }
+        kept_total += kept.len();
+        dropped_total += dropped.len();
+        for k in &kept {
+            for (slot, (setting, family)) in SETTINGS.iter().enumerate() {
+                let record = naturalness::record(k, setting, db, &script_name);
+                families[slot].push_str(&record.to_string());
+                families[slot].push('\n');
+                if let Some(answer) = answers.get(k.seed_id.as_str()) {
+                    let id = format!("{}::{family}::{MUTANT_ID}", k.seed_id);
+                    let renamed = setting.ends_with('L').then_some(&map);
+                    carried.push_str(&answer_line(&id, answer, renamed).to_string());
+                    carried.push('\n');
+                }
+            }
+        }
+    }
+    for (slot, (_, family)) in SETTINGS.iter().enumerate() {
+        write_atomically(
+            &out.join(format!("{family}.jsonl")),
+            families[slot].as_bytes(),
+        )?;
+    }
+    if args.predictions.is_some() {
+        write_atomically(&out.join("predictions.jsonl"), carried.as_bytes())?;
+    }
+    if let Some(llm) = &llm {
+        println!(
+            "LLM lowering: {} requests (the rest from the cache), {} unusable answers replaced by the deterministic rule",
+            llm.requests.get(),
+            llm.fallbacks.get()
+        );
+    }
+    println!(
+        "kept {kept_total} seeds in four settings (O/O, L/O, O/L, L/L), dropped {dropped_total}; families written to {}",
+        out.display()
+    );
+    Ok(EXIT_OK)
+}
+
+/// The paper's mapping block: `Table old -> new:` then the renamed columns.
+fn mapping_block(map: &RenameMap) -> String {
+    let mut text = String::new();
+    for (old, new) in &map.tables {
+        text.push_str(&format!("Table {old} -> {new}:\n"));
+    }
+    for (old, new) in &map.columns {
+        text.push_str(&format!("  {old} -> {new}\n"));
+    }
+    text
+}
+
+fn llm_lowering(args: &TqaArgs) -> Result<Option<LlmLowering>, InputError> {
+    let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
+        return Ok(None);
+    };
+    let client = Client::new(&ClientConfig {
+        base_url: url.clone(),
+        api_key_env: args.llm_api_key_env.clone(),
+        timeout: std::time::Duration::from_secs(120),
+    })
+    .map_err(|e| InputError::file(&args.out, format!("--llm-url: {}", e.0)))?;
+    let cache = args
+        .llm_cache
+        .clone()
+        .unwrap_or_else(|| args.out.join("llm-cache.jsonl"));
+    Ok(Some(LlmLowering::new(
+        client,
+        model.clone(),
+        JsonlCache::open(&cache)?,
+    )))
+}
+
+/// The family of deterministic synonym replacement, and its mutant id.
+const LINKER_FAMILY: &str = "tqa-sr";
+
+fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, InputError> {
+    let out = &args.out;
+    std::fs::create_dir_all(out)
+        .map_err(|e| InputError::file(out, format!("cannot create the folder: {e}")))?;
+    let answers = carried_answers(args, bench)?;
+    let mut family = String::new();
+    let mut carried = String::new();
+    for case in &bench.cases {
+        if let Some(answer) = answers.get(case.id.as_str()) {
+            carried.push_str(&answer_line(&case.id, answer, None).to_string());
+            carried.push('\n');
+        }
+    }
+    let (mut augmented, mut small, mut unmentioned, mut unparsed) = (0, 0, 0, 0);
+    let (mut hidden_q, mut fields_q, mut hidden_e, mut fields_e) = (0, 0, 0, 0);
+    for (db, cases) in seeds_by_db(bench) {
+        let path = bench.db_files(cases[0], false)?.remove(0);
+        let schema = jqe_graph::Schema::read(&path)
+            .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
+        let graph = jqe_graph::SchemaGraph::build(&schema, true);
+        for case in cases {
+            let seed = linker::Seed {
+                id: &case.id,
+                question: &case.question,
+                evidence: case.evidence.as_deref(),
+                sql: &case.gold[0],
+            };
+            let result = match linker::augment(&seed, &graph, wordnet) {
+                Ok(result) => result,
+                Err(linker::Skip::FewerThanThreeTables) => {
+                    small += 1;
+                    continue;
+                }
+                Err(linker::Skip::NotMentioned) => {
+                    unmentioned += 1;
+                    continue;
+                }
+                Err(linker::Skip::NoJoinGraph(why)) => {
+                    println!("  {}: no join graph ({why})", case.id);
+                    unparsed += 1;
+                    continue;
+                }
+            };
+            augmented += 1;
+            for (hidden, count, total) in [
+                (result.question_hidden, &mut hidden_q, &mut fields_q),
+                (result.evidence_hidden, &mut hidden_e, &mut fields_e),
+            ] {
+                if let Some(hidden) = hidden {
+                    *total += 1;
+                    *count += usize::from(hidden);
+                }
+            }
+            let mut record = serde_json::json!({
+                "id": "sr", "seed_id": seed.id, "db": db, "sql": seed.sql,
+                "question": result.question, "linker_table": result.linker_table,
+                "replaced": result.replaced, "strategy": "synonym-replacement",
+                "hidden": {"question": result.question_hidden, "evidence": result.evidence_hidden},
+            });
+            if let Some(evidence) = &result.evidence {
+                record["evidence"] = evidence.clone().into();
+            }
+            family.push_str(&record.to_string());
+            family.push('\n');
+            if let Some(answer) = answers.get(seed.id) {
+                let id = format!("{}::{LINKER_FAMILY}::sr", seed.id);
+                carried.push_str(&answer_line(&id, answer, None).to_string());
+                carried.push('\n');
+            }
+        }
+    }
+    write_atomically(
+        &out.join(format!("{LINKER_FAMILY}.jsonl")),
+        family.as_bytes(),
+    )?;
+    if args.predictions.is_some() {
+        write_atomically(&out.join("predictions.jsonl"), carried.as_bytes())?;
+    }
+    let share = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    println!(
+        "augmented {augmented} seeds; skipped {small} with fewer than three tables, {unmentioned} whose linker table is not mentioned, {unparsed} without a join graph"
+    );
+    println!(
+        "hiding score: question {:.1}% ({hidden_q}/{fields_q}), evidence {:.1}% ({hidden_e}/{fields_e}); family written to {}",
+        share(hidden_q, fields_q),
+        share(hidden_e, fields_e),
+        out.join(format!("{LINKER_FAMILY}.jsonl")).display()
+    );
+    Ok(EXIT_OK)
+}
+
+/// A predictions line answering `id`; with `renamed`, the SQL moved onto the clone (an answer
+/// the parser cannot read stays as it was: it fails there too).
+fn answer_line(id: &str, answer: &Answer, renamed: Option<&RenameMap>) -> serde_json::Value {
+    match (answer, renamed) {
+        (Answer::Abstain, _) => serde_json::json!({"id": id, "abstain": true}),
+        (Answer::Sql(sql), Some(map)) => {
+            let sql = rename_sql(sql, map).unwrap_or_else(|_| sql.clone());
+            serde_json::json!({"id": id, "sql": sql})
+        }
+        (Answer::Sql(sql), None) => serde_json::json!({"id": id, "sql": sql}),
+    }
+}
+
+/// The answers of `--predictions`, by case id.
+fn carried_answers<'a>(
+    args: &TqaArgs,
+    bench: &'a Benchmark,
+) -> Result<HashMap<&'a str, Answer>, InputError> {
+    let Some(path) = &args.predictions else {
+        return Ok(HashMap::new());
+    };
+    let predictions = bench::load_predictions(path, None, bench)?;
+    Ok(bench
+        .cases
+        .iter()
+        .zip(predictions)
+        .map(|(case, p)| (case.id.as_str(), p.answer))
+        .collect())
+}
