@@ -54,6 +54,7 @@ pub struct TqaArgs {
     /// few-shot prompt, temperature 0, seed 42, cached; unusable answers fall back to the rule).
     #[arg(long, requires = "llm_model")]
     pub(super) llm_url: Option<String>,
+    /// The chat model to ask the `--llm-url` endpoint for.
     #[arg(long, requires = "llm_url")]
     pub(super) llm_model: Option<String>,
     /// The environment variable holding the endpoint's API key.
