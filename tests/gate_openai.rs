@@ -213,3 +213,61 @@ fn recording_survives_a_misbehaving_server_and_replays_with_no_requests() {
     );
     assert_eq!(*log.lock().unwrap(), requests, "the replay sent requests");
 }
+
+/// A changed model with the endpoint down: the cassette holds nothing under the new
+/// fingerprint, and known failures in the accepted snapshot must not hide that.
+#[test]
+fn missing_answers_never_pass_as_known_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base_url, _log) = serve();
+    write_suite(dir.path(), &base_url);
+    assert_eq!(sqlgate(dir.path(), "new").status.code(), Some(100));
+    // Accepted: the garbage answer (c3) is a known failure, an answer the system did give.
+    let accept = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--record", "none", "--accept"])
+        .current_dir(dir.path())
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert!(
+        dir.path().join("snapshots/tiny.snap").exists(),
+        "{accept:?}"
+    );
+    let replay = sqlgate(dir.path(), "none");
+    let text = String::from_utf8_lossy(&replay.stdout).into_owned();
+    assert_eq!(replay.status.code(), Some(0), "{text}");
+    assert!(text.contains("tiny::numbers::c3 (known failure)"), "{text}");
+
+    // Every case a known failure, then the model renamed and the endpoint gone.
+    let snapshot = dir.path().join("snapshots/tiny.snap");
+    let failing = std::fs::read_to_string(&snapshot)
+        .unwrap()
+        .replace(" | pass | ", " | fail | ");
+    std::fs::write(&snapshot, failing).unwrap();
+    let config = dir.path().join("sqlgate.toml");
+    let renamed = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("test-model", "test-model-2")
+        .replace(&base_url, "http://127.0.0.1:9/v1");
+    std::fs::write(&config, renamed).unwrap();
+    let ci = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--junit", "junit.xml"])
+        .current_dir(dir.path())
+        .env("CI", "true")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&ci.stdout).into_owned();
+    assert_eq!(ci.status.code(), Some(100), "{text}");
+    assert!(text.contains("4 tests run: 0 passed, 4 failed"), "{text}");
+    assert!(text.contains("no answer (not_recorded)"), "{text}");
+    assert!(text.contains("4 answers are not in the cassette"), "{text}");
+    assert!(text.contains("--record new"), "{text}");
+    assert!(text.contains("predicted: (no answer)"), "{text}");
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"name="system_error_kind" value="not_recorded""#),
+        "{junit}"
+    );
+}

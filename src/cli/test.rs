@@ -192,7 +192,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
     let whole = session::is_whole_run(&all, &selected);
     let snapshots = session.finish(&report, whole, args.accept)?;
 
-    let mut notes = Vec::new();
+    let mut notes = missing_answer_notes(&report.results);
     if let Some(partition) = args.partition {
         notes.push(format!(
             "partition {partition}: this shard ran its share of the cases and no gate (a suite \
@@ -304,4 +304,37 @@ fn shard(selected: Vec<TestDesc>, partition: Partition) -> Vec<TestDesc> {
         .filter(|(position, test)| partition.contains(*position, &test.name))
         .map(|(_, test)| test)
         .collect()
+}
+
+/// Says plainly how many cases had no answer at all, and what to do about it.
+fn missing_answer_notes(results: &[TestResult]) -> Vec<String> {
+    let count = |kinds: &[&str]| {
+        results
+            .iter()
+            .filter(|r| {
+                r.properties
+                    .get("system_error_kind")
+                    .is_some_and(|kind| kinds.contains(&kind.as_str()))
+            })
+            .count()
+    };
+    let mut notes = Vec::new();
+    let not_recorded = count(&["not_recorded"]);
+    if not_recorded > 0 {
+        let verb = if not_recorded == 1 { "is" } else { "are" };
+        notes.push(format!(
+            "{} {verb} not in the cassette (the system's fingerprint changed: its model, prompt \
+             or settings?); record with `sqlgate test --record new`",
+            plural(not_recorded, "answer")
+        ));
+    }
+    let unreachable = count(&["timeout", "http", "transport"]);
+    if unreachable > 0 {
+        notes.push(format!(
+            "{} got no answer from the system (timeouts, HTTP or connection failures after \
+             retries): they fail whatever the snapshot says",
+            plural(unreachable, "case")
+        ));
+    }
+    notes
 }

@@ -11,7 +11,7 @@ use crate::exec::Engine;
 use crate::metrics::ex::Verdict;
 use crate::metrics::reliability::{self, Region};
 use crate::scoring::{self, CaseScore, FineScores, Response};
-use crate::system::{Reply, SystemError};
+use crate::system::{Reply, SystemError, SystemErrorKind};
 
 use super::plan::{SuitePlan, TestKind};
 use super::{TestResult, TestStatus};
@@ -25,6 +25,8 @@ pub struct CaseRun {
     /// EXP, EXR and F1 under the suite's regime, when it has one (0/0/0 without an answer).
     pub fine: Option<FineScores>,
     pub duration: Duration,
+    /// Why the system gave no usable answer, when it did not.
+    pub system_error: Option<SystemErrorKind>,
 }
 
 impl CaseRun {
@@ -78,6 +80,7 @@ pub fn evaluate_case(
         score,
         fine,
         duration: start.elapsed(),
+        system_error: reply.as_ref().err().map(|error| error.kind),
     }
 }
 
@@ -86,7 +89,11 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     let case = &suite.bench.cases[run.case_index];
     let correct = run.correct();
     let must_pass = suite.must_pass.contains(&run.test);
-    let known_failure = !correct && !must_pass && accepted == Some(false);
+    // No answer (not recorded, a timeout, an HTTP or connection failure) is no evidence about
+    // the system: it never passes as a known failure. An answer it did give, even unusable
+    // garbage, is judged like any wrong answer.
+    let no_answer = run.system_error.filter(|kind| kind.is_transient());
+    let known_failure = !correct && !must_pass && accepted == Some(false) && no_answer.is_none();
     let status = if correct || known_failure {
         TestStatus::Passed
     } else {
@@ -107,13 +114,22 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     if known_failure {
         properties.insert("known_failure".to_string(), "true".to_string());
     }
+    if let Some(kind) = run.system_error {
+        properties.insert("system_error_kind".to_string(), kind.as_str().to_string());
+    }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
     // A metric that could not be computed scored 0 above; its property says why.
     for (metric, reason) in run.score.metric_errors() {
         properties.insert(metric.error_code().to_string(), reason.to_string());
     }
-    let message = (status == TestStatus::Failed).then(|| failure_message(run, accepted, must_pass));
+    let message = (status == TestStatus::Failed).then(|| match no_answer {
+        Some(kind) => format!(
+            "no answer ({}): a case without an answer never passes, whatever the snapshot says",
+            kind.as_str()
+        ),
+        None => failure_message(run, accepted, must_pass),
+    });
     let detail = (!correct).then(|| failure_detail(case, &run.score));
     TestResult {
         name: run.test.clone(),
@@ -157,9 +173,14 @@ fn failure_detail(case: &crate::bench::Case, score: &CaseScore) -> String {
     for gold in &case.gold {
         lines.push(format!("gold:      {gold}"));
     }
+    let no_sql = if score.verdict == Verdict::SystemError {
+        "(no answer)"
+    } else {
+        "(abstained)"
+    };
     lines.push(format!(
         "predicted: {}",
-        score.sql.as_deref().unwrap_or("(abstained)")
+        score.sql.as_deref().unwrap_or(no_sql)
     ));
     if let Some(error) = &score.error {
         lines.push(format!("error:     {error}"));

@@ -16,7 +16,8 @@
 //! Fields are separated by ` | `. In every field but the SQL, `\` and `|` are written `\\` and
 //! `\|` (and line breaks `\n`, `\r`); metric keys and values also write spaces as `\s` and `=`
 //! as `\=`, so each metric is one `key=value` word. The SQL is the rest of the line, on one line (see [`normalize_sql`]):
-//! `abstain` when the system abstained, `""` when it answered an empty string.
+//! `abstain` when the system abstained, `<no answer>` when it gave none (a `system_error`), `""`
+//! when it answered an empty string.
 //!
 //! A run that differs is written as `<suite>.snap.new` beside the accepted file, exactly as
 //! insta writes pending snapshots, so `cargo insta review` / `cargo insta accept` find and
@@ -81,6 +82,7 @@ impl SnapshotDiff {
 const SOURCE: &str = "sqlgate test";
 const FIELD_SEPARATOR: &str = " | ";
 const ABSTAIN: &str = "abstain";
+const NO_ANSWER: &str = "<no answer>";
 const EMPTY_SQL: &str = "\"\"";
 
 /// `<dir>/<suite>.snap`, the accepted snapshot.
@@ -125,13 +127,14 @@ fn render_line(entry: &SnapshotEntry) -> String {
     for (key, value) in ex.into_iter().chain(others) {
         fields.push(format!("{}={}", escape(key, true), escape(value, true)));
     }
-    fields.push(sql_text(entry.sql.as_deref()));
+    fields.push(sql_text(entry));
     fields.join(FIELD_SEPARATOR)
 }
 
 /// How an answer is written in a snapshot line.
-fn sql_text(sql: Option<&str>) -> String {
-    match sql.map(normalize_sql) {
+fn sql_text(entry: &SnapshotEntry) -> String {
+    match entry.sql.as_deref().map(normalize_sql) {
+        None if entry.verdict == "system_error" => NO_ANSWER.to_string(),
         None => ABSTAIN.to_string(),
         Some(sql) if sql.is_empty() => EMPTY_SQL.to_string(),
         Some(sql) => sql,
@@ -352,7 +355,7 @@ fn parse_line(line: &str) -> Result<SnapshotEntry, String> {
         rest = after;
     }
     let sql = match rest {
-        ABSTAIN => None,
+        ABSTAIN | NO_ANSWER => None,
         EMPTY_SQL => Some(String::new()),
         sql => Some(sql.to_string()),
     };
@@ -415,9 +418,7 @@ pub fn compare(accepted: &[SnapshotEntry], current: &[SnapshotEntry]) -> Snapsho
         let list = match (old.passed, entry.passed) {
             (true, false) => &mut diff.regressions,
             (false, true) => &mut diff.improvements,
-            _ if sql_text(old.sql.as_deref()) != sql_text(entry.sql.as_deref()) => {
-                &mut diff.sql_changed
-            }
+            _ if sql_text(old) != sql_text(entry) => &mut diff.sql_changed,
             _ if old.verdict != entry.verdict || old.metrics != entry.metrics => {
                 &mut diff.other_changed
             }
@@ -552,5 +553,27 @@ mod tests {
         assert_eq!(unescape("x\\sy\\|z\\\\"), Ok("x y|z\\".to_string()));
         assert!(unescape("bad\\q").is_err());
         assert!(unescape("bad\\").is_err());
+    }
+
+    #[test]
+    fn no_answer_and_abstention_read_apart_and_back() {
+        let entry = |verdict: &str| SnapshotEntry {
+            name: format!("s::db::{verdict}"),
+            passed: false,
+            verdict: verdict.to_string(),
+            metrics: BTreeMap::from([("ex".to_string(), "0".to_string())]),
+            sql: None,
+        };
+        let entries = vec![entry("abstained"), entry("system_error")];
+        let text = render("s", &entries);
+        assert!(
+            text.contains("s::db::abstained | fail | abstained | ex=0 | abstain\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("s::db::system_error | fail | system_error | ex=0 | <no answer>\n"),
+            "{text}"
+        );
+        assert_eq!(parse(Path::new("s.snap"), &text).unwrap(), entries);
     }
 }
