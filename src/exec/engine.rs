@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
-use super::sandbox::{Limits, Sandbox};
-use super::{ExecError, Execution};
+use super::sandbox::{sidecar, Limits, Sandbox};
+use super::{ExecError, ExecErrorKind, Execution};
 use crate::metrics::ex::QueryRunner;
 
 /// Gold executions by (database, SQL); each computed once, by the first thread to ask.
@@ -18,6 +18,8 @@ type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
 pub struct Engine {
     limits: Limits,
     gold: GoldCache,
+    /// Each database's stamp when this engine first read it.
+    first_seen: Mutex<HashMap<PathBuf, Stamp>>,
 }
 
 impl Engine {
@@ -25,6 +27,7 @@ impl Engine {
         Engine {
             limits,
             gold: Mutex::new(HashMap::new()),
+            first_seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -33,14 +36,35 @@ impl Engine {
     }
 
     /// Executes `sql` on this thread's connection to `db`.
+    ///
+    /// A database that another process changes during the run fails every later execution:
+    /// results read before and after the change would be compared as if from one state.
     pub fn execute(&self, db: &Path, sql: &str) -> Execution {
-        with_sandbox(db, |sandbox| match sandbox {
-            Ok(sandbox) => sandbox.execute(sql, &self.limits),
-            Err(error) => Execution {
-                result: Err(error),
+        let stamp = Stamp::of(db);
+        let first = *self
+            .first_seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(db.to_path_buf())
+            .or_insert(stamp);
+        let mut execution = if stamp == first {
+            with_sandbox(db, stamp, |sandbox| match sandbox {
+                Ok(sandbox) => sandbox.execute(sql, &self.limits),
+                Err(error) => Execution {
+                    result: Err(error),
+                    elapsed: Default::default(),
+                },
+            })
+        } else {
+            Execution {
+                result: Err(changed(db)),
                 elapsed: Default::default(),
-            },
-        })
+            }
+        };
+        if execution.result.is_ok() && Stamp::of(db) != first {
+            execution.result = Err(changed(db));
+        }
+        execution
     }
 }
 
@@ -66,10 +90,37 @@ impl QueryRunner for Engine {
     }
 }
 
-/// A connection is reused while its file is unchanged (the file is opened `immutable`, so a
-/// rebuilt database needs a new connection).
+fn changed(db: &Path) -> ExecError {
+    ExecError {
+        kind: ExecErrorKind::Runtime,
+        message: format!(
+            "database {} changed during the run (another process writes to it); score a copy \
+             or stop the writer",
+            db.display()
+        ),
+    }
+}
+
+/// Size and modification time of a database and of its `-wal` file: a commit changes one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    db: Option<(u64, SystemTime)>,
+    wal: Option<(u64, SystemTime)>,
+}
+
+impl Stamp {
+    fn of(db: &Path) -> Stamp {
+        Stamp {
+            db: file_stamp(db),
+            wal: file_stamp(&sidecar(db, "-wal")),
+        }
+    }
+}
+
+/// A connection is reused while its files are unchanged (a database opened `immutable` that
+/// was rebuilt needs a new connection).
 struct OpenSandbox {
-    stamp: Option<(u64, SystemTime)>,
+    stamp: Stamp,
     sandbox: Sandbox,
 }
 
@@ -82,10 +133,9 @@ fn file_stamp(path: &Path) -> Option<(u64, SystemTime)> {
     Some((meta.len(), meta.modified().ok()?))
 }
 
-fn with_sandbox<T>(db: &Path, f: impl FnOnce(Result<&Sandbox, ExecError>) -> T) -> T {
+fn with_sandbox<T>(db: &Path, stamp: Stamp, f: impl FnOnce(Result<&Sandbox, ExecError>) -> T) -> T {
     SANDBOXES.with(|cell| {
         let mut sandboxes = cell.borrow_mut();
-        let stamp = file_stamp(db);
         if sandboxes.get(db).is_some_and(|open| open.stamp != stamp) {
             sandboxes.remove(db);
         }

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::bench::{self, LoadOptions};
 use crate::config::Structural;
 use crate::config::{Config, EmbeddingsConfig, ProfileConfig};
 use crate::error::InputError;
+use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use crate::exec::Limits;
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::ModeOptions;
@@ -52,14 +52,16 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             );
         }
         let timeout = match suite.timeout {
-            Some(secs) if secs > 0.0 && secs.is_finite() => Some(Duration::from_secs_f64(secs)),
-            Some(_) => {
-                return Err(InputError::file(
+            Some(secs) => Some(timeout_from_secs(secs).ok_or_else(|| {
+                InputError::file(
                     &config.path,
-                    "[[suite]] timeout must be a positive number of seconds",
+                    format!(
+                        "[[suite]] timeout must be a number of seconds in (0, {}], not {secs}",
+                        MAX_TIMEOUT.as_secs()
+                    ),
                 )
-                .at_record(index))
-            }
+                .at_record(index)
+            })?),
             None => Limits::default().timeout,
         };
         let limits = Limits {
@@ -154,10 +156,13 @@ fn embedder(
     config: &Config,
     settings: &EmbeddingsConfig,
 ) -> Result<Arc<dyn Embedder + Send>, InputError> {
-    let timeout = Duration::try_from_secs_f64(settings.timeout_secs).map_err(|_| {
+    let timeout = timeout_from_secs(settings.timeout_secs).ok_or_else(|| {
         InputError::file(
             &config.path,
-            "[[suite]] embeddings: timeout_secs must be a positive number",
+            format!(
+                "[[suite]] embeddings: timeout_secs must be a number of seconds in (0, {}]",
+                MAX_TIMEOUT.as_secs()
+            ),
         )
     })?;
     let client = Client::new(&ClientConfig {
