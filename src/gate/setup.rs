@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::bench::{self, LoadOptions};
 use crate::config::Structural;
 use crate::config::{Config, EmbeddingsConfig, ProfileConfig};
-use crate::error::InputError;
+use crate::error::{is_plain_name, InputError};
 use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use crate::exec::Limits;
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
@@ -45,6 +45,14 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         bench.check_ids()?;
         bench.check_databases()?;
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
+        // The name is the snapshot's file name.
+        if !is_plain_name(&name) || name.contains("::") {
+            return Err(InputError::file(
+                &config.path,
+                format!("suite name `{name}` must be a plain file name without `::`"),
+            )
+            .at_record(index));
+        }
         if plans.iter().any(|p| p.name == name) {
             return Err(
                 InputError::file(&config.path, format!("two suites are named `{name}`"))
@@ -101,6 +109,12 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         let mut gates = config.gate.clone();
         gates.extend(suite.gate.clone());
         gates.extend(profile.gate.clone());
+        for (metric, threshold) in &gates {
+            threshold.check_reachable(metric).map_err(|message| {
+                InputError::file(&config.path, format!("gate `{metric}`: {message}"))
+                    .at_record(index)
+            })?;
+        }
         let tests_of_suite = |setting: fn(&crate::config::CaseConfig) -> bool| -> BTreeSet<String> {
             config
                 .cases
