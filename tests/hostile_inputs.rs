@@ -306,3 +306,65 @@ fn tables_json_is_checked_alike_everywhere() {
         .unwrap();
     assert_bad_input(&built, &["tables.json", "no databases"]);
 }
+
+#[test]
+fn a_database_written_during_the_run_is_never_scored_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    let pairs = 1500;
+    let gold = dir.path().join("gold.txt");
+    std::fs::write(&gold, "SELECT count(*) FROM t\tdb\n".repeat(pairs)).unwrap();
+    let pred = dir.path().join("pred.txt");
+    std::fs::write(&pred, "SELECT count(*) FROM t\n".repeat(pairs)).unwrap();
+    // A file, not a pipe: the report is larger than a pipe holds and nobody reads it meanwhile.
+    let report_path = dir.path().join("report.json");
+    let mut child = sqlgate()
+        .args(["score", "--format", "json", "--gold"])
+        .arg(&gold)
+        .arg("--pred")
+        .arg(&pred)
+        .stdout(std::fs::File::create(&report_path).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The application keeps writing while the gate reads.
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    let mut commits = 0;
+    while child.try_wait().unwrap().is_none() {
+        writer.execute("INSERT INTO t VALUES (1)", []).unwrap();
+        commits += 1;
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(commits > 0);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    let verdicts = &report["summary"]["verdicts"];
+    assert!(
+        verdicts["incorrect"].is_null(),
+        "scored off a moving database: {verdicts}"
+    );
+    let cases = report["cases"].as_array().unwrap();
+    let changed = cases
+        .iter()
+        .filter(|case| {
+            case["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("changed during the run"))
+        })
+        .count();
+    let correct = cases
+        .iter()
+        .filter(|case| case["verdict"] == "correct")
+        .count();
+    assert_eq!(changed + correct, pairs, "{verdicts}");
+    assert!(
+        changed > 0,
+        "the writer never overlapped the run: {verdicts}"
+    );
+}

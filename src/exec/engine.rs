@@ -40,28 +40,21 @@ impl Engine {
     /// A database that another process changes during the run fails every later execution:
     /// results read before and after the change would be compared as if from one state.
     pub fn execute(&self, db: &Path, sql: &str) -> Execution {
-        let stamp = Stamp::of(db);
         let first = *self
             .first_seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .entry(db.to_path_buf())
-            .or_insert(stamp);
-        let mut execution = if stamp == first {
-            with_sandbox(db, stamp, |sandbox| match sandbox {
-                Ok(sandbox) => sandbox.execute(sql, &self.limits),
-                Err(error) => Execution {
-                    result: Err(error),
-                    elapsed: Default::default(),
-                },
-            })
-        } else {
-            Execution {
-                result: Err(changed(db)),
+            .or_insert_with(|| Stamp::of(db));
+        let mut execution = with_sandbox(db, first, |sandbox| match sandbox {
+            Ok(sandbox) => sandbox.execute(sql, &self.limits),
+            Err(error) => Execution {
+                result: Err(error),
                 elapsed: Default::default(),
-            }
-        };
-        if execution.result.is_ok() && Stamp::of(db) != first {
+            },
+        });
+        // Checked after reading: a change before or during this execution shows here.
+        if Stamp::of(db) != first {
             execution.result = Err(changed(db));
         }
         execution
@@ -101,18 +94,27 @@ fn changed(db: &Path) -> ExecError {
     }
 }
 
-/// Size and modification time of a database and of its `-wal` file: a commit changes one.
+/// What a commit changes in a database or its `-wal` file: size, modification time, and the
+/// header's change counter (database) or salts (WAL, new at each restart). The modification
+/// time alone is too coarse: two commits within a clock tick share it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
-    db: Option<(u64, SystemTime)>,
-    wal: Option<(u64, SystemTime)>,
+    db: Option<FileStamp>,
+    wal: Option<FileStamp>,
 }
+
+type FileStamp = (u64, SystemTime, [u8; 8]);
+
+/// Where the change counter (and page count) sit in a database header.
+const DB_COUNTER_AT: u64 = 24;
+/// Where the two salts sit in a WAL header.
+const WAL_SALTS_AT: u64 = 16;
 
 impl Stamp {
     fn of(db: &Path) -> Stamp {
         Stamp {
-            db: file_stamp(db),
-            wal: file_stamp(&sidecar(db, "-wal")),
+            db: file_stamp(db, DB_COUNTER_AT),
+            wal: file_stamp(&sidecar(db, "-wal"), WAL_SALTS_AT),
         }
     }
 }
@@ -128,9 +130,17 @@ thread_local! {
     static SANDBOXES: RefCell<HashMap<PathBuf, OpenSandbox>> = RefCell::new(HashMap::new());
 }
 
-fn file_stamp(path: &Path) -> Option<(u64, SystemTime)> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.len(), meta.modified().ok()?))
+/// Size, modification time and the 8 header bytes at `at` (zeros when the file is shorter).
+fn file_stamp(path: &Path, at: u64) -> Option<FileStamp> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    let mut header = [0u8; 8];
+    if meta.len() >= at + 8 {
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut header).ok()?;
+    }
+    Some((meta.len(), meta.modified().ok()?, header))
 }
 
 fn with_sandbox<T>(db: &Path, stamp: Stamp, f: impl FnOnce(Result<&Sandbox, ExecError>) -> T) -> T {
