@@ -451,3 +451,46 @@ fn a_database_changed_during_the_run_fails_closed() {
         .unwrap();
     assert!(matches!(fresh.rows[0][0], Value::Int(4)));
 }
+
+#[test]
+fn random_result_shapes_stop_exactly_at_the_memory_bound() {
+    use rand::{RngExt, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    // Each cell and the heap bytes its value holds besides itself.
+    let cells = [
+        ("NULL", 0),
+        ("''", 0),
+        ("x''", 0),
+        ("0", 0),
+        ("1.5", 0),
+        ("'abc'", 3),
+        ("x'0102'", 2),
+        ("printf('%.*c', 100, 'x')", 100),
+    ];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    for _ in 0..40 {
+        let width = rng.random_range(1..=60usize);
+        let rows = rng.random_range(1..=200usize);
+        let chosen: Vec<(&str, usize)> = (0..width)
+            .map(|_| cells[rng.random_range(0..cells.len())])
+            .collect();
+        let heap: usize = chosen.iter().map(|(_, bytes)| bytes).sum();
+        let needed = sqlgate::exec::sandbox::result_bytes(width, rows) + rows * heap;
+        let select: Vec<&str> = chosen.iter().map(|(cell, _)| *cell).collect();
+        let sql = format!(
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {rows}) \
+             SELECT {} FROM r",
+            select.join(", ")
+        );
+        let with_bound = |max_bytes| Limits {
+            max_bytes,
+            ..Limits::default()
+        };
+        let fits = sandbox.execute(&sql, &with_bound(needed));
+        assert_eq!(fits.result.map(|r| r.rows.len()), Ok(rows), "{sql}");
+        let short = sandbox.execute(&sql, &with_bound(needed - 1));
+        let error = short.result.map(|r| r.rows.len()).expect_err(&sql);
+        assert_eq!(error.kind, ExecErrorKind::TooLarge, "{sql}");
+    }
+}
