@@ -59,3 +59,9 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// True when `name` can be one component of a path (a suite's snapshot, a system's cassette,
+/// a database file) without reaching outside its folder.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
+}

@@ -246,3 +246,251 @@ fn real_databases_survive_the_hostile_corpus_byte_for_byte() {
         "a file was created beside the databases"
     );
 }
+
+#[test]
+fn preparing_a_huge_in_list_stops_at_the_time_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let limits = Limits {
+        timeout: Some(Duration::from_millis(200)),
+        ..Limits::default()
+    };
+    let in_list = |n: usize, separator: &str| {
+        let list: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        format!(
+            "SELECT count(*) FROM t WHERE id IN ({})",
+            list.join(separator)
+        )
+    };
+    // 13 MB: preparing alone takes seconds, and no progress handler runs while preparing.
+    let sql = in_list(1_500_000, ", ");
+    assert!(sql.len() < sqlgate::exec::sandbox::MAX_SQL_BYTES);
+    let execution = sandbox.execute(&sql, &limits);
+    let error = execution.result.unwrap_err();
+    assert_eq!(error.kind, ExecErrorKind::Timeout, "{}", error.message);
+    assert!(
+        execution.elapsed < Duration::from_secs(3),
+        "prepared for {:?}",
+        execution.elapsed
+    );
+    // Without spaces SQLite's parser never looks for an interrupt: the length bound stops it.
+    let execution = sandbox.execute(&in_list(3_000_000, ","), &limits);
+    let error = execution.result.unwrap_err();
+    assert_eq!(error.kind, ExecErrorKind::TooLarge, "{}", error.message);
+    assert!(error.message.contains("bytes long"), "{}", error.message);
+    assert!(sandbox.execute("SELECT 1", &limits).result.is_ok());
+}
+
+/// `n` columns of `cell` over `rows` rows of a recursive CTE.
+fn shaped_query(cell: &str, columns: usize, rows: usize) -> String {
+    let cells = vec![cell; columns].join(", ");
+    format!(
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {rows}) \
+         SELECT {cells} FROM r"
+    )
+}
+
+#[test]
+fn empty_and_null_cells_count_what_they_cost_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    for cell in ["''", "x''", "NULL", "0"] {
+        // Exactly ten rows of 700 cells fit; eleven do not, whatever the cell holds.
+        let limits = Limits {
+            max_bytes: sqlgate::exec::sandbox::result_bytes(700, 10),
+            ..Limits::default()
+        };
+        let ten = sandbox.execute(&shaped_query(cell, 700, 10), &limits);
+        assert_eq!(ten.result.unwrap().rows.len(), 10, "{cell}");
+        let eleven = sandbox.execute(&shaped_query(cell, 700, 11), &limits);
+        // Rows counted, not printed, should the query succeed.
+        let error = eleven.result.map(|r| r.rows.len()).expect_err(cell);
+        assert_eq!(error.kind, ExecErrorKind::TooLarge, "{cell}: {error:?}");
+        assert!(
+            error.message.contains("bytes of memory"),
+            "{}",
+            error.message
+        );
+        // The issue's shape stops at the default bound instead of growing past 5 GB.
+        let huge = sandbox.execute(&shaped_query(cell, 700, 999_999), &Limits::default());
+        let error = huge.result.map(|r| r.rows.len()).expect_err(cell);
+        assert_eq!(error.kind, ExecErrorKind::TooLarge);
+    }
+}
+
+#[test]
+fn results_have_at_most_2000_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let widest = sandbox.execute(&shaped_query("NULL", 2000, 1), &Limits::default());
+    assert_eq!(widest.result.unwrap().columns.len(), 2000);
+    let error = sandbox
+        .execute(&shaped_query("NULL", 2001, 1), &Limits::default())
+        .result
+        .map(|r| r.columns.len())
+        .expect_err("2,001 columns");
+    assert!(error.message.contains("too many columns"), "{error:?}");
+}
+
+#[test]
+fn committed_wal_content_is_read_and_no_file_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("wal.sqlite");
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+             CREATE TABLE early(x); CREATE TABLE late(x); INSERT INTO late VALUES (7);",
+        )
+        .unwrap();
+    // The rows live only in `wal.sqlite-wal` while the writer is open.
+    let sandbox = Sandbox::open(&db).unwrap();
+    let rows = sandbox
+        .execute("SELECT x FROM late", &Limits::default())
+        .result
+        .unwrap();
+    assert!(matches!(rows.rows[..], [ref row] if matches!(row[0], Value::Int(7))));
+    drop(sandbox);
+    drop(writer);
+    // Closed cleanly, the WAL is checkpointed and removed: reading it creates no `-wal`/`-shm`.
+    let files = listing(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let sandbox = Sandbox::open(&db).unwrap();
+    let rows = sandbox
+        .execute("SELECT x FROM late", &Limits::default())
+        .result
+        .unwrap();
+    assert_eq!(rows.rows.len(), 1);
+    drop(sandbox);
+    assert_eq!(listing(dir.path()), files, "a file was created");
+}
+
+#[test]
+fn a_hot_journal_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live.sqlite");
+    let writer = rusqlite::Connection::open(&live).unwrap();
+    writer
+        .execute_batch(
+            "CREATE TABLE t(x); INSERT INTO t VALUES (1);
+             PRAGMA cache_size = 1; BEGIN;
+             WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 2000)
+             INSERT INTO t SELECT zeroblob(1000) FROM r;",
+        )
+        .unwrap();
+    // Copying the files mid-transaction leaves what a writer that crashed leaves: a database
+    // holding uncommitted pages and the journal that undoes them.
+    let crashed = dir.path().join("crashed");
+    std::fs::create_dir(&crashed).unwrap();
+    let db = crashed.join("db.sqlite");
+    std::fs::copy(&live, &db).unwrap();
+    std::fs::copy(
+        dir.path().join("live.sqlite-journal"),
+        crashed.join("db.sqlite-journal"),
+    )
+    .unwrap();
+    drop(writer);
+    let before = std::fs::read(&db).unwrap();
+    let error = Sandbox::open(&db)
+        .err()
+        .expect("a hot journal must be refused");
+    assert!(
+        error.message.contains("db.sqlite-journal"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("hot journal"), "{}", error.message);
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the database was changed"
+    );
+}
+
+#[test]
+fn an_empty_file_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sqlite");
+    std::fs::write(&empty, b"").unwrap();
+    let error = Sandbox::open(&empty)
+        .err()
+        .expect("0 bytes must be refused");
+    assert!(
+        error.message.contains("empty (0 bytes)"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn a_database_changed_during_the_run_fails_closed() {
+    use sqlgate::exec::Engine;
+    use sqlgate::exec::QueryRunner;
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_database(dir.path());
+    let engine = Engine::new(Limits::default());
+    let count = "SELECT count(*) FROM t";
+    assert!(engine.gold(&db, count).result.is_ok());
+    assert!(engine.pred(&db, count).result.is_ok());
+    // Another process commits: later reads would compare two states of the database.
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .execute("INSERT INTO t(name) VALUES ('new')", [])
+        .unwrap();
+    let error = engine.pred(&db, count).result.unwrap_err();
+    assert!(
+        error.message.contains("changed during the run"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("target.sqlite"), "{}", error.message);
+    // A new run reads the new state.
+    let fresh = Engine::new(Limits::default())
+        .pred(&db, count)
+        .result
+        .unwrap();
+    assert!(matches!(fresh.rows[0][0], Value::Int(4)));
+}
+
+#[test]
+fn random_result_shapes_stop_exactly_at_the_memory_bound() {
+    use rand::{RngExt, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    // Each cell and the heap bytes its value holds besides itself.
+    let cells = [
+        ("NULL", 0),
+        ("''", 0),
+        ("x''", 0),
+        ("0", 0),
+        ("1.5", 0),
+        ("'abc'", 3),
+        ("x'0102'", 2),
+        ("printf('%.*c', 100, 'x')", 100),
+    ];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    for _ in 0..40 {
+        let width = rng.random_range(1..=60usize);
+        let rows = rng.random_range(1..=200usize);
+        let chosen: Vec<(&str, usize)> = (0..width)
+            .map(|_| cells[rng.random_range(0..cells.len())])
+            .collect();
+        let heap: usize = chosen.iter().map(|(_, bytes)| bytes).sum();
+        let needed = sqlgate::exec::sandbox::result_bytes(width, rows) + rows * heap;
+        let select: Vec<&str> = chosen.iter().map(|(cell, _)| *cell).collect();
+        let sql = format!(
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {rows}) \
+             SELECT {} FROM r",
+            select.join(", ")
+        );
+        let with_bound = |max_bytes| Limits {
+            max_bytes,
+            ..Limits::default()
+        };
+        let fits = sandbox.execute(&sql, &with_bound(needed));
+        assert_eq!(fits.result.map(|r| r.rows.len()), Ok(rows), "{sql}");
+        let short = sandbox.execute(&sql, &with_bound(needed - 1));
+        let error = short.result.map(|r| r.rows.len()).expect_err(&sql);
+        assert_eq!(error.kind, ExecErrorKind::TooLarge, "{sql}");
+    }
+}

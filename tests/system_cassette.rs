@@ -408,3 +408,45 @@ fn the_key_covers_the_case_content_and_the_fingerprint() {
     }
     assert_ne!(record_key("sys2", &base), key);
 }
+
+#[test]
+fn concurrent_recorders_merge_their_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.jsonl");
+    let answer = |sql: &str| {
+        Ok(Reply {
+            sql: Some(sql.to_string()),
+            cleaned: false,
+            samples: Vec::new(),
+            retrieved: Vec::new(),
+        })
+    };
+    // Two runs open the cassette before either finishes, as runs in one folder do.
+    let first = Cassette::open(&path).unwrap();
+    let second = Cassette::open(&path).unwrap();
+    first.record("k1", "q1", &answer("SELECT 1"));
+    second.record("k2", "q2", &answer("SELECT 2"));
+    first.finish().unwrap();
+    second.finish().unwrap();
+    let merged = Cassette::open(&path).unwrap();
+    assert_eq!(merged.len(), 2, "an answer was lost");
+    assert!(!dir.path().join("shared.jsonl.journal").exists());
+
+    // Many finishing at once: unique temporary names, every answer kept.
+    let cassettes: Vec<Cassette> = (0..8).map(|_| Cassette::open(&path).unwrap()).collect();
+    std::thread::scope(|scope| {
+        for (index, cassette) in cassettes.iter().enumerate() {
+            scope.spawn(move || {
+                let key = format!("t{index}");
+                cassette.record(&key, &key, &answer("SELECT 3"));
+                cassette.finish().unwrap();
+            });
+        }
+    });
+    assert_eq!(Cassette::open(&path).unwrap().len(), 10);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["shared.jsonl"], "temporary files left behind");
+}

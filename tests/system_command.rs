@@ -206,19 +206,97 @@ fn a_slow_program_is_killed_with_its_children() {
     }
 }
 
+/// Waits up to five seconds for the process in `pid_file` to end.
+fn ended(pid_file: &Path) -> bool {
+    let pid = std::fs::read_to_string(pid_file).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(pid.trim()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !running(pid.trim())
+}
+
 #[test]
-fn a_child_holding_the_output_open_times_out_instead_of_hanging() {
+fn children_left_running_after_answering_are_killed_and_the_answer_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let script = write_script(
-        dir.path(),
-        "background.sh",
-        "sleep 30 &\necho '{\"sql\": \"SELECT 1\"}'\n",
+    let holding_output = format!(
+        "sleep 30 &\necho $! > {}/holding.pid\n",
+        dir.path().display()
     );
-    let system = CommandSystem::new(&config(&script, 0.5)).unwrap();
-    let started = Instant::now();
-    let error = system.answer(&request("q1")).unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(10));
+    let detached = format!(
+        "sleep 30 > /dev/null 2>&1 &\necho $! > {}/detached.pid\n",
+        dir.path().display()
+    );
+    for (name, body, pid_file) in [
+        ("holding.sh", holding_output, "holding.pid"),
+        ("detached.sh", detached, "detached.pid"),
+    ] {
+        let script = write_script(
+            dir.path(),
+            name,
+            &format!("{body}echo '{{\"sql\": \"SELECT 1\"}}'\n"),
+        );
+        let system = CommandSystem::new(&config(&script, 5.0)).unwrap();
+        let started = Instant::now();
+        let reply = system.answer(&request("q1")).unwrap();
+        assert_eq!(reply.sql.as_deref(), Some("SELECT 1"), "{name}");
+        assert!(started.elapsed() < Duration::from_secs(4), "{name}");
+        if Path::new("/proc/self/stat").exists() {
+            assert!(
+                ended(&dir.path().join(pid_file)),
+                "{name}: the child survived"
+            );
+        }
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn children_that_left_the_process_group_are_killed_too() {
+    if !Path::new("/usr/bin/setsid").exists() && !Path::new("/bin/setsid").exists() {
+        eprintln!("skipped: no setsid");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("session.pid");
+    // `setsid` starts a new session and process group: killing the program's group misses it.
+    let answering = write_script(
+        dir.path(),
+        "answering.sh",
+        &format!(
+            "setsid sh -c 'echo $$ > {pid}; exec sleep 30' > /dev/null 2>&1 < /dev/null &\n\
+             while [ ! -s {pid} ]; do sleep 0.01; done\n\
+             echo '{{\"sql\": \"SELECT 1\"}}'\n",
+            pid = pid_file.display()
+        ),
+    );
+    let reply = system(&answering).answer(&request("q1")).unwrap();
+    assert_eq!(reply.sql.as_deref(), Some("SELECT 1"));
+    assert!(ended(&pid_file), "the setsid child survived an answer");
+
+    std::fs::remove_file(&pid_file).unwrap();
+    let hanging = write_script(
+        dir.path(),
+        "hanging.sh",
+        &format!(
+            "setsid sh -c 'echo $$ > {pid}; exec sleep 30' > /dev/null 2>&1 < /dev/null &\n\
+             sleep 30\n",
+            pid = pid_file.display()
+        ),
+    );
+    let error = CommandSystem::new(&config(&hanging, 0.5))
+        .unwrap()
+        .answer(&request("q1"))
+        .unwrap_err();
     assert_eq!(error.kind, SystemErrorKind::Timeout);
+    assert!(
+        error
+            .message
+            .contains("1 process(es) it started outside its process group"),
+        "{}",
+        error.message
+    );
+    assert!(ended(&pid_file), "the setsid child survived a timeout");
 }
 
 #[test]

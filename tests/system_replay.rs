@@ -8,7 +8,10 @@ use sqlgate::system::{Request, System, SystemErrorKind};
 
 /// A BIRD-format benchmark of three cases in `dir`.
 fn benchmark(dir: &Path) -> Benchmark {
-    std::fs::write(dir.join("shop.sqlite"), b"").unwrap();
+    rusqlite::Connection::open(dir.join("shop.sqlite"))
+        .unwrap()
+        .execute_batch("CREATE TABLE book(title TEXT, author TEXT)")
+        .unwrap();
     let gold = r#"[
         {"question_id": 10, "db_id": "shop", "question": "How many books?", "evidence": "", "SQL": "SELECT count(*) FROM book", "difficulty": "simple"},
         {"question_id": 11, "db_id": "shop", "question": "Who wrote Emma?", "evidence": "", "SQL": "SELECT author FROM book WHERE title = 'Emma'", "difficulty": "simple"},

@@ -8,7 +8,7 @@ use rusqlite::fallible_iterator::FallibleIterator;
 use sha2::{Digest, Sha256};
 
 use super::Case;
-use crate::error::InputError;
+use crate::error::{is_plain_name, InputError};
 
 /// The database file of a case, or an error naming the case and both paths tried.
 pub(super) fn resolve(db_dir: &Path, case: &Case) -> Result<PathBuf, InputError> {
@@ -63,8 +63,7 @@ pub(super) fn db_files(
 /// A database name must not reach outside the database folder.
 fn check_name(case: &Case) -> Result<(), InputError> {
     let db = case.db.as_str();
-    let plain = !db.is_empty() && db != "." && db != ".." && !db.contains(['/', '\\', '\0']);
-    if plain {
+    if is_plain_name(db) {
         Ok(())
     } else {
         Err(case.source.error(format!(

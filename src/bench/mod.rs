@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::error::InputError;
+use crate::exec::Sandbox;
 use crate::metrics::ex::Mode;
 
 pub use clean::{clean_sql, is_apology, CleanedSql};
@@ -97,11 +98,17 @@ impl Benchmark {
         check_unique_ids(&self.cases)
     }
 
+    /// Every case's database exists and opens: an empty file, a file that is not a database
+    /// or a hot journal stops the run here instead of failing every case as a gold error.
     pub fn check_databases(&self) -> Result<(), InputError> {
         let mut checked = std::collections::HashSet::new();
         for case in &self.cases {
             if checked.insert(case.db.as_str()) {
-                databases::resolve(&self.db_dir, case)?;
+                let file = databases::resolve(&self.db_dir, case)?;
+                Sandbox::open(&file).map_err(|e| {
+                    case.source
+                        .error(format!("case `{}`: {}", case.id, e.message))
+                })?;
             }
         }
         Ok(())

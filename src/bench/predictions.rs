@@ -223,8 +223,17 @@ fn load_jsonl(
         }
         let at = source(path, record, Some(line_index + 1));
         record += 1;
-        let parsed: JsonlRecord = serde_json::from_str(line)
+        // serde reads a struct from a list too (`["q01", "SELECT 1"]`): only objects are records.
+        let value: serde_json::Value = serde_json::from_str(line)
             .map_err(|e| at.error(format!("column {}: {}", e.column(), json_message(&e))))?;
+        if !value.is_object() {
+            return Err(at.error(format!(
+                "expected a JSON object {{\"id\": ..., \"sql\": ...}}, found {}",
+                json_kind(&value)
+            )));
+        }
+        let parsed: JsonlRecord =
+            serde_json::from_value(value).map_err(|e| at.error(e.to_string()))?;
         let Some(id) = json_id(&parsed.id) else {
             return Err(at.error(format!(
                 "`id` must be a string or an integer, found {}",
@@ -321,8 +330,19 @@ fn load_lines(path: &Path, text: &str, bench: &Benchmark) -> Result<Vec<Predicti
 }
 
 /// BIRD `predict_dev.json`: the values in file order (keys ignored, as the reference does).
+/// A repeated key is an error: Python's `json.load` would keep only its last value, shifting
+/// every later prediction onto the wrong question.
 fn load_bird(path: &Path, text: &str, bench: &Benchmark) -> Result<Vec<Prediction>, InputError> {
     let entries = parse_entries(path, text)?;
+    let mut first_record: HashMap<&str, usize> = HashMap::new();
+    for (record, (key, _)) in entries.iter().enumerate() {
+        if let Some(first) = first_record.insert(key, record) {
+            return Err(source(path, record, None).error(format!(
+                "duplicate key `{key}` (first at record {first}): Python's json.load keeps \
+                 only the last, which misaligns the predictions"
+            )));
+        }
+    }
     if entries.len() != bench.cases.len() {
         return Err(InputError::file(
             path,

@@ -42,6 +42,7 @@ enum Command {
 }
 
 pub fn main() -> ExitCode {
+    exit_quietly_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -66,6 +67,16 @@ pub fn main() -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
+    }
+}
+
+/// `sqlgate score | head` ends like `cat | head`: killed by SIGPIPE when the reader goes away,
+/// instead of Rust's default of ignoring the signal and panicking in `println!`.
+fn exit_quietly_on_closed_stdout() {
+    #[cfg(unix)]
+    // SAFETY: restores the default action of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -9,6 +9,7 @@ use clap::{ArgAction, Args, ValueEnum};
 use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction};
 use crate::error::InputError;
 use crate::error::EXIT_OK;
+use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use crate::exec::{Engine, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::{Mode, ModeOptions};
@@ -43,6 +44,9 @@ pub struct ScoreArgs {
     /// Largest result a query may return, in rows.
     #[arg(long, default_value_t = Limits::default().max_rows)]
     max_rows: usize,
+    /// Largest result a query may return, in bytes of memory (cells, their contents and rows).
+    #[arg(long, default_value_t = Limits::default().max_bytes)]
+    max_bytes: usize,
     /// Keep DISTINCT in `testsuite` mode (the reference's `--keep_distinct`).
     #[arg(long)]
     keep_distinct: bool,
@@ -168,12 +172,11 @@ fn parse_timeout(text: &str) -> Result<TimeBound, String> {
     if text == "none" {
         return Ok(TimeBound(None));
     }
-    match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs.is_finite() => {
-            Ok(TimeBound(Some(Duration::from_secs_f64(secs))))
-        }
-        _ => Err(format!(
-            "expected a positive number of seconds or `none`, got `{text}`"
+    match text.parse::<f64>().ok().and_then(timeout_from_secs) {
+        Some(timeout) => Ok(TimeBound(Some(timeout))),
+        None => Err(format!(
+            "expected a number of seconds in (0, {}] or `none`, got `{text}`",
+            MAX_TIMEOUT.as_secs()
         )),
     }
 }
@@ -201,7 +204,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     let limits = Limits {
         timeout: args.timeout.0,
         max_rows: args.max_rows,
-        ..Limits::default()
+        max_bytes: args.max_bytes,
     };
     let mode_options = ModeOptions {
         keep_distinct: args.keep_distinct,

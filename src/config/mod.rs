@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::error::InputError;
+use crate::error::{is_plain_name, InputError};
 
 pub use abstention::AbstentionConfig;
 pub use case::CaseConfig;
@@ -81,8 +81,16 @@ impl Config {
                 "no [[suite]]: the configuration gates nothing",
             ));
         }
+        let mut names = std::collections::HashSet::new();
         for (index, system) in config.systems.iter().enumerate() {
-            SystemConfig::parse(&config, system).map_err(|e| e.at_record(index))?;
+            let system = SystemConfig::parse(&config, system).map_err(|e| e.at_record(index))?;
+            // The name picks the system and its cassette file.
+            if !is_plain_name(&system.name) {
+                return Err(system.error("the name must be a plain file name"));
+            }
+            if !names.insert(system.name.clone()) {
+                return Err(system.error("another [[system]] has this name"));
+            }
         }
         Ok(config)
     }

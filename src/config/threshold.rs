@@ -44,6 +44,25 @@ impl Threshold {
     }
 }
 
+impl Threshold {
+    /// A threshold the metric's values can meet and can miss: rates lie in [0, 1], `rs` is a
+    /// percentage of at most 100. `ex = ">= 1.5"` would fail every run, `">= -1"` none.
+    pub fn check_reachable(&self, metric: &str) -> Result<(), String> {
+        let (low, high, range) = if metric == "rs" {
+            (f64::NEG_INFINITY, 100.0, "at most 100")
+        } else {
+            (0.0, 1.0, "between 0 and 1")
+        };
+        if (low..=high).contains(&self.value) {
+            Ok(())
+        } else {
+            Err(format!(
+                "threshold \"{self}\" is out of range: `{metric}` is {range}"
+            ))
+        }
+    }
+}
+
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let op = match self.comparison {
@@ -90,5 +109,20 @@ mod tests {
         for bad in ["> 0.5", ">= x", "", "== 1", ">= inf"] {
             assert!(Threshold::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn thresholds_out_of_a_metric_range_are_refused() {
+        let check =
+            |metric: &str, text: &str| Threshold::parse(text).unwrap().check_reachable(metric);
+        for metric in ["ex", "exp", "f1", "etm"] {
+            assert!(check(metric, ">= 1.5")
+                .unwrap_err()
+                .contains("between 0 and 1"));
+            assert!(check(metric, "<= -0.1").is_err());
+            assert!(check(metric, ">= 0").is_ok() && check(metric, ">= 1").is_ok());
+        }
+        assert!(check("rs", ">= -23000").is_ok() && check("rs", "<= 100").is_ok());
+        assert!(check("rs", ">= 100.5").unwrap_err().contains("at most 100"));
     }
 }

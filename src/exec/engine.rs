@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
-use super::sandbox::{Limits, Sandbox};
-use super::{ExecError, Execution, QueryRunner};
+use super::sandbox::{sidecar, Limits, Sandbox};
+use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
 
 /// Gold executions by (database, SQL); each computed once, by the first thread to ask.
 type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
@@ -17,6 +17,8 @@ type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
 pub struct Engine {
     limits: Limits,
     gold: GoldCache,
+    /// Each database's stamp when this engine first read it.
+    first_seen: Mutex<HashMap<PathBuf, Stamp>>,
 }
 
 impl Engine {
@@ -24,6 +26,7 @@ impl Engine {
         Engine {
             limits,
             gold: Mutex::new(HashMap::new()),
+            first_seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -32,14 +35,28 @@ impl Engine {
     }
 
     /// Executes `sql` on this thread's connection to `db`.
+    ///
+    /// A database that another process changes during the run fails every later execution:
+    /// results read before and after the change would be compared as if from one state.
     pub fn execute(&self, db: &Path, sql: &str) -> Execution {
-        with_sandbox(db, |sandbox| match sandbox {
+        let first = *self
+            .first_seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(db.to_path_buf())
+            .or_insert_with(|| Stamp::of(db));
+        let mut execution = with_sandbox(db, first, |sandbox| match sandbox {
             Ok(sandbox) => sandbox.execute(sql, &self.limits),
             Err(error) => Execution {
                 result: Err(error),
                 elapsed: Default::default(),
             },
-        })
+        });
+        // Checked after reading: a change before or during this execution shows here.
+        if Stamp::of(db) != first {
+            execution.result = Err(changed(db));
+        }
+        execution
     }
 }
 
@@ -65,10 +82,46 @@ impl QueryRunner for Engine {
     }
 }
 
-/// A connection is reused while its file is unchanged (the file is opened `immutable`, so a
-/// rebuilt database needs a new connection).
+fn changed(db: &Path) -> ExecError {
+    ExecError {
+        kind: ExecErrorKind::Runtime,
+        message: format!(
+            "database {} changed during the run (another process writes to it); score a copy \
+             or stop the writer",
+            db.display()
+        ),
+    }
+}
+
+/// What a commit changes in a database or its `-wal` file: size, modification time, and the
+/// header's change counter (database) or salts (WAL, new at each restart). The modification
+/// time alone is too coarse: two commits within a clock tick share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    db: Option<FileStamp>,
+    wal: Option<FileStamp>,
+}
+
+type FileStamp = (u64, SystemTime, [u8; 8]);
+
+/// Where the change counter (and page count) sit in a database header.
+const DB_COUNTER_AT: u64 = 24;
+/// Where the two salts sit in a WAL header.
+const WAL_SALTS_AT: u64 = 16;
+
+impl Stamp {
+    fn of(db: &Path) -> Stamp {
+        Stamp {
+            db: file_stamp(db, DB_COUNTER_AT),
+            wal: file_stamp(&sidecar(db, "-wal"), WAL_SALTS_AT),
+        }
+    }
+}
+
+/// A connection is reused while its files are unchanged (a database opened `immutable` that
+/// was rebuilt needs a new connection).
 struct OpenSandbox {
-    stamp: Option<(u64, SystemTime)>,
+    stamp: Stamp,
     sandbox: Sandbox,
 }
 
@@ -76,15 +129,22 @@ thread_local! {
     static SANDBOXES: RefCell<HashMap<PathBuf, OpenSandbox>> = RefCell::new(HashMap::new());
 }
 
-fn file_stamp(path: &Path) -> Option<(u64, SystemTime)> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.len(), meta.modified().ok()?))
+/// Size, modification time and the 8 header bytes at `at` (zeros when the file is shorter).
+fn file_stamp(path: &Path, at: u64) -> Option<FileStamp> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    let mut header = [0u8; 8];
+    if meta.len() >= at + 8 {
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut header).ok()?;
+    }
+    Some((meta.len(), meta.modified().ok()?, header))
 }
 
-fn with_sandbox<T>(db: &Path, f: impl FnOnce(Result<&Sandbox, ExecError>) -> T) -> T {
+fn with_sandbox<T>(db: &Path, stamp: Stamp, f: impl FnOnce(Result<&Sandbox, ExecError>) -> T) -> T {
     SANDBOXES.with(|cell| {
         let mut sandboxes = cell.borrow_mut();
-        let stamp = file_stamp(db);
         if sandboxes.get(db).is_some_and(|open| open.stamp != stamp) {
             sandboxes.remove(db);
         }

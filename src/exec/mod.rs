@@ -4,6 +4,7 @@ pub mod engine;
 pub mod sandbox;
 pub mod schema;
 pub mod value;
+mod watchdog;
 
 use std::path::Path;
 use std::sync::Arc;

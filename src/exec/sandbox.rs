@@ -1,17 +1,19 @@
 //! One read-only, bounded SQLite connection for untrusted SQL.
 //!
 //! Predicted SQL is hostile input. Defence in depth:
-//! - the file is opened read-only and `immutable` (no locks, journals or WAL files);
+//! - the file is opened read-only, and reads what `sqlite3` would read: committed WAL content
+//!   included, a hot journal left by a crashed writer refused (see [`open_uri`]);
 //! - ATTACH is impossible (`SQLITE_LIMIT_ATTACHED = 0`) and loading extensions stays off;
 //! - an authorizer allows only reads, functions other than `load_extension`, recursive CTEs and
 //!   a few introspection PRAGMAs; everything else is denied at prepare time;
 //! - a statement that is not read-only is refused before it runs;
-//! - a progress handler interrupts a statement past its deadline, and rows and bytes are counted
-//!   while reading so a huge result stops early;
+//! - a watchdog thread interrupts a statement past its deadline, while it prepares or steps, and
+//!   rows and bytes (values and their containers) are counted while reading so a huge result
+//!   stops early;
 //! - temporary tables and sorts stay in memory, so no temporary file is created.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
@@ -20,7 +22,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use super::{ExecError, ExecErrorKind, Execution, ResultSet, Value};
+use super::{watchdog, ExecError, ExecErrorKind, Execution, ResultSet, Value};
 
 /// Bounds on one query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +30,8 @@ pub struct Limits {
     /// Wall-time bound; `None` lets a query run to completion (the test-suite reference).
     pub timeout: Option<Duration>,
     pub max_rows: usize,
-    /// Bound on the bytes of all cells (text and blob lengths, 8 per other value).
+    /// Bound on the memory a result takes: every cell's value and heap bytes, and every row's
+    /// container (see [`result_bytes`]).
     pub max_bytes: usize,
 }
 
@@ -42,14 +45,26 @@ impl Default for Limits {
     }
 }
 
+/// The longest time bound accepted (a day): a later deadline could overflow the clock, and
+/// `--timeout none` lifts the bound altogether.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+/// A time bound of `secs` seconds, when it is positive and at most [`MAX_TIMEOUT`].
+pub fn timeout_from_secs(secs: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|timeout| !timeout.is_zero() && *timeout <= MAX_TIMEOUT)
+}
+
+/// The longest statement run. SQLite checks for an interrupt only between whitespace tokens
+/// while parsing, so this bounds the time a statement without spaces (`IN (1,2,3,...)`) takes
+/// to parse (about a second); the watchdog bounds the rest.
+pub const MAX_SQL_BYTES: usize = 16 << 20;
 /// The process-wide bound on SQLite's heap, so a runaway sort fails with "out of memory"
 /// instead of exhausting the machine.
 const SQLITE_HEAP_LIMIT: i64 = 4 << 30;
 /// The longest string or blob a query may build (`zeroblob(1e9)`, `printf('%.*c', ...)`).
 const MAX_VALUE_LENGTH: i32 = 64 << 20;
-/// Virtual-machine instructions between two deadline checks.
-const PROGRESS_PERIOD: i32 = 1_000;
-const NO_DEADLINE: u64 = u64::MAX;
 
 /// PRAGMAs that only describe the schema; table-valued forms (`pragma_table_info`) are allowed too.
 const INTROSPECTION_PRAGMAS: &[&str] = &[
@@ -66,9 +81,6 @@ const INTROSPECTION_PRAGMAS: &[&str] = &[
 pub struct Sandbox {
     conn: Connection,
     path: PathBuf,
-    /// Nanoseconds after `epoch` at which the running statement is interrupted.
-    deadline: Arc<AtomicU64>,
-    epoch: Instant,
     /// Set by the authorizer when it refuses an action of the current statement.
     denied: Arc<AtomicBool>,
 }
@@ -91,8 +103,11 @@ impl Sandbox {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn =
-            Connection::open_with_flags(immutable_uri(path), flags).map_err(open_error)?;
+        let uri = open_uri(path).map_err(|why| ExecError {
+            kind: ExecErrorKind::Runtime,
+            message: format!("cannot open database {}: {why}", path.display()),
+        })?;
+        let mut conn = Connection::open_with_flags(uri, flags).map_err(open_error)?;
         conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)
             .and_then(|_| conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH))
             .map_err(open_error)?;
@@ -100,9 +115,24 @@ impl Sandbox {
             "PRAGMA temp_store = MEMORY; PRAGMA query_only = ON; PRAGMA trusted_schema = OFF;",
         )
         .map_err(open_error)?;
-        // Reading the schema once here turns "file is not a database" into an open error.
+        // Reading the schema once here turns "file is not a database" and a hot journal into
+        // open errors.
         conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
-            .map_err(open_error)?;
+            .map_err(|e| match e.sqlite_error() {
+                Some(error) if error.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK => {
+                    ExecError {
+                        kind: ExecErrorKind::Runtime,
+                        message: format!(
+                            "cannot open database {}: {} is a hot journal left by a writer \
+                             that stopped mid-transaction, so the file holds uncommitted \
+                             changes; opening it once with sqlite3 rolls them back",
+                            path.display(),
+                            sidecar(path, "-journal").display()
+                        ),
+                    }
+                }
+                _ => open_error(e),
+            })?;
         let denied = Arc::new(AtomicBool::new(false));
         let authorizer_denied = Arc::clone(&denied);
         conn.authorizer(Some(move |context: AuthContext<'_>| {
@@ -114,19 +144,9 @@ impl Sandbox {
         }))
         .map_err(open_error)?;
 
-        let deadline = Arc::new(AtomicU64::new(NO_DEADLINE));
-        let epoch = Instant::now();
-        let handler_deadline = Arc::clone(&deadline);
-        conn.progress_handler(
-            PROGRESS_PERIOD,
-            Some(move || past(epoch, handler_deadline.load(Ordering::Relaxed))),
-        )
-        .map_err(open_error)?;
         Ok(Sandbox {
             conn,
             path: path.to_path_buf(),
-            deadline,
-            epoch,
             denied,
         })
     }
@@ -138,21 +158,14 @@ impl Sandbox {
     /// Runs one statement within `limits` and reads its whole result.
     pub fn execute(&self, sql: &str, limits: &Limits) -> Execution {
         let start = Instant::now();
-        let deadline = limits
-            .timeout
-            .map(|t| {
-                (start + t)
-                    .duration_since(self.epoch)
-                    .as_nanos()
-                    .min(u64::MAX as u128 - 1) as u64
-            })
-            .unwrap_or(NO_DEADLINE);
-        self.deadline.store(deadline, Ordering::Relaxed);
+        // A bound too far away to represent is no bound.
+        let deadline = limits.timeout.and_then(|t| start.checked_add(t));
         self.denied.store(false, Ordering::Relaxed);
+        let armed = deadline.map(|d| watchdog::arm(d, self.conn.get_interrupt_handle()));
         let result = self
             .run(sql, limits)
             .map_err(|e| self.classify(e, deadline));
-        self.deadline.store(NO_DEADLINE, Ordering::Relaxed);
+        drop(armed);
         Execution {
             result: result.map(Arc::new),
             elapsed: start.elapsed(),
@@ -160,6 +173,12 @@ impl Sandbox {
     }
 
     fn run(&self, sql: &str, limits: &Limits) -> Result<ResultSet, RunError> {
+        if sql.len() > MAX_SQL_BYTES {
+            return Err(RunError::TooLarge(format!(
+                "the statement is {} bytes long, more than the {MAX_SQL_BYTES} a statement may have",
+                sql.len()
+            )));
+        }
         let mut stmt = self.conn.prepare(sql).map_err(RunError::Prepare)?;
         if !stmt.readonly() {
             return Err(RunError::Denied(
@@ -176,6 +195,12 @@ impl Sandbox {
             rows: Vec::new(),
             lossy_text: false,
         };
+        let too_large = || {
+            RunError::TooLarge(format!(
+                "the result takes more than {} bytes of memory",
+                limits.max_bytes
+            ))
+        };
         let mut bytes = 0usize;
         let mut rows = stmt.raw_query();
         while let Some(row) = rows.next().map_err(RunError::Runtime)? {
@@ -185,25 +210,27 @@ impl Sandbox {
                     limits.max_rows
                 )));
             }
+            bytes += result_bytes(width, 1);
             let mut values = Vec::with_capacity(width);
             for i in 0..width {
                 let cell = row.get_ref(i).map_err(RunError::Runtime)?;
-                let (value, size) = decode(cell, &mut result.lossy_text);
-                bytes += size;
+                let (value, heap) = decode(cell, &mut result.lossy_text);
+                // Checked per cell: one row of 2,000 long texts is already large.
+                bytes += heap;
+                if bytes > limits.max_bytes {
+                    return Err(too_large());
+                }
                 values.push(value);
             }
             if bytes > limits.max_bytes {
-                return Err(RunError::TooLarge(format!(
-                    "more than {} bytes",
-                    limits.max_bytes
-                )));
+                return Err(too_large());
             }
             result.rows.push(values);
         }
         Ok(result)
     }
 
-    fn classify(&self, error: RunError, deadline: u64) -> ExecError {
+    fn classify(&self, error: RunError, deadline: Option<Instant>) -> ExecError {
         let (kind, message) = match error {
             RunError::Denied(message) => (ExecErrorKind::Denied, message),
             RunError::TooLarge(message) => (ExecErrorKind::TooLarge, message),
@@ -217,7 +244,7 @@ impl Sandbox {
             }
             RunError::Prepare(e) | RunError::Runtime(e)
                 if code(&e) == Some(ErrorCode::OperationInterrupted)
-                    && past(self.epoch, deadline) =>
+                    && deadline.is_some_and(|d| Instant::now() >= d) =>
             {
                 (
                     ExecErrorKind::Timeout,
@@ -242,8 +269,11 @@ fn code(error: &rusqlite::Error) -> Option<ErrorCode> {
     error.sqlite_error_code()
 }
 
-fn past(epoch: Instant, deadline: u64) -> bool {
-    deadline != NO_DEADLINE && epoch.elapsed().as_nanos() >= deadline as u128
+/// The memory a result of `rows` rows of `width` cells takes, besides the cells' heap bytes
+/// (text and blob contents): each cell's `Value` and each row's `Vec`. An empty string or a
+/// NULL costs as much as an integer.
+pub fn result_bytes(width: usize, rows: usize) -> usize {
+    rows.saturating_mul(size_of::<Vec<Value>>() + width * size_of::<Value>())
 }
 
 fn authorize(context: AuthContext<'_>) -> Authorization {
@@ -267,8 +297,24 @@ fn authorize(context: AuthContext<'_>) -> Authorization {
     }
 }
 
-/// A `file:` URI opening `path` read-only and immutable; `%`, `?` and `#` are escaped.
-fn immutable_uri(path: &Path) -> String {
+/// A read-only `file:` URI for `path` that reads what `sqlite3` would read, or why not.
+///
+/// `immutable` (no locks, no side files) is exact only for a WAL database without a `-wal`
+/// file; opening such a database otherwise would create `-wal` and `-shm` files beside it.
+/// Every other database is opened with locks, so committed WAL content is read, a writer's
+/// uncommitted changes are not, and a hot journal left by a crashed writer makes SQLite refuse
+/// (it cannot roll back read-only): the caller names it.
+fn open_uri(path: &Path) -> Result<String, String> {
+    let mut header = [0u8; 100];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read(&mut file, &mut header))
+        .map_err(|e| e.to_string())?;
+    if read == 0 {
+        return Err("the file is empty (0 bytes), not a SQLite database".into());
+    }
+    // Bytes 18 and 19 of the header are 2 in WAL mode.
+    let wal_mode = read == header.len() && header[18] == 2 && header[19] == 2;
+    let immutable = wal_mode && !sidecar(path, "-wal").exists();
     let mut uri = String::from("file:");
     for c in path.to_string_lossy().chars() {
         match c {
@@ -278,16 +324,28 @@ fn immutable_uri(path: &Path) -> String {
             c => uri.push(c),
         }
     }
-    uri.push_str("?mode=ro&immutable=1");
-    uri
+    uri.push_str(if immutable {
+        "?mode=ro&immutable=1"
+    } else {
+        "?mode=ro"
+    });
+    Ok(uri)
 }
 
-/// Converts a cell, dropping invalid UTF-8 bytes (Python's `errors="ignore"`), and returns its size.
+/// `<db>-wal` or `<db>-journal`, beside the database.
+pub fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Converts a cell, dropping invalid UTF-8 bytes (Python's `errors="ignore"`), and returns the
+/// heap bytes it holds besides its `Value`.
 fn decode(cell: ValueRef<'_>, lossy: &mut bool) -> (Value, usize) {
     match cell {
-        ValueRef::Null => (Value::Null, 8),
-        ValueRef::Integer(i) => (Value::Int(i), 8),
-        ValueRef::Real(f) => (Value::Real(f), 8),
+        ValueRef::Null => (Value::Null, 0),
+        ValueRef::Integer(i) => (Value::Int(i), 0),
+        ValueRef::Real(f) => (Value::Real(f), 0),
         ValueRef::Text(bytes) => {
             let text = match std::str::from_utf8(bytes) {
                 Ok(text) => text.to_string(),

@@ -3,12 +3,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::bench::{self, LoadOptions};
 use crate::config::Structural;
 use crate::config::{Config, EmbeddingsConfig, Gates, Metric, ProfileConfig, Threshold};
-use crate::error::InputError;
+use crate::error::{is_plain_name, InputError};
+use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use crate::exec::Limits;
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::ModeOptions;
@@ -45,6 +45,14 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         bench.check_ids()?;
         bench.check_databases()?;
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
+        // The name is the snapshot's file name.
+        if !is_plain_name(&name) || name.contains("::") {
+            return Err(InputError::file(
+                &config.path,
+                format!("suite name `{name}` must be a plain file name without `::`"),
+            )
+            .at_record(index));
+        }
         if plans.iter().any(|p| p.name == name) {
             return Err(
                 InputError::file(&config.path, format!("two suites are named `{name}`"))
@@ -52,14 +60,16 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             );
         }
         let timeout = match suite.timeout {
-            Some(secs) if secs > 0.0 && secs.is_finite() => Some(Duration::from_secs_f64(secs)),
-            Some(_) => {
-                return Err(InputError::file(
+            Some(secs) => Some(timeout_from_secs(secs).ok_or_else(|| {
+                InputError::file(
                     &config.path,
-                    "[[suite]] timeout must be a positive number of seconds",
+                    format!(
+                        "[[suite]] timeout must be a number of seconds in (0, {}], not {secs}",
+                        MAX_TIMEOUT.as_secs()
+                    ),
                 )
-                .at_record(index))
-            }
+                .at_record(index)
+            })?),
             None => Limits::default().timeout,
         };
         let limits = Limits {
@@ -99,6 +109,14 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         let mut gates = config.gate.clone();
         gates.extend(suite.gate.clone());
         gates.extend(profile.gate.clone());
+        for (metric, threshold) in &gates {
+            threshold
+                .check_reachable(metric.get_ref().name())
+                .map_err(|message| {
+                    InputError::file(&config.path, format!("gate `{metric}`: {message}"))
+                        .at_record(index)
+                })?;
+        }
         let tests_of_suite = |setting: fn(&crate::config::CaseConfig) -> bool| -> BTreeSet<String> {
             config
                 .cases
@@ -190,10 +208,13 @@ fn embedder(
     config: &Config,
     settings: &EmbeddingsConfig,
 ) -> Result<Arc<dyn Embedder + Send>, InputError> {
-    let timeout = Duration::try_from_secs_f64(settings.timeout_secs).map_err(|_| {
+    let timeout = timeout_from_secs(settings.timeout_secs).ok_or_else(|| {
         InputError::file(
             &config.path,
-            "[[suite]] embeddings: timeout_secs must be a positive number",
+            format!(
+                "[[suite]] embeddings: timeout_secs must be a number of seconds in (0, {}]",
+                MAX_TIMEOUT.as_secs()
+            ),
         )
     })?;
     let client = Client::new(&ClientConfig {

@@ -24,12 +24,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 use crate::error::InputError;
 use crate::spider::{
-    self, ColUnit, Condition, Connector, Hardness, OrderDirection, ParseError, Schema, Sql,
-    TableUnit, ValUnit, WhereOp,
+    self, read_tables_json, ColUnit, Condition, Connector, Hardness, OrderDirection, ParseError,
+    Schema, Sql, TableUnit, TablesJsonEntry, ValUnit, WhereOp,
 };
 
 pub use summary::{Averages, Level, LevelSummary, Summary};
@@ -90,17 +90,12 @@ impl ForeignKeyMap {
         path: impl AsRef<Path>,
     ) -> Result<HashMap<String, ForeignKeyMap>, InputError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
-        let entries: Vec<serde_json::Value> = serde_json::from_str(&text)
-            .map_err(|e| InputError::file(path, format!("not a JSON list: {e}")))?;
+        let entries = read_tables_json(path)?;
         let mut maps = HashMap::with_capacity(entries.len());
         for (record, entry) in entries.into_iter().enumerate() {
             let at_record = |message: String| InputError::file(path, message).at_record(record);
-            let entry: ForeignKeyEntry = serde_json::from_value(entry)
-                .map_err(|e| at_record(format!("bad schema entry: {e}")))?;
-            let map = ForeignKeyMap::new(&entry.column_ids().map_err(at_record)?, &entry.links)
-                .map_err(at_record)?;
+            let map =
+                ForeignKeyMap::new(&column_ids(&entry), &entry.foreign_keys).map_err(at_record)?;
             maps.insert(entry.db_id, map);
         }
         Ok(maps)
@@ -111,35 +106,18 @@ impl ForeignKeyMap {
     }
 }
 
-/// The parts of a `tables.json` entry the foreign-key map reads.
-#[derive(Deserialize)]
-struct ForeignKeyEntry {
-    db_id: String,
-    table_names_original: Vec<String>,
-    column_names_original: Vec<(i64, String)>,
-    #[serde(default, rename = "foreign_keys")]
-    links: Vec<(usize, usize)>,
-}
-
-impl ForeignKeyEntry {
-    /// The parser's id of every column, in `column_names_original` order.
-    fn column_ids(&self) -> Result<Vec<String>, String> {
-        let id = |&(table, ref column): &(i64, String)| {
-            if table < 0 {
-                return Ok("__all__".to_string());
-            }
-            let name = usize::try_from(table)
-                .ok()
-                .and_then(|index| self.table_names_original.get(index))
-                .ok_or_else(|| format!("column {column:?} refers to missing table {table}"))?;
-            Ok(format!(
-                "__{}.{}__",
-                name.to_lowercase(),
-                column.to_lowercase()
-            ))
-        };
-        self.column_names_original.iter().map(id).collect()
-    }
+/// The parser's id of every column, in `column_names_original` order (`read_tables_json`
+/// checked that every table index exists).
+fn column_ids(entry: &TablesJsonEntry) -> Vec<String> {
+    let id = |(table, column): &(i64, String)| match usize::try_from(*table) {
+        Ok(index) => format!(
+            "__{}.{}__",
+            entry.table_names_original[index].to_lowercase(),
+            column.to_lowercase()
+        ),
+        Err(_) => "__all__".to_string(),
+    };
+    entry.column_names_original.iter().map(id).collect()
 }
 
 /// A query as the reference compares it: values, DISTINCT and foreign keys rebuilt.

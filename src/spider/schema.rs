@@ -149,13 +149,15 @@ impl PrimaryKey {
 }
 
 /// Reads the entries of a Spider `tables.json`, in file order; a malformed entry is an error
-/// naming its record (and its db_id when it has one).
+/// naming its record (and its db_id when it has one). Every reader (schemas, foreign keys,
+/// `schema-db`) goes through here, so all reject the same files.
 pub fn read_tables_json(path: impl AsRef<Path>) -> Result<Vec<TablesJsonEntry>, InputError> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
     let entries: Vec<serde_json::Value> = serde_json::from_str(&text)
         .map_err(|e| InputError::file(path, format!("not a JSON list: {e}")))?;
+    let mut first_record: HashMap<String, usize> = HashMap::new();
     entries
         .into_iter()
         .enumerate()
@@ -164,14 +166,65 @@ pub fn read_tables_json(path: impl AsRef<Path>) -> Result<Vec<TablesJsonEntry>, 
                 Some(db_id) => format!("database {db_id:?}: "),
                 None => String::new(),
             };
-            serde_json::from_value(entry).map_err(|e| {
-                InputError::file(path, format!("{db_id}bad schema entry: {e}")).at_record(record)
-            })
+            let fail = |message: String| {
+                InputError::file(path, format!("{db_id}{message}")).at_record(record)
+            };
+            let entry: TablesJsonEntry = serde_json::from_value(entry)
+                .map_err(|e| fail(format!("bad schema entry: {e}")))?;
+            entry.check().map_err(fail)?;
+            if let Some(first) = first_record.insert(entry.db_id.clone(), record) {
+                return Err(fail(format!("also record {first}")));
+            }
+            Ok(entry)
         })
         .collect()
 }
 
 impl TablesJsonEntry {
+    /// Every index points at something that exists: a column's table, a key's column (not
+    /// `*`); `column_types`, when given, has one type per column.
+    fn check(&self) -> Result<(), String> {
+        let columns = &self.column_names_original;
+        for (index, (table, name)) in columns.iter().enumerate() {
+            let known = *table == -1
+                || usize::try_from(*table).is_ok_and(|t| t < self.table_names_original.len());
+            if !known {
+                return Err(format!(
+                    "column {index} ({name:?}) refers to missing table {table}"
+                ));
+            }
+        }
+        if !self.column_types.is_empty() && self.column_types.len() != columns.len() {
+            return Err(format!(
+                "column_types has {} entries for {} columns",
+                self.column_types.len(),
+                columns.len()
+            ));
+        }
+        let primary = self.primary_keys.iter().flat_map(|key| key.columns());
+        let foreign = self.foreign_keys.iter().flat_map(|&(from, to)| [from, to]);
+        let keys = primary
+            .map(|&column| ("primary", column))
+            .chain(foreign.map(|column| ("foreign", column)));
+        for (role, column) in keys {
+            match columns.get(column) {
+                Some((table, _)) if *table >= 0 => {}
+                Some(_) => {
+                    return Err(format!(
+                        "a {role} key refers to column {column}, the * pseudo-column"
+                    ))
+                }
+                None => {
+                    return Err(format!(
+                        "a {role} key refers to column {column}, which does not exist ({} columns)",
+                        columns.len()
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn to_schema(&self) -> Result<Schema, String> {
         let mut columns: Vec<Vec<&str>> = vec![Vec::new(); self.table_names_original.len()];
         for (table, column) in &self.column_names_original {

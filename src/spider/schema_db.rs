@@ -19,7 +19,6 @@
 //! A statement reads `CREATE TABLE "t" (\n  "c" TYPE,\n  ...\n)`: one item per line, indented by
 //! two spaces.
 
-use std::collections::HashMap;
 use std::fmt::Display;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,7 +26,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use super::schema::{read_tables_json, TablesJsonEntry};
-use crate::error::InputError;
+use crate::error::{is_plain_name, InputError};
 
 /// One `CREATE TABLE` statement of a database.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +73,12 @@ pub fn build_databases(
     force: bool,
 ) -> Result<Vec<Built>, InputError> {
     let entries = read_tables_json(tables_json)?;
+    if entries.is_empty() {
+        return Err(InputError::file(
+            tables_json,
+            "the file holds no databases: nothing to build",
+        ));
+    }
     let selected = select(&entries, db_ids, tables_json)?;
     let at_record = |record: usize, db_id: &str, message: String| {
         InputError::file(tables_json, format!("database {db_id:?}: {message}")).at_record(record)
@@ -296,22 +301,15 @@ fn select<'e>(
     db_ids: &[String],
     file: &Path,
 ) -> Result<Vec<(usize, &'e TablesJsonEntry)>, InputError> {
-    let mut first_record: HashMap<&str, usize> = HashMap::new();
-    let mut selected = Vec::new();
-    for (record, entry) in entries.iter().enumerate() {
-        if !db_ids.is_empty() && !db_ids.contains(&entry.db_id) {
-            continue;
-        }
-        // Both would be written to the same file.
-        if let Some(first) = first_record.insert(&entry.db_id, record) {
-            let message = format!("database {:?} is also record {first}", entry.db_id);
-            return Err(InputError::file(file, message).at_record(record));
-        }
-        selected.push((record, entry));
-    }
+    // `read_tables_json` refused duplicate db_ids, so no two entries share an output file.
+    let selected: Vec<(usize, &TablesJsonEntry)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, entry)| db_ids.is_empty() || db_ids.contains(&entry.db_id))
+        .collect();
     match db_ids
         .iter()
-        .find(|id| !first_record.contains_key(id.as_str()))
+        .find(|id| !selected.iter().any(|(_, entry)| &entry.db_id == *id))
     {
         Some(missing) => Err(InputError::file(
             file,
@@ -323,8 +321,7 @@ fn select<'e>(
 
 /// A db_id names a folder and a file: it must not reach outside the output folder.
 fn check_plain_name(db_id: &str) -> Result<(), String> {
-    let plain = !db_id.is_empty() && db_id != "." && db_id != ".." && !db_id.contains(['/', '\\']);
-    if plain {
+    if is_plain_name(db_id) {
         Ok(())
     } else {
         Err("db_id is not a plain file name".to_string())
@@ -631,7 +628,7 @@ mod tests {
         write(&["a", "a"]);
         let error = build_databases(&json, &out, &[], false).expect_err("duplicate");
         assert_eq!(error.record, Some(1));
-        assert!(error.message.contains("is also record 0"), "{error}");
+        assert!(error.message.contains("also record 0"), "{error}");
 
         write(&["ok", "../up"]);
         let error = build_databases(&json, &out, &[], false).expect_err("path");

@@ -104,13 +104,9 @@ fn call_concurrently<T: Send>(
 /// A system's `timeout_secs` as a duration: positive, and at most a day (beyond that a
 /// deadline could overflow the clock).
 pub(crate) fn timeout(secs: f64) -> Result<Duration, String> {
-    const DAY: Duration = Duration::from_secs(86_400);
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|timeout| !timeout.is_zero() && *timeout <= DAY)
-        .ok_or_else(|| {
-            format!("`timeout_secs` must be a number of seconds in (0, 86400], not {secs}")
-        })
+    crate::exec::sandbox::timeout_from_secs(secs).ok_or_else(|| {
+        format!("`timeout_secs` must be a number of seconds in (0, 86400], not {secs}")
+    })
 }
 
 /// The answer document of `command` and `http` systems:

@@ -9,11 +9,16 @@
 //! as they arrive; opening reads it back, so an interrupted run loses nothing it was told.
 //! [`Cassette::finish`] merges the journal into the sorted file (written to a temporary file,
 //! then renamed over it) and removes the journal.
+//!
+//! Runs recording into one cassette at once merge: `finish` holds an exclusive lock on the
+//! journal while it re-reads the file and the journal from disk and adds its own answers, so
+//! every run's answers end up in the file whichever finishes last.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
@@ -211,7 +216,8 @@ impl Cassette {
     }
 
     /// Writes the cassette sorted by key (to a temporary file renamed over it) and removes the
-    /// journal. Does nothing when nothing was recorded since the file was written.
+    /// journal. Does nothing when nothing was recorded since the file was written. What other
+    /// runs wrote to the file or the journal meanwhile is kept (this run's answers win a tie).
     pub fn finish(&self) -> Result<(), InputError> {
         let mut state = self.lock();
         if !state.dirty {
@@ -219,16 +225,43 @@ impl Cassette {
         }
         let write_error =
             |e: std::io::Error| InputError::file(&self.path, format!("cannot write: {e}"));
-        if let Some(folder) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).map_err(write_error)?;
-        }
+        let folder = match self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(folder) => folder,
+            None => Path::new("."),
+        };
+        std::fs::create_dir_all(folder).map_err(write_error)?;
+        let lock_error = |e: std::io::Error| {
+            InputError::file(&self.journal_path, format!("cannot lock the journal: {e}"))
+        };
+        // Held until `journal_lock` is dropped.
+        let _journal_lock = lock_journal(&self.journal_path).map_err(lock_error)?;
+        let mut merged = Cassette::open(&self.path)?.into_records();
+        merged.extend(
+            state
+                .records
+                .iter()
+                .map(|(key, record)| (key.clone(), record.clone())),
+        );
         let mut text = String::new();
-        for record in state.records.values() {
+        for record in merged.values() {
             text.push_str(&to_line(record));
         }
-        let temporary = with_suffix(&self.path, ".tmp");
-        write_synced(&temporary, text.as_bytes()).map_err(write_error)?;
-        std::fs::rename(&temporary, &self.path).map_err(write_error)?;
+        // A unique name: two runs finishing at once never share a temporary file.
+        let temporary = with_suffix(
+            &self.path,
+            &format!(
+                ".{}-{}.tmp",
+                std::process::id(),
+                TEMPORARY_COUNTER.fetch_add(1, Ordering::Relaxed)
+            ),
+        );
+        let written = write_synced(&temporary, text.as_bytes())
+            .and_then(|()| std::fs::rename(&temporary, &self.path));
+        if let Err(error) = written {
+            // Best effort: the write already failed.
+            let _ = std::fs::remove_file(&temporary);
+            return Err(write_error(error));
+        }
         state.journal = None;
         match std::fs::remove_file(&self.journal_path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -239,9 +272,17 @@ impl Cassette {
             }
             _ => {}
         }
+        state.records = merged;
         state.torn_journal_at = None;
         state.dirty = false;
         Ok(())
+    }
+
+    fn into_records(self) -> BTreeMap<String, Record> {
+        self.state
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .records
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -301,6 +342,33 @@ impl State {
     }
 }
 
+/// Locks the journal, waiting while another run finishes. A finishing run removes the journal,
+/// so a lock won on a file no longer at `path` locks nothing others see: take it again on the
+/// file that is there now.
+fn lock_journal(path: &Path) -> std::io::Result<File> {
+    loop {
+        let journal = open_journal(path)?;
+        journal.lock()?;
+        if is_still_at(&journal, path) {
+            return Ok(journal);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn is_still_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(held), Ok(there)) => held.dev() == there.dev() && held.ino() == there.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn is_still_at(_file: &File, path: &Path) -> bool {
+    path.exists()
+}
+
 fn open_journal(path: &Path) -> std::io::Result<File> {
     if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(folder)?;
@@ -328,18 +396,21 @@ fn parse_record(line: &str) -> Result<Option<Record>, String> {
     }
 }
 
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Tells apart the temporary files of cassettes finishing at once in one process.
+static TEMPORARY_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
 fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, InputError> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(InputError::file(path, format!("cannot read: {e}"))),
     }
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 /// `path` with `suffix` appended to its file name (`a.jsonl` → `a.jsonl.journal`).

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -68,11 +69,12 @@ impl CommandSystem {
         self.config.command.join(" ")
     }
 
-    fn spawn(&self) -> Result<Child, SystemError> {
+    fn spawn(&self, marker: &str) -> Result<Child, SystemError> {
         let mut command = Command::new(self.program());
         command
             .args(&self.config.command[1..])
             .envs(&self.config.env)
+            .env(RUN_MARKER, marker)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -88,30 +90,40 @@ impl CommandSystem {
         })
     }
 
-    /// Runs the program on `input` and returns its stdout, within the time bound.
+    /// Runs the program on `input` and returns its stdout, within the time bound. Whatever it
+    /// started is killed when it ends: nothing it spawned outlives its case.
     fn run(&self, input: Vec<u8>) -> Result<Vec<u8>, SystemError> {
         let deadline = Instant::now() + self.timeout;
-        let mut child = self.spawn()?;
+        let marker = format!(
+            "{}-{}",
+            std::process::id(),
+            RUN_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut child = self.spawn(&marker)?;
         let pipes = start_pipes(&mut child, input);
         let (stdout, stderr) = match pipes {
             Ok(pipes) => pipes,
             Err(e) => {
-                kill_group(&mut child);
+                kill_all(&mut child, &marker);
                 return Err(SystemError::new(
                     SystemErrorKind::Transport,
                     format!("cannot talk to `{}`: {e}", self.command_line()),
                 ));
             }
         };
-        let Some(status) = wait_until(&mut child, deadline) else {
-            kill_group(&mut child);
-            return Err(self.timed_out("it was killed"));
+        let status = wait_until(&mut child, deadline);
+        // Children detached with `&` or `setsid` would otherwise outlive the case, and may hold
+        // the output open.
+        let killed = kill_all(&mut child, &marker);
+        let Some(status) = status else {
+            return Err(self.timed_out(&format!("it was killed{}", also_killed(killed))));
         };
-        // Children left running may hold the output open past the program's exit.
         let (Some(stdout), Some(stderr)) = (receive(&stdout, deadline), receive(&stderr, deadline))
         else {
-            kill_group(&mut child);
-            return Err(self.timed_out("its children kept its output open and were killed"));
+            return Err(self.timed_out(
+                "its output stayed open after it exited, held by a process that left its \
+                 process group and its environment, which may still run",
+            ));
         };
         if !status.success() {
             return Err(self.exited(status, &stderr.bytes));
@@ -293,18 +305,89 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     }
 }
 
-/// Kills the program and everything it started, and reaps it (no zombie).
-fn kill_group(child: &mut Child) {
+/// Set in the environment of every program run, with a value unique to the run: its
+/// descendants inherit it, so they are found even after leaving its process group.
+const RUN_MARKER: &str = "SQLGATE_COMMAND_RUN";
+
+/// Tells apart the runs of one process.
+static RUN_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Kills the program, its process group, and (on Linux) every process whose environment
+/// carries the run's `marker`; reaps the program (no zombie). Returns how many processes
+/// outside the program's group were found by their marker.
+fn kill_all(child: &mut Child, marker: &str) -> usize {
+    let group = libc::pid_t::try_from(child.id()).unwrap_or(0);
     #[cfg(unix)]
-    if let Ok(group) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) with a negative pid signals the process group the program leads;
-        // it touches no memory of ours.
-        unsafe {
-            libc::kill(-group, libc::SIGKILL);
-        }
+    // SAFETY: kill(2) with a negative pid signals the process group the program leads;
+    // it touches no memory of ours.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
     }
     let _ = child.kill();
     let _ = child.wait();
+    kill_marked(marker, group)
+}
+
+/// Kills every process whose environment holds `RUN_MARKER=marker`, scanning `/proc` until
+/// none is left (one may fork between a scan and its kill). A process that cleared its
+/// environment, or runs as another user, is not found.
+#[cfg(target_os = "linux")]
+fn kill_marked(marker: &str, group: libc::pid_t) -> usize {
+    const ROUNDS: usize = 5;
+    let entry = format!("{RUN_MARKER}={marker}\0");
+    let mut killed = std::collections::BTreeSet::new();
+    for _ in 0..ROUNDS {
+        let Ok(processes) = std::fs::read_dir("/proc") else {
+            break;
+        };
+        let mut found = false;
+        for process in processes.flatten() {
+            let Some(pid) = process
+                .file_name()
+                .to_str()
+                .and_then(|name| name.parse::<libc::pid_t>().ok())
+            else {
+                continue;
+            };
+            let Ok(environ) = std::fs::read(process.path().join("environ")) else {
+                continue;
+            };
+            let marked = environ
+                .split_inclusive(|&byte| byte == 0)
+                .any(|variable| variable == entry.as_bytes());
+            if marked {
+                // SAFETY: getpgid(2) and kill(2) act on one process; they touch no memory of
+                // ours.
+                let outside_group = unsafe { libc::getpgid(pid) } != group;
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                if outside_group {
+                    killed.insert(pid);
+                }
+                found = true;
+            }
+        }
+        if !found {
+            break;
+        }
+        // Let the signals land before looking again.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    killed.len()
+}
+
+/// Without `/proc`, only the process group is killed.
+#[cfg(not(target_os = "linux"))]
+fn kill_marked(_marker: &str, _group: libc::pid_t) -> usize {
+    0
+}
+
+fn also_killed(count: usize) -> String {
+    match count {
+        0 => String::new(),
+        n => format!(", with {n} process(es) it started outside its process group"),
+    }
 }
 
 /// The end of a program's stderr (where the error usually is), quoted on one line.
