@@ -1,7 +1,7 @@
 //! `sqlgate generate <family>`: generators write new cases to disk; they never run inside a test.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -374,16 +374,25 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
     Ok(EXIT_OK)
 }
 
+/// The chat client of a generator's `--llm-url` (generous timeout: generation is offline work).
+pub(super) fn generator_client(
+    url: &str,
+    api_key_env: &Option<String>,
+    out: &Path,
+) -> Result<Client, InputError> {
+    Client::new(&ClientConfig {
+        base_url: url.to_string(),
+        api_key_env: api_key_env.clone(),
+        timeout: std::time::Duration::from_secs(120),
+    })
+    .map_err(|e| InputError::file(out, format!("--llm-url: {}", e.0)))
+}
+
 fn rewriter(args: &JqeArgs) -> Result<Option<Rewriter>, InputError> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
         return Ok(None);
     };
-    let client = Client::new(&ClientConfig {
-        base_url: url.clone(),
-        api_key_env: args.llm_api_key_env.clone(),
-        timeout: std::time::Duration::from_secs(120),
-    })
-    .map_err(|e| InputError::file(&args.out, format!("--llm-url: {}", e.0)))?;
+    let client = generator_client(url, &args.llm_api_key_env, &args.out)?;
     let prompt = match &args.llm_prompt {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| InputError::file(path, format!("cannot read the prompt: {e}")))?,

@@ -2,14 +2,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::generate::{TqaArgs, TqaMethod};
+use super::generate::{generator_client, TqaArgs, TqaMethod};
 use super::EXIT_OK;
 use crate::bench::{self, Answer, Benchmark, Case};
 use crate::error::InputError;
 use crate::exec::{Engine, Limits};
 use crate::files::write_atomically;
 use crate::llm::cache::JsonlCache;
-use crate::llm::{Client, ClientConfig};
 use crate::mutate::jqe::graph as jqe_graph;
 use crate::mutate::tqa::llm::LlmLowering;
 use crate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
@@ -178,12 +177,7 @@ fn llm_lowering(args: &TqaArgs) -> Result<Option<LlmLowering>, InputError> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
         return Ok(None);
     };
-    let client = Client::new(&ClientConfig {
-        base_url: url.clone(),
-        api_key_env: args.llm_api_key_env.clone(),
-        timeout: std::time::Duration::from_secs(120),
-    })
-    .map_err(|e| InputError::file(&args.out, format!("--llm-url: {}", e.0)))?;
+    let client = generator_client(url, &args.llm_api_key_env, &args.out)?;
     let cache = args
         .llm_cache
         .clone()
