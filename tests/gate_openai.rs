@@ -152,7 +152,7 @@ throttle = {{ concurrency = 2, backoff_secs = 0.05 }}
 
 fn sqlgate(dir: &Path, record: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sqlgate"))
-        .args(["test", "--no-fail-fast", "--record", record])
+        .args(["test", "--record", record, "--junit", "junit.xml"])
         .current_dir(dir)
         .env_remove("CI")
         .env_remove("GITHUB_ACTIONS")
@@ -188,7 +188,18 @@ fn recording_survives_a_misbehaving_server_and_replays_with_no_requests() {
     assert!(line_of("FAIL", "c3"), "{text}");
     assert!(text.contains("system_error: garbage"), "{text}");
     assert!(text.contains("4 tests run: 3 passed, 1 failed"), "{text}");
-    // Each misbehaviour cost exactly one retry; garbage is not retried.
+    // A case's time includes its system call: the slow answer timed out once (1 s) first.
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let time_of = |name: &str| -> f64 {
+        doc.descendants()
+            .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(name))
+            .and_then(|n| n.attribute("time"))
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("no time for {name}: {junit}"))
+    };
+    assert!(time_of("numbers::c2") >= 1.0, "{junit}");
+    assert!(time_of("numbers::c3") < 1.0, "{junit}");
     let requests = log.lock().unwrap().clone();
     let counts: Vec<usize> = SCRIPTS.iter().map(|s| requests[s.question]).collect();
     assert_eq!(counts, [2, 2, 2, 1]);

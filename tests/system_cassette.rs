@@ -90,7 +90,14 @@ impl Fixture {
             retries: 0,
             ..ThrottleConfig::default()
         });
-        answer_all(&self.system, requests, cassette, mode, &throttle, &|_| {})
+        answer_all(
+            &self.system,
+            requests,
+            cassette,
+            mode,
+            &throttle,
+            &|_, _| {},
+        )
     }
 }
 
@@ -180,11 +187,16 @@ fn progress_is_reported_once_per_request() {
         &cassette,
         RecordMode::New,
         &throttle,
-        &|index| seen.lock().unwrap().push(index),
+        &|index, elapsed| seen.lock().unwrap().push((index, elapsed)),
     );
     let mut seen = seen.into_inner().unwrap();
     seen.sort();
-    assert_eq!(seen, [0, 1, 2, 3]);
+    let indices: Vec<usize> = seen.iter().map(|(index, _)| *index).collect();
+    assert_eq!(indices, [0, 1, 2, 3]);
+    // Answers from the cassette took no time; the system's took what the call took.
+    assert_eq!(seen[0].1, std::time::Duration::ZERO);
+    assert_eq!(seen[1].1, std::time::Duration::ZERO);
+    assert!(seen[2].1 > std::time::Duration::ZERO && seen[3].1 > std::time::Duration::ZERO);
 }
 
 fn reply(sql: &str) -> Result<Reply, SystemError> {

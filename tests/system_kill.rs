@@ -70,7 +70,7 @@ fn record(dir: &Path) {
         &cassette,
         RecordMode::New,
         &throttle,
-        &|_| {},
+        &|_, _| {},
     );
     assert!(answers.iter().all(Result::is_ok), "{answers:?}");
     cassette.finish().unwrap();

@@ -11,7 +11,8 @@ use crate::exec::Engine;
 use crate::metrics::ex::Verdict;
 use crate::metrics::reliability::{self, Region};
 use crate::scoring::{self, CaseScore, FineScores, Response};
-use crate::system::{Reply, SystemError, SystemErrorKind};
+use crate::system::answer::Answered;
+use crate::system::SystemErrorKind;
 
 use super::plan::{SuitePlan, TestKind};
 use super::{TestResult, TestStatus};
@@ -44,10 +45,11 @@ impl CaseRun {
 pub fn evaluate_case(
     suite: &SuitePlan,
     case_index: usize,
-    reply: &Result<Reply, SystemError>,
+    answered: &Answered,
     engine: &Engine,
 ) -> CaseRun {
     let start = Instant::now();
+    let reply = &answered.reply;
     let case = &suite.bench.cases[case_index];
     let databases = &suite.databases[case_index];
     let score = match reply {
@@ -79,7 +81,8 @@ pub fn evaluate_case(
         case_index,
         score,
         fine,
-        duration: start.elapsed(),
+        // Where the case's time went: the system's answer, then scoring it.
+        duration: answered.elapsed + start.elapsed(),
         system_error: reply.as_ref().err().map(|error| error.kind),
     }
 }

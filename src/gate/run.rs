@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use crate::system::answer::Answered;
+
 use rayon::prelude::*;
 
 use crate::config::Metric;
 use crate::exec::Engine;
-use crate::system::{Reply, SystemError};
 
 use super::judge::{self, CaseRun};
 use super::plan::{SuitePlan, TestDesc, TestKind};
@@ -59,7 +60,7 @@ pub enum Event<'a> {
 }
 
 /// Answers for a suite's cases: `(suite index, case indices) -> one answer per index`.
-pub type AnswerFn<'a> = dyn Fn(usize, &[usize]) -> Vec<Result<Reply, SystemError>> + Sync + 'a;
+pub type AnswerFn<'a> = dyn Fn(usize, &[usize]) -> Vec<Answered> + Sync + 'a;
 
 /// What a run produced.
 pub struct RunReport {
@@ -120,7 +121,6 @@ pub fn run(
         } else {
             (0..suite.bench.cases.len()).collect()
         };
-        let start = Instant::now();
         let engine = Engine::new(suite.limits);
         let replies = if stop.stopped() || needed.is_empty() {
             Vec::new()
@@ -141,6 +141,8 @@ pub fn run(
             },
         );
         let complete = runs.len() == needed.len();
+        // A gate takes the time of its suite metrics; the answers and cases have theirs.
+        let start = Instant::now();
         // Means over the cases that happened to run before a stop would be a different number
         // under the same name: a stopped suite reports none.
         let metrics = if complete {
@@ -226,7 +228,7 @@ impl StopAfter {
 fn evaluate(
     suite: &SuitePlan,
     needed: &[usize],
-    replies: &[Result<Reply, SystemError>],
+    replies: &[Answered],
     selected: &BTreeSet<usize>,
     accepted: &HashMap<String, bool>,
     engine: &Engine,

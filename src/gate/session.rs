@@ -4,17 +4,18 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use crate::config::system::SystemType;
 use crate::config::{AbstentionConfig, RecordMode, ThrottleConfig};
 use crate::config::{Config, ProfileConfig};
 use crate::error::InputError;
 use crate::system::abstention::Abstention;
-use crate::system::answer::answer_all;
+use crate::system::answer::{answer_all, Answered};
 use crate::system::cassette::Cassette;
 use crate::system::throttle::Throttle;
-use crate::system::{self, Reply, Request, System, SystemError};
+use crate::system::{self, Request, System};
 
 use super::judge::{self, CaseRun};
 use super::plan::{self, SuitePlan, TestDesc, TestKind};
@@ -144,13 +145,9 @@ impl Session {
         self.config.resolve(&self.config.snapshots)
     }
 
-    /// The system's answers for cases of a suite, from the cassette or the system.
-    pub fn answers(
-        &self,
-        suite: usize,
-        cases: &[usize],
-        progress: &(dyn Fn(usize) + Sync),
-    ) -> Vec<Result<Reply, SystemError>> {
+    /// The system's answers for cases of a suite, from the cassette or the system, with the
+    /// time each took.
+    pub fn answers(&self, suite: usize, cases: &[usize]) -> Vec<Answered> {
         let plan = &self.suites[suite];
         let requests: Vec<Request> = cases
             .iter()
@@ -161,6 +158,10 @@ impl Session {
             })
             .collect();
         let system = self.systems[suite].as_ref();
+        let elapsed = Mutex::new(vec![Duration::ZERO; requests.len()]);
+        let record_time = |index: usize, took: Duration| {
+            elapsed.lock().unwrap_or_else(|p| p.into_inner())[index] = took;
+        };
         // The cassette keeps what the system said; what counts as an abstention is applied after.
         let answers = match &self.cassette {
             Some(cassette) => answer_all(
@@ -169,22 +170,28 @@ impl Session {
                 cassette,
                 self.record,
                 &self.throttle,
-                progress,
+                &record_time,
             ),
             None => requests
                 .iter()
                 .enumerate()
                 .map(|(index, request)| {
+                    let start = Instant::now();
                     let answer = system.answer(request);
-                    progress(index);
+                    record_time(index, start.elapsed());
                     answer
                 })
                 .collect(),
         };
+        let elapsed = elapsed.into_inner().unwrap_or_else(|p| p.into_inner());
         // Cleaned here, for every system alike, before abstention rules read the SQL.
         answers
             .into_iter()
-            .map(|answer| answer.map(|reply| self.abstention.apply(reply.clean())))
+            .zip(elapsed)
+            .map(|(answer, elapsed)| Answered {
+                reply: answer.map(|reply| self.abstention.apply(reply.clean())),
+                elapsed,
+            })
             .collect()
     }
 
@@ -196,7 +203,7 @@ impl Session {
         max_fail: Option<usize>,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> RunReport {
-        let answers = |suite: usize, cases: &[usize]| self.answers(suite, cases, &|_| {});
+        let answers = |suite: usize, cases: &[usize]| self.answers(suite, cases);
         run::run(
             &self.suites,
             tests,
@@ -213,9 +220,9 @@ impl Session {
         let suite = &self.suites[test.suite];
         match &test.kind {
             TestKind::Case(case) => {
-                let reply = self.answers(test.suite, &[*case], &|_| {}).remove(0);
+                let answered = self.answers(test.suite, &[*case]).remove(0);
                 let engine = crate::exec::Engine::new(suite.limits);
-                let run = judge::evaluate_case(suite, *case, &reply, &engine);
+                let run = judge::evaluate_case(suite, *case, &answered, &engine);
                 judge::judge_case(
                     suite,
                     &run,

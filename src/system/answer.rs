@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
@@ -12,19 +12,26 @@ use super::throttle::Throttle;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use crate::config::RecordMode;
 
+/// A system's answer to one case and the time it took (zero when it came from the cassette).
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub reply: Result<Reply, SystemError>,
+    pub elapsed: Duration,
+}
+
 /// Answers every request, aligned with `requests`.
 ///
 /// Calls run on up to `throttle.concurrency()` threads, each through the throttle, and every
 /// answer is journaled in the cassette as soon as it arrives, so a run killed at any moment
-/// resumes without asking again. `progress` is called with a request's index once it is
-/// answered (from the cassette or the system), from any thread.
+/// resumes without asking again. `progress` is called with a request's index and the time its
+/// answer took (zero from the cassette) once it is answered, from any thread.
 pub fn answer_all(
     system: &dyn System,
     requests: &[Request],
     cassette: &Cassette,
     mode: RecordMode,
     throttle: &Throttle,
-    progress: &(dyn Fn(usize) + Sync),
+    progress: &(dyn Fn(usize, Duration) + Sync),
 ) -> Vec<Result<Reply, SystemError>> {
     let fingerprint = system.fingerprint();
     let keys: Vec<String> = requests
@@ -41,20 +48,21 @@ pub fn answer_all(
         match (recorded, mode) {
             (Some(answer), _) => {
                 answers[index] = Some(answer);
-                progress(index);
+                progress(index, Duration::ZERO);
             }
             (None, RecordMode::None) => {
                 answers[index] = Some(Err(not_recorded(&requests[index])));
-                progress(index);
+                progress(index, Duration::ZERO);
             }
             (None, _) => to_call.push(index),
         }
     }
     let called = call_concurrently(&to_call, throttle.concurrency(), |index| {
         let request = &requests[index];
+        let start = Instant::now();
         let answer = throttle.call(|| system.answer(request));
         cassette.record(&keys[index], &request.id, &answer);
-        progress(index);
+        progress(index, start.elapsed());
         answer
     });
     for (index, answer) in called {
