@@ -279,6 +279,23 @@ fn embeddings_of_the_wrong_count_or_type_are_garbage() {
 }
 
 #[test]
+fn per_token_embeddings_name_the_pooling_flag() {
+    // llama.cpp's server without a pooling type: a list of token vectors per input.
+    let body = json!({"data": [
+        {"index": 0, "embedding": [[1.0, 0.0], [0.0, 1.0]]},
+        {"index": 1, "embedding": [[0.5, 0.5]]}
+    ]});
+    let server = TestServer::start(vec![Canned::new(200, body.to_string())]);
+    let error = client(&server.base_url, None, Duration::from_secs(10))
+        .embed("m", &["a", "b"])
+        .unwrap_err();
+    server.finish();
+    assert_eq!(error.kind, LlmErrorKind::Garbage);
+    assert!(error.message.contains("one vector per token"), "{}", error.message);
+    assert!(error.message.contains("--pooling"), "{}", error.message);
+}
+
+#[test]
 fn bad_client_configurations_are_refused() {
     let config = |base_url: &str, timeout| ClientConfig {
         base_url: base_url.into(),

@@ -116,7 +116,7 @@ pub fn run(args: ParaphraseArgs) -> Result<u8, InputError> {
         };
         tally.golds += 1;
         let candidates = match &paraphraser {
-            None => match verbalizations(&case.id, sql, args.k, args.seed) {
+            None => match verbalizations(&case.id, sql, &case.question, args.k, args.seed) {
                 Ok(found) => found,
                 Err(unsupported) => {
                     *tally.skipped.entry(unsupported.0).or_default() += 1;
@@ -128,7 +128,7 @@ pub fn run(args: ParaphraseArgs) -> Result<u8, InputError> {
                 let reply = paraphraser.ask(&schema, sql, args.k).map_err(|e| {
                     InputError::file(&args.out, format!("--llm-url, case {}: {e}", case.id))
                 })?;
-                let parsed = parse_reply(&reply, sql, args.k);
+                let parsed = parse_reply(&reply, sql, &case.question, args.k);
                 for (why, _) in &parsed.rejected {
                     *tally.rejected.entry(why).or_default() += 1;
                 }

@@ -19,6 +19,9 @@ impl Client {
         }
         let inputs: Vec<&str> = inputs.iter().map(AsRef::as_ref).collect();
         let raw = self.post_json("embeddings", &json!({ "model": model, "input": inputs }))?;
+        if is_per_token(&raw) {
+            return Err(garbage(PER_TOKEN.to_string()));
+        }
         parse_embeddings(&raw, inputs.len()).ok_or_else(|| {
             garbage(format!(
                 "the embeddings response does not hold {} numeric vectors under `data`: {}",
@@ -27,6 +30,18 @@ impl Client {
             ))
         })
     }
+}
+
+/// What to do when a server sends token vectors: pooling them here would hide which pooling
+/// the model was trained for, so the client asks for the server's own.
+const PER_TOKEN: &str = "the embeddings response holds one vector per token, not one per input: \
+the server does no pooling. Start it with a pooling type (llama.cpp's `llama-server --pooling mean`, \
+or `python -m llama_cpp.server --pooling_type 1` for mean pooling)";
+
+/// llama.cpp without pooling: `data[i].embedding` is a list of per-token vectors.
+fn is_per_token(raw: &Value) -> bool {
+    raw.pointer("/data/0/embedding/0")
+        .is_some_and(Value::is_array)
 }
 
 /// `data[i].embedding`, placed by `data[i].index` when given (the API does not promise order).

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use super::word_key;
 use crate::exec::schema::Schema;
 use crate::llm::cache::JsonlCache;
 use crate::llm::{ChatRequest, Client, Message};
@@ -127,7 +128,7 @@ pub struct Parsed {
 /// prose around the list is ignored. A reply without any list item is read line by line, each
 /// line that ends in `?` counting as an item. At most `k` questions are kept, in order,
 /// duplicates dropped.
-pub fn parse_reply(reply: &str, sql: &str, k: usize) -> Parsed {
+pub fn parse_reply(reply: &str, sql: &str, original: &str, k: usize) -> Parsed {
     let mut items: Vec<String> = reply.lines().filter_map(list_item).collect();
     if items.is_empty() {
         items = reply
@@ -142,6 +143,9 @@ pub fn parse_reply(reply: &str, sql: &str, k: usize) -> Parsed {
     for item in items {
         let item = clean(&item);
         match judge(&item, sql) {
+            None if word_key(&item) == word_key(original) => {
+                parsed.rejected.push(("the original question again", item))
+            }
             Some(why) => parsed.rejected.push((why, item)),
             None if !seen.insert(word_key(&item)) => {
                 parsed.rejected.push(("a repeat of an earlier item", item))
@@ -215,14 +219,6 @@ fn judge(item: &str, sql: &str) -> Option<&'static str> {
     None
 }
 
-/// The words of a text, lower case: two texts that differ only in case, punctuation and
-/// spacing have the same key.
-fn word_key(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
 
 #[cfg(test)]
 mod tests {
@@ -233,7 +229,7 @@ mod tests {
     #[test]
     fn numbered_and_bulleted_lists_inside_prose() {
         let reply = "Sure! Here are the questions:\n\n1. Which books are poetry?\n2) What are the titles of poetry books?\n- List poetry titles.\n* **Show me every poetry book.**\n\nI hope this helps.";
-        let parsed = parse_reply(reply, SQL, 10);
+        let parsed = parse_reply(reply, SQL, "", 10);
         assert_eq!(
             parsed.questions,
             vec![
@@ -247,15 +243,22 @@ mod tests {
     }
 
     #[test]
-    fn more_than_k_and_repeats_are_cut() {
-        let reply = "1. Which books are poetry?\n2. which books are POETRY\n3. Name the poetry books.\n4. Poetry titles, please.";
-        let parsed = parse_reply(reply, SQL, 2);
+    fn more_than_k_repeats_and_the_original_are_cut() {
+        let reply = "1. Which books are poetry?\n2. which books are POETRY\n3. Name the poetry books.\n4. Poetry titles, please.\n5. Show poetry.";
+        let parsed = parse_reply(reply, SQL, "Name the poetry books", 2);
         assert_eq!(
             parsed.questions,
-            vec!["Which books are poetry?", "Name the poetry books."]
+            vec!["Which books are poetry?", "Poetry titles, please."]
         );
         let reasons: Vec<&str> = parsed.rejected.iter().map(|(why, _)| *why).collect();
-        assert_eq!(reasons, vec!["a repeat of an earlier item", "beyond the k asked for"]);
+        assert_eq!(
+            reasons,
+            vec![
+                "a repeat of an earlier item",
+                "the original question again",
+                "beyond the k asked for"
+            ]
+        );
     }
 
     #[test]
@@ -263,7 +266,7 @@ mod tests {
         let reply = format!(
             "1. {SQL}\n2. SELECT title FROM books\n3. <First question>\n4. ?\n5. Generate 3 natural language questions.\n6. What poetry do we stock?"
         );
-        let parsed = parse_reply(&reply, SQL, 10);
+        let parsed = parse_reply(&reply, SQL, "", 10);
         assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
         let reasons: Vec<&str> = parsed.rejected.iter().map(|(why, _)| *why).collect();
         assert_eq!(
@@ -280,10 +283,10 @@ mod tests {
 
     #[test]
     fn a_reply_without_a_list_yields_its_question_lines() {
-        let parsed = parse_reply("What poetry do we stock?\nThat is my answer.", SQL, 3);
+        let parsed = parse_reply("What poetry do we stock?\nThat is my answer.", SQL, "", 3);
         assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
-        assert_eq!(parse_reply("", SQL, 3), Parsed::default());
-        assert_eq!(parse_reply("2023\n-5 degrees", SQL, 3), Parsed::default());
+        assert_eq!(parse_reply("", SQL, "", 3), Parsed::default());
+        assert_eq!(parse_reply("2023\n-5 degrees", SQL, "", 3), Parsed::default());
     }
 
     #[test]

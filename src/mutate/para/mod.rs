@@ -33,18 +33,20 @@ pub enum Method {
     Llm,
 }
 
-/// Up to `k` distinct questions for `sql`, each drawn from its own stream of (`run_seed`,
-/// `seed_id`, attempt): deterministic, and independent of the other golds. Fewer than `k` when
-/// the query offers too few wordings; `Err` names the first construct without a wording.
+/// Up to `k` distinct questions for `sql`, none of them the `original` question again, each
+/// drawn from its own stream of (`run_seed`, `seed_id`, attempt): deterministic, and
+/// independent of the other golds. Fewer than `k` when the query offers too few wordings;
+/// `Err` names the first construct without a wording.
 pub fn verbalizations(
     seed_id: &str,
     sql: &str,
+    original: &str,
     k: usize,
     run_seed: u64,
 ) -> Result<Vec<String>, Unsupported> {
     let found = on_enough_stack(sql, |query| {
         let mut questions: Vec<String> = Vec::new();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::from([word_key(original)]);
         // Each attempt draws every choice afresh; a few per wanted question is plenty.
         for attempt in 0..k.saturating_mul(8) {
             if questions.len() == k {
@@ -54,7 +56,7 @@ pub fn verbalizations(
             let mut rng = labelled_stream(run_seed, seed_id, &[FAMILY, &label]);
             match verbalize::question(&query, &mut rng) {
                 Ok(question) => {
-                    if seen.insert(question.clone()) {
+                    if seen.insert(word_key(&question)) {
                         questions.push(question);
                     }
                 }
@@ -69,6 +71,15 @@ pub fn verbalizations(
         Err(MutateError::NotAQuery) => Err(Unsupported("statement other than a query".into())),
         Err(_) => Err(Unsupported("SQL the parser cannot read".into())),
     }
+}
+
+/// The words of a text, lower case: two texts that differ only in case, punctuation and
+/// spacing have the same key (they are the same question).
+pub fn word_key(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// The cosine similarity of each paraphrase's embedding to the original question's.
@@ -146,11 +157,11 @@ mod tests {
     #[test]
     fn verbalizations_are_distinct_deterministic_and_seeded() {
         let sql = "SELECT title, price FROM books WHERE genre = 'Poetry' ORDER BY price DESC LIMIT 3";
-        let first = verbalizations("q1", sql, 5, 42).unwrap();
+        let first = verbalizations("q1", sql, "", 5, 42).unwrap();
         assert_eq!(first.len(), 5);
         assert_eq!(first.iter().collect::<HashSet<_>>().len(), 5);
-        assert_eq!(first, verbalizations("q1", sql, 5, 42).unwrap());
-        assert_ne!(first, verbalizations("q1", sql, 5, 43).unwrap());
+        assert_eq!(first, verbalizations("q1", sql, "", 5, 42).unwrap());
+        assert_ne!(first, verbalizations("q1", sql, "", 5, 43).unwrap());
         for question in &first {
             assert!(question.contains("\"Poetry\""), "{question}");
             assert!(question.contains('3'), "{question}");
@@ -158,10 +169,21 @@ mod tests {
     }
 
     #[test]
+    fn the_original_question_is_no_paraphrase_of_itself() {
+        let sql = "SELECT COUNT(*) FROM customers";
+        let all = verbalizations("q", sql, "", 50, 42).unwrap();
+        let original = all[0].to_uppercase();
+        let without = verbalizations("q", sql, &original, 50, 42).unwrap();
+        assert_eq!(without.len(), all.len() - 1);
+        assert!(!without.contains(&all[0]));
+    }
+
+    #[test]
     fn unreadable_sql_is_reported_not_guessed() {
-        let error = verbalizations("q", "SELECT FROM WHERE", 3, 42).unwrap_err();
+        let error = verbalizations("q", "SELECT FROM WHERE", "", 3, 42).unwrap_err();
         assert_eq!(error.0, "SQL the parser cannot read");
-        let error = verbalizations("q", "WITH t AS (SELECT 1) SELECT * FROM t", 3, 42).unwrap_err();
+        let sql = "WITH t AS (SELECT 1) SELECT * FROM t";
+        let error = verbalizations("q", sql, "", 3, 42).unwrap_err();
         assert_eq!(error.0, "WITH clause");
     }
 

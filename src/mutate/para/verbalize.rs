@@ -148,6 +148,8 @@ impl<R: Rng> Speaker<'_, R> {
                 "Count the {s}{r}.",
                 "Can you tell me how many {s} there are{r}?",
                 "How many {s} do we have{r}?",
+                "What is the total count of {s}{r}?",
+                "How many {s} exist{r}?",
             ]);
             return form.replace("{s}", &f.subject).replace("{r}", &rest);
         }
