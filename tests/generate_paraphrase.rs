@@ -132,13 +132,16 @@ fn the_committed_demo_family_is_what_the_documented_command_writes() {
     // Every paraphrase is answered with its seed's answer, after the benchmark's own answers.
     let carried = records(&a_predictions);
     assert_eq!(carried.len(), seeds.len() + family.len());
-    let sample: HashMap<String, Value> = records(&root().join("benchmarks/demo/predictions/sample.jsonl"))
-        .into_iter()
-        .map(|p| (p["id"].as_str().unwrap().to_string(), p))
+    let own: HashMap<&str, &Value> = carried[..seeds.len()]
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p))
         .collect();
+    assert!(seeds.keys().all(|id| own.contains_key(id.as_str())));
     for (line, record) in carried[seeds.len()..].iter().zip(&family) {
         assert_eq!(line["id"], record["id"]);
-        assert_eq!(line["sql"], sample[record["seed_id"].as_str().unwrap()]["sql"]);
+        let seed_answer = own[record["seed_id"].as_str().unwrap()];
+        assert_eq!(line["sql"], seed_answer["sql"]);
+        assert_eq!(line["abstain"], seed_answer["abstain"]);
     }
 }
 
@@ -157,7 +160,10 @@ fn the_verbalizer_gives_every_demo_gold_k_distinct_questions() {
         "0",
     ]);
     let by_seed = per_seed(&records(&out));
-    let feasible = demo_seeds().values().filter(|s| s.get("gold").is_some()).count();
+    let feasible = demo_seeds()
+        .values()
+        .filter(|s| s.get("gold").is_some())
+        .count();
     assert_eq!(by_seed.len(), feasible, "{stdout}");
     for (seed, questions) in &by_seed {
         assert_eq!(questions.len(), 5, "{seed}: {questions:?}");
@@ -272,7 +278,10 @@ fn llm_replies_are_parsed_leniently_cached_and_refused_when_garbage() {
     assert_eq!(first["temperature"], 0.0);
     assert_eq!(first["seed"], 42);
     let prompt = first["messages"][0]["content"].as_str().unwrap();
-    assert!(prompt.contains("generate 3 distinct natural language questions"), "{prompt}");
+    assert!(
+        prompt.contains("generate 3 distinct natural language questions"),
+        "{prompt}"
+    );
     assert!(prompt.contains(&golds[0]), "{prompt}");
     assert!(prompt.contains("CREATE TABLE books"), "{prompt}");
     assert!(!prompt.contains("CREATE TABLE orders"), "{prompt}");
@@ -303,7 +312,8 @@ fn llm_replies_are_parsed_leniently_cached_and_refused_when_garbage() {
 }
 
 /// An embeddings server on 127.0.0.1 that places a text by its last character: questions
-/// (`?`) on one axis, other sentences on the other. It answers `limit` requests at most.
+/// (`?`) on one axis, other sentences on the other; `per_token` answers like llama.cpp without
+/// pooling (two token vectors per text). It answers `limit` requests at most.
 fn embeddings_server(limit: usize, per_token: bool) -> String {
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
@@ -341,7 +351,7 @@ fn embeddings_server(limit: usize, per_token: bool) -> String {
 #[test]
 fn the_similarity_filter_runs_through_an_embeddings_endpoint() {
     let golds = demo_golds().len();
-    let url = embeddings_server(golds, false);
+    let url = embeddings_server(golds, true);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("para.jsonl");
     let stdout = generate(&[
@@ -392,7 +402,7 @@ fn the_similarity_filter_runs_through_an_embeddings_endpoint() {
 }
 
 #[test]
-fn bad_input_and_unpooled_embeddings_fail_cleanly() {
+fn bad_input_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("para.jsonl");
     let out_text = out.to_str().unwrap();
@@ -410,12 +420,14 @@ fn bad_input_and_unpooled_embeddings_fail_cleanly() {
     std::fs::write(&prompt, "Questions for {sql_query}").unwrap();
     let prompt_text = prompt.to_str().unwrap();
     fails(
-        &["--llm-url", "http://127.0.0.1:9/v1", "--model", "m", "--prompt", prompt_text],
+        &[
+            "--llm-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--prompt",
+            prompt_text,
+        ],
         "{num_queries}",
-    );
-    let url = embeddings_server(1, true);
-    fails(
-        &["--embeddings-url", &url, "--embeddings-model", "toy"],
-        "one vector per token",
     );
 }

@@ -15,7 +15,9 @@ use crate::files::write_atomically;
 use crate::llm::cache::JsonlCache;
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::sqlmorph::{Embedder, NgramEmbedder};
-use crate::mutate::para::llm::{parse_reply, schema_definitions, Paraphraser, DEFAULT_PROMPT, PLACEHOLDERS};
+use crate::mutate::para::llm::{
+    parse_reply, schema_definitions, Paraphraser, DEFAULT_PROMPT, PLACEHOLDERS,
+};
 use crate::mutate::para::{
     paraphrase_id, rounded, similarities, verbalizations, GoldSql, Method, Record, DEFAULT_MIN_CS,
 };
@@ -101,7 +103,10 @@ pub fn run(args: ParaphraseArgs) -> Result<u8, InputError> {
         return Err(InputError::file(&args.out, "-k must be at least 1"));
     }
     if !(0.0..=1.0).contains(&args.min_cs) {
-        return Err(InputError::file(&args.out, "--min-cs must be between 0 and 1"));
+        return Err(InputError::file(
+            &args.out,
+            "--min-cs must be between 0 and 1",
+        ));
     }
     let bench = args.source.load()?;
     let embedder = embedder(&args)?;

@@ -99,7 +99,9 @@ pub fn schema_definitions(schema: &Schema, sql: &str) -> String {
             .iter()
             .map(|c| {
                 let key = if c.primary_key { " PRIMARY KEY" } else { "" };
-                format!("  {} {}{key}", c.name, c.decl_type).trim_end().to_string()
+                format!("  {} {}{key}", c.name, c.decl_type)
+                    .trim_end()
+                    .to_string()
             })
             .collect();
         for key in schema
@@ -112,7 +114,11 @@ pub fn schema_definitions(schema: &Schema, sql: &str) -> String {
                 key.from.column, key.to.table, key.to.column
             ));
         }
-        out.push(format!("CREATE TABLE {} (\n{}\n);", table.name, lines.join(",\n")));
+        out.push(format!(
+            "CREATE TABLE {} (\n{}\n);",
+            table.name,
+            lines.join(",\n")
+        ));
     }
     out.join("\n\n")
 }
@@ -219,7 +225,6 @@ fn judge(item: &str, sql: &str) -> Option<&'static str> {
     None
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,7 +291,10 @@ mod tests {
         let parsed = parse_reply("What poetry do we stock?\nThat is my answer.", SQL, "", 3);
         assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
         assert_eq!(parse_reply("", SQL, "", 3), Parsed::default());
-        assert_eq!(parse_reply("2023\n-5 degrees", SQL, "", 3), Parsed::default());
+        assert_eq!(
+            parse_reply("2023\n-5 degrees", SQL, "", 3),
+            Parsed::default()
+        );
     }
 
     #[test]

@@ -156,7 +156,8 @@ mod tests {
 
     #[test]
     fn verbalizations_are_distinct_deterministic_and_seeded() {
-        let sql = "SELECT title, price FROM books WHERE genre = 'Poetry' ORDER BY price DESC LIMIT 3";
+        let sql =
+            "SELECT title, price FROM books WHERE genre = 'Poetry' ORDER BY price DESC LIMIT 3";
         let first = verbalizations("q1", sql, "", 5, 42).unwrap();
         assert_eq!(first.len(), 5);
         assert_eq!(first.iter().collect::<HashSet<_>>().len(), 5);
@@ -210,7 +211,10 @@ mod tests {
         let one = serde_json::to_string(&GoldSql::of(&["SELECT 1".to_string()])).unwrap();
         assert_eq!(one, "\"SELECT 1\"");
         let two = GoldSql::of(&["SELECT 1".to_string(), "SELECT 2".to_string()]);
-        assert_eq!(serde_json::to_string(&two).unwrap(), "[\"SELECT 1\",\"SELECT 2\"]");
+        assert_eq!(
+            serde_json::to_string(&two).unwrap(),
+            "[\"SELECT 1\",\"SELECT 2\"]"
+        );
         assert_eq!(rounded(0.123_456), 0.1235);
         assert_eq!(paraphrase_id("q01", 3), "q01::para::p3");
     }

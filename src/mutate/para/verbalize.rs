@@ -38,7 +38,10 @@ pub fn question(query: &Query, rng: &mut impl Rng) -> Phrase {
 /// Collapses doubled spaces and puts the first letter in upper case.
 fn tidy(text: &str) -> String {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let text = text.replace(" ,", ",").replace(" ?", "?").replace(" .", ".");
+    let text = text
+        .replace(" ,", ",")
+        .replace(" ?", "?")
+        .replace(" .", ".");
     let mut chars = text.chars();
     match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect(),
@@ -248,10 +251,9 @@ impl<R: Rng> Speaker<'_, R> {
                 "{l} that are also among {r}",
                 "what {l} and {r} have in common",
             ]),
-            SetOperator::Except | SetOperator::Minus => self.pick(&[
-                "{l}, except {r}",
-                "{l} that are not among {r}",
-            ]),
+            SetOperator::Except | SetOperator::Minus => {
+                self.pick(&["{l}, except {r}", "{l} that are not among {r}"])
+            }
         };
         Ok(form.replace("{l}", left).replace("{r}", right))
     }
@@ -346,9 +348,9 @@ impl<R: Rng> Speaker<'_, R> {
             let mut relations = vec![(&from.relation, false)];
             for join in &from.joins {
                 let left = match &join.join_operator {
-                    JoinOperator::Join(_)
-                    | JoinOperator::Inner(_)
-                    | JoinOperator::CrossJoin(_) => false,
+                    JoinOperator::Join(_) | JoinOperator::Inner(_) | JoinOperator::CrossJoin(_) => {
+                        false
+                    }
                     JoinOperator::Left(_) | JoinOperator::LeftOuter(_) => true,
                     _ => return unsupported("RIGHT, FULL or other outer join"),
                 };
@@ -359,7 +361,9 @@ impl<R: Rng> Speaker<'_, R> {
                     return unsupported("derived table in FROM");
                 };
                 let table = last_ident(name).ok_or_else(|| Unsupported("table name".into()))?;
-                let key = alias.as_ref().map_or(table.clone(), |a| a.name.value.clone());
+                let key = alias
+                    .as_ref()
+                    .map_or(table.clone(), |a| a.name.value.clone());
                 tables.push((key, table.clone()));
                 joined.push((plural(&words(&table)), left));
             }
@@ -445,9 +449,7 @@ impl<R: Rng> Speaker<'_, R> {
                     }
                     _ => return unsupported("wildcard of an expression"),
                 };
-                let table = self
-                    .table_words(&table)
-                    .unwrap_or_else(|| words(&table));
+                let table = self.table_words(&table).unwrap_or_else(|| words(&table));
                 Ok(Item {
                     text: format!("{} details", singular(&table)),
                     kind: Kind::Plain,
@@ -556,9 +558,8 @@ impl<R: Rng> Speaker<'_, R> {
                         ", limited to {n} rows",
                         ", just {n} of them",
                     ]);
-                    let skip = offset.map_or(String::new(), |m| {
-                        format!(" after skipping the first {m}")
-                    });
+                    let skip =
+                        offset.map_or(String::new(), |m| format!(" after skipping the first {m}"));
                     format!("{}{skip}", form.replace("{n}", &n))
                 }
                 (None, Some(m)) => format!(", skipping the first {m}"),
@@ -573,7 +574,11 @@ impl<R: Rng> Speaker<'_, R> {
         }
         let Some(n) = limit else {
             let direction = self.direction(first_desc);
-            let lead = self.pick(&[", sorted by", ", ordered by", ", with the results ordered by"]);
+            let lead = self.pick(&[
+                ", sorted by",
+                ", ordered by",
+                ", with the results ordered by",
+            ]);
             let then = if ties.is_empty() {
                 String::new()
             } else {
@@ -632,9 +637,17 @@ impl<R: Rng> Speaker<'_, R> {
 
     fn direction(&mut self, desc: bool) -> &'static str {
         if desc {
-            self.pick(&["in descending order", "from highest to lowest", "highest first"])
+            self.pick(&[
+                "in descending order",
+                "from highest to lowest",
+                "highest first",
+            ])
         } else {
-            self.pick(&["in ascending order", "from lowest to highest", "lowest first"])
+            self.pick(&[
+                "in ascending order",
+                "from lowest to highest",
+                "lowest first",
+            ])
         }
     }
 
@@ -856,11 +869,17 @@ impl<R: Rng> Speaker<'_, R> {
             }
             ("min", Some(expr)) if args.len() == 1 => {
                 let x = self.np(expr)?;
-                Ok(format!("{} {x}", self.pick(&["lowest", "minimum", "smallest"])))
+                Ok(format!(
+                    "{} {x}",
+                    self.pick(&["lowest", "minimum", "smallest"])
+                ))
             }
             ("max", Some(expr)) if args.len() == 1 => {
                 let x = self.np(expr)?;
-                Ok(format!("{} {x}", self.pick(&["highest", "maximum", "largest"])))
+                Ok(format!(
+                    "{} {x}",
+                    self.pick(&["highest", "maximum", "largest"])
+                ))
             }
             ("round", Some(expr)) => {
                 let x = self.np(expr)?;
@@ -869,7 +888,9 @@ impl<R: Rng> Speaker<'_, R> {
                     Some(places) => match self.number(places)?.as_str() {
                         "0" => "a whole number".to_string(),
                         "1" => "one decimal place".to_string(),
-                        "2" => self.pick(&["two decimal places", "the cent", "2 decimals"]).to_string(),
+                        "2" => self
+                            .pick(&["two decimal places", "the cent", "2 decimals"])
+                            .to_string(),
                         n => format!("{n} decimal places"),
                     },
                 };
@@ -915,7 +936,8 @@ impl<R: Rng> Speaker<'_, R> {
             ("date" | "datetime" | "julianday", Some(expr)) if args.len() == 1 => self.np(expr),
             ("date" | "datetime", Some(expr))
                 if args.len() == 2
-                    && string_literal(args[1]).is_some_and(|m| m.eq_ignore_ascii_case("unixepoch")) =>
+                    && string_literal(args[1])
+                        .is_some_and(|m| m.eq_ignore_ascii_case("unixepoch")) =>
             {
                 self.np(expr)
             }
@@ -1046,7 +1068,11 @@ impl<R: Rng> Speaker<'_, R> {
                 let form = if *negated {
                     self.pick(&["whose {x} is not {or}", "whose {x} is none of {and}"])
                 } else {
-                    self.pick(&["whose {x} is {or}", "whose {x} is one of {and}", "with {x} {or}"])
+                    self.pick(&[
+                        "whose {x} is {or}",
+                        "whose {x} is one of {and}",
+                        "with {x} {or}",
+                    ])
                 };
                 Ok(form
                     .replace("{x}", &x)
@@ -1176,11 +1202,9 @@ impl<R: Rng> Speaker<'_, R> {
                 "is no less than",
             ]),
             BinaryOperator::Lt => self.pick(&["is less than", "is below", "is under"]),
-            BinaryOperator::LtEq => self.pick(&[
-                "is at most",
-                "is less than or equal to",
-                "is no more than",
-            ]),
+            BinaryOperator::LtEq => {
+                self.pick(&["is at most", "is less than or equal to", "is no more than"])
+            }
             other => return unsupported(format!("operator {other} in a condition")),
         };
         let (x, value) = (self.np(left)?, self.operand(right)?);
@@ -1223,15 +1247,23 @@ impl<R: Rng> Speaker<'_, R> {
         let (verbs, text): (&[(&str, &str)], &str) =
             match (pattern.starts_with('%'), pattern.ends_with('%'), plain) {
                 (true, true, true) if !inner.is_empty() => (
-                    &[("contains", "does not contain"), ("includes", "does not include")],
+                    &[
+                        ("contains", "does not contain"),
+                        ("includes", "does not include"),
+                    ],
                     inner,
                 ),
                 (false, true, true) => (
-                    &[("starts with", "does not start with"), ("begins with", "does not begin with")],
+                    &[
+                        ("starts with", "does not start with"),
+                        ("begins with", "does not begin with"),
+                    ],
                     inner,
                 ),
                 (true, false, true) => (&[("ends with", "does not end with")], inner),
-                (false, false, true) => (&[("is (ignoring case)", "is not (ignoring case)")], inner),
+                (false, false, true) => {
+                    (&[("is (ignoring case)", "is not (ignoring case)")], inner)
+                }
                 _ => (
                     &[("matches the pattern", "does not match the pattern")],
                     pattern.as_str(),
@@ -1346,13 +1378,15 @@ fn relative_date(modifiers: &[String]) -> Phrase {
     let mut parts = Vec::new();
     for modifier in modifiers {
         let mut pieces = modifier.split_whitespace();
-        let (Some(amount), Some(unit), None) = (pieces.next(), pieces.next(), pieces.next())
-        else {
+        let (Some(amount), Some(unit), None) = (pieces.next(), pieces.next(), pieces.next()) else {
             return unsupported("date modifier");
         };
         match amount.strip_prefix('-') {
             Some(back) => parts.push(format!("{back} {unit} ago")),
-            None => parts.push(format!("{} {unit} from now", amount.trim_start_matches('+'))),
+            None => parts.push(format!(
+                "{} {unit} from now",
+                amount.trim_start_matches('+')
+            )),
         }
     }
     Ok(format!("the date {}", parts.join(" and ")))
@@ -1458,7 +1492,9 @@ fn case_when(expr: &Expr) -> Option<(&Expr, &Expr)> {
     };
     let else_ok = match else_result.as_deref() {
         None => true,
-        Some(e) => is_number(e, "0") || matches!(strip(e), Expr::Value(v) if v.value == Value::Null),
+        Some(e) => {
+            is_number(e, "0") || matches!(strip(e), Expr::Value(v) if v.value == Value::Null)
+        }
     };
     else_ok.then_some((&when.condition, &when.result))
 }
@@ -1559,5 +1595,105 @@ fn join_with(mut parts: Vec<String>, word: &str) -> String {
             let last = parts.pop().unwrap_or_default();
             format!("{} {word} {last}", parts.join(", "))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    /// Every wording of `sql` (across 12 streams) contains each of `expected`.
+    fn says(sql: &str, expected: &[&str]) {
+        let query = crate::mutate::parse_query(sql).unwrap();
+        for stream in 0..12 {
+            let mut rng = ChaCha8Rng::seed_from_u64(stream);
+            let text = question(&query, &mut rng).unwrap();
+            for part in expected {
+                assert!(text.contains(part), "{sql}\n{text}\nlacks {part:?}");
+            }
+            assert!(text.ends_with(['?', '.']), "{text}");
+            assert!(text.starts_with(char::is_uppercase), "{text}");
+        }
+    }
+
+    #[test]
+    fn filters_keep_their_values_and_joins_name_their_tables() {
+        says(
+            "SELECT b.title, p.name FROM books AS b JOIN publishers AS p ON p.publisher_id = b.publisher_id WHERE b.price BETWEEN 10 AND 20",
+            &["book title", "publisher name", "books", "publishers", "10", "20"],
+        );
+        says(
+            "SELECT first_name FROM customers WHERE loyalty_tier IN ('silver', 'gold') AND email IS NULL",
+            &["first name", "loyalty tier", "\"silver\"", "\"gold\"", "email"],
+        );
+        says(
+            "SELECT name FROM authors WHERE LOWER(name) LIKE '%ann%'",
+            &["name", "\"ann\""],
+        );
+    }
+
+    #[test]
+    fn aggregates_grouping_and_ordering_are_said() {
+        says(
+            "SELECT COUNT(*) FROM orders WHERE status = 'completed'",
+            &["orders", "\"completed\""],
+        );
+        says(
+            "SELECT genre, AVG(price) FROM books GROUP BY genre HAVING COUNT(*) > 2 ORDER BY AVG(price) DESC LIMIT 3",
+            &["genre", "price", "number of books", "2", "3"],
+        );
+        says(
+            "SELECT title FROM books ORDER BY pages DESC LIMIT 1 OFFSET 1",
+            &["title", "second-", "pages"],
+        );
+        says(
+            "SELECT ROUND(100.0 * SUM(status = 'cancelled') / COUNT(*), 2) FROM orders",
+            &["percentage", "\"cancelled\"", "number of orders"],
+        );
+    }
+
+    #[test]
+    fn nested_queries_and_set_operations_are_said() {
+        says(
+            "SELECT title FROM books WHERE book_id NOT IN (SELECT book_id FROM order_items)",
+            &["title", "book ID", "order items"],
+        );
+        says(
+            "SELECT s.name FROM stores AS s WHERE EXISTS (SELECT 1 FROM orders AS o WHERE o.store_id = s.store_id AND o.status = 'cancelled')",
+            &["stores", "order", "\"cancelled\""],
+        );
+        says(
+            "SELECT name FROM authors WHERE country = 'Canada' UNION SELECT name FROM publishers",
+            &["authors", "publishers", "\"Canada\""],
+        );
+    }
+
+    #[test]
+    fn constructs_without_a_wording_are_named() {
+        let fails = |sql: &str| {
+            let query = crate::mutate::parse_query(sql).unwrap();
+            let mut rng = ChaCha8Rng::seed_from_u64(0);
+            question(&query, &mut rng).unwrap_err().0
+        };
+        assert_eq!(
+            fails("SELECT x FROM (SELECT 1 AS x) AS t"),
+            "derived table in FROM"
+        );
+        assert_eq!(fails("SELECT hex(name) FROM t"), "function hex");
+        assert_eq!(
+            fails("SELECT substr(name, 1, 2) FROM t"),
+            "expression Substring"
+        );
+        assert_eq!(
+            fails("SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END FROM t"),
+            "CASE expression"
+        );
+        assert_eq!(
+            fails("SELECT RANK() OVER (ORDER BY a) FROM t"),
+            "window function"
+        );
     }
 }

@@ -29,7 +29,13 @@ pub fn words(identifier: &str) -> String {
     let out = out.trim_end().to_string();
     // "id" reads as the abbreviation it is.
     out.split(' ')
-        .map(|w| if w == "id" || w == "ids" { w.to_uppercase() } else { w.to_string() })
+        .map(|w| {
+            if w == "id" || w == "ids" {
+                w.to_uppercase()
+            } else {
+                w.to_string()
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -79,7 +85,10 @@ fn plural_word(word: &str) -> String {
         && !word.ends_with("uy");
     if consonant_y {
         format!("{}ies", &word[..word.len() - 1])
-    } else if ["s", "x", "z", "ch", "sh"].iter().any(|end| word.ends_with(end)) {
+    } else if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|end| word.ends_with(end))
+    {
         format!("{word}es")
     } else {
         format!("{word}s")
@@ -95,7 +104,10 @@ fn singular_word(word: &str) -> String {
     }
     if let Some(stem) = word.strip_suffix("ies") {
         format!("{stem}y")
-    } else if ["sses", "xes", "zes", "ches", "shes"].iter().any(|end| word.ends_with(end)) {
+    } else if ["sses", "xes", "zes", "ches", "shes"]
+        .iter()
+        .any(|end| word.ends_with(end))
+    {
         word[..word.len() - 2].to_string()
     } else {
         word[..word.len() - 1].to_string()
@@ -106,7 +118,9 @@ fn singular_word(word: &str) -> String {
 fn is_plural(word: &str) -> bool {
     word.len() > 3
         && word.ends_with('s')
-        && !["ss", "us", "is", "os"].iter().any(|end| word.ends_with(end))
+        && !["ss", "us", "is", "os"]
+            .iter()
+            .any(|end| word.ends_with(end))
 }
 
 #[cfg(test)]
