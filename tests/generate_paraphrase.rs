@@ -3,6 +3,8 @@
 //! mode parses a model's messy replies and caches them, and the similarity filter runs through
 //! an embeddings endpoint.
 
+// Each test target uses its own part of the shared test server.
+#[allow(dead_code)]
 mod llm_support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
