@@ -138,7 +138,8 @@ impl<R: Rng> Speaker<'_, R> {
         // "number of books" already names the rows of one table: "of books" would repeat them.
         let single_table = !f.joined;
         let counts_rows = f.items.iter().any(|i| i.kind == Kind::CountRows);
-        let of_subject = if counts_rows && single_table {
+        let all_name_it = f.items.iter().all(|i| i.text.contains(&f.subject));
+        let of_subject = if (counts_rows || all_name_it) && single_table {
             String::new()
         } else {
             let preposition = self.pick(&["of", "for", "of all"]);
@@ -673,7 +674,11 @@ impl<R: Rng> Speaker<'_, R> {
             let (left, right) = (self.set_side(left)?, self.set_side(right)?);
             return self.combine(&left, *op, &right);
         }
-        let f = self.frame(query)?;
+        let mut f = self.frame(query)?;
+        // A subquery's column is a list of values: "the book IDs of order items".
+        for item in f.items.iter_mut().filter(|i| i.kind == Kind::Plain) {
+            item.text = plural(&item.text);
+        }
         let items = self.item_list(&f);
         let of = if f.items.iter().all(|i| i.kind == Kind::CountRows) {
             String::new()
