@@ -1,5 +1,5 @@
-//! The query runner used by evaluators: per-thread sandboxed connections, and gold results
-//! computed once per distinct (database, SQL).
+//! The query runner used by evaluators: per-thread sandboxed connections (SQLite files or a
+//! PostgreSQL server), and gold results computed once per distinct (database, SQL).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -7,24 +7,42 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
+use super::postgres::Server;
 use super::sandbox::{sidecar, Limits, Sandbox};
 use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
 
 /// Gold executions by (database, SQL); each computed once, by the first thread to ask.
 type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
 
+/// Where the databases are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite files: a database is the path of its file.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL server: a database is its name, given as a one-component path.
+    Postgres(Server),
+}
+
 /// Runs gold and predicted SQL with the same limits; safe to share across threads.
 pub struct Engine {
     limits: Limits,
+    backend: Backend,
     gold: GoldCache,
-    /// Each database's stamp when this engine first read it.
+    /// Each database's stamp when this engine first read it (SQLite).
     first_seen: Mutex<HashMap<PathBuf, Stamp>>,
 }
 
 impl Engine {
+    /// An engine on SQLite files.
     pub fn new(limits: Limits) -> Engine {
+        Engine::with_backend(limits, Backend::Sqlite)
+    }
+
+    pub fn with_backend(limits: Limits, backend: Backend) -> Engine {
         Engine {
             limits,
+            backend,
             gold: Mutex::new(HashMap::new()),
             first_seen: Mutex::new(HashMap::new()),
         }
@@ -34,11 +52,18 @@ impl Engine {
         &self.limits
     }
 
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
     /// Executes `sql` on this thread's connection to `db`.
     ///
     /// A database that another process changes during the run fails every later execution:
     /// results read before and after the change would be compared as if from one state.
     pub fn execute(&self, db: &Path, sql: &str) -> Execution {
+        if let Backend::Postgres(server) = &self.backend {
+            return server.execute(&db.to_string_lossy(), sql, &self.limits);
+        }
         let first = *self
             .first_seen
             .lock()
