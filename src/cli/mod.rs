@@ -100,6 +100,7 @@ impl Source {
             db_dir: self.db_dir.clone(),
             tables: None,
             format: self.gold_format,
+            on_server: false,
         };
         bench::load(&self.gold, &options)
     }

@@ -14,6 +14,27 @@ use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
 /// Gold executions by (database, SQL); each computed once, by the first thread to ask.
 type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
 
+/// The engines a suite or `sqlgate score` can name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// SQLite files (`<db_dir>/<db>.sqlite`).
+    #[default]
+    Sqlite,
+    /// A PostgreSQL server (`dsn`, docs/postgres.md).
+    Postgres,
+}
+
 /// Where the databases are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Backend {
@@ -22,6 +43,34 @@ pub enum Backend {
     Sqlite,
     /// A PostgreSQL server: a database is its name, given as a one-component path.
     Postgres(Server),
+}
+
+impl Backend {
+    /// The backend of `kind`: PostgreSQL needs the URL template `dsn`; SQLite takes none.
+    pub fn new(
+        kind: EngineKind,
+        dsn: Option<&str>,
+        password_env: Option<&str>,
+    ) -> Result<Backend, String> {
+        match (kind, dsn) {
+            (EngineKind::Sqlite, None) if password_env.is_none() => Ok(Backend::Sqlite),
+            (EngineKind::Sqlite, _) => {
+                Err("a connection URL and its password variable need engine `postgres`".into())
+            }
+            (EngineKind::Postgres, Some(dsn)) => {
+                Server::new(dsn, password_env).map(Backend::Postgres)
+            }
+            (EngineKind::Postgres, None) => {
+                Err("engine `postgres` needs a connection URL template such as \
+                 `postgres://sqlgate_reader@127.0.0.1:5432/{db}`"
+                    .into())
+            }
+        }
+    }
+
+    pub fn on_server(&self) -> bool {
+        matches!(self, Backend::Postgres(_))
+    }
 }
 
 /// Runs gold and predicted SQL with the same limits; safe to share across threads.

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use engine::{Backend, Engine};
+pub use engine::{Backend, Engine, EngineKind};
 pub use sandbox::{Limits, Sandbox};
 pub use value::Value;
 

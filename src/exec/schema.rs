@@ -172,7 +172,11 @@ impl Schema {
                     key.from.column, key.to.table, key.to.column
                 ));
             }
-            statements.push(format!("CREATE TABLE {} (\n{}\n);", table.name, lines.join(",\n")));
+            statements.push(format!(
+                "CREATE TABLE {} (\n{}\n);",
+                table.name,
+                lines.join(",\n")
+            ));
         }
         statements.join("\n")
     }

@@ -6,6 +6,10 @@
 //!   it can write, create, read server files or run programs;
 //! - every statement runs in a `READ ONLY` transaction that is always rolled back, on a session
 //!   whose default is read-only too;
+//! - functions that reach outside the database or other sessions (server files, large objects,
+//!   `dblink`, signalling backends) are refused by name before the statement is sent, even
+//!   where the role could call them ([`OUTSIDE_REACH`]; a text check, so the role stays the
+//!   main defence);
 //! - one statement per prediction: it is prepared (the server refuses several commands in one
 //!   prepared statement) and refused unless it returns rows (`COPY`, `SET`, `COMMIT`...);
 //! - `statement_timeout` bounds each step on the server and the deadline is checked between
@@ -27,8 +31,54 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
 use super::sandbox::{result_bytes, Limits, MAX_SQL_BYTES};
-use super::schema::{Column, ColRef, ForeignKey, Schema, Table};
+use super::schema::{ColRef, Column, ForeignKey, Schema, Table};
 use super::{ExecError, ExecErrorKind, Execution, ResultSet};
+
+/// Functions a prediction may not call: they read or write server files, move large objects
+/// between files and the database, reach other servers, or signal other sessions.
+pub const OUTSIDE_REACH: &[&str] = &[
+    "pg_read_file",
+    "pg_read_binary_file",
+    "pg_stat_file",
+    "pg_ls_dir",
+    "pg_ls_logdir",
+    "pg_ls_waldir",
+    "pg_ls_tmpdir",
+    "pg_ls_archive_statusdir",
+    "pg_file_write",
+    "pg_file_rename",
+    "pg_file_unlink",
+    "pg_file_sync",
+    "lo_import",
+    "lo_export",
+    "dblink",
+    "dblink_exec",
+    "dblink_connect",
+    "dblink_connect_u",
+    "dblink_send_query",
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_reload_conf",
+    "pg_rotate_logfile",
+    "pg_promote",
+];
+
+/// The first function of [`OUTSIDE_REACH`] that `sql` calls: its name (any case, quoted or
+/// not, schema-qualified or not) followed by `(`.
+fn outside_reach(sql: &str) -> Option<&'static str> {
+    let folded: String = sql
+        .chars()
+        .filter(|c| *c != '"')
+        .flat_map(char::to_lowercase)
+        .collect();
+    OUTSIDE_REACH.iter().copied().find(|name| {
+        folded.match_indices(name).any(|(at, _)| {
+            let before = folded[..at].chars().next_back();
+            let after = folded[at + name.len()..].trim_start();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.starts_with('(')
+        })
+    })
+}
 
 /// Rows asked for at once through the portal.
 const BATCH_ROWS: usize = 1000;
@@ -156,7 +206,8 @@ impl Server {
     /// warning for the user (docs/postgres.md tells how to set up a read-only role).
     pub fn check_reader(&self, db: &str) -> Result<Vec<String>, String> {
         self.with_client(db, |client| {
-            reader_warnings(client).map_err(|e| format!("cannot check the role on {}: {e}", self.url(db)))
+            reader_warnings(client)
+                .map_err(|e| format!("cannot check the role on {}: {e}", self.url(db)))
         })?
     }
 
@@ -164,7 +215,8 @@ impl Server {
     /// and `pg_catalog`.
     pub fn schema(&self, db: &str) -> Result<Schema, String> {
         self.with_client(db, |client| {
-            read_schema(client).map_err(|e| format!("cannot read the schema of {}: {e}", self.url(db)))
+            read_schema(client)
+                .map_err(|e| format!("cannot read the schema of {}: {e}", self.url(db)))
         })?
     }
 }
@@ -206,6 +258,12 @@ fn fetch(
             ),
         ));
     }
+    if let Some(name) = outside_reach(sql) {
+        return Err(Step::Fail(
+            ExecErrorKind::Denied,
+            format!("the statement calls `{name}`, which reaches outside the database"),
+        ));
+    }
     bound_time(tx, deadline).map_err(Step::Run)?;
     let statement = tx.prepare(sql).map_err(Step::Prepare)?;
     if statement.columns().is_empty() {
@@ -220,13 +278,21 @@ fn fetch(
             "the statement has parameters ($1...) that nothing fills".into(),
         ));
     }
-    let types: Vec<_> = statement.columns().iter().map(|c| c.type_().clone()).collect();
+    let types: Vec<_> = statement
+        .columns()
+        .iter()
+        .map(|c| c.type_().clone())
+        .collect();
     if let Some(problem) = types.iter().find_map(values::unsupported) {
         return Err(Step::Fail(ExecErrorKind::Runtime, problem));
     }
     let width = types.len();
     let mut result = ResultSet {
-        columns: statement.columns().iter().map(|c| c.name().to_string()).collect(),
+        columns: statement
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect(),
         rows: Vec::new(),
         lossy_text: false,
     };
@@ -260,7 +326,10 @@ fn fetch(
             if bytes > limits.max_bytes {
                 return Err(Step::Fail(
                     ExecErrorKind::TooLarge,
-                    format!("the result takes more than {} bytes of memory", limits.max_bytes),
+                    format!(
+                        "the result takes more than {} bytes of memory",
+                        limits.max_bytes
+                    ),
                 ));
             }
             result.rows.push(cells);
@@ -299,9 +368,7 @@ fn classify(step: Step) -> ExecError {
         Step::Prepare(e) | Step::Run(e) if is_denial(e.code()) => {
             (ExecErrorKind::Denied, error_text(&e))
         }
-        Step::Prepare(e) | Step::Run(e)
-            if e.code().is_some_and(|c| c.code().starts_with("53")) =>
-        {
+        Step::Prepare(e) | Step::Run(e) if e.code().is_some_and(|c| c.code().starts_with("53")) => {
             (ExecErrorKind::TooLarge, error_text(&e))
         }
         Step::Prepare(e) => (ExecErrorKind::Prepare, error_text(&e)),
@@ -456,4 +523,28 @@ fn read_schema(client: &mut Client) -> Result<Schema, postgres::Error> {
         });
     }
     Ok(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_reaching_outside_are_found_in_any_spelling() {
+        assert_eq!(
+            outside_reach("SELECT pg_read_file('/etc/passwd')"),
+            Some("pg_read_file")
+        );
+        assert_eq!(
+            outside_reach("select PG_CATALOG.\"LO_IMPORT\" ('/x')"),
+            Some("lo_import")
+        );
+        assert_eq!(
+            outside_reach("SELECT dblink_exec('x', 'y')"),
+            Some("dblink_exec")
+        );
+        assert_eq!(outside_reach("SELECT my_pg_read_file(1)"), None);
+        assert_eq!(outside_reach("SELECT pg_read_file_count FROM t"), None);
+        assert_eq!(outside_reach("SELECT name AS dblink FROM author"), None);
+    }
 }

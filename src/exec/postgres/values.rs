@@ -13,6 +13,7 @@
 //!   psycopg2 returns (`2020-01-05`, `2020-01-05 10:00:00.5` as `...10:00:00.500000`,
 //!   `1 day, 2:00:00`): equal values give equal texts, and within one type the texts sort as
 //!   the values do (intervals excepted, whose text sorts as text);
+//! - `void` is `Null`, as psycopg2's None;
 //! - any other type (arrays, geometry, ranges...) is refused: the query fails with a message
 //!   telling to cast the column, rather than being compared on a guess.
 
@@ -67,6 +68,7 @@ pub(super) fn unsupported(ty: &Type) -> Option<String> {
             | Type::TIMESTAMP
             | Type::TIMESTAMPTZ
             | Type::INTERVAL
+            | Type::VOID
     ) || matches!(ty.kind(), Kind::Enum(_));
     (!known).then(|| {
         format!(
@@ -78,7 +80,8 @@ pub(super) fn unsupported(ty: &Type) -> Option<String> {
 
 /// The value of one cell of a column of type `ty` (checked by [`unsupported`]).
 pub(super) fn decode(ty: &Type, raw: Option<&[u8]>) -> DecodeResult {
-    let Some(raw) = raw else {
+    // psycopg2 reads `void` (what `pg_sleep` returns) as None.
+    let Some(raw) = raw.filter(|_| *ty != Type::VOID) else {
         return Ok(Value::Null);
     };
     if let Kind::Enum(_) = ty.kind() {
@@ -221,7 +224,10 @@ mod tests {
         let value = numeric(&numeric_bytes(1, 0, 3, &[1, 2345, 6780])).unwrap();
         assert_eq!(value, 12345.678);
         // -0.0001 = 1 with weight -1.
-        assert_eq!(numeric(&numeric_bytes(-1, 0x4000, 4, &[1])).unwrap(), -0.0001);
+        assert_eq!(
+            numeric(&numeric_bytes(-1, 0x4000, 4, &[1])).unwrap(),
+            -0.0001
+        );
         assert_eq!(numeric(&numeric_bytes(0, 0, 0, &[])).unwrap(), 0.0);
         // 2.5000000000000000 (AVG of integers) is 2.5.
         let avg = numeric(&numeric_bytes(0, 0, 16, &[2, 5000])).unwrap();
@@ -238,9 +244,15 @@ mod tests {
             out.extend_from_slice(&months.to_be_bytes());
             out
         };
-        assert_eq!(interval(&bytes(7_200_000_000, 1, 0)).unwrap(), "1 day, 2:00:00");
+        assert_eq!(
+            interval(&bytes(7_200_000_000, 1, 0)).unwrap(),
+            "1 day, 2:00:00"
+        );
         assert_eq!(interval(&bytes(0, 0, 1)).unwrap(), "30 days, 0:00:00");
-        assert_eq!(interval(&bytes(-3_600_000_000, 0, 0)).unwrap(), "-1 day, 23:00:00");
+        assert_eq!(
+            interval(&bytes(-3_600_000_000, 0, 0)).unwrap(),
+            "-1 day, 23:00:00"
+        );
         assert_eq!(interval(&bytes(1_500_000, 0, 0)).unwrap(), "0:00:01.500000");
     }
 
@@ -251,7 +263,13 @@ mod tests {
             .and_hms_micro_opt(10, 0, 0, 500_000)
             .unwrap();
         assert_eq!(py_datetime(at), "2020-01-05 10:00:00.500000");
-        assert_eq!(py_time(NaiveTime::from_hms_opt(9, 5, 0).unwrap()), "09:05:00");
-        assert_eq!(uuid(&[0xab; 16]).unwrap(), "abababab-abab-abab-abab-abababababab");
+        assert_eq!(
+            py_time(NaiveTime::from_hms_opt(9, 5, 0).unwrap()),
+            "09:05:00"
+        );
+        assert_eq!(
+            uuid(&[0xab; 16]).unwrap(),
+            "abababab-abab-abab-abab-abababababab"
+        );
     }
 }
