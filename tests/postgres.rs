@@ -478,3 +478,88 @@ fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
         String::from_utf8_lossy(&replay.stderr)
     );
 }
+
+/// The same predictions (built from the PostgreSQL gold) scored on SQLite and on PostgreSQL
+/// give the same verdicts on every question whose gold is the same text in both dialects.
+/// Elsewhere a verdict differs only because the PostgreSQL SQL does not run on SQLite, or,
+/// for two questions, because SQLite holds dates as text (docs/postgres.md).
+#[test]
+fn sqlite_and_postgres_agree_where_the_gold_dialects_agree() {
+    /// Date arithmetic on text: `predicted_graduation_semester - admit_term` subtracts the
+    /// leading years on SQLite, and `CURRENT_DATE - max(admit_term)` is a number of days on
+    /// PostgreSQL only.
+    const DATES_AS_TEXT: [usize; 2] = [26, 28];
+    let Some(pg) = defog_server() else { return };
+    let defog = sqlgate::testing::shared_data().unwrap().join("defog");
+    let sqlite_gold = defog.join("questions.csv");
+    let same_gold: Vec<bool> = {
+        let load = |path: &Path, on_server| {
+            let options = sqlgate::bench::LoadOptions {
+                on_server,
+                ..Default::default()
+            };
+            sqlgate::bench::load(path, &options).unwrap().cases
+        };
+        let (lite, post) = (load(&sqlite_gold, false), load(&questions(), true));
+        lite.iter()
+            .zip(&post)
+            .map(|(a, b)| a.gold == b.gold)
+            .collect()
+    };
+    assert_eq!(same_gold.iter().filter(|&&s| s).count(), 20);
+    let dir = tempfile::tempdir().unwrap();
+    let sets = [
+        predictions(dir.path(), "gold.jsonl", str::to_string),
+        predictions(dir.path(), "empty.jsonl", |sql| {
+            format!("SELECT * FROM ({sql}) AS q WHERE false")
+        }),
+        predictions(dir.path(), "extra.jsonl", |sql| {
+            format!("SELECT q.*, 'x' AS extra FROM ({sql}) AS q")
+        }),
+    ];
+    let verdicts = |output: Output| -> Vec<(String, bool)> {
+        json(&output)["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["verdict"].as_str().unwrap().to_string(),
+                    c["exact"] == true,
+                )
+            })
+            .collect()
+    };
+    let mut compared = 0;
+    for pred in &sets {
+        let on_postgres = verdicts(score(pg, pred, &[]));
+        let on_sqlite = verdicts(
+            Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+                .arg("score")
+                .arg("--gold")
+                .arg(&sqlite_gold)
+                .arg("--pred")
+                .arg(pred)
+                .args(["--format", "json"])
+                .output()
+                .unwrap(),
+        );
+        for (i, same) in same_gold.iter().enumerate() {
+            let (lite, post) = (&on_sqlite[i], &on_postgres[i]);
+            let context = format!(
+                "{} question {i}: SQLite {lite:?}, PostgreSQL {post:?}",
+                pred.display()
+            );
+            if *same {
+                assert_eq!(lite, post, "{context}");
+                compared += 1;
+            } else if lite != post {
+                assert!(
+                    lite.0 == "pred_error" || DATES_AS_TEXT.contains(&i),
+                    "{context}"
+                );
+            }
+        }
+    }
+    assert_eq!(compared, 60);
+}
