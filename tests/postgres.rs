@@ -563,3 +563,40 @@ fn sqlite_and_postgres_agree_where_the_gold_dialects_agree() {
     }
     assert_eq!(compared, 60);
 }
+
+/// The schema read from the server's catalog is the one the SQLite build of the same database
+/// declares: tables, columns, primary keys and foreign keys (types are each engine's own).
+#[test]
+fn the_server_schema_matches_the_sqlite_build() {
+    let Some(pg) = defog_server() else { return };
+    let server = Server::new(&pg.reader_template(), None).unwrap();
+    let defog = sqlgate::testing::shared_data().unwrap().join("defog");
+    for db in sqlgate::testing::postgres::DEFOG_DATABASES {
+        let on_server = server.schema(db).unwrap();
+        let in_file =
+            sqlgate::exec::schema::Schema::read(&defog.join(format!("{db}.sqlite"))).unwrap();
+        let facts = |schema: &sqlgate::exec::schema::Schema| {
+            let mut columns: Vec<(String, String, bool)> = schema
+                .tables
+                .iter()
+                .flat_map(|t| {
+                    t.columns
+                        .iter()
+                        .map(move |c| (t.name.to_lowercase(), c.name.to_lowercase(), c.primary_key))
+                })
+                .collect();
+            columns.sort();
+            let mut keys: Vec<String> = schema
+                .foreign_keys
+                .iter()
+                .map(|k| format!("{} -> {}", k.from.key(), k.to.key()))
+                .collect();
+            keys.sort();
+            (columns, keys)
+        };
+        assert_eq!(facts(&on_server), facts(&in_file), "{db}");
+        assert!(!on_server.tables.is_empty(), "{db}");
+        let ddl = on_server.ddl();
+        assert!(ddl.starts_with("CREATE TABLE "), "{ddl}");
+    }
+}

@@ -233,3 +233,66 @@ fn with_sandbox<T>(db: &Path, stamp: Stamp, f: impl FnOnce(Result<&Sandbox, Exec
         f(Ok(&sandboxes[db].sandbox))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_needs_a_url_exactly_for_postgres() {
+        assert_eq!(
+            Backend::new(EngineKind::Sqlite, None, None),
+            Ok(Backend::Sqlite)
+        );
+        let url = "postgres://reader@127.0.0.1:5432/{db}";
+        let postgres = Backend::new(EngineKind::Postgres, Some(url), Some("PW")).unwrap();
+        assert!(postgres.on_server());
+        let Backend::Postgres(server) = postgres else {
+            unreachable!()
+        };
+        assert_eq!(server.url("atis"), "postgres://reader@127.0.0.1:5432/atis");
+        let error = |kind, dsn, env| Backend::new(kind, dsn, env).unwrap_err();
+        assert!(error(EngineKind::Sqlite, Some(url), None).contains("need engine `postgres`"));
+        assert!(error(EngineKind::Sqlite, None, Some("PW")).contains("need engine `postgres`"));
+        assert!(error(EngineKind::Postgres, None, None).contains("needs a connection URL"));
+        let no_db = error(EngineKind::Postgres, Some("postgres://r@h/x"), None);
+        assert!(no_db.contains("lacks `{db}`"), "{no_db}");
+        let secret = error(
+            EngineKind::Postgres,
+            Some("postgres://r:secret@h/{db}"),
+            None,
+        );
+        assert!(
+            secret.contains("holds a password") && !secret.contains("secret@"),
+            "{secret}"
+        );
+        let garbage = error(
+            EngineKind::Postgres,
+            Some("postgres://r@h:notaport/{db}"),
+            None,
+        );
+        assert!(garbage.contains("does not parse"), "{garbage}");
+    }
+
+    #[test]
+    fn a_missing_password_variable_fails_the_query_saying_so() {
+        let server = Server::new(
+            "postgres://reader@127.0.0.1:1/{db}",
+            Some("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
+        )
+        .unwrap();
+        let engine = Engine::with_backend(Limits::default(), Backend::Postgres(server));
+        let error = engine
+            .execute(Path::new("atis"), "SELECT 1")
+            .result
+            .unwrap_err();
+        assert_eq!(error.kind, ExecErrorKind::Runtime);
+        assert!(
+            error
+                .message
+                .contains("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
+            "{}",
+            error.message
+        );
+    }
+}
