@@ -600,3 +600,50 @@ fn the_server_schema_matches_the_sqlite_build() {
         assert!(ddl.starts_with("CREATE TABLE "), "{ddl}");
     }
 }
+
+/// `sqlgate generate jqe` on the server: the schema graph comes from the catalog and every
+/// retained expansion returns rows on PostgreSQL.
+#[test]
+fn jqe_expands_the_postgres_questions_on_the_server() {
+    let Some(pg) = defog_server() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("jqe.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["generate", "jqe", "--gold"])
+        .arg(questions())
+        .args([
+            "--engine",
+            "postgres",
+            "--dsn",
+            &pg.reader_template(),
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let expansions: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(expansions.len() >= 10, "{} expansions", expansions.len());
+    let engine = engine(&pg.reader_template(), Limits::default());
+    for expansion in &expansions {
+        let (db, sql) = (
+            expansion["db"].as_str().unwrap(),
+            expansion["sql"].as_str().unwrap(),
+        );
+        let rows = engine
+            .execute(Path::new(db), sql)
+            .result
+            .unwrap()
+            .rows
+            .len();
+        assert!(rows > 0, "{sql}");
+    }
+}

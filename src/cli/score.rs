@@ -10,7 +10,7 @@ use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat,
 use crate::error::InputError;
 use crate::error::EXIT_OK;
 use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
-use crate::exec::{Backend, Engine, EngineKind, Limits};
+use crate::exec::{Engine, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::{Mode, ModeOptions};
 use crate::metrics::reliability::Penalty;
@@ -32,17 +32,8 @@ pub struct ScoreArgs {
     /// Folder holding `<db>.sqlite` or `<db>/<db>.sqlite` (default: beside the gold file).
     #[arg(long)]
     db_dir: Option<PathBuf>,
-    /// Where the databases are: SQLite files, or a PostgreSQL server (`--dsn`; see
-    /// docs/postgres.md).
-    #[arg(long, value_enum, default_value = "sqlite")]
-    engine: EngineKind,
-    /// PostgreSQL connection URL template, `{db}` standing for each case's database, without a
-    /// password, e.g. `postgres://sqlgate_reader@127.0.0.1:5432/{db}`.
-    #[arg(long)]
-    dsn: Option<String>,
-    /// The environment variable holding the PostgreSQL password.
-    #[arg(long)]
-    password_env: Option<String>,
+    #[command(flatten)]
+    server: super::ServerArgs,
     /// Spider `tables.json` (schemas for parsing when databases are absent).
     #[arg(long)]
     tables: Option<PathBuf>,
@@ -197,12 +188,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     let etm = args.metrics.as_ref().is_some_and(|m| m.etm);
     let regimes = args.metrics.map(|list| list.regimes).unwrap_or_default();
     check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
-    let backend = Backend::new(
-        args.engine,
-        args.dsn.as_deref(),
-        args.password_env.as_deref(),
-    )
-    .map_err(|message| InputError::file(&args.gold, format!("--engine: {message}")))?;
+    let backend = args.server.backend(&args.gold)?;
     if backend.on_server() && etm {
         return Err(InputError::file(
             &args.gold,
@@ -235,9 +221,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         pair_budget: args.timeout.0,
         trustsql_raw: args.trustsql_raw,
     };
-    for warning in scoring::check_server(&benchmark, &backend)? {
-        eprintln!("warning: {warning}");
-    }
+    super::warn_about_the_role(&benchmark, &backend)?;
     let engine = Engine::with_backend(limits, backend);
     let embedder = match (&args.embeddings_url, &args.embeddings_model) {
         (Some(url), Some(model)) => {
