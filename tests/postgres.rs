@@ -647,3 +647,42 @@ fn jqe_expands_the_postgres_questions_on_the_server() {
         assert!(rows > 0, "{sql}");
     }
 }
+
+/// `sqlgate score` warns on stderr about a role that can write, and stops with exit 2 before
+/// scoring when a database cannot be reached.
+#[test]
+fn score_warns_about_the_role_and_stops_on_an_unreachable_server() {
+    let Some(pg) = defog_server() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pred = predictions(dir.path(), "gold.jsonl", str::to_string);
+    let run = |dsn: &str| {
+        Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .arg("score")
+            .arg("--gold")
+            .arg(questions())
+            .arg("--pred")
+            .arg(&pred)
+            .args(["--engine", "postgres", "--dsn", dsn])
+            .output()
+            .unwrap()
+    };
+    let admin = run(&format!(
+        "postgres://postgres@127.0.0.1:{}/{{db}}",
+        pg.port()
+    ));
+    let stderr = String::from_utf8_lossy(&admin.stderr);
+    assert!(admin.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: postgres://postgres@127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("is a superuser"), "{stderr}");
+    let down = run("postgres://sqlgate_reader@127.0.0.1:1/{db}");
+    let stderr = String::from_utf8_lossy(&down.stderr);
+    assert_eq!(down.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("questions_postgres.csv") && stderr.contains("cannot connect to"),
+        "{stderr}"
+    );
+    assert!(down.stdout.is_empty());
+}
