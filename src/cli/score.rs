@@ -263,8 +263,11 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         ..Scoring::new(mode)
     };
     let databases = scoring.databases(&benchmark)?;
-    for warning in scoring::empty_database_warnings(&databases) {
-        eprintln!("warning: {warning}");
+    // Server databases are names, not files to look into.
+    if !benchmark.on_server {
+        for warning in scoring::empty_database_warnings(&databases) {
+            eprintln!("warning: {warning}");
+        }
     }
     let scores = scoring::score_all(
         &scoring,

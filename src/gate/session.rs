@@ -141,6 +141,8 @@ impl Session {
             .collect::<Result<Vec<_>, _>>()?;
         let warnings = suites
             .iter()
+            // Server databases are names, not files to look into.
+            .filter(|suite| !suite.bench.on_server)
             .flat_map(|suite| crate::scoring::empty_database_warnings(&suite.databases))
             .collect();
         Ok(Session {
