@@ -1,32 +1,63 @@
-//! The query runner used by evaluators: per-thread sandboxed connections, and gold results
-//! computed once per distinct (database, SQL).
+//! The query runner used by evaluators: per-thread sandboxed connections, and every distinct
+//! (database, SQL) executed once per run, whether a gold, a prediction or both; gold results
+//! also come from and go to the on-disk [`ResultCache`] when the run has one.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
+use super::result_cache::ResultCache;
 use super::sandbox::{sidecar, Limits, Sandbox};
 use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
 
-/// Gold executions by (database, SQL); each computed once, by the first thread to ask.
-type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
+/// Executions by (database, SQL); each computed once, by the first thread to ask.
+type Executions = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
 
 /// Runs gold and predicted SQL with the same limits; safe to share across threads.
 pub struct Engine {
     limits: Limits,
-    gold: GoldCache,
+    executions: Executions,
+    /// Gold results of earlier runs, when the run keeps them.
+    disk: Option<ResultCache>,
     /// Each database's stamp when this engine first read it.
     first_seen: Mutex<HashMap<PathBuf, Stamp>>,
+    counts: Counts,
+}
+
+/// Where the results this engine handed out came from.
+#[derive(Default)]
+struct Counts {
+    executed: AtomicUsize,
+    from_disk: AtomicUsize,
+}
+
+/// How much work an engine did and how much it found done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Distinct (database, SQL) pairs the run needed.
+    pub distinct: usize,
+    /// Of those, executed on a database.
+    pub executed: usize,
+    /// Of those, read from the on-disk cache.
+    pub from_disk: usize,
 }
 
 impl Engine {
     pub fn new(limits: Limits) -> Engine {
+        Engine::with_cache(limits, None)
+    }
+
+    /// An engine that reads and keeps gold results in `disk`.
+    pub fn with_cache(limits: Limits, disk: Option<ResultCache>) -> Engine {
         Engine {
             limits,
-            gold: Mutex::new(HashMap::new()),
+            executions: Mutex::new(HashMap::new()),
+            disk,
             first_seen: Mutex::new(HashMap::new()),
+            counts: Counts::default(),
         }
     }
 
@@ -34,11 +65,29 @@ impl Engine {
         &self.limits
     }
 
-    /// Executes `sql` on this thread's connection to `db`.
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            distinct: self
+                .executions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .len(),
+            executed: self.counts.executed.load(Ordering::Relaxed),
+            from_disk: self.counts.from_disk.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Executes `sql` on this thread's connection to `db`, uncached.
     ///
     /// A database that another process changes during the run fails every later execution:
     /// results read before and after the change would be compared as if from one state.
     pub fn execute(&self, db: &Path, sql: &str) -> Execution {
+        self.execute_checked(db, sql).0
+    }
+
+    /// The execution, and whether the database was unchanged throughout (only then may the
+    /// result be kept for other runs).
+    fn execute_checked(&self, db: &Path, sql: &str) -> (Execution, bool) {
         let first = *self
             .first_seen
             .lock()
@@ -53,32 +102,53 @@ impl Engine {
             },
         });
         // Checked after reading: a change before or during this execution shows here.
-        if Stamp::of(db) != first {
+        let unchanged = Stamp::of(db) == first;
+        if !unchanged {
             execution.result = Err(changed(db));
         }
-        execution
+        (execution, unchanged)
+    }
+
+    /// The run's one execution of `sql` on `db`: from an earlier query of this run, from the
+    /// disk, or executed now (and kept on disk when `keep` and the run has a cache).
+    fn shared(&self, db: &Path, sql: &str, keep: bool) -> Execution {
+        let cell = {
+            let mut executions = self
+                .executions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            Arc::clone(
+                executions
+                    .entry((db.to_path_buf(), sql.to_string()))
+                    .or_default(),
+            )
+        };
+        // Other threads asking for the same query wait here instead of executing it again.
+        cell.get_or_init(|| {
+            if let Some(stored) = self.disk.as_ref().and_then(|d| d.get(db, sql, &self.limits)) {
+                self.counts.from_disk.fetch_add(1, Ordering::Relaxed);
+                return stored;
+            }
+            let (execution, unchanged) = self.execute_checked(db, sql);
+            self.counts.executed.fetch_add(1, Ordering::Relaxed);
+            if let (Some(disk), true, true) = (&self.disk, keep, unchanged) {
+                disk.put(db, sql, &self.limits, &execution);
+            }
+            execution
+        })
+        .clone()
     }
 }
 
 impl QueryRunner for Engine {
     fn gold(&self, db: &Path, sql: &str) -> Execution {
-        let cell = {
-            let mut cache = self
-                .gold
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            Arc::clone(
-                cache
-                    .entry((db.to_path_buf(), sql.to_string()))
-                    .or_default(),
-            )
-        };
-        // Other threads asking for the same gold wait here instead of executing it again.
-        cell.get_or_init(|| self.execute(db, sql)).clone()
+        self.shared(db, sql, true)
     }
 
+    /// Predictions are not kept on disk (an unchanged one reuses its case's verdict instead),
+    /// but one equal to a gold query shares its result.
     fn pred(&self, db: &Path, sql: &str) -> Execution {
-        self.execute(db, sql)
+        self.shared(db, sql, false)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Sandboxed execution of SQL against SQLite databases.
 
 pub mod engine;
+pub mod result_cache;
 pub mod sandbox;
 pub mod schema;
 pub mod value;
@@ -14,7 +15,7 @@ pub use engine::Engine;
 pub use sandbox::{Limits, Sandbox};
 pub use value::Value;
 
-/// Runs queries for the evaluators; gold executions are cached by the implementation.
+/// Runs queries for the evaluators; executions are cached by the implementation.
 /// The seam where another engine (PostgreSQL) would sit beside SQLite.
 pub trait QueryRunner: Sync {
     fn gold(&self, db: &Path, sql: &str) -> Execution;
@@ -32,7 +33,9 @@ pub struct ResultSet {
 }
 
 /// Why a query produced no result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecErrorKind {
     /// The SQL did not parse or prepare (syntax error, unknown table or column).

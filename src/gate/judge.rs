@@ -28,6 +28,9 @@ pub struct CaseRun {
     pub duration: Duration,
     /// Why the system gave no usable answer, when it did not.
     pub system_error: Option<SystemErrorKind>,
+    /// For a case that is not correct, the lines a reviewer reads: question, gold, predicted
+    /// SQL, error (kept with the run, so a reused or merged case shows the same).
+    pub detail: Option<String>,
 }
 
 impl CaseRun {
@@ -76,7 +79,7 @@ pub fn evaluate_case(
             .copied()
             .unwrap_or_default()
     });
-    CaseRun {
+    let mut run = CaseRun {
         test: suite.case_test_name(case),
         case_index,
         score,
@@ -84,7 +87,12 @@ pub fn evaluate_case(
         // Where the case's time went: the system's answer, then scoring it.
         duration: answered.elapsed + start.elapsed(),
         system_error: reply.as_ref().err().map(|error| error.kind),
+        detail: None,
+    };
+    if !run.correct() {
+        run.detail = Some(failure_detail(case, &run.score));
     }
+    run
 }
 
 /// `accepted`: whether the case was correct in the accepted snapshot (`None`: not in it).
@@ -133,14 +141,13 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         ),
         None => failure_message(run, accepted, must_pass),
     });
-    let detail = (!correct).then(|| failure_detail(case, &run.score));
     TestResult {
         name: run.test.clone(),
         suite: suite.name.clone(),
         status,
         duration: run.duration,
         message,
-        detail,
+        detail: run.detail.clone(),
         properties,
         source: Some(case.source.clone()),
         gold_sql: case.gold.clone(),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::answer::{parse_answer, timeout};
-use super::cassette::Hasher;
+use crate::store::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 
 /// Answers longer than this are not answers.

@@ -11,7 +11,7 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use super::answer::{parse_answer, timeout};
-use super::cassette::Hasher;
+use crate::store::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use crate::llm::errors;
 

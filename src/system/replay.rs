@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::cassette::Hasher;
+use crate::store::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use crate::bench::{load_prediction_slots, Answer, Benchmark, PredFormat};
 use crate::error::InputError;
