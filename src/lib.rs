@@ -46,8 +46,8 @@
 
 pub mod error;
 pub mod files;
-pub mod store;
 pub mod sqltext;
+pub mod store;
 #[doc(hidden)]
 pub mod testing;
 

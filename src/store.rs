@@ -245,7 +245,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let old = Store::open(dir.path(), 1 << 20, "0.0.1");
         old.put("results", "abcdef", b"old body");
-        assert_eq!(old.get("results", "abcdef").as_deref(), Some(&b"old body"[..]));
+        assert_eq!(
+            old.get("results", "abcdef").as_deref(),
+            Some(&b"old body"[..])
+        );
         let new = Store::open(dir.path(), 1 << 20, "0.0.2");
         assert_eq!(new.get("results", "abcdef"), None);
         assert_eq!(new.hits(), 0);

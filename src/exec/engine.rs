@@ -125,7 +125,11 @@ impl Engine {
         };
         // Other threads asking for the same query wait here instead of executing it again.
         cell.get_or_init(|| {
-            if let Some(stored) = self.disk.as_ref().and_then(|d| d.get(db, sql, &self.limits)) {
+            if let Some(stored) = self
+                .disk
+                .as_ref()
+                .and_then(|d| d.get(db, sql, &self.limits))
+            {
                 self.counts.from_disk.fetch_add(1, Ordering::Relaxed);
                 return stored;
             }

@@ -54,13 +54,10 @@ impl ResultCache {
     fn key(&self, db: &Path, sql: &str, limits: &Limits) -> Option<String> {
         let content = self.store.file_hash(db)?;
         let mut hasher = self.store.hasher(KIND);
-        hasher
-            .field(content)
-            .field(sql)
-            .field(format!(
-                "{:?}/{}/{}",
-                limits.timeout, limits.max_rows, limits.max_bytes
-            ));
+        hasher.field(content).field(sql).field(format!(
+            "{:?}/{}/{}",
+            limits.timeout, limits.max_rows, limits.max_bytes
+        ));
         Some(hasher.hex())
     }
 }
@@ -160,5 +157,99 @@ impl Cell {
             Cell::T(s) => Value::Text(s),
             Cell::B(b) => Value::Blob(b),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::ResultCache;
+    use crate::exec::{Engine, Limits, QueryRunner, Value};
+    use crate::store::Store;
+
+    fn engine(dir: &Path, version: &str) -> Engine {
+        let store = Arc::new(Store::open(&dir.join("cache"), 1 << 30, version));
+        Engine::with_cache(Limits::default(), Some(ResultCache::new(store)))
+    }
+
+    fn count(engine: &Engine, db: &Path) -> Value {
+        let execution = engine.gold(db, "SELECT count(*), sum(x) / 3.0 FROM t");
+        execution.result.unwrap().rows[0][0].clone()
+    }
+
+    #[test]
+    fn a_gold_result_is_kept_until_its_database_or_the_version_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db.sqlite");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);")
+            .unwrap();
+        drop(conn);
+
+        let first = engine(dir.path(), "1.0");
+        assert_eq!(count(&first, &db), Value::Int(2));
+        assert_eq!(first.stats().executed, 1);
+
+        let second = engine(dir.path(), "1.0");
+        assert_eq!(count(&second, &db), Value::Int(2));
+        let stats = second.stats();
+        assert_eq!((stats.executed, stats.from_disk), (0, 1));
+
+        // Another version ignores the entry.
+        let other_version = engine(dir.path(), "2.0");
+        assert_eq!(count(&other_version, &db), Value::Int(2));
+        assert_eq!(other_version.stats().executed, 1);
+
+        // A changed database is a new key: executed again, with the new answer.
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("INSERT INTO t VALUES (3);").unwrap();
+        drop(conn);
+        let after_change = engine(dir.path(), "1.0");
+        assert_eq!(count(&after_change, &db), Value::Int(3));
+        assert_eq!(after_change.stats().executed, 1);
+    }
+
+    #[test]
+    fn stored_results_round_trip_every_value_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db.sqlite");
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .execute_batch("CREATE TABLE t(x);")
+            .unwrap();
+        let sql = "SELECT NULL, 7, 1e999, -0.0, 0.1, 'é', x'00ff'";
+        let fresh = engine(dir.path(), "1").gold(&db, sql);
+        let cached = engine(dir.path(), "1");
+        let stored = cached.gold(&db, sql);
+        assert_eq!(cached.stats().from_disk, 1);
+        let (fresh, stored) = (fresh.result.unwrap(), stored.result.unwrap());
+        assert_eq!(fresh.columns, stored.columns);
+        for (a, b) in fresh.rows[0].iter().zip(&stored.rows[0]) {
+            assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        }
+        let bad = "SELECT no_such_column FROM t";
+        let error = engine(dir.path(), "1").gold(&db, bad).result.unwrap_err();
+        let again = engine(dir.path(), "1");
+        assert_eq!(again.gold(&db, bad).result.unwrap_err(), error);
+        assert_eq!(again.stats().from_disk, 1);
+    }
+
+    #[test]
+    fn a_prediction_equal_to_a_gold_executes_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db.sqlite");
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        let engine = Engine::new(Limits::default());
+        engine.gold(&db, "SELECT x FROM t");
+        engine.pred(&db, "SELECT x FROM t");
+        engine.pred(&db, "SELECT x FROM t");
+        engine.pred(&db, "SELECT x + 1 FROM t");
+        let stats = engine.stats();
+        assert_eq!((stats.distinct, stats.executed), (2, 2));
     }
 }

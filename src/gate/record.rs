@@ -129,9 +129,12 @@ impl CaseRecord {
                 .get("hardness")
                 .and_then(|level| Hardness::from_str(level).ok()),
         };
-        let fine = suite
-            .regime()
-            .map(|regime| self.fine.get(&regime.to_string()).copied().unwrap_or_default());
+        let fine = suite.regime().map(|regime| {
+            self.fine
+                .get(&regime.to_string())
+                .copied()
+                .unwrap_or_default()
+        });
         Ok(CaseRun {
             test: self.test.clone(),
             case_index: self.case,
@@ -207,8 +210,8 @@ impl RunRecord {
     }
 
     pub fn read(path: &Path) -> Result<RunRecord, InputError> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
         serde_json::from_slice(&bytes).map_err(|e| {
             InputError::file(path, format!("not a sqlgate run record: {e}")).at_line(e.line())
         })
@@ -232,7 +235,10 @@ pub fn merge(
     config: &Path,
 ) -> Result<MergedRun, InputError> {
     let Some((first_path, _)) = shards.first() else {
-        return Err(InputError::file(config, "merge needs at least one run record"));
+        return Err(InputError::file(
+            config,
+            "merge needs at least one run record",
+        ));
     };
     for (path, shard) in shards {
         if let Some(field) = differing_input(&shard.inputs, expected) {
@@ -247,7 +253,11 @@ pub fn merge(
             ));
         }
         if shard.suites.len() != suites.len()
-            || shard.suites.iter().zip(suites).any(|(s, p)| s.name != p.name)
+            || shard
+                .suites
+                .iter()
+                .zip(suites)
+                .any(|(s, p)| s.name != p.name)
         {
             return Err(InputError::file(
                 path,
@@ -257,6 +267,18 @@ pub fn merge(
     }
     let mut case_runs = Vec::with_capacity(suites.len());
     for (index, suite) in suites.iter().enumerate() {
+        // A whole run's suite metrics count the `ignore = true` cases too; no shard runs them.
+        let ignores_cases = runnable_cases(suite).count() < suite.bench.cases.len();
+        if ignores_cases && !suite.gates.is_empty() {
+            return Err(InputError::file(
+                config,
+                format!(
+                    "suite `{}` has gates and `ignore = true` cases: its metrics need the ignored \
+                     cases, which shards do not run; gate it in one `sqlgate test` run",
+                    suite.name
+                ),
+            ));
+        }
         let mut owner: BTreeMap<usize, &Path> = BTreeMap::new();
         let mut runs = Vec::new();
         for (path, shard) in shards {

@@ -118,7 +118,10 @@ fn settings(store: &Store, suite: &SuitePlan) -> Option<String> {
             scoring.pc_max_pairs,
             suite.limits
         ))
-        .field([u8::from(scoring.esm.is_some()), u8::from(scoring.etm.is_some())]);
+        .field([
+            u8::from(scoring.esm.is_some()),
+            u8::from(scoring.etm.is_some()),
+        ]);
     // ESM reads the foreign keys of `tables.json`.
     if scoring.esm.is_some() {
         hasher.field(store.file_hash(suite.bench.tables.as_deref()?)?);
