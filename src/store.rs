@@ -36,6 +36,7 @@ pub struct Store {
     /// The first entry that could not be written, and how many could not.
     write_failures: Mutex<(usize, Option<String>)>,
     hits: AtomicUsize,
+    writes: AtomicUsize,
 }
 
 impl Store {
@@ -49,6 +50,7 @@ impl Store {
             file_hashes: Mutex::new(HashMap::new()),
             write_failures: Mutex::new((0, None)),
             hits: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
         }
     }
 
@@ -83,6 +85,7 @@ impl Store {
     /// Stores an entry. A cache that cannot be written slows later runs but never fails this
     /// one: the problem is counted for [`Store::notes`].
     pub fn put(&self, kind: &str, key: &str, body: &[u8]) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
         let mut content = self.header().into_bytes();
         content.extend_from_slice(body);
         if let Err(error) = write_atomically(&self.entry_path(kind, key), &content) {
@@ -141,8 +144,12 @@ impl Store {
     }
 
     /// Removes the least recently used entries until the folder holds at most its bound.
-    /// Returns how many were removed.
+    /// Returns how many were removed. Only a store that was written to can have grown: one that
+    /// was only read skips listing the folder.
     pub fn evict(&self) -> Result<usize, InputError> {
+        if self.writes.load(Ordering::Relaxed) == 0 {
+            return Ok(0);
+        }
         let mut entries = Vec::new();
         collect_entries(&self.dir, &mut entries)
             .map_err(|e| InputError::file(&self.dir, format!("cannot list the cache: {e}")))?;

@@ -34,6 +34,13 @@ impl Gate {
     }
 
     fn write_config(&self, threshold: &str) {
+        self.write_config_with(
+            threshold,
+            "name = \"sample\"\ntype = \"replay\"\npredictions = \"sample.jsonl\"",
+        );
+    }
+
+    fn write_config_with(&self, threshold: &str, system: &str) {
         let config = format!(
             r#"
 [[suite]]
@@ -42,9 +49,7 @@ structural = ["etm"]
 gate = {{ ex = "{threshold}" }}
 
 [[system]]
-name = "sample"
-type = "replay"
-predictions = "sample.jsonl"
+{system}
 "#,
             repo().join("benchmarks/demo/suite.toml").display()
         );
@@ -202,4 +207,48 @@ fn unchanged_cases_reuse_their_verdicts_and_a_changed_one_is_evaluated() {
     let uncached = gate.sqlgate(&["test", "--no-cache"]);
     assert!(!text(&uncached).contains("reused"), "{}", text(&uncached));
     assert_eq!(uncached.status.code(), Some(100));
+}
+
+#[test]
+fn answers_recorded_by_shards_on_other_machines_reach_the_cassette_through_merge() {
+    let gate = Gate::new();
+    gate.write_config_with(
+        ">= 0",
+        r#"name = "agent"
+type = "command"
+command = ["python3", "-c", "import sys; sys.stdin.read(); print('{\"sql\": \"SELECT 1\"}')"]"#,
+    );
+    let cassette = gate.path("snapshots/predictions/agent.jsonl");
+    for shard in 1..=2 {
+        let partition = format!("count:{shard}/2");
+        let record = format!("shard-{shard}.json");
+        let output = gate.sqlgate(&[
+            "test",
+            "--record",
+            "new",
+            "--partition",
+            &partition,
+            "--record-out",
+            &record,
+        ]);
+        assert!(cassette.is_file(), "{}", text(&output));
+        // Each shard on a machine of its own: its cassette stays there.
+        std::fs::remove_file(&cassette).unwrap();
+    }
+    let merged = gate.sqlgate(&["merge", "shard-1.json", "shard-2.json"]);
+    assert!(merged.status.code() != Some(2), "{}", text(&merged));
+    let cases = String::from_utf8(gate.sqlgate(&["test", "--list"]).stdout)
+        .unwrap()
+        .lines()
+        .filter(|name| !name.contains("::gate::"))
+        .count();
+    let recorded = std::fs::read_to_string(&cassette).unwrap().lines().count();
+    assert_eq!(recorded, cases);
+    // Replaying the merged cassette asks the system nothing.
+    let replayed = gate.sqlgate(&["test", "--record", "none"]);
+    assert!(
+        !text(&replayed).contains("not in the cassette"),
+        "{}",
+        text(&replayed)
+    );
 }
