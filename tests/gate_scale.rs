@@ -252,3 +252,65 @@ command = ["python3", "-c", "import sys; sys.stdin.read(); print('{\"sql\": \"SE
         text(&replayed)
     );
 }
+
+#[test]
+fn a_changed_database_invalidates_its_cases_verdicts_and_gold_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").join("shop.sqlite");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("CREATE TABLE items(price INTEGER); INSERT INTO items VALUES (5), (7);")
+        .unwrap();
+    drop(conn);
+    std::fs::write(
+        dir.path().join("cases.jsonl"),
+        "{\"id\": \"a\", \"db\": \"shop\", \"question\": \"max?\", \"gold\": \"SELECT max(price) FROM items\"}\n\
+         {\"id\": \"b\", \"db\": \"shop\", \"question\": \"n?\", \"gold\": \"SELECT count(*) FROM items\"}\n",
+    )
+    .unwrap();
+    // `a` is right only while 7 is the largest price.
+    std::fs::write(
+        dir.path().join("predictions.jsonl"),
+        "{\"id\": \"a\", \"sql\": \"SELECT 7\"}\n{\"id\": \"b\", \"sql\": \"SELECT 2\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("suite.toml"),
+        "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("sqlgate.toml"),
+        "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"s\"\ntype = \"replay\"\npredictions = \"predictions.jsonl\"\n",
+    )
+    .unwrap();
+    let run = || {
+        let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args(["test", "--junit", "junit.xml"])
+            .current_dir(dir.path())
+            .env("CI", "true")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap();
+        (output.status.code(), text(&output))
+    };
+    assert_eq!(run().0, Some(0));
+    let (code, again) = run();
+    assert_eq!(code, Some(0));
+    assert!(again.contains("reused 2 of 2 case verdicts"), "{again}");
+    assert!(again.contains("0 executed"), "{again}");
+
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("INSERT INTO items VALUES (9);").unwrap();
+    drop(conn);
+    let (code, changed) = run();
+    assert!(changed.contains("reused 0 of 2 case verdicts"), "{changed}");
+    assert!(
+        changed.contains("0 gold results from the cache"),
+        "{changed}"
+    );
+    assert_eq!(code, Some(100), "{changed}");
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+}
