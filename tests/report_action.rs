@@ -202,7 +202,7 @@ fn action_script_merges_the_run_records_its_glob_matches() {
         .expect("chmod");
     let work = dir.path().join("work");
     std::fs::create_dir_all(work.join("shards")).expect("mkdir");
-    for name in ["shard-2.json", "shard-1.json", "shard $(touch pwned).json"] {
+    for name in ["shard-2.json", "shard-1.json", "shard-$(touch pwned).json"] {
         std::fs::write(work.join("shards").join(name), "{}").expect("writes");
     }
     let status = Command::new("bash")
@@ -235,7 +235,7 @@ fn action_script_merges_the_run_records_its_glob_matches() {
     assert_eq!(
         records,
         [
-            "shards/shard $(touch pwned).json",
+            "shards/shard-$(touch pwned).json",
             "shards/shard-1.json",
             "shards/shard-2.json",
         ]

@@ -52,6 +52,8 @@ pub struct CaseRecord {
     pub etm: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_error: Option<SystemErrorKind>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reply_truncated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     pub seconds: f64,
@@ -84,6 +86,7 @@ impl CaseRecord {
             esm: score.esm,
             etm: score.etm,
             system_error: run.system_error,
+            reply_truncated: run.reply_truncated,
             detail: run.detail.clone(),
             seconds: run.duration.as_secs_f64(),
             status: None,
@@ -142,6 +145,7 @@ impl CaseRecord {
             fine,
             duration: Duration::try_from_secs_f64(self.seconds).unwrap_or_default(),
             system_error: self.system_error,
+            reply_truncated: self.reply_truncated,
             detail: self.detail.clone(),
         })
     }
@@ -223,6 +227,8 @@ pub struct MergedRun {
     pub inputs: RunInputs,
     /// Per suite of the plan, every case's run in case order.
     pub case_runs: Vec<Vec<CaseRun>>,
+    /// The cassette keys of the cases' answers.
+    pub reply_keys: Vec<String>,
     pub answers: Vec<serde_json::Value>,
 }
 
@@ -322,6 +328,12 @@ pub fn merge(
     Ok(MergedRun {
         inputs: expected.clone(),
         case_runs,
+        reply_keys: shards
+            .iter()
+            .flat_map(|(_, shard)| &shard.suites)
+            .flat_map(|suite| &suite.cases)
+            .filter_map(|case| case.reply_key.clone())
+            .collect(),
         answers: shards
             .iter()
             .flat_map(|(_, shard)| shard.answers.iter().cloned())

@@ -96,7 +96,7 @@ impl<'a> Reuse<'a> {
         }
         hasher
             .optional(reply.sql.as_deref())
-            .field([u8::from(reply.cleaned)]);
+            .field([u8::from(reply.cleaned), u8::from(reply.truncated)]);
         Some(hasher.hex())
     }
 }

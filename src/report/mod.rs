@@ -3,6 +3,7 @@
 pub mod github;
 pub mod junit;
 pub mod libtest_json;
+pub mod progress;
 pub mod score_json;
 pub mod score_text;
 pub mod terminal;

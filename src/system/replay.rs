@@ -40,6 +40,7 @@ impl ReplaySystem {
                     cleaned: prediction.cleaned,
                     samples: Vec::new(),
                     retrieved: Vec::new(),
+                    truncated: false,
                 };
                 (case.id.clone(), reply)
             })
