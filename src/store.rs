@@ -1,4 +1,4 @@
-//! The on-disk cache that lets a run skip work an earlier run finished: gold results and case
+//! The on-disk cache that lets a run skip work an earlier run finished: query results and case
 //! verdicts, each a file named by the hash of everything it depends on.
 //!
 //! Every entry starts with a header line naming the sqlgate version that wrote it; an entry of
@@ -83,8 +83,12 @@ impl Store {
     }
 
     /// Stores an entry. A cache that cannot be written slows later runs but never fails this
-    /// one: the problem is counted for [`Store::notes`].
+    /// one: the problem is counted for [`Store::notes`]. An entry larger than a sixteenth of the
+    /// bound is not kept: it would push many others out.
     pub fn put(&self, kind: &str, key: &str, body: &[u8]) {
+        if body.len() as u64 > self.max_bytes / 16 {
+            return;
+        }
         self.writes.fetch_add(1, Ordering::Relaxed);
         let mut content = self.header().into_bytes();
         content.extend_from_slice(body);
@@ -264,18 +268,32 @@ mod tests {
     #[test]
     fn eviction_removes_the_least_recently_used_first() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 2500, "1");
-        let body = vec![b'x'; 1000];
-        for key in ["aa1", "bb2", "cc3"] {
+        // Entries of 116 bytes (a 16-byte header): 13 fit in 1600 bytes, 14 do not.
+        let store = Store::open(dir.path(), 1600, "1");
+        let body = vec![b'x'; 100];
+        let keys: Vec<String> = (0..14).map(|i| format!("k{i:02}")).collect();
+        for key in &keys {
             store.put("results", key, &body);
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::thread::sleep(std::time::Duration::from_millis(15));
         }
         // Reading the oldest makes it the most recent: the second one goes instead.
-        assert!(store.get("results", "aa1").is_some());
+        assert!(store.get("results", &keys[0]).is_some());
         assert_eq!(store.evict().unwrap(), 1);
-        assert!(store.get("results", "aa1").is_some());
-        assert!(store.get("results", "bb2").is_none());
-        assert!(store.get("results", "cc3").is_some());
+        assert!(store.get("results", &keys[0]).is_some());
+        assert!(store.get("results", &keys[1]).is_none());
+        assert!(keys[2..]
+            .iter()
+            .all(|key| store.get("results", key).is_some()));
+    }
+
+    #[test]
+    fn an_entry_too_large_for_the_bound_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1600, "1");
+        store.put("results", "big", &[b'x'; 101]);
+        assert!(store.get("results", "big").is_none());
+        store.put("results", "small", &[b'x'; 100]);
+        assert!(store.get("results", "small").is_some());
     }
 
     #[test]

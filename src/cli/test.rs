@@ -88,7 +88,7 @@ pub struct TestArgs {
     cache: CacheArgs,
 }
 
-/// Where earlier runs' gold results and verdicts are kept.
+/// Where earlier runs' query results and verdicts are kept.
 #[derive(Args)]
 pub(crate) struct CacheArgs {
     /// Execute everything again: read nothing from the cache and write nothing to it.
@@ -369,11 +369,11 @@ pub(crate) fn conclude(
     Ok(if failed { EXIT_TESTS_FAILED } else { EXIT_OK })
 }
 
-/// How much of the run's work was found done: reused verdicts and cached gold results.
+/// How much of the run's work was found done: reused verdicts and cached results.
 fn work_note(work: &Work) -> String {
     format!(
         "reused {} of {} (inputs unchanged since an earlier run); {} distinct queries: {} \
-         executed, {} gold results from the cache",
+         executed, {} results from the cache",
         work.reused,
         plural(work.cases, "case verdict"),
         work.distinct_queries,

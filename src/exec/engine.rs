@@ -1,6 +1,6 @@
 //! The query runner used by evaluators: per-thread sandboxed connections, and every distinct
-//! (database, SQL) executed once per run, whether a gold, a prediction or both; gold results
-//! also come from and go to the on-disk [`ResultCache`] when the run has one.
+//! (database, SQL) executed once per run, whether a gold, a prediction or both; results also
+//! come from and go to the on-disk [`ResultCache`] when the run has one.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -20,7 +20,7 @@ type Executions = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
 pub struct Engine {
     limits: Limits,
     executions: Executions,
-    /// Gold results of earlier runs, when the run keeps them.
+    /// Results of earlier runs, when the run keeps them.
     disk: Option<ResultCache>,
     /// Each database's stamp when this engine first read it.
     first_seen: Mutex<HashMap<PathBuf, Stamp>>,
@@ -50,7 +50,7 @@ impl Engine {
         Engine::with_cache(limits, None)
     }
 
-    /// An engine that reads and keeps gold results in `disk`.
+    /// An engine that reads and keeps results in `disk`.
     pub fn with_cache(limits: Limits, disk: Option<ResultCache>) -> Engine {
         Engine {
             limits,
@@ -110,8 +110,9 @@ impl Engine {
     }
 
     /// The run's one execution of `sql` on `db`: from an earlier query of this run, from the
-    /// disk, or executed now (and kept on disk when `keep` and the run has a cache).
-    fn shared(&self, db: &Path, sql: &str, keep: bool) -> Execution {
+    /// disk, or executed now (and kept on disk when the run has a cache). Predictions are kept
+    /// too: shards sharing a cache, or two systems giving the same SQL, execute it once.
+    fn shared(&self, db: &Path, sql: &str) -> Execution {
         let cell = {
             let mut executions = self
                 .executions
@@ -135,7 +136,7 @@ impl Engine {
             }
             let (execution, unchanged) = self.execute_checked(db, sql);
             self.counts.executed.fetch_add(1, Ordering::Relaxed);
-            if let (Some(disk), true, true) = (&self.disk, keep, unchanged) {
+            if let (Some(disk), true) = (&self.disk, unchanged) {
                 disk.put(db, sql, &self.limits, &execution);
             }
             execution
@@ -146,13 +147,12 @@ impl Engine {
 
 impl QueryRunner for Engine {
     fn gold(&self, db: &Path, sql: &str) -> Execution {
-        self.shared(db, sql, true)
+        self.shared(db, sql)
     }
 
-    /// Predictions are not kept on disk (an unchanged one reuses its case's verdict instead),
-    /// but one equal to a gold query shares its result.
+    /// A prediction equal to a gold query shares its result.
     fn pred(&self, db: &Path, sql: &str) -> Execution {
-        self.shared(db, sql, false)
+        self.shared(db, sql)
     }
 }
 

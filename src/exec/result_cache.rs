@@ -1,5 +1,6 @@
-//! Gold results kept on disk across runs: a BIRD-size gold query takes seconds, and the same
-//! gold runs on the same database run after run.
+//! Query results kept on disk across runs: a BIRD-size gold query takes seconds, and the same
+//! gold runs on the same database run after run (a prediction too, when shards share a cache
+//! or two systems write the same SQL).
 //!
 //! The key is everything an execution depends on: the database file's content (a changed
 //! database is a new key), the SQL, the limits and the sqlgate version (part of every
@@ -16,10 +17,10 @@ use super::sandbox::Limits;
 use super::{ExecError, ExecErrorKind, Execution, ResultSet, Value};
 use crate::store::Store;
 
-/// The entry kind (subfolder) of gold results.
+/// The entry kind (subfolder) of query results.
 const KIND: &str = "results";
 
-/// Gold results in a [`Store`].
+/// Query results in a [`Store`].
 pub struct ResultCache {
     store: Arc<Store>,
 }

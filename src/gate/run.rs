@@ -87,7 +87,7 @@ pub struct Work {
     pub distinct_queries: usize,
     /// Of those, executed on a database.
     pub executed: usize,
-    /// Of those, gold results read from the cache.
+    /// Of those, results read from the cache.
     pub from_disk: usize,
 }
 
@@ -102,7 +102,7 @@ impl RunReport {
 
 /// Runs the selected tests. `accepted[suite]` maps case test names to their correctness in the
 /// accepted snapshot.
-/// With a `store`, gold results and unchanged cases' verdicts come from earlier runs and go to
+/// With a `store`, query results and unchanged cases' verdicts come from earlier runs and go to
 /// later ones.
 #[allow(clippy::too_many_arguments)]
 pub fn run(

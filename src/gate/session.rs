@@ -170,7 +170,7 @@ impl Session {
         plan::list(&self.suites)
     }
 
-    /// Runs read gold results and unchanged cases' verdicts from `store`, and keep theirs there.
+    /// Runs read query results and unchanged cases' verdicts from `store`, and keep theirs there.
     pub fn use_cache(&mut self, store: Arc<Store>) {
         self.store = Some(store);
     }
