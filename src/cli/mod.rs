@@ -3,6 +3,7 @@
 mod calibrate;
 mod generate;
 mod merge;
+mod para;
 mod schema_db;
 mod score;
 mod test;
