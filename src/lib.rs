@@ -2,8 +2,8 @@
 //!
 //! Modules form a one-way stack; each uses only the ones listed before it (bottom first):
 //!
-//! 1. `error` (input errors, exit codes), `files` (atomic writes), `sqltext` (bounds on untrusted
-//!    SQL), `testing` (shared test data)
+//! 1. `error` (input errors, exit codes), `files` (atomic writes), `store` (the on-disk cache),
+//!    `sqltext` (bounds on untrusted SQL), `testing` (shared test data)
 //! 2. `exec`: sandboxed engines (SQLite files, a PostgreSQL server) behind [`exec::QueryRunner`]
 //! 3. `spider`: Spider's SQL parser and hardness, for untrusted SQL
 //! 4. `metrics`: pure functions of results and SQL (EX, ESM, ETM, SQLMorph, reliability)
@@ -47,6 +47,7 @@
 pub mod error;
 pub mod files;
 pub mod sqltext;
+pub mod store;
 #[doc(hidden)]
 pub mod testing;
 

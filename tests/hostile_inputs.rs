@@ -316,10 +316,18 @@ fn a_database_written_during_the_run_is_never_scored_silently() {
         .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
         .unwrap();
     let pairs = 1500;
+    // Distinct queries for every pair and side: a run executes each distinct query once, and
+    // the writer must be able to move the database between the two reads of a pair.
     let gold = dir.path().join("gold.txt");
-    std::fs::write(&gold, "SELECT count(*) FROM t\tdb\n".repeat(pairs)).unwrap();
+    let golds: String = (0..pairs)
+        .map(|i| format!("SELECT count(*) FROM t WHERE {i} = {i}\tdb\n"))
+        .collect();
+    std::fs::write(&gold, golds).unwrap();
     let pred = dir.path().join("pred.txt");
-    std::fs::write(&pred, "SELECT count(*) FROM t\n".repeat(pairs)).unwrap();
+    let preds: String = (0..pairs)
+        .map(|i| format!("SELECT count(*) FROM t WHERE {i} >= {i}\n"))
+        .collect();
+    std::fs::write(&pred, preds).unwrap();
     // A file, not a pipe: the report is larger than a pipe holds and nobody reads it meanwhile.
     let report_path = dir.path().join("report.json");
     let mut child = sqlgate()

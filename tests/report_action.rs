@@ -181,3 +181,64 @@ fn action_script_passes_inputs_as_single_arguments() {
     let outputs = std::fs::read_to_string(&output_file).expect("outputs written");
     assert_eq!(outputs, format!("junit={junit}\n"));
 }
+
+#[test]
+fn action_script_merges_the_run_records_its_glob_matches() {
+    let action = std::fs::read_to_string(repo().join("action.yml")).expect("reads");
+    let script = run_scripts(&action).remove(0);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let args_file = dir.path().join("args");
+    std::fs::write(
+        bin.join("cargo"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n",
+            args_file.display()
+        ),
+    )
+    .expect("writes");
+    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("shards")).expect("mkdir");
+    for name in ["shard-2.json", "shard-1.json", "shard-$(touch pwned).json"] {
+        std::fs::write(work.join("shards").join(name), "{}").expect("writes");
+    }
+    let status = Command::new("bash")
+        .args(["-e", "-c", &script])
+        .current_dir(&work)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("GITHUB_OUTPUT", dir.path().join("github_output"))
+        .env("GITHUB_ACTION_PATH", "/actions/sqlgate")
+        .env("SQLGATE_PROFILE", "ci")
+        .env("SQLGATE_JUNIT", "/tmp/junit.xml")
+        .env("SQLGATE_ARGS", "")
+        .env("SQLGATE_COMMAND", "merge")
+        .env("SQLGATE_RECORDS", "shards/shard-*.json")
+        .status()
+        .expect("bash runs");
+    assert!(status.success());
+    let args = std::fs::read_to_string(&args_file).expect("cargo was called");
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(args[5..9], ["--", "merge", "--junit", "/tmp/junit.xml"]);
+    // Each record one argument (the glob's order follows the locale).
+    let mut records = args[9..].to_vec();
+    records.sort_unstable();
+    assert_eq!(
+        records,
+        [
+            "shards/shard-$(touch pwned).json",
+            "shards/shard-1.json",
+            "shards/shard-2.json",
+        ]
+    );
+    assert!(!work.join("pwned").exists());
+}

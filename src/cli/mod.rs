@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod generate;
+mod merge;
 mod para;
 mod schema_db;
 mod score;
@@ -32,6 +33,8 @@ struct Cli {
 enum Command {
     /// Run every case, mutant and threshold of `sqlgate.toml` as a named test.
     Test(test::TestArgs),
+    /// Gate a run from its shards' run records (`sqlgate test --partition ... --record-out`).
+    Merge(merge::MergeArgs),
     /// Score a predictions file against a gold set, offline, like the official evaluators.
     Score(score::ScoreArgs),
     /// Generate a family of mutant cases from a benchmark, written to disk.
@@ -58,6 +61,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Test(args) => test::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Score(args) => score::run(args),
         Command::Generate(command) => generate::run(command),
         Command::Calibrate(args) => calibrate::run(args),

@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use clap::{Args, ValueEnum};
 
 use crate::config::RecordMode;
@@ -10,13 +12,15 @@ use crate::config::DEFAULT_PROFILE;
 use crate::error::InputError;
 use crate::gate::partition::Partition;
 use crate::gate::plan::{TestDesc, TestKind};
-use crate::gate::run::{self, Event, Selection};
+use crate::gate::record::RunRecord;
+use crate::gate::run::{self, Event, RunReport, Selection, Work};
 use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::libtest_json::LibtestJsonReporter;
 use crate::report::progress::AnswerMeter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
+use crate::store::{self, Store};
 
 use crate::error::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_TESTS_FAILED};
 
@@ -76,22 +80,70 @@ pub struct TestArgs {
     /// Color the output: `auto` (a terminal without `NO_COLOR`), `always` or `never`.
     #[arg(long, value_enum, default_value = "auto")]
     color: ColorChoice,
+    /// Write the run record here: every case's verdict, metrics, answer key and time, and the
+    /// inputs' fingerprints, for `sqlgate merge` (JSON).
+    #[arg(long, value_name = "FILE")]
+    record_out: Option<PathBuf>,
+    #[command(flatten)]
+    cache: CacheArgs,
+}
+
+/// Where earlier runs' query results and verdicts are kept.
+#[derive(Args)]
+pub(crate) struct CacheArgs {
+    /// Execute everything again: read nothing from the cache and write nothing to it.
+    #[arg(long)]
+    no_cache: bool,
+    /// The cache folder (default: `.sqlgate/cache` beside the configuration).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// The cache's size bound in MiB; the least recently used entries go first.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    cache_size: u64,
+}
+
+impl CacheArgs {
+    /// Sets up the session's cache, unless `--no-cache`.
+    pub(crate) fn apply(&self, session: &mut Session) {
+        if self.no_cache {
+            return;
+        }
+        let dir = match &self.cache_dir {
+            Some(dir) => dir.clone(),
+            None => session.config.resolve(Path::new(".sqlgate/cache")),
+        };
+        let max_bytes = self.cache_size.saturating_mul(1 << 20);
+        session.use_cache(Arc::new(Store::open(&dir, max_bytes, store::VERSION)));
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum MessageFormat {
+pub(crate) enum MessageFormat {
     Human,
     LibtestJson,
 }
 
 /// Where the run's events go.
-enum Reporter {
+pub(crate) enum Reporter {
     Terminal(TerminalReporter),
     LibtestJson(LibtestJsonReporter),
 }
 
 impl Reporter {
-    fn event(&mut self, event: Event<'_>) {
+    pub(crate) fn new(format: MessageFormat, session: &Session, color: ColorChoice) -> Reporter {
+        match format {
+            MessageFormat::Human => Reporter::Terminal(TerminalReporter::new(
+                format!(
+                    "system {}, profile {}",
+                    session.system_name, session.profile_name
+                ),
+                color,
+            )),
+            MessageFormat::LibtestJson => Reporter::LibtestJson(LibtestJsonReporter::default()),
+        }
+    }
+
+    pub(crate) fn event(&mut self, event: Event<'_>) {
         match self {
             Reporter::Terminal(reporter) => reporter.event(event),
             Reporter::LibtestJson(reporter) => reporter.event(event),
@@ -106,7 +158,7 @@ impl Reporter {
         }
     }
 
-    fn finish(&mut self, results: &[TestResult], filtered_out: usize, notes: &[String]) {
+    pub(crate) fn finish(&mut self, results: &[TestResult], filtered_out: usize, notes: &[String]) {
         match self {
             Reporter::Terminal(reporter) => reporter.finish(results, filtered_out, notes),
             Reporter::LibtestJson(reporter) => reporter.finish(results, filtered_out, notes),
@@ -122,6 +174,7 @@ enum ListFormat {
 
 pub fn run(args: TestArgs) -> Result<u8, InputError> {
     let mut session = Session::open(&args.config, &args.profile, args.record, None)?;
+    args.cache.apply(&mut session);
     let selection = Selection {
         filters: args.filters.clone(),
         exact: args.exact,
@@ -182,16 +235,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         (None, false, true) => None,
         (None, false, false) => session.profile.fail_fast.unwrap_or(false).then_some(1),
     };
-    let mut reporter = match args.message_format {
-        MessageFormat::Human => Reporter::Terminal(TerminalReporter::new(
-            format!(
-                "system {}, profile {}",
-                session.system_name, session.profile_name
-            ),
-            args.color,
-        )),
-        MessageFormat::LibtestJson => Reporter::LibtestJson(LibtestJsonReporter::default()),
-    };
+    let mut reporter = Reporter::new(args.message_format, &session, args.color);
     let meter = reporter.answer_meter();
     session.show_answer_progress(Box::new(move |progress| meter.update(progress)));
     let mut report = session.run(&selected, max_fail, &mut |event| reporter.event(event));
@@ -201,9 +245,58 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
             .map(|t| run::ignored(&session.suites[t.suite].name, t)),
     );
     run::sort_in_plan_order(&mut report.results, &all);
-    let whole = session::is_whole_run(&all, &selected);
-    let finished = session.finish(&report, whole, args.accept)?;
+    if let Some(path) = &args.record_out {
+        let record = RunRecord {
+            inputs: session.inputs()?,
+            partition: args.partition.map(|p| p.to_string()),
+            suites: session.case_records(&report),
+            answers: session.recorded_answers(),
+        };
+        record.write(path)?;
+    }
+    let mut notes = Vec::new();
+    if let Some(partition) = args.partition {
+        notes.push(format!(
+            "partition {partition}: this shard ran its share of the cases and no gate (a suite \
+             gate needs every case); no snapshot was compared; `sqlgate merge` gates the shards' \
+             run records together"
+        ));
+    }
+    if report.cancelled {
+        notes.push(stopped_note(&report));
+    }
+    if !args.cache.no_cache {
+        notes.push(work_note(&report.work));
+    }
+    let outputs = Outputs {
+        whole: session::is_whole_run(&all, &selected),
+        accept: args.accept,
+        junit: args.junit,
+        message_format: args.message_format,
+        filtered_out,
+    };
+    conclude(&session, &report, &outputs, &mut reporter, notes)
+}
 
+/// What a finished run writes, besides its events.
+pub(crate) struct Outputs {
+    /// Every runnable test ran: the snapshots are compared.
+    pub whole: bool,
+    pub accept: bool,
+    pub junit: Option<PathBuf>,
+    pub message_format: MessageFormat,
+    pub filtered_out: usize,
+}
+
+/// Ends a run (or a merge of shards): snapshots, summary, JUnit, GitHub outputs; the exit code.
+pub(crate) fn conclude(
+    session: &Session,
+    report: &RunReport,
+    outputs: &Outputs,
+    reporter: &mut Reporter,
+    extra_notes: Vec<String>,
+) -> Result<u8, InputError> {
+    let finished = session.finish(report, outputs.whole, outputs.accept)?;
     let mut notes = missing_answer_notes(&report.results);
     notes.extend(reply_notes(&report.results));
     notes.extend(
@@ -212,15 +305,8 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
             .into_iter()
             .map(|warning| format!("warning: {warning}")),
     );
-    if let Some(partition) = args.partition {
-        notes.push(format!(
-            "partition {partition}: this shard ran its share of the cases and no gate (a suite \
-             gate needs every case); no snapshot was compared"
-        ));
-    }
-    if report.cancelled {
-        notes.push(stopped_note(&report));
-    }
+    notes.extend(extra_notes);
+    notes.extend(session.finish_cache()?);
     if finished.pruned_answers > 0 {
         notes.push(format!(
             "cassette: pruned {} that no case of this run asked for (old questions or system \
@@ -243,7 +329,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         };
         notes.push(format!("{note}\n{}", outcome.diff_text.trim_end()));
     }
-    reporter.finish(&report.results, filtered_out, &notes);
+    reporter.finish(&report.results, outputs.filtered_out, &notes);
 
     let summaries: Vec<SuiteSummary> = session
         .suites
@@ -253,8 +339,8 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
             SuiteSummary::from_results(&suite.name, metrics.clone(), &report.results)
         })
         .collect();
-    if let Some(path) = args.junit.or_else(|| session.profile.junit.clone()) {
-        junit::write(&path, &report.results, &summaries)?;
+    if let Some(path) = outputs.junit.as_ref().or(session.profile.junit.as_ref()) {
+        junit::write(path, &report.results, &summaries)?;
     }
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
         github::append_step_summary(
@@ -270,7 +356,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
             workspace.as_deref(),
         ) {
             // The runner reads workflow commands on either stream; stdout may be JSON events.
-            match args.message_format {
+            match outputs.message_format {
                 MessageFormat::Human => println!("{annotation}"),
                 MessageFormat::LibtestJson => eprintln!("{annotation}"),
             }
@@ -281,6 +367,19 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         .iter()
         .any(|r| r.status == TestStatus::Failed);
     Ok(if failed { EXIT_TESTS_FAILED } else { EXIT_OK })
+}
+
+/// How much of the run's work was found done: reused verdicts and cached results.
+fn work_note(work: &Work) -> String {
+    format!(
+        "reused {} of {} (inputs unchanged since an earlier run); {} distinct queries: {} \
+         executed, {} results from the cache",
+        work.reused,
+        plural(work.cases, "case verdict"),
+        work.distinct_queries,
+        work.executed,
+        work.from_disk
+    )
 }
 
 /// Says what a run stopped by `--fail-fast`/`--max-fail` left out.

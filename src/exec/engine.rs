@@ -1,18 +1,22 @@
 //! The query runner used by evaluators: per-thread sandboxed connections (SQLite files or a
-//! PostgreSQL server), and gold results computed once per distinct (database, SQL).
+//! PostgreSQL server), and every distinct (database, SQL) executed once per run, whether a gold,
+//! a prediction or both; SQLite results also come from and go to the on-disk [`ResultCache`]
+//! when the run has one.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use super::postgres::Server;
+use super::result_cache::ResultCache;
 use super::sandbox::{sidecar, Limits, Sandbox};
 use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
 
-/// Gold executions by (database, SQL); each computed once, by the first thread to ask.
-type GoldCache = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
+/// Executions by (database, SQL); each computed once, by the first thread to ask.
+type Executions = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
 
 /// The engines a suite or `sqlgate score` can name.
 #[derive(
@@ -77,9 +81,30 @@ impl Backend {
 pub struct Engine {
     limits: Limits,
     backend: Backend,
-    gold: GoldCache,
+    executions: Executions,
+    /// Results of earlier runs, when the run keeps them.
+    disk: Option<ResultCache>,
     /// Each database's stamp when this engine first read it (SQLite).
     first_seen: Mutex<HashMap<PathBuf, Stamp>>,
+    counts: Counts,
+}
+
+/// Where the results this engine handed out came from.
+#[derive(Default)]
+struct Counts {
+    executed: AtomicUsize,
+    from_disk: AtomicUsize,
+}
+
+/// How much work an engine did and how much it found done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Distinct (database, SQL) pairs the run needed.
+    pub distinct: usize,
+    /// Of those, executed on a database.
+    pub executed: usize,
+    /// Of those, read from the on-disk cache.
+    pub from_disk: usize,
 }
 
 impl Engine {
@@ -92,9 +117,18 @@ impl Engine {
         Engine {
             limits,
             backend,
-            gold: Mutex::new(HashMap::new()),
+            executions: Mutex::new(HashMap::new()),
+            disk: None,
             first_seen: Mutex::new(HashMap::new()),
+            counts: Counts::default(),
         }
+    }
+
+    /// The engine reading and keeping results in `disk` across runs: SQLite files only, whose
+    /// content hash says when a result is stale (nothing says when a server's data changed).
+    pub fn with_cache(mut self, disk: Option<ResultCache>) -> Engine {
+        self.disk = disk.filter(|_| !self.backend.on_server());
+        self
     }
 
     pub fn limits(&self) -> &Limits {
@@ -105,13 +139,32 @@ impl Engine {
         &self.backend
     }
 
-    /// Executes `sql` on this thread's connection to `db`.
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            distinct: self
+                .executions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .len(),
+            executed: self.counts.executed.load(Ordering::Relaxed),
+            from_disk: self.counts.from_disk.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Executes `sql` on this thread's connection to `db`, uncached.
     ///
     /// A database that another process changes during the run fails every later execution:
     /// results read before and after the change would be compared as if from one state.
     pub fn execute(&self, db: &Path, sql: &str) -> Execution {
+        self.execute_checked(db, sql).0
+    }
+
+    /// The execution, and whether the database was unchanged throughout (only then may the
+    /// result be kept for other runs; a server's never is, as nothing tells when its data
+    /// changed).
+    fn execute_checked(&self, db: &Path, sql: &str) -> (Execution, bool) {
         if let Backend::Postgres(server) = &self.backend {
-            return server.execute(&db.to_string_lossy(), sql, &self.limits);
+            return (server.execute(&db.to_string_lossy(), sql, &self.limits), false);
         }
         let first = *self
             .first_seen
@@ -127,32 +180,57 @@ impl Engine {
             },
         });
         // Checked after reading: a change before or during this execution shows here.
-        if Stamp::of(db) != first {
+        let unchanged = Stamp::of(db) == first;
+        if !unchanged {
             execution.result = Err(changed(db));
         }
-        execution
+        (execution, unchanged)
+    }
+
+    /// The run's one execution of `sql` on `db`: from an earlier query of this run, from the
+    /// disk, or executed now (and kept on disk when the run has a cache). Predictions are kept
+    /// too: shards sharing a cache, or two systems giving the same SQL, execute it once.
+    fn shared(&self, db: &Path, sql: &str) -> Execution {
+        let cell = {
+            let mut executions = self
+                .executions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            Arc::clone(
+                executions
+                    .entry((db.to_path_buf(), sql.to_string()))
+                    .or_default(),
+            )
+        };
+        // Other threads asking for the same query wait here instead of executing it again.
+        cell.get_or_init(|| {
+            if let Some(stored) = self
+                .disk
+                .as_ref()
+                .and_then(|d| d.get(db, sql, &self.limits))
+            {
+                self.counts.from_disk.fetch_add(1, Ordering::Relaxed);
+                return stored;
+            }
+            let (execution, unchanged) = self.execute_checked(db, sql);
+            self.counts.executed.fetch_add(1, Ordering::Relaxed);
+            if let (Some(disk), true) = (&self.disk, unchanged) {
+                disk.put(db, sql, &self.limits, &execution);
+            }
+            execution
+        })
+        .clone()
     }
 }
 
 impl QueryRunner for Engine {
     fn gold(&self, db: &Path, sql: &str) -> Execution {
-        let cell = {
-            let mut cache = self
-                .gold
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            Arc::clone(
-                cache
-                    .entry((db.to_path_buf(), sql.to_string()))
-                    .or_default(),
-            )
-        };
-        // Other threads asking for the same gold wait here instead of executing it again.
-        cell.get_or_init(|| self.execute(db, sql)).clone()
+        self.shared(db, sql)
     }
 
+    /// A prediction equal to a gold query shares its result.
     fn pred(&self, db: &Path, sql: &str) -> Execution {
-        self.execute(db, sql)
+        self.shared(db, sql)
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod engine;
 pub mod postgres;
+pub mod result_cache;
 pub mod sandbox;
 pub mod schema;
 pub mod value;
@@ -15,7 +16,7 @@ pub use engine::{Backend, Engine, EngineKind};
 pub use sandbox::{Limits, Sandbox};
 pub use value::Value;
 
-/// Runs queries for the evaluators; gold executions are cached by the implementation.
+/// Runs queries for the evaluators; executions are cached by the implementation.
 /// A database is named by a path: a SQLite file, or a PostgreSQL database's name.
 pub trait QueryRunner: Sync {
     fn gold(&self, db: &Path, sql: &str) -> Execution;
@@ -33,7 +34,9 @@ pub struct ResultSet {
 }
 
 /// Why a query produced no result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecErrorKind {
     /// The SQL did not parse or prepare (syntax error, unknown table or column).

@@ -30,6 +30,9 @@ pub struct CaseRun {
     pub system_error: Option<SystemErrorKind>,
     /// The reply was cut short by the system's token limit.
     pub reply_truncated: bool,
+    /// For a case that is not correct, the lines a reviewer reads: question, gold, predicted
+    /// SQL, error (kept with the run, so a reused or merged case shows the same).
+    pub detail: Option<String>,
 }
 
 impl CaseRun {
@@ -78,7 +81,7 @@ pub fn evaluate_case(
             .copied()
             .unwrap_or_default()
     });
-    CaseRun {
+    let mut run = CaseRun {
         test: suite.case_test_name(case),
         case_index,
         score,
@@ -87,7 +90,12 @@ pub fn evaluate_case(
         duration: answered.elapsed + start.elapsed(),
         system_error: reply.as_ref().err().map(|error| error.kind),
         reply_truncated: reply.as_ref().is_ok_and(|reply| reply.truncated),
+        detail: None,
+    };
+    if !run.correct() {
+        run.detail = Some(failure_detail(case, &run));
     }
+    run
 }
 
 /// `accepted`: whether the case was correct in the accepted snapshot (`None`: not in it).
@@ -139,14 +147,13 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         ),
         None => failure_message(run, accepted, must_pass),
     });
-    let detail = (!correct).then(|| failure_detail(case, run));
     TestResult {
         name: run.test.clone(),
         suite: suite.name.clone(),
         status,
         duration: run.duration,
         message,
-        detail,
+        detail: run.detail.clone(),
         properties,
         source: Some(case.source.clone()),
         gold_sql: case.gold.clone(),

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bench::SourceRef;
 use crate::config::Threshold;
@@ -14,12 +14,14 @@ pub use plan::TestKind;
 pub mod judge;
 pub mod partition;
 pub mod plan;
+pub mod record;
+pub mod reuse;
 pub mod run;
 pub mod session;
 pub mod setup;
 pub mod snapshot;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestStatus {
     Passed,

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use crate::system::answer::Answered;
@@ -11,10 +11,13 @@ use crate::system::answer::Answered;
 use rayon::prelude::*;
 
 use crate::config::Metric;
+use crate::exec::result_cache::ResultCache;
 use crate::exec::Engine;
+use crate::store::Store;
 
 use super::judge::{self, CaseRun};
 use super::plan::{SuitePlan, TestDesc, TestKind};
+use super::reuse::Reuse;
 use super::{TestResult, TestStatus};
 
 /// Which tests to run, as `cargo test` and nextest take them.
@@ -70,6 +73,22 @@ pub struct RunReport {
     pub metrics: Vec<BTreeMap<String, f64>>,
     /// True when `--max-fail` stopped the run before every selected test ran.
     pub cancelled: bool,
+    pub work: Work,
+}
+
+/// How much work a run did, and how much it found already done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Cases evaluated or reused.
+    pub cases: usize,
+    /// Cases that took an earlier run's verdict without executing anything.
+    pub reused: usize,
+    /// Distinct (database, SQL) pairs the evaluated cases needed.
+    pub distinct_queries: usize,
+    /// Of those, executed on a database.
+    pub executed: usize,
+    /// Of those, results read from the cache.
+    pub from_disk: usize,
 }
 
 impl RunReport {
@@ -83,12 +102,16 @@ impl RunReport {
 
 /// Runs the selected tests. `accepted[suite]` maps case test names to their correctness in the
 /// accepted snapshot.
+/// With a `store`, query results and unchanged cases' verdicts come from earlier runs and go to
+/// later ones.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     suites: &[SuitePlan],
     tests: &[TestDesc],
     accepted: &[HashMap<String, bool>],
     answers: &AnswerFn<'_>,
     max_fail: Option<usize>,
+    store: Option<&Arc<Store>>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunReport {
     on_event(Event::Started { total: tests.len() });
@@ -98,6 +121,7 @@ pub fn run(
         case_runs: Vec::new(),
         metrics: Vec::new(),
         cancelled: false,
+        work: Work::default(),
     };
     for (index, suite) in suites.iter().enumerate() {
         let suite_tests: Vec<&TestDesc> = tests.iter().filter(|t| t.suite == index).collect();
@@ -121,7 +145,10 @@ pub fn run(
         } else {
             (0..suite.bench.cases.len()).collect()
         };
-        let engine = suite.engine();
+        let engine = suite
+            .engine()
+            .with_cache(store.map(|store| ResultCache::new(Arc::clone(store))));
+        let reuse = store.map(|store| Reuse::new(store, suite));
         let replies = if stop.stopped() || needed.is_empty() {
             Vec::new()
         } else {
@@ -134,6 +161,7 @@ pub fn run(
             &selected_cases,
             &accepted[index],
             &engine,
+            reuse.as_ref(),
             &stop,
             &mut |result| {
                 on_event(Event::Finished(&result));
@@ -141,21 +169,21 @@ pub fn run(
             },
         );
         let complete = runs.len() == needed.len();
-        // A gate takes the time of its suite metrics; the answers and cases have theirs.
-        let start = Instant::now();
-        // Means over the cases that happened to run before a stop would be a different number
-        // under the same name: a stopped suite reports none.
-        let metrics = if complete {
-            judge::suite_metrics(suite, &runs)
+        let stats = engine.stats();
+        report.work.cases += runs.len();
+        report.work.reused += reuse.as_ref().map_or(0, Reuse::reused);
+        report.work.distinct_queries += stats.distinct;
+        report.work.executed += stats.executed;
+        report.work.from_disk += stats.from_disk;
+        let (metrics, gate_results) = if complete {
+            conclude_suite(suite, &gates, &runs)
         } else {
-            BTreeMap::new()
+            // Means over the cases that happened to run before a stop would be a different
+            // number under the same name: a stopped suite reports none.
+            let skipped = gates.iter().map(|&m| skipped(suite, TestKind::Gate(m)));
+            (BTreeMap::new(), skipped.collect())
         };
-        for metric in gates {
-            let result = if complete {
-                judge::judge_gate(suite, metric, &metrics, start.elapsed())
-            } else {
-                skipped(suite, TestKind::Gate(metric))
-            };
+        for result in gate_results {
             on_event(Event::Finished(&result));
             report.results.push(result);
         }
@@ -165,6 +193,22 @@ pub fn run(
     }
     sort_in_plan_order(&mut report.results, tests);
     report
+}
+
+/// A whole suite's metrics and the verdicts of its `gates`, from every case's run.
+pub fn conclude_suite(
+    suite: &SuitePlan,
+    gates: &[Metric],
+    runs: &[CaseRun],
+) -> (BTreeMap<String, f64>, Vec<TestResult>) {
+    // A gate takes the time of its suite metrics; the answers and cases have theirs.
+    let start = Instant::now();
+    let metrics = judge::suite_metrics(suite, runs);
+    let results = gates
+        .iter()
+        .map(|&metric| judge::judge_gate(suite, metric, &metrics, start.elapsed()))
+        .collect();
+    (metrics, results)
 }
 
 /// Events come in completion order; reports list tests in plan order, so two runs of the same
@@ -232,6 +276,7 @@ fn evaluate(
     selected: &BTreeSet<usize>,
     accepted: &HashMap<String, bool>,
     engine: &Engine,
+    reuse: Option<&Reuse<'_>>,
     stop: &StopAfter,
     report: &mut dyn FnMut(TestResult),
 ) -> Vec<CaseRun> {
@@ -249,7 +294,10 @@ fn evaluate(
                         let _ = sender.send((None, result));
                         return;
                     }
-                    let run = judge::evaluate_case(suite, case, reply, engine);
+                    let run = match reuse {
+                        Some(reuse) => reuse.evaluate(case, reply, engine),
+                        None => judge::evaluate_case(suite, case, reply, engine),
+                    };
                     let result = selected
                         .contains(&case)
                         .then(|| judge::judge_case(suite, &run, accepted.get(&run.test).copied()));

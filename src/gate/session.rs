@@ -13,14 +13,16 @@ use crate::config::{AbstentionConfig, RecordMode, ThrottleConfig};
 use crate::config::{Config, ProfileConfig};
 use crate::error::InputError;
 use crate::exec::Backend;
+use crate::store::{Hasher, Store};
 use crate::system::abstention::Abstention;
 use crate::system::answer::{answer_all, Answered};
-use crate::system::cassette::Cassette;
+use crate::system::cassette::{record_key, Cassette};
 use crate::system::throttle::Throttle;
 use crate::system::{self, Request, System};
 
 use super::judge::{self, CaseRun};
 use super::plan::{self, SuitePlan, TestDesc, TestKind};
+use super::record::{CaseRecord, MergedRun, RunInputs, SuiteRecord};
 use super::run::{self, Event, RunReport};
 use super::snapshot::{self, SnapshotEntry};
 use super::TestResult;
@@ -47,6 +49,8 @@ pub struct Session {
     answer_progress: Option<Box<AnswerProgressFn>>,
     /// Found while opening or running; a set, so a warning repeated per suite shows once.
     warnings: Mutex<BTreeSet<String>>,
+    /// Gold results and verdicts of earlier runs ([`Session::use_cache`]).
+    store: Option<Arc<Store>>,
 }
 
 /// How far a suite's answers are.
@@ -149,6 +153,7 @@ impl Session {
             answer_progress: None,
             warnings: Mutex::new(warnings),
             whole_suites: suites.iter().map(|_| OnceLock::new()).collect(),
+            store: None,
             config,
             profile_name: profile_name.to_string(),
             profile,
@@ -168,6 +173,152 @@ impl Session {
         plan::list(&self.suites)
     }
 
+    /// Runs read query results and unchanged cases' verdicts from `store`, and keep theirs there.
+    pub fn use_cache(&mut self, store: Arc<Store>) {
+        self.store = Some(store);
+    }
+
+    /// After a run: bounds the cache's size; notes on problems it met.
+    pub fn finish_cache(&self) -> Result<Vec<String>, InputError> {
+        let Some(store) = &self.store else {
+            return Ok(Vec::new());
+        };
+        store.evict()?;
+        Ok(store.notes())
+    }
+
+    /// What this session runs on, for run records: two shards with equal inputs are parts of
+    /// one run.
+    pub fn inputs(&self) -> Result<RunInputs, InputError> {
+        let config = std::fs::read(&self.config.path)
+            .map_err(|e| InputError::file(&self.config.path, format!("cannot read: {e}")))?;
+        let mut plan = Hasher::new();
+        for suite in &self.suites {
+            plan.field(&suite.name);
+            for case in &suite.bench.cases {
+                plan.field(suite.case_test_name(case))
+                    .field(&case.question)
+                    .optional(case.evidence.as_deref())
+                    .field([u8::from(case.feasible)]);
+                for gold in &case.gold {
+                    plan.field(gold);
+                }
+                for (tag, value) in &case.tags {
+                    plan.field(tag).field(value);
+                }
+            }
+        }
+        Ok(RunInputs {
+            sqlgate: crate::store::VERSION.to_string(),
+            config: Hasher::new().field(config).hex(),
+            profile: self.profile_name.clone(),
+            system: self.system_name.clone(),
+            fingerprints: self.systems.iter().map(|s| s.fingerprint()).collect(),
+            plan: plan.hex(),
+        })
+    }
+
+    /// The run's evaluated cases per suite, with their test verdicts and answers' cassette
+    /// keys, for a run record.
+    pub fn case_records(&self, report: &RunReport) -> Vec<SuiteRecord> {
+        let status: HashMap<&str, super::TestStatus> = report
+            .results
+            .iter()
+            .map(|r| (r.name.as_str(), r.status))
+            .collect();
+        self.suites
+            .iter()
+            .enumerate()
+            .zip(&report.case_runs)
+            .map(|((index, suite), runs)| {
+                let fingerprint = self.systems[index].fingerprint();
+                let cases = runs
+                    .iter()
+                    .map(|run| {
+                        let request = self.request(index, run.case_index);
+                        CaseRecord {
+                            status: status.get(run.test.as_str()).copied(),
+                            reply_key: Some(record_key(&fingerprint, &request)),
+                            ..CaseRecord::of(run)
+                        }
+                    })
+                    .collect();
+                SuiteRecord {
+                    name: suite.name.clone(),
+                    cases,
+                }
+            })
+            .collect()
+    }
+
+    /// The answers this session asked the system for, as cassette records.
+    pub fn recorded_answers(&self) -> Vec<serde_json::Value> {
+        self.cassette
+            .as_ref()
+            .map(Cassette::recorded)
+            .unwrap_or_default()
+    }
+
+    /// The report of a run put together from its shards: each case judged against the
+    /// accepted snapshot, then every suite's metrics and gates. The shards' recorded answers
+    /// go to the cassette.
+    pub fn merged_report(
+        &self,
+        merged: MergedRun,
+        tests: &[TestDesc],
+    ) -> Result<RunReport, InputError> {
+        if let Some(cassette) = &self.cassette {
+            // The shards looked these answers up: an accepting merge keeps them.
+            for key in &merged.reply_keys {
+                cassette.keep(key);
+            }
+        }
+        if !merged.answers.is_empty() {
+            let cassette = self.cassette.as_ref().ok_or_else(|| {
+                InputError::file(
+                    &self.config.path,
+                    "the shards recorded answers, but the system has no cassette (replay)",
+                )
+            })?;
+            cassette
+                .add_recorded(&merged.answers)
+                .map_err(|problem| InputError::file(cassette.path(), problem))?;
+        }
+        let mut report = RunReport {
+            results: Vec::new(),
+            case_runs: Vec::new(),
+            metrics: Vec::new(),
+            cancelled: false,
+            work: Default::default(),
+        };
+        for (index, (suite, runs)) in self.suites.iter().zip(merged.case_runs).enumerate() {
+            for run in &runs {
+                let selected = tests
+                    .iter()
+                    .any(|t| t.suite == index && t.kind == TestKind::Case(run.case_index));
+                if selected {
+                    let accepted = self.accepted[index].get(&run.test).copied();
+                    report.results.push(judge::judge_case(suite, run, accepted));
+                }
+            }
+            let gates: Vec<crate::config::Metric> = tests
+                .iter()
+                .filter(|t| t.suite == index)
+                .filter_map(|t| match t.kind {
+                    TestKind::Gate(metric) => Some(metric),
+                    TestKind::Case(_) => None,
+                })
+                .collect();
+            let (metrics, gate_results) = run::conclude_suite(suite, &gates, &runs);
+            report.results.extend(gate_results);
+            report.work.cases += runs.len();
+            report.case_runs.push(runs);
+            report.metrics.push(metrics);
+        }
+        run::sort_in_plan_order(&mut report.results, tests);
+        Ok(report)
+    }
+
     pub fn snapshot_dir(&self) -> PathBuf {
         self.config.resolve(&self.config.snapshots)
     }
@@ -178,11 +329,7 @@ impl Session {
         let plan = &self.suites[suite];
         let requests: Vec<Request> = cases
             .iter()
-            .map(|&index| {
-                let case = &plan.bench.cases[index];
-                let (path, schema) = self.schemas[suite][&case.db].clone();
-                Request::new(case, path, schema)
-            })
+            .map(|&index| self.request(suite, index))
             .collect();
         let system = self.systems[suite].as_ref();
         let [answered_count, asked_count, error_count] = [(); 3].map(|_| AtomicUsize::new(0));
@@ -279,6 +426,13 @@ impl Session {
             .insert(warning);
     }
 
+    /// What the system is asked about a case.
+    fn request(&self, suite: usize, case: usize) -> Request {
+        let case = &self.suites[suite].bench.cases[case];
+        let (path, schema) = self.schemas[suite][&case.db].clone();
+        Request::new(case, path, schema)
+    }
+
     /// Runs the given tests all at once, stopping once `max_fail` tests have failed (`None`:
     /// every test runs).
     pub fn run(
@@ -294,6 +448,7 @@ impl Session {
             &self.accepted,
             &answers,
             max_fail,
+            self.store.as_ref(),
             on_event,
         )
     }

@@ -162,7 +162,7 @@ pub struct CaseDatabases {
 }
 
 /// EXP, EXR and F1 under one SQLMorph regime (spec `sqlmorph-metrics.md` §5), each in [0, 1].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct FineScores {
     pub exp: f64,
     pub exr: f64,

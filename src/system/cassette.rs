@@ -22,10 +22,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::{Reply, Request, SystemError};
 use crate::error::InputError;
+use crate::store::Hasher;
 
 /// The key of a case's answer: the system's fingerprint with the case's content hash.
 pub fn record_key(fingerprint: &str, request: &Request) -> String {
@@ -44,38 +44,6 @@ pub fn case_hash(request: &Request) -> String {
         .optional(request.evidence.as_deref())
         .field(&request.schema);
     hash.hex()
-}
-
-/// SHA-256 over length-prefixed fields, so no two field lists hash alike by concatenation.
-pub(crate) struct Hasher(Sha256);
-
-impl Hasher {
-    pub(crate) fn new() -> Hasher {
-        Hasher(Sha256::new())
-    }
-
-    pub(crate) fn field(&mut self, value: impl AsRef<[u8]>) -> &mut Hasher {
-        let bytes = value.as_ref();
-        self.0.update((bytes.len() as u64).to_le_bytes());
-        self.0.update(bytes);
-        self
-    }
-
-    pub(crate) fn optional(&mut self, value: Option<&str>) -> &mut Hasher {
-        match value {
-            Some(value) => self.field([1]).field(value),
-            None => self.field([0]),
-        }
-    }
-
-    pub(crate) fn hex(&self) -> String {
-        self.0
-            .clone()
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
-    }
 }
 
 /// One recorded answer: a reply, or a failure that asking again would not cure.
@@ -124,6 +92,8 @@ struct State {
     warnings: Vec<String>,
     /// Keys looked up or recorded by this run: what a pruning [`Cassette::finish`] keeps.
     used: HashSet<String>,
+    /// The keys this process recorded, for a shard's run record.
+    recorded: Vec<String>,
 }
 
 impl Cassette {
@@ -138,6 +108,7 @@ impl Cassette {
             journal_failed: false,
             warnings: Vec::new(),
             used: HashSet::new(),
+            recorded: Vec::new(),
         };
         if let Some(text) = read_if_exists(path)? {
             let text = String::from_utf8(text)
@@ -210,8 +181,40 @@ impl Cassette {
                 ));
             }
         }
+        state.recorded.push(record.key.clone());
         state.records.insert(record.key.clone(), record);
         state.dirty = true;
+    }
+
+    /// The answers this process recorded, as cassette records: a shard on one machine hands
+    /// them to the merge on another ([`Cassette::add_recorded`]).
+    pub fn recorded(&self) -> Vec<serde_json::Value> {
+        let state = self.lock();
+        state
+            .recorded
+            .iter()
+            .filter_map(|key| state.records.get(key))
+            .filter_map(|record| serde_json::to_value(record).ok())
+            .collect()
+    }
+
+    /// Marks an answer as used by this run without reading it: a merge's cases were answered
+    /// on the shards, and a pruning [`Cassette::finish`] must keep their answers.
+    pub fn keep(&self, key: &str) {
+        self.lock().used.insert(key.to_string());
+    }
+
+    /// Records answers another process recorded ([`Cassette::recorded`]); `Err` says which
+    /// one is not a cassette record.
+    pub fn add_recorded(&self, records: &[serde_json::Value]) -> Result<(), String> {
+        for (index, value) in records.iter().enumerate() {
+            let problem = |e: String| format!("recorded answer {index}: {e}");
+            let record: Record =
+                serde_json::from_value(value.clone()).map_err(|e| problem(e.to_string()))?;
+            let answer = record.answer().map_err(problem)?;
+            self.record(&record.key, &record.case, &answer);
+        }
+        Ok(())
     }
 
     /// Problems met that did not stop the run: torn or unreadable journal lines discarded, a

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::answer::{parse_answer, timeout};
-use super::cassette::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use crate::store::Hasher;
 
 /// Answers longer than this are not answers.
 const STDOUT_LIMIT: usize = 16 << 20;

@@ -11,9 +11,9 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use super::answer::{parse_answer, timeout};
-use super::cassette::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use crate::llm::errors;
+use crate::store::Hasher;
 
 /// Answers longer than this are not answers.
 const BODY_LIMIT: u64 = 16 << 20;

@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::cassette::Hasher;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use crate::bench::{load_prediction_slots, Answer, Benchmark, PredFormat};
 use crate::error::InputError;
+use crate::store::Hasher;
 
 /// Replays the predictions of a file, aligned with a benchmark's cases.
 pub struct ReplaySystem {

@@ -83,7 +83,9 @@ pub struct CaseInput<'a> {
 }
 
 /// The verdict class of one comparison (spec §0.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Correct,

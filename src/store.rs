@@ -1,0 +1,313 @@
+//! The on-disk cache that lets a run skip work an earlier run finished: query results and case
+//! verdicts, each a file named by the hash of everything it depends on.
+//!
+//! Every entry starts with a header line naming the sqlgate version that wrote it; an entry of
+//! another version (or one that cannot be read) is a miss, never an error. The folder is bounded:
+//! [`Store::evict`] removes the least recently used entries (a hit refreshes an entry's
+//! modification time) until the total fits. Entries are written atomically, so runs sharing a
+//! folder never read half an entry.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::InputError;
+use crate::files::write_atomically;
+
+/// The sqlgate version that writes entries, part of every key and header.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The default bound on the cache folder.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// A size-bounded folder of cache entries, shared by the threads of a run.
+pub struct Store {
+    dir: PathBuf,
+    version: String,
+    max_bytes: u64,
+    /// Content hashes of the files read this run (databases), each computed once.
+    file_hashes: Mutex<HashMap<PathBuf, std::sync::Arc<OnceLock<Option<String>>>>>,
+    /// The first entry that could not be written, and how many could not.
+    write_failures: Mutex<(usize, Option<String>)>,
+    hits: AtomicUsize,
+    writes: AtomicUsize,
+}
+
+impl Store {
+    /// A cache in `dir` (created on the first write), bounded to `max_bytes`, whose entries are
+    /// valid for `version` only (the running sqlgate's [`VERSION`] outside tests).
+    pub fn open(dir: &Path, max_bytes: u64, version: &str) -> Store {
+        Store {
+            dir: dir.to_path_buf(),
+            version: version.to_string(),
+            max_bytes,
+            file_hashes: Mutex::new(HashMap::new()),
+            write_failures: Mutex::new((0, None)),
+            hits: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A key hasher already holding the version and the kind of entry.
+    pub fn hasher(&self, kind: &str) -> Hasher {
+        let mut hasher = Hasher::new();
+        hasher.field(&self.version).field(kind);
+        hasher
+    }
+
+    /// The entry under `key` of `kind`, when one written by this version is there.
+    pub fn get(&self, kind: &str, key: &str) -> Option<Vec<u8>> {
+        let path = self.entry_path(kind, key);
+        let mut content = Vec::new();
+        fs::File::open(&path)
+            .and_then(|mut file| file.read_to_end(&mut content))
+            .ok()?;
+        let header = self.header();
+        let body = content.strip_prefix(header.as_bytes())?.to_vec();
+        // Least recently used goes first: a hit makes the entry recent again.
+        if let Ok(file) = fs::File::options().write(true).open(&path) {
+            let _ = file.set_modified(SystemTime::now());
+        }
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(body)
+    }
+
+    /// Stores an entry. A cache that cannot be written slows later runs but never fails this
+    /// one: the problem is counted for [`Store::notes`]. An entry larger than a sixteenth of the
+    /// bound is not kept: it would push many others out.
+    pub fn put(&self, kind: &str, key: &str, body: &[u8]) {
+        if body.len() as u64 > self.max_bytes / 16 {
+            return;
+        }
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        let mut content = self.header().into_bytes();
+        content.extend_from_slice(body);
+        if let Err(error) = write_atomically(&self.entry_path(kind, key), &content) {
+            let mut failures = self
+                .write_failures
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            failures.0 += 1;
+            failures.1.get_or_insert_with(|| error.to_string());
+        }
+    }
+
+    /// The SHA-256 of a file's content and of its `-wal` file when there is one (a database
+    /// in WAL mode keeps recent commits there), computed once per run; `None` when unreadable.
+    pub fn file_hash(&self, path: &Path) -> Option<String> {
+        let cell = std::sync::Arc::clone(
+            self.file_hashes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(path.to_path_buf())
+                .or_default(),
+        );
+        cell.get_or_init(|| {
+            let mut hasher = Hasher::new();
+            hasher.field(hash_file(path).ok()?);
+            let mut wal = path.as_os_str().to_owned();
+            wal.push("-wal");
+            match hash_file(Path::new(&wal)) {
+                Ok(wal) => hasher.field([1]).field(wal),
+                Err(error) if error.kind() == io::ErrorKind::NotFound => hasher.field([0]),
+                Err(_) => return None,
+            };
+            Some(hasher.hex())
+        })
+        .clone()
+    }
+
+    /// How many entries were read from the cache so far.
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Problems that did not stop the run (entries that could not be written).
+    pub fn notes(&self) -> Vec<String> {
+        let failures = self
+            .write_failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &failures.1 {
+            Some(first) => vec![format!(
+                "{} cache entries could not be written (the next run recomputes them): {first}",
+                failures.0
+            )],
+            None => Vec::new(),
+        }
+    }
+
+    /// Removes the least recently used entries until the folder holds at most its bound.
+    /// Returns how many were removed. Only a store that was written to can have grown: one that
+    /// was only read skips listing the folder.
+    pub fn evict(&self) -> Result<usize, InputError> {
+        if self.writes.load(Ordering::Relaxed) == 0 {
+            return Ok(0);
+        }
+        let mut entries = Vec::new();
+        collect_entries(&self.dir, &mut entries)
+            .map_err(|e| InputError::file(&self.dir, format!("cannot list the cache: {e}")))?;
+        let mut total: u64 = entries.iter().map(|(_, size, _)| size).sum();
+        entries.sort_by_key(|(_, _, modified)| *modified);
+        let mut removed = 0;
+        for (path, size, _) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            // Another run may have removed it already; its bytes are gone either way.
+            let _ = fs::remove_file(&path);
+            total -= size;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+
+    fn header(&self) -> String {
+        format!("sqlgate-cache {}\n", self.version)
+    }
+
+    /// `<dir>/<kind>/<first two hex digits>/<key>`: small folders even with many entries.
+    fn entry_path(&self, kind: &str, key: &str) -> PathBuf {
+        self.dir.join(kind).join(&key[..2.min(key.len())]).join(key)
+    }
+}
+
+/// Every entry file under `dir` with its size and modification time (a missing folder is empty;
+/// temporary files of writes in progress are left alone).
+fn collect_entries(dir: &Path, out: &mut Vec<(PathBuf, u64, SystemTime)>) -> io::Result<()> {
+    let listing = match fs::read_dir(dir) {
+        Ok(listing) => listing,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    for entry in listing {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            collect_entries(&entry.path(), out)?;
+        } else if !entry.file_name().to_string_lossy().starts_with('.') {
+            out.push((entry.path(), meta.len(), meta.modified()?));
+        }
+    }
+    Ok(())
+}
+
+fn hash_file(path: &Path) -> io::Result<[u8; 32]> {
+    let mut file = fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    io::copy(&mut file, &mut hasher)?;
+    Ok(hasher.finalize().into())
+}
+
+/// SHA-256 over length-prefixed fields, so no two field lists hash alike by concatenation.
+pub struct Hasher(Sha256);
+
+impl Hasher {
+    pub fn new() -> Hasher {
+        Hasher(Sha256::new())
+    }
+
+    pub fn field(&mut self, value: impl AsRef<[u8]>) -> &mut Hasher {
+        let bytes = value.as_ref();
+        self.0.update((bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
+        self
+    }
+
+    pub fn optional(&mut self, value: Option<&str>) -> &mut Hasher {
+        match value {
+            Some(value) => self.field([1]).field(value),
+            None => self.field([0]),
+        }
+    }
+
+    pub fn hex(&self) -> String {
+        self.0
+            .clone()
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+}
+
+impl Default for Hasher {
+    fn default() -> Self {
+        Hasher::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Store;
+
+    #[test]
+    fn entries_of_another_version_are_misses() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = Store::open(dir.path(), 1 << 20, "0.0.1");
+        old.put("results", "abcdef", b"old body");
+        assert_eq!(
+            old.get("results", "abcdef").as_deref(),
+            Some(&b"old body"[..])
+        );
+        let new = Store::open(dir.path(), 1 << 20, "0.0.2");
+        assert_eq!(new.get("results", "abcdef"), None);
+        assert_eq!(new.hits(), 0);
+    }
+
+    #[test]
+    fn eviction_removes_the_least_recently_used_first() {
+        let dir = tempfile::tempdir().unwrap();
+        // Entries of 116 bytes (a 16-byte header): 13 fit in 1600 bytes, 14 do not.
+        let store = Store::open(dir.path(), 1600, "1");
+        let body = vec![b'x'; 100];
+        let keys: Vec<String> = (0..14).map(|i| format!("k{i:02}")).collect();
+        for key in &keys {
+            store.put("results", key, &body);
+            std::thread::sleep(std::time::Duration::from_millis(15));
+        }
+        // Reading the oldest makes it the most recent: the second one goes instead.
+        assert!(store.get("results", &keys[0]).is_some());
+        assert_eq!(store.evict().unwrap(), 1);
+        assert!(store.get("results", &keys[0]).is_some());
+        assert!(store.get("results", &keys[1]).is_none());
+        assert!(keys[2..]
+            .iter()
+            .all(|key| store.get("results", key).is_some()));
+    }
+
+    #[test]
+    fn an_entry_too_large_for_the_bound_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1600, "1");
+        store.put("results", "big", &[b'x'; 101]);
+        assert!(store.get("results", "big").is_none());
+        store.put("results", "small", &[b'x'; 100]);
+        assert!(store.get("results", "small").is_some());
+    }
+
+    #[test]
+    fn a_changed_file_hashes_differently() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        std::fs::write(&path, b"one").unwrap();
+        let first = Store::open(dir.path(), 1 << 20, "1").file_hash(&path);
+        std::fs::write(&path, b"two").unwrap();
+        let second = Store::open(dir.path(), 1 << 20, "1").file_hash(&path);
+        assert!(first.is_some() && second.is_some());
+        assert_ne!(first, second);
+        std::fs::write(format!("{}-wal", path.display()), b"wal").unwrap();
+        let with_wal = Store::open(dir.path(), 1 << 20, "1").file_hash(&path);
+        assert_ne!(second, with_wal);
+    }
+}

@@ -1,0 +1,314 @@
+//! Scaling out and never redoing finished work, end to end on the demo: shards merged into the
+//! same JUnit and snapshot as one run, merge refusing shards that are not one run, and
+//! unchanged cases reusing their verdicts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The demo gate in a temporary folder, with its own predictions and snapshots.
+struct Gate {
+    dir: tempfile::TempDir,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            repo().join("benchmarks/demo/predictions/sample.jsonl"),
+            dir.path().join("sample.jsonl"),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("snapshots")).unwrap();
+        std::fs::copy(
+            repo().join("snapshots/demo.snap"),
+            dir.path().join("snapshots/demo.snap"),
+        )
+        .unwrap();
+        let gate = Gate { dir };
+        gate.write_config(">= 0.6");
+        gate
+    }
+
+    fn write_config(&self, threshold: &str) {
+        self.write_config_with(
+            threshold,
+            "name = \"sample\"\ntype = \"replay\"\npredictions = \"sample.jsonl\"",
+        );
+    }
+
+    fn write_config_with(&self, threshold: &str, system: &str) {
+        let config = format!(
+            r#"
+[[suite]]
+benchmark = "{}"
+structural = ["etm"]
+gate = {{ ex = "{threshold}" }}
+
+[[system]]
+{system}
+"#,
+            repo().join("benchmarks/demo/suite.toml").display()
+        );
+        std::fs::write(self.path("sqlgate.toml"), config).unwrap();
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn sqlgate(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_remove("CI")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap()
+    }
+
+    fn replace_prediction(&self, id: &str, sql: &str) {
+        let path = self.path("sample.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let replaced: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+                if record["id"] == id {
+                    record["sql"] = sql.into();
+                }
+                record.to_string()
+            })
+            .collect();
+        std::fs::write(&path, replaced.join("\n") + "\n").unwrap();
+    }
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// JUnit without its times, which differ from run to run.
+fn junit_without_times(path: &Path) -> String {
+    let xml = std::fs::read_to_string(path).unwrap();
+    let times = regex::Regex::new(r#"(time|timestamp)="[^"]*""#).unwrap();
+    times.replace_all(&xml, "$1=\"\"").into_owned()
+}
+
+#[test]
+fn shards_merged_gate_like_one_run() {
+    // A wrong answer, so the merged run must fail the case and change the snapshot.
+    let whole = Gate::new();
+    let sharded = Gate::new();
+    for gate in [&whole, &sharded] {
+        gate.replace_prediction("q02", "SELECT 42");
+    }
+    let one_run = whole.sqlgate(&["test", "--accept", "--no-cache", "--junit", "one.xml"]);
+    assert_eq!(one_run.status.code(), Some(100), "{}", text(&one_run));
+
+    for shard in 1..=3 {
+        let partition = format!("hash:{shard}/3");
+        let record = format!("shard-{shard}.json");
+        let output = sharded.sqlgate(&["test", "--partition", &partition, "--record-out", &record]);
+        assert!(text(&output).contains("no gate"), "{}", text(&output));
+        assert!(sharded.path(&record).is_file());
+    }
+    let merged = sharded.sqlgate(&[
+        "merge",
+        "shard-1.json",
+        "shard-2.json",
+        "shard-3.json",
+        "--accept",
+        "--junit",
+        "merged.xml",
+    ]);
+    assert_eq!(merged.status.code(), Some(100), "{}", text(&merged));
+    assert!(text(&merged).contains("demo::bookshop::q02"));
+    assert_eq!(
+        junit_without_times(&whole.path("one.xml")),
+        junit_without_times(&sharded.path("merged.xml"))
+    );
+    let snapshot = |gate: &Gate| std::fs::read(gate.path("snapshots/demo.snap")).unwrap();
+    assert_eq!(snapshot(&whole), snapshot(&sharded));
+}
+
+#[test]
+fn merge_refuses_shards_that_are_not_one_whole_run() {
+    let gate = Gate::new();
+    for shard in 1..=2 {
+        let partition = format!("count:{shard}/2");
+        let record = format!("shard-{shard}.json");
+        gate.sqlgate(&["test", "--partition", &partition, "--record-out", &record]);
+    }
+    let refused = |args: &[&str], why: &str| {
+        let mut all = vec!["merge"];
+        all.extend_from_slice(args);
+        let output = gate.sqlgate(&all);
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+        assert!(text(&output).contains(why), "{why}: {}", text(&output));
+    };
+    refused(&["shard-1.json"], "in no shard");
+    refused(&["shard-1.json", "shard-1.json"], "is also in");
+    std::fs::write(gate.path("garbage.json"), "{\"cases\": 1}").unwrap();
+    refused(
+        &["shard-1.json", "garbage.json"],
+        "not a sqlgate run record",
+    );
+    // A shard of another run: the configuration changed after it ran.
+    gate.write_config(">= 0.5");
+    gate.sqlgate(&[
+        "test",
+        "--partition",
+        "count:2/2",
+        "--record-out",
+        "other.json",
+    ]);
+    refused(&["shard-1.json", "other.json"], "belongs to another run");
+    let merged = gate.sqlgate(&["merge", "other.json", "shard-1.json"]);
+    assert_eq!(merged.status.code(), Some(2), "{}", text(&merged));
+}
+
+#[test]
+fn unchanged_cases_reuse_their_verdicts_and_a_changed_one_is_evaluated() {
+    let gate = Gate::new();
+    let first = gate.sqlgate(&["test", "--junit", "first.xml"]);
+    assert!(text(&first).contains("reused 0 of "), "{}", text(&first));
+    let second = gate.sqlgate(&["test", "--junit", "second.xml"]);
+    let cases = regex::Regex::new(r"reused (\d+) of (\d+) case verdicts")
+        .unwrap()
+        .captures(&text(&second))
+        .map(|c| (c[1].to_string(), c[2].to_string()))
+        .unwrap();
+    assert_eq!(cases.0, cases.1, "{}", text(&second));
+    assert!(text(&second).contains("0 executed"), "{}", text(&second));
+    assert_eq!(
+        junit_without_times(&gate.path("first.xml")),
+        junit_without_times(&gate.path("second.xml"))
+    );
+
+    gate.replace_prediction("q02", "SELECT 42");
+    let third = gate.sqlgate(&["test"]);
+    let expected = format!(
+        "reused {} of {}",
+        cases.1.parse::<usize>().unwrap() - 1,
+        cases.1
+    );
+    assert!(text(&third).contains(&expected), "{}", text(&third));
+    assert_eq!(third.status.code(), Some(100), "{}", text(&third));
+
+    let uncached = gate.sqlgate(&["test", "--no-cache"]);
+    assert!(!text(&uncached).contains("reused"), "{}", text(&uncached));
+    assert_eq!(uncached.status.code(), Some(100));
+}
+
+#[test]
+fn answers_recorded_by_shards_on_other_machines_reach_the_cassette_through_merge() {
+    let gate = Gate::new();
+    gate.write_config_with(
+        ">= 0",
+        r#"name = "agent"
+type = "command"
+command = ["python3", "-c", "import sys; sys.stdin.read(); print('{\"sql\": \"SELECT 1\"}')"]"#,
+    );
+    let cassette = gate.path("snapshots/predictions/agent.jsonl");
+    for shard in 1..=2 {
+        let partition = format!("count:{shard}/2");
+        let record = format!("shard-{shard}.json");
+        let output = gate.sqlgate(&[
+            "test",
+            "--record",
+            "new",
+            "--partition",
+            &partition,
+            "--record-out",
+            &record,
+        ]);
+        assert!(cassette.is_file(), "{}", text(&output));
+        // Each shard on a machine of its own: its cassette stays there.
+        std::fs::remove_file(&cassette).unwrap();
+    }
+    // Accepting prunes the cassette of answers no case used: the shards' cases used them all.
+    let merged = gate.sqlgate(&["merge", "shard-1.json", "shard-2.json", "--accept"]);
+    assert!(merged.status.code() != Some(2), "{}", text(&merged));
+    let cases = String::from_utf8(gate.sqlgate(&["test", "--list"]).stdout)
+        .unwrap()
+        .lines()
+        .filter(|name| !name.contains("::gate::"))
+        .count();
+    let recorded = std::fs::read_to_string(&cassette).unwrap().lines().count();
+    assert_eq!(recorded, cases);
+    // Replaying the merged cassette asks the system nothing.
+    let replayed = gate.sqlgate(&["test", "--record", "none"]);
+    assert!(
+        !text(&replayed).contains("not in the cassette"),
+        "{}",
+        text(&replayed)
+    );
+}
+
+#[test]
+fn a_changed_database_invalidates_its_cases_verdicts_and_gold_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").join("shop.sqlite");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("CREATE TABLE items(price INTEGER); INSERT INTO items VALUES (5), (7);")
+        .unwrap();
+    drop(conn);
+    std::fs::write(
+        dir.path().join("cases.jsonl"),
+        "{\"id\": \"a\", \"db\": \"shop\", \"question\": \"max?\", \"gold\": \"SELECT max(price) FROM items\"}\n\
+         {\"id\": \"b\", \"db\": \"shop\", \"question\": \"n?\", \"gold\": \"SELECT count(*) FROM items\"}\n",
+    )
+    .unwrap();
+    // `a` is right only while 7 is the largest price.
+    std::fs::write(
+        dir.path().join("predictions.jsonl"),
+        "{\"id\": \"a\", \"sql\": \"SELECT 7\"}\n{\"id\": \"b\", \"sql\": \"SELECT 2\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("suite.toml"),
+        "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("sqlgate.toml"),
+        "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"s\"\ntype = \"replay\"\npredictions = \"predictions.jsonl\"\n",
+    )
+    .unwrap();
+    let run = || {
+        let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args(["test", "--junit", "junit.xml"])
+            .current_dir(dir.path())
+            .env("CI", "true")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap();
+        (output.status.code(), text(&output))
+    };
+    assert_eq!(run().0, Some(0));
+    let (code, again) = run();
+    assert_eq!(code, Some(0));
+    assert!(again.contains("reused 2 of 2 case verdicts"), "{again}");
+    assert!(again.contains("0 executed"), "{again}");
+
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("INSERT INTO items VALUES (9);").unwrap();
+    drop(conn);
+    let (code, changed) = run();
+    assert!(changed.contains("reused 0 of 2 case verdicts"), "{changed}");
+    assert!(changed.contains("0 results from the cache"), "{changed}");
+    assert_eq!(code, Some(100), "{changed}");
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+}
