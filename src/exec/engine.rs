@@ -164,7 +164,10 @@ impl Engine {
     /// changed).
     fn execute_checked(&self, db: &Path, sql: &str) -> (Execution, bool) {
         if let Backend::Postgres(server) = &self.backend {
-            return (server.execute(&db.to_string_lossy(), sql, &self.limits), false);
+            return (
+                server.execute(&db.to_string_lossy(), sql, &self.limits),
+                false,
+            );
         }
         let first = *self
             .first_seen

@@ -282,11 +282,17 @@ fn evaluate(
 ) -> Vec<CaseRun> {
     let (sender, receiver) = mpsc::channel::<(Option<CaseRun>, Option<TestResult>)>();
     let mut runs = Vec::with_capacity(needed.len());
+    // Cases sharing a gold query are evaluated next to each other, so mostly on one thread:
+    // spread over threads, they would wait on each other's one execution of it.
+    let mut work: Vec<(usize, &Answered)> = needed.iter().copied().zip(replies).collect();
+    work.sort_by_cached_key(|&(case, _)| {
+        let case = &suite.bench.cases[case];
+        (case.db.clone(), case.gold.first().cloned())
+    });
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            needed.par_iter().zip(replies.par_iter()).for_each_with(
-                sender,
-                |sender, (&case, reply)| {
+            work.par_iter()
+                .for_each_with(sender, |sender, &(case, reply)| {
                     if stop.stopped() {
                         let result = selected
                             .contains(&case)
@@ -308,8 +314,7 @@ fn evaluate(
                         stop.record_failure();
                     }
                     let _ = sender.send((Some(run), result));
-                },
-            );
+                });
         });
         for (run, result) in receiver {
             runs.extend(run);
