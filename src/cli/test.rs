@@ -224,7 +224,8 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         .iter()
         .zip(&report.metrics)
         .map(|(suite, metrics)| {
-            SuiteSummary::from_results(&suite.name, metrics.clone(), &report.results)
+            SuiteSummary::from_results(&suite.name, metrics.values.clone(), &report.results)
+                .with_families(metrics.families.clone())
         })
         .collect();
     if let Some(path) = args.junit.or_else(|| session.profile.junit.clone()) {

@@ -61,6 +61,10 @@ fn default_snapshots() -> PathBuf {
 /// Thresholds by metric; each key keeps its place in the file for errors found after parsing.
 pub type Gates = BTreeMap<toml::Spanned<Metric>, Threshold>;
 
+/// Thresholds per generated family, by family name then metric:
+/// `family_gate = { tqa-ll = { drop = "<= 10" } }`. Names keep their place in the file too.
+pub type FamilyGates = BTreeMap<toml::Spanned<String>, Gates>;
+
 /// The profile used when none is named.
 pub const DEFAULT_PROFILE: &str = "default";
 

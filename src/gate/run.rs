@@ -10,10 +10,9 @@ use crate::system::answer::Answered;
 
 use rayon::prelude::*;
 
-use crate::config::Metric;
 use crate::exec::Engine;
 
-use super::judge::{self, CaseRun};
+use super::judge::{self, CaseRun, SuiteMetrics};
 use super::plan::{SuitePlan, TestDesc, TestKind};
 use super::{TestResult, TestStatus};
 
@@ -67,7 +66,7 @@ pub struct RunReport {
     pub results: Vec<TestResult>,
     /// Per suite: the evaluated cases (every case of the suite when it was run whole).
     pub case_runs: Vec<Vec<CaseRun>>,
-    pub metrics: Vec<BTreeMap<String, f64>>,
+    pub metrics: Vec<SuiteMetrics>,
     /// True when `--max-fail` stopped the run before every selected test ran.
     pub cancelled: bool,
 }
@@ -105,15 +104,13 @@ pub fn run(
             .iter()
             .filter_map(|t| match t.kind {
                 TestKind::Case(case) => Some(case),
-                TestKind::Gate(_) => None,
+                TestKind::Gate(_) | TestKind::FamilyGate(_) => None,
             })
             .collect();
-        let gates: Vec<Metric> = suite_tests
+        let gates: Vec<TestKind> = suite_tests
             .iter()
-            .filter_map(|t| match t.kind {
-                TestKind::Gate(metric) => Some(metric),
-                TestKind::Case(_) => None,
-            })
+            .map(|t| t.kind)
+            .filter(|kind| !matches!(kind, TestKind::Case(_)))
             .collect();
         // A gate needs every case of its suite.
         let needed: Vec<usize> = if gates.is_empty() {
@@ -148,13 +145,18 @@ pub fn run(
         let metrics = if complete {
             judge::suite_metrics(suite, &runs)
         } else {
-            BTreeMap::new()
+            SuiteMetrics::default()
         };
-        for metric in gates {
-            let result = if complete {
-                judge::judge_gate(suite, metric, &metrics, start.elapsed())
-            } else {
-                skipped(suite, TestKind::Gate(metric))
+        for kind in gates {
+            let result = match (complete, kind) {
+                (false, _) => skipped(suite, kind),
+                (true, TestKind::Gate(metric)) => {
+                    judge::judge_gate(suite, metric, &metrics, start.elapsed())
+                }
+                (true, TestKind::FamilyGate(index)) => {
+                    judge::judge_family_gate(suite, index, &metrics, start.elapsed())
+                }
+                (true, TestKind::Case(_)) => continue,
             };
             on_event(Event::Finished(&result));
             report.results.push(result);
@@ -279,6 +281,10 @@ fn skipped(suite: &SuitePlan, kind: TestKind) -> TestResult {
         TestKind::Case(case) => (suite.case_test_name(&suite.bench.cases[case]), None),
         // A gate a stopped run did not evaluate still shows what it would have checked.
         TestKind::Gate(metric) => (suite.gate_test_name(metric), Some(suite.gates[&metric])),
+        TestKind::FamilyGate(index) => {
+            let gate = &suite.family_gates[index];
+            (suite.family_gate_test_name(gate), Some(gate.threshold))
+        }
     };
     TestResult {
         name,

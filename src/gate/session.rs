@@ -231,24 +231,30 @@ impl Session {
             }
             &TestKind::Gate(metric) => {
                 let start = std::time::Instant::now();
-                let runs = self.whole_suites[test.suite].get_or_init(|| {
-                    let all: Vec<TestDesc> = self
-                        .tests()
-                        .into_iter()
-                        .filter(|t| t.suite == test.suite && matches!(t.kind, TestKind::Case(_)))
-                        .collect();
-                    self.run(&all, None, &mut |_| {})
-                        .case_runs
-                        .swap_remove(test.suite)
-                });
-                judge::judge_gate(
-                    suite,
-                    metric,
-                    &judge::suite_metrics(suite, runs),
-                    start.elapsed(),
-                )
+                let metrics = self.whole_suite_metrics(test.suite);
+                judge::judge_gate(suite, metric, &metrics, start.elapsed())
+            }
+            &TestKind::FamilyGate(index) => {
+                let start = std::time::Instant::now();
+                let metrics = self.whole_suite_metrics(test.suite);
+                judge::judge_family_gate(suite, index, &metrics, start.elapsed())
             }
         }
+    }
+
+    /// The metrics of a suite whose every case ran, once per process.
+    fn whole_suite_metrics(&self, suite: usize) -> judge::SuiteMetrics {
+        let runs = self.whole_suites[suite].get_or_init(|| {
+            let all: Vec<TestDesc> = self
+                .tests()
+                .into_iter()
+                .filter(|t| t.suite == suite && matches!(t.kind, TestKind::Case(_)))
+                .collect();
+            self.run(&all, None, &mut |_| {})
+                .case_runs
+                .swap_remove(suite)
+        });
+        judge::suite_metrics(&self.suites[suite], runs)
     }
 
     /// After a run: makes the cassette durable and compares each fully-run suite with its
