@@ -12,6 +12,7 @@ use crate::gate::plan::{TestDesc, TestKind};
 use crate::gate::run::{self, Event, Selection};
 use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
+use crate::report::family_text;
 use crate::report::libtest_json::LibtestJsonReporter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
@@ -217,8 +218,6 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         };
         notes.push(format!("{note}\n{}", outcome.diff_text.trim_end()));
     }
-    reporter.finish(&report.results, filtered_out, &notes);
-
     let summaries: Vec<SuiteSummary> = session
         .suites
         .iter()
@@ -228,6 +227,15 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
                 .with_families(metrics.families.clone())
         })
         .collect();
+    for summary in summaries.iter().filter(|s| !s.families.is_empty()) {
+        notes.push(format!(
+            "{}: families against their seeds (drop = A_orig - A_family in points)\n{}",
+            summary.name,
+            family_text::overview(&summary.families).trim_end()
+        ));
+    }
+    reporter.finish(&report.results, filtered_out, &notes);
+
     if let Some(path) = args.junit.or_else(|| session.profile.junit.clone()) {
         junit::write(&path, &report.results, &summaries)?;
     }
