@@ -163,7 +163,6 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         });
     }
     check_case_names(config, &plans)?;
-    check_profile_families(config, profile)?;
     Ok(plans)
 }
 
@@ -218,26 +217,6 @@ fn family_gates(
             threshold,
         })
         .collect())
-}
-
-/// A profile's family gate on a family no suite has would gate nothing.
-fn check_profile_families(config: &Config, profile: &ProfileConfig) -> Result<(), InputError> {
-    for family in profile.family_gate.keys() {
-        if !config
-            .suites
-            .iter()
-            .any(|suite| suite.families.contains_key(family.get_ref()))
-        {
-            return Err(config.error_at(
-                family.span(),
-                format!(
-                    "the profile's family_gate names family `{}`, which no [[suite]] has in `families`",
-                    family.get_ref()
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// A `[cases."<name>"]` that names no test is a typo that would silently gate nothing.
