@@ -439,3 +439,198 @@ fn retrieval_rates(cases: &[&CaseScore]) -> Option<RetrievalRates> {
         .collect();
     (!rates.is_empty()).then(|| retrieval::summarize(&rates).into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::ex::Verdict;
+    use crate::metrics::retrieval::Retrieval;
+    use crate::scoring::Robustness;
+
+    /// A scored case: `family` and `seed` tags for a variant, none for a seed.
+    fn case(id: &str, variant_of: Option<(&str, &str)>, correct: bool) -> CaseScore {
+        let mut tags = BTreeMap::new();
+        if let Some((family, seed)) = variant_of {
+            tags.insert("family".to_string(), family.to_string());
+            tags.insert("seed".to_string(), seed.to_string());
+        }
+        CaseScore {
+            id: id.to_string(),
+            db: "db".to_string(),
+            tags,
+            feasible: true,
+            verdict: if correct {
+                Verdict::Correct
+            } else {
+                Verdict::Incorrect
+            },
+            ex: if correct { 1.0 } else { 0.0 },
+            exact: None,
+            error: None,
+            diagnostics: Vec::new(),
+            sql: Some("SELECT 1".to_string()),
+            cleaned: false,
+            fine: BTreeMap::new(),
+            esm: None,
+            esm_detail: None,
+            etm: None,
+            etm_detail: None,
+            hardness: None,
+            cs: None,
+            robustness: None,
+        }
+    }
+
+    fn para(id: &str, seed: &str, correct: bool, cs: f64) -> CaseScore {
+        CaseScore {
+            cs: Some(cs),
+            ..case(id, Some(("para", seed)), correct)
+        }
+    }
+
+    #[test]
+    fn a_family_is_scored_against_the_seeds_it_came_from() {
+        // Two seeds, both right; three paraphrases each (a: 2 right, b: 1 right).
+        let scores = vec![
+            case("a", None, true),
+            case("b", None, true),
+            case("c", None, false),
+            para("a::para::1", "a", true, 0.9),
+            para("a::para::2", "a", true, 0.8),
+            para("a::para::3", "a", false, 0.7),
+            para("b::para::1", "b", true, 0.9),
+            para("b::para::2", "b", false, 0.6),
+            para("b::para::3", "b", false, 0.6),
+        ];
+        let families = family_summaries(&scores);
+        let para = &families["para"];
+        assert_eq!((para.n, para.seeds, para.min_variants), (6, 2, 3));
+        assert_eq!(para.a_orig, Some(1.0));
+        assert_eq!(para.ex, 0.5);
+        assert!((para.drop.unwrap() - 50.0).abs() < 1e-9);
+        assert_eq!((para.gained, para.lost), (0, 3));
+        let interval = para.cs_interval.unwrap();
+        assert!((interval.mean_cs - 0.75).abs() < 1e-9);
+        assert!((interval.low - 0.375).abs() < 1e-9 && (interval.high - 0.625).abs() < 1e-9);
+        // SQL2NL Pass@K per seed (n = 3): a has c = 2, b has c = 1.
+        assert!((para.pass_at_k[&1] - 0.5).abs() < 1e-9);
+        let at2 = (1.0 + (1.0 - 1.0 / 3.0)) / 2.0;
+        assert!((para.pass_at_k[&2] - at2).abs() < 1e-9);
+        assert!(!para.pass_at_k.contains_key(&5));
+        let qvt = para.qvt.unwrap();
+        assert!((qvt.mean - 0.5).abs() < 1e-9 && (qvt.min - 1.0 / 3.0).abs() < 1e-9);
+        // The gate reads the same numbers, and says why it cannot compute one.
+        assert_eq!(para.metric(Metric::Ex), Ok(0.5));
+        assert!((para.metric(Metric::PassAt(3)).unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(
+            para.metric(Metric::PassAt(5)),
+            Err("a seed has 3 variant(s), fewer than K = 5".to_string())
+        );
+        assert!(para
+            .metric(Metric::Recall)
+            .unwrap_err()
+            .contains("retrieved"));
+        assert!(para
+            .metric(Metric::Etm)
+            .unwrap_err()
+            .contains("not a family metric"));
+        assert!(para
+            .values()
+            .contains(&(Metric::PassAt(2), para.pass_at_k[&2])));
+    }
+
+    #[test]
+    fn variants_without_their_seed_are_counted_apart() {
+        let scores = vec![
+            case("a", None, false),
+            case("a::tqa-ll::n3", Some(("tqa-ll", "a")), true),
+            case("z::tqa-ll::n3", Some(("tqa-ll", "z")), true),
+            case("y::orphan::n3", Some(("orphan", "y")), true),
+        ];
+        let families = family_summaries(&scores);
+        let ll = &families["tqa-ll"];
+        assert_eq!(ll.unpaired, ["z::tqa-ll::n3"]);
+        assert_eq!((ll.n, ll.seeds, ll.gained), (2, 1, 1));
+        assert_eq!(ll.ex, 1.0);
+        assert_eq!(ll.drop, Some(-100.0));
+        assert_eq!(ll.cs_interval, None);
+        let orphan = &families["orphan"];
+        assert_eq!(orphan.a_orig, None);
+        assert!(orphan.metric(Metric::Drop).unwrap_err().contains("seeds"));
+        // A family with a setting names it; mixed settings name none.
+        let mut tagged = scores.clone();
+        for score in &mut tagged[1..3] {
+            score.tags.insert("setting".to_string(), "L/L".to_string());
+        }
+        assert_eq!(
+            family_summaries(&tagged)["tqa-ll"].setting.as_deref(),
+            Some("L/L")
+        );
+        tagged[2]
+            .tags
+            .insert("setting".to_string(), "O/L".to_string());
+        assert_eq!(family_summaries(&tagged)["tqa-ll"].setting, None);
+    }
+
+    #[test]
+    fn breakdowns_samples_ner_and_retrieval_come_from_the_cases_facts() {
+        let with = |mut score: CaseScore, robustness: Robustness| {
+            score.robustness = Some(robustness);
+            score
+        };
+        let joined = QueryShape {
+            joins: 1,
+            ..QueryShape::default()
+        };
+        let extra_table = robustness::SchemaErrors {
+            extra_tables: 1,
+            ..Default::default()
+        };
+        let facts = |shape, errors, samples| Robustness {
+            shape: Some(shape),
+            schema_errors: Some(errors),
+            retrieval: Some(Retrieval {
+                false_positive_rate: Some(0.5),
+                recall: Some(1.0),
+            }),
+            samples: Some(samples),
+        };
+        let none = robustness::SchemaErrors::default();
+        let scores = vec![
+            with(case("a", None, true), facts(joined, none, (2, 2))),
+            with(
+                case("b", None, false),
+                facts(QueryShape::default(), extra_table, (2, 0)),
+            ),
+            with(
+                case("a::f::1", Some(("f", "a")), false),
+                facts(QueryShape::default(), extra_table, (4, 1)),
+            ),
+            with(
+                case("b::f::1", Some(("f", "b")), true),
+                facts(QueryShape::default(), none, (4, 4)),
+            ),
+        ];
+        let f = &family_summaries(&scores)["f"];
+        // A variant is bucketed by its seed's gold: a has one join.
+        let joins: Vec<(&str, usize, usize)> = f
+            .breakdowns
+            .iter()
+            .filter(|row| row.split == "joins")
+            .map(|row| (row.bucket.as_str(), row.original.n, row.family.n))
+            .collect();
+        assert_eq!(joins, [("0", 1, 1), ("1", 1, 1)]);
+        let grouped = f.breakdowns.iter().find(|r| r.split == "group_by").unwrap();
+        assert_eq!((grouped.bucket.as_str(), grouped.family.n), ("without", 2));
+        // NL2SQL Pass@1 over the samples: (1/4 + 4/4) / 2.
+        assert!((f.nl2sql_pass_at_k[&1] - 0.625).abs() < 1e-9);
+        assert!(!f.nl2sql_pass_at_k.contains_key(&5));
+        // The wrong variant has an extra table, the right one none: NER = 1 / ε.
+        let ner = f.ner.family.unwrap();
+        assert!((ner.extra_tables - 1.0 / robustness::NER_EPSILON).abs() < 1e-3);
+        assert_eq!(ner.missing_columns, 0.0);
+        let retrieval = f.retrieval.unwrap();
+        assert_eq!((retrieval.n, retrieval.recall), (2, Some(1.0)));
+        assert_eq!(f.metric(Metric::Fpr), Ok(0.5));
+    }
+}
