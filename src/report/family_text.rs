@@ -52,7 +52,7 @@ pub fn overview(families: &BTreeMap<String, FamilySummary>) -> String {
     for (name, family) in families.iter().filter(|(_, f)| !f.unpaired.is_empty()) {
         let _ = writeln!(
             out,
-            "{name}: {} case(s) name a seed that is not a case of the suite (in A_family, not in the drop), e.g. `{}`",
+            "{name}: {} case(s) have no seed among the suite's cases (in A_family, not in the drop), e.g. `{}`",
             family.unpaired.len(),
             family.unpaired[0]
         );

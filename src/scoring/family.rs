@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::CaseScore;
 use crate::config::Metric;
-use crate::metrics::retrieval::{self, RetrievalSummary};
+use crate::metrics::retrieval::{self, CaseFact, DeltaEx, RetrievalSummary};
 use crate::metrics::robustness::{self, QueryShape};
 
 /// The K of the Pass@K tables (the paper's Table 3), those at most the fewest variants a seed has.
@@ -218,9 +218,22 @@ pub fn family_summaries(scores: &[CaseScore]) -> BTreeMap<String, FamilySummary>
             families.entry(family).or_default().push(score);
         }
     }
+    let facts: Vec<CaseFact> = feasible
+        .iter()
+        .map(|s| CaseFact {
+            id: s.id.clone(),
+            family: s.family().map(String::from),
+            seed: s.seed().map(String::from),
+            correct: s.correct(),
+        })
+        .collect();
+    let mut deltas = retrieval::delta_ex_by_family(&facts, None);
     families
         .into_iter()
-        .map(|(name, cases)| (name.to_string(), summarize_family(&cases, &seeds)))
+        .map(|(name, cases)| {
+            let delta = deltas.remove(name).unwrap_or_default();
+            (name.to_string(), summarize_family(&cases, &seeds, delta))
+        })
         .collect()
 }
 
@@ -229,10 +242,17 @@ fn seed_of<'a>(case: &CaseScore, seeds: &HashMap<&str, &'a CaseScore>) -> Option
     case.seed().and_then(|id| seeds.get(id).copied())
 }
 
-fn summarize_family(cases: &[&CaseScore], seeds: &HashMap<&str, &CaseScore>) -> FamilySummary {
+fn summarize_family(
+    cases: &[&CaseScore],
+    seeds: &HashMap<&str, &CaseScore>,
+    delta: DeltaEx,
+) -> FamilySummary {
     let seed_of = |case: &CaseScore| seed_of(case, seeds);
-    let (paired, unpaired): (Vec<&CaseScore>, Vec<&CaseScore>) =
-        cases.iter().partition(|case| seed_of(case).is_some());
+    let paired: Vec<&CaseScore> = cases
+        .iter()
+        .copied()
+        .filter(|case| seed_of(case).is_some())
+        .collect();
     let paired_seeds: BTreeMap<&str, &CaseScore> = paired
         .iter()
         .filter_map(|case| seed_of(case).map(|seed| (seed.id.as_str(), seed)))
@@ -244,14 +264,6 @@ fn summarize_family(cases: &[&CaseScore], seeds: &HashMap<&str, &CaseScore>) -> 
         .collect();
     let accuracy = robustness::accuracy_drop(&original, &units);
     let all_cs = paired.iter().all(|case| case.cs.is_some());
-    let (mut gained, mut lost) = (0, 0);
-    for case in &paired {
-        match (seed_of(case).is_some_and(|s| s.correct()), case.correct()) {
-            (false, true) => gained += 1,
-            (true, false) => lost += 1,
-            _ => {}
-        }
-    }
     let by_seed = variants_by_seed(cases);
     let variants: Vec<(u64, u64)> = by_seed.values().copied().collect();
     let min_variants = variants.iter().map(|&(n, _)| n).min().unwrap_or(0) as usize;
@@ -270,9 +282,9 @@ fn summarize_family(cases: &[&CaseScore], seeds: &HashMap<&str, &CaseScore>) -> 
         seeds: paired_seeds.len(),
         a_orig: accuracy.map(|a| a.a_orig),
         drop: accuracy.map(|a| a.drop_points),
-        gained,
-        lost,
-        unpaired: unpaired.iter().map(|c| c.id.clone()).collect(),
+        gained: delta.gained,
+        lost: delta.lost,
+        unpaired: delta.unpaired,
         cs_interval: accuracy.filter(|_| all_cs).map(|a| CsInterval {
             mean_cs: a.mean_cs,
             low: a.interval.0,
