@@ -58,7 +58,11 @@ impl Harness {
             Ok(session) => Arc::new(session),
             Err(error) => exit_bad_input(&error.to_string()),
         };
-        libtest_mimic::run(&args, trials(&session)).exit()
+        let conclusion = libtest_mimic::run(&args, trials(&session));
+        for warning in session.warnings() {
+            eprintln!("warning: {warning}");
+        }
+        conclusion.exit()
     }
 }
 

@@ -282,3 +282,102 @@ fn missing_answers_never_pass_as_known_failures() {
         "{junit}"
     );
 }
+
+/// A server answering each question with a fixed chat choice (`content`, `finish_reason`).
+fn serve_choices(choices: &'static [(&'static str, &'static str, &'static str)]) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let address = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for mut request in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            let choice = choices
+                .iter()
+                .find(|(question, _, _)| body.contains(question));
+            let response = match choice {
+                Some((_, content, finish_reason)) => {
+                    let chat = json!({"choices": [{"index": 0, "finish_reason": finish_reason,
+                        "message": {"role": "assistant", "content": content}}]});
+                    tiny_http::Response::from_string(chat.to_string())
+                }
+                None => tiny_http::Response::from_string("unknown").with_status_code(400),
+            };
+            let _ = request.respond(response);
+        }
+    });
+    address
+}
+
+const CHOICES: &[(&str, &str, &str)] = &[
+    (
+        "How many rows are counted?",
+        "```sql\nSELECT COUNT(*) AS not_answerable_count FROM t\n```",
+        "stop",
+    ),
+    ("Which values are there?", "SELECT a FROM", "length"),
+    ("What does a ticket cost?", "not_answerable", "stop"),
+];
+
+/// The cassette keeps each reply as the model wrote it; the marker, cleaning and garbage rules
+/// read it after replay. Cut replies are named; accepting a whole run prunes unused answers.
+#[test]
+fn replies_are_recorded_raw_read_after_replay_and_pruned_on_accept() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = serve_choices(CHOICES);
+    write_suite(dir.path(), &base_url);
+    let golds = ["SELECT count(*) FROM t", "SELECT a FROM t", "SELECT 1"];
+    let cases: Vec<String> = CHOICES
+        .iter()
+        .zip(golds)
+        .enumerate()
+        .map(|(i, ((question, _, _), gold))| {
+            json!({"id": format!("c{i}"), "db": "numbers", "question": question, "gold": gold})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(dir.path().join("cases.jsonl"), cases.join("\n")).unwrap();
+
+    let run = sqlgate(dir.path(), "new");
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(run.status.code(), Some(100), "{text}");
+    // `not_answerable_count` is part of a query: the case is scored as SQL, and passes.
+    assert!(
+        text.lines()
+            .any(|l| l.contains("PASS") && l.ends_with("tiny::numbers::c0")),
+        "{text}"
+    );
+    assert!(text.contains("1 reply was cut short"), "{text}");
+    assert!(
+        text.contains("reply_truncated: the system's reply was cut short"),
+        "{text}"
+    );
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"name="reply_truncated" value="true""#),
+        "{junit}"
+    );
+    let cassette_path = dir.path().join("snapshots/predictions/model.jsonl");
+    let cassette = std::fs::read_to_string(&cassette_path).unwrap();
+    assert!(cassette.contains(r#""sql":"not_answerable""#), "{cassette}");
+    assert!(cassette.contains(r#""truncated":true"#), "{cassette}");
+    assert!(cassette.contains("not_answerable_count"), "{cassette}");
+
+    // The abstention is read from the recorded text on replay.
+    let replay = sqlgate(dir.path(), "none");
+    let text = String::from_utf8_lossy(&replay.stdout).into_owned();
+    assert!(text.contains("predicted: (abstained)"), "{text}");
+
+    // The ticket question is gone: accepting the whole run prunes its answer.
+    std::fs::write(dir.path().join("cases.jsonl"), cases[..2].join("\n")).unwrap();
+    let accept = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--record", "none", "--accept"])
+        .current_dir(dir.path())
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&accept.stdout).into_owned();
+    assert!(text.contains("cassette: pruned 1 answer"), "{text}");
+    let cassette = std::fs::read_to_string(&cassette_path).unwrap();
+    assert_eq!(cassette.lines().count(), 2, "{cassette}");
+    assert!(!cassette.contains("not_answerable\""), "{cassette}");
+}

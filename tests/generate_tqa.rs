@@ -420,3 +420,101 @@ fn llm_question_rewrites_are_taken_when_they_keep_the_values() {
     assert_eq!(ll["question"], "Is 'Ada' a prsn entry?");
     assert_eq!(ll["sql"], "SELECT p_id FROM prsn WHERE nm = 'Ada'");
 }
+
+/// `--method linker --strategy back-translation`: an answer that hides the linker table's
+/// mention and keeps the value replaces the synonym rewrite; one that leaves the mention keeps
+/// the synonym rewrite and says why; a second run asks nothing (the cache answers).
+#[test]
+fn model_hiding_is_validated_cached_and_falls_back_to_synonyms() {
+    use llm_support::{Canned, TestServer};
+    if !wordnet_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let three_tables =
+        "SELECT s.name FROM student AS s JOIN enrollment AS e ON s.id = e.student_id \
+                        JOIN course AS c ON c.id = e.course_id WHERE c.title = ";
+    let gold = suite(
+        dir.path(),
+        "CREATE TABLE student (id INTEGER PRIMARY KEY, name TEXT);\n\
+         CREATE TABLE course (id INTEGER PRIMARY KEY, title TEXT);\n\
+         CREATE TABLE enrollment (student_id INTEGER REFERENCES student(id), \
+         course_id INTEGER REFERENCES course(id));\n\
+         INSERT INTO student VALUES (1, 'Ada'); INSERT INTO course VALUES (1, 'Math');\n\
+         INSERT INTO enrollment VALUES (1, 1);",
+        &[
+            serde_json::json!({"id": "q1", "db": "school", "question":
+                "Which students have an enrollment in the course 'Math'?",
+                "gold": format!("{three_tables}'Math'")}),
+            serde_json::json!({"id": "q2", "db": "school", "question":
+                "List the students with an enrollment in 'Art'.",
+                "gold": format!("{three_tables}'Art'")}),
+        ],
+    );
+    let out = dir.path().join("out");
+    let server = TestServer::start(vec![
+        Canned::chat("Sure!\nNew Question: Which students are registered in the course 'Math'?"),
+        Canned::chat("New Question: Show the students with an enrollment in 'Art'."),
+    ]);
+    let run = |base_url: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+            .args(["generate", "tqa", "--method", "linker", "--strategy"])
+            .args(["back-translation", "--gold", gold.to_str().unwrap()])
+            .args(["--out", out.to_str().unwrap()])
+            .args(["--llm-url", base_url, "--llm-model", "tiny"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout
+    };
+    let stdout = run(&server.base_url);
+    let prompts = server.finish();
+    assert_eq!(prompts.len(), 2, "{stdout}");
+    assert!(
+        prompts[0].body.contains("French") && prompts[0].body.contains("enrollment"),
+        "{}",
+        prompts[0].body
+    );
+    assert!(stdout.contains("2 requests"), "{stdout}");
+    assert!(stdout.contains("1 unusable answers"), "{stdout}");
+    let family = std::fs::read_to_string(out.join("tqa-bt.jsonl")).unwrap();
+    let records: Vec<Value> = family
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records[0]["id"], "bt");
+    assert_eq!(
+        records[0]["question"],
+        "Which students are registered in the course 'Math'?"
+    );
+    assert!(records[0].get("fallback").is_none());
+    assert_eq!(records[1]["hidden"]["question"], true, "{family}");
+    assert!(
+        !records[1]["question"]
+            .as_str()
+            .unwrap()
+            .contains("enrollment"),
+        "{family}"
+    );
+    assert!(
+        records[1]["fallback"]["question"]
+            .as_str()
+            .unwrap()
+            .contains("still there"),
+        "{family}"
+    );
+
+    let idle = TestServer::start(vec![]);
+    let again = run(&idle.base_url);
+    assert!(again.contains("0 requests"), "{again}");
+    assert!(idle.finish().is_empty());
+    assert_eq!(
+        std::fs::read_to_string(out.join("tqa-bt.jsonl")).unwrap(),
+        family
+    );
+}

@@ -4,7 +4,7 @@ mod llm_support;
 
 use std::path::{Path, PathBuf};
 
-use llm_support::{Canned, Recorded, TestServer};
+use llm_support::{chat_completion, Canned, Recorded, TestServer};
 use sha2::{Digest, Sha256};
 use sqlgate::system::openai::{OpenAiConfig, OpenAiSystem, PromptSource, DEFAULT_PROMPT};
 use sqlgate::system::{Reply, Request, System, SystemError, SystemErrorKind};
@@ -42,7 +42,10 @@ fn request() -> Request {
 /// The system's answer to `request()` when the model says `content`, and the request it sent.
 fn answer(content: &str) -> (Result<Reply, SystemError>, Recorded) {
     let server = TestServer::start(vec![Canned::chat(content)]);
-    let result = system(config(&server.base_url)).answer(&request());
+    let system = system(config(&server.base_url));
+    let result = system
+        .answer(&request())
+        .and_then(|reply| system.interpret(reply));
     let mut requests = server.finish();
     assert_eq!(requests.len(), 1);
     (result, requests.remove(0))
@@ -94,6 +97,38 @@ fn the_abstain_marker_is_an_abstention() {
         .0
         .unwrap();
     assert_eq!(reply.sql, None);
+}
+
+#[test]
+fn the_raw_reply_is_what_gets_recorded_and_is_interpreted_after() {
+    let raw = "not_answerable: the schema has no ticket prices.";
+    let server = TestServer::start(vec![Canned::chat(raw)]);
+    let system = system(config(&server.base_url));
+    let recorded = system.answer(&request()).unwrap();
+    server.finish();
+    assert_eq!(recorded.sql.as_deref(), Some(raw));
+    assert!(!recorded.truncated);
+    assert_eq!(system.interpret(recorded).unwrap().sql, None);
+
+    // An identifier that contains the marker is part of a query, not an abstention.
+    let counted = "```sql\nSELECT COUNT(*) AS not_answerable_count FROM singer\n```";
+    let reply = answer(counted).0.unwrap().clean();
+    assert_eq!(
+        reply.sql.as_deref(),
+        Some("SELECT COUNT(*) AS not_answerable_count FROM singer")
+    );
+}
+
+#[test]
+fn a_reply_cut_at_max_tokens_says_so() {
+    let mut body = chat_completion(serde_json::json!("SELECT name FROM singer WHERE"));
+    body["choices"][0]["finish_reason"] = "length".into();
+    let server = TestServer::start(vec![Canned::new(200, body.to_string())]);
+    let system = system(config(&server.base_url));
+    let reply = system.answer(&request()).unwrap();
+    server.finish();
+    assert!(reply.truncated);
+    assert!(system.interpret(reply).unwrap().truncated);
 }
 
 #[test]

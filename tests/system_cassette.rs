@@ -98,6 +98,9 @@ impl Fixture {
             &throttle,
             &|_, _| {},
         )
+        .into_iter()
+        .map(|answered| answered.reply)
+        .collect()
     }
 }
 
@@ -120,7 +123,7 @@ fn record_none_answers_from_the_cassette_only() {
     assert!(fixture.take_calls().is_empty(), "the system was called");
 
     fixture.run(&cassette, RecordMode::New, &requests(&["q1"]));
-    cassette.finish().unwrap();
+    cassette.finish(false).unwrap();
     assert_eq!(fixture.take_calls(), ["q1"]);
 
     let cassette = fixture.open();
@@ -162,7 +165,7 @@ fn garbage_is_recorded_but_timeouts_are_asked_again() {
     let answers = fixture.run(&cassette, RecordMode::New, &cases);
     assert_eq!(kind(&answers[0]), Some(SystemErrorKind::Garbage));
     assert_eq!(kind(&answers[1]), Some(SystemErrorKind::Timeout));
-    cassette.finish().unwrap();
+    cassette.finish(false).unwrap();
     assert_eq!(fixture.take_calls(), ["bad1", "q1", "slow1"]);
 
     let cassette = fixture.open();
@@ -187,7 +190,7 @@ fn progress_is_reported_once_per_request() {
         &cassette,
         RecordMode::New,
         &throttle,
-        &|index, elapsed| seen.lock().unwrap().push((index, elapsed)),
+        &|index, answered| seen.lock().unwrap().push((index, answered.elapsed)),
     );
     let mut seen = seen.into_inner().unwrap();
     seen.sort();
@@ -205,6 +208,7 @@ fn reply(sql: &str) -> Result<Reply, SystemError> {
         cleaned: false,
         samples: Vec::new(),
         retrieved: Vec::new(),
+        truncated: false,
     })
 }
 
@@ -224,6 +228,7 @@ fn answers() -> Vec<(String, String, Result<Reply, SystemError>)> {
         cleaned: true,
         samples: vec!["SELECT 2".into()],
         retrieved: vec!["book".into()],
+        truncated: true,
     });
     [
         ("a", reply("SELECT 1")),
@@ -254,12 +259,12 @@ fn the_file_is_sorted_and_the_same_whatever_the_order_of_answers() {
     for (key, case, answer) in answers() {
         cassette.record(&key, &case, &answer);
     }
-    cassette.finish().unwrap();
+    cassette.finish(false).unwrap();
     let cassette = Cassette::open(&backward).unwrap();
     for (key, case, answer) in answers().into_iter().rev() {
         cassette.record(&key, &case, &answer);
     }
-    cassette.finish().unwrap();
+    cassette.finish(false).unwrap();
 
     assert_eq!(
         std::fs::read(&forward).unwrap(),
@@ -293,7 +298,7 @@ fn answers_survive_a_round_trip_but_transient_failures_are_not_recorded() {
     }
     let timeout_key = record_key("sys", &request("f"));
     cassette.record(&timeout_key, "f", &failure(SystemErrorKind::Timeout));
-    cassette.finish().unwrap();
+    cassette.finish(false).unwrap();
 
     let reopened = Cassette::open(&path).unwrap();
     assert_eq!(reopened.len(), 5);
@@ -304,7 +309,7 @@ fn answers_survive_a_round_trip_but_transient_failures_are_not_recorded() {
     assert!(reopened.warnings().is_empty());
 
     let before = std::fs::read(&path).unwrap();
-    reopened.finish().unwrap();
+    reopened.finish(false).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
@@ -346,7 +351,7 @@ fn a_torn_journal_line_is_discarded_and_reported() {
         serde_json::from_str::<serde_json::Value>(line).unwrap();
     }
 
-    cassette.finish().unwrap();
+    cassette.finish(false).unwrap();
     assert!(!journal.exists());
     assert_eq!(lines(&path).len(), 4);
 }
@@ -377,7 +382,7 @@ fn a_damaged_cassette_is_an_input_error_at_its_line() {
     let (key, case, answer) = answers().remove(0);
     let cassette = Cassette::open(&path).unwrap();
     cassette.record(&key, &case, &answer);
-    cassette.finish().unwrap();
+    cassette.finish(false).unwrap();
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str("<<<<<<< HEAD\n");
     std::fs::write(&path, text).unwrap();
@@ -431,6 +436,7 @@ fn concurrent_recorders_merge_their_answers() {
             cleaned: false,
             samples: Vec::new(),
             retrieved: Vec::new(),
+            truncated: false,
         })
     };
     // Two runs open the cassette before either finishes, as runs in one folder do.
@@ -438,8 +444,8 @@ fn concurrent_recorders_merge_their_answers() {
     let second = Cassette::open(&path).unwrap();
     first.record("k1", "q1", &answer("SELECT 1"));
     second.record("k2", "q2", &answer("SELECT 2"));
-    first.finish().unwrap();
-    second.finish().unwrap();
+    first.finish(false).unwrap();
+    second.finish(false).unwrap();
     let merged = Cassette::open(&path).unwrap();
     assert_eq!(merged.len(), 2, "an answer was lost");
     assert!(!dir.path().join("shared.jsonl.journal").exists());
@@ -451,7 +457,7 @@ fn concurrent_recorders_merge_their_answers() {
             scope.spawn(move || {
                 let key = format!("t{index}");
                 cassette.record(&key, &key, &answer("SELECT 3"));
-                cassette.finish().unwrap();
+                cassette.finish(false).unwrap();
             });
         }
     });
@@ -461,4 +467,26 @@ fn concurrent_recorders_merge_their_answers() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(leftovers, ["shared.jsonl"], "temporary files left behind");
+}
+
+#[test]
+fn pruning_keeps_only_the_answers_a_run_used() {
+    let fixture = Fixture::new();
+    let cassette = fixture.open();
+    fixture.run(&cassette, RecordMode::New, &requests(&["q1", "q2", "q3"]));
+    assert_eq!(cassette.finish(false).unwrap(), 0);
+    fixture.take_calls();
+
+    // The next run no longer has q3 (an edited question gets a new key): it is stale.
+    let cassette = fixture.open();
+    fixture.run(&cassette, RecordMode::None, &requests(&["q1", "q2"]));
+    assert_eq!(cassette.finish(true).unwrap(), 1);
+    let cassette = fixture.open();
+    assert_eq!(cassette.len(), 2);
+    let answers = fixture.run(&cassette, RecordMode::None, &requests(&["q1", "q2", "q3"]));
+    assert_eq!(sql(&answers[1]), Some("SELECT 1 AS q2"));
+    assert_eq!(kind(&answers[2]), Some(SystemErrorKind::NotRecorded));
+    // Without pruning nothing is dropped, and a pruning run that used everything writes nothing.
+    assert_eq!(cassette.finish(false).unwrap(), 0);
+    assert!(fixture.take_calls().is_empty());
 }

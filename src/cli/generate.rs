@@ -52,7 +52,11 @@ pub struct TqaArgs {
     pub(super) wordnet: Option<PathBuf>,
     /// Lower identifiers with a chat model at this OpenAI-compatible endpoint (the paper's
     /// few-shot prompt, temperature 0, seed 42, cached; unusable answers fall back to the rule).
-    #[arg(long, requires = "llm_model")]
+    #[arg(
+        long,
+        requires = "llm_model",
+        required_if_eq_any([("strategy", "back-translation"), ("strategy", "contextual")])
+    )]
     pub(super) llm_url: Option<String>,
     /// The chat model to ask the `--llm-url` endpoint for.
     #[arg(long, requires = "llm_url")]
@@ -64,6 +68,11 @@ pub struct TqaArgs {
     /// answer that loses a value falls back to the deterministic rewrite).
     #[arg(long, requires = "llm_url")]
     pub(super) llm_questions: bool,
+    /// How `--method linker` hides the linker table's mentions: `synonym` (WordNet, the
+    /// default), or with the `--llm-url` model `back-translation` (through French) or
+    /// `contextual` (masked-word prediction); an unusable answer keeps the synonym rewrite.
+    #[arg(long, value_enum, default_value = "synonym")]
+    pub(super) strategy: LinkerStrategy,
     /// Where answers are cached (default: `<out>/llm-cache.jsonl`).
     #[arg(long)]
     pub(super) llm_cache: Option<PathBuf>,
@@ -77,6 +86,13 @@ pub struct TqaArgs {
 pub enum TqaMethod {
     Naturalness,
     Linker,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LinkerStrategy {
+    Synonym,
+    BackTranslation,
+    Contextual,
 }
 
 #[derive(Args)]

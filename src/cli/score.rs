@@ -275,6 +275,9 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         ..Scoring::new(mode)
     };
     let databases = scoring.databases(&benchmark)?;
+    for warning in scoring::empty_database_warnings(&databases) {
+        eprintln!("warning: {warning}");
+    }
     let scores = scoring::score_all(
         &scoring,
         &benchmark.cases,

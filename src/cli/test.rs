@@ -1,5 +1,6 @@
 //! `sqlgate test`: every case, mutant and threshold of `sqlgate.toml` as a named test.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -14,6 +15,7 @@ use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::family_text;
 use crate::report::libtest_json::LibtestJsonReporter;
+use crate::report::progress::AnswerMeter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
 
@@ -97,6 +99,14 @@ impl Reporter {
         }
     }
 
+    fn answer_meter(&self) -> AnswerMeter {
+        match self {
+            Reporter::Terminal(reporter) => reporter.answer_meter(),
+            // Plain lines on stderr: stdout carries the JSON events.
+            Reporter::LibtestJson(_) => AnswerMeter::new(None),
+        }
+    }
+
     fn finish(&mut self, results: &[TestResult], filtered_out: usize, notes: &[String]) {
         match self {
             Reporter::Terminal(reporter) => reporter.finish(results, filtered_out, notes),
@@ -112,7 +122,7 @@ enum ListFormat {
 }
 
 pub fn run(args: TestArgs) -> Result<u8, InputError> {
-    let session = Session::open(&args.config, &args.profile, args.record, None)?;
+    let mut session = Session::open(&args.config, &args.profile, args.record, None)?;
     let selection = Selection {
         filters: args.filters.clone(),
         exact: args.exact,
@@ -183,6 +193,8 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         )),
         MessageFormat::LibtestJson => Reporter::LibtestJson(LibtestJsonReporter::default()),
     };
+    let meter = reporter.answer_meter();
+    session.show_answer_progress(Box::new(move |progress| meter.update(progress)));
     let mut report = session.run(&selected, max_fail, &mut |event| reporter.event(event));
     report.results.extend(
         ignored
@@ -191,9 +203,16 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
     );
     run::sort_in_plan_order(&mut report.results, &all);
     let whole = session::is_whole_run(&all, &selected);
-    let snapshots = session.finish(&report, whole, args.accept)?;
+    let finished = session.finish(&report, whole, args.accept)?;
 
     let mut notes = missing_answer_notes(&report.results);
+    notes.extend(reply_notes(&report.results));
+    notes.extend(
+        session
+            .warnings()
+            .into_iter()
+            .map(|warning| format!("warning: {warning}")),
+    );
     if let Some(partition) = args.partition {
         notes.push(format!(
             "partition {partition}: this shard ran its share of the cases and no gate (a suite \
@@ -203,7 +222,14 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
     if report.cancelled {
         notes.push(stopped_note(&report));
     }
-    for outcome in &snapshots {
+    if finished.pruned_answers > 0 {
+        notes.push(format!(
+            "cassette: pruned {} that no case of this run asked for (old questions or system \
+             settings)",
+            plural(finished.pruned_answers, "answer")
+        ));
+    }
+    for outcome in &finished.snapshots {
         let path = session
             .snapshot_dir()
             .join(format!("{}.snap", outcome.suite));
@@ -313,6 +339,43 @@ fn shard(selected: Vec<TestDesc>, partition: Partition) -> Vec<TestDesc> {
         .filter(|(position, test)| partition.contains(*position, &test.name))
         .map(|(_, test)| test)
         .collect()
+}
+
+/// Says how many metrics could not be computed and how many replies were cut short: both
+/// lower the numbers without the system having answered worse.
+fn reply_notes(results: &[TestResult]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut metric_errors: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
+    for result in results {
+        for (property, reason) in &result.properties {
+            if let Some(metric) = property.strip_suffix("_error") {
+                let entry = metric_errors.entry(metric).or_insert((0, reason));
+                entry.0 += 1;
+            }
+        }
+    }
+    for (metric, (count, first)) in metric_errors {
+        notes.push(format!(
+            "warning: {metric} could not be computed for {}, scored 0; first: {first}",
+            plural(count, "case")
+        ));
+    }
+    let truncated = results
+        .iter()
+        .filter(|r| r.properties.contains_key("reply_truncated"))
+        .count();
+    if truncated > 0 {
+        notes.push(format!(
+            "warning: {} cut short by the system's token limit (finish_reason `length`): \
+             their SQL may be incomplete; raise `max_tokens`",
+            if truncated == 1 {
+                "1 reply was".to_string()
+            } else {
+                format!("{truncated} replies were")
+            }
+        ));
+    }
+    notes
 }
 
 /// Says plainly how many cases had no answer at all, and what to do about it.

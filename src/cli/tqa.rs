@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::generate::{generator_client, TqaArgs, TqaMethod};
+use super::generate::{generator_client, LinkerStrategy, TqaArgs, TqaMethod};
 use super::EXIT_OK;
 use crate::bench::{self, Answer, Benchmark, Case};
 use crate::error::InputError;
@@ -10,7 +10,7 @@ use crate::exec::{Engine, Limits};
 use crate::files::write_atomically;
 use crate::llm::cache::JsonlCache;
 use crate::mutate::jqe::graph as jqe_graph;
-use crate::mutate::tqa::llm::LlmLowering;
+use crate::mutate::tqa::llm::{Hiding, HidingInput, TqaLlm};
 use crate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
 use crate::mutate::tqa::rename::RenameMap;
 use crate::mutate::tqa::sql::rename_sql;
@@ -173,7 +173,7 @@ fn mapping_block(map: &RenameMap) -> String {
     text
 }
 
-fn llm_lowering(args: &TqaArgs) -> Result<Option<LlmLowering>, InputError> {
+fn llm_lowering(args: &TqaArgs) -> Result<Option<TqaLlm>, InputError> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
         return Ok(None);
     };
@@ -182,20 +182,45 @@ fn llm_lowering(args: &TqaArgs) -> Result<Option<LlmLowering>, InputError> {
         .llm_cache
         .clone()
         .unwrap_or_else(|| args.out.join("llm-cache.jsonl"));
-    Ok(Some(LlmLowering::new(
+    Ok(Some(TqaLlm::new(
         client,
         model.clone(),
         JsonlCache::open(&cache)?,
     )))
 }
 
-/// The family of deterministic synonym replacement, and its mutant id.
-const LINKER_FAMILY: &str = "tqa-sr";
+/// A linker strategy's family, mutant id, recorded name and model prompt (`None`: WordNet
+/// synonyms only).
+fn linker_family(
+    strategy: LinkerStrategy,
+) -> (&'static str, &'static str, &'static str, Option<Hiding>) {
+    match strategy {
+        LinkerStrategy::Synonym => ("tqa-sr", "sr", "synonym-replacement", None),
+        LinkerStrategy::BackTranslation => (
+            "tqa-bt",
+            "bt",
+            "back-translation",
+            Some(Hiding::BackTranslation),
+        ),
+        LinkerStrategy::Contextual => (
+            "tqa-ca",
+            "ca",
+            "contextual-augmentation",
+            Some(Hiding::Contextual),
+        ),
+    }
+}
 
 fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, InputError> {
     let out = &args.out;
     std::fs::create_dir_all(out)
         .map_err(|e| InputError::file(out, format!("cannot create the folder: {e}")))?;
+    let (family_name, mutant_id, strategy, hiding) = linker_family(args.strategy);
+    // Clap requires --llm-url for the model strategies.
+    let llm = match hiding {
+        Some(_) => llm_lowering(args)?,
+        None => None,
+    };
     let answers = carried_answers(args, bench)?;
     let mut family = String::new();
     let mut carried = String::new();
@@ -219,7 +244,7 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, In
                 evidence: case.evidence.as_deref(),
                 sql: &case.gold[0],
             };
-            let result = match linker::augment(&seed, &graph, wordnet) {
+            let mut result = match linker::augment(&seed, &graph, wordnet) {
                 Ok(result) => result,
                 Err(linker::Skip::FewerThanThreeTables) => {
                     small += 1;
@@ -236,6 +261,13 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, In
                 }
             };
             augmented += 1;
+            let mut fallbacks = serde_json::Map::new();
+            if let (Some(hiding), Some(llm)) = (hiding, &llm) {
+                fallbacks = hide_with_model(llm, hiding, &seed, db, &mut result);
+                if let Some(error) = llm.errors.borrow().first() {
+                    return Err(InputError::file(out, format!("--llm-url: {error}")));
+                }
+            }
             for (hidden, count, total) in [
                 (result.question_hidden, &mut hidden_q, &mut fields_q),
                 (result.evidence_hidden, &mut hidden_e, &mut fields_e),
@@ -246,27 +278,28 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, In
                 }
             }
             let mut record = serde_json::json!({
-                "id": "sr", "seed_id": seed.id, "db": db, "sql": seed.sql,
+                "id": mutant_id, "seed_id": seed.id, "db": db, "sql": seed.sql,
                 "question": result.question, "linker_table": result.linker_table,
-                "replaced": result.replaced, "strategy": "synonym-replacement",
+                "replaced": result.replaced, "strategy": strategy,
                 "hidden": {"question": result.question_hidden, "evidence": result.evidence_hidden},
             });
             if let Some(evidence) = &result.evidence {
                 record["evidence"] = evidence.clone().into();
             }
+            if !fallbacks.is_empty() {
+                // Fields where the model's answer was unusable and the synonym rewrite stayed.
+                record["fallback"] = fallbacks.into();
+            }
             family.push_str(&record.to_string());
             family.push('\n');
             if let Some(answer) = answers.get(seed.id) {
-                let id = format!("{}::{LINKER_FAMILY}::sr", seed.id);
+                let id = format!("{}::{family_name}::{mutant_id}", seed.id);
                 carried.push_str(&answer_line(&id, answer, None).to_string());
                 carried.push('\n');
             }
         }
     }
-    write_atomically(
-        &out.join(format!("{LINKER_FAMILY}.jsonl")),
-        family.as_bytes(),
-    )?;
+    write_atomically(&out.join(format!("{family_name}.jsonl")), family.as_bytes())?;
     if args.predictions.is_some() {
         write_atomically(&out.join("predictions.jsonl"), carried.as_bytes())?;
     }
@@ -284,9 +317,73 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, In
         "hiding score: question {:.1}% ({hidden_q}/{fields_q}), evidence {:.1}% ({hidden_e}/{fields_e}); family written to {}",
         share(hidden_q, fields_q),
         share(hidden_e, fields_e),
-        out.join(format!("{LINKER_FAMILY}.jsonl")).display()
+        out.join(format!("{family_name}.jsonl")).display()
     );
+    if let Some(llm) = &llm {
+        println!(
+            "{strategy}: {} requests (the rest from the cache), {} unusable answers kept the synonym rewrite",
+            llm.requests.get(),
+            llm.fallbacks.get()
+        );
+    }
     Ok(EXIT_OK)
+}
+
+/// Rewrites the question, then the evidence (which sees the new question), of `result` with
+/// the model; a field whose answer is unusable keeps its synonym rewrite. Returns why, by field.
+fn hide_with_model(
+    llm: &TqaLlm,
+    hiding: Hiding,
+    seed: &linker::Seed,
+    db: &str,
+    result: &mut linker::Augmented,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut fallbacks = serde_json::Map::new();
+    for field in ["question", "evidence"] {
+        let text = match (field, seed.evidence) {
+            ("question", _) => seed.question,
+            (_, Some(evidence)) => evidence,
+            (_, None) => continue,
+        };
+        let mentions: Vec<linker::Mention> = result
+            .replaced
+            .iter()
+            .filter(|r| r.field == field)
+            .map(|r| r.mention.clone())
+            .collect();
+        if mentions.is_empty() {
+            continue;
+        }
+        let input = HidingInput {
+            field,
+            text,
+            db,
+            sql: seed.sql,
+            table: &result.linker_table,
+            segments: &result.segments,
+            mentions: &mentions,
+            new_question: (field == "evidence").then_some(result.question.as_str()),
+        };
+        let answer = llm.hide(hiding, &input);
+        let (slot, hidden) = match field {
+            "question" => (&mut result.question, &mut result.question_hidden),
+            _ => match result.evidence.as_mut() {
+                Some(evidence) => (evidence, &mut result.evidence_hidden),
+                None => continue,
+            },
+        };
+        match answer {
+            // A validated answer hides every mention (its hiding score is 1).
+            Ok(new) => {
+                *slot = new;
+                *hidden = Some(true);
+            }
+            Err(why) => {
+                fallbacks.insert(field.to_string(), why.into());
+            }
+        }
+    }
+    fallbacks
 }
 
 /// A predictions line answering `id`; with `renamed`, the SQL moved onto the clone (an answer

@@ -91,6 +91,27 @@ pub struct Schema {
     pub foreign_keys: Vec<ForeignKey>,
 }
 
+/// Whether any table of the SQLite file `db` holds a row. On a database without rows (a
+/// schema-only copy) every query returns nothing, so execution accuracy cannot tell a
+/// right query from a wrong one.
+pub fn holds_rows(db: &Path) -> Result<bool, rusqlite::Error> {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let names: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )?
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    for name in names {
+        let quoted = name.replace('"', "\"\"");
+        let mut rows = conn.prepare(&format!("SELECT 1 FROM \"{quoted}\" LIMIT 1"))?;
+        if rows.exists([])? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 impl Schema {
     /// Reads tables, columns and foreign keys of a SQLite file (opened read-only).
     pub fn read(db: &Path) -> Result<Schema, rusqlite::Error> {

@@ -28,6 +28,8 @@ pub struct CaseRun {
     pub duration: Duration,
     /// Why the system gave no usable answer, when it did not.
     pub system_error: Option<SystemErrorKind>,
+    /// The reply was cut short by the system's token limit.
+    pub reply_truncated: bool,
 }
 
 impl CaseRun {
@@ -86,6 +88,7 @@ pub fn evaluate_case(
         // Where the case's time went: the system's answer, then scoring it.
         duration: answered.elapsed + start.elapsed(),
         system_error: reply.as_ref().err().map(|error| error.kind),
+        reply_truncated: reply.as_ref().is_ok_and(|reply| reply.truncated),
     }
 }
 
@@ -122,6 +125,9 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     if let Some(kind) = run.system_error {
         properties.insert("system_error_kind".to_string(), kind.as_str().to_string());
     }
+    if run.reply_truncated {
+        properties.insert("reply_truncated".to_string(), "true".to_string());
+    }
     // A generated variant names its seed and, when the generator measured it, its similarity.
     if let Some(seed) = run.score.seed() {
         properties.insert("seed_id".to_string(), seed.to_string());
@@ -142,7 +148,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         ),
         None => failure_message(run, accepted, must_pass),
     });
-    let detail = (!correct).then(|| failure_detail(case, &run.score));
+    let detail = (!correct).then(|| failure_detail(case, run));
     TestResult {
         name: run.test.clone(),
         suite: suite.name.clone(),
@@ -180,7 +186,8 @@ fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> St
     format!("{why}: {what}")
 }
 
-fn failure_detail(case: &crate::bench::Case, score: &CaseScore) -> String {
+fn failure_detail(case: &crate::bench::Case, run: &CaseRun) -> String {
+    let score = &run.score;
     let mut lines = vec![format!("question:  {}", case.question)];
     for gold in &case.gold {
         lines.push(format!("gold:      {gold}"));
@@ -205,6 +212,13 @@ fn failure_detail(case: &crate::bench::Case, score: &CaseScore) -> String {
             "note:      {}: {}",
             diagnostic.code, diagnostic.message
         ));
+    }
+    if run.reply_truncated {
+        lines.push(
+            "note:      reply_truncated: the system's reply was cut short by its token limit \
+             (finish_reason `length`), so its SQL may be incomplete; raise `max_tokens`"
+                .to_string(),
+        );
     }
     lines.join("\n")
 }

@@ -2,10 +2,11 @@
 //! Both front ends run on it: `sqlgate test` runs everything at once, the libtest-mimic harness
 //! runs one test per call (so `--exact NAME` evaluates just that case).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::config::system::SystemType;
 use crate::config::{AbstentionConfig, RecordMode, ThrottleConfig};
@@ -42,7 +43,24 @@ pub struct Session {
     schemas: Vec<HashMap<String, (PathBuf, String)>>,
     /// Per suite: every case evaluated, computed once for gate tests in the harness.
     whole_suites: Vec<OnceLock<Vec<CaseRun>>>,
+    answer_progress: Option<Box<AnswerProgressFn>>,
+    /// Found while opening or running; a set, so a warning repeated per suite shows once.
+    warnings: Mutex<BTreeSet<String>>,
 }
+
+/// How far a suite's answers are.
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerProgress<'a> {
+    pub suite: &'a str,
+    pub answered: usize,
+    pub total: usize,
+    /// Answers that came from the system itself rather than the cassette.
+    pub asked: usize,
+    /// Answers that are system errors (not recorded, timeouts, garbage...).
+    pub errors: usize,
+}
+
+pub type AnswerProgressFn = dyn Fn(&AnswerProgress<'_>) + Send + Sync;
 
 impl Session {
     /// Opens `config_path` under `profile`. `system` replaces the configured one (a Rust user's
@@ -120,7 +138,13 @@ impl Session {
             .iter()
             .map(schemas_of)
             .collect::<Result<Vec<_>, _>>()?;
+        let warnings = suites
+            .iter()
+            .flat_map(|suite| crate::scoring::empty_database_warnings(&suite.databases))
+            .collect();
         Ok(Session {
+            answer_progress: None,
+            warnings: Mutex::new(warnings),
             whole_suites: suites.iter().map(|_| OnceLock::new()).collect(),
             config,
             profile_name: profile_name.to_string(),
@@ -158,11 +182,23 @@ impl Session {
             })
             .collect();
         let system = self.systems[suite].as_ref();
-        let elapsed = Mutex::new(vec![Duration::ZERO; requests.len()]);
-        let record_time = |index: usize, took: Duration| {
-            elapsed.lock().unwrap_or_else(|p| p.into_inner())[index] = took;
+        let [answered_count, asked_count, error_count] = [(); 3].map(|_| AtomicUsize::new(0));
+        let progress = |_index: usize, answered: &Answered| {
+            // Each count is read as this answer leaves it.
+            let count = |counter: &AtomicUsize, this: bool| {
+                counter.fetch_add(usize::from(this), Ordering::Relaxed) + usize::from(this)
+            };
+            let progress = AnswerProgress {
+                suite: &plan.name,
+                answered: count(&answered_count, true),
+                total: requests.len(),
+                asked: count(&asked_count, !answered.elapsed.is_zero()),
+                errors: count(&error_count, answered.reply.is_err()),
+            };
+            if let Some(show) = &self.answer_progress {
+                show(&progress);
+            }
         };
-        // The cassette keeps what the system said; what counts as an abstention is applied after.
         let answers = match &self.cassette {
             Some(cassette) => answer_all(
                 system,
@@ -170,29 +206,74 @@ impl Session {
                 cassette,
                 self.record,
                 &self.throttle,
-                &record_time,
+                &progress,
             ),
             None => requests
                 .iter()
                 .enumerate()
                 .map(|(index, request)| {
                     let start = Instant::now();
-                    let answer = system.answer(request);
-                    record_time(index, start.elapsed());
-                    answer
+                    let answered = Answered {
+                        reply: system.answer(request),
+                        elapsed: start.elapsed(),
+                    };
+                    progress(index, &answered);
+                    answered
                 })
                 .collect(),
         };
-        let elapsed = elapsed.into_inner().unwrap_or_else(|p| p.into_inner());
-        // Cleaned here, for every system alike, before abstention rules read the SQL.
+        let without_samples = answers
+            .iter()
+            .all(|a| a.reply.as_ref().map_or(true, |r| r.samples.is_empty()));
+        if self.abstention.votes() && without_samples && !answers.is_empty() {
+            self.warn(format!(
+                "`abstention.vote` is set, but none of the {} answers of suite `{}` carried \
+                 samples: nothing was voted on",
+                answers.len(),
+                plan.name
+            ));
+        }
+        // The cassette keeps what the system said; the system's reading of it, cleaning and
+        // the abstention rules apply after, to recorded and new replies alike.
         answers
             .into_iter()
-            .zip(elapsed)
-            .map(|(answer, elapsed)| Answered {
-                reply: answer.map(|reply| self.abstention.apply(reply.clean())),
-                elapsed,
+            .map(|answered| Answered {
+                reply: answered
+                    .reply
+                    .and_then(|reply| system.interpret(reply))
+                    .map(|reply| self.abstention.apply(reply.clean())),
+                elapsed: answered.elapsed,
             })
             .collect()
+    }
+
+    /// Shows how far the answers are while a system is being asked (a progress bar, or
+    /// periodic lines).
+    pub fn show_answer_progress(&mut self, show: Box<AnswerProgressFn>) {
+        self.answer_progress = Some(show);
+    }
+
+    /// Things the run found that do not fail a test but that a reader must know: databases
+    /// without rows, rules that did nothing, cassette lines dropped or not journaled.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        if let Some(cassette) = &self.cassette {
+            warnings.extend(cassette.warnings());
+        }
+        warnings
+    }
+
+    fn warn(&self, warning: String) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(warning);
     }
 
     /// Runs the given tests all at once, stopping once `max_fail` tests have failed (`None`:
@@ -258,18 +339,25 @@ impl Session {
     }
 
     /// After a run: makes the cassette durable and compares each fully-run suite with its
-    /// accepted snapshot. Returns notes for the terminal and the suites' diffs.
+    /// accepted snapshot. Accepting a whole run also prunes the cassette of answers no case
+    /// asked for (old questions, old prompts).
     pub fn finish(
         &self,
         report: &RunReport,
         whole_run: bool,
         accept: bool,
-    ) -> Result<Vec<SnapshotOutcome>, InputError> {
-        if let Some(cassette) = &self.cassette {
-            cassette.finish()?;
-        }
-        if !whole_run || report.cancelled {
-            return Ok(Vec::new());
+    ) -> Result<Finished, InputError> {
+        let complete = whole_run && !report.cancelled;
+        let pruned_answers = match &self.cassette {
+            Some(cassette) => cassette.finish(complete && accept)?,
+            None => 0,
+        };
+        let mut finished = Finished {
+            snapshots: Vec::new(),
+            pruned_answers,
+        };
+        if !complete {
+            return Ok(finished);
         }
         let dir = self.snapshot_dir();
         let ci = running_in_ci();
@@ -298,8 +386,17 @@ impl Session {
                 action,
             });
         }
-        Ok(outcomes)
+        finished.snapshots = outcomes;
+        Ok(finished)
     }
+}
+
+/// What [`Session::finish`] did.
+pub struct Finished {
+    /// Each fully-run suite's snapshot comparison.
+    pub snapshots: Vec<SnapshotOutcome>,
+    /// Cassette answers dropped because no case of the accepted run used them.
+    pub pruned_answers: usize,
 }
 
 /// What happened to a suite's snapshot after a run.

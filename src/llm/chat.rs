@@ -50,6 +50,17 @@ pub struct ChatReply {
     pub raw: Value,
 }
 
+impl ChatReply {
+    /// The model stopped at the request's `max_tokens` (`finish_reason: "length"`), so the
+    /// text may end mid-answer.
+    pub fn cut_short(&self) -> bool {
+        self.raw
+            .pointer("/choices/0/finish_reason")
+            .and_then(Value::as_str)
+            == Some("length")
+    }
+}
+
 impl Client {
     /// Asks for one completion. A 200 response without `choices[0].message.content` as text
     /// is a [`Garbage`](LlmErrorKind::Garbage) error.

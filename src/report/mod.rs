@@ -4,6 +4,7 @@ pub mod family_text;
 pub mod github;
 pub mod junit;
 pub mod libtest_json;
+pub mod progress;
 pub mod score_json;
 pub mod score_text;
 pub mod terminal;

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::gate::run::Event;
 use crate::gate::{TestResult, TestStatus};
 use crate::report::plural;
+use crate::report::progress::AnswerMeter;
 
 const SLOWEST_SHOWN: usize = 5;
 
@@ -38,34 +39,44 @@ impl TerminalReporter {
                 std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
             }
         };
+        // Made up front so that the answers' progress can show in it before tests finish.
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(0);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{prefix:>12} [{elapsed_precise}] {bar:40} {pos}/{len} {msg}",
+            ) {
+                bar.set_style(style);
+            }
+            bar.set_prefix("Running");
+            bar
+        });
         TerminalReporter {
             start: Instant::now(),
-            bar: None,
+            bar,
             color,
             heading,
         }
+    }
+
+    /// Shows the system's answers coming in, in the progress bar on a terminal.
+    pub fn answer_meter(&self) -> AnswerMeter {
+        AnswerMeter::new(self.bar.clone())
     }
 
     pub fn event(&mut self, event: Event<'_>) {
         match event {
             Event::Started { total } => {
                 self.start = Instant::now();
+                if let Some(bar) = &self.bar {
+                    bar.set_length(total as u64);
+                    bar.reset_elapsed();
+                }
                 self.print(&format!(
                     "{:>12} {} ({})",
                     self.paint("Starting", GREEN),
                     plural(total, "test"),
                     self.heading
                 ));
-                if std::io::stderr().is_terminal() {
-                    let bar = ProgressBar::new(total as u64);
-                    if let Ok(style) = ProgressStyle::with_template(
-                        "{prefix:>12} [{elapsed_precise}] {bar:40} {pos}/{len}",
-                    ) {
-                        bar.set_style(style);
-                    }
-                    bar.set_prefix("Running");
-                    self.bar = Some(bar);
-                }
             }
             Event::Finished(result) => {
                 let line = self.status_line(result);

@@ -14,7 +14,7 @@ mod robustness;
 pub mod summary;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -113,6 +113,28 @@ impl Scoring {
             })
             .collect()
     }
+}
+
+/// Warnings for databases on which execution accuracy says nothing: ones without a row in any
+/// table (schema-only copies), where every query returns an empty result, so a wrong query
+/// "matches" its gold as often as a right one.
+pub fn empty_database_warnings(databases: &[CaseDatabases]) -> Vec<String> {
+    let mut cases_by_db: BTreeMap<&Path, usize> = BTreeMap::new();
+    for case in databases {
+        *cases_by_db.entry(&case.main).or_insert(0) += 1;
+    }
+    cases_by_db
+        .into_iter()
+        // A database that cannot be read fails its cases' executions, which say why.
+        .filter(|(db, _)| matches!(crate::exec::schema::holds_rows(db), Ok(false)))
+        .map(|(db, cases)| {
+            format!(
+                "{} has no rows in any table, so EX there compares empty results and cannot \
+                 tell a right query from a wrong one (cases on it: {cases})",
+                db.display()
+            )
+        })
+        .collect()
 }
 
 /// A case's database files.

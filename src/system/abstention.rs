@@ -24,6 +24,11 @@ impl Abstention {
         })
     }
 
+    /// Whether replies' samples are voted on.
+    pub fn votes(&self) -> bool {
+        self.vote.is_some()
+    }
+
     /// The reply, turned into an abstention when a rule says so.
     pub fn apply(&self, mut reply: Reply) -> Reply {
         if let (Some(ratio), false) = (self.vote, reply.samples.is_empty()) {
@@ -77,6 +82,7 @@ mod tests {
             cleaned: false,
             samples: samples.iter().map(|s| s.to_string()).collect(),
             retrieved: Vec::new(),
+            truncated: false,
         }
     }
 

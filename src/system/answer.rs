@@ -23,55 +23,67 @@ pub struct Answered {
 ///
 /// Calls run on up to `throttle.concurrency()` threads, each through the throttle, and every
 /// answer is journaled in the cassette as soon as it arrives, so a run killed at any moment
-/// resumes without asking again. `progress` is called with a request's index and the time its
-/// answer took (zero from the cassette) once it is answered, from any thread.
+/// resumes without asking again. `progress` is called with a request's index and its answer
+/// once it is answered (from the cassette first, then as calls return, from any thread).
 pub fn answer_all(
     system: &dyn System,
     requests: &[Request],
     cassette: &Cassette,
     mode: RecordMode,
     throttle: &Throttle,
-    progress: &(dyn Fn(usize, Duration) + Sync),
-) -> Vec<Result<Reply, SystemError>> {
+    progress: &(dyn Fn(usize, &Answered) + Sync),
+) -> Vec<Answered> {
     let fingerprint = system.fingerprint();
     let keys: Vec<String> = requests
         .iter()
         .map(|request| record_key(&fingerprint, request))
         .collect();
-    let mut answers: Vec<Option<Result<Reply, SystemError>>> = vec![None; requests.len()];
+    let mut answers: Vec<Option<Answered>> = vec![None; requests.len()];
     let mut to_call = Vec::new();
     for (index, key) in keys.iter().enumerate() {
         let recorded = match mode {
             RecordMode::All => None,
             RecordMode::None | RecordMode::New => cassette.get(key),
         };
-        match (recorded, mode) {
-            (Some(answer), _) => {
-                answers[index] = Some(answer);
-                progress(index, Duration::ZERO);
+        let reply = match (recorded, mode) {
+            (Some(answer), _) => answer,
+            (None, RecordMode::None) => Err(not_recorded(&requests[index])),
+            (None, _) => {
+                to_call.push(index);
+                continue;
             }
-            (None, RecordMode::None) => {
-                answers[index] = Some(Err(not_recorded(&requests[index])));
-                progress(index, Duration::ZERO);
-            }
-            (None, _) => to_call.push(index),
-        }
+        };
+        let answered = Answered {
+            reply,
+            elapsed: Duration::ZERO,
+        };
+        progress(index, &answered);
+        answers[index] = Some(answered);
     }
     let called = call_concurrently(&to_call, throttle.concurrency(), |index| {
         let request = &requests[index];
         let start = Instant::now();
-        let answer = throttle.call(|| system.answer(request));
-        cassette.record(&keys[index], &request.id, &answer);
-        progress(index, start.elapsed());
-        answer
+        let reply = throttle.call(|| system.answer(request));
+        cassette.record(&keys[index], &request.id, &reply);
+        let answered = Answered {
+            reply,
+            elapsed: start.elapsed(),
+        };
+        progress(index, &answered);
+        answered
     });
-    for (index, answer) in called {
-        answers[index] = Some(answer);
+    for (index, answered) in called {
+        answers[index] = Some(answered);
     }
     answers
         .into_iter()
         .zip(requests)
-        .map(|(answer, request)| answer.unwrap_or_else(|| Err(not_recorded(request))))
+        .map(|(answered, request)| {
+            answered.unwrap_or_else(|| Answered {
+                reply: Err(not_recorded(request)),
+                elapsed: Duration::ZERO,
+            })
+        })
         .collect()
 }
 
@@ -163,6 +175,7 @@ pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
         cleaned: false,
         samples: wire.samples,
         retrieved: wire.retrieved,
+        truncated: false,
     })
 }
 

@@ -14,7 +14,7 @@
 //! journal while it re-reads the file and the journal from disk and adds its own answers, so
 //! every run's answers end up in the file whichever finishes last.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -122,6 +122,8 @@ struct State {
     dirty: bool,
     journal_failed: bool,
     warnings: Vec<String>,
+    /// Keys looked up or recorded by this run: what a pruning [`Cassette::finish`] keeps.
+    used: HashSet<String>,
 }
 
 impl Cassette {
@@ -135,6 +137,7 @@ impl Cassette {
             dirty: false,
             journal_failed: false,
             warnings: Vec::new(),
+            used: HashSet::new(),
         };
         if let Some(text) = read_if_exists(path)? {
             let text = String::from_utf8(text)
@@ -166,7 +169,8 @@ impl Cassette {
 
     /// The recorded answer under `key`.
     pub fn get(&self, key: &str) -> Option<Result<Reply, SystemError>> {
-        let state = self.lock();
+        let mut state = self.lock();
+        state.used.insert(key.to_string());
         state
             .records
             .get(key)
@@ -197,6 +201,7 @@ impl Cassette {
             error,
         };
         let mut state = self.lock();
+        state.used.insert(key.to_string());
         if let Err(problem) = state.journal_line(&self.journal_path, &record) {
             if !std::mem::replace(&mut state.journal_failed, true) {
                 state.warnings.push(format!(
@@ -218,10 +223,15 @@ impl Cassette {
     /// Writes the cassette sorted by key (to a temporary file renamed over it) and removes the
     /// journal. Does nothing when nothing was recorded since the file was written. What other
     /// runs wrote to the file or the journal meanwhile is kept (this run's answers win a tie).
-    pub fn finish(&self) -> Result<(), InputError> {
+    ///
+    /// With `prune` (after a run that asked for every case), answers this run did not use are
+    /// dropped: they belong to questions or system settings that no longer exist. Returns how
+    /// many were.
+    pub fn finish(&self, prune: bool) -> Result<usize, InputError> {
         let mut state = self.lock();
-        if !state.dirty {
-            return Ok(());
+        let stale = |state: &State, key: &String| prune && !state.used.contains(key);
+        if !state.dirty && !state.records.keys().any(|key| stale(&state, key)) {
+            return Ok(0);
         }
         let write_error =
             |e: std::io::Error| InputError::file(&self.path, format!("cannot write: {e}"));
@@ -242,6 +252,9 @@ impl Cassette {
                 .iter()
                 .map(|(key, record)| (key.clone(), record.clone())),
         );
+        let before = merged.len();
+        merged.retain(|key, _| !stale(&state, key));
+        let pruned = before - merged.len();
         let mut text = String::new();
         for record in merged.values() {
             text.push_str(&to_line(record));
@@ -275,7 +288,7 @@ impl Cassette {
         state.records = merged;
         state.torn_journal_at = None;
         state.dirty = false;
-        Ok(())
+        Ok(pruned)
     }
 
     fn into_records(self) -> BTreeMap<String, Record> {

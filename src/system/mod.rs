@@ -48,6 +48,10 @@ pub struct Reply {
     /// What a retriever returned (tables, columns, examples), for diagnostics.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retrieved: Vec<String>,
+    /// The reply was cut short by the system's token limit (a chat `finish_reason` of
+    /// `length`): its SQL may be incomplete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 impl Reply {
@@ -59,6 +63,7 @@ impl Reply {
             cleaned: false,
             samples: Vec::new(),
             retrieved: Vec::new(),
+            truncated: false,
         }
     }
 
@@ -89,6 +94,7 @@ impl Reply {
                 .map(|sample| crate::bench::clean_sql(sample).sql)
                 .collect(),
             retrieved: self.retrieved,
+            truncated: self.truncated,
         }
     }
 }
@@ -204,6 +210,13 @@ pub trait System: Send + Sync {
     fn fingerprint(&self) -> String;
 
     fn answer(&self, request: &Request) -> Result<Reply, SystemError>;
+
+    /// Turns a reply as the system gave it (and as the cassette keeps it) into the answer to
+    /// score: an abstention, a query, or garbage. It runs after the cassette, so recorded
+    /// replies keep the system's own text and a changed rule applies to them on replay.
+    fn interpret(&self, reply: Reply) -> Result<Reply, SystemError> {
+        Ok(reply)
+    }
 }
 
 impl Request {

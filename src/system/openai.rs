@@ -149,9 +149,25 @@ impl System for OpenAiSystem {
         self.fingerprint.clone()
     }
 
+    /// The model's text as it came: the cassette keeps it, and [`System::interpret`] reads it.
     fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
         let reply = self.client.chat(&self.chat_request(request))?;
-        interpret(&reply.content, &self.config.abstain_marker)
+        Ok(Reply {
+            truncated: reply.cut_short(),
+            ..Reply::sql(reply.content)
+        })
+    }
+
+    fn interpret(&self, reply: Reply) -> Result<Reply, SystemError> {
+        let Some(content) = &reply.sql else {
+            // Recorded by an older sqlgate, which applied the marker before recording.
+            return Ok(reply);
+        };
+        let interpreted = interpret(content, &self.config.abstain_marker)?;
+        Ok(Reply {
+            truncated: reply.truncated,
+            ..interpreted
+        })
     }
 }
 
@@ -221,6 +237,7 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
             cleaned: false,
             samples: Vec::new(),
             retrieved: Vec::new(),
+            truncated: false,
         });
     }
     if !is_query {

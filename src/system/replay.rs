@@ -40,6 +40,7 @@ impl ReplaySystem {
                     cleaned: prediction.cleaned,
                     samples: prediction.samples,
                     retrieved: prediction.retrieved,
+                    truncated: false,
                 };
                 (case.id.clone(), reply)
             })

@@ -318,6 +318,8 @@ pub struct Replaced {
 #[derive(Debug, Clone, Serialize)]
 pub struct Augmented {
     pub linker_table: String,
+    /// The linker table's name, segmented.
+    pub segments: Vec<Segment>,
     pub question: String,
     pub evidence: Option<String>,
     pub replaced: Vec<Replaced>,
@@ -400,6 +402,7 @@ pub fn augment(seed: &Seed, schema: &SchemaGraph, wordnet: &WordNet) -> Result<A
     };
     Ok(Augmented {
         linker_table: name,
+        segments,
         question,
         evidence,
         replaced,

@@ -1,11 +1,18 @@
-//! The optional LLM lowering of identifiers (SQLMorph §V): the paper's few-shot prompt through
-//! the shared OpenAI-compatible client at temperature 0 with seed 42, every answer cached, and
-//! validated (one identifier, same initial, shorter, not a keyword); anything else falls back to
-//! the deterministic rule. A failed request stops the run instead (fail closed).
+//! TQA's optional model calls, through the shared OpenAI-compatible client at temperature 0 with
+//! seed 42, every answer cached and validated; an unusable answer falls back to the
+//! deterministic rule, and a failed request stops the run instead (fail closed).
+//! - Lowering identifiers (SQLMorph §V): the paper's few-shot prompt; one identifier, same
+//!   initial, shorter, not a keyword.
+//! - Rewriting a question or evidence under a rename map (SQLMorph §V): the paper's JSON prompt;
+//!   every value kept.
+//! - Hiding a linker table's mentions by back-translation through French or by contextual
+//!   replacement (Riahi 2025 thesis, prompts B.2 and B.3): one line, every mention and segment
+//!   gone, every value kept.
 
 use std::cell::{Cell, RefCell};
 
 use super::ident;
+use super::linker::{Mention, Segment};
 use crate::llm::cache::JsonlCache;
 use crate::llm::{ChatRequest, Client, Message};
 
@@ -79,17 +86,168 @@ pub fn parse_question_answer(
         .unwrap_or(evidence)
         .trim()
         .to_string();
-    let kept = |old: &str, new: &str| {
-        super::text::tokenize(old)
-            .iter()
-            .filter(|t| t.quoted || t.text.chars().all(|c| c.is_ascii_digit()))
-            .all(|t| new.contains(&t.text))
-    };
-    (!new_question.is_empty() && kept(question, &new_question) && kept(evidence, &new_evidence))
-        .then_some((new_question, new_evidence))
+    (!new_question.is_empty()
+        && keeps_values(question, &new_question)
+        && keeps_values(evidence, &new_evidence))
+    .then_some((new_question, new_evidence))
 }
 
-pub struct LlmLowering {
+/// Whether every quoted value and number of `old` is still in `new`.
+fn keeps_values(old: &str, new: &str) -> bool {
+    super::text::tokenize(old)
+        .iter()
+        .filter(|t| t.quoted || t.text.chars().all(|c| c.is_ascii_digit()))
+        .all(|t| new.contains(&t.text))
+}
+
+/// How a model hides the linker table's mentions (thesis §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hiding {
+    /// Translate to French, swap each mention for a French synonym, translate back (B.2).
+    BackTranslation,
+    /// Mask each mention and predict a replacement from its context (B.3).
+    Contextual,
+}
+
+/// What a hiding prompt is about: one field (question or evidence) of one seed.
+pub struct HidingInput<'a> {
+    /// `question` or `evidence`.
+    pub field: &'a str,
+    pub text: &'a str,
+    pub db: &'a str,
+    pub sql: &'a str,
+    pub table: &'a str,
+    /// The linker table's segments and, for each, the mentions in this field.
+    pub segments: &'a [Segment],
+    pub mentions: &'a [Mention],
+    /// For the evidence: the question as already rewritten.
+    pub new_question: Option<&'a str>,
+}
+
+/// The hiding prompt, in the shape of the thesis's B.2/B.3: goal, numbered rules, inputs, and
+/// the answer's form `New <field>: ...`.
+pub fn hiding_prompt(hiding: Hiding, input: &HidingInput<'_>) -> String {
+    let goal = match hiding {
+        Hiding::BackTranslation => format!(
+            "1. Translate the {field} to French.\n\
+             2. In the French text, replace each matched token with a French synonym that keeps \
+             the meaning and will not translate back to the same English word.\n\
+             3. Translate the result back to English.",
+            field = input.field
+        ),
+        Hiding::Contextual => format!(
+            "1. Mask each matched token at its position (only that exact token, never a \
+             phrase).\n\
+             2. Like a masked language model (BERT, T5), predict from the surrounding words a \
+             replacement that is grammatical, keeps the meaning, and is not the original.\n\
+             3. Write the {field} with every masked token replaced.",
+            field = input.field
+        ),
+    };
+    let components: Vec<serde_json::Value> = input
+        .segments
+        .iter()
+        .enumerate()
+        .map(|(index, segment)| {
+            let tokens: Vec<serde_json::Value> = input
+                .mentions
+                .iter()
+                .filter(|m| m.segment == index)
+                .map(|m| serde_json::json!({"token": m.token, "position": m.position}))
+                .collect();
+            serde_json::json!({"segment": segment.text, "is_abbreviation": segment.is_abbreviation,
+                "matched_tokens": tokens})
+        })
+        .collect();
+    let evidence_rule = if input.field == "evidence" {
+        "\n- Do not change the values or column names that the SQL uses."
+    } else {
+        ""
+    };
+    let new_question = input
+        .new_question
+        .map(|q| format!("New Question: {q}\n"))
+        .unwrap_or_default();
+    let label = capitalized(input.field);
+    format!(
+        "You rewrite a {field} of a text-to-SQL benchmark so that its words no longer point to \
+         the database table `{table}`.\n\n\
+         Goal:\n{goal}\n\n\
+         Rules:\n\
+         - Never use a word that appears in a component's segment.\n\
+         - Never reuse a matched token, or a word containing it.\n\
+         - Keep the structure and the meaning, and every number and quoted value.{evidence_rule}\n\
+         - No trivial changes (a plural, an added adjective).\n\
+         - No French, no intermediate steps, no quotes or markdown: one line, no commentary.\n\n\
+         Database: {db}\nSQL: {sql}\nTable: {table}\nComponents: {components}\n{new_question}\
+         {label}: {text}\n\n\
+         Answer as:\nNew {label}: ...",
+        field = input.field,
+        table = input.table,
+        db = input.db,
+        sql = input.sql,
+        components = serde_json::Value::from(components),
+        text = input.text,
+    )
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// The rewritten text of a hiding answer, or why it is unusable: the `New <field>:` line (or
+/// a lone line), changed, of a sane length, with every mention and segment gone (the hiding
+/// score is 1) and every value kept.
+pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<String, String> {
+    let prefix = format!("new {}:", input.field);
+    let lines: Vec<&str> = answer
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let line = lines
+        .iter()
+        .find_map(|l| {
+            let at = l.to_lowercase().find(&prefix)?;
+            l.get(at + prefix.len()..)
+        })
+        .or(match lines.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        })
+        .ok_or_else(|| format!("no `New {}:` line", capitalized(input.field)))?;
+    let text = line
+        .trim()
+        .trim_matches(|c| matches!(c, '"' | '`' | '*' | '\''))
+        .trim()
+        .to_string();
+    let chars = text.chars().count();
+    let source_chars = input.text.chars().count();
+    if text.is_empty() {
+        return Err("empty".into());
+    }
+    if text.eq_ignore_ascii_case(input.text.trim()) {
+        return Err("unchanged".into());
+    }
+    if chars > 3 * source_chars + 20 || 3 * chars < source_chars {
+        return Err(format!(
+            "{chars} characters for a {source_chars}-character text"
+        ));
+    }
+    if !super::linker::hidden(&text, input.mentions, input.segments) {
+        return Err("a mention or a segment of the table is still there".into());
+    }
+    if !keeps_values(input.text, &text) {
+        return Err("a number or quoted value was lost".into());
+    }
+    Ok(text)
+}
+
+pub struct TqaLlm {
     pub client: Client,
     pub model: String,
     pub cache: JsonlCache<String>,
@@ -100,9 +258,9 @@ pub struct LlmLowering {
     pub errors: RefCell<Vec<String>>,
 }
 
-impl LlmLowering {
-    pub fn new(client: Client, model: String, cache: JsonlCache<String>) -> LlmLowering {
-        LlmLowering {
+impl TqaLlm {
+    pub fn new(client: Client, model: String, cache: JsonlCache<String>) -> TqaLlm {
+        TqaLlm {
             client,
             model,
             cache,
@@ -128,6 +286,18 @@ impl LlmLowering {
             self.fallbacks.set(self.fallbacks.get() + 1);
         }
         parsed
+    }
+
+    /// The model's rewrite of one field with the linker table's mentions hidden, validated
+    /// ([`parse_hiding_answer`]); `Err` says why the answer is unusable (the caller keeps the
+    /// deterministic rewrite), or that the request failed (recorded in `errors`).
+    pub fn hide(&self, hiding: Hiding, input: &HidingInput<'_>) -> Result<String, String> {
+        let answer = self
+            .ask(hiding_prompt(hiding, input), 256, input.text)
+            .ok_or("the request failed")?;
+        parse_hiding_answer(&answer, input).inspect_err(|_| {
+            self.fallbacks.set(self.fallbacks.get() + 1);
+        })
     }
 
     /// The cached or fresh answer to `prompt`; `None` after a failed request.
@@ -199,5 +369,75 @@ mod tests {
         let lost_value = "{\"updated_question\": \"Which bks cost more?\"}";
         assert_eq!(parse_question_answer(lost_value, q, ""), None);
         assert_eq!(parse_question_answer("no json here", q, ""), None);
+    }
+
+    #[test]
+    fn hiding_answers_must_hide_every_mention_and_keep_values() {
+        let text = "How many order lines have a quantity above 3?";
+        let segments = [
+            Segment {
+                text: "order".into(),
+                lemma: "order".into(),
+                is_abbreviation: false,
+            },
+            Segment {
+                text: "items".into(),
+                lemma: "item".into(),
+                is_abbreviation: false,
+            },
+        ];
+        let mentions = [Mention {
+            token: "order".into(),
+            lemma: "order".into(),
+            position: 9,
+            len: 5,
+            segment: 0,
+        }];
+        let input = HidingInput {
+            field: "question",
+            text,
+            db: "bookshop",
+            sql: "SELECT count(*) FROM order_items WHERE quantity > 3",
+            table: "order_items",
+            segments: &segments,
+            mentions: &mentions,
+            new_question: None,
+        };
+        let prompt = hiding_prompt(Hiding::Contextual, &input);
+        assert!(prompt.contains("masked language model"), "{prompt}");
+        assert!(prompt.contains(r#""matched_tokens":[{"position":9,"token":"order"}]"#));
+        assert!(prompt.ends_with("New Question: ..."), "{prompt}");
+
+        let good = "Here you go:\nNew Question: How many purchase lines have a quantity above 3?";
+        assert_eq!(
+            parse_hiding_answer(good, &input).as_deref(),
+            Ok("How many purchase lines have a quantity above 3?")
+        );
+        let lone = "\"How many purchase lines have a quantity above 3?\"";
+        assert!(parse_hiding_answer(lone, &input).is_ok());
+        let rejected = [
+            (
+                "New Question: How many order lines have a quantity above 3?",
+                "unchanged",
+            ),
+            (
+                "New Question: How many order rows have a quantity above 3?",
+                "still there",
+            ),
+            (
+                "New Question: How many purchase items have a quantity above 3?",
+                "still there",
+            ),
+            (
+                "New Question: How many purchase lines have a big quantity?",
+                "lost",
+            ),
+            ("Sure!\nLet me think about it.", "no `New Question:` line"),
+            ("New Question: ", "empty"),
+        ];
+        for (answer, why) in rejected {
+            let error = parse_hiding_answer(answer, &input).unwrap_err();
+            assert!(error.contains(why), "{answer}: {error}");
+        }
     }
 }
