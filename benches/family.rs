@@ -40,10 +40,10 @@ fn score(id: String, tags: BTreeMap<String, String>, correct: bool, at: usize) -
         robustness: Some(Robustness {
             shape: Some(QueryShape {
                 joins: at % 4,
-                group_by: at % 3 == 0,
-                order_by: at % 5 == 0,
-                having: at % 7 == 0,
-                nested: at % 11 == 0,
+                group_by: at.is_multiple_of(3),
+                order_by: at.is_multiple_of(5),
+                having: at.is_multiple_of(7),
+                nested: at.is_multiple_of(11),
             }),
             schema_errors: Some(SchemaErrors {
                 extra_columns: usize::from(!correct),

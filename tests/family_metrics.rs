@@ -174,15 +174,30 @@ fn score_reports_a_family_against_its_seeds() {
 }
 
 fn gate(dir: &Path, family_gate: &str) -> (Output, String) {
+    gate_with_profile(dir, family_gate, "", &[])
+}
+
+/// A gate run of the family with these family gates, the `[profile.strict]` table and flags.
+fn gate_with_profile(
+    dir: &Path,
+    family_gate: &str,
+    profile: &str,
+    flags: &[&str],
+) -> (Output, String) {
     let config = format!(
         "[[suite]]\nname = \"fam\"\nbenchmark = \"{}\"\nfamilies = {{ para = \"para.jsonl\", empty = \"empty.jsonl\" }}\nfamily_gate = {{ {family_gate} }}\n\n\
-         [[system]]\nname = \"replayed\"\ntype = \"replay\"\npredictions = \"predictions.jsonl\"\n",
+         [[system]]\nname = \"replayed\"\ntype = \"replay\"\npredictions = \"predictions.jsonl\"\n\n[profile.strict]\n{profile}\n",
         repo().join("benchmarks/demo/suite.toml").display()
     );
     std::fs::write(dir.join("sqlgate.toml"), config).unwrap();
     // The wrong variants become known failures: what is left to fail is the gates.
     sqlgate(dir, &["test", "--accept"]);
-    let output = sqlgate(dir, &["test", "--no-fail-fast", "--junit", "junit.xml"]);
+    let args = [
+        &["test", "--no-fail-fast", "--junit", "junit.xml"][..],
+        flags,
+    ]
+    .concat();
+    let output = sqlgate(dir, &args);
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     (output, text)
 }
@@ -242,6 +257,24 @@ fn family_gates_pass_fail_and_fail_closed() {
     ] {
         assert_eq!(status(&text, test), "FAIL", "{text}");
     }
+}
+
+#[test]
+fn a_profile_overrides_a_family_gate() {
+    let dir = workspace();
+    let suite_gate = "para = { drop = \"<= 50\", qvt = 0.5 }";
+    let strict = "family_gate = { para = { drop = \"<= 10\" } }";
+    let (output, text) = gate_with_profile(dir.path(), suite_gate, strict, &[]);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let (output, text) =
+        gate_with_profile(dir.path(), suite_gate, strict, &["--profile", "strict"]);
+    assert_eq!(output.status.code(), Some(100), "{text}");
+    assert!(
+        text.contains("para::drop = 50 does not meet <= 10"),
+        "{text}"
+    );
+    // The suite's other family gate still holds under the profile.
+    assert_eq!(status(&text, "fam::gate::para::qvt"), "PASS", "{text}");
 }
 
 /// The first status word (`PASS`, `FAIL`) printed for the test named exactly `test`.

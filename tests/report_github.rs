@@ -299,8 +299,10 @@ fn summary_shows_family_gates_and_each_family_against_its_seeds() {
         ("tqa-ll::drop".to_string(), 25.0),
         ("tqa-ll::ex".to_string(), 0.5),
     ]);
-    let summaries = vec![SuiteSummary::from_results("tqa", metrics, &[gate.clone()])
-        .with_families(BTreeMap::from([("tqa-ll".to_string(), ll)]))];
+    let summaries = vec![
+        SuiteSummary::from_results("tqa", metrics, std::slice::from_ref(&gate))
+            .with_families(BTreeMap::from([("tqa-ll".to_string(), ll)])),
+    ];
     let markdown = github::step_summary(&[gate], &summaries);
     let lines: Vec<&str> = markdown.lines().collect();
     // Family metrics stay out of the suites table: they have their own.

@@ -362,6 +362,9 @@ fn ner<'a>(cases: impl Iterator<Item = &'a CaseScore>) -> Option<NerTypes> {
     robustness::normalised_schema_error_rate(&predictions).map(NerTypes::from)
 }
 
+/// Whether a gold of this shape falls in a bucket.
+type ShapeTest = fn(&QueryShape) -> bool;
+
 /// The splits of spec B.4 on the seed's gold (the case's own when its seed is not in the suite).
 fn breakdowns(
     seeds: &BTreeMap<&str, &CaseScore>,
@@ -393,7 +396,7 @@ fn breakdowns(
             s.joins == count
         }));
     }
-    let clauses: [(&'static str, fn(&QueryShape) -> bool); 4] = [
+    let clauses: [(&'static str, ShapeTest); 4] = [
         ("group_by", |s| s.group_by),
         ("order_by", |s| s.order_by),
         ("having", |s| s.having),
