@@ -279,6 +279,29 @@ fn embeddings_of_the_wrong_count_or_type_are_garbage() {
 }
 
 #[test]
+fn per_token_embeddings_are_mean_pooled() {
+    // llama.cpp's server without a pooling type: a list of token vectors per input.
+    let body = json!({"data": [
+        {"index": 0, "embedding": [[1.0, 0.0], [0.0, 1.0]]},
+        {"index": 1, "embedding": [[0.5, 0.25]]}
+    ]});
+    let server = TestServer::start(vec![Canned::new(200, body.to_string())]);
+    let vectors = client(&server.base_url, None, Duration::from_secs(10))
+        .embed("m", &["a", "b"])
+        .unwrap();
+    server.finish();
+    assert_eq!(vectors, vec![vec![0.5, 0.5], vec![0.5, 0.25]]);
+    // Token vectors of different lengths are no embedding.
+    let ragged = json!({"data": [{"index": 0, "embedding": [[1.0, 0.0], [1.0]]}]});
+    let server = TestServer::start(vec![Canned::new(200, ragged.to_string())]);
+    let error = client(&server.base_url, None, Duration::from_secs(10))
+        .embed("m", &["a"])
+        .unwrap_err();
+    server.finish();
+    assert_eq!(error.kind, LlmErrorKind::Garbage);
+}
+
+#[test]
 fn bad_client_configurations_are_refused() {
     let config = |base_url: &str, timeout| ClientConfig {
         base_url: base_url.into(),

@@ -1,9 +1,10 @@
 //! Generated families as cases of the suite they came from, in either shape a generator writes:
-//! - a JSONL file (`generate jqe`, `generate tqa`), one mutant per line with at least `id`,
-//!   `seed_id`, `db`, `sql`, `question` (and optionally `evidence`). Of the generator's own
-//!   fields, those the family metrics read are kept: `cs` (the variant's similarity to its
-//!   seed, on the case), `setting` (TQA's O/O, L/O, O/L, L/L) and `method` (as tags); others
-//!   stay out of the case. A mutant's id is
+//! - a JSONL file (`generate jqe`, `generate tqa`, `generate paraphrase`), one mutant per line
+//!   with at least `id`, `seed_id`, `db`, `sql` (a query, or a list of equally correct ones),
+//!   `question` (and optionally `evidence`). Of the generator's own fields, those the family
+//!   metrics read are kept: `cs` (the variant's similarity to its seed, on the case), `setting`
+//!   (TQA's O/O, L/O, O/L, L/L) and `method` (as tags); others stay out of the case. A mutant's
+//!   id is
 //!   `<seed-id>::<family>::<mutant-id>`, so its test is named
 //!   `<suite>::<db>::<seed-id>::<family>::<mutant-id>`;
 //! - a generated suite (`generate errors`, `generate infeasible`): its folder or its
@@ -27,7 +28,7 @@ struct Mutant {
     id: String,
     seed_id: String,
     db: String,
-    sql: String,
+    sql: GoldSql,
     question: String,
     #[serde(default)]
     evidence: Option<String>,
@@ -39,6 +40,15 @@ struct Mutant {
     setting: Option<String>,
     #[serde(default)]
     method: Option<String>,
+}
+
+/// The gold of a mutant: one query, or several equally correct ones (a paraphrase of a Defog
+/// question keeps all of its gold queries).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum GoldSql {
+    One(String),
+    Several(Vec<String>),
 }
 
 /// The cases of `family` in `path`: a generated suite's cases, or the mutants of a JSONL file
@@ -91,6 +101,15 @@ fn load_mutants(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<Case
                 .at_record(index)
                 .at_line(line_number + 1)
         })?;
+        let gold = match mutant.sql {
+            GoldSql::One(sql) => vec![sql],
+            GoldSql::Several(list) if !list.is_empty() => list,
+            GoldSql::Several(_) => {
+                return Err(InputError::file(path, "`sql` is an empty list")
+                    .at_record(index)
+                    .at_line(line_number + 1))
+            }
+        };
         let marker = format!("{}::{family}::", mutant.seed_id);
         let id = if mutant.id.starts_with(&marker) {
             mutant.id
@@ -120,7 +139,7 @@ fn load_mutants(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<Case
             cs: mutant.cs,
             question: mutant.question,
             evidence: mutant.evidence,
-            gold: vec![mutant.sql],
+            gold,
             feasible: true,
             tags,
             source,

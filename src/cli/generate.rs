@@ -35,6 +35,9 @@ pub enum GenerateCommand {
     /// Textual Query Augmentation: identifiers made less natural (schema, SQL and question) or
     /// the linker table's mentions hidden, as families (see docs/tqa.md).
     Tqa(TqaArgs),
+    /// Schema-aligned paraphrases (SQL2NL): k questions per gold query from the offline
+    /// verbalizer or a chat model, kept when close to the original (see docs/paraphrase.md).
+    Paraphrase(super::para::ParaphraseArgs),
 }
 
 #[derive(Args)]
@@ -192,6 +195,7 @@ pub fn run(command: GenerateCommand) -> Result<u8, InputError> {
         GenerateCommand::Infeasible(args) => infeasible(args),
         GenerateCommand::Jqe(args) => jqe(args),
         GenerateCommand::Tqa(args) => super::tqa::run(args),
+        GenerateCommand::Paraphrase(args) => super::para::run(args),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod generate;
+mod para;
 mod schema_db;
 mod score;
 mod test;

@@ -30,6 +30,10 @@ impl Client {
 }
 
 /// `data[i].embedding`, placed by `data[i].index` when given (the API does not promise order).
+///
+/// A server without pooling (llama.cpp's, `python -m llama_cpp.server` for a chat model) sends
+/// one vector per token instead; those are mean-pooled here, which is what `llama-server
+/// --pooling mean` would have sent.
 fn parse_embeddings(raw: &Value, expected: usize) -> Option<Vec<Vec<f32>>> {
     let data = raw.get("data")?.as_array()?;
     if data.len() != expected {
@@ -41,16 +45,42 @@ fn parse_embeddings(raw: &Value, expected: usize) -> Option<Vec<Vec<f32>>> {
             Some(index) => usize::try_from(index.as_u64()?).ok()?,
             None => position,
         };
-        let vector = item
-            .get("embedding")?
-            .as_array()?
-            .iter()
-            .map(|x| x.as_f64().map(|x| x as f32))
-            .collect::<Option<Vec<f32>>>()?;
+        let embedding = item.get("embedding")?.as_array()?;
+        let vector = match embedding.first() {
+            Some(Value::Array(_)) => mean_pooled(embedding)?,
+            _ => numbers(embedding)?,
+        };
         let slot = vectors.get_mut(index)?;
         if slot.replace(vector).is_some() {
             return None;
         }
     }
     vectors.into_iter().collect()
+}
+
+fn numbers(values: &[Value]) -> Option<Vec<f32>> {
+    values
+        .iter()
+        .map(|x| x.as_f64().map(|x| x as f32))
+        .collect()
+}
+
+/// The mean of per-token vectors of one length.
+fn mean_pooled(tokens: &[Value]) -> Option<Vec<f32>> {
+    let rows = tokens
+        .iter()
+        .map(|row| numbers(row.as_array()?))
+        .collect::<Option<Vec<Vec<f32>>>>()?;
+    let width = rows.first()?.len();
+    if rows.iter().any(|row| row.len() != width) {
+        return None;
+    }
+    let mut mean = vec![0f32; width];
+    for row in &rows {
+        for (sum, x) in mean.iter_mut().zip(row) {
+            *sum += x;
+        }
+    }
+    let count = rows.len() as f32;
+    Some(mean.into_iter().map(|sum| sum / count).collect())
 }

@@ -12,6 +12,7 @@ pub mod jqe;
 mod operator;
 mod ops;
 mod outer;
+pub mod para;
 mod rng;
 mod sites;
 pub mod tqa;
@@ -30,7 +31,7 @@ use sqlparser::parser::Parser;
 use crate::sqltext::{self, TooComplex};
 
 pub use operator::{Operator, UnknownOperator};
-pub use rng::{stream, DEFAULT_SEED};
+pub use rng::{labelled_stream, stream, DEFAULT_SEED};
 
 /// A mutated query: `ops` applied in order to the seed query `seed_id` (depth = `ops.len()`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,7 +251,7 @@ fn checked(
 
 /// Parses `sql` and runs `work` on its tree, on a stack large enough for its depth: the tree
 /// is cloned, printed and dropped recursively.
-fn on_enough_stack<T: Send>(
+pub(crate) fn on_enough_stack<T: Send>(
     sql: &str,
     work: impl FnOnce(Query) -> Result<T, MutateError> + Send,
 ) -> Result<T, MutateError> {

@@ -12,7 +12,14 @@ pub const DEFAULT_SEED: u64 = 42;
 
 /// The stream for applying the last operator of `chain` to seed query `seed_id`.
 pub fn stream(run_seed: u64, seed_id: &str, chain: &[Operator]) -> ChaCha8Rng {
-    let mut state = stream_key(run_seed, seed_id, chain);
+    let names: Vec<&str> = chain.iter().map(|op| op.name()).collect();
+    labelled_stream(run_seed, seed_id, &names)
+}
+
+/// The stream for the step named by `labels` of a generator's work on seed query `seed_id`
+/// (an operator chain's names, or a generator's own labels such as `para` and an attempt).
+pub fn labelled_stream(run_seed: u64, seed_id: &str, labels: &[&str]) -> ChaCha8Rng {
+    let mut state = stream_key(run_seed, seed_id, labels);
     let mut seed = [0u8; 32];
     for word in seed.chunks_exact_mut(8) {
         word.copy_from_slice(&splitmix64(&mut state).to_le_bytes());
@@ -22,13 +29,13 @@ pub fn stream(run_seed: u64, seed_id: &str, chain: &[Operator]) -> ChaCha8Rng {
 
 /// A stable 64-bit key of the stream's identity; the unit separator keeps
 /// ("a", [x]) and ("a\u{1f}x", []) apart.
-fn stream_key(run_seed: u64, seed_id: &str, chain: &[Operator]) -> u64 {
+fn stream_key(run_seed: u64, seed_id: &str, labels: &[&str]) -> u64 {
     let mut hasher = Sha256::new();
     hasher.update(run_seed.to_le_bytes());
     hasher.update(seed_id.as_bytes());
-    for op in chain {
+    for label in labels {
         hasher.update([0x1f]);
-        hasher.update(op.name().as_bytes());
+        hasher.update(label.as_bytes());
     }
     let digest = hasher.finalize();
     let mut key = [0u8; 8];

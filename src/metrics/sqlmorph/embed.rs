@@ -94,7 +94,7 @@ fn fnv1a(chars: &[char]) -> u64 {
 }
 
 /// Cosine similarity (`1 − cosine distance`); 0 when either vector is zero.
-pub(super) fn cosine(a: &[f32], b: &[f32]) -> f64 {
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let dot: f64 = a
         .iter()
         .zip(b)

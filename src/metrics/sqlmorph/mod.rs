@@ -48,7 +48,7 @@ use std::sync::LazyLock;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 pub use case::case_scores;
-pub use embed::{Embedder, NgramEmbedder};
+pub use embed::{cosine, Embedder, NgramEmbedder};
 pub use regime::{CellMatching, ColumnMatching, Extras, ParseRegimeError, Regime};
 
 use crate::exec::value::HashKey as Key;

@@ -1,0 +1,338 @@
+//! `sqlgate generate paraphrase`: the `para` family written to a JSONL file (docs/paraphrase.md).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::generate::generator_client;
+use super::{Source, EXIT_OK};
+use crate::bench::{self, Answer, Benchmark, Case};
+use crate::config::ThrottleConfig;
+use crate::error::InputError;
+use crate::exec::schema::Schema;
+use crate::files::write_atomically;
+use crate::llm::cache::JsonlCache;
+use crate::llm::{CachedEmbedder, Client, ClientConfig};
+use crate::metrics::sqlmorph::{Embedder, NgramEmbedder};
+use crate::mutate::para::llm::{
+    parse_reply, schema_definitions, Paraphraser, DEFAULT_PROMPT, PLACEHOLDERS,
+};
+use crate::mutate::para::{
+    paraphrase_id, rounded, similarities, verbalizations, GoldSql, Method, Record, DEFAULT_MIN_CS,
+};
+use crate::report::plural;
+use crate::system::throttle::Throttle;
+
+#[derive(Args)]
+pub struct ParaphraseArgs {
+    #[command(flatten)]
+    source: Source,
+    /// JSONL file to write the family to (one paraphrase a line).
+    #[arg(long)]
+    out: PathBuf,
+    /// Paraphrases asked for per gold query.
+    #[arg(short, long, default_value_t = 10)]
+    k: usize,
+    /// Run seed of the verbalizer's choices (and the chat model's `seed`): the same seed and
+    /// inputs write the same file.
+    #[arg(long, default_value_t = crate::mutate::DEFAULT_SEED)]
+    seed: u64,
+    /// Keep a paraphrase when the cosine similarity of its embedding to the original
+    /// question's is at least this (paper §3.1).
+    #[arg(long, default_value_t = DEFAULT_MIN_CS)]
+    min_cs: f64,
+    /// Ask a chat model at this OpenAI-compatible endpoint (the paper's Appendix A prompt,
+    /// temperature 0, cached) instead of the offline verbalizer, e.g. `http://127.0.0.1:8765/v1`.
+    #[arg(long, requires = "model")]
+    llm_url: Option<String>,
+    /// The chat model to ask the `--llm-url` endpoint for.
+    #[arg(long, requires = "llm_url")]
+    model: Option<String>,
+    /// The environment variable holding the chat endpoint's API key.
+    #[arg(long, requires = "llm_url")]
+    llm_api_key_env: Option<String>,
+    /// The prompt template (default: the paper's; placeholders `{num_queries}`,
+    /// `{schema_definitions}`, `{sql_query}`).
+    #[arg(long, requires = "llm_url")]
+    prompt: Option<PathBuf>,
+    /// Where the model's replies are cached (default: `<out>.llm.jsonl`).
+    #[arg(long, requires = "llm_url")]
+    llm_cache: Option<PathBuf>,
+    /// Embed through this OpenAI-compatible `/v1/embeddings` endpoint for the similarity
+    /// filter (default: the offline n-gram embedder).
+    #[arg(long, requires = "embeddings_model")]
+    embeddings_url: Option<String>,
+    /// The embedding model to ask the `--embeddings-url` endpoint for.
+    #[arg(long, requires = "embeddings_url")]
+    embeddings_model: Option<String>,
+    /// The environment variable holding the embeddings endpoint's API key.
+    #[arg(long, requires = "embeddings_url")]
+    embeddings_api_key_env: Option<String>,
+    /// Where embeddings are cached (default: `<out>.embeddings.jsonl`).
+    #[arg(long, requires = "embeddings_url")]
+    embeddings_cache: Option<PathBuf>,
+    /// A predictions file for the benchmark: its answers, and each answer again for every
+    /// paraphrase of its case, are written to `--predictions-out` (a replay system's file for
+    /// a suite with this family).
+    #[arg(long, requires = "predictions_out")]
+    predictions: Option<PathBuf>,
+    /// Where the carried predictions are written.
+    #[arg(long, requires = "predictions")]
+    predictions_out: Option<PathBuf>,
+}
+
+/// What one run did, for the closing report.
+#[derive(Default)]
+struct Tally {
+    golds: usize,
+    /// Golds skipped, by the construct the verbalizer has no wording for.
+    skipped: BTreeMap<String, usize>,
+    generated: usize,
+    dropped: usize,
+    written: usize,
+    /// Golds with at least three kept paraphrases.
+    three_or_more: usize,
+    cs_sum: f64,
+    /// LLM items refused, by reason.
+    rejected: BTreeMap<&'static str, usize>,
+}
+
+pub fn run(args: ParaphraseArgs) -> Result<u8, InputError> {
+    if args.k == 0 {
+        return Err(InputError::file(&args.out, "-k must be at least 1"));
+    }
+    if !(0.0..=1.0).contains(&args.min_cs) {
+        return Err(InputError::file(
+            &args.out,
+            "--min-cs must be between 0 and 1",
+        ));
+    }
+    let bench = args.source.load()?;
+    let embedder = embedder(&args)?;
+    let paraphraser = paraphraser(&args)?;
+    let mut schemas: HashMap<String, Schema> = HashMap::new();
+    let mut tally = Tally::default();
+    let mut lines = String::new();
+    let mut kept_ids: Vec<(String, &Case)> = Vec::new();
+    for case in bench.cases.iter().filter(|c| c.feasible) {
+        let Some(sql) = case.gold.first() else {
+            continue;
+        };
+        tally.golds += 1;
+        let candidates = match &paraphraser {
+            None => match verbalizations(&case.id, sql, &case.question, args.k, args.seed) {
+                Ok(found) => found,
+                Err(unsupported) => {
+                    *tally.skipped.entry(unsupported.0).or_default() += 1;
+                    continue;
+                }
+            },
+            Some(paraphraser) => {
+                let schema = schema_text(&bench, case, &mut schemas, sql)?;
+                let reply = paraphraser.ask(&schema, sql, args.k).map_err(|e| {
+                    InputError::file(&args.out, format!("--llm-url, case {}: {e}", case.id))
+                })?;
+                let parsed = parse_reply(&reply, sql, &case.question, args.k);
+                for (why, _) in &parsed.rejected {
+                    *tally.rejected.entry(why).or_default() += 1;
+                }
+                parsed.questions
+            }
+        };
+        tally.generated += candidates.len();
+        let scores = similarities(embedder.as_ref(), &case.question, &candidates).map_err(|e| {
+            InputError::file(&args.out, format!("embeddings, case {}: {e}", case.id))
+        })?;
+        let mut kept = 0;
+        for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
+            if cs < args.min_cs {
+                tally.dropped += 1;
+                continue;
+            }
+            kept += 1;
+            tally.cs_sum += cs;
+            let record = Record {
+                id: paraphrase_id(&case.id, n + 1),
+                seed_id: case.id.clone(),
+                db: case.db.clone(),
+                sql: GoldSql::of(&case.gold),
+                question,
+                evidence: case.evidence.clone(),
+                cs: rounded(cs),
+                method: if paraphraser.is_some() {
+                    Method::Llm
+                } else {
+                    Method::Verbalizer
+                },
+            };
+            let line = serde_json::to_string(&record)
+                .map_err(|e| InputError::file(&args.out, e.to_string()))?;
+            lines.push_str(&line);
+            lines.push('\n');
+            kept_ids.push((record.id, case));
+        }
+        tally.written += kept;
+        tally.three_or_more += usize::from(kept >= 3);
+    }
+    write_atomically(&args.out, lines.as_bytes())?;
+    if let (Some(input), Some(output)) = (&args.predictions, &args.predictions_out) {
+        carry_predictions(&bench, input, output, &kept_ids)?;
+    }
+    report(&args, &tally, embedder.model_id());
+    Ok(EXIT_OK)
+}
+
+fn report(args: &ParaphraseArgs, tally: &Tally, embedder: &str) {
+    let source = if args.llm_url.is_some() {
+        "the chat model"
+    } else {
+        "the verbalizer"
+    };
+    println!(
+        "{} of {} generated by {source}; {} below cs {} ({embedder}); {} written to {}",
+        plural(tally.generated, "paraphrase"),
+        plural(tally.golds, "gold"),
+        plural(tally.dropped, "dropped paraphrase"),
+        args.min_cs,
+        plural(tally.written, "paraphrase"),
+        args.out.display()
+    );
+    let mean = if tally.written == 0 {
+        0.0
+    } else {
+        tally.cs_sum / tally.written as f64
+    };
+    println!(
+        "golds with at least 3 kept paraphrases: {}/{} ({:.1}%); mean cs {mean:.3}",
+        tally.three_or_more,
+        tally.golds,
+        100.0 * tally.three_or_more as f64 / tally.golds.max(1) as f64
+    );
+    if !tally.skipped.is_empty() {
+        let skipped: usize = tally.skipped.values().sum();
+        println!(
+            "{} skipped, by the construct the verbalizer cannot say:",
+            plural(skipped, "gold")
+        );
+        for (construct, count) in &tally.skipped {
+            println!("  {count:>4}  {construct}");
+        }
+    }
+    if !tally.rejected.is_empty() {
+        println!("model items refused:");
+        for (why, count) in &tally.rejected {
+            println!("  {count:>4}  {why}");
+        }
+    }
+}
+
+/// The schema part of the prompt for `case`'s database, read once per database.
+fn schema_text(
+    bench: &Benchmark,
+    case: &Case,
+    schemas: &mut HashMap<String, Schema>,
+    sql: &str,
+) -> Result<String, InputError> {
+    if !schemas.contains_key(&case.db) {
+        let path = bench.db_files(case, false)?.remove(0);
+        let schema = Schema::read(&path)
+            .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
+        schemas.insert(case.db.clone(), schema);
+    }
+    Ok(schemas
+        .get(&case.db)
+        .map(|schema| schema_definitions(schema, sql))
+        .unwrap_or_default())
+}
+
+fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, InputError> {
+    let (Some(url), Some(model)) = (&args.embeddings_url, &args.embeddings_model) else {
+        return Ok(Box::new(NgramEmbedder::default()));
+    };
+    let client = Client::new(&ClientConfig {
+        base_url: url.clone(),
+        api_key_env: args.embeddings_api_key_env.clone(),
+        timeout: std::time::Duration::from_secs(120),
+    })
+    .map_err(|e| InputError::file(&args.out, format!("--embeddings-url: {}", e.0)))?;
+    let cache = args
+        .embeddings_cache
+        .clone()
+        .unwrap_or_else(|| beside(&args.out, ".embeddings.jsonl"));
+    Ok(Box::new(CachedEmbedder::open(client, model, &cache)?))
+}
+
+fn paraphraser(args: &ParaphraseArgs) -> Result<Option<Paraphraser>, InputError> {
+    let (Some(url), Some(model)) = (&args.llm_url, &args.model) else {
+        return Ok(None);
+    };
+    let client = generator_client(url, &args.llm_api_key_env, &args.out)?;
+    let prompt = match &args.prompt {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| InputError::file(path, format!("cannot read the prompt: {e}")))?;
+            if let Some(missing) = PLACEHOLDERS.iter().find(|p| !text.contains(*p)) {
+                return Err(InputError::file(
+                    path,
+                    format!("the prompt does not use the placeholder {missing}"),
+                ));
+            }
+            text
+        }
+        None => DEFAULT_PROMPT.to_string(),
+    };
+    let cache = args
+        .llm_cache
+        .clone()
+        .unwrap_or_else(|| beside(&args.out, ".llm.jsonl"));
+    Ok(Some(Paraphraser {
+        client,
+        model: model.clone(),
+        prompt,
+        seed: args.seed,
+        cache: JsonlCache::open(&cache)?,
+        throttle: Throttle::new(ThrottleConfig::default()),
+    }))
+}
+
+/// `<out><suffix>`: caches live beside the family they made.
+fn beside(out: &Path, suffix: &str) -> PathBuf {
+    let mut name = out.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The benchmark's answers, then each answer again under every kept paraphrase of its case.
+fn carry_predictions(
+    bench: &Benchmark,
+    input: &Path,
+    output: &Path,
+    kept: &[(String, &Case)],
+) -> Result<(), InputError> {
+    let predictions = bench::load_predictions(input, None, bench)?;
+    let answers: HashMap<&str, &Answer> = bench
+        .cases
+        .iter()
+        .zip(&predictions)
+        .map(|(case, p)| (case.id.as_str(), &p.answer))
+        .collect();
+    let line = |id: &str, answer: &Answer| match answer {
+        Answer::Sql(sql) => serde_json::json!({"id": id, "sql": sql}).to_string(),
+        Answer::Abstain => serde_json::json!({"id": id, "abstain": true}).to_string(),
+    };
+    let mut text = String::new();
+    for case in &bench.cases {
+        if let Some(answer) = answers.get(case.id.as_str()) {
+            text.push_str(&line(&case.id, answer));
+            text.push('\n');
+        }
+    }
+    for (id, case) in kept {
+        if let Some(answer) = answers.get(case.id.as_str()) {
+            text.push_str(&line(id, answer));
+            text.push('\n');
+        }
+    }
+    write_atomically(output, text.as_bytes())
+}

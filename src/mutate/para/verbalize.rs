@@ -1,0 +1,1704 @@
+//! The offline SQL2NL verbalizer: a gold query's sqlparser tree read back as an English question.
+//!
+//! Every clause has a few equivalent wordings (templates); a seeded RNG picks one per clause,
+//! so different streams give different, equally faithful questions. Identifiers become words
+//! (`order_items` → "order items"), joins are named by their tables, filters keep their values,
+//! correlated subqueries read as "related" rows. A construct without a wording is reported as
+//! [`Unsupported`] with its name, never guessed.
+
+use rand::{Rng, RngExt};
+use sqlparser::ast::{
+    BinaryOperator, Distinct, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments,
+    GroupByExpr, Ident, JoinOperator, LimitClause, ObjectName, OrderByKind, OrderBySort, Query,
+    Select, SelectItem, SetExpr, SetOperator, TableFactor, UnaryOperator, Value,
+};
+
+use super::words::{plural, singular, words};
+
+/// A construct the verbalizer has no wording for, by name ("CASE expression", "function substr").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported(pub String);
+
+type Phrase = Result<String, Unsupported>;
+
+fn unsupported<T>(construct: impl Into<String>) -> Result<T, Unsupported> {
+    Err(Unsupported(construct.into()))
+}
+
+/// One question for `query`, its wording drawn with `rng`.
+pub fn question(query: &Query, rng: &mut impl Rng) -> Phrase {
+    let mut speaker = Speaker {
+        rng,
+        scopes: Vec::new(),
+    };
+    let text = speaker.question(query)?;
+    Ok(tidy(&text))
+}
+
+/// Collapses doubled spaces and puts the first letter in upper case.
+fn tidy(text: &str) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = text
+        .replace(" ,", ",")
+        .replace(" ?", "?")
+        .replace(" .", ".");
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+/// The tables of one SELECT: `(alias or name, table name)`, the projection's aliases, and the
+/// table whose rows `COUNT(*)` counts.
+struct Scope {
+    tables: Vec<(String, String)>,
+    aliases: Vec<(String, Expr)>,
+    projection: Vec<Expr>,
+}
+
+impl Scope {
+    fn table_of(&self, qualifier: &str) -> Option<&str> {
+        self.tables
+            .iter()
+            .find(|(alias, _)| alias.eq_ignore_ascii_case(qualifier))
+            .map(|(_, table)| table.as_str())
+    }
+
+    /// The rows `COUNT(*)` counts: the last joined table (the "many" side of a typical join).
+    fn counted(&self) -> String {
+        self.tables
+            .last()
+            .map_or_else(|| "rows".to_string(), |(_, t)| plural(&words(t)))
+    }
+}
+
+/// What kind of result a projection item is, for choosing a question form.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Plain,
+    Aggregate,
+    /// `COUNT(*)` alone: "how many".
+    CountRows,
+}
+
+struct Item {
+    text: String,
+    kind: Kind,
+}
+
+/// A SELECT read into phrases.
+struct Frame {
+    items: Vec<Item>,
+    /// "books", "publishers and their books".
+    subject: String,
+    /// Relative clauses after the subject ("whose price is above 30").
+    conditions: String,
+    group: String,
+    having: String,
+    order: String,
+    distinct: bool,
+    /// Whether the subject names several tables.
+    joined: bool,
+}
+
+struct Speaker<'r, R> {
+    rng: &'r mut R,
+    scopes: Vec<Scope>,
+}
+
+impl<R: Rng> Speaker<'_, R> {
+    fn pick<'t>(&mut self, options: &[&'t str]) -> &'t str {
+        options[self.rng.random_range(0..options.len())]
+    }
+
+    // ---- whole questions ----
+
+    fn question(&mut self, query: &Query) -> Phrase {
+        if let SetExpr::SetOperation {
+            left, op, right, ..
+        } = query.body.as_ref()
+        {
+            let (left, right) = (self.set_side(left)?, self.set_side(right)?);
+            let combined = self.combine(&left, *op, &right)?;
+            let order = self.order_of_set(query)?;
+            let form = self.pick(&["List {x}{o}.", "What are {x}{o}?", "Show {x}{o}."]);
+            return Ok(form.replace("{x}", &combined).replace("{o}", &order));
+        }
+        let frame = self.frame(query)?;
+        Ok(self.render_question(&frame))
+    }
+
+    fn render_question(&mut self, f: &Frame) -> String {
+        let rest = format!("{}{}{}{}", f.conditions, f.group, f.having, f.order);
+        let count_only = f.items.len() == 1 && f.items[0].kind == Kind::CountRows;
+        let aggregates_only = f.items.iter().all(|i| i.kind != Kind::Plain);
+        let plain_only = f.items.iter().all(|i| i.kind == Kind::Plain);
+        let items = self.item_list(f);
+        // "number of books" already names the rows of one table: "of books" would repeat them.
+        let single_table = !f.joined;
+        let counts_rows = f.items.iter().any(|i| i.kind == Kind::CountRows);
+        let all_name_it = f.items.iter().all(|i| i.text.contains(&f.subject));
+        let of_subject = if (counts_rows || all_name_it) && single_table {
+            String::new()
+        } else {
+            let preposition = self.pick(&["of", "for", "of all"]);
+            format!(" {preposition} {}", f.subject)
+        };
+        if count_only && f.group.is_empty() && !f.distinct {
+            let form = self.pick(&[
+                "How many {s} are there{r}?",
+                "What is the number of {s}{r}?",
+                "Count the {s}{r}.",
+                "Can you tell me how many {s} there are{r}?",
+                "How many {s} do we have{r}?",
+                "What is the total count of {s}{r}?",
+                "How many {s} exist{r}?",
+            ]);
+            return form.replace("{s}", &f.subject).replace("{r}", &rest);
+        }
+        if aggregates_only && f.group.is_empty() {
+            let form = self.pick(&[
+                "What is the {p}{o}{r}?",
+                "Find the {p}{o}{r}.",
+                "Calculate the {p}{o}{r}.",
+                "Tell me the {p}{o}{r}.",
+                "Could you compute the {p}{o}{r}?",
+            ]);
+            return form
+                .replace("{p}", &items)
+                .replace("{o}", &of_subject)
+                .replace("{r}", &rest);
+        }
+        if !f.group.is_empty() {
+            let form = self.pick(&[
+                "List the {p}{o}{r}.",
+                "What are the {p}{o}{r}?",
+                "Show the {p}{o}{r}.",
+                "Give me the {p}{o}{r}.",
+                "I would like to see the {p}{o}{r}.",
+            ]);
+            return form
+                .replace("{p}", &items)
+                .replace("{o}", &of_subject)
+                .replace("{r}", &rest);
+        }
+        let mut forms = vec![
+            "List the {p}{o}{r}.",
+            "What are the {p}{o}{r}?",
+            "Show the {p}{o}{r}.",
+            "Give me the {p}{o}{r}.",
+            "Can you list the {p}{o}{r}?",
+            "Find the {p}{o}{r}.",
+        ];
+        if plain_only && !f.distinct && f.order.is_empty() {
+            forms.push("Consider the {s}{r}: what are their {p}?");
+            forms.push("For the {s}{r}, what are their {p}?");
+        }
+        let form = self.pick(&forms);
+        form.replace("{p}", &items)
+            .replace("{o}", &of_subject)
+            .replace("{s}", &f.subject)
+            .replace("{r}", &rest)
+    }
+
+    /// "title, price and pages", with DISTINCT said in one of its ways.
+    fn item_list(&mut self, f: &Frame) -> String {
+        let list = join_and(f.items.iter().map(|i| i.text.clone()).collect());
+        if !f.distinct {
+            return list;
+        }
+        match self.pick(&["distinct", "different", "unique", "once"]) {
+            "once" => format!("{list} (each listed once)"),
+            word => format!("{word} {list}"),
+        }
+    }
+
+    fn set_side(&mut self, side: &SetExpr) -> Phrase {
+        match side {
+            SetExpr::Select(_) | SetExpr::Query(_) => {
+                let query = Query {
+                    with: None,
+                    body: Box::new(side.clone()),
+                    order_by: None,
+                    limit_clause: None,
+                    fetch: None,
+                    locks: Vec::new(),
+                    for_clause: None,
+                    settings: None,
+                    format_clause: None,
+                    pipe_operators: Vec::new(),
+                };
+                Ok(format!("the {}", self.query_np(&query)?))
+            }
+            SetExpr::SetOperation {
+                left, op, right, ..
+            } => {
+                let (left, right) = (self.set_side(left)?, self.set_side(right)?);
+                self.combine(&left, *op, &right)
+            }
+            _ => unsupported("set operation over VALUES"),
+        }
+    }
+
+    fn combine(&mut self, left: &str, op: SetOperator, right: &str) -> Phrase {
+        let form = match op {
+            SetOperator::Union => self.pick(&[
+                "{l}, together with {r}",
+                "{l} as well as {r}",
+                "both {l} and {r}",
+            ]),
+            SetOperator::Intersect => self.pick(&[
+                "{l} that are also among {r}",
+                "what {l} and {r} have in common",
+            ]),
+            SetOperator::Except | SetOperator::Minus => {
+                self.pick(&["{l}, except {r}", "{l} that are not among {r}"])
+            }
+        };
+        Ok(form.replace("{l}", left).replace("{r}", right))
+    }
+
+    /// ORDER BY and LIMIT of a set operation's result.
+    fn order_of_set(&mut self, query: &Query) -> Phrase {
+        self.scopes.push(Scope {
+            tables: Vec::new(),
+            aliases: Vec::new(),
+            projection: Vec::new(),
+        });
+        let order = self.order(query);
+        self.scopes.pop();
+        order
+    }
+
+    // ---- a SELECT ----
+
+    /// The SELECT of `query` (with the query's ORDER BY and LIMIT) in phrases.
+    fn frame(&mut self, query: &Query) -> Result<Frame, Unsupported> {
+        if query.with.is_some() {
+            return unsupported("WITH clause");
+        }
+        let select = match query.body.as_ref() {
+            SetExpr::Select(select) => select,
+            SetExpr::Query(inner) if query.order_by.is_none() && query.limit_clause.is_none() => {
+                return self.frame(inner)
+            }
+            SetExpr::SetOperation { .. } => return unsupported("set operation in a subquery"),
+            _ => return unsupported("query body other than SELECT"),
+        };
+        let (scope, joined) = self.scope_of(select)?;
+        self.scopes.push(scope);
+        let frame = self.select_frame(select, query, &joined);
+        self.scopes.pop();
+        frame
+    }
+
+    fn select_frame(
+        &mut self,
+        select: &Select,
+        query: &Query,
+        joined: &[(String, bool)],
+    ) -> Result<Frame, Unsupported> {
+        let mut items = Vec::new();
+        for item in &select.projection {
+            items.push(self.item(item)?);
+        }
+        let subject = self.subject(joined);
+        let conditions = match &select.selection {
+            Some(condition) => {
+                let phrase = self.condition(condition)?;
+                if phrase.is_empty() {
+                    phrase
+                } else {
+                    format!(" {phrase}")
+                }
+            }
+            None => String::new(),
+        };
+        let group = self.group(select)?;
+        let having = match &select.having {
+            Some(condition) => {
+                let phrase = self.condition(condition)?;
+                let lead = self.pick(&[
+                    ", keeping only those",
+                    ", only for groups",
+                    ", limited to the ones",
+                ]);
+                format!("{lead} {phrase}")
+            }
+            None => String::new(),
+        };
+        let order = self.order(query)?;
+        Ok(Frame {
+            items,
+            subject,
+            conditions,
+            group,
+            having,
+            order,
+            distinct: matches!(select.distinct, Some(Distinct::Distinct)),
+            joined: joined.len() > 1,
+        })
+    }
+
+    /// The scope of a SELECT's FROM, and its tables in order as (words, left-joined).
+    fn scope_of(&mut self, select: &Select) -> Result<(Scope, Vec<(String, bool)>), Unsupported> {
+        let mut tables = Vec::new();
+        let mut joined = Vec::new();
+        for from in &select.from {
+            let mut relations = vec![(&from.relation, false)];
+            for join in &from.joins {
+                let left = match &join.join_operator {
+                    JoinOperator::Join(_) | JoinOperator::Inner(_) | JoinOperator::CrossJoin(_) => {
+                        false
+                    }
+                    JoinOperator::Left(_) | JoinOperator::LeftOuter(_) => true,
+                    _ => return unsupported("RIGHT, FULL or other outer join"),
+                };
+                relations.push((&join.relation, left));
+            }
+            for (relation, left) in relations {
+                let TableFactor::Table { name, alias, .. } = relation else {
+                    return unsupported("derived table in FROM");
+                };
+                let table = last_ident(name).ok_or_else(|| Unsupported("table name".into()))?;
+                let key = alias
+                    .as_ref()
+                    .map_or(table.clone(), |a| a.name.value.clone());
+                tables.push((key, table.clone()));
+                joined.push((plural(&words(&table)), left));
+            }
+        }
+        let aliases = select
+            .projection
+            .iter()
+            .filter_map(|item| match item {
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    Some((alias.value.clone(), expr.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let projection = select
+            .projection
+            .iter()
+            .filter_map(|item| match item {
+                SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
+                    Some(expr.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        Ok((
+            Scope {
+                tables,
+                aliases,
+                projection,
+            },
+            joined,
+        ))
+    }
+
+    /// "books", "publishers and their books", "order items joined with orders and books".
+    fn subject(&mut self, joined: &[(String, bool)]) -> String {
+        let Some(((first, _), rest)) = joined.split_first() else {
+            return "rows".to_string();
+        };
+        if rest.is_empty() {
+            return first.clone();
+        }
+        let others = join_and(
+            rest.iter()
+                .map(|(table, left)| {
+                    if *left {
+                        format!("any matching {table}")
+                    } else {
+                        table.clone()
+                    }
+                })
+                .collect(),
+        );
+        let form = self.pick(&[
+            "{a} and their {b}",
+            "{a} joined with {b}",
+            "{a} together with their {b}",
+            "{a} matched to their {b}",
+        ]);
+        form.replace("{a}", first).replace("{b}", &others)
+    }
+
+    fn item(&mut self, item: &SelectItem) -> Result<Item, Unsupported> {
+        let text_kind = |speaker: &mut Self, expr: &Expr| -> Result<Item, Unsupported> {
+            Ok(Item {
+                text: speaker.np(expr)?,
+                kind: kind_of(expr),
+            })
+        };
+        match item {
+            SelectItem::UnnamedExpr(expr) => text_kind(self, expr),
+            SelectItem::ExprWithAlias { expr, .. } => text_kind(self, expr),
+            SelectItem::Wildcard(_) => Ok(Item {
+                text: self
+                    .pick(&["details", "information", "columns"])
+                    .to_string(),
+                kind: Kind::Plain,
+            }),
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let table = match kind {
+                    sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(name) => {
+                        last_ident(name).unwrap_or_default()
+                    }
+                    _ => return unsupported("wildcard of an expression"),
+                };
+                let table = self.table_words(&table).unwrap_or_else(|| words(&table));
+                Ok(Item {
+                    text: format!("{} details", singular(&table)),
+                    kind: Kind::Plain,
+                })
+            }
+            _ => unsupported("SELECT item with several aliases"),
+        }
+    }
+
+    fn group(&mut self, select: &Select) -> Phrase {
+        let exprs = match &select.group_by {
+            GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs,
+            GroupByExpr::Expressions(..) => return unsupported("GROUP BY modifiers"),
+            GroupByExpr::All(_) => return unsupported("GROUP BY ALL"),
+        };
+        if exprs.is_empty() {
+            return Ok(String::new());
+        }
+        let mut keys = Vec::new();
+        for expr in exprs {
+            let expr = self.resolve(expr);
+            let key = match self.row_entity(&expr) {
+                Some(entity) => entity,
+                None => self.np(&expr)?,
+            };
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        let form = self.pick(&[
+            ", for each {g}",
+            ", per {g}",
+            ", grouped by {g}",
+            ", broken down by {g}",
+        ]);
+        Ok(form.replace("{g}", &join_and(keys)))
+    }
+
+    /// A positional reference (`GROUP BY 1`) or a SELECT alias as the expression it names.
+    fn resolve(&self, expr: &Expr) -> Expr {
+        let Some(scope) = self.scopes.last() else {
+            return expr.clone();
+        };
+        match expr {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => n
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| scope.projection.get(i.checked_sub(1)?))
+                    .cloned()
+                    .unwrap_or_else(|| expr.clone()),
+                _ => expr.clone(),
+            },
+            Expr::Identifier(ident) => scope
+                .aliases
+                .iter()
+                .find(|(alias, _)| alias.eq_ignore_ascii_case(&ident.value))
+                .filter(|_| scope.tables.len() != 1 || !self.is_column_name(&ident.value))
+                .map_or_else(|| expr.clone(), |(_, e)| e.clone()),
+            _ => expr.clone(),
+        }
+    }
+
+    /// Whether a bare name could be a column rather than an alias (the alias of an expression
+    /// over that very column, `SELECT x AS x`, reads the same either way).
+    fn is_column_name(&self, name: &str) -> bool {
+        self.scopes.last().is_some_and(|scope| {
+            scope.projection.iter().any(|expr| match expr {
+                Expr::Identifier(i) => i.value.eq_ignore_ascii_case(name),
+                Expr::CompoundIdentifier(parts) => parts
+                    .last()
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case(name)),
+                _ => false,
+            })
+        })
+    }
+
+    /// ORDER BY and LIMIT/OFFSET as a trailing clause.
+    fn order(&mut self, query: &Query) -> Phrase {
+        let mut keys = Vec::new();
+        if let Some(order_by) = &query.order_by {
+            let OrderByKind::Expressions(exprs) = &order_by.kind else {
+                return unsupported("ORDER BY ALL");
+            };
+            for key in exprs {
+                let expr = self.resolve(&key.expr);
+                let desc = matches!(key.options.sort, Some(OrderBySort::Desc));
+                keys.push((self.np(&expr)?, desc));
+            }
+        }
+        let (limit, offset) = match &query.limit_clause {
+            None => (None, None),
+            Some(LimitClause::LimitOffset { limit, offset, .. }) => (
+                limit.as_ref().map(|e| self.number(e)).transpose()?,
+                offset.as_ref().map(|o| self.number(&o.value)).transpose()?,
+            ),
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+                (Some(self.number(limit)?), Some(self.number(offset)?))
+            }
+        };
+        if keys.is_empty() {
+            return Ok(match (limit, offset.clone()) {
+                (Some(n), _) => {
+                    let form = self.pick(&[
+                        ", showing only {n} results",
+                        ", limited to {n} rows",
+                        ", just {n} of them",
+                    ]);
+                    let skip =
+                        offset.map_or(String::new(), |m| format!(" after skipping the first {m}"));
+                    format!("{}{skip}", form.replace("{n}", &n))
+                }
+                (None, Some(m)) => format!(", skipping the first {m}"),
+                (None, None) => String::new(),
+            });
+        }
+        let (first, first_desc) = keys[0].clone();
+        let mut ties = Vec::new();
+        for (key, desc) in &keys[1..] {
+            let direction = self.direction(*desc);
+            ties.push(format!("the {key} {direction}"));
+        }
+        let Some(n) = limit else {
+            let direction = self.direction(first_desc);
+            let lead = self.pick(&[
+                ", sorted by",
+                ", ordered by",
+                ", with the results ordered by",
+            ]);
+            let then = if ties.is_empty() {
+                String::new()
+            } else {
+                format!(", then by {}", join_and(ties))
+            };
+            let skip = offset.map_or(String::new(), |m| format!(", skipping the first {m}"));
+            return Ok(format!("{lead} the {first} {direction}{then}{skip}"));
+        };
+        let ties = if ties.is_empty() {
+            String::new()
+        } else {
+            format!(" (ties broken by {})", join_and(ties))
+        };
+        let superlative = if first_desc {
+            self.pick(&["highest", "largest", "greatest"])
+        } else {
+            self.pick(&["lowest", "smallest"])
+        };
+        let (rank, skip) = match offset.as_deref() {
+            None | Some("0") => (superlative.to_string(), String::new()),
+            Some(m) => match m.parse::<u64>().ok().and_then(|m| ordinal(m + 1)) {
+                Some(ordinal) if n == "1" => (format!("{ordinal}-{superlative}"), String::new()),
+                _ => (
+                    superlative.to_string(),
+                    format!(", after skipping the first {m}"),
+                ),
+            },
+        };
+        let direction = self.direction(first_desc);
+        let form = if n == "1" && skip.is_empty() {
+            self.pick(&[
+                ", only the one with the {rank} {key}",
+                ", just the single result with the {rank} {key}",
+                ", keeping only the first one when sorted by the {key} {dir}",
+            ])
+        } else {
+            self.pick(&[
+                ", only the {n} with the {rank} {key}",
+                ", the top {n} when sorted by the {key} {dir}",
+                ", limited to the {n} with the {rank} {key}",
+            ])
+        };
+        let form = if rank.contains('-') {
+            ", only the one with the {rank} {key}"
+        } else {
+            form
+        };
+        Ok(format!(
+            "{}{ties}{skip}",
+            form.replace("{n}", &n)
+                .replace("{rank}", &rank)
+                .replace("{key}", &first)
+                .replace("{dir}", direction)
+        ))
+    }
+
+    fn direction(&mut self, desc: bool) -> &'static str {
+        if desc {
+            self.pick(&[
+                "in descending order",
+                "from highest to lowest",
+                "highest first",
+            ])
+        } else {
+            self.pick(&[
+                "in ascending order",
+                "from lowest to highest",
+                "lowest first",
+            ])
+        }
+    }
+
+    /// A LIMIT/OFFSET count, which must be a literal number.
+    fn number(&self, expr: &Expr) -> Phrase {
+        match expr {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => Ok(n.clone()),
+                _ => unsupported("LIMIT that is not a number"),
+            },
+            _ => unsupported("computed LIMIT or OFFSET"),
+        }
+    }
+
+    // ---- noun phrases ----
+
+    /// A subquery as a noun phrase: "average price of books", "author IDs of authors whose ...".
+    fn query_np(&mut self, query: &Query) -> Phrase {
+        if let SetExpr::SetOperation {
+            left, op, right, ..
+        } = query.body.as_ref()
+        {
+            let (left, right) = (self.set_side(left)?, self.set_side(right)?);
+            return self.combine(&left, *op, &right);
+        }
+        let mut f = self.frame(query)?;
+        // A subquery's column is a list of values: "the book IDs of order items".
+        for item in f.items.iter_mut().filter(|i| i.kind == Kind::Plain) {
+            item.text = plural(&item.text);
+        }
+        let items = self.item_list(&f);
+        let of = if f.items.iter().all(|i| i.kind == Kind::CountRows) {
+            String::new()
+        } else {
+            format!(" of {}", f.subject)
+        };
+        Ok(format!(
+            "{items}{of}{}{}{}{}",
+            f.conditions, f.group, f.having, f.order
+        ))
+    }
+
+    /// An expression as a noun phrase without article: "price", "average price", "2023".
+    fn np(&mut self, expr: &Expr) -> Phrase {
+        match expr {
+            Expr::Identifier(ident) => {
+                let resolved = self.resolve(expr);
+                if &resolved != expr {
+                    return self.np(&resolved);
+                }
+                Ok(self.column(None, ident))
+            }
+            Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                [qualifier, column] => Ok(self.column(Some(qualifier), column)),
+                [.., column] => Ok(self.column(None, column)),
+                [] => unsupported("empty identifier"),
+            },
+            Expr::Value(value) => Ok(literal(&value.value)),
+            Expr::Nested(inner) => self.np(inner),
+            Expr::Cast { expr, .. } => self.np(expr),
+            Expr::Function(function) => self.function(function),
+            Expr::BinaryOp { left, op, right } => self.arithmetic(left, op, right),
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => Ok(format!("negative {}", self.np(expr)?)),
+            Expr::Subquery(query) => self.query_np(query),
+            Expr::Case { .. } => match count_condition(expr) {
+                Some(condition) => self.rows_where(condition),
+                None => unsupported("CASE expression"),
+            },
+            other => unsupported(expr_kind(other)),
+        }
+    }
+
+    /// An operand of a comparison: a value as it is, anything else with "the".
+    fn operand(&mut self, expr: &Expr) -> Phrase {
+        match strip(expr) {
+            Expr::Value(value) => Ok(literal(&value.value)),
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr: inner,
+            } if matches!(strip(inner), Expr::Value(_)) => Ok(format!("-{}", self.np(inner)?)),
+            Expr::Function(f) if function_name(f) == "date" && is_now(f) => self.np(expr),
+            other => Ok(format!("the {}", self.np(other)?)),
+        }
+    }
+
+    /// A column as words, with its table's name when the SELECT has several tables or the
+    /// column belongs to an outer query ("store name", "order status").
+    fn column(&mut self, qualifier: Option<&Ident>, column: &Ident) -> String {
+        let name = words(&column.value);
+        let innermost = self.scopes.len().saturating_sub(1);
+        let found = qualifier.and_then(|q| {
+            self.scopes
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(depth, scope)| Some((depth, scope.table_of(&q.value)?.to_string())))
+        });
+        let Some((depth, table)) = found else {
+            return name;
+        };
+        let several = self
+            .scopes
+            .get(depth)
+            .is_some_and(|scope| scope.tables.len() > 1);
+        if depth == innermost && !several {
+            return name;
+        }
+        let owner = singular(&words(&table));
+        let first_word = owner.split(' ').next().unwrap_or_default();
+        if name.starts_with(first_word) || name.starts_with(&owner) {
+            name
+        } else {
+            format!("{owner} {name}")
+        }
+    }
+
+    /// The words of a table named by alias or name in the current scopes.
+    fn table_words(&self, qualifier: &str) -> Option<String> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|scope| scope.table_of(qualifier))
+            .map(|t| plural(&words(t)))
+    }
+
+    /// A table's key column stands for its rows: `GROUP BY p.publisher_id` → "publisher",
+    /// `COUNT(publication.pid)` → "publication".
+    fn row_entity(&self, expr: &Expr) -> Option<String> {
+        let (table, column) = match strip(expr) {
+            Expr::CompoundIdentifier(parts) if parts.len() == 2 => (
+                self.scopes.last()?.table_of(&parts[0].value)?.to_string(),
+                parts[1].value.clone(),
+            ),
+            Expr::Identifier(ident) => {
+                let scope = self.scopes.last()?;
+                match scope.tables.as_slice() {
+                    [(_, table)] => (table.clone(), ident.value.clone()),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        let owner = singular(&words(&table));
+        let column_words = words(&column);
+        let key = column_words == "ID"
+            || column_words == format!("{owner} ID")
+            || (column_words.len() <= 4
+                && column.to_lowercase().ends_with("id")
+                && !column_words.contains(' ')
+                && owner.starts_with(&column.to_lowercase()[..1]));
+        key.then_some(owner)
+    }
+
+    fn function(&mut self, function: &Function) -> Phrase {
+        if function.over.is_some() {
+            return unsupported("window function");
+        }
+        if let Some(filter) = &function.filter {
+            let unfiltered = Function {
+                filter: None,
+                ..function.clone()
+            };
+            let value = self.function(&unfiltered)?;
+            let rows = self.counted_rows();
+            let condition = self.condition(filter)?;
+            return Ok(format!("{value} over {rows} {condition}"));
+        }
+        let name = function_name(function);
+        let (args, star, distinct) = arguments(function)?;
+        let arg = |i: usize| args.get(i).copied();
+        match (name.as_str(), arg(0)) {
+            ("count", None) if star || args.is_empty() => {
+                let rows = self.counted_rows();
+                Ok(format!("number of {rows}"))
+            }
+            ("count", Some(expr)) => {
+                if let Some(condition) = count_condition(expr) {
+                    return self.rows_where(condition);
+                }
+                if let Some((condition, value)) = case_when(expr) {
+                    let what = match self.row_entity(value) {
+                        Some(entity) => plural(&entity),
+                        None => plural(&self.np(value)?),
+                    };
+                    let distinct = if distinct { "distinct " } else { "" };
+                    let condition = self.condition(condition)?;
+                    return Ok(format!("number of {distinct}{what} {condition}"));
+                }
+                let what = match self.row_entity(expr) {
+                    Some(entity) => plural(&entity),
+                    None => plural(&self.np(expr)?),
+                };
+                if distinct {
+                    let word = self.pick(&["distinct", "different", "unique"]);
+                    Ok(format!("number of {word} {what}"))
+                } else {
+                    Ok(format!("number of {what}"))
+                }
+            }
+            ("sum" | "total", Some(expr)) => {
+                if is_condition(strip(expr)) {
+                    return self.rows_where(strip(expr));
+                }
+                if let Some(condition) = count_condition(expr) {
+                    return self.rows_where(condition);
+                }
+                if let Some((condition, value)) = case_when(expr) {
+                    let x = self.np(value)?;
+                    let rows = self.counted_rows();
+                    let condition = self.condition(condition)?;
+                    return Ok(format!("total {x} over {rows} {condition}"));
+                }
+                let x = self.np(expr)?;
+                let form = self.pick(&["total {x}", "sum of the {x}", "combined {x}"]);
+                Ok(form.replace("{x}", &x))
+            }
+            ("avg", Some(expr)) => {
+                let x = self.np(expr)?;
+                Ok(format!("{} {x}", self.pick(&["average", "mean"])))
+            }
+            ("min", Some(expr)) if args.len() == 1 => {
+                let x = self.np(expr)?;
+                Ok(format!(
+                    "{} {x}",
+                    self.pick(&["lowest", "minimum", "smallest"])
+                ))
+            }
+            ("max", Some(expr)) if args.len() == 1 => {
+                let x = self.np(expr)?;
+                Ok(format!(
+                    "{} {x}",
+                    self.pick(&["highest", "maximum", "largest"])
+                ))
+            }
+            ("round", Some(expr)) => {
+                let x = self.np(expr)?;
+                let places = match arg(1) {
+                    None => "a whole number".to_string(),
+                    Some(places) => match self.number(places)?.as_str() {
+                        "0" => "a whole number".to_string(),
+                        "1" => "one decimal place".to_string(),
+                        "2" => self
+                            .pick(&["two decimal places", "the cent", "2 decimals"])
+                            .to_string(),
+                        n => format!("{n} decimal places"),
+                    },
+                };
+                let form = self.pick(&["{x} rounded to {d}", "{x} (rounded to {d})"]);
+                Ok(form.replace("{x}", &x).replace("{d}", &places))
+            }
+            ("nullif" | "lower" | "upper" | "trim" | "cast", Some(expr)) => self.np(expr),
+            ("coalesce" | "ifnull", Some(expr)) if args.len() == 2 => {
+                let x = self.np(expr)?;
+                let fallback = self.operand(args[1])?;
+                Ok(format!("{x} (or {fallback} when it is missing)"))
+            }
+            ("abs", Some(expr)) => Ok(format!("absolute {}", self.np(expr)?)),
+            ("length", Some(expr)) => Ok(format!("length of the {}", self.np(expr)?)),
+            ("group_concat", Some(expr)) => Ok(format!("list of {}", plural(&self.np(expr)?))),
+            ("strftime", Some(format)) if args.len() == 2 => {
+                let part = match strip(format) {
+                    Expr::Value(v) => match &v.value {
+                        Value::SingleQuotedString(f) => date_part(f),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let Some(part) = part else {
+                    return unsupported("strftime format");
+                };
+                let of = self.np(args[1])?;
+                Ok(format!("{part} of the {of}"))
+            }
+            ("date" | "datetime", Some(_)) if is_now(function) => {
+                let shift = args[1..]
+                    .iter()
+                    .map(|a| match strip(a) {
+                        Expr::Value(v) => match &v.value {
+                            Value::SingleQuotedString(s) => Ok(s.clone()),
+                            _ => unsupported("date modifier"),
+                        },
+                        _ => unsupported("date modifier"),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                relative_date(&shift)
+            }
+            ("date" | "datetime" | "julianday", Some(expr)) if args.len() == 1 => self.np(expr),
+            ("date" | "datetime", Some(expr))
+                if args.len() == 2
+                    && string_literal(args[1])
+                        .is_some_and(|m| m.eq_ignore_ascii_case("unixepoch")) =>
+            {
+                self.np(expr)
+            }
+            _ => unsupported(format!("function {name}")),
+        }
+    }
+
+    /// What `COUNT(*)` counts in the current SELECT.
+    fn counted_rows(&self) -> String {
+        self.scopes
+            .last()
+            .map_or_else(|| "rows".to_string(), Scope::counted)
+    }
+
+    /// `SUM(cond)`, `SUM(CASE WHEN cond THEN 1 ELSE 0 END)`: "number of orders whose status is ...".
+    fn rows_where(&mut self, condition: &Expr) -> Phrase {
+        let rows = self.counted_rows();
+        let condition = self.condition(condition)?;
+        Ok(format!("number of {rows} {condition}"))
+    }
+
+    fn arithmetic(&mut self, left: &Expr, op: &BinaryOperator, right: &Expr) -> Phrase {
+        if *op == BinaryOperator::Divide {
+            if let Some(part) = times_hundred(left) {
+                let (part, whole) = (self.np(part)?, self.np(right)?);
+                let form = self.pick(&[
+                    "percentage of {a} over the {b}",
+                    "{a} as a percentage of the {b}",
+                ]);
+                return Ok(form.replace("{a}", &part).replace("{b}", &whole));
+            }
+        }
+        if *op == BinaryOperator::Multiply {
+            for (hundred, other) in [(left, right), (right, left)] {
+                if is_hundred(hundred) {
+                    if let Expr::BinaryOp {
+                        left: a,
+                        op: BinaryOperator::Divide,
+                        right: b,
+                    } = strip(other)
+                    {
+                        let (part, whole) = (self.np(a)?, self.np(b)?);
+                        return Ok(format!("percentage of {part} over the {whole}"));
+                    }
+                }
+            }
+        }
+        if *op == BinaryOperator::Minus {
+            if let (Expr::Function(a), Expr::Function(b)) = (strip(left), strip(right)) {
+                if function_name(a) == "julianday" && function_name(b) == "julianday" {
+                    let (later, earlier) = (self.np(left)?, self.np(right)?);
+                    return Ok(format!("number of days from the {earlier} to the {later}"));
+                }
+            }
+        }
+        let (a, b) = (self.np(left)?, self.operand(right)?);
+        let form = match op {
+            BinaryOperator::Divide => self.pick(&["ratio of {a} to {b}", "{a} divided by {b}"]),
+            BinaryOperator::Multiply => self.pick(&["{a} times {b}", "{a} multiplied by {b}"]),
+            BinaryOperator::Plus => self.pick(&["{a} plus {b}", "sum of {a} and {b}"]),
+            BinaryOperator::Minus => self.pick(&["{a} minus {b}", "difference of {a} and {b}"]),
+            BinaryOperator::Modulo => "remainder of {a} divided by {b}",
+            BinaryOperator::StringConcat => "{a} followed by {b}",
+            other => return unsupported(format!("operator {other} in a value")),
+        };
+        Ok(form.replace("{a}", &a).replace("{b}", &b))
+    }
+
+    // ---- conditions ----
+
+    /// A WHERE/HAVING condition as relative clauses ("whose price is above 30"); empty for a
+    /// correlated subquery's join to its outer query, which "related" already says.
+    fn condition(&mut self, expr: &Expr) -> Phrase {
+        match expr {
+            Expr::Nested(inner) => self.condition(inner),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => {
+                let (a, b) = (self.condition(left)?, self.condition(right)?);
+                Ok(match (a.is_empty(), b.is_empty()) {
+                    (true, _) => b,
+                    (_, true) => a,
+                    _ => format!("{a} and {b}"),
+                })
+            }
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
+                right,
+            } => {
+                let (a, b) = (self.condition(left)?, self.condition(right)?);
+                let form = self.pick(&["{a} or {b}", "either {a} or {b}"]);
+                Ok(form.replace("{a}", &a).replace("{b}", &b))
+            }
+            Expr::BinaryOp { left, op, right } => self.comparison(left, op, right),
+            Expr::IsNull(x) => {
+                let x = self.np(x)?;
+                let form = self.pick(&[
+                    "whose {x} is missing",
+                    "where the {x} is not recorded",
+                    "with no {x}",
+                    "whose {x} is empty",
+                ]);
+                Ok(form.replace("{x}", &x))
+            }
+            Expr::IsNotNull(x) => {
+                let x = self.np(x)?;
+                let form = self.pick(&[
+                    "whose {x} is known",
+                    "that have a {x}",
+                    "where the {x} is recorded",
+                    "whose {x} is not missing",
+                ]);
+                Ok(form.replace("{x}", &x))
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let x = self.np(expr)?;
+                let values = list
+                    .iter()
+                    .map(|v| self.operand(v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let form = if *negated {
+                    self.pick(&["whose {x} is not {or}", "whose {x} is none of {and}"])
+                } else {
+                    self.pick(&[
+                        "whose {x} is {or}",
+                        "whose {x} is one of {and}",
+                        "with {x} {or}",
+                    ])
+                };
+                Ok(form
+                    .replace("{x}", &x)
+                    .replace("{or}", &join_with(values.clone(), "or"))
+                    .replace("{and}", &join_and(values)))
+            }
+            Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
+                let x = self.np(expr)?;
+                let among = self.query_np(subquery)?;
+                let form = if *negated {
+                    self.pick(&[
+                        "whose {x} is not among the {s}",
+                        "whose {x} does not appear in the {s}",
+                    ])
+                } else {
+                    self.pick(&["whose {x} is among the {s}", "whose {x} appears in the {s}"])
+                };
+                Ok(form.replace("{x}", &x).replace("{s}", &among))
+            }
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let x = self.np(expr)?;
+                let (low, high) = (self.operand(low)?, self.operand(high)?);
+                let form = if *negated {
+                    self.pick(&[
+                        "whose {x} is not between {l} and {h}",
+                        "whose {x} is outside the range {l} to {h}",
+                    ])
+                } else {
+                    self.pick(&[
+                        "whose {x} is between {l} and {h}",
+                        "with {x} from {l} to {h}",
+                        "whose {x} lies between {l} and {h}",
+                    ])
+                };
+                Ok(form
+                    .replace("{x}", &x)
+                    .replace("{l}", &low)
+                    .replace("{h}", &high))
+            }
+            Expr::Like {
+                negated,
+                expr,
+                pattern,
+                any: false,
+                ..
+            }
+            | Expr::ILike {
+                negated,
+                expr,
+                pattern,
+                any: false,
+                ..
+            } => self.like(expr, pattern, *negated),
+            Expr::Exists { subquery, negated } => self.exists(subquery, *negated),
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => self.negated(expr),
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                let x = self.np(expr)?;
+                Ok(format!("whose {x} is true"))
+            }
+            other => unsupported(format!("condition {}", expr_kind(other))),
+        }
+    }
+
+    /// `NOT c`, said as the opposite of `c` where it has one.
+    fn negated(&mut self, expr: &Expr) -> Phrase {
+        match expr {
+            Expr::Nested(inner) => self.negated(inner),
+            Expr::IsNull(x) => self.condition(&Expr::IsNotNull(x.clone())),
+            Expr::IsNotNull(x) => self.condition(&Expr::IsNull(x.clone())),
+            Expr::Like {
+                negated,
+                expr,
+                pattern,
+                any: false,
+                ..
+            }
+            | Expr::ILike {
+                negated,
+                expr,
+                pattern,
+                any: false,
+                ..
+            } => self.like(expr, pattern, !negated),
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                let x = self.np(expr)?;
+                Ok(format!("whose {x} is false"))
+            }
+            other => {
+                let inner = self.condition(other)?;
+                Ok(format!("excluding those {inner}"))
+            }
+        }
+    }
+
+    fn comparison(&mut self, left: &Expr, op: &BinaryOperator, right: &Expr) -> Phrase {
+        if *op == BinaryOperator::Eq && self.is_correlation(left, right) {
+            return Ok(String::new());
+        }
+        // `30 < price` reads as `price > 30`.
+        let (left, op, right) = match (strip(left), flipped(op)) {
+            (Expr::Value(_), Some(flipped)) if !matches!(strip(right), Expr::Value(_)) => {
+                (right, flipped, left)
+            }
+            _ => (left, op.clone(), right),
+        };
+        let verb = match op {
+            BinaryOperator::Eq => self.pick(&["is", "equals", "is equal to"]),
+            BinaryOperator::NotEq => self.pick(&["is not", "is different from", "is other than"]),
+            BinaryOperator::Gt => {
+                self.pick(&["is greater than", "is more than", "is above", "exceeds"])
+            }
+            BinaryOperator::GtEq => self.pick(&[
+                "is at least",
+                "is greater than or equal to",
+                "is no less than",
+            ]),
+            BinaryOperator::Lt => self.pick(&["is less than", "is below", "is under"]),
+            BinaryOperator::LtEq => {
+                self.pick(&["is at most", "is less than or equal to", "is no more than"])
+            }
+            other => return unsupported(format!("operator {other} in a condition")),
+        };
+        let (x, value) = (self.np(left)?, self.operand(right)?);
+        let form = self.pick(&["whose {x} {v} {y}", "where the {x} {v} {y}"]);
+        Ok(form
+            .replace("{x}", &x)
+            .replace("{v}", verb)
+            .replace("{y}", &value))
+    }
+
+    /// `inner.col = outer.col` in a correlated subquery: the link "related" stands for.
+    fn is_correlation(&self, left: &Expr, right: &Expr) -> bool {
+        if self.scopes.len() < 2 {
+            return false;
+        }
+        let depth_of = |expr: &Expr| -> Option<usize> {
+            let Expr::CompoundIdentifier(parts) = strip(expr) else {
+                return None;
+            };
+            let qualifier = &parts.first()?.value;
+            self.scopes
+                .iter()
+                .rposition(|scope| scope.table_of(qualifier).is_some())
+        };
+        let innermost = self.scopes.len() - 1;
+        match (depth_of(left), depth_of(right)) {
+            (Some(a), Some(b)) => (a == innermost) != (b == innermost),
+            _ => false,
+        }
+    }
+
+    fn like(&mut self, expr: &Expr, pattern: &Expr, negated: bool) -> Phrase {
+        let x = self.np(expr)?;
+        let Some(pattern) = string_literal(pattern) else {
+            return unsupported("LIKE with a computed pattern");
+        };
+        let inner = pattern.trim_matches('%');
+        let plain = !inner.contains(['%', '_']);
+        // (affirmative, negated) verbs.
+        let (verbs, text): (&[(&str, &str)], &str) =
+            match (pattern.starts_with('%'), pattern.ends_with('%'), plain) {
+                (true, true, true) if !inner.is_empty() => (
+                    &[
+                        ("contains", "does not contain"),
+                        ("includes", "does not include"),
+                    ],
+                    inner,
+                ),
+                (false, true, true) => (
+                    &[
+                        ("starts with", "does not start with"),
+                        ("begins with", "does not begin with"),
+                    ],
+                    inner,
+                ),
+                (true, false, true) => (&[("ends with", "does not end with")], inner),
+                (false, false, true) => {
+                    (&[("is (ignoring case)", "is not (ignoring case)")], inner)
+                }
+                _ => (
+                    &[("matches the pattern", "does not match the pattern")],
+                    pattern.as_str(),
+                ),
+            };
+        let (yes, no) = verbs[self.rng.random_range(0..verbs.len())];
+        let verb = if negated { no } else { yes };
+        let form = self.pick(&["whose {x} {v} \"{t}\"", "where the {x} {v} \"{t}\""]);
+        Ok(form
+            .replace("{x}", &x)
+            .replace("{v}", verb)
+            .replace("{t}", text))
+    }
+
+    fn exists(&mut self, subquery: &Query, negated: bool) -> Phrase {
+        let SetExpr::Select(select) = subquery.body.as_ref() else {
+            return unsupported("EXISTS over a set operation");
+        };
+        if !matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+            || select.having.is_some()
+            || subquery.limit_clause.is_some()
+        {
+            return unsupported("EXISTS with grouping or a limit");
+        }
+        let (scope, joined) = self.scope_of(select)?;
+        self.scopes.push(scope);
+        let conditions = match &select.selection {
+            Some(condition) => self.condition(condition),
+            None => Ok(String::new()),
+        };
+        let subject = self.subject(&joined);
+        self.scopes.pop();
+        let conditions = conditions?;
+        let one = singular(&subject);
+        let form = if negated {
+            self.pick(&[
+                "that have no related {s}{c}",
+                "for which there is no {s}{c}",
+                "without any {s}{c}",
+            ])
+        } else {
+            self.pick(&[
+                "that have at least one related {s}{c}",
+                "for which there is a related {s}{c}",
+                "with some {s}{c}",
+            ])
+        };
+        let conditions = if conditions.is_empty() {
+            conditions
+        } else {
+            format!(" {conditions}")
+        };
+        Ok(form.replace("{s}", &one).replace("{c}", &conditions))
+    }
+}
+
+// ---- helpers over the tree ----
+
+fn last_ident(name: &ObjectName) -> Option<String> {
+    name.0
+        .last()
+        .and_then(|part| part.as_ident())
+        .map(|ident| ident.value.clone())
+}
+
+fn function_name(function: &Function) -> String {
+    last_ident(&function.name)
+        .unwrap_or_default()
+        .to_lowercase()
+}
+
+/// The plain arguments, whether the argument is `*`, and whether DISTINCT was given.
+fn arguments(function: &Function) -> Result<(Vec<&Expr>, bool, bool), Unsupported> {
+    match &function.args {
+        FunctionArguments::None => Ok((Vec::new(), false, false)),
+        FunctionArguments::Subquery(_) => unsupported("function over a subquery"),
+        FunctionArguments::List(list) => {
+            if !list.clauses.is_empty() {
+                return unsupported("clause inside a function's arguments");
+            }
+            let mut args = Vec::new();
+            let mut star = false;
+            for arg in &list.args {
+                match arg {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => args.push(expr),
+                    FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => star = true,
+                    _ => return unsupported("named or qualified-wildcard function argument"),
+                }
+            }
+            let distinct = matches!(
+                list.duplicate_treatment,
+                Some(sqlparser::ast::DuplicateTreatment::Distinct)
+            );
+            Ok((args, star, distinct))
+        }
+    }
+}
+
+/// `date('now', ...)`.
+fn is_now(function: &Function) -> bool {
+    arguments(function)
+        .ok()
+        .and_then(|(args, _, _)| args.first().and_then(|a| string_literal(a)))
+        .is_some_and(|s| s.eq_ignore_ascii_case("now"))
+}
+
+/// "today", "the date 10 years ago".
+fn relative_date(modifiers: &[String]) -> Phrase {
+    if modifiers.is_empty() {
+        return Ok("today".to_string());
+    }
+    let mut parts = Vec::new();
+    for modifier in modifiers {
+        let mut pieces = modifier.split_whitespace();
+        let (Some(amount), Some(unit), None) = (pieces.next(), pieces.next(), pieces.next()) else {
+            return unsupported("date modifier");
+        };
+        match amount.strip_prefix('-') {
+            Some(back) => parts.push(format!("{back} {unit} ago")),
+            None => parts.push(format!(
+                "{} {unit} from now",
+                amount.trim_start_matches('+')
+            )),
+        }
+    }
+    Ok(format!("the date {}", parts.join(" and ")))
+}
+
+fn date_part(format: &str) -> Option<&'static str> {
+    Some(match format {
+        "%Y" => "year",
+        "%m" => "month",
+        "%d" => "day",
+        "%Y-%m" => "year and month",
+        "%Y-%m-%d" => "date",
+        "%H:%M" => "time (hours and minutes)",
+        "%s" => "Unix time in seconds",
+        "%H" => "hour",
+        "%W" => "week",
+        "%w" => "weekday",
+        _ => return None,
+    })
+}
+
+fn ordinal(n: u64) -> Option<&'static str> {
+    Some(match n {
+        2 => "second",
+        3 => "third",
+        4 => "fourth",
+        5 => "fifth",
+        _ => return None,
+    })
+}
+
+/// Parentheses and casts do not change how a value reads.
+fn strip(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => strip(inner),
+        Expr::Function(f) if matches!(function_name(f).as_str(), "lower" | "upper") => {
+            match arguments(f) {
+                Ok((args, false, _)) if args.len() == 1 => strip(args[0]),
+                _ => expr,
+            }
+        }
+        other => other,
+    }
+}
+
+fn string_literal(expr: &Expr) -> Option<String> {
+    match strip(expr) {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn literal(value: &Value) -> String {
+    match value {
+        Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => format!("\"{s}\""),
+        Value::Number(n, _) => n.clone(),
+        Value::Boolean(b) => b.to_string(),
+        Value::Null => "null".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn is_hundred(expr: &Expr) -> bool {
+    matches!(strip(expr), Expr::Value(v) if matches!(&v.value, Value::Number(n, _) if n.parse::<f64>() == Ok(100.0)))
+}
+
+/// `100 * x` or `x * 100`: the `x`.
+fn times_hundred(expr: &Expr) -> Option<&Expr> {
+    match strip(expr) {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Multiply,
+            right,
+        } => {
+            if is_hundred(left) {
+                Some(right)
+            } else if is_hundred(right) {
+                Some(left)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `CASE WHEN c THEN x [ELSE 0 | ELSE NULL] END`: the `c` and `x` a SUM or COUNT of it adds up.
+fn case_when(expr: &Expr) -> Option<(&Expr, &Expr)> {
+    let Expr::Case {
+        operand: None,
+        conditions,
+        else_result,
+        ..
+    } = strip(expr)
+    else {
+        return None;
+    };
+    let [when] = conditions.as_slice() else {
+        return None;
+    };
+    let else_ok = match else_result.as_deref() {
+        None => true,
+        Some(e) => {
+            is_number(e, "0") || matches!(strip(e), Expr::Value(v) if v.value == Value::Null)
+        }
+    };
+    else_ok.then_some((&when.condition, &when.result))
+}
+
+fn is_number(expr: &Expr, n: &str) -> bool {
+    matches!(strip(expr), Expr::Value(v) if matches!(&v.value, Value::Number(x, _) if x == n))
+}
+
+/// `CASE WHEN c THEN 1 ... END`: the `c` a SUM or COUNT of it counts.
+fn count_condition(expr: &Expr) -> Option<&Expr> {
+    case_when(expr)
+        .filter(|(_, result)| is_number(result, "1"))
+        .map(|(condition, _)| condition)
+}
+
+fn is_condition(expr: &Expr) -> bool {
+    match expr {
+        Expr::BinaryOp { op, .. } => matches!(
+            op,
+            BinaryOperator::Eq
+                | BinaryOperator::NotEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::And
+                | BinaryOperator::Or
+        ),
+        Expr::IsNull(_)
+        | Expr::IsNotNull(_)
+        | Expr::InList { .. }
+        | Expr::Between { .. }
+        | Expr::Like { .. }
+        | Expr::ILike { .. } => true,
+        _ => false,
+    }
+}
+
+fn flipped(op: &BinaryOperator) -> Option<BinaryOperator> {
+    Some(match op {
+        BinaryOperator::Eq => BinaryOperator::Eq,
+        BinaryOperator::NotEq => BinaryOperator::NotEq,
+        BinaryOperator::Gt => BinaryOperator::Lt,
+        BinaryOperator::GtEq => BinaryOperator::LtEq,
+        BinaryOperator::Lt => BinaryOperator::Gt,
+        BinaryOperator::LtEq => BinaryOperator::GtEq,
+        _ => return None,
+    })
+}
+
+/// Whether an item is an aggregate (then "how many"/"what is the total" forms fit).
+fn kind_of(expr: &Expr) -> Kind {
+    fn aggregate(expr: &Expr) -> bool {
+        match expr {
+            Expr::Function(f) => {
+                matches!(
+                    function_name(f).as_str(),
+                    "count" | "sum" | "avg" | "min" | "max" | "total" | "group_concat"
+                ) || arguments(f).is_ok_and(|(args, _, _)| args.iter().any(|a| aggregate(a)))
+            }
+            Expr::BinaryOp { left, right, .. } => aggregate(left) || aggregate(right),
+            Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => aggregate(inner),
+            _ => false,
+        }
+    }
+    match expr {
+        Expr::Function(f)
+            if function_name(f) == "count"
+                && arguments(f).is_ok_and(|(args, star, _)| star || args.is_empty()) =>
+        {
+            Kind::CountRows
+        }
+        _ if aggregate(expr) => Kind::Aggregate,
+        _ => Kind::Plain,
+    }
+}
+
+/// The variant name of an expression, for the report of what cannot be said.
+fn expr_kind(expr: &Expr) -> String {
+    let debug = format!("{expr:?}");
+    let name: String = debug
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    format!("expression {name}")
+}
+
+/// "a", "a and b", "a, b and c".
+fn join_and(parts: Vec<String>) -> String {
+    join_with(parts, "and")
+}
+
+fn join_with(mut parts: Vec<String>, word: &str) -> String {
+    match parts.len() {
+        0 => String::new(),
+        1 => parts.remove(0),
+        _ => {
+            let last = parts.pop().unwrap_or_default();
+            format!("{} {word} {last}", parts.join(", "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    /// Every wording of `sql` (across 12 streams) contains each of `expected`.
+    fn says(sql: &str, expected: &[&str]) {
+        let query = crate::mutate::parse_query(sql).unwrap();
+        for stream in 0..12 {
+            let mut rng = ChaCha8Rng::seed_from_u64(stream);
+            let text = question(&query, &mut rng).unwrap();
+            for part in expected {
+                assert!(text.contains(part), "{sql}\n{text}\nlacks {part:?}");
+            }
+            assert!(text.ends_with(['?', '.']), "{text}");
+            assert!(text.starts_with(char::is_uppercase), "{text}");
+        }
+    }
+
+    #[test]
+    fn filters_keep_their_values_and_joins_name_their_tables() {
+        says(
+            "SELECT b.title, p.name FROM books AS b JOIN publishers AS p ON p.publisher_id = b.publisher_id WHERE b.price BETWEEN 10 AND 20",
+            &["book title", "publisher name", "books", "publishers", "10", "20"],
+        );
+        says(
+            "SELECT first_name FROM customers WHERE loyalty_tier IN ('silver', 'gold') AND email IS NULL",
+            &["first name", "loyalty tier", "\"silver\"", "\"gold\"", "email"],
+        );
+        says(
+            "SELECT name FROM authors WHERE LOWER(name) LIKE '%ann%'",
+            &["name", "\"ann\""],
+        );
+    }
+
+    #[test]
+    fn aggregates_grouping_and_ordering_are_said() {
+        says(
+            "SELECT COUNT(*) FROM orders WHERE status = 'completed'",
+            &["orders", "\"completed\""],
+        );
+        says(
+            "SELECT genre, AVG(price) FROM books GROUP BY genre HAVING COUNT(*) > 2 ORDER BY AVG(price) DESC LIMIT 3",
+            &["genre", "price", "number of books", "2", "3"],
+        );
+        says(
+            "SELECT title FROM books ORDER BY pages DESC LIMIT 1 OFFSET 1",
+            &["title", "second-", "pages"],
+        );
+        says(
+            "SELECT ROUND(100.0 * SUM(status = 'cancelled') / COUNT(*), 2) FROM orders",
+            &["percentage", "\"cancelled\"", "number of orders"],
+        );
+    }
+
+    #[test]
+    fn nested_queries_and_set_operations_are_said() {
+        says(
+            "SELECT title FROM books WHERE book_id NOT IN (SELECT book_id FROM order_items)",
+            &["title", "book ID", "order items"],
+        );
+        says(
+            "SELECT s.name FROM stores AS s WHERE EXISTS (SELECT 1 FROM orders AS o WHERE o.store_id = s.store_id AND o.status = 'cancelled')",
+            &["stores", "order", "\"cancelled\""],
+        );
+        says(
+            "SELECT name FROM authors WHERE country = 'Canada' UNION SELECT name FROM publishers",
+            &["authors", "publishers", "\"Canada\""],
+        );
+    }
+
+    #[test]
+    fn constructs_without_a_wording_are_named() {
+        let fails = |sql: &str| {
+            let query = crate::mutate::parse_query(sql).unwrap();
+            let mut rng = ChaCha8Rng::seed_from_u64(0);
+            question(&query, &mut rng).unwrap_err().0
+        };
+        assert_eq!(
+            fails("SELECT x FROM (SELECT 1 AS x) AS t"),
+            "derived table in FROM"
+        );
+        assert_eq!(fails("SELECT hex(name) FROM t"), "function hex");
+        assert_eq!(
+            fails("SELECT substr(name, 1, 2) FROM t"),
+            "expression Substring"
+        );
+        assert_eq!(
+            fails("SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END FROM t"),
+            "CASE expression"
+        );
+        assert_eq!(
+            fails("SELECT RANK() OVER (ORDER BY a) FROM t"),
+            "window function"
+        );
+    }
+}
