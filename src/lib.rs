@@ -4,7 +4,7 @@
 //!
 //! 1. `error` (input errors, exit codes), `files` (atomic writes), `sqltext` (bounds on untrusted
 //!    SQL), `testing` (shared test data)
-//! 2. `exec`: sandboxed engines behind [`exec::QueryRunner`]
+//! 2. `exec`: sandboxed engines (SQLite files, a PostgreSQL server) behind [`exec::QueryRunner`]
 //! 3. `spider`: Spider's SQL parser and hardness, for untrusted SQL
 //! 4. `metrics`: pure functions of results and SQL (EX, ESM, ETM, SQLMorph, reliability)
 //! 5. `bench`: loaders turning benchmark files into cases

@@ -32,6 +32,18 @@ pub(super) fn resolve(db_dir: &Path, case: &Case) -> Result<PathBuf, InputError>
     })
 }
 
+/// The server database of a case: its name, as a one-component path.
+pub(super) fn server_database(case: &Case) -> Result<PathBuf, InputError> {
+    check_name(case)?;
+    if case.db_file.is_some() {
+        return Err(case.source.error(format!(
+            "case `{}` runs on its own database file, which a server engine cannot read",
+            case.id
+        )));
+    }
+    Ok(PathBuf::from(&case.db))
+}
+
 /// The files a case runs on; with `testsuite` and the nested layout, every file of the
 /// database's folder whose name contains `.sqlite`, sorted by name for determinism.
 pub(super) fn db_files(

@@ -86,13 +86,19 @@ pub struct Benchmark {
     /// Explicit join keys per database (native `[join_keys]`), e.g.
     /// `"orders.customer_id = customers.customer_id"`.
     pub join_keys: BTreeMap<String, Vec<String>>,
+    /// The databases are on a server (PostgreSQL), named by `db`, not files in `db_dir`.
+    pub on_server: bool,
 }
 
 impl Benchmark {
     /// The database file(s) a case runs on. With `testsuite`, the nested layout
     /// `<db_dir>/<db>/` yields every file of that folder whose name contains `.sqlite`, sorted
     /// by name (spec `evaluators.md` §2.3); otherwise, and for the flat layout, the one file.
+    /// On a server, the one database is the case's `db` name.
     pub fn db_files(&self, case: &Case, testsuite: bool) -> Result<Vec<PathBuf>, InputError> {
+        if self.on_server {
+            return databases::server_database(case).map(|db| vec![db]);
+        }
         databases::db_files(&self.db_dir, case, testsuite)
     }
 
@@ -104,7 +110,11 @@ impl Benchmark {
 
     /// Every case's database exists and opens: an empty file, a file that is not a database
     /// or a hot journal stops the run here instead of failing every case as a gold error.
+    /// Server databases are checked by connecting to them (`scoring::check_server`).
     pub fn check_databases(&self) -> Result<(), InputError> {
+        if self.on_server {
+            return Ok(());
+        }
         let mut checked = std::collections::HashSet::new();
         for case in &self.cases {
             if checked.insert(case.db.as_str()) {
@@ -128,6 +138,8 @@ pub struct LoadOptions {
     pub tables: Option<PathBuf>,
     /// Skips format detection.
     pub format: Option<GoldFormat>,
+    /// The databases are on a server, named by each case's `db` (no files are looked for).
+    pub on_server: bool,
 }
 
 /// The gold file formats (see `docs/formats.md`).
@@ -233,6 +245,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         join_keys,
         format,
         tables: tables_file(&folder, opts.tables.as_deref())?,
+        on_server: opts.on_server,
     };
     bench.check_databases()?;
     if matches!(format, GoldFormat::Spider | GoldFormat::SpiderJson) {

@@ -10,7 +10,7 @@ use crate::bench::Case;
 use crate::config::ThrottleConfig;
 use crate::error::InputError;
 use crate::error::EXIT_OK;
-use crate::exec::{Engine, Limits};
+use crate::exec::{Backend, Engine, Limits};
 use crate::files::write_atomically;
 use crate::llm::cache::JsonlCache;
 use crate::llm::{Client, ClientConfig};
@@ -102,6 +102,8 @@ pub enum LinkerStrategy {
 pub struct JqeArgs {
     #[command(flatten)]
     source: Source,
+    #[command(flatten)]
+    server: super::ServerArgs,
     /// JSONL file to write the retained expansions to.
     #[arg(long)]
     out: PathBuf,
@@ -302,7 +304,8 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
             centrality_first: args.centrality_first,
         },
     };
-    let bench = args.source.load()?;
+    let backend = args.server.backend(&args.source.gold)?;
+    let bench = args.source.load_from(&backend)?;
     let mut by_db: BTreeMap<&str, Vec<(&Case, jqe::Seed)>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         if let Some(sql) = case.gold.first() {
@@ -321,7 +324,7 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
     let rewriter = rewriter(&args)?;
     // (accepted, refused) LLM rewrites.
     let mut rewrites = (0usize, 0usize);
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::with_backend(Limits::default(), backend.clone());
     let mut total = jqe::Stats::default();
     let mut lines = String::new();
     for (db, seeds) in &by_db {
@@ -332,8 +335,13 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
             .ok_or_else(|| {
                 InputError::file(&bench.db_dir, format!("no database file for `{db}`"))
             })?;
-        let mut schema = jqe::graph::Schema::read(&path)
-            .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
+        let mut schema = match &backend {
+            Backend::Sqlite => jqe::graph::Schema::read(&path)
+                .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?,
+            Backend::Postgres(server) => server
+                .schema(db)
+                .map_err(|message| seeds[0].0.source.error(message))?,
+        };
         // Explicit join keys count as declared foreign keys, so they replace inference.
         for key in bench.join_keys.get(*db).into_iter().flatten() {
             let key = ForeignKey::parse(key, &schema).map_err(|e| {

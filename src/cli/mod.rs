@@ -8,13 +8,14 @@ mod score;
 mod test;
 mod tqa;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::bench::{self, Benchmark, GoldFormat, LoadOptions};
 use crate::error::{InputError, EXIT_BAD_INPUT, EXIT_OK};
+use crate::exec::{Backend, EngineKind};
 
 #[derive(Parser)]
 #[command(
@@ -97,13 +98,58 @@ struct Source {
 
 impl Source {
     fn load(&self) -> Result<Benchmark, InputError> {
+        self.load_from(&Backend::Sqlite)
+    }
+
+    /// Loads the benchmark with its databases on `backend`, checking a server's databases.
+    fn load_from(&self, backend: &Backend) -> Result<Benchmark, InputError> {
         let options = LoadOptions {
             db_dir: self.db_dir.clone(),
             tables: None,
             format: self.gold_format,
+            on_server: backend.on_server(),
         };
-        bench::load(&self.gold, &options)
+        let bench = bench::load(&self.gold, &options)?;
+        warn_about_the_role(&bench, backend)?;
+        Ok(bench)
     }
+}
+
+/// Where the databases are: `--engine`, and for PostgreSQL `--dsn` and `--password-env`.
+#[derive(Args)]
+struct ServerArgs {
+    /// Where the databases are: SQLite files, or a PostgreSQL server (`--dsn`; see
+    /// docs/postgres.md).
+    #[arg(long, value_enum, default_value = "sqlite")]
+    engine: EngineKind,
+    /// PostgreSQL connection URL template, `{db}` standing for each case's database, without a
+    /// password, e.g. `postgres://sqlgate_reader@127.0.0.1:5432/{db}`.
+    #[arg(long)]
+    dsn: Option<String>,
+    /// The environment variable holding the PostgreSQL password.
+    #[arg(long)]
+    password_env: Option<String>,
+}
+
+impl ServerArgs {
+    /// The backend named, or an error reported against `file` (the gold file).
+    fn backend(&self, file: &Path) -> Result<Backend, InputError> {
+        Backend::new(
+            self.engine,
+            self.dsn.as_deref(),
+            self.password_env.as_deref(),
+        )
+        .map_err(|message| InputError::file(file, format!("--engine: {message}")))
+    }
+}
+
+/// Connects to a server's databases before anything runs, warning about a role that could do
+/// more than read.
+fn warn_about_the_role(bench: &Benchmark, backend: &Backend) -> Result<(), InputError> {
+    for warning in crate::scoring::check_server(bench, backend)? {
+        eprintln!("warning: {warning}");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -32,6 +32,8 @@ pub struct ScoreArgs {
     /// Folder holding `<db>.sqlite` or `<db>/<db>.sqlite` (default: beside the gold file).
     #[arg(long)]
     db_dir: Option<PathBuf>,
+    #[command(flatten)]
+    server: super::ServerArgs,
     /// Spider `tables.json` (schemas for parsing when databases are absent).
     #[arg(long)]
     tables: Option<PathBuf>,
@@ -200,10 +202,18 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     let etm = args.metrics.as_ref().is_some_and(|m| m.etm);
     let regimes = args.metrics.map(|list| list.regimes).unwrap_or_default();
     check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
+    let backend = args.server.backend(&args.gold)?;
+    if backend.on_server() && etm {
+        return Err(InputError::file(
+            &args.gold,
+            "--metrics etm reads SQLite files; it cannot run with --engine postgres",
+        ));
+    }
     let options = LoadOptions {
         db_dir: args.db_dir,
         tables: args.tables,
         format: args.gold_format,
+        on_server: backend.on_server(),
     };
     let mut benchmark = bench::load(&args.gold, &options)?;
     if let Some(path) = &args.infeasible {
@@ -233,7 +243,8 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         pair_budget: args.timeout.0,
         trustsql_raw: args.trustsql_raw,
     };
-    let engine = Engine::new(limits);
+    super::warn_about_the_role(&benchmark, &backend)?;
+    let engine = Engine::with_backend(limits, backend);
     let embedder = match (&args.embeddings_url, &args.embeddings_model) {
         (Some(url), Some(model)) => {
             let client = Client::new(&ClientConfig {
@@ -275,8 +286,11 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         ..Scoring::new(mode)
     };
     let databases = scoring.databases(&benchmark)?;
-    for warning in scoring::empty_database_warnings(&databases) {
-        eprintln!("warning: {warning}");
+    // Server databases are names, not files to look into.
+    if !benchmark.on_server {
+        for warning in scoring::empty_database_warnings(&databases) {
+            eprintln!("warning: {warning}");
+        }
     }
     let scores = scoring::score_all(
         &scoring,

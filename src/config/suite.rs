@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::bench::GoldFormat;
+use crate::exec::EngineKind;
 use crate::metrics::ex::Mode;
 use crate::metrics::sqlmorph::Regime;
 
@@ -20,6 +21,14 @@ pub struct SuiteConfig {
     pub db_dir: Option<PathBuf>,
     pub tables: Option<PathBuf>,
     pub format: Option<GoldFormat>,
+    /// Where the databases are: `sqlite` files (default) or a `postgres` server.
+    #[serde(default)]
+    pub engine: EngineKind,
+    /// PostgreSQL: the connection URL template, `{db}` standing for each case's database
+    /// (`postgres://sqlgate_reader@127.0.0.1:5432/{db}`), without a password.
+    pub dsn: Option<String>,
+    /// PostgreSQL: the environment variable holding the password.
+    pub password_env: Option<String>,
     /// Comparison mode (default: the benchmark format's own evaluator).
     pub mode: Option<Mode>,
     /// Per-query time bound in seconds (default 30).

@@ -1,6 +1,7 @@
-//! Sandboxed execution of SQL against SQLite databases.
+//! Sandboxed execution of SQL against SQLite databases or a PostgreSQL server.
 
 pub mod engine;
+pub mod postgres;
 pub mod sandbox;
 pub mod schema;
 pub mod value;
@@ -10,12 +11,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use engine::Engine;
+pub use engine::{Backend, Engine, EngineKind};
 pub use sandbox::{Limits, Sandbox};
 pub use value::Value;
 
 /// Runs queries for the evaluators; gold executions are cached by the implementation.
-/// The seam where another engine (PostgreSQL) would sit beside SQLite.
+/// A database is named by a path: a SQLite file, or a PostgreSQL database's name.
 pub trait QueryRunner: Sync {
     fn gold(&self, db: &Path, sql: &str) -> Execution;
     fn pred(&self, db: &Path, sql: &str) -> Execution;

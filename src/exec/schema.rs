@@ -1,5 +1,6 @@
-//! What a SQLite database declares: tables, columns (declared type, primary key, NOT NULL) and
-//! foreign keys, read once from `sqlite_master` and the PRAGMAs. Used by the generators (JQE's
+//! What a database declares: tables, columns (declared type, primary key, NOT NULL) and
+//! foreign keys, read once from `sqlite_master` and the PRAGMAs (PostgreSQL: from
+//! `pg_catalog`, see [`super::postgres::Server::schema`]). Used by the generators (JQE's
 //! schema graph) and the structural metrics (ETM's schema facts).
 
 use std::path::Path;
@@ -158,6 +159,47 @@ impl Schema {
             }
         }
         Ok(schema)
+    }
+
+    /// `CREATE TABLE` statements with the declared types, NOT NULL, primary and foreign keys:
+    /// the schema text a system's prompt shows (`{schema}`) for a server database.
+    pub fn ddl(&self) -> String {
+        let mut statements = Vec::new();
+        for table in &self.tables {
+            let mut lines: Vec<String> = table
+                .columns
+                .iter()
+                .map(|c| {
+                    let not_null = if c.not_null { " NOT NULL" } else { "" };
+                    format!("  {} {}{not_null}", c.name, c.decl_type)
+                })
+                .collect();
+            let keys: Vec<&str> = table
+                .columns
+                .iter()
+                .filter(|c| c.primary_key)
+                .map(|c| c.name.as_str())
+                .collect();
+            if !keys.is_empty() {
+                lines.push(format!("  PRIMARY KEY ({})", keys.join(", ")));
+            }
+            for key in self
+                .foreign_keys
+                .iter()
+                .filter(|k| k.from.table == table.name)
+            {
+                lines.push(format!(
+                    "  FOREIGN KEY ({}) REFERENCES {} ({})",
+                    key.from.column, key.to.table, key.to.column
+                ));
+            }
+            statements.push(format!(
+                "CREATE TABLE {} (\n{}\n);",
+                table.name,
+                lines.join(",\n")
+            ));
+        }
+        statements.join("\n")
     }
 
     pub fn table(&self, name: &str) -> Option<&Table> {

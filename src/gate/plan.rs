@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bench::{Benchmark, Case};
 use crate::config::{Metric, Threshold};
-use crate::exec::Limits;
+use crate::exec::{Backend, Engine, Limits};
 use crate::metrics::sqlmorph::Regime;
 use crate::scoring::{CaseDatabases, Scoring};
 
@@ -19,6 +19,8 @@ pub struct SuitePlan {
     /// Every case's database files, resolved when the plan was built.
     pub databases: Vec<CaseDatabases>,
     pub limits: Limits,
+    /// Where its databases are (SQLite files unless the suite names a server).
+    pub backend: Backend,
     /// TrustSQL's penalty c of the `rs` metric (the profile's `penalty`, default 0).
     pub penalty: f64,
     /// Aggregate thresholds, by metric.
@@ -32,6 +34,11 @@ pub struct SuitePlan {
 }
 
 impl SuitePlan {
+    /// An engine running the suite's SQL within its limits on its databases.
+    pub fn engine(&self) -> Engine {
+        Engine::with_backend(self.limits, self.backend.clone())
+    }
+
     /// `<suite>::<db>::<case-id>`.
     pub fn case_test_name(&self, case: &Case) -> String {
         format!("{}::{}::{}", self.name, case.db, case.id)

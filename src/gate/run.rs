@@ -118,7 +118,7 @@ pub fn run(
         } else {
             (0..suite.bench.cases.len()).collect()
         };
-        let engine = Engine::new(suite.limits);
+        let engine = suite.engine();
         let replies = if stop.stopped() || needed.is_empty() {
             Vec::new()
         } else {

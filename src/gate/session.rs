@@ -12,6 +12,7 @@ use crate::config::system::SystemType;
 use crate::config::{AbstentionConfig, RecordMode, ThrottleConfig};
 use crate::config::{Config, ProfileConfig};
 use crate::error::InputError;
+use crate::exec::Backend;
 use crate::system::abstention::Abstention;
 use crate::system::answer::{answer_all, Answered};
 use crate::system::cassette::Cassette;
@@ -140,6 +141,8 @@ impl Session {
             .collect::<Result<Vec<_>, _>>()?;
         let warnings = suites
             .iter()
+            // Server databases are names, not files to look into.
+            .filter(|suite| !suite.bench.on_server)
             .flat_map(|suite| crate::scoring::empty_database_warnings(&suite.databases))
             .collect();
         Ok(Session {
@@ -302,7 +305,7 @@ impl Session {
         match &test.kind {
             TestKind::Case(case) => {
                 let answered = self.answers(test.suite, &[*case]).remove(0);
-                let engine = crate::exec::Engine::new(suite.limits);
+                let engine = suite.engine();
                 let run = judge::evaluate_case(suite, *case, &answered, &engine);
                 judge::judge_case(
                     suite,
@@ -444,7 +447,13 @@ fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, I
     for case in &suite.bench.cases {
         if !schemas.contains_key(&case.db) {
             let path = suite.bench.db_files(case, false)?.remove(0);
-            let ddl = system::schema_ddl(&path)?;
+            let ddl = match &suite.backend {
+                Backend::Sqlite => system::schema_ddl(&path)?,
+                Backend::Postgres(server) => server
+                    .schema(&case.db)
+                    .map(|schema| schema.ddl())
+                    .map_err(|message| case.source.error(message))?,
+            };
             schemas.insert(case.db.clone(), (path, ddl));
         }
     }

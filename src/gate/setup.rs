@@ -11,7 +11,7 @@ use crate::config::{
 };
 use crate::error::{is_plain_name, InputError};
 use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
-use crate::exec::Limits;
+use crate::exec::{Backend, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
 use crate::metrics::ex::ModeOptions;
 use crate::metrics::sqlmorph::Embedder;
@@ -34,10 +34,26 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
     };
     let mut plans: Vec<SuitePlan> = Vec::new();
     for (index, suite) in config.suites.iter().enumerate() {
+        let backend = Backend::new(
+            suite.engine,
+            suite.dsn.as_deref(),
+            suite.password_env.as_deref(),
+        )
+        .map_err(|message| {
+            InputError::file(&config.path, format!("[[suite]] {message}")).at_record(index)
+        })?;
+        if backend.on_server() && suite.structural.contains(&Structural::Etm) {
+            return Err(InputError::file(
+                &config.path,
+                "[[suite]] structural etm reads SQLite files; it cannot run with engine `postgres`",
+            )
+            .at_record(index));
+        }
         let options = LoadOptions {
             db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
             format: suite.format,
+            on_server: backend.on_server(),
         };
         let mut bench = bench::load(&config.resolve(&suite.benchmark), &options)?;
         for (family, path) in &suite.families {
@@ -46,6 +62,9 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         }
         bench.check_ids()?;
         bench.check_databases()?;
+        for warning in crate::scoring::check_server(&bench, &backend)? {
+            eprintln!("warning: {warning}");
+        }
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
         // The name is the snapshot's file name.
         if !is_plain_name(&name) || name.contains("::") {
@@ -155,6 +174,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             databases: scoring.databases(&bench)?,
             scoring,
             limits,
+            backend,
             penalty,
             gates,
             family_gates,

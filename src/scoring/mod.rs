@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use crate::bench::Benchmark;
 use crate::error::InputError;
+use crate::exec::Backend;
 use crate::metrics::ex::{Diagnostic, Mode, ModeOptions, Verdict};
 use crate::metrics::reliability::{CaseFacts, Region};
 use crate::metrics::sqlmorph::{self, Embedder, Regime};
@@ -113,6 +114,31 @@ impl Scoring {
             })
             .collect()
     }
+}
+
+/// Connects to every database of a benchmark on a server, failing (at the first case naming
+/// it) on one that cannot be reached, before anything is scored; returns warnings about what
+/// the role could do beyond reading. Nothing to check on SQLite files.
+pub fn check_server(bench: &Benchmark, backend: &Backend) -> Result<Vec<String>, InputError> {
+    let Backend::Postgres(server) = backend else {
+        return Ok(Vec::new());
+    };
+    let mut warnings = Vec::new();
+    let mut checked = std::collections::BTreeSet::new();
+    for case in &bench.cases {
+        if checked.insert(case.db.as_str()) {
+            let found = server
+                .check_reader(&case.db)
+                .map_err(|message| case.source.error(format!("case `{}`: {message}", case.id)))?;
+            warnings.extend(found.into_iter().map(|w| {
+                format!(
+                    "{}: {w} (docs/postgres.md sets up a read-only role)",
+                    server.url(&case.db)
+                )
+            }));
+        }
+    }
+    Ok(warnings)
 }
 
 /// Warnings for databases on which execution accuracy says nothing: ones without a row in any

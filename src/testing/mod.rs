@@ -18,7 +18,7 @@ pub fn shared_data() -> Option<PathBuf> {
     if dir.is_dir() {
         return Some(dir);
     }
-    let required = std::env::var_os(REQUIRE_SHARED_DATA).is_some_and(|v| !v.is_empty() && v != "0");
+    let required = required();
     let test = std::thread::current()
         .name()
         .unwrap_or("a test")
@@ -35,4 +35,11 @@ pub fn shared_data() -> Option<PathBuf> {
         dir.display()
     );
     None
+}
+
+pub mod postgres;
+
+/// Whether this run must have what a test needs ([`REQUIRE_SHARED_DATA`] set, as under CI).
+fn required() -> bool {
+    std::env::var_os(REQUIRE_SHARED_DATA).is_some_and(|v| !v.is_empty() && v != "0")
 }

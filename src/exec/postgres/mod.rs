@@ -1,0 +1,550 @@
+//! The PostgreSQL engine: untrusted SQL on a server, with the SQLite sandbox's guarantees.
+//!
+//! Predicted SQL is hostile input. Defence in depth (docs/postgres.md tells how to set up the
+//! role, the main defence):
+//! - the connection's role should hold SELECT only; [`Server::check_reader`] warns at start when
+//!   it can write, create, read server files or run programs;
+//! - every statement runs in a `READ ONLY` transaction that is always rolled back, on a session
+//!   whose default is read-only too;
+//! - functions that reach outside the database or other sessions (server files, large objects,
+//!   `dblink`, signalling backends) are refused by name before the statement is sent, even
+//!   where the role could call them ([`OUTSIDE_REACH`]; a text check, so the role stays the
+//!   main defence);
+//! - one statement per prediction: it is prepared (the server refuses several commands in one
+//!   prepared statement) and refused unless it returns rows (`COPY`, `SET`, `COMMIT`...);
+//! - `statement_timeout` bounds each step on the server and the deadline is checked between
+//!   fetches; rows are fetched in batches through a portal, so a huge result stops at the row
+//!   or byte bound without being sent whole.
+//!
+//! Connections are pooled per database: a worker takes an idle one or opens one, and gives it
+//! back after its query, so the pool holds at most one connection per worker. TLS is not used (`NoTls`): connect
+//! over loopback or a Unix socket, or through a tunnel.
+
+mod values;
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use postgres::error::SqlState;
+use postgres::{Client, NoTls};
+
+use super::sandbox::{result_bytes, Limits, MAX_SQL_BYTES};
+use super::schema::{ColRef, Column, ForeignKey, Schema, Table};
+use super::{ExecError, ExecErrorKind, Execution, ResultSet};
+
+/// Functions a prediction may not call: they read or write server files, move large objects
+/// between files and the database, reach other servers, or signal other sessions.
+pub const OUTSIDE_REACH: &[&str] = &[
+    "pg_read_file",
+    "pg_read_binary_file",
+    "pg_stat_file",
+    "pg_ls_dir",
+    "pg_ls_logdir",
+    "pg_ls_waldir",
+    "pg_ls_tmpdir",
+    "pg_ls_archive_statusdir",
+    "pg_file_write",
+    "pg_file_rename",
+    "pg_file_unlink",
+    "pg_file_sync",
+    "lo_import",
+    "lo_export",
+    "dblink",
+    "dblink_exec",
+    "dblink_connect",
+    "dblink_connect_u",
+    "dblink_send_query",
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_reload_conf",
+    "pg_rotate_logfile",
+    "pg_promote",
+];
+
+/// The first function of [`OUTSIDE_REACH`] that `sql` calls: its name (any case, quoted or
+/// not, schema-qualified or not) followed by `(`.
+fn outside_reach(sql: &str) -> Option<&'static str> {
+    let folded: String = sql
+        .chars()
+        .filter(|c| *c != '"')
+        .flat_map(char::to_lowercase)
+        .collect();
+    OUTSIDE_REACH.iter().copied().find(|name| {
+        folded.match_indices(name).any(|(at, _)| {
+            let before = folded[..at].chars().next_back();
+            let after = folded[at + name.len()..].trim_start();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.starts_with('(')
+        })
+    })
+}
+
+/// Rows asked for at once through the portal.
+const BATCH_ROWS: usize = 1000;
+/// How long connecting may take before the database counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the databases live: a connection URL template whose `{db}` is the database name,
+/// and the environment variable holding the password (never the file).
+#[derive(Clone)]
+pub struct Server {
+    template: String,
+    password_env: Option<String>,
+    /// Idle connections by URL, shared by the clones of this server.
+    idle: Arc<Mutex<HashMap<String, Vec<Client>>>>,
+}
+
+impl PartialEq for Server {
+    fn eq(&self, other: &Server) -> bool {
+        (&self.template, &self.password_env) == (&other.template, &other.password_env)
+    }
+}
+
+impl Eq for Server {}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("template", &self.template)
+            .field("password_env", &self.password_env)
+            .finish()
+    }
+}
+
+impl Server {
+    /// Checks the template: a `postgres://` URL with `{db}` and without a password.
+    pub fn new(template: &str, password_env: Option<&str>) -> Result<Server, String> {
+        if !template.contains("{db}") {
+            return Err(format!(
+                "the PostgreSQL URL `{template}` lacks `{{db}}`, where each case's database name goes"
+            ));
+        }
+        let config = postgres::Config::from_str(&template.replace("{db}", "db"))
+            .map_err(|e| format!("the PostgreSQL URL `{template}` does not parse: {e}"))?;
+        if config.get_password().is_some() {
+            return Err(
+                "the PostgreSQL URL holds a password: name an environment variable holding it \
+                 instead (`password_env`, `--password-env`)"
+                    .to_string(),
+            );
+        }
+        Ok(Server {
+            template: template.to_string(),
+            password_env: password_env.map(str::to_string),
+            idle: Arc::default(),
+        })
+    }
+
+    /// The URL of database `db`, as shown in messages (it holds no password).
+    pub fn url(&self, db: &str) -> String {
+        self.template.replace("{db}", db)
+    }
+
+    fn connect(&self, db: &str) -> Result<Client, String> {
+        let url = self.url(db);
+        let mut config = postgres::Config::from_str(&url)
+            .map_err(|e| format!("the PostgreSQL URL `{url}` does not parse: {e}"))?;
+        if let Some(name) = &self.password_env {
+            let password = std::env::var(name).map_err(|_| {
+                format!("the environment variable {name} (the PostgreSQL password) is not set")
+            })?;
+            config.password(password);
+        }
+        config
+            .connect_timeout(CONNECT_TIMEOUT)
+            .application_name("sqlgate");
+        let mut client = config
+            .connect(NoTls)
+            .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+        // psycopg2 sees timestamps with time zone in the session's zone: one fixed zone here.
+        client
+            .batch_execute(
+                "SET default_transaction_read_only = on; SET TIME ZONE 'UTC'; \
+                 SET idle_in_transaction_session_timeout = '10min'",
+            )
+            .map_err(|e| format!("cannot set up the session on {url}: {e}"))?;
+        Ok(client)
+    }
+
+    /// Runs `f` on an idle connection to `db`, or a new one; a connection the server closed is
+    /// not given back.
+    fn with_client<T>(&self, db: &str, f: impl FnOnce(&mut Client) -> T) -> Result<T, String> {
+        let url = self.url(db);
+        let idle = || self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let taken = idle().get_mut(&url).and_then(Vec::pop);
+        let mut client = match taken {
+            Some(client) => client,
+            None => self.connect(db)?,
+        };
+        let value = f(&mut client);
+        if !client.is_closed() {
+            idle().entry(url).or_default().push(client);
+        }
+        Ok(value)
+    }
+
+    /// Runs one statement on `db` within `limits` and reads its whole result.
+    pub fn execute(&self, db: &str, sql: &str, limits: &Limits) -> Execution {
+        let start = Instant::now();
+        let deadline = limits.timeout.and_then(|t| start.checked_add(t));
+        let result = self
+            .with_client(db, |client| run(client, sql, limits, deadline))
+            .unwrap_or_else(|message| {
+                Err(ExecError {
+                    kind: ExecErrorKind::Runtime,
+                    message,
+                })
+            });
+        Execution {
+            result: result.map(Arc::new),
+            elapsed: start.elapsed(),
+        }
+    }
+
+    /// Connects to `db` and lists what the role could do beyond reading: each item is a
+    /// warning for the user (docs/postgres.md tells how to set up a read-only role).
+    pub fn check_reader(&self, db: &str) -> Result<Vec<String>, String> {
+        self.with_client(db, |client| {
+            reader_warnings(client)
+                .map_err(|e| format!("cannot check the role on {}: {e}", self.url(db)))
+        })?
+    }
+
+    /// Tables, columns and foreign keys of `db`'s visible schemas, from `information_schema`
+    /// and `pg_catalog`.
+    pub fn schema(&self, db: &str) -> Result<Schema, String> {
+        self.with_client(db, |client| {
+            read_schema(client)
+                .map_err(|e| format!("cannot read the schema of {}: {e}", self.url(db)))
+        })?
+    }
+}
+
+/// Why one step failed: where it failed tells a prepare error from a runtime one.
+enum Step {
+    Prepare(postgres::Error),
+    Run(postgres::Error),
+    Fail(ExecErrorKind, String),
+}
+
+fn run(
+    client: &mut Client,
+    sql: &str,
+    limits: &Limits,
+    deadline: Option<Instant>,
+) -> Result<ResultSet, ExecError> {
+    // The transaction is rolled back when dropped, whatever happened.
+    let mut tx = client
+        .build_transaction()
+        .read_only(true)
+        .start()
+        .map_err(|e| classify(Step::Run(e)))?;
+    fetch(&mut tx, sql, limits, deadline).map_err(classify)
+}
+
+fn fetch(
+    tx: &mut postgres::Transaction<'_>,
+    sql: &str,
+    limits: &Limits,
+    deadline: Option<Instant>,
+) -> Result<ResultSet, Step> {
+    if sql.len() > MAX_SQL_BYTES {
+        return Err(Step::Fail(
+            ExecErrorKind::TooLarge,
+            format!(
+                "the statement is {} bytes long, more than the {MAX_SQL_BYTES} a statement may have",
+                sql.len()
+            ),
+        ));
+    }
+    if let Some(name) = outside_reach(sql) {
+        return Err(Step::Fail(
+            ExecErrorKind::Denied,
+            format!("the statement calls `{name}`, which reaches outside the database"),
+        ));
+    }
+    bound_time(tx, deadline).map_err(Step::Run)?;
+    let statement = tx.prepare(sql).map_err(Step::Prepare)?;
+    if statement.columns().is_empty() {
+        return Err(Step::Fail(
+            ExecErrorKind::Denied,
+            "the statement is not a query".into(),
+        ));
+    }
+    if !statement.params().is_empty() {
+        return Err(Step::Fail(
+            ExecErrorKind::Prepare,
+            "the statement has parameters ($1...) that nothing fills".into(),
+        ));
+    }
+    let types: Vec<_> = statement
+        .columns()
+        .iter()
+        .map(|c| c.type_().clone())
+        .collect();
+    if let Some(problem) = types.iter().find_map(values::unsupported) {
+        return Err(Step::Fail(ExecErrorKind::Runtime, problem));
+    }
+    let width = types.len();
+    let mut result = ResultSet {
+        columns: statement
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect(),
+        rows: Vec::new(),
+        lossy_text: false,
+    };
+    let portal = tx.bind(&statement, &[]).map_err(Step::Run)?;
+    let batch = BATCH_ROWS.min(limits.max_rows.saturating_add(1));
+    let batch = i32::try_from(batch).unwrap_or(i32::MAX);
+    let mut bytes = 0usize;
+    loop {
+        let rows = tx.query_portal(&portal, batch).map_err(Step::Run)?;
+        let last = rows.len() < batch as usize;
+        for row in rows {
+            if result.rows.len() == limits.max_rows {
+                return Err(Step::Fail(
+                    ExecErrorKind::TooLarge,
+                    format!("more than {} rows", limits.max_rows),
+                ));
+            }
+            bytes += result_bytes(width, 1);
+            let mut cells = Vec::with_capacity(width);
+            for (i, ty) in types.iter().enumerate() {
+                let raw: values::Raw<'_> = row.try_get(i).map_err(Step::Run)?;
+                bytes += raw.0.map_or(0, <[u8]>::len);
+                let value = values::decode(ty, raw.0).map_err(|e| {
+                    Step::Fail(
+                        ExecErrorKind::Runtime,
+                        format!("cannot read column {} ({}): {e}", i + 1, ty.name()),
+                    )
+                })?;
+                cells.push(value);
+            }
+            if bytes > limits.max_bytes {
+                return Err(Step::Fail(
+                    ExecErrorKind::TooLarge,
+                    format!(
+                        "the result takes more than {} bytes of memory",
+                        limits.max_bytes
+                    ),
+                ));
+            }
+            result.rows.push(cells);
+        }
+        if last {
+            return Ok(result);
+        }
+        bound_time(tx, deadline).map_err(Step::Run)?;
+    }
+}
+
+/// Sets the server's bound on the next step to the time left; past the deadline, the next
+/// step is cancelled at once.
+fn bound_time(
+    tx: &mut postgres::Transaction<'_>,
+    deadline: Option<Instant>,
+) -> Result<(), postgres::Error> {
+    let millis = match deadline {
+        // 0 lifts the bound (`--timeout none`).
+        None => 0,
+        Some(deadline) => deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .clamp(1, i32::MAX as u128),
+    };
+    tx.batch_execute(&format!("SET LOCAL statement_timeout = {millis}"))
+}
+
+fn classify(step: Step) -> ExecError {
+    let (kind, message) = match step {
+        Step::Fail(kind, message) => (kind, message),
+        Step::Prepare(e) | Step::Run(e) if e.code() == Some(&SqlState::QUERY_CANCELED) => (
+            ExecErrorKind::Timeout,
+            "query exceeded its time bound".to_string(),
+        ),
+        Step::Prepare(e) | Step::Run(e) if is_denial(e.code()) => {
+            (ExecErrorKind::Denied, error_text(&e))
+        }
+        Step::Prepare(e) | Step::Run(e) if e.code().is_some_and(|c| c.code().starts_with("53")) => {
+            (ExecErrorKind::TooLarge, error_text(&e))
+        }
+        Step::Prepare(e) => (ExecErrorKind::Prepare, error_text(&e)),
+        Step::Run(e) => (ExecErrorKind::Runtime, error_text(&e)),
+    };
+    ExecError { kind, message }
+}
+
+/// A write in the read-only transaction, or something the role may not do.
+fn is_denial(code: Option<&SqlState>) -> bool {
+    code.is_some_and(|c| {
+        *c == SqlState::READ_ONLY_SQL_TRANSACTION || *c == SqlState::INSUFFICIENT_PRIVILEGE
+    })
+}
+
+/// The server's message itself (the client's `Display` says only "db error").
+fn error_text(error: &postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => error.to_string(),
+    }
+}
+
+fn reader_warnings(client: &mut Client) -> Result<Vec<String>, postgres::Error> {
+    let mut warnings = Vec::new();
+    let row = client.query_one(
+        "SELECT current_user::text, rolsuper, \
+                has_database_privilege(current_database(), 'CREATE'), \
+                has_database_privilege(current_database(), 'TEMPORARY'), \
+                pg_has_role('pg_read_server_files', 'MEMBER'), \
+                pg_has_role('pg_write_server_files', 'MEMBER'), \
+                pg_has_role('pg_execute_server_program', 'MEMBER') \
+         FROM pg_roles WHERE rolname = current_user",
+        &[],
+    )?;
+    let role: String = row.get(0);
+    let checks = [
+        (1, "is a superuser"),
+        (2, "may create schemas in the database"),
+        (3, "may create temporary tables"),
+        (4, "may read server files (pg_read_server_files)"),
+        (5, "may write server files (pg_write_server_files)"),
+        (6, "may run server programs (pg_execute_server_program)"),
+    ];
+    for (column, what) in checks {
+        if row.get::<_, bool>(column) {
+            warnings.push(format!("role `{role}` {what}"));
+        }
+    }
+    let writable: Vec<String> = client
+        .query(
+            "SELECT c.oid::regclass::text FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') \
+               AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
+               AND n.nspname NOT LIKE 'pg_toast%' \
+               AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE') \
+                    OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE')) \
+             ORDER BY 1",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !writable.is_empty() {
+        warnings.push(format!(
+            "role `{role}` may write to {} table(s): {}",
+            writable.len(),
+            writable.join(", ")
+        ));
+    }
+    let schemas: Vec<String> = client
+        .query(
+            "SELECT nspname::text FROM pg_namespace WHERE has_schema_privilege(oid, 'CREATE') \
+             AND nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' ORDER BY 1",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !schemas.is_empty() {
+        warnings.push(format!(
+            "role `{role}` may create objects in schema(s) {}",
+            schemas.join(", ")
+        ));
+    }
+    let outside: Vec<String> = client
+        .query(
+            "SELECT extname::text FROM pg_extension WHERE extname IN \
+             ('dblink', 'postgres_fdw', 'file_fdw', 'adminpack', 'plpython3u', 'plperlu') ORDER BY 1",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !outside.is_empty() {
+        warnings.push(format!(
+            "extension(s) reaching outside the database are installed: {}",
+            outside.join(", ")
+        ));
+    }
+    Ok(warnings)
+}
+
+/// The base tables of the schemas on the search path, with their columns (declared type as
+/// `format_type` spells it), primary keys, NOT NULL and foreign keys.
+fn read_schema(client: &mut Client) -> Result<Schema, postgres::Error> {
+    let columns = client.query(
+        "SELECT c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod), \
+                a.attnotnull, \
+                EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conrelid = c.oid \
+                        AND k.contype = 'p' AND a.attnum = ANY (k.conkey)) \
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+         JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+         WHERE c.relkind IN ('r', 'p') AND n.nspname = ANY (current_schemas(false)) \
+         ORDER BY c.relname, a.attnum",
+        &[],
+    )?;
+    let mut schema = Schema::default();
+    for row in columns {
+        let table: String = row.get(0);
+        if schema.tables.last().is_none_or(|t| t.name != table) {
+            schema.tables.push(Table {
+                name: table,
+                columns: Vec::new(),
+            });
+        }
+        let last = schema.tables.last_mut().expect("pushed above");
+        last.columns.push(Column {
+            name: row.get(1),
+            decl_type: row.get(2),
+            primary_key: row.get(4),
+            not_null: row.get(3),
+        });
+    }
+    let keys = client.query(
+        "SELECT src.relname::text, sa.attname::text, dst.relname::text, da.attname::text \
+         FROM pg_constraint k \
+         JOIN pg_class src ON src.oid = k.conrelid JOIN pg_class dst ON dst.oid = k.confrelid \
+         JOIN pg_namespace n ON n.oid = src.relnamespace \
+         CROSS JOIN LATERAL unnest(k.conkey, k.confkey) AS pair(from_col, to_col) \
+         JOIN pg_attribute sa ON sa.attrelid = src.oid AND sa.attnum = pair.from_col \
+         JOIN pg_attribute da ON da.attrelid = dst.oid AND da.attnum = pair.to_col \
+         WHERE k.contype = 'f' AND n.nspname = ANY (current_schemas(false)) \
+         ORDER BY src.relname, k.conname, sa.attnum",
+        &[],
+    )?;
+    for row in keys {
+        schema.foreign_keys.push(ForeignKey {
+            from: ColRef::new(&row.get::<_, String>(0), &row.get::<_, String>(1)),
+            to: ColRef::new(&row.get::<_, String>(2), &row.get::<_, String>(3)),
+        });
+    }
+    Ok(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_reaching_outside_are_found_in_any_spelling() {
+        assert_eq!(
+            outside_reach("SELECT pg_read_file('/etc/passwd')"),
+            Some("pg_read_file")
+        );
+        assert_eq!(
+            outside_reach("select PG_CATALOG.\"LO_IMPORT\" ('/x')"),
+            Some("lo_import")
+        );
+        assert_eq!(
+            outside_reach("SELECT dblink_exec('x', 'y')"),
+            Some("dblink_exec")
+        );
+        assert_eq!(outside_reach("SELECT my_pg_read_file(1)"), None);
+        assert_eq!(outside_reach("SELECT pg_read_file_count FROM t"), None);
+        assert_eq!(outside_reach("SELECT name AS dblink FROM author"), None);
+    }
+}
