@@ -35,6 +35,8 @@ fn gold_predictions(bench: &Benchmark) -> Vec<Prediction> {
             cleaned: false,
             source: case.source.clone(),
             notes: Default::default(),
+            samples: Vec::new(),
+            retrieved: Vec::new(),
         })
         .collect()
 }

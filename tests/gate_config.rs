@@ -127,7 +127,7 @@ fn a_gate_key_typo() {
         &format!("{}gate = {{ exx = \">= 0.5\" }}\n", demo_suite()),
         3,
         10,
-        "unknown variant `exx`",
+        "unknown metric `exx`",
     );
 }
 
@@ -140,7 +140,7 @@ fn a_profile_gate_on_an_unknown_metric() {
         ),
         5,
         10,
-        "unknown variant `accuracy`",
+        "unknown metric `accuracy`",
     );
 }
 
@@ -157,5 +157,77 @@ fn a_gate_on_a_metric_the_suite_does_not_compute() {
         5,
         1,
         "gate `f1` needs a `regime`",
+    );
+}
+
+fn tqa_suite() -> String {
+    format!(
+        "{}families = {{ tqa-ll = \"{}\" }}\n",
+        demo_suite(),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("benchmarks/demo/tqa/tqa-ll.jsonl")
+            .display()
+    )
+}
+
+#[test]
+fn family_gates_are_checked_at_their_keys() {
+    // A family the suite does not have.
+    assert_located(
+        &format!(
+            "{}family_gate = {{ tqa-xx = {{ drop = \"<= 5\" }} }}\n",
+            tqa_suite()
+        ),
+        4,
+        17,
+        "family_gate names family `tqa-xx`, which is not in this suite's `families` (tqa-ll)",
+    );
+    // A suite metric on a family, and a family metric on the suite.
+    assert_located(
+        &format!(
+            "{}family_gate = {{ tqa-ll = {{ etm = 0.5 }} }}\n",
+            tqa_suite()
+        ),
+        4,
+        28,
+        "`etm` is not a family metric (family metrics: ex, drop, qvt, pass@K, recall, fpr)",
+    );
+    assert_located(
+        &format!("{}gate = {{ drop = \"<= 5\" }}\n", tqa_suite()),
+        4,
+        10,
+        "`drop` is measured per family against its seeds",
+    );
+    // pass@K carries a K of at least 1; drop is in points.
+    assert_located(
+        &format!(
+            "{}family_gate = {{ tqa-ll = {{ \"pass@0\" = 0.5 }} }}\n",
+            tqa_suite()
+        ),
+        4,
+        28,
+        "the K of pass@K must be a whole number of at least 1",
+    );
+    assert_located(
+        &format!(
+            "{}family_gate = {{ tqa-ll = {{ drop = \"<= 150\" }} }}\n",
+            tqa_suite()
+        ),
+        4,
+        28,
+        "between -100 and 100",
+    );
+    // A profile's family gate on a family that no suite has.
+    assert_located(
+        &format!(
+            "{}\n[profile.ci]\nfamily_gate = {{ para = {{ qvt = 0.7 }} }}\n\n[[system]]\nname = \"s\"\ntype = \"replay\"\npredictions = \"{}\"\n",
+            tqa_suite(),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("benchmarks/demo/predictions/sample.jsonl")
+                .display()
+        ),
+        6,
+        17,
+        "no [[suite]] has in `families`",
     );
 }

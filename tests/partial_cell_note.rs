@@ -35,12 +35,15 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
         tags: BTreeMap::new(),
         source: source.clone(),
         db_file: None,
+        cs: None,
     };
     let prediction = Prediction {
         answer: Answer::Sql("SELECT k, v + 10 AS v FROM t".to_string()),
         cleaned: false,
         source,
         notes: BTreeMap::new(),
+        samples: Vec::new(),
+        retrieved: Vec::new(),
     };
     let engine = Engine::new(Limits::default());
     let databases = CaseDatabases {

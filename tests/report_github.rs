@@ -10,6 +10,7 @@ use sqlgate::config::{Metric, Threshold};
 use sqlgate::gate::{SuiteSummary, TestKind, TestResult, TestStatus};
 use sqlgate::metrics::ex::Verdict;
 use sqlgate::report::github::{self, STEP_SUMMARY_LIMIT};
+use sqlgate::scoring::FamilySummary;
 
 fn result(name: &str, status: TestStatus) -> TestResult {
     let suite = name.split("::").next().unwrap_or_default().to_string();
@@ -90,6 +91,7 @@ fn run() -> (Vec<TestResult>, Vec<SuiteSummary>) {
             name: "spider".to_string(),
             metrics: BTreeMap::from([("ex".to_string(), 0.8125), ("exact".to_string(), 0.25)]),
             gates: vec![("ex".to_string(), ">= 0.8".to_string(), TestStatus::Passed)],
+            ..SuiteSummary::default()
         },
     ];
     (results, summaries)
@@ -277,6 +279,53 @@ fn summary_has_counts_metrics_gates_and_each_failure_with_its_sql_diff() {
     assert!(!all_passed.contains("Failing tests"));
 }
 
+#[test]
+fn summary_shows_family_gates_and_each_family_against_its_seeds() {
+    let gate = TestResult {
+        kind: TestKind::FamilyGate(0),
+        threshold: Some(Threshold::parse("<= 10").unwrap()),
+        ..result("tqa::gate::tqa-ll::drop", TestStatus::Failed)
+    };
+    let mut ll = FamilySummary::default();
+    ll.n = 34;
+    ll.seeds = 34;
+    ll.setting = Some("L/L".to_string());
+    ll.a_orig = Some(0.75);
+    ll.ex = 0.5;
+    ll.drop = Some(25.0);
+    ll.pass_at_k = BTreeMap::from([(1, 0.5)]);
+    let metrics = BTreeMap::from([
+        ("ex".to_string(), 0.6),
+        ("tqa-ll::drop".to_string(), 25.0),
+        ("tqa-ll::ex".to_string(), 0.5),
+    ]);
+    let summaries = vec![
+        SuiteSummary::from_results("tqa", metrics, std::slice::from_ref(&gate))
+            .with_families(BTreeMap::from([("tqa-ll".to_string(), ll)])),
+    ];
+    let markdown = github::step_summary(&[gate], &summaries);
+    let lines: Vec<&str> = markdown.lines().collect();
+    // Family metrics stay out of the suites table: they have their own.
+    assert!(
+        lines.contains(&"| suite | tests | passed | failed | skipped | ex |"),
+        "{markdown}"
+    );
+    assert!(
+        lines.contains(&"| tqa | tqa-ll::drop | &lt;= 10 | 25 | ❌ failed |"),
+        "{markdown}"
+    );
+    assert!(
+        lines
+            .contains(&"| tqa | tqa-ll | L/L | 34 | 0.750 | 0.500 | 25.0 | n/a | @1 0.500 | n/a |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("#### ❌ `tqa::gate::tqa-ll::drop`"),
+        "{markdown}"
+    );
+    assert_tables_are_rectangular(&markdown);
+}
+
 fn section<'a>(markdown: &'a str, name: &str) -> &'a str {
     let start = markdown
         .find(&format!("#### ❌ `{name}`"))
@@ -350,7 +399,7 @@ fn summary_of_absurdly_many_suites_is_cut_with_a_note() {
         .map(|i| SuiteSummary {
             name: format!("suite-{i:05}"),
             metrics: BTreeMap::from([("ex".to_string(), 0.5)]),
-            gates: Vec::new(),
+            ..SuiteSummary::default()
         })
         .collect();
     let markdown = github::step_summary(&[], &summaries);

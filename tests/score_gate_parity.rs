@@ -164,6 +164,64 @@ fn demo_scores_the_same_through_score_and_the_gate() {
 }
 
 #[test]
+fn tqa_families_score_the_same_through_score_and_the_gate() {
+    let suite = repo().join("benchmarks/demo/suite.toml");
+    let tqa = repo().join("benchmarks/demo/tqa");
+    let predictions = tqa.join("predictions.jsonl");
+    let families = ["tqa-oo", "tqa-lo", "tqa-ol", "tqa-ll"];
+    let flags: Vec<String> = families
+        .iter()
+        .flat_map(|f| {
+            let path = tqa.join(format!("{f}.jsonl"));
+            ["--family".to_string(), format!("{f}={}", path.display())]
+        })
+        .collect();
+    let mut args = vec![
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        predictions.to_str().unwrap(),
+    ];
+    args.extend(flags.iter().map(String::as_str));
+    let score = score_json(&args);
+    let table: Vec<String> = families
+        .iter()
+        .map(|f| format!("{f} = \"{}\"", tqa.join(format!("{f}.jsonl")).display()))
+        .collect();
+    // Gates on every family metric the demo can give, so the gate computes each one.
+    let gate = gate_properties(
+        &format!(
+            "benchmark = \"{}\"\nfamilies = {{ {} }}\nfamily_gate = {{ tqa-ll = {{ \"pass@1\" = 0, qvt = 0, drop = 100 }} }}",
+            suite.display(),
+            table.join(", ")
+        ),
+        &predictions,
+    );
+    assert_same(&score, &gate, &["ex"]);
+    let summary = &score["summary"]["families"];
+    for family in families {
+        let values = &summary[family];
+        for (metric, value) in [
+            ("ex", &values["ex"]),
+            ("drop", &values["drop"]),
+            ("qvt", &values["qvt"]["mean"]),
+            ("pass@1", &values["pass_at_k"]["1"]),
+        ] {
+            assert_eq!(
+                gate[""]
+                    .get(&format!("{family}::{metric}"))
+                    .map(String::as_str),
+                Some(format_metric(value.as_f64().unwrap()).as_str()),
+                "{family} {metric}"
+            );
+        }
+    }
+    // The family's own cases carry their seed in the gate's report.
+    assert_eq!(gate["bookshop::q01::tqa-ll::n3"]["seed_id"], "q01");
+}
+
+#[test]
 fn spider_dev_scores_the_same_through_score_and_the_gate() {
     let Some(data) = sqlgate::testing::shared_data() else {
         return;

@@ -46,6 +46,7 @@ pub(super) fn load(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             id,
             db: record.db_id,
             db_file: None,
+            cs: None,
             question: record.question,
             evidence: record.evidence.filter(|e| !e.trim().is_empty()),
             gold: vec![record.sql],

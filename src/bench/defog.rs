@@ -53,6 +53,7 @@ pub(super) fn load(path: &Path, text: &str, idk: bool) -> Result<Vec<Case>, Inpu
             id: record.to_string(),
             db: row.db_name,
             db_file: None,
+            cs: None,
             question: row.question,
             evidence: row.instructions.filter(|text| !text.trim().is_empty()),
             gold,

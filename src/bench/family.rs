@@ -1,8 +1,10 @@
 //! Generated families as cases of the suite they came from, in either shape a generator writes:
 //! - a JSONL file (`generate jqe`, `generate tqa`, `generate paraphrase`), one mutant per line
 //!   with at least `id`, `seed_id`, `db`, `sql` (a query, or a list of equally correct ones),
-//!   `question` (and optionally `evidence`); other fields are the
-//!   generator's and are kept out of the case. A mutant's id is
+//!   `question` (and optionally `evidence`). Of the generator's own fields, those the family
+//!   metrics read are kept: `cs` (the variant's similarity to its seed, on the case), `setting`
+//!   (TQA's O/O, L/O, O/L, L/L) and `method` (as tags); others stay out of the case. A mutant's
+//!   id is
 //!   `<seed-id>::<family>::<mutant-id>`, so its test is named
 //!   `<suite>::<db>::<seed-id>::<family>::<mutant-id>`;
 //! - a generated suite (`generate errors`, `generate infeasible`): its folder or its
@@ -32,6 +34,12 @@ struct Mutant {
     evidence: Option<String>,
     #[serde(default)]
     db_script: Option<PathBuf>,
+    #[serde(default)]
+    cs: Option<f64>,
+    #[serde(default)]
+    setting: Option<String>,
+    #[serde(default)]
+    method: Option<String>,
 }
 
 /// The gold of a mutant: one query, or several equally correct ones (a paraphrase of a Defog
@@ -108,24 +116,33 @@ fn load_mutants(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<Case
         } else {
             format!("{marker}{}", mutant.id)
         };
-        let tags = BTreeMap::from([
+        let mut tags = BTreeMap::from([
             ("family".to_string(), family.to_string()),
             ("seed".to_string(), mutant.seed_id),
         ]);
+        tags.extend(mutant.setting.map(|s| ("setting".to_string(), s)));
+        tags.extend(mutant.method.map(|m| ("method".to_string(), m)));
+        let source = SourceRef {
+            file: path.to_path_buf(),
+            record: index,
+            line: Some(line_number + 1),
+        };
+        if let Some(cs) = mutant.cs.filter(|cs| !(0.0..=1.0).contains(cs)) {
+            return Err(source.error(format!(
+                "`cs` must be a similarity between 0 and 1, got {cs}"
+            )));
+        }
         let mut case = Case {
             id,
             db: mutant.db,
             db_file: None,
+            cs: mutant.cs,
             question: mutant.question,
             evidence: mutant.evidence,
             gold,
             feasible: true,
             tags,
-            source: SourceRef {
-                file: path.to_path_buf(),
-                record: index,
-                line: Some(line_number + 1),
-            },
+            source,
         };
         if let Some(script) = &mutant.db_script {
             case.db_file = Some(clone_of(bench, &case, path, script)?);

@@ -58,6 +58,10 @@ pub struct Case {
     /// renamed tables and columns) rather than on the benchmark's database of that name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db_file: Option<PathBuf>,
+    /// A generated variant's cosine similarity to its seed's question, in [0, 1] (the paraphrase
+    /// generator's similarity filter): the robustness metrics' CS-adjusted interval reads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cs: Option<f64>,
     pub question: String,
     pub evidence: Option<String>,
     /// Acceptable gold queries (alternatives). Empty exactly when the case is infeasible.

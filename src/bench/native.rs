@@ -202,6 +202,7 @@ fn to_case(record: NativeCase, source: SourceRef) -> Result<Case, InputError> {
         id: record.id,
         db: record.db,
         db_file: None,
+        cs: None,
         question: record.question,
         evidence: record.evidence.filter(|e| !e.trim().is_empty()),
         gold,

@@ -37,6 +37,11 @@ pub struct Prediction {
     /// abstained), `json_null` (TrustSQL: JSON `null`, which the reference executes and
     /// scores as a prediction error; the SQL is empty).
     pub notes: BTreeMap<String, String>,
+    /// Further sampled answers (JSONL `samples`), cleaned like the answer, for NL2SQL Pass@K.
+    pub samples: Vec<String>,
+    /// The schema elements the system says it retrieved (JSONL `retrieved`), for the retrieval
+    /// metrics.
+    pub retrieved: Vec<String>,
 }
 
 /// Prediction file formats (see `docs/formats.md`).
@@ -164,6 +169,8 @@ fn prediction(answer: Answer, source: SourceRef) -> Prediction {
         cleaned: false,
         source,
         notes: BTreeMap::new(),
+        samples: Vec::new(),
+        retrieved: Vec::new(),
     }
 }
 
@@ -205,6 +212,10 @@ struct JsonlRecord {
     sql: Option<String>,
     #[serde(default)]
     abstain: Option<bool>,
+    #[serde(default)]
+    samples: Vec<String>,
+    #[serde(default)]
+    retrieved: Vec<String>,
 }
 
 /// JSONL: ids matched to case ids; every case needs exactly one line. The SQL is cleaned of
@@ -253,7 +264,14 @@ fn load_jsonl(
             }
         };
         let case = free_slot(&index, &slots, &id, &at)?;
-        slots[case] = Some(cleaned(answer, at));
+        let mut prediction = cleaned(answer, at);
+        prediction.samples = parsed
+            .samples
+            .iter()
+            .map(|sample| clean_sql(sample).sql)
+            .collect();
+        prediction.retrieved = parsed.retrieved;
+        slots[case] = Some(prediction);
     }
     Ok(slots)
 }
@@ -265,8 +283,7 @@ fn cleaned(answer: Answer, at: SourceRef) -> Prediction {
             Prediction {
                 answer: Answer::Sql(cleaned.sql),
                 cleaned: cleaned.cleaned,
-                source: at,
-                notes: BTreeMap::new(),
+                ..prediction(Answer::Abstain, at)
             }
         }
         Answer::Abstain => prediction(Answer::Abstain, at),

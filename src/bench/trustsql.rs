@@ -55,6 +55,7 @@ pub(super) fn load(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             id,
             db: record.db_id,
             db_file: None,
+            cs: None,
             question: record.question,
             evidence: None,
             gold: if feasible {

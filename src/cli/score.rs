@@ -92,6 +92,11 @@ pub struct ScoreArgs {
     /// `idk.csv`), read like `--gold`; their ids become `<file stem>:<id>`.
     #[arg(long)]
     infeasible: Option<PathBuf>,
+    /// A generated family run as cases beside the gold's, as `families` does in
+    /// `sqlgate.toml`: `NAME=PATH` (a generator's JSONL or a generated suite); repeatable. The
+    /// report then compares each family with its seed cases (see docs/metrics.md).
+    #[arg(long = "family", value_name = "NAME=PATH", value_parser = parse_family)]
+    families: Vec<(String, PathBuf)>,
     /// A penalty c for RS(c), besides 0, 10 and N (the number of cases); repeatable.
     #[arg(long = "penalty", value_name = "C")]
     penalties: Vec<Penalty>,
@@ -160,6 +165,15 @@ pub(super) fn check_regimes(
     }
 }
 
+fn parse_family(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, path)) if !name.trim().is_empty() && !path.is_empty() => {
+            Ok((name.trim().to_string(), PathBuf::from(path)))
+        }
+        _ => Err(format!("expected NAME=PATH, got `{text}`")),
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum OutputFormat {
     Text,
@@ -205,6 +219,14 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     if let Some(path) = &args.infeasible {
         let extra = bench::load(path, &options)?;
         append_infeasible(&mut benchmark, extra, path)?;
+    }
+    for (family, path) in &args.families {
+        let cases = bench::load_family(path, family, &benchmark)?;
+        benchmark.cases.extend(cases);
+    }
+    if !args.families.is_empty() {
+        benchmark.check_ids()?;
+        benchmark.check_databases()?;
     }
     let mut predictions = bench::load_predictions(&args.pred, args.pred_format, &benchmark)?;
     if args.apology_abstains {
@@ -260,6 +282,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         embedder,
         esm,
         etm: etm.then(|| Arc::new(etm::Evaluator::new(args.etm_compat))),
+        robustness: !args.families.is_empty(),
         ..Scoring::new(mode)
     };
     let databases = scoring.databases(&benchmark)?;

@@ -16,6 +16,7 @@ use crate::gate::record::RunRecord;
 use crate::gate::run::{self, Event, RunReport, Selection, Work};
 use crate::gate::session::{self, Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
+use crate::report::family_text;
 use crate::report::libtest_json::LibtestJsonReporter;
 use crate::report::progress::AnswerMeter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
@@ -329,16 +330,24 @@ pub(crate) fn conclude(
         };
         notes.push(format!("{note}\n{}", outcome.diff_text.trim_end()));
     }
-    reporter.finish(&report.results, outputs.filtered_out, &notes);
-
     let summaries: Vec<SuiteSummary> = session
         .suites
         .iter()
         .zip(&report.metrics)
         .map(|(suite, metrics)| {
-            SuiteSummary::from_results(&suite.name, metrics.clone(), &report.results)
+            SuiteSummary::from_results(&suite.name, metrics.values.clone(), &report.results)
+                .with_families(metrics.families.clone())
         })
         .collect();
+    for summary in summaries.iter().filter(|s| !s.families.is_empty()) {
+        notes.push(format!(
+            "{}: families against their seeds (drop = A_orig - A_family in points)\n{}",
+            summary.name,
+            family_text::overview(&summary.families).trim_end()
+        ));
+    }
+    reporter.finish(&report.results, outputs.filtered_out, &notes);
+
     if let Some(path) = outputs.junit.as_ref().or(session.profile.junit.as_ref()) {
         junit::write(path, &report.results, &summaries)?;
     }

@@ -1,14 +1,16 @@
-//! The metrics a gate can hold to a threshold: `gate = { ex = ">= 0.7", etm = ">= 0.5" }`.
+//! The metrics a gate can hold to a threshold: `gate = { ex = ">= 0.7", etm = ">= 0.5" }` on a
+//! suite, and `family_gate = { para = { drop = "<= 5", "pass@5" = ">= 0.8" } }` on the
+//! generated families of a suite.
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
 
-/// A suite-level metric. An unknown name is a configuration error at load time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// A metric a gate holds to a threshold. An unknown name is a configuration error at load time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Metric {
-    /// Execution accuracy under the suite's mode.
+    /// Execution accuracy under the suite's mode (of a family: A_family).
     Ex,
     /// SQLMorph fine-grained precision, recall and F1 (need the suite's `regime`).
     Exp,
@@ -19,10 +21,21 @@ pub enum Metric {
     Etm,
     /// TrustSQL's reliability score RS(c), with the profile's penalty.
     Rs,
+    /// A family's accuracy drop `A_orig - A_family` against its seeds, in percentage points.
+    Drop,
+    /// A family's query variance testing score: the mean, over seeds, of the share of the seed's
+    /// variants answered correctly.
+    Qvt,
+    /// A family's SQL2NL Pass@K: the unbiased estimator over each seed's variants.
+    PassAt(u32),
+    /// A family's schema-linking recall and false-positive rate of the replies' `retrieved`.
+    Recall,
+    Fpr,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 7] = [
+    /// The metrics with a fixed name (every one but `pass@K`).
+    const NAMED: [Metric; 11] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -30,9 +43,44 @@ impl Metric {
         Metric::Esm,
         Metric::Etm,
         Metric::Rs,
+        Metric::Drop,
+        Metric::Qvt,
+        Metric::Recall,
+        Metric::Fpr,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// Whether the metric is measured over a suite's cases (`gate`).
+    pub fn is_suite_metric(self) -> bool {
+        matches!(
+            self,
+            Metric::Ex
+                | Metric::Exp
+                | Metric::Exr
+                | Metric::F1
+                | Metric::Esm
+                | Metric::Etm
+                | Metric::Rs
+        )
+    }
+
+    /// Whether the metric is measured over a generated family against its seeds
+    /// (`family_gate`).
+    pub fn is_family_metric(self) -> bool {
+        matches!(
+            self,
+            Metric::Ex
+                | Metric::Drop
+                | Metric::Qvt
+                | Metric::PassAt(_)
+                | Metric::Recall
+                | Metric::Fpr
+        )
+    }
+
+    /// The names of the family metrics, for messages.
+    pub const FAMILY_NAMES: &'static str = "ex, drop, qvt, pass@K, recall, fpr";
+
+    fn fixed_name(self) -> &'static str {
         match self {
             Metric::Ex => "ex",
             Metric::Exp => "exp",
@@ -41,13 +89,21 @@ impl Metric {
             Metric::Esm => "esm",
             Metric::Etm => "etm",
             Metric::Rs => "rs",
+            Metric::Drop => "drop",
+            Metric::Qvt => "qvt",
+            Metric::PassAt(_) => "pass@",
+            Metric::Recall => "recall",
+            Metric::Fpr => "fpr",
         }
     }
 }
 
 impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Metric::PassAt(k) => write!(f, "pass@{k}"),
+            other => f.write_str(other.fixed_name()),
+        }
     }
 }
 
@@ -55,9 +111,61 @@ impl std::str::FromStr for Metric {
     type Err = String;
 
     fn from_str(name: &str) -> Result<Metric, String> {
-        Metric::ALL
+        if let Some(k) = name.strip_prefix("pass@") {
+            return match k.parse::<u32>() {
+                Ok(k) if k >= 1 => Ok(Metric::PassAt(k)),
+                _ => Err(format!(
+                    "`{name}`: the K of pass@K must be a whole number of at least 1"
+                )),
+            };
+        }
+        Metric::NAMED
             .into_iter()
-            .find(|metric| metric.name() == name)
-            .ok_or_else(|| format!("unknown metric `{name}`"))
+            .find(|metric| metric.fixed_name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Metric::NAMED.iter().map(|m| m.fixed_name()).collect();
+                format!(
+                    "unknown metric `{name}` (metrics: {}, pass@K)",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Metric;
+
+    #[test]
+    fn names_round_trip_and_pass_at_k_carries_its_k() {
+        for name in [
+            "ex", "rs", "drop", "qvt", "recall", "fpr", "pass@1", "pass@10",
+        ] {
+            assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);
+        }
+        assert_eq!("pass@5".parse::<Metric>(), Ok(Metric::PassAt(5)));
+        for bad in ["pass@0", "pass@", "pass@x", "pass@-1", "exx", "Pass@5"] {
+            assert!(bad.parse::<Metric>().is_err(), "{bad}");
+        }
+        assert!("exx"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("unknown metric `exx`"));
+        assert!(Metric::Ex.is_suite_metric() && Metric::Ex.is_family_metric());
+        assert!(!Metric::Drop.is_suite_metric() && Metric::PassAt(3).is_family_metric());
+        assert!(!Metric::Etm.is_family_metric());
     }
 }

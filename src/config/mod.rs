@@ -61,6 +61,10 @@ fn default_snapshots() -> PathBuf {
 /// Thresholds by metric; each key keeps its place in the file for errors found after parsing.
 pub type Gates = BTreeMap<toml::Spanned<Metric>, Threshold>;
 
+/// Thresholds per generated family, by family name then metric:
+/// `family_gate = { tqa-ll = { drop = "<= 10" } }`. Names keep their place in the file too.
+pub type FamilyGates = BTreeMap<toml::Spanned<String>, Gates>;
+
 /// The profile used when none is named.
 pub const DEFAULT_PROFILE: &str = "default";
 
@@ -81,6 +85,7 @@ impl Config {
                 "no [[suite]]: the configuration gates nothing",
             ));
         }
+        config.check_profile_families()?;
         let mut names = std::collections::HashSet::new();
         for (index, system) in config.systems.iter().enumerate() {
             let system = SystemConfig::parse(&config, system).map_err(|e| e.at_record(index))?;
@@ -93,6 +98,27 @@ impl Config {
             }
         }
         Ok(config)
+    }
+
+    /// A profile's family gate on a family that no suite has would gate nothing.
+    fn check_profile_families(&self) -> Result<(), InputError> {
+        let gated = self.profile.values().flat_map(|p| p.family_gate.keys());
+        for family in gated {
+            let known = self
+                .suites
+                .iter()
+                .any(|suite| suite.families.contains_key(family.get_ref()));
+            if !known {
+                return Err(self.error_at(
+                    family.span(),
+                    format!(
+                        "the profile's family_gate names family `{}`, which no [[suite]] has in `families`",
+                        family.get_ref()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The folder that relative paths start from.

@@ -15,6 +15,9 @@ pub struct ProfileConfig {
     /// Thresholds overriding the top-level and suite ones, for every suite.
     #[serde(default)]
     pub gate: super::Gates,
+    /// Family thresholds overriding the suites' `family_gate`, for every suite with that family.
+    #[serde(default)]
+    pub family_gate: super::FamilyGates,
     /// Default `--record` mode: `none`, `new` or `all`.
     pub record: Option<RecordMode>,
     /// Default `--junit` path.

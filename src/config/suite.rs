@@ -54,6 +54,10 @@ pub struct SuiteConfig {
     /// Thresholds of this suite, overriding the top-level `[gate]`.
     #[serde(default)]
     pub gate: super::Gates,
+    /// Thresholds per family of `families`, on the family's metrics against its seeds:
+    /// `family_gate = { tqa-ll = { drop = "<= 10" }, para = { "pass@5" = ">= 0.8" } }`.
+    #[serde(default)]
+    pub family_gate: super::FamilyGates,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

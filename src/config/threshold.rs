@@ -5,6 +5,8 @@ use std::fmt;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
+use super::Metric;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Comparison {
     AtLeast,
@@ -46,12 +48,13 @@ impl Threshold {
 
 impl Threshold {
     /// A threshold the metric's values can meet and can miss: rates lie in [0, 1], `rs` is a
-    /// percentage of at most 100. `ex = ">= 1.5"` would fail every run, `">= -1"` none.
-    pub fn check_reachable(&self, metric: &str) -> Result<(), String> {
-        let (low, high, range) = if metric == "rs" {
-            (f64::NEG_INFINITY, 100.0, "at most 100")
-        } else {
-            (0.0, 1.0, "between 0 and 1")
+    /// percentage of at most 100, `drop` a difference of percentages in [-100, 100].
+    /// `ex = ">= 1.5"` would fail every run, `">= -1"` none.
+    pub fn check_reachable(&self, metric: Metric) -> Result<(), String> {
+        let (low, high, range) = match metric {
+            Metric::Rs => (f64::NEG_INFINITY, 100.0, "at most 100"),
+            Metric::Drop => (-100.0, 100.0, "between -100 and 100 (points)"),
+            _ => (0.0, 1.0, "between 0 and 1"),
         };
         if (low..=high).contains(&self.value) {
             Ok(())
@@ -113,8 +116,11 @@ mod tests {
 
     #[test]
     fn thresholds_out_of_a_metric_range_are_refused() {
-        let check =
-            |metric: &str, text: &str| Threshold::parse(text).unwrap().check_reachable(metric);
+        let check = |metric: &str, text: &str| {
+            Threshold::parse(text)
+                .unwrap()
+                .check_reachable(metric.parse().unwrap())
+        };
         for metric in ["ex", "exp", "f1", "etm"] {
             assert!(check(metric, ">= 1.5")
                 .unwrap_err()
@@ -124,5 +130,7 @@ mod tests {
         }
         assert!(check("rs", ">= -23000").is_ok() && check("rs", "<= 100").is_ok());
         assert!(check("rs", ">= 100.5").unwrap_err().contains("at most 100"));
+        assert!(check("drop", "<= 5").is_ok() && check("drop", ">= -20").is_ok());
+        assert!(check("drop", "<= 101").is_err() && check("pass@5", ">= 1.2").is_err());
     }
 }

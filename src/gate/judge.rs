@@ -6,15 +6,15 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::bench::{Answer, Prediction};
-use crate::config::Metric;
+use crate::config::{Metric, Threshold};
 use crate::exec::Engine;
 use crate::metrics::ex::Verdict;
 use crate::metrics::reliability::{self, Region};
-use crate::scoring::{self, CaseScore, FineScores, Response};
+use crate::scoring::{self, CaseScore, FamilySummary, FineScores, Response};
 use crate::system::answer::Answered;
 use crate::system::SystemErrorKind;
 
-use super::plan::{SuitePlan, TestKind};
+use super::plan::{family_metric_key, SuitePlan, TestKind};
 use super::{TestResult, TestStatus};
 
 /// One case after the system answered and the answer was scored.
@@ -64,6 +64,8 @@ pub fn evaluate_case(
                 cleaned: reply.cleaned,
                 source: case.source.clone(),
                 notes: BTreeMap::new(),
+                samples: reply.samples.clone(),
+                retrieved: reply.retrieved.clone(),
             };
             let response = Response::Answer(&prediction);
             scoring::score_case(&suite.scoring, case, databases, response, engine)
@@ -133,6 +135,13 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     }
     if run.reply_truncated {
         properties.insert("reply_truncated".to_string(), "true".to_string());
+    }
+    // A generated variant names its seed and, when the generator measured it, its similarity.
+    if let Some(seed) = run.score.seed() {
+        properties.insert("seed_id".to_string(), seed.to_string());
+    }
+    if let Some(cs) = run.score.cs {
+        properties.insert("cs".to_string(), format_metric(cs));
     }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
@@ -260,10 +269,18 @@ pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A suite's aggregate metrics: suite metrics by name and family metrics as
+/// `<family>::<metric>` (for reports), and each family's summary (for its gates).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SuiteMetrics {
+    pub values: BTreeMap<String, f64>,
+    pub families: BTreeMap<String, FamilySummary>,
+}
+
 /// Aggregate metrics of a suite's evaluated cases, from the functions `sqlgate score`
-/// aggregates with: means over the feasible ones, and `rs`, TrustSQL's RS(`penalty`) in percent
-/// over every case.
-pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> BTreeMap<String, f64> {
+/// aggregates with: means over the feasible ones, `rs`, TrustSQL's RS(`penalty`) in percent
+/// over every case, and each family's metrics against its seeds.
+pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
     let scores: Vec<CaseScore> = runs.iter().map(|r| r.score.clone()).collect();
     let mut metrics = BTreeMap::new();
     if !runs.is_empty() {
@@ -272,7 +289,10 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> BTreeMap<String, f6
     }
     let summary = scoring::summarize(&suite.scoring, &scores, &[]);
     if summary.n == 0 {
-        return metrics;
+        return SuiteMetrics {
+            values: metrics,
+            families: summary.families,
+        };
     }
     metrics.insert("ex".to_string(), summary.ex);
     if let Some(fine) = summary.fine.values().next() {
@@ -286,33 +306,97 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> BTreeMap<String, f6
     if let Some(etm) = &summary.etm {
         metrics.insert("etm".to_string(), etm.all);
     }
-    metrics
+    for (family, family_summary) in &summary.families {
+        let gated = suite
+            .family_gates
+            .iter()
+            .filter(|gate| &gate.family == family)
+            .filter_map(|gate| Some((gate.metric, family_summary.metric(gate.metric).ok()?)));
+        for (metric, value) in family_summary.values().into_iter().chain(gated) {
+            metrics.insert(family_metric_key(family, metric), value);
+        }
+    }
+    SuiteMetrics {
+        values: metrics,
+        families: summary.families,
+    }
 }
 
 /// The verdict of the `<suite>::gate::<metric>` test.
 pub fn judge_gate(
     suite: &SuitePlan,
     metric: Metric,
-    metrics: &BTreeMap<String, f64>,
+    metrics: &SuiteMetrics,
     duration: Duration,
 ) -> TestResult {
-    let threshold = suite.gates[&metric];
-    let value = metrics.get(metric.name()).copied();
-    let passed = value.is_some_and(|v| threshold.holds(v));
-    let message = match value {
+    let value = metrics
+        .values
+        .get(&metric.to_string())
+        .copied()
+        .ok_or_else(|| "not for this suite".to_string());
+    gate_result(
+        suite,
+        (suite.gate_test_name(metric), TestKind::Gate(metric)),
+        &metric.to_string(),
+        suite.gates[&metric],
+        value,
+        duration,
+    )
+}
+
+/// The verdict of the `<suite>::gate::<family>::<metric>` test: a family without cases, or a
+/// metric it cannot give, fails.
+pub fn judge_family_gate(
+    suite: &SuitePlan,
+    index: usize,
+    metrics: &SuiteMetrics,
+    duration: Duration,
+) -> TestResult {
+    let gate = &suite.family_gates[index];
+    let value = match metrics.families.get(&gate.family) {
+        Some(family) => family.metric(gate.metric),
+        None => Err("the family has no feasible cases".to_string()),
+    };
+    let mut result = gate_result(
+        suite,
+        (
+            suite.family_gate_test_name(gate),
+            TestKind::FamilyGate(index),
+        ),
+        &gate.label(),
+        gate.threshold,
+        value,
+        duration,
+    );
+    result
+        .properties
+        .insert("family".to_string(), gate.family.clone());
+    result
+}
+
+fn gate_result(
+    suite: &SuitePlan,
+    (name, kind): (String, TestKind),
+    label: &str,
+    threshold: Threshold,
+    value: Result<f64, String>,
+    duration: Duration,
+) -> TestResult {
+    let passed = value.as_ref().is_ok_and(|v| threshold.holds(*v));
+    let message = match &value {
         _ if passed => None,
-        Some(v) => Some(format!(
-            "{metric} = {} does not meet {threshold}",
-            format_metric(v)
+        Ok(v) => Some(format!(
+            "{label} = {} does not meet {threshold}",
+            format_metric(*v)
         )),
-        None => Some(format!("{metric} cannot be computed for this suite")),
+        Err(why) => Some(format!("{label} cannot be computed: {why}")),
     };
     let mut properties = BTreeMap::from([("threshold".to_string(), threshold.to_string())]);
-    if let Some(v) = value {
-        properties.insert(metric.to_string(), format_metric(v));
+    if let Ok(v) = value {
+        properties.insert(label.to_string(), format_metric(v));
     }
     TestResult {
-        name: suite.gate_test_name(metric),
+        name,
         suite: suite.name.clone(),
         status: if passed {
             TestStatus::Passed
@@ -326,7 +410,7 @@ pub fn judge_gate(
         source: None,
         gold_sql: Vec::new(),
         predicted_sql: None,
-        kind: TestKind::Gate(metric),
+        kind,
         verdict: None,
         threshold: Some(threshold),
     }

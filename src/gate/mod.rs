@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::bench::SourceRef;
 use crate::config::Threshold;
 use crate::metrics::ex::Verdict;
+use crate::scoring::FamilySummary;
 
-pub use plan::TestKind;
+pub use plan::{FamilyGate, TestKind};
 
 pub mod judge;
 pub mod partition;
@@ -33,8 +34,8 @@ pub enum TestStatus {
 /// The verdict of one named test.
 #[derive(Debug, Clone, Serialize)]
 pub struct TestResult {
-    /// `<suite>::<db>::<case-id>`, `<suite>::<db>::<case-id>::<family>::<mutant-id>` or
-    /// `<suite>::gate::<metric>`.
+    /// `<suite>::<db>::<case-id>`, `<suite>::<db>::<case-id>::<family>::<mutant-id>`,
+    /// `<suite>::gate::<metric>` or `<suite>::gate::<family>::<metric>`.
     pub name: String,
     pub suite: String,
     pub status: TestStatus,
@@ -62,7 +63,7 @@ pub struct TestResult {
 
 impl TestResult {
     pub fn is_gate(&self) -> bool {
-        matches!(self.kind, TestKind::Gate(_))
+        matches!(self.kind, TestKind::Gate(_) | TestKind::FamilyGate(_))
     }
 }
 
@@ -70,10 +71,13 @@ impl TestResult {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SuiteSummary {
     pub name: String,
+    /// Suite metrics by name, and family metrics as `<family>::<metric>`.
     pub metrics: BTreeMap<String, f64>,
-    /// `(metric, threshold, status)` per gate, e.g. `("ex", ">= 0.7", Passed)`; a gate a
-    /// stopped run did not evaluate is `Skipped`.
+    /// `(metric, threshold, status)` per gate, e.g. `("ex", ">= 0.7", Passed)` or
+    /// `("tqa-ll::drop", "<= 10", Passed)`; a gate a stopped run did not evaluate is `Skipped`.
     pub gates: Vec<(String, String, TestStatus)>,
+    /// Each generated family against its seeds, for the family tables.
+    pub families: BTreeMap<String, FamilySummary>,
 }
 
 impl SuiteSummary {
@@ -87,17 +91,29 @@ impl SuiteSummary {
             .iter()
             .filter(|result| result.suite == suite)
             .filter_map(|result| {
-                let TestKind::Gate(metric) = result.kind else {
-                    return None;
+                let label = match result.kind {
+                    TestKind::Gate(metric) => metric.to_string(),
+                    TestKind::FamilyGate(_) => result
+                        .name
+                        .split_once("::gate::")
+                        .map_or_else(|| result.name.clone(), |(_, label)| label.to_string()),
+                    TestKind::Case(_) => return None,
                 };
                 let threshold = result.threshold.map(|t| t.to_string()).unwrap_or_default();
-                Some((metric.to_string(), threshold, result.status))
+                Some((label, threshold, result.status))
             })
             .collect();
         SuiteSummary {
             name: suite.to_string(),
             metrics,
             gates,
+            families: BTreeMap::new(),
         }
+    }
+
+    /// The summary with its families' tables.
+    pub fn with_families(mut self, families: BTreeMap<String, FamilySummary>) -> Self {
+        self.families = families;
+        self
     }
 }

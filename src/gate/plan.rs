@@ -25,6 +25,8 @@ pub struct SuitePlan {
     pub penalty: f64,
     /// Aggregate thresholds, by metric.
     pub gates: BTreeMap<Metric, Threshold>,
+    /// Thresholds on families' metrics against their seeds, sorted by family and metric.
+    pub family_gates: Vec<FamilyGate>,
     /// Test names that must be correct whatever the accepted snapshot says.
     pub must_pass: BTreeSet<String>,
     /// Test names that are listed but not run.
@@ -51,6 +53,32 @@ impl SuitePlan {
     pub fn gate_test_name(&self, metric: Metric) -> String {
         format!("{}::gate::{metric}", self.name)
     }
+
+    /// `<suite>::gate::<family>::<metric>`.
+    pub fn family_gate_test_name(&self, gate: &FamilyGate) -> String {
+        format!("{}::gate::{}", self.name, gate.label())
+    }
+}
+
+/// A threshold on one family's metric (`family_gate = { tqa-ll = { drop = "<= 10" } }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyGate {
+    pub family: String,
+    pub metric: Metric,
+    pub threshold: Threshold,
+}
+
+impl FamilyGate {
+    /// `<family>::<metric>`: the gate's name within its suite, and its metric's key in the
+    /// suite's metrics.
+    pub fn label(&self) -> String {
+        family_metric_key(&self.family, self.metric)
+    }
+}
+
+/// The key of a family's metric among its suite's metrics: `tqa-ll::drop`.
+pub fn family_metric_key(family: &str, metric: Metric) -> String {
+    format!("{family}::{metric}")
 }
 
 /// What kind of test a name stands for.
@@ -61,6 +89,8 @@ pub enum TestKind {
     Case(usize),
     /// An aggregate threshold on a metric.
     Gate(Metric),
+    /// A threshold on a family's metric: its index in the suite's `family_gates`.
+    FamilyGate(usize),
 }
 
 /// One listed test.
@@ -93,6 +123,15 @@ pub fn list(suites: &[SuitePlan]) -> Vec<TestDesc> {
                 name,
                 suite: index,
                 kind: TestKind::Gate(*metric),
+            });
+        }
+        for (gate_index, gate) in suite.family_gates.iter().enumerate() {
+            let name = suite.family_gate_test_name(gate);
+            tests.push(TestDesc {
+                ignored: suite.ignored.contains(&name),
+                name,
+                suite: index,
+                kind: TestKind::FamilyGate(gate_index),
             });
         }
     }

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
 use crate::metrics::ex::{Diagnostic, Verdict};
-use crate::scoring::{CaseScore, FineScores};
+
+use crate::scoring::{CaseScore, FineScores, Robustness};
 use crate::spider::Hardness;
 use crate::system::SystemErrorKind;
 
@@ -63,6 +64,10 @@ pub struct CaseRecord {
     pub status: Option<TestStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_key: Option<String>,
+    /// What the family metrics read (query shape, schema errors, retrieval, samples), when
+    /// the suite has families: a merged or reused case gives the same family numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robustness: Option<Robustness>,
 }
 
 impl CaseRecord {
@@ -91,6 +96,7 @@ impl CaseRecord {
             seconds: run.duration.as_secs_f64(),
             status: None,
             reply_key: None,
+            robustness: score.robustness.clone(),
         }
     }
 
@@ -131,6 +137,8 @@ impl CaseRecord {
                 .tags
                 .get("hardness")
                 .and_then(|level| Hardness::from_str(level).ok()),
+            cs: case.cs,
+            robustness: self.robustness.clone(),
         };
         let fine = suite.regime().map(|regime| {
             self.fine

@@ -122,6 +122,8 @@ fn settings(store: &Store, suite: &SuitePlan) -> Option<String> {
         .field([
             u8::from(scoring.esm.is_some()),
             u8::from(scoring.etm.is_some()),
+            // A verdict kept without the family metrics' facts cannot serve a suite with families.
+            u8::from(scoring.robustness),
         ]);
     // ESM reads the foreign keys of `tables.json`.
     if scoring.esm.is_some() {

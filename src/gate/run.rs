@@ -10,12 +10,11 @@ use crate::system::answer::Answered;
 
 use rayon::prelude::*;
 
-use crate::config::Metric;
 use crate::exec::result_cache::ResultCache;
 use crate::exec::Engine;
 use crate::store::Store;
 
-use super::judge::{self, CaseRun};
+use super::judge::{self, CaseRun, SuiteMetrics};
 use super::plan::{SuitePlan, TestDesc, TestKind};
 use super::reuse::Reuse;
 use super::{TestResult, TestStatus};
@@ -70,7 +69,7 @@ pub struct RunReport {
     pub results: Vec<TestResult>,
     /// Per suite: the evaluated cases (every case of the suite when it was run whole).
     pub case_runs: Vec<Vec<CaseRun>>,
-    pub metrics: Vec<BTreeMap<String, f64>>,
+    pub metrics: Vec<SuiteMetrics>,
     /// True when `--max-fail` stopped the run before every selected test ran.
     pub cancelled: bool,
     pub work: Work,
@@ -129,15 +128,13 @@ pub fn run(
             .iter()
             .filter_map(|t| match t.kind {
                 TestKind::Case(case) => Some(case),
-                TestKind::Gate(_) => None,
+                TestKind::Gate(_) | TestKind::FamilyGate(_) => None,
             })
             .collect();
-        let gates: Vec<Metric> = suite_tests
+        let gates: Vec<TestKind> = suite_tests
             .iter()
-            .filter_map(|t| match t.kind {
-                TestKind::Gate(metric) => Some(metric),
-                TestKind::Case(_) => None,
-            })
+            .map(|t| t.kind)
+            .filter(|kind| !matches!(kind, TestKind::Case(_)))
             .collect();
         // A gate needs every case of its suite.
         let needed: Vec<usize> = if gates.is_empty() {
@@ -180,8 +177,8 @@ pub fn run(
         } else {
             // Means over the cases that happened to run before a stop would be a different
             // number under the same name: a stopped suite reports none.
-            let skipped = gates.iter().map(|&m| skipped(suite, TestKind::Gate(m)));
-            (BTreeMap::new(), skipped.collect())
+            let skipped = gates.iter().map(|&kind| skipped(suite, kind));
+            (SuiteMetrics::default(), skipped.collect())
         };
         for result in gate_results {
             on_event(Event::Finished(&result));
@@ -198,15 +195,26 @@ pub fn run(
 /// A whole suite's metrics and the verdicts of its `gates`, from every case's run.
 pub fn conclude_suite(
     suite: &SuitePlan,
-    gates: &[Metric],
+    gates: &[TestKind],
     runs: &[CaseRun],
-) -> (BTreeMap<String, f64>, Vec<TestResult>) {
+) -> (SuiteMetrics, Vec<TestResult>) {
     // A gate takes the time of its suite metrics; the answers and cases have theirs.
     let start = Instant::now();
     let metrics = judge::suite_metrics(suite, runs);
     let results = gates
         .iter()
-        .map(|&metric| judge::judge_gate(suite, metric, &metrics, start.elapsed()))
+        .filter_map(|&kind| match kind {
+            TestKind::Gate(metric) => {
+                Some(judge::judge_gate(suite, metric, &metrics, start.elapsed()))
+            }
+            TestKind::FamilyGate(index) => Some(judge::judge_family_gate(
+                suite,
+                index,
+                &metrics,
+                start.elapsed(),
+            )),
+            TestKind::Case(_) => None,
+        })
         .collect();
     (metrics, results)
 }
@@ -332,6 +340,10 @@ fn skipped(suite: &SuitePlan, kind: TestKind) -> TestResult {
         TestKind::Case(case) => (suite.case_test_name(&suite.bench.cases[case]), None),
         // A gate a stopped run did not evaluate still shows what it would have checked.
         TestKind::Gate(metric) => (suite.gate_test_name(metric), Some(suite.gates[&metric])),
+        TestKind::FamilyGate(index) => {
+            let gate = &suite.family_gates[index];
+            (suite.family_gate_test_name(gate), Some(gate.threshold))
+        }
     };
     TestResult {
         name,

@@ -301,13 +301,11 @@ impl Session {
                     report.results.push(judge::judge_case(suite, run, accepted));
                 }
             }
-            let gates: Vec<crate::config::Metric> = tests
+            let gates: Vec<TestKind> = tests
                 .iter()
                 .filter(|t| t.suite == index)
-                .filter_map(|t| match t.kind {
-                    TestKind::Gate(metric) => Some(metric),
-                    TestKind::Case(_) => None,
-                })
+                .map(|t| t.kind)
+                .filter(|kind| !matches!(kind, TestKind::Case(_)))
                 .collect();
             let (metrics, gate_results) = run::conclude_suite(suite, &gates, &runs);
             report.results.extend(gate_results);
@@ -470,24 +468,30 @@ impl Session {
             }
             &TestKind::Gate(metric) => {
                 let start = std::time::Instant::now();
-                let runs = self.whole_suites[test.suite].get_or_init(|| {
-                    let all: Vec<TestDesc> = self
-                        .tests()
-                        .into_iter()
-                        .filter(|t| t.suite == test.suite && matches!(t.kind, TestKind::Case(_)))
-                        .collect();
-                    self.run(&all, None, &mut |_| {})
-                        .case_runs
-                        .swap_remove(test.suite)
-                });
-                judge::judge_gate(
-                    suite,
-                    metric,
-                    &judge::suite_metrics(suite, runs),
-                    start.elapsed(),
-                )
+                let metrics = self.whole_suite_metrics(test.suite);
+                judge::judge_gate(suite, metric, &metrics, start.elapsed())
+            }
+            &TestKind::FamilyGate(index) => {
+                let start = std::time::Instant::now();
+                let metrics = self.whole_suite_metrics(test.suite);
+                judge::judge_family_gate(suite, index, &metrics, start.elapsed())
             }
         }
+    }
+
+    /// The metrics of a suite whose every case ran, once per process.
+    fn whole_suite_metrics(&self, suite: usize) -> judge::SuiteMetrics {
+        let runs = self.whole_suites[suite].get_or_init(|| {
+            let all: Vec<TestDesc> = self
+                .tests()
+                .into_iter()
+                .filter(|t| t.suite == suite && matches!(t.kind, TestKind::Case(_)))
+                .collect();
+            self.run(&all, None, &mut |_| {})
+                .case_runs
+                .swap_remove(suite)
+        });
+        judge::suite_metrics(&self.suites[suite], runs)
     }
 
     /// After a run: makes the cassette durable and compares each fully-run suite with its

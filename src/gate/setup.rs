@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use crate::bench::{self, LoadOptions};
 use crate::config::Structural;
-use crate::config::{Config, EmbeddingsConfig, Gates, Metric, ProfileConfig, Threshold};
+use crate::config::{
+    Config, EmbeddingsConfig, Gates, Metric, ProfileConfig, SuiteConfig, Threshold,
+};
 use crate::error::{is_plain_name, InputError};
 use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use crate::exec::{Backend, Limits};
@@ -17,7 +19,7 @@ use crate::metrics::sqlmorph::{ColumnMatching, Extras};
 use crate::metrics::{esm, etm};
 use crate::scoring::Scoring;
 
-use super::plan::SuitePlan;
+use super::plan::{FamilyGate, SuitePlan};
 
 pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, InputError> {
     let penalty = match profile.penalty {
@@ -130,12 +132,13 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         gates.extend(profile.gate.clone());
         for (metric, threshold) in &gates {
             threshold
-                .check_reachable(metric.get_ref().name())
+                .check_reachable(*metric.get_ref())
                 .map_err(|message| {
                     InputError::file(&config.path, format!("gate `{metric}`: {message}"))
                         .at_record(index)
                 })?;
         }
+        let family_gates = family_gates(config, suite, profile)?;
         let tests_of_suite = |setting: fn(&crate::config::CaseConfig) -> bool| -> BTreeSet<String> {
             config
                 .cases
@@ -161,6 +164,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
                 .transpose()?,
             esm,
             etm,
+            robustness: !suite.families.is_empty(),
             ..Scoring::new(mode)
         };
         let gates = computable_gates(config, &scoring, gates)?;
@@ -173,12 +177,66 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             backend,
             penalty,
             gates,
+            family_gates,
             bench,
             name,
         });
     }
     check_case_names(config, &plans)?;
     Ok(plans)
+}
+
+/// A suite's family thresholds (its `family_gate`, then the profile's for the families it has),
+/// each on a family of its `families` and a family metric, checked at the key that sets it.
+fn family_gates(
+    config: &Config,
+    suite: &SuiteConfig,
+    profile: &ProfileConfig,
+) -> Result<Vec<FamilyGate>, InputError> {
+    let mut resolved: BTreeMap<(String, Metric), Threshold> = BTreeMap::new();
+    let of_profile = profile
+        .family_gate
+        .iter()
+        .filter(|(family, _)| suite.families.contains_key(family.get_ref()));
+    for (family, gates) in suite.family_gate.iter().chain(of_profile) {
+        if !suite.families.contains_key(family.get_ref()) {
+            let known: Vec<&str> = suite.families.keys().map(String::as_str).collect();
+            return Err(config.error_at(
+                family.span(),
+                format!(
+                    "family_gate names family `{}`, which is not in this suite's `families` ({})",
+                    family.get_ref(),
+                    if known.is_empty() {
+                        "it has none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        for (metric, threshold) in gates {
+            let at = |message: String| config.error_at(metric.span(), message);
+            if !metric.get_ref().is_family_metric() {
+                return Err(at(format!(
+                    "`{}` is not a family metric (family metrics: {})",
+                    metric.get_ref(),
+                    Metric::FAMILY_NAMES
+                )));
+            }
+            threshold
+                .check_reachable(*metric.get_ref())
+                .map_err(|message| at(format!("family gate `{}`: {message}", metric.get_ref())))?;
+            resolved.insert((family.get_ref().clone(), *metric.get_ref()), *threshold);
+        }
+    }
+    Ok(resolved
+        .into_iter()
+        .map(|((family, metric), threshold)| FamilyGate {
+            family,
+            metric,
+            threshold,
+        })
+        .collect())
 }
 
 /// A `[cases."<name>"]` that names no test is a typo that would silently gate nothing.
@@ -205,6 +263,16 @@ fn computable_gates(
 ) -> Result<BTreeMap<Metric, Threshold>, InputError> {
     let mut computable = BTreeMap::new();
     for (metric, threshold) in gates {
+        if !metric.get_ref().is_suite_metric() {
+            return Err(config.error_at(
+                metric.span(),
+                format!(
+                    "`{0}` is measured per family against its seeds: set it in the suite's \
+                     `family_gate = {{ <family> = {{ {0} = ... }} }}`",
+                    metric.get_ref()
+                ),
+            ));
+        }
         let needs = match *metric.get_ref() {
             Metric::Exp | Metric::Exr | Metric::F1 if scoring.regimes.is_empty() => {
                 Some("a `regime` in its [[suite]]")

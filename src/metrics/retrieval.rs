@@ -41,7 +41,7 @@ pub fn gold_elements(sql: &str) -> Result<Elements, String> {
 
 /// One case's retrieval scores. A rate whose denominator is empty is `None` (not computable,
 /// never a silent 0 or 1).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Retrieval {
     /// Retrieved elements the gold does not use, over all retrieved.
     pub false_positive_rate: Option<f64>,

@@ -138,7 +138,7 @@ pub fn bootstrap(units: &[bool], clusters: Option<&[usize]>, seed: u64) -> Estim
 
 /// The features of a gold query the breakdowns split on (paper §4.2-4.3), anywhere in the query,
 /// subqueries included.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QueryShape {
     /// Explicit `JOIN`s (any kind); a comma in FROM is not one.
     pub joins: usize,
@@ -356,7 +356,7 @@ fn last_part(name: &ObjectName) -> String {
 }
 
 /// The four schema error types of one prediction against its gold (paper §4.4).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SchemaErrors {
     pub missing_columns: usize,
     pub extra_columns: usize,

@@ -32,6 +32,7 @@ pub fn step_summary(results: &[TestResult], summaries: &[SuiteSummary]) -> Strin
     let mut out = headline(results);
     out.push_str(&suites_table(results, summaries));
     out.push_str(&gates_table(summaries));
+    out.push_str(&families_table(summaries));
     let failing = failing_in_order(results);
     if failing.is_empty() {
         return clamp(out, limit);
@@ -84,9 +85,11 @@ fn headline(results: &[TestResult]) -> String {
 }
 
 fn suites_table(results: &[TestResult], summaries: &[SuiteSummary]) -> String {
+    // Family metrics (`<family>::<metric>`) have a table of their own.
     let mut metrics: Vec<&str> = summaries
         .iter()
         .flat_map(|s| s.metrics.keys().map(String::as_str))
+        .filter(|key| !key.contains("::"))
         .collect();
     metrics.sort_unstable();
     metrics.dedup();
@@ -156,6 +159,48 @@ fn gates_table(summaries: &[SuiteSummary]) -> String {
     }
     format!(
         "\n### Gates\n\n| suite | metric | threshold | value | result |\n|---|---|---|--:|---|\n{}",
+        rows.concat()
+    )
+}
+
+/// Each family against its seeds (SQLMorph Table VII's shape: ΔEX per setting).
+fn families_table(summaries: &[SuiteSummary]) -> String {
+    let optional = |value: Option<f64>, decimals: usize| {
+        value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
+    };
+    let rows: Vec<String> = summaries
+        .iter()
+        .flat_map(|summary| {
+            summary.families.iter().map(move |(name, family)| {
+                let pass_at_k: Vec<String> = family
+                    .pass_at_k
+                    .iter()
+                    .map(|(k, v)| format!("@{k} {v:.3}"))
+                    .collect();
+                format!(
+                    "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} | {} |\n",
+                    cell(&summary.name),
+                    cell(name),
+                    cell(family.setting.as_deref().unwrap_or("")),
+                    family.n,
+                    optional(family.a_orig, 3),
+                    family.ex,
+                    optional(family.drop, 1),
+                    family.cs_interval.map_or_else(
+                        || "n/a".to_string(),
+                        |i| format!("[{:.3}, {:.3}]", i.low, i.high)
+                    ),
+                    pass_at_k.join(", "),
+                    optional(family.qvt.map(|q| q.mean), 3),
+                )
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n### Families against their seeds\n\n| suite | family | setting | n | A_orig | A_family | drop (points) | CS interval | SQL2NL Pass@K | QVT |\n|---|---|---|--:|--:|--:|--:|---|---|--:|\n{}",
         rows.concat()
     )
 }

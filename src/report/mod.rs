@@ -1,5 +1,6 @@
 //! Renders results for people (text) and machines (JSON).
 
+pub mod family_text;
 pub mod github;
 pub mod junit;
 pub mod libtest_json;

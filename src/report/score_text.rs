@@ -75,6 +75,9 @@ pub fn render(summary: &Summary, source: &str) -> String {
         let _ = writeln!(out, "\nETM {:.3}\n{}", etm.all, etm.tables.trim_end());
     }
     render_reliability(&mut out, &summary.reliability);
+    if !summary.families.is_empty() {
+        let _ = write!(out, "\n{}", super::family_text::render(&summary.families));
+    }
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();
         rows.sort_by_key(|(value, _)| {

@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use rayon::prelude::*;
 
-use super::{CaseDatabases, CaseScore, ComputedMetric, FineScores, Scoring};
+use super::{robustness, CaseDatabases, CaseScore, ComputedMetric, FineScores, Scoring};
 use crate::bench::{Answer, Case, Prediction};
 use crate::exec::Engine;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Outcome, Verdict};
@@ -53,8 +53,36 @@ pub fn score_case(
     if case.feasible {
         add_fine_scores(scoring, case, databases, &mut score, engine);
         add_structural(scoring, case, databases, &mut score);
+        if scoring.robustness {
+            let (samples, retrieved) = match response {
+                Response::Answer(prediction) => {
+                    (&prediction.samples[..], &prediction.retrieved[..])
+                }
+                Response::SystemError(_) => (&[][..], &[][..]),
+            };
+            score.robustness = Some(robustness::collect(
+                scoring,
+                &case_input(case, databases),
+                &databases.main,
+                case,
+                (score.sql.as_deref(), samples, retrieved),
+                engine,
+            ));
+        }
     }
     score
+}
+
+/// What EX compares a prediction against.
+fn case_input<'a>(case: &'a Case, databases: &'a CaseDatabases) -> CaseInput<'a> {
+    CaseInput {
+        gold: &case.gold,
+        question: &case.question,
+        category: case.tags.get("category").map(String::as_str),
+        db: &case.db,
+        db_files: &databases.evaluated,
+        ignore_order: case.tags.get("ignore_order").map(|v| v == "true"),
+    }
 }
 
 /// The execution verdict and EX.
@@ -77,17 +105,13 @@ fn execution(
             error: Some(format!("system_error: {message}")),
             ..unscored(Verdict::SystemError)
         },
-        (_, Some(sql), true) => {
-            let input = CaseInput {
-                gold: &case.gold,
-                question: &case.question,
-                category: case.tags.get("category").map(String::as_str),
-                db: &case.db,
-                db_files: &databases.evaluated,
-                ignore_order: case.tags.get("ignore_order").map(|v| v == "true"),
-            };
-            ex::evaluate(scoring.mode, &scoring.mode_options, &input, sql, engine)
-        }
+        (_, Some(sql), true) => ex::evaluate(
+            scoring.mode,
+            &scoring.mode_options,
+            &case_input(case, databases),
+            sql,
+            engine,
+        ),
         (_, None, _) => unscored(Verdict::Abstained),
         // Answering an infeasible question is judged by reliability metrics, not by EX.
         (_, Some(_), false) => unscored(Verdict::Incorrect),
@@ -113,6 +137,8 @@ fn execution(
             .tags
             .get("hardness")
             .and_then(|level| Hardness::from_str(level).ok()),
+        cs: case.cs,
+        robustness: None,
     }
 }
 

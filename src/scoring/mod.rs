@@ -9,6 +9,8 @@
 //! `tables.json`) is refused before anything is scored ([`Scoring::databases`]).
 
 mod case;
+pub mod family;
+mod robustness;
 pub mod summary;
 
 use std::collections::BTreeMap;
@@ -27,6 +29,8 @@ use crate::metrics::{esm, etm};
 use crate::spider::Hardness;
 
 pub use case::{score_all, score_case, Response};
+pub use family::FamilySummary;
+pub use robustness::{Robustness, SchemaCache};
 pub use summary::{summarize, HardnessMeans, Summary, Tally};
 
 /// How cases are scored: built by `sqlgate score` from its flags and by the gate from a
@@ -47,6 +51,11 @@ pub struct Scoring {
     /// The most candidate cell pairs partial-cell matching materialises before it goes level
     /// by level (and, past that, truncates with a `partial_match_truncated` diagnostic).
     pub pc_max_pairs: u64,
+    /// Collect the per-case facts of the family metrics ([`Robustness`]): set when the
+    /// benchmark holds generated families.
+    pub robustness: bool,
+    /// Each database's tables and columns, read once, for the schema error rate.
+    pub schemas: SchemaCache,
 }
 
 impl Scoring {
@@ -61,6 +70,8 @@ impl Scoring {
             esm: None,
             etm: None,
             pc_max_pairs: sqlmorph::Options::default().pc_max_pairs,
+            robustness: false,
+            schemas: SchemaCache::default(),
         }
     }
 
@@ -223,6 +234,12 @@ pub struct CaseScore {
     /// The gold's Spider hardness, with the structural metrics.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hardness: Option<Hardness>,
+    /// A generated variant's similarity to its seed's question (the family file's `cs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cs: Option<f64>,
+    /// What the family metrics read, when the scoring collects it.
+    #[serde(skip)]
+    pub robustness: Option<Robustness>,
 }
 
 impl CaseScore {
@@ -238,6 +255,21 @@ impl CaseScore {
 
     pub fn region(&self) -> Region {
         Region::of(&self.facts())
+    }
+
+    /// Correct means EX = 1 (the family metrics score feasible cases only).
+    pub fn correct(&self) -> bool {
+        self.ex == 1.0
+    }
+
+    /// The generated family the case belongs to (its `family` tag).
+    pub fn family(&self) -> Option<&str> {
+        self.tags.get("family").map(String::as_str)
+    }
+
+    /// The id of the benchmark case a generated case came from (its `seed` tag).
+    pub fn seed(&self) -> Option<&str> {
+        self.tags.get("seed").map(String::as_str)
     }
 
     /// The metrics that could not be computed for this case, each with the reason.

@@ -1,10 +1,12 @@
-//! Aggregates of scored cases, overall and per tag family. The gate's suite metrics are read
-//! from the same functions, so `sqlgate score` and the gate report the same means.
+//! Aggregates of scored cases, overall, per tag family and per generated family
+//! ([`super::family`]). The gate's suite and family metrics are read from the same functions, so
+//! `sqlgate score` and the gate report the same means.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::family::{family_summaries, FamilySummary};
 use super::{CaseScore, ComputedMetric, FineScores, Scoring};
 use crate::metrics::esm;
 use crate::metrics::ex::{Mode, Verdict};
@@ -68,6 +70,9 @@ pub struct Summary {
     /// `rs_categories` in the JSON.
     #[serde(flatten)]
     pub reliability: Reliability,
+    /// Each generated family against its seeds (cases tagged `family`), by family name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub families: BTreeMap<String, FamilySummary>,
 }
 
 /// Means of a 0/1 structural metric: `all` and each Spider hardness level.
@@ -143,6 +148,7 @@ pub fn summarize(scoring: &Scoring, scores: &[CaseScore], penalties: &[Penalty])
             &facts,
             &reliability::penalties_with_defaults(penalties),
         ),
+        families: family_summaries(scores),
     }
 }
 

@@ -38,8 +38,8 @@ impl ReplaySystem {
                 let reply = Reply {
                     sql,
                     cleaned: prediction.cleaned,
-                    samples: Vec::new(),
-                    retrieved: Vec::new(),
+                    samples: prediction.samples,
+                    retrieved: prediction.retrieved,
                     truncated: false,
                 };
                 (case.id.clone(), reply)
