@@ -32,7 +32,7 @@ fn naturalness_generation(c: &mut Criterion) {
             id: case.id.clone(),
             question: case.question.clone(),
             evidence: case.evidence.clone(),
-            sql: case.gold[0].clone(),
+            golds: case.gold.clone(),
         });
     }
     let engine = Engine::new(Limits::default());

@@ -25,7 +25,7 @@ pub fn run(args: TqaArgs) -> Result<u8, InputError> {
     }
 }
 
-/// The feasible cases of each database with their first gold query, databases in name order.
+/// The feasible cases of each database, databases in name order.
 fn seeds_by_db(bench: &Benchmark) -> BTreeMap<&str, Vec<&Case>> {
     let mut by_db: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
     for case in bench
@@ -82,7 +82,7 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
                 id: case.id.clone(),
                 question: case.question.clone(),
                 evidence: case.evidence.clone(),
-                sql: case.gold[0].clone(),
+                golds: case.gold.clone(),
             })
             .collect();
         let (mut kept, dropped) =
@@ -278,7 +278,8 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, In
                 }
             }
             let mut record = serde_json::json!({
-                "id": mutant_id, "seed_id": seed.id, "db": db, "sql": seed.sql,
+                "id": mutant_id, "seed_id": seed.id, "db": db,
+                "sql": naturalness::gold_field(&case.gold),
                 "question": result.question, "linker_table": result.linker_table,
                 "replaced": result.replaced, "strategy": strategy,
                 "hidden": {"question": result.question_hidden, "evidence": result.evidence_hidden},

@@ -25,20 +25,21 @@ pub const SETTINGS: [(&str, &str); 4] = [
 /// The mutant id of every TQA naturalness case: the level the identifiers were lowered to.
 pub const MUTANT_ID: &str = "n3";
 
-/// A gold query to move onto the clone.
+/// A case to move onto the clone, with every gold query it accepts.
 pub struct Seed {
     pub id: String,
     pub question: String,
     pub evidence: Option<String>,
-    pub sql: String,
+    pub golds: Vec<String>,
 }
 
 /// A seed kept in all four settings.
 #[derive(Debug, Clone, Serialize)]
 pub struct Kept {
     pub seed_id: String,
-    pub sql: String,
-    pub renamed_sql: String,
+    /// The seed's gold alternatives, and each renamed for the clone.
+    pub golds: Vec<String>,
+    pub renamed_golds: Vec<String>,
     pub question: String,
     pub renamed_question: String,
     pub evidence: Option<String>,
@@ -74,7 +75,8 @@ pub fn plan(
 }
 
 /// Moves every seed onto `clone` (already built from the script and verified) and keeps those
-/// whose renamed gold returns exactly the original gold's rows, in order.
+/// whose every renamed gold alternative returns exactly that gold's rows, in order (a case with
+/// one alternative fewer on the clone would fail answers the seed accepts).
 pub fn reduce(
     original: &Path,
     clone: &Path,
@@ -102,14 +104,45 @@ fn move_seed(
     wordnet: &WordNet,
     engine: &Engine,
 ) -> Result<Kept, String> {
-    let renamed_sql =
-        rename_sql(&seed.sql, map).map_err(|e| format!("gold does not parse: {e}"))?;
+    let renamed_golds = seed
+        .golds
+        .iter()
+        .map(|gold| move_gold(original, clone, map, gold, engine))
+        .collect::<Result<Vec<String>, String>>()?;
+    let (renamed_question, mut mentions) = rewrite(&seed.question, map, wordnet);
+    let renamed_evidence = seed.evidence.as_ref().map(|evidence| {
+        let (text, more) = rewrite(evidence, map, wordnet);
+        mentions.extend(more);
+        text
+    });
+    Ok(Kept {
+        seed_id: seed.id.clone(),
+        golds: seed.golds.clone(),
+        renamed_golds,
+        question: seed.question.clone(),
+        renamed_question,
+        evidence: seed.evidence.clone(),
+        renamed_evidence,
+        mentions,
+    })
+}
+
+/// `gold` renamed for the clone, when it returns there exactly the rows it returns on the
+/// original.
+fn move_gold(
+    original: &Path,
+    clone: &Path,
+    map: &RenameMap,
+    gold: &str,
+    engine: &Engine,
+) -> Result<String, String> {
+    let renamed = rename_sql(gold, map).map_err(|e| format!("gold does not parse: {e}"))?;
     let before = engine
-        .execute(original, &seed.sql)
+        .execute(original, gold)
         .result
         .map_err(|e| format!("gold fails on the original: {}", e.message))?;
     let after = engine
-        .execute(clone, &renamed_sql)
+        .execute(clone, &renamed)
         .result
         .map_err(|e| format!("renamed gold fails on the clone: {}", e.message))?;
     let same = before.rows.len() == after.rows.len()
@@ -121,22 +154,15 @@ fn move_seed(
     if !same {
         return Err("renamed gold returns different rows on the clone (EX = 0)".into());
     }
-    let (renamed_question, mut mentions) = rewrite(&seed.question, map, wordnet);
-    let renamed_evidence = seed.evidence.as_ref().map(|evidence| {
-        let (text, more) = rewrite(evidence, map, wordnet);
-        mentions.extend(more);
-        text
-    });
-    Ok(Kept {
-        seed_id: seed.id.clone(),
-        sql: seed.sql.clone(),
-        renamed_sql,
-        question: seed.question.clone(),
-        renamed_question,
-        evidence: seed.evidence.clone(),
-        renamed_evidence,
-        mentions,
-    })
+    Ok(renamed)
+}
+
+/// A case's gold in a family record: one query, or the list of its alternatives.
+pub fn gold_field(golds: &[String]) -> serde_json::Value {
+    match golds {
+        [one] => one.as_str().into(),
+        all => all.into(),
+    }
 }
 
 /// The family record of `kept` in `setting` (`O/O`...), for database `db` whose clone script is
@@ -150,7 +176,7 @@ pub fn record(kept: &Kept, setting: &str, db: &str, script: &str) -> serde_json:
         "db": db,
         "setting": setting,
         "question": if less_question { &kept.renamed_question } else { &kept.question },
-        "sql": if less_schema { &kept.renamed_sql } else { &kept.sql },
+        "sql": gold_field(if less_schema { &kept.renamed_golds } else { &kept.golds }),
     });
     let evidence = if less_question {
         &kept.renamed_evidence
