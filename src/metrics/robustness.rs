@@ -46,7 +46,8 @@ pub fn accuracy_drop(original: &[bool], paraphrased: &[(bool, f64)]) -> Option<A
     })
 }
 
-fn share(outcomes: impl Iterator<Item = bool>) -> f64 {
+/// The share of `true` outcomes; 0 when there are none.
+pub fn share(outcomes: impl Iterator<Item = bool>) -> f64 {
     let (mut hits, mut total) = (0usize, 0usize);
     for outcome in outcomes {
         hits += usize::from(outcome);

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::CaseScore;
 use crate::config::Metric;
 use crate::metrics::retrieval::{self, CaseFact, DeltaEx, RetrievalSummary};
-use crate::metrics::robustness::{self, QueryShape};
+use crate::metrics::robustness::{self, share, QueryShape};
 
 /// The K of the Pass@K tables (the paper's Table 3), those at most the fewest variants a seed has.
 const REPORTED_K: [u32; 4] = [1, 2, 5, 10];
@@ -336,19 +336,6 @@ fn common_setting(cases: &[&CaseScore]) -> Option<String> {
     match settings.into_iter().collect::<Vec<_>>().as_slice() {
         [Some(setting)] => Some((*setting).clone()),
         _ => None,
-    }
-}
-
-fn share(outcomes: impl Iterator<Item = bool>) -> f64 {
-    let (mut hits, mut total) = (0usize, 0usize);
-    for outcome in outcomes {
-        hits += usize::from(outcome);
-        total += 1;
-    }
-    if total == 0 {
-        0.0
-    } else {
-        hits as f64 / total as f64
     }
 }
 
