@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use super::word_key;
-use crate::exec::schema::{Schema, Table};
+use crate::exec::schema::Schema;
 use crate::llm::cache::JsonlCache;
 use crate::llm::{ChatRequest, Client, Message};
 use crate::system::throttle::Throttle;
@@ -92,23 +92,35 @@ pub fn schema_definitions(schema: &Schema, sql: &str) -> String {
             edge(before) && edge(after)
         })
     };
-    let tables: Vec<Table> = schema
-        .tables
-        .iter()
-        .filter(|t| named(&t.name))
-        .cloned()
-        .collect();
-    let foreign_keys = schema
-        .foreign_keys
-        .iter()
-        .filter(|k| named(&k.from.table) && named(&k.to.table))
-        .cloned()
-        .collect();
-    Schema {
-        tables,
-        foreign_keys,
+    let mut out = Vec::new();
+    for table in schema.tables.iter().filter(|t| named(&t.name)) {
+        let mut lines: Vec<String> = table
+            .columns
+            .iter()
+            .map(|c| {
+                let key = if c.primary_key { " PRIMARY KEY" } else { "" };
+                format!("  {} {}{key}", c.name, c.decl_type)
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        for key in schema
+            .foreign_keys
+            .iter()
+            .filter(|k| k.from.table == table.name)
+        {
+            lines.push(format!(
+                "  FOREIGN KEY ({}) REFERENCES {}({})",
+                key.from.column, key.to.table, key.to.column
+            ));
+        }
+        out.push(format!(
+            "CREATE TABLE {} (\n{}\n);",
+            table.name,
+            lines.join(",\n")
+        ));
     }
-    .ddl()
+    out.join("\n\n")
 }
 
 /// The questions of a reply and the items refused, with why.
