@@ -81,7 +81,7 @@ fn family_benchmarks(c: &mut Criterion) {
     let mut group = c.benchmark_group("family");
     group.sample_size(10);
     group.bench_function(format!("summaries of {} cases", cases.len()), |b| {
-        b.iter(|| family::family_summaries(&cases))
+        b.iter(|| family::family_summaries(&cases.iter().collect::<Vec<_>>()))
     });
     group.finish();
 }

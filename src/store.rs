@@ -232,12 +232,13 @@ impl Hasher {
     }
 
     pub fn hex(&self) -> String {
-        self.0
-            .clone()
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(64);
+        for byte in self.0.clone().finalize() {
+            hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+        }
+        hex
     }
 }
 

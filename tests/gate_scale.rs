@@ -209,6 +209,30 @@ fn unchanged_cases_reuse_their_verdicts_and_a_changed_one_is_evaluated() {
     assert_eq!(uncached.status.code(), Some(100));
 }
 
+/// `(reused, cases)` of a run's summary line.
+fn reused(output: &Output) -> (usize, usize) {
+    let found = regex::Regex::new(r"reused (\d+) of (\d+) case verdicts?")
+        .unwrap()
+        .captures(&text(output))
+        .map(|c| (c[1].parse().unwrap(), c[2].parse().unwrap()));
+    found.unwrap_or_else(|| panic!("no reuse line: {}", text(output)))
+}
+
+#[test]
+fn a_partial_run_keeps_the_verdicts_of_the_cases_it_did_not_evaluate() {
+    let gate = Gate::new();
+    let (_, cases) = reused(&gate.sqlgate(&["test"]));
+    // A shard, then a filtered run that evaluates one changed case: each updates only its
+    // own cases' verdicts.
+    let shard = gate.sqlgate(&["test", "--partition", "hash:1/3"]);
+    assert_eq!(reused(&shard).0, reused(&shard).1, "{}", text(&shard));
+    gate.replace_prediction("q02", "SELECT 42");
+    let filtered = gate.sqlgate(&["test", "--exact", "demo::bookshop::q02"]);
+    assert_eq!(reused(&filtered), (0, 1), "{}", text(&filtered));
+    let whole = gate.sqlgate(&["test"]);
+    assert_eq!(reused(&whole), (cases, cases), "{}", text(&whole));
+}
+
 #[test]
 fn answers_recorded_by_shards_on_other_machines_reach_the_cassette_through_merge() {
     let gate = Gate::new();
@@ -311,4 +335,16 @@ fn a_changed_database_invalidates_its_cases_verdicts_and_gold_results() {
     assert_eq!(code, Some(100), "{changed}");
     let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
     assert!(junit.contains("<failure"), "{junit}");
+
+    // A case added before the others does not move their verdicts out of reach.
+    let cases = std::fs::read_to_string(dir.path().join("cases.jsonl")).unwrap();
+    std::fs::write(
+        dir.path().join("cases.jsonl"),
+        "{\"id\": \"c\", \"db\": \"shop\", \"question\": \"min?\", \"gold\": \"SELECT min(price) FROM items\"}\n"
+            .to_string()
+            + &cases,
+    )
+    .unwrap();
+    let (_, added) = run();
+    assert!(added.contains("reused 2 of 3 case verdicts"), "{added}");
 }

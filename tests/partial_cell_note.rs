@@ -75,7 +75,7 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
     // Uncapped: each gold row pairs with a prediction row on k: half the cells.
     assert!(scores[1].diagnostics.is_empty());
     assert_eq!(scores[1].fine["EC-PC-IE"].exp, 0.5);
-    let summary = summarize(&scoring, &scores, &[]);
+    let summary = summarize(&scoring, &scores.iter().collect::<Vec<_>>(), &[]);
     assert_eq!(summary.partial_match_truncated, 1);
     let json = serde_json::to_value(&summary).unwrap();
     assert_eq!(json["partial_match_truncated"], 1);

@@ -150,7 +150,10 @@ fn a_rendered_suite_compares_equal_to_itself() {
     let read_back = parse(&snapshot::render("x", &entries)).expect("parses");
     let diff = snapshot::compare(&read_back, &entries);
     assert!(diff.is_empty(), "{diff:?}");
-    assert_eq!(snapshot::diff_text(&read_back, &entries), "");
+    assert_eq!(
+        snapshot::unified_diff(&snapshot::body(&read_back), &snapshot::body(&entries)),
+        ""
+    );
 }
 
 #[test]
@@ -165,7 +168,7 @@ fn read_distinguishes_missing_from_malformed() {
     let path = dir.path().join("demo.snap");
     std::fs::write(&path, &good).expect("writes");
     assert_eq!(
-        snapshot::read(&path).expect("reads"),
+        snapshot::read(&path).expect("reads").map(|a| a.entries),
         Some(normalized(&demo_entries()))
     );
 
@@ -283,7 +286,7 @@ fn unified_diff_shows_changed_lines_with_a_little_context() {
         .collect();
     let mut current = accepted.clone();
     current[4] = entry("s::d::q5", false, "incorrect", "0", Some("SELECT 55"));
-    let text = snapshot::diff_text(&accepted, &current);
+    let text = snapshot::unified_diff(&snapshot::body(&accepted), &snapshot::body(&current));
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "--- accepted");
     assert_eq!(lines[1], "+++ current");

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use sqlgate::exec::sandbox::Source;
 use sqlgate::exec::{ExecErrorKind, Limits, Sandbox, Value};
 
 fn build_database(dir: &Path) -> PathBuf {
@@ -58,7 +59,7 @@ fn hostile_statements_are_refused_and_change_nothing() {
     let db = build_database(dir.path());
     let before = std::fs::read(&db).unwrap();
     let files_before = listing(dir.path());
-    let sandbox = Sandbox::open(&db).unwrap();
+    let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
     for sql in HOSTILE {
         let execution = sandbox.execute(sql, &Limits::default());
         let error = execution.result.expect_err(sql);
@@ -82,7 +83,7 @@ fn hostile_statements_are_refused_and_change_nothing() {
 #[test]
 fn writes_are_classified_as_denied() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     for sql in [
         "DROP TABLE t",
         "ATTACH DATABASE 'x' AS y",
@@ -101,7 +102,7 @@ fn writes_are_classified_as_denied() {
 #[test]
 fn runaway_queries_stop_at_their_time_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     let limits = Limits {
         timeout: Some(Duration::from_millis(300)),
         ..Limits::default()
@@ -132,7 +133,7 @@ fn runaway_queries_stop_at_their_time_bound() {
 #[test]
 fn huge_results_are_cut_off() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     let limits = Limits {
         max_rows: 1000,
         max_bytes: 10_000,
@@ -156,7 +157,7 @@ fn huge_results_are_cut_off() {
 #[test]
 fn reads_work_and_invalid_utf8_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     let result = sandbox
         .execute("SELECT id, name FROM t ORDER BY id", &Limits::default())
         .result
@@ -186,7 +187,7 @@ fn reads_work_and_invalid_utf8_is_dropped() {
 #[test]
 fn errors_are_classified() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     let kind = |sql| {
         sandbox
             .execute(sql, &Limits::default())
@@ -205,14 +206,14 @@ fn errors_are_classified() {
 #[test]
 fn opening_a_missing_or_bogus_file_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(Sandbox::open(&dir.path().join("missing.sqlite")).is_err());
+    assert!(Sandbox::open(&dir.path().join("missing.sqlite"), Source::Prediction).is_err());
     let bogus = dir.path().join("bogus.sqlite");
     std::fs::write(
         &bogus,
         b"this is not a database, it is a text file of some length......",
     )
     .unwrap();
-    assert!(Sandbox::open(&bogus).is_err());
+    assert!(Sandbox::open(&bogus, Source::Prediction).is_err());
     assert_eq!(listing(dir.path()).len(), 1, "opening created a file");
 }
 
@@ -230,7 +231,7 @@ fn real_databases_survive_the_hostile_corpus_byte_for_byte() {
     for name in ["academic", "advising", "atis", "geography", "restaurants"] {
         let db = dir.join(format!("{name}.sqlite"));
         let before = std::fs::read(&db).unwrap();
-        let sandbox = Sandbox::open(&db).unwrap();
+        let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
         for sql in HOSTILE {
             assert!(
                 sandbox.execute(sql, &limits).result.is_err(),
@@ -250,7 +251,7 @@ fn real_databases_survive_the_hostile_corpus_byte_for_byte() {
 #[test]
 fn preparing_a_huge_in_list_stops_at_the_time_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     let limits = Limits {
         timeout: Some(Duration::from_millis(200)),
         ..Limits::default()
@@ -293,7 +294,7 @@ fn shaped_query(cell: &str, columns: usize, rows: usize) -> String {
 #[test]
 fn empty_and_null_cells_count_what_they_cost_in_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     for cell in ["''", "x''", "NULL", "0"] {
         // Exactly ten rows of 700 cells fit; eleven do not, whatever the cell holds.
         let limits = Limits {
@@ -321,7 +322,7 @@ fn empty_and_null_cells_count_what_they_cost_in_memory() {
 #[test]
 fn results_have_at_most_2000_columns() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     let widest = sandbox.execute(&shaped_query("NULL", 2000, 1), &Limits::default());
     assert_eq!(widest.result.unwrap().columns.len(), 2000);
     let error = sandbox
@@ -344,7 +345,7 @@ fn committed_wal_content_is_read_and_no_file_is_created() {
         )
         .unwrap();
     // The rows live only in `wal.sqlite-wal` while the writer is open.
-    let sandbox = Sandbox::open(&db).unwrap();
+    let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
     let rows = sandbox
         .execute("SELECT x FROM late", &Limits::default())
         .result
@@ -355,7 +356,7 @@ fn committed_wal_content_is_read_and_no_file_is_created() {
     // Closed cleanly, the WAL is checkpointed and removed: reading it creates no `-wal`/`-shm`.
     let files = listing(dir.path());
     assert_eq!(files.len(), 1, "{files:?}");
-    let sandbox = Sandbox::open(&db).unwrap();
+    let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
     let rows = sandbox
         .execute("SELECT x FROM late", &Limits::default())
         .result
@@ -391,7 +392,7 @@ fn a_hot_journal_is_refused_naming_the_file() {
     .unwrap();
     drop(writer);
     let before = std::fs::read(&db).unwrap();
-    let error = Sandbox::open(&db)
+    let error = Sandbox::open(&db, Source::Prediction)
         .err()
         .expect("a hot journal must be refused");
     assert!(
@@ -412,7 +413,7 @@ fn an_empty_file_is_not_a_database() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty.sqlite");
     std::fs::write(&empty, b"").unwrap();
-    let error = Sandbox::open(&empty)
+    let error = Sandbox::open(&empty, Source::Prediction)
         .err()
         .expect("0 bytes must be refused");
     assert!(
@@ -461,7 +462,7 @@ fn a_database_changed_during_the_run_fails_closed() {
 fn random_result_shapes_stop_exactly_at_the_memory_bound() {
     use rand::{RngExt, SeedableRng};
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::open(&build_database(dir.path())).unwrap();
+    let sandbox = Sandbox::open(&build_database(dir.path()), Source::Prediction).unwrap();
     // Each cell and the heap bytes its value holds besides itself.
     let cells = [
         ("NULL", 0),

@@ -361,6 +361,10 @@ fn continues_sql(line: &str) -> bool {
 /// no FROM (Defog's `idk.csv` convention, `SELECT 'Sorry, ...' AS answer;`). A text too long or
 /// too deep to parse safely ([`sqltext::check`]) is no apology.
 pub fn is_apology(sql: &str) -> bool {
+    // A string literal needs a quote: most answers are told apart without parsing them.
+    if !sql.contains(['\'', '"']) {
+        return false;
+    }
     let Ok(checked) = sqltext::check(sql) else {
         return false;
     };

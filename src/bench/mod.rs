@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::error::InputError;
+use crate::exec::sandbox::Source;
 use crate::exec::Sandbox;
 use crate::metrics::ex::Mode;
 
@@ -119,7 +120,7 @@ impl Benchmark {
         for case in &self.cases {
             if checked.insert(case.db.as_str()) {
                 let file = databases::resolve(&self.db_dir, case)?;
-                Sandbox::open(&file).map_err(|e| {
+                Sandbox::open(&file, Source::Gold).map_err(|e| {
                     case.source
                         .error(format!("case `{}`: {}", case.id, e.message))
                 })?;

@@ -299,7 +299,11 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
         &predictions,
         &engine,
     );
-    let summary = scoring::summarize(&scoring, &scores, &args.penalties);
+    let summary = scoring::summarize(
+        &scoring,
+        &scores.iter().collect::<Vec<_>>(),
+        &args.penalties,
+    );
     let output = match args.format {
         OutputFormat::Text => score_text::render(&summary, &args.gold.display().to_string()),
         OutputFormat::Json => score_json::render(&summary, &scores),

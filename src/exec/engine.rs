@@ -3,20 +3,65 @@
 //! a prediction or both; SQLite results also come from and go to the on-disk [`ResultCache`]
 //! when the run has one.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use super::postgres::Server;
 use super::result_cache::ResultCache;
-use super::sandbox::{sidecar, Limits, Sandbox};
+use super::sandbox::{sidecar, Limits, Sandbox, Source};
 use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
 
 /// Executions by (database, SQL); each computed once, by the first thread to ask.
-type Executions = Mutex<HashMap<(PathBuf, String), Arc<OnceLock<Execution>>>>;
+type Executions = Mutex<HashMap<(PathBuf, String), Arc<SharedExecution>>>;
+
+/// One distinct query's execution: the thread that claims it executes it; the others wait.
+#[derive(Default)]
+struct SharedExecution {
+    claimed: AtomicBool,
+    done: OnceLock<Execution>,
+}
+
+/// How many waits one thread may nest while running other work (each adds a case's frames to
+/// its stack).
+const MAX_NESTED_WAITS: usize = 8;
+
+thread_local! {
+    static NESTED_WAITS: Cell<usize> = const { Cell::new(0) };
+}
+
+impl SharedExecution {
+    /// The execution, computed now by `execute` when no other thread has claimed it.
+    fn get(&self, execute: impl FnOnce() -> Execution) -> Execution {
+        if !self.claimed.swap(true, Ordering::AcqRel) {
+            let _ = self.done.set(execute());
+        }
+        self.wait().clone()
+    }
+
+    /// Waits for the claiming thread. A pool thread runs other queued work meanwhile (other
+    /// cases), so two cores stay busy while cases on both share a slow query.
+    fn wait(&self) -> &Execution {
+        loop {
+            if let Some(execution) = self.done.get() {
+                return execution;
+            }
+            let depth = NESTED_WAITS.get();
+            if depth >= MAX_NESTED_WAITS {
+                return self.done.wait();
+            }
+            NESTED_WAITS.set(depth + 1);
+            let ran_other_work = rayon::yield_now() == Some(rayon::Yield::Executed);
+            NESTED_WAITS.set(depth);
+            if !ran_other_work {
+                return self.done.wait();
+            }
+        }
+    }
+}
 
 /// The engines a suite or `sqlgate score` can name.
 #[derive(
@@ -156,13 +201,13 @@ impl Engine {
     /// A database that another process changes during the run fails every later execution:
     /// results read before and after the change would be compared as if from one state.
     pub fn execute(&self, db: &Path, sql: &str) -> Execution {
-        self.execute_checked(db, sql).0
+        self.execute_checked(db, sql, Source::Prediction).0
     }
 
     /// The execution, and whether the database was unchanged throughout (only then may the
     /// result be kept for other runs; a server's never is, as nothing tells when its data
     /// changed).
-    fn execute_checked(&self, db: &Path, sql: &str) -> (Execution, bool) {
+    fn execute_checked(&self, db: &Path, sql: &str, source: Source) -> (Execution, bool) {
         if let Backend::Postgres(server) = &self.backend {
             return (
                 server.execute(&db.to_string_lossy(), sql, &self.limits),
@@ -175,7 +220,7 @@ impl Engine {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .entry(db.to_path_buf())
             .or_insert_with(|| Stamp::of(db));
-        let mut execution = with_sandbox(db, first, |sandbox| match sandbox {
+        let mut execution = with_sandbox(db, source, first, |sandbox| match sandbox {
             Ok(sandbox) => sandbox.execute(sql, &self.limits),
             Err(error) => Execution {
                 result: Err(error),
@@ -193,7 +238,7 @@ impl Engine {
     /// The run's one execution of `sql` on `db`: from an earlier query of this run, from the
     /// disk, or executed now (and kept on disk when the run has a cache). Predictions are kept
     /// too: shards sharing a cache, or two systems giving the same SQL, execute it once.
-    fn shared(&self, db: &Path, sql: &str) -> Execution {
+    fn shared(&self, db: &Path, sql: &str, source: Source) -> Execution {
         let cell = {
             let mut executions = self
                 .executions
@@ -205,8 +250,8 @@ impl Engine {
                     .or_default(),
             )
         };
-        // Other threads asking for the same query wait here instead of executing it again.
-        cell.get_or_init(|| {
+        // Other threads asking for the same query wait for it instead of executing it again.
+        cell.get(|| {
             if let Some(stored) = self
                 .disk
                 .as_ref()
@@ -215,25 +260,25 @@ impl Engine {
                 self.counts.from_disk.fetch_add(1, Ordering::Relaxed);
                 return stored;
             }
-            let (execution, unchanged) = self.execute_checked(db, sql);
+            let (execution, unchanged) = self.execute_checked(db, sql, source);
             self.counts.executed.fetch_add(1, Ordering::Relaxed);
             if let (Some(disk), true) = (&self.disk, unchanged) {
                 disk.put(db, sql, &self.limits, &execution);
             }
             execution
         })
-        .clone()
     }
 }
 
 impl QueryRunner for Engine {
     fn gold(&self, db: &Path, sql: &str) -> Execution {
-        self.shared(db, sql)
+        self.shared(db, sql, Source::Gold)
     }
 
-    /// A prediction equal to a gold query shares its result.
+    /// A prediction equal to a gold query shares its result (however it was run first: the
+    /// text is the gold's).
     fn pred(&self, db: &Path, sql: &str) -> Execution {
-        self.shared(db, sql)
+        self.shared(db, sql, Source::Prediction)
     }
 }
 
@@ -281,7 +326,8 @@ struct OpenSandbox {
 }
 
 thread_local! {
-    static SANDBOXES: RefCell<HashMap<PathBuf, OpenSandbox>> = RefCell::new(HashMap::new());
+    static SANDBOXES: RefCell<HashMap<(PathBuf, Source), OpenSandbox>> =
+        RefCell::new(HashMap::new());
 }
 
 /// Size, modification time and the 8 header bytes at `at` (zeros when the file is shorter).
@@ -297,21 +343,27 @@ fn file_stamp(path: &Path, at: u64) -> Option<FileStamp> {
     Some((meta.len(), meta.modified().ok()?, header))
 }
 
-fn with_sandbox<T>(db: &Path, stamp: Stamp, f: impl FnOnce(Result<&Sandbox, ExecError>) -> T) -> T {
+fn with_sandbox<T>(
+    db: &Path,
+    source: Source,
+    stamp: Stamp,
+    f: impl FnOnce(Result<&Sandbox, ExecError>) -> T,
+) -> T {
     SANDBOXES.with(|cell| {
         let mut sandboxes = cell.borrow_mut();
-        if sandboxes.get(db).is_some_and(|open| open.stamp != stamp) {
-            sandboxes.remove(db);
+        let key = (db.to_path_buf(), source);
+        if sandboxes.get(&key).is_some_and(|open| open.stamp != stamp) {
+            sandboxes.remove(&key);
         }
-        if !sandboxes.contains_key(db) {
-            match Sandbox::open(db) {
+        if !sandboxes.contains_key(&key) {
+            match Sandbox::open(db, source) {
                 Ok(sandbox) => {
-                    sandboxes.insert(db.to_path_buf(), OpenSandbox { stamp, sandbox });
+                    sandboxes.insert(key.clone(), OpenSandbox { stamp, sandbox });
                 }
                 Err(error) => return f(Err(error)),
             }
         }
-        f(Ok(&sandboxes[db].sandbox))
+        f(Ok(&sandboxes[&key].sandbox))
     })
 }
 

@@ -281,10 +281,10 @@ pub struct SuiteMetrics {
 /// aggregates with: means over the feasible ones, `rs`, TrustSQL's RS(`penalty`) in percent
 /// over every case, and each family's metrics against its seeds.
 pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
-    let scores: Vec<CaseScore> = runs.iter().map(|r| r.score.clone()).collect();
+    let scores: Vec<&CaseScore> = runs.iter().map(|r| &r.score).collect();
     let mut metrics = BTreeMap::new();
     if !runs.is_empty() {
-        let regions: Vec<Region> = scores.iter().map(CaseScore::region).collect();
+        let regions: Vec<Region> = scores.iter().map(|s| s.region()).collect();
         metrics.insert("rs".to_string(), reliability::rs(&regions, suite.penalty));
     }
     let summary = scoring::summarize(&suite.scoring, &scores, &[]);

@@ -330,7 +330,7 @@ pub fn merge(
                 ),
             ));
         }
-        runs.sort_by_key(|run| run.case_index);
+        runs.sort_by_cached_key(|run| run.case_index);
         case_runs.push(runs);
     }
     Ok(MergedRun {

@@ -6,9 +6,18 @@
 //! Only outcomes that do not depend on the moment are kept: an answer the system gave (not a
 //! missing one), no timeout, no gold failure, no metric that could not be computed. A suite
 //! scored with an embeddings server never reuses (the server's answers may change).
+//!
+//! A suite's verdicts are one cache entry, its *index* (test name → the inputs' hash and the
+//! record), read once when the run starts and written once when it ends: a rerun of a large
+//! suite reads one file instead of one per case. A run replaces the entries of the cases it
+//! evaluated and keeps the others (a shard, a filtered or a stopped run leaves the rest of the
+//! suite's verdicts alone); entries of tests no longer in the suite are dropped.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
 
 use crate::exec::Engine;
 use crate::metrics::ex::Verdict;
@@ -19,8 +28,15 @@ use super::judge::{self, CaseRun};
 use super::plan::SuitePlan;
 use super::record::CaseRecord;
 
-/// The entry kind (subfolder) of verdicts.
+/// The entry kind (subfolder) of verdict indexes.
 const KIND: &str = "verdicts";
+
+/// A kept verdict: the hash of the inputs it was computed from, and the case's record.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    inputs: String,
+    record: CaseRecord,
+}
 
 /// Reuses and keeps the verdicts of one suite's cases.
 pub struct Reuse<'a> {
@@ -28,15 +44,29 @@ pub struct Reuse<'a> {
     suite: &'a SuitePlan,
     /// The suite's scoring settings, hashed; `None`: this suite never reuses.
     settings: Option<String>,
+    /// The suite's index as earlier runs left it, by test name.
+    earlier: HashMap<String, Kept>,
+    /// What this run learnt, by test name: a verdict to keep, or `None` to forget the old one.
+    learnt: Mutex<Vec<(String, Option<Kept>)>>,
     reused: AtomicUsize,
 }
 
 impl<'a> Reuse<'a> {
     pub fn new(store: &'a Arc<Store>, suite: &'a SuitePlan) -> Reuse<'a> {
+        let settings = settings(store, suite);
+        let earlier = match settings {
+            Some(_) => store
+                .get(KIND, &index_key(store, suite))
+                .and_then(|body| serde_json::from_slice(&body).ok())
+                .unwrap_or_default(),
+            None => HashMap::new(),
+        };
         Reuse {
-            settings: settings(store, suite),
+            settings,
             store,
             suite,
+            earlier,
+            learnt: Mutex::new(Vec::new()),
             reused: AtomicUsize::new(0),
         }
     }
@@ -49,31 +79,77 @@ impl<'a> Reuse<'a> {
     /// The case's run: an earlier one when its inputs are unchanged, else evaluated now (and
     /// kept for later runs).
     pub fn evaluate(&self, case_index: usize, answered: &Answered, engine: &Engine) -> CaseRun {
-        let key = self.key(case_index, answered);
-        if let Some(key) = &key {
-            if let Some(mut run) = self.lookup(key) {
+        let test = self
+            .suite
+            .case_test_name(&self.suite.bench.cases[case_index]);
+        let inputs = self.inputs(&test, case_index, answered);
+        if let Some(inputs) = &inputs {
+            if let Some(mut run) = self.lookup(&test, inputs, case_index) {
                 run.duration = answered.elapsed;
                 self.reused.fetch_add(1, Ordering::Relaxed);
                 return run;
             }
         }
         let run = judge::evaluate_case(self.suite, case_index, answered, engine);
-        if let (Some(key), true) = (key, lasting(&run)) {
-            if let Ok(body) = serde_json::to_vec(&CaseRecord::of(&run)) {
-                self.store.put(KIND, &key, &body);
-            }
+        let kept = inputs.filter(|_| lasting(&run)).map(|inputs| Kept {
+            inputs,
+            record: CaseRecord::of(&run),
+        });
+        if kept.is_some() || self.earlier.contains_key(&test) {
+            self.learnt
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((test, kept));
         }
         run
     }
 
-    fn lookup(&self, key: &str) -> Option<CaseRun> {
-        let body = self.store.get(KIND, key)?;
-        let record: CaseRecord = serde_json::from_slice(&body).ok()?;
+    /// Writes the suite's index when this run changed it. A cache that cannot be written is
+    /// counted by the store, never fails the run.
+    pub fn finish(self) {
+        let learnt = self.learnt.into_inner().unwrap_or_else(|p| p.into_inner());
+        let tests: HashSet<String> = self
+            .suite
+            .bench
+            .cases
+            .iter()
+            .map(|case| self.suite.case_test_name(case))
+            .collect();
+        let stale = self.earlier.keys().any(|test| !tests.contains(test));
+        if self.settings.is_none() || (learnt.is_empty() && !stale) {
+            return;
+        }
+        let mut index: BTreeMap<String, Kept> = self
+            .earlier
+            .into_iter()
+            .filter(|(test, _)| tests.contains(test))
+            .collect();
+        for (test, kept) in learnt {
+            match kept {
+                Some(kept) => index.insert(test, kept),
+                None => index.remove(&test),
+            };
+        }
+        if let Ok(body) = serde_json::to_vec(&index) {
+            self.store
+                .put(KIND, &index_key(self.store, self.suite), &body);
+        }
+    }
+
+    /// The earlier run of the case named `test`, when its inputs were the same. The record
+    /// takes the case's position in today's plan: cases added before it do not change it.
+    fn lookup(&self, test: &str, inputs: &str, case_index: usize) -> Option<CaseRun> {
+        let kept = self
+            .earlier
+            .get(test)
+            .filter(|kept| kept.inputs == inputs)?;
+        let mut record = kept.record.clone();
+        record.case = case_index;
         record.to_run(self.suite).ok()
     }
 
-    /// Everything the case's verdict depends on, or `None` when it cannot be reused.
-    fn key(&self, case_index: usize, answered: &Answered) -> Option<String> {
+    /// Everything the case's verdict depends on, hashed, or `None` when it cannot be reused.
+    fn inputs(&self, test: &str, case_index: usize, answered: &Answered) -> Option<String> {
         let settings = self.settings.as_ref()?;
         let reply = answered.reply.as_ref().ok()?;
         let case = &self.suite.bench.cases[case_index];
@@ -81,7 +157,7 @@ impl<'a> Reuse<'a> {
         let mut hasher = self.store.hasher(KIND);
         hasher
             .field(settings)
-            .field(self.suite.case_test_name(case))
+            .field(test)
             .field(&case.question)
             .field(case.gold.len().to_le_bytes())
             .field([u8::from(case.feasible)]);
@@ -99,6 +175,11 @@ impl<'a> Reuse<'a> {
             .field([u8::from(reply.cleaned), u8::from(reply.truncated)]);
         Some(hasher.hex())
     }
+}
+
+/// The key of the suite's index: one per suite name and sqlgate version.
+fn index_key(store: &Store, suite: &SuitePlan) -> String {
+    store.hasher(KIND).field(&suite.name).hex()
 }
 
 /// The suite's settings that change a case's score: mode and its options, metrics, limits.

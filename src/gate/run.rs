@@ -168,7 +168,10 @@ pub fn run(
         let complete = runs.len() == needed.len();
         let stats = engine.stats();
         report.work.cases += runs.len();
-        report.work.reused += reuse.as_ref().map_or(0, Reuse::reused);
+        if let Some(reuse) = reuse {
+            report.work.reused += reuse.reused();
+            reuse.finish();
+        }
         report.work.distinct_queries += stats.distinct;
         report.work.executed += stats.executed;
         report.work.from_disk += stats.from_disk;
@@ -227,7 +230,7 @@ pub fn sort_in_plan_order(results: &mut [TestResult], plan: &[TestDesc]) {
         .enumerate()
         .map(|(at, test)| (test.name.as_str(), at))
         .collect();
-    results.sort_by_key(|result| plan_order.get(result.name.as_str()).copied());
+    results.sort_by_cached_key(|result| plan_order.get(result.name.as_str()).copied());
 }
 
 /// The result of a test marked `ignore = true` that this run leaves out.
@@ -331,7 +334,7 @@ fn evaluate(
             }
         }
     });
-    runs.sort_by_key(|run| run.case_index);
+    runs.sort_by_cached_key(|run| run.case_index);
     runs
 }
 

@@ -42,6 +42,8 @@ pub struct Session {
     record: RecordMode,
     /// Per suite: case test name -> correct in the accepted snapshot.
     accepted: Vec<HashMap<String, bool>>,
+    /// Per suite: the accepted snapshot as read when the session opened.
+    accepted_snapshots: Vec<Option<snapshot::Accepted>>,
     /// Per suite and database: the schema DDL given to systems.
     schemas: Vec<HashMap<String, (PathBuf, String)>>,
     /// Per suite: every case evaluated, computed once for gate tests in the harness.
@@ -131,14 +133,17 @@ impl Session {
         let abstention =
             Abstention::new(&abstention).map_err(|e| InputError::file(&config.path, e))?;
         let snapshot_dir = config.resolve(&config.snapshots);
-        let accepted = suites
+        let accepted_snapshots = suites
             .iter()
-            .map(|suite| {
-                let entries = snapshot::read(&snapshot::path(&snapshot_dir, &suite.name))?
-                    .unwrap_or_default();
-                Ok(entries.into_iter().map(|e| (e.name, e.passed)).collect())
-            })
+            .map(|suite| snapshot::read(&snapshot::path(&snapshot_dir, &suite.name)))
             .collect::<Result<Vec<_>, InputError>>()?;
+        let accepted = accepted_snapshots
+            .iter()
+            .map(|snapshot| {
+                let entries = snapshot.iter().flat_map(|s| &s.entries);
+                entries.map(|e| (e.name.clone(), e.passed)).collect()
+            })
+            .collect();
         let schemas = suites
             .iter()
             .map(schemas_of)
@@ -165,6 +170,7 @@ impl Session {
             abstention,
             record,
             accepted,
+            accepted_snapshots,
             schemas,
         })
     }
@@ -518,13 +524,29 @@ impl Session {
         let dir = self.snapshot_dir();
         let ci = running_in_ci();
         let mut outcomes = Vec::new();
-        for (suite, runs) in self.suites.iter().zip(&report.case_runs) {
+        for ((suite, runs), accepted) in self
+            .suites
+            .iter()
+            .zip(&report.case_runs)
+            .zip(&self.accepted_snapshots)
+        {
             let current: Vec<SnapshotEntry> = runs.iter().map(snapshot_entry).collect();
-            let path = snapshot::path(&dir, &suite.name);
-            let accepted = snapshot::read(&path)?.unwrap_or_default();
-            let diff = snapshot::compare(&accepted, &current);
-            let rendered = snapshot::render(&suite.name, &current);
-            let action = if diff.is_empty() && path.exists() {
+            let current_body = snapshot::body(&current);
+            let rendered = snapshot::with_front_matter(&suite.name, &current_body);
+            let (diff, diff_text) = match accepted {
+                // The file as sqlgate wrote it, unchanged: nothing to compare.
+                Some(accepted) if accepted.text == rendered => {
+                    (snapshot::SnapshotDiff::default(), String::new())
+                }
+                _ => {
+                    let entries = accepted.as_ref().map_or(&[][..], |a| &a.entries[..]);
+                    (
+                        snapshot::compare(entries, &current),
+                        snapshot::unified_diff(&snapshot::body(entries), &current_body),
+                    )
+                }
+            };
+            let action = if diff.is_empty() && accepted.is_some() {
                 SnapshotAction::Unchanged
             } else if accept {
                 snapshot::write_accepted(&dir, &suite.name, &rendered)?;
@@ -537,7 +559,7 @@ impl Session {
             };
             outcomes.push(SnapshotOutcome {
                 suite: suite.name.clone(),
-                diff_text: snapshot::diff_text(&accepted, &current),
+                diff_text,
                 diff,
                 action,
             });

@@ -97,11 +97,15 @@ pub fn pending_path(dir: &Path, suite: &str) -> PathBuf {
 
 /// The whole snapshot file: front matter and one line per entry, sorted by name.
 pub fn render(suite: &str, entries: &[SnapshotEntry]) -> String {
+    with_front_matter(suite, &body(entries))
+}
+
+/// The whole snapshot file of an already rendered [`body`].
+pub fn with_front_matter(suite: &str, body: &str) -> String {
     format!(
-        "---\nsource: {}\nexpression: {}\n---\n{}",
+        "---\nsource: {}\nexpression: {}\n---\n{body}",
         yaml_string(SOURCE),
         yaml_string(&format!("suite {suite}")),
-        body(entries)
     )
 }
 
@@ -270,10 +274,20 @@ fn yaml_string(value: &str) -> String {
     quoted
 }
 
+/// An accepted snapshot file: its text as written, and its entries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    pub text: String,
+    pub entries: Vec<SnapshotEntry>,
+}
+
 /// Reads an accepted (or pending) snapshot; `Ok(None)` when the file does not exist.
-pub fn read(path: &Path) -> Result<Option<Vec<SnapshotEntry>>, InputError> {
+pub fn read(path: &Path) -> Result<Option<Accepted>, InputError> {
     match fs::read_to_string(path) {
-        Ok(text) => parse(path, &text).map(Some),
+        Ok(text) => Ok(Some(Accepted {
+            entries: parse(path, &text)?,
+            text,
+        })),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(InputError::file(
             path,
@@ -432,12 +446,6 @@ pub fn compare(accepted: &[SnapshotEntry], current: &[SnapshotEntry]) -> Snapsho
         .map(|name| name.to_string())
         .collect();
     diff
-}
-
-/// A unified diff (one line of context) from the accepted to the current snapshot's entries;
-/// empty when they render the same.
-pub fn diff_text(accepted: &[SnapshotEntry], current: &[SnapshotEntry]) -> String {
-    unified_diff(&body(accepted), &body(current))
 }
 
 /// A unified diff (one line of context) of two snapshot bodies; empty when they are equal.

@@ -205,8 +205,8 @@ impl FamilySummary {
 }
 
 /// Every family among `scores` (cases tagged `family`), against the suite's other cases as seeds.
-pub fn family_summaries(scores: &[CaseScore]) -> BTreeMap<String, FamilySummary> {
-    let feasible: Vec<&CaseScore> = scores.iter().filter(|s| s.feasible).collect();
+pub fn family_summaries(scores: &[&CaseScore]) -> BTreeMap<String, FamilySummary> {
+    let feasible: Vec<&CaseScore> = scores.iter().copied().filter(|s| s.feasible).collect();
     let seeds: HashMap<&str, &CaseScore> = feasible
         .iter()
         .filter(|s| s.family().is_none())
@@ -449,6 +449,10 @@ mod tests {
     use crate::metrics::retrieval::Retrieval;
     use crate::scoring::Robustness;
 
+    fn refs(scores: &[CaseScore]) -> Vec<&CaseScore> {
+        scores.iter().collect()
+    }
+
     /// A scored case: `family` and `seed` tags for a variant, none for a seed.
     fn case(id: &str, variant_of: Option<(&str, &str)>, correct: bool) -> CaseScore {
         let mut tags = BTreeMap::new();
@@ -504,7 +508,7 @@ mod tests {
             para("b::para::2", "b", false, 0.6),
             para("b::para::3", "b", false, 0.6),
         ];
-        let families = family_summaries(&scores);
+        let families = family_summaries(&refs(&scores));
         let para = &families["para"];
         assert_eq!((para.n, para.seeds, para.min_variants), (6, 2, 3));
         assert_eq!(para.a_orig, Some(1.0));
@@ -549,7 +553,7 @@ mod tests {
             case("z::tqa-ll::n3", Some(("tqa-ll", "z")), true),
             case("y::orphan::n3", Some(("orphan", "y")), true),
         ];
-        let families = family_summaries(&scores);
+        let families = family_summaries(&refs(&scores));
         let ll = &families["tqa-ll"];
         assert_eq!(ll.unpaired, ["z::tqa-ll::n3"]);
         assert_eq!((ll.n, ll.seeds, ll.gained), (2, 1, 1));
@@ -565,13 +569,15 @@ mod tests {
             score.tags.insert("setting".to_string(), "L/L".to_string());
         }
         assert_eq!(
-            family_summaries(&tagged)["tqa-ll"].setting.as_deref(),
+            family_summaries(&refs(&tagged))["tqa-ll"]
+                .setting
+                .as_deref(),
             Some("L/L")
         );
         tagged[2]
             .tags
             .insert("setting".to_string(), "O/L".to_string());
-        assert_eq!(family_summaries(&tagged)["tqa-ll"].setting, None);
+        assert_eq!(family_summaries(&refs(&tagged))["tqa-ll"].setting, None);
     }
 
     #[test]
@@ -613,7 +619,7 @@ mod tests {
                 facts(QueryShape::default(), none, (4, 4)),
             ),
         ];
-        let f = &family_summaries(&scores)["f"];
+        let f = &family_summaries(&refs(&scores))["f"];
         // A variant is bucketed by its seed's gold: a has one join.
         let joins: Vec<(&str, usize, usize)> = f
             .breakdowns

@@ -13,7 +13,7 @@ pub mod family;
 mod robustness;
 pub mod summary;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -92,6 +92,8 @@ impl Scoring {
     /// database of a feasible case must be in `tables.json`.
     pub fn databases(&self, bench: &Benchmark) -> Result<Vec<CaseDatabases>, InputError> {
         let testsuite_folders = self.mode == Mode::Testsuite;
+        // Many cases share a database: each is looked up on disk once.
+        let mut resolved: HashMap<(&str, Option<&Path>), CaseDatabases> = HashMap::new();
         bench
             .cases
             .iter()
@@ -107,10 +109,16 @@ impl Scoring {
                         )));
                     }
                 }
-                Ok(CaseDatabases {
+                let key = (case.db.as_str(), case.db_file.as_deref());
+                if let Some(databases) = resolved.get(&key) {
+                    return Ok(databases.clone());
+                }
+                let databases = CaseDatabases {
                     main: bench.db_files(case, false)?.remove(0),
                     evaluated: bench.db_files(case, testsuite_folders)?,
-                })
+                };
+                resolved.insert(key, databases.clone());
+                Ok(databases)
             })
             .collect()
     }

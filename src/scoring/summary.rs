@@ -87,8 +87,8 @@ pub struct HardnessMeans {
 
 /// Aggregates `scores`, with RS for the defaults (0, 10, N) and every penalty of `penalties`,
 /// and the means of every metric `scoring` computed.
-pub fn summarize(scoring: &Scoring, scores: &[CaseScore], penalties: &[Penalty]) -> Summary {
-    let feasible: Vec<&CaseScore> = scores.iter().filter(|s| s.feasible).collect();
+pub fn summarize(scoring: &Scoring, scores: &[&CaseScore], penalties: &[Penalty]) -> Summary {
+    let feasible: Vec<&CaseScore> = scores.iter().copied().filter(|s| s.feasible).collect();
     let mut overall = Tally::default();
     let mut verdicts = BTreeMap::new();
     let mut breakdown: BTreeMap<String, BTreeMap<String, Tally>> = BTreeMap::new();
@@ -113,12 +113,12 @@ pub fn summarize(scoring: &Scoring, scores: &[CaseScore], penalties: &[Penalty])
         .collect::<Option<Vec<bool>>>()
         .filter(|flags| !flags.is_empty())
         .map(|flags| flags.iter().filter(|&&f| f).count() as f64 / flags.len() as f64);
-    let infeasible: Vec<&CaseScore> = scores.iter().filter(|s| !s.feasible).collect();
+    let infeasible: Vec<&CaseScore> = scores.iter().copied().filter(|s| !s.feasible).collect();
     let mut metric_errors = BTreeMap::new();
-    for (metric, _) in scores.iter().flat_map(CaseScore::metric_errors) {
+    for (metric, _) in scores.iter().flat_map(|s| s.metric_errors()) {
         *metric_errors.entry(metric).or_insert(0) += 1;
     }
-    let facts: Vec<_> = scores.iter().map(CaseScore::facts).collect();
+    let facts: Vec<_> = scores.iter().map(|s| s.facts()).collect();
     Summary {
         mode: scoring.mode,
         n: overall.n,
@@ -154,8 +154,8 @@ pub fn summarize(scoring: &Scoring, scores: &[CaseScore], penalties: &[Penalty])
 
 /// Mean fine-grained metrics per regime over the feasible cases; a case without scores for a
 /// regime counts as 0/0/0.
-pub fn fine_means(regimes: &[Regime], scores: &[CaseScore]) -> BTreeMap<String, FineScores> {
-    let feasible: Vec<&CaseScore> = scores.iter().filter(|s| s.feasible).collect();
+pub fn fine_means(regimes: &[Regime], scores: &[&CaseScore]) -> BTreeMap<String, FineScores> {
+    let feasible: Vec<&CaseScore> = scores.iter().copied().filter(|s| s.feasible).collect();
     let n = feasible.len().max(1) as f64;
     regimes
         .iter()
@@ -178,7 +178,7 @@ pub fn fine_means(regimes: &[Regime], scores: &[CaseScore]) -> BTreeMap<String, 
 }
 
 /// Exact set match over the feasible cases, with the reference's `--etype match` tables.
-pub fn esm_means(scores: &[CaseScore]) -> HardnessMeans {
+pub fn esm_means(scores: &[&CaseScore]) -> HardnessMeans {
     let mut tables = esm::Summary::default();
     for pair in scores.iter().filter_map(|s| s.esm_detail.as_ref()) {
         tables.add(pair);
@@ -189,7 +189,7 @@ pub fn esm_means(scores: &[CaseScore]) -> HardnessMeans {
 }
 
 /// Enhanced Tree Matching over the feasible cases, in the layout of the ESM tables.
-pub fn etm_means(scores: &[CaseScore]) -> HardnessMeans {
+pub fn etm_means(scores: &[&CaseScore]) -> HardnessMeans {
     let mut means = hardness_means(scores, |s| s.etm);
     means.tables = etm_table(means.all, &means.by_hardness);
     means
@@ -197,7 +197,7 @@ pub fn etm_means(scores: &[CaseScore]) -> HardnessMeans {
 
 /// The mean of a 0/1 metric over the feasible cases (0 where it is unset), overall and per
 /// hardness of the gold (cases without a hardness count in `all` only).
-fn hardness_means(scores: &[CaseScore], metric: fn(&CaseScore) -> Option<u8>) -> HardnessMeans {
+fn hardness_means(scores: &[&CaseScore], metric: fn(&CaseScore) -> Option<u8>) -> HardnessMeans {
     let mut totals: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let feasible = scores.iter().filter(|s| s.feasible);
     for score in feasible {
