@@ -372,6 +372,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_thread_waiting_for_a_shared_query_runs_other_work_meanwhile() {
+        use std::sync::Mutex;
+        use std::time::{Duration, Instant};
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let shared = SharedExecution::default();
+        let slow = || {
+            std::thread::sleep(Duration::from_millis(400));
+            Execution {
+                result: Err(changed(Path::new("x"))),
+                elapsed: Duration::default(),
+            }
+        };
+        let executed_at = Mutex::new(None);
+        let other_work_at = Mutex::new(None);
+        pool.scope(|scope| {
+            // One thread executes the slow query; the other asks for it, then waits.
+            scope.spawn(|_| {
+                shared.get(slow);
+                *executed_at.lock().unwrap() = Some(Instant::now());
+            });
+            scope.spawn(|scope| {
+                std::thread::sleep(Duration::from_millis(100));
+                // Queued on this thread, which then waits: only it is free to run the work.
+                scope.spawn(|_| *other_work_at.lock().unwrap() = Some(Instant::now()));
+                shared.get(slow);
+            });
+        });
+        let executed_at = executed_at.into_inner().unwrap().unwrap();
+        let other_work_at = other_work_at.into_inner().unwrap().unwrap();
+        assert!(
+            other_work_at < executed_at,
+            "the waiting thread ran the other work only after the query"
+        );
+    }
+
+    #[test]
     fn a_backend_needs_a_url_exactly_for_postgres() {
         assert_eq!(
             Backend::new(EngineKind::Sqlite, None, None),

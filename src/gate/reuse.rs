@@ -108,6 +108,18 @@ impl<'a> Reuse<'a> {
     /// counted by the store, never fails the run.
     pub fn finish(self) {
         let learnt = self.learnt.into_inner().unwrap_or_else(|p| p.into_inner());
+        if self.settings.is_none() {
+            return;
+        }
+        // A run that used or replaced every earlier verdict has no stale one to look for.
+        let replaced = learnt
+            .iter()
+            .filter(|(test, _)| self.earlier.contains_key(test))
+            .count();
+        let all_seen = self.reused.into_inner() + replaced == self.earlier.len();
+        if learnt.is_empty() && all_seen {
+            return;
+        }
         let tests: HashSet<String> = self
             .suite
             .bench
@@ -116,7 +128,7 @@ impl<'a> Reuse<'a> {
             .map(|case| self.suite.case_test_name(case))
             .collect();
         let stale = self.earlier.keys().any(|test| !tests.contains(test));
-        if self.settings.is_none() || (learnt.is_empty() && !stale) {
+        if learnt.is_empty() && !stale {
             return;
         }
         let mut index: BTreeMap<String, Kept> = self

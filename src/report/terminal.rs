@@ -1,7 +1,7 @@
 //! nextest-like terminal output: one line per finished test, a progress bar on a terminal, and
 //! a summary with counts, failures with their reasons, and the slowest tests.
 
-use std::io::{IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Stdout, Write};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -12,6 +12,10 @@ use crate::report::plural;
 use crate::report::progress::AnswerMeter;
 
 const SLOWEST_SHOWN: usize = 5;
+
+/// Off a terminal, status lines are written in batches at most this old: a system call per
+/// line is most of a 50,000-case rerun's output time.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// `--color`: `auto` colors a terminal unless `NO_COLOR` is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -27,6 +31,8 @@ pub struct TerminalReporter {
     bar: Option<ProgressBar>,
     color: bool,
     heading: String,
+    out: BufWriter<Stdout>,
+    flushed: Instant,
 }
 
 impl TerminalReporter {
@@ -55,6 +61,8 @@ impl TerminalReporter {
             bar,
             color,
             heading,
+            out: BufWriter::new(std::io::stdout()),
+            flushed: Instant::now(),
         }
     }
 
@@ -77,6 +85,8 @@ impl TerminalReporter {
                     plural(total, "test"),
                     self.heading
                 ));
+                // Answers may take minutes before the first test finishes.
+                let _ = self.out.flush();
             }
             Event::Finished(result) => {
                 let line = self.status_line(result);
@@ -161,6 +171,7 @@ impl TerminalReporter {
             out.push_str(&format!("\n{note}\n"));
         }
         self.print(out.trim_end());
+        let _ = self.out.flush();
     }
 
     fn status_line(&self, result: &TestResult) -> String {
@@ -193,11 +204,15 @@ impl TerminalReporter {
         }
     }
 
-    fn print(&self, text: &str) {
+    fn print(&mut self, text: &str) {
         match &self.bar {
             Some(bar) => bar.println(text),
             None => {
-                let _ = writeln!(std::io::stdout(), "{text}");
+                let _ = writeln!(self.out, "{text}");
+                if self.flushed.elapsed() >= FLUSH_EVERY {
+                    let _ = self.out.flush();
+                    self.flushed = Instant::now();
+                }
             }
         }
     }
