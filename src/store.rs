@@ -35,6 +35,8 @@ pub struct Store {
     file_hashes: Mutex<HashMap<PathBuf, std::sync::Arc<OnceLock<Option<String>>>>>,
     /// The first entry that could not be written, and how many could not.
     write_failures: Mutex<(usize, Option<String>)>,
+    /// Entries not kept because they were too large for the bound.
+    too_large: AtomicUsize,
     hits: AtomicUsize,
     writes: AtomicUsize,
 }
@@ -49,6 +51,7 @@ impl Store {
             max_bytes,
             file_hashes: Mutex::new(HashMap::new()),
             write_failures: Mutex::new((0, None)),
+            too_large: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
         }
@@ -87,6 +90,7 @@ impl Store {
     /// bound is not kept: it would push many others out.
     pub fn put(&self, kind: &str, key: &str, body: &[u8]) {
         if body.len() as u64 > self.max_bytes / 16 {
+            self.too_large.fetch_add(1, Ordering::Relaxed);
             return;
         }
         self.writes.fetch_add(1, Ordering::Relaxed);
@@ -132,19 +136,29 @@ impl Store {
         self.hits.load(Ordering::Relaxed)
     }
 
-    /// Problems that did not stop the run (entries that could not be written).
+    /// Problems that did not stop the run (entries that could not be written or were too
+    /// large to keep).
     pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
         let failures = self
             .write_failures
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        match &failures.1 {
-            Some(first) => vec![format!(
+        if let Some(first) = &failures.1 {
+            notes.push(format!(
                 "{} cache entries could not be written (the next run recomputes them): {first}",
                 failures.0
-            )],
-            None => Vec::new(),
+            ));
         }
+        let too_large = self.too_large.load(Ordering::Relaxed);
+        if too_large > 0 {
+            notes.push(format!(
+                "{too_large} cache entries were larger than a sixteenth of the cache's {} MiB \
+                 and not kept (a suite's verdicts are one entry): raise --cache-size to keep them",
+                self.max_bytes >> 20
+            ));
+        }
+        notes
     }
 
     /// Removes the least recently used entries until the folder holds at most its bound.
@@ -293,6 +307,11 @@ mod tests {
         let store = Store::open(dir.path(), 1600, "1");
         store.put("results", "big", &[b'x'; 101]);
         assert!(store.get("results", "big").is_none());
+        let notes = store.notes();
+        assert!(
+            notes.len() == 1 && notes[0].starts_with("1 cache entries were larger"),
+            "{notes:?}"
+        );
         store.put("results", "small", &[b'x'; 100]);
         assert!(store.get("results", "small").is_some());
     }
