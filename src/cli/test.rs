@@ -277,8 +277,10 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
         filtered_out,
     };
     let code = conclude(&session, &report, &outputs, &mut reporter, notes);
-    // Freeing every result one by one takes longer than the process's exit does.
+    // Freeing every result and case one by one takes longer than the process's exit does;
+    // everything the run writes is written and flushed by now.
     std::mem::forget(report);
+    std::mem::forget(session);
     code
 }
 

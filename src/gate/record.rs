@@ -100,15 +100,16 @@ impl CaseRecord {
         }
     }
 
-    /// The case run again, for `suite`; `Err` says why the record does not fit the suite.
-    /// The structural metrics' component details are not kept (reports read only their 0/1).
-    pub fn to_run(&self, suite: &SuitePlan) -> Result<CaseRun, String> {
+    /// The case run again as case `case_index` of `suite`; `Err` says why the record does not
+    /// fit the suite. The structural metrics' component details are not kept (reports read only
+    /// their 0/1).
+    pub fn to_run(&self, suite: &SuitePlan, case_index: usize) -> Result<CaseRun, String> {
         let case = suite
             .bench
             .cases
-            .get(self.case)
+            .get(case_index)
             .filter(|case| suite.case_test_name(case) == self.test)
-            .ok_or_else(|| format!("case `{}` is not case {} of the plan", self.test, self.case))?;
+            .ok_or_else(|| format!("case `{}` is not case {case_index} of the plan", self.test))?;
         let score = CaseScore {
             id: case.id.clone(),
             db: case.db.clone(),
@@ -148,7 +149,7 @@ impl CaseRecord {
         });
         Ok(CaseRun {
             test: self.test.clone(),
-            case_index: self.case,
+            case_index,
             score,
             fine,
             duration: Duration::try_from_secs_f64(self.seconds).unwrap_or_default(),
@@ -298,7 +299,7 @@ pub fn merge(
         for (path, shard) in shards {
             for record in &shard.suites[index].cases {
                 let run = record
-                    .to_run(suite)
+                    .to_run(suite, record.case)
                     .map_err(|problem| InputError::file(path, problem))?;
                 if let Some(other) = owner.insert(record.case, path) {
                     return Err(InputError::file(

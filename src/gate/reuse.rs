@@ -14,8 +14,9 @@
 //! suite's verdicts alone); entries of tests no longer in the suite are dropped.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,9 @@ pub struct Reuse<'a> {
     settings: Option<String>,
     /// The suite's index as earlier runs left it, by test name.
     earlier: HashMap<String, Kept>,
+    /// The content hash of every database file the suite's cases run on, computed when first
+    /// needed (read without a lock: every case asks).
+    db_hashes: HashMap<&'a Path, OnceLock<Option<String>>>,
     /// What this run learnt, by test name: a verdict to keep, or `None` to forget the old one.
     learnt: Mutex<Vec<(String, Option<Kept>)>>,
     reused: AtomicUsize,
@@ -61,11 +65,18 @@ impl<'a> Reuse<'a> {
                 .unwrap_or_default(),
             None => HashMap::new(),
         };
+        let db_hashes = suite
+            .databases
+            .iter()
+            .flat_map(|databases| std::iter::once(&databases.main).chain(&databases.evaluated))
+            .map(|file| (file.as_path(), OnceLock::new()))
+            .collect();
         Reuse {
             settings,
             store,
             suite,
             earlier,
+            db_hashes,
             learnt: Mutex::new(Vec::new()),
             reused: AtomicUsize::new(0),
         }
@@ -155,9 +166,7 @@ impl<'a> Reuse<'a> {
             .earlier
             .get(test)
             .filter(|kept| kept.inputs == inputs)?;
-        let mut record = kept.record.clone();
-        record.case = case_index;
-        record.to_run(self.suite).ok()
+        kept.record.to_run(self.suite, case_index).ok()
     }
 
     /// Everything the case's verdict depends on, hashed, or `None` when it cannot be reused.
@@ -180,7 +189,8 @@ impl<'a> Reuse<'a> {
             hasher.field(tag).field(value);
         }
         for file in std::iter::once(&databases.main).chain(&databases.evaluated) {
-            hasher.field(self.store.file_hash(file)?);
+            let hash = self.db_hashes[file.as_path()].get_or_init(|| self.store.file_hash(file));
+            hasher.field(hash.as_ref()?);
         }
         hasher
             .optional(reply.sql.as_deref())

@@ -145,12 +145,19 @@ pub fn run(
         let engine = suite
             .engine()
             .with_cache(store.map(|store| ResultCache::new(Arc::clone(store))));
-        let reuse = store.map(|store| Reuse::new(store, suite));
-        let replies = if stop.stopped() || needed.is_empty() {
-            Vec::new()
-        } else {
-            answers(index, &needed)
-        };
+        // Earlier verdicts are read while the system answers.
+        let (reuse, replies) = std::thread::scope(|scope| {
+            let reuse = scope.spawn(|| store.map(|store| Reuse::new(store, suite)));
+            let replies = if stop.stopped() || needed.is_empty() {
+                Vec::new()
+            } else {
+                answers(index, &needed)
+            };
+            let reuse = reuse
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (reuse, replies)
+        });
         let runs = evaluate(
             suite,
             &needed,

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use crate::config::system::SystemType;
 use crate::config::{AbstentionConfig, RecordMode, ThrottleConfig};
 use crate::config::{Config, ProfileConfig};
@@ -89,54 +91,33 @@ impl Session {
                 None => RecordMode::New,
             },
         };
-        let (systems, system_name, cassette, throttle, abstention) = match system {
-            // A Rust user's own system: recorded under the name `custom`.
-            Some(system) => {
-                let path = config
-                    .resolve(&config.snapshots)
-                    .join("predictions")
-                    .join("custom.jsonl");
-                let systems = suites.iter().map(|_| Arc::clone(&system)).collect();
-                let cassette = Some(Cassette::open(&path)?);
-                let name = "custom".to_string();
-                (
-                    systems,
-                    name,
-                    cassette,
-                    ThrottleConfig::default(),
-                    AbstentionConfig::default(),
-                )
-            }
-            None => {
-                let system_config = config.system(&profile)?;
-                let cassette = match system_config.kind {
-                    SystemType::Replay => None,
-                    _ => Some(Cassette::open(&system_config.cassette)?),
-                };
-                let named: Vec<(&str, &crate::bench::Benchmark)> = suites
+        let snapshot_dir = config.resolve(&config.snapshots);
+        // The accepted snapshots are read while the system loads (a replay system parses every
+        // prediction).
+        let (loaded, accepted_snapshots) = std::thread::scope(|scope| {
+            let snapshots = scope.spawn(|| {
+                suites
                     .iter()
-                    .map(|suite| (suite.name.as_str(), &suite.bench))
-                    .collect();
-                let systems = system::build(&system_config, &named)?;
-                let name = system_config.name.clone();
-                let throttle = system_config.throttle.clone();
-                (
-                    systems,
-                    name,
-                    cassette,
-                    throttle,
-                    system_config.abstention.clone(),
-                )
-            }
-        };
+                    .map(|suite| snapshot::read(&snapshot::path(&snapshot_dir, &suite.name)))
+                    .collect::<Result<Vec<_>, InputError>>()
+            });
+            let loaded = load_system(&config, &profile, &suites, system);
+            let snapshots = snapshots
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (loaded, snapshots)
+        });
+        let LoadedSystem {
+            systems,
+            name: system_name,
+            cassette,
+            throttle,
+            abstention,
+        } = loaded?;
+        let accepted_snapshots = accepted_snapshots?;
         let throttle = Throttle::new(throttle);
         let abstention =
             Abstention::new(&abstention).map_err(|e| InputError::file(&config.path, e))?;
-        let snapshot_dir = config.resolve(&config.snapshots);
-        let accepted_snapshots = suites
-            .iter()
-            .map(|suite| snapshot::read(&snapshot::path(&snapshot_dir, &suite.name)))
-            .collect::<Result<Vec<_>, InputError>>()?;
         let accepted = accepted_snapshots
             .iter()
             .map(|snapshot| {
@@ -530,7 +511,7 @@ impl Session {
             .zip(&report.case_runs)
             .zip(&self.accepted_snapshots)
         {
-            let current: Vec<SnapshotEntry> = runs.iter().map(snapshot_entry).collect();
+            let current: Vec<SnapshotEntry> = runs.par_iter().map(snapshot_entry).collect();
             let current_body = snapshot::body(&current);
             let rendered = snapshot::with_front_matter(&suite.name, &current_body);
             let (diff, diff_text) = match accepted {
@@ -594,6 +575,65 @@ pub enum SnapshotAction {
     Pending,
     /// Under CI nothing pending is written.
     Differs,
+}
+
+/// The run's system, one per suite, and what comes with it.
+struct LoadedSystem {
+    systems: Vec<Arc<dyn System>>,
+    name: String,
+    cassette: Option<Cassette>,
+    throttle: ThrottleConfig,
+    abstention: AbstentionConfig,
+}
+
+/// Builds the profile's system for `suites`, or wraps a Rust user's own `system` (recorded
+/// under the name `custom`).
+fn load_system(
+    config: &Config,
+    profile: &ProfileConfig,
+    suites: &[SuitePlan],
+    system: Option<Arc<dyn System>>,
+) -> Result<LoadedSystem, InputError> {
+    Ok(match system {
+        // A Rust user's own system: recorded under the name `custom`.
+        Some(system) => {
+            let path = config
+                .resolve(&config.snapshots)
+                .join("predictions")
+                .join("custom.jsonl");
+            let systems = suites.iter().map(|_| Arc::clone(&system)).collect();
+            let cassette = Some(Cassette::open(&path)?);
+            let name = "custom".to_string();
+            LoadedSystem {
+                systems,
+                name,
+                cassette,
+                throttle: ThrottleConfig::default(),
+                abstention: AbstentionConfig::default(),
+            }
+        }
+        None => {
+            let system_config = config.system(profile)?;
+            let cassette = match system_config.kind {
+                SystemType::Replay => None,
+                _ => Some(Cassette::open(&system_config.cassette)?),
+            };
+            let named: Vec<(&str, &crate::bench::Benchmark)> = suites
+                .iter()
+                .map(|suite| (suite.name.as_str(), &suite.bench))
+                .collect();
+            let systems = system::build(&system_config, &named)?;
+            let name = system_config.name.clone();
+            let throttle = system_config.throttle.clone();
+            LoadedSystem {
+                systems,
+                name,
+                cassette,
+                throttle,
+                abstention: system_config.abstention.clone(),
+            }
+        }
+    })
 }
 
 fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {

@@ -30,6 +30,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use similar::TextDiff;
 
 use crate::error::InputError;
@@ -114,7 +116,7 @@ pub fn body(entries: &[SnapshotEntry]) -> String {
     let mut sorted: Vec<&SnapshotEntry> = entries.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     sorted
-        .iter()
+        .par_iter()
         .map(|entry| render_line(entry) + "\n")
         .collect()
 }
