@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -161,21 +162,28 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 /// Parses the JSONL cases file; blank lines are skipped but count for line numbers.
 pub(super) fn load_cases(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
-    let mut cases = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let source = SourceRef {
-            file: PathBuf::from(path),
-            record: cases.len(),
-            line: Some(index + 1),
-        };
-        let record: NativeCase = serde_json::from_str(line)
-            .map_err(|e| source.error(format!("column {}: {}", e.column(), json_message(&e))))?;
-        cases.push(to_case(record, source)?);
-    }
-    Ok(cases)
+    let records: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .collect();
+    // Records parse in parallel; the first error in file order is the one reported.
+    let parsed: Vec<Result<Case, InputError>> = records
+        .par_iter()
+        .enumerate()
+        .map(|(record, &(index, line))| {
+            let source = SourceRef {
+                file: PathBuf::from(path),
+                record,
+                line: Some(index + 1),
+            };
+            let parsed: NativeCase = serde_json::from_str(line).map_err(|e| {
+                source.error(format!("column {}: {}", e.column(), json_message(&e)))
+            })?;
+            to_case(parsed, source)
+        })
+        .collect();
+    parsed.into_iter().collect()
 }
 
 fn to_case(record: NativeCase, source: SourceRef) -> Result<Case, InputError> {

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
@@ -226,54 +227,66 @@ fn load_jsonl(
     bench: &Benchmark,
 ) -> Result<Vec<Option<Prediction>>, InputError> {
     let index = case_index(bench);
+    let records: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .collect();
+    // Records parse in parallel; the first error in file order is the one reported.
+    let parsed: Vec<Result<(String, Prediction), InputError>> = records
+        .par_iter()
+        .enumerate()
+        .map(|(record, &(line_index, line))| {
+            jsonl_record(source(path, record, Some(line_index + 1)), line)
+        })
+        .collect();
     let mut slots: Vec<Option<Prediction>> = vec![None; bench.cases.len()];
-    let mut record = 0;
-    for (line_index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = source(path, record, Some(line_index + 1));
-        record += 1;
-        // serde reads a struct from a list too (`["q01", "SELECT 1"]`): only objects are records.
-        let value: serde_json::Value = serde_json::from_str(line)
-            .map_err(|e| at.error(format!("column {}: {}", e.column(), json_message(&e))))?;
-        if !value.is_object() {
-            return Err(at.error(format!(
-                "expected a JSON object {{\"id\": ..., \"sql\": ...}}, found {}",
-                json_kind(&value)
-            )));
-        }
-        let parsed: JsonlRecord =
-            serde_json::from_value(value).map_err(|e| at.error(e.to_string()))?;
-        let Some(id) = json_id(&parsed.id) else {
-            return Err(at.error(format!(
-                "`id` must be a string or an integer, found {}",
-                json_kind(&parsed.id)
-            )));
-        };
-        let answer = match (parsed.sql, parsed.abstain) {
-            (None, Some(true)) => Answer::Abstain,
-            (Some(_), Some(true)) => {
-                return Err(at.error(format!("id `{id}`: both `sql` and `\"abstain\": true`")))
-            }
-            (Some(sql), _) => Answer::Sql(sql),
-            (None, _) => {
-                return Err(at.error(format!(
-                    "id `{id}`: needs `sql` (a string) or `\"abstain\": true`"
-                )))
-            }
-        };
-        let case = free_slot(&index, &slots, &id, &at)?;
-        let mut prediction = cleaned(answer, at);
-        prediction.samples = parsed
-            .samples
-            .iter()
-            .map(|sample| clean_sql(sample).sql)
-            .collect();
-        prediction.retrieved = parsed.retrieved;
+    for parsed in parsed {
+        let (id, prediction) = parsed?;
+        let case = free_slot(&index, &slots, &id, &prediction.source)?;
         slots[case] = Some(prediction);
     }
     Ok(slots)
+}
+
+/// One JSON Lines record: its id and its prediction.
+fn jsonl_record(at: SourceRef, line: &str) -> Result<(String, Prediction), InputError> {
+    // serde reads a struct from a list too (`["q01", "SELECT 1"]`): only objects are records.
+    let value: serde_json::Value = serde_json::from_str(line)
+        .map_err(|e| at.error(format!("column {}: {}", e.column(), json_message(&e))))?;
+    if !value.is_object() {
+        return Err(at.error(format!(
+            "expected a JSON object {{\"id\": ..., \"sql\": ...}}, found {}",
+            json_kind(&value)
+        )));
+    }
+    let parsed: JsonlRecord = serde_json::from_value(value).map_err(|e| at.error(e.to_string()))?;
+    let Some(id) = json_id(&parsed.id) else {
+        return Err(at.error(format!(
+            "`id` must be a string or an integer, found {}",
+            json_kind(&parsed.id)
+        )));
+    };
+    let answer = match (parsed.sql, parsed.abstain) {
+        (None, Some(true)) => Answer::Abstain,
+        (Some(_), Some(true)) => {
+            return Err(at.error(format!("id `{id}`: both `sql` and `\"abstain\": true`")))
+        }
+        (Some(sql), _) => Answer::Sql(sql),
+        (None, _) => {
+            return Err(at.error(format!(
+                "id `{id}`: needs `sql` (a string) or `\"abstain\": true`"
+            )))
+        }
+    };
+    let mut prediction = cleaned(answer, at);
+    prediction.samples = parsed
+        .samples
+        .iter()
+        .map(|sample| clean_sql(sample).sql)
+        .collect();
+    prediction.retrieved = parsed.retrieved;
+    Ok((id, prediction))
 }
 
 fn cleaned(answer: Answer, at: SourceRef) -> Prediction {

@@ -371,3 +371,35 @@ fn unknown_prediction_extension_needs_a_format() {
     let predictions = load_predictions(&path, Some(PredFormat::Spider), &bench).unwrap();
     assert_eq!(sql(&predictions[0]), "SELECT 1");
 }
+
+#[test]
+fn of_many_bad_records_the_first_in_the_file_is_reported() {
+    // Records are parsed in parallel: the error must still be the first in file order.
+    let dir = tempfile::tempdir().unwrap();
+    make_db(dir.path(), "d.sqlite");
+    let manifest = write(dir.path(), "s.toml", "name = \"s\"\ncases = \"c.jsonl\"\n");
+    let case = |i: usize| {
+        format!("{{\"id\": \"c{i}\", \"db\": \"d\", \"question\": \"Q\", \"gold\": \"SELECT 1\"}}")
+    };
+    let mut cases: Vec<String> = (0..4000).map(case).collect();
+    cases[3999] = "{broken".into();
+    cases[2500] =
+        "{\"id\": \"\", \"db\": \"d\", \"question\": \"Q\", \"gold\": \"SELECT 1\"}".into();
+    write(dir.path(), "c.jsonl", &cases.join("\n"));
+    let error = load_default(&manifest).unwrap_err();
+    assert_eq!(error.line, Some(2501), "{error}");
+
+    cases[2500] = case(2500);
+    cases[3999] = case(3999);
+    write(dir.path(), "c.jsonl", &cases.join("\n"));
+    let bench = load_default(&manifest).unwrap();
+    let mut predictions: Vec<String> = (0..4000)
+        .map(|i| format!("{{\"id\": \"c{i}\", \"sql\": \"SELECT 1\"}}"))
+        .collect();
+    predictions[3000] = "[1, 2]".into();
+    predictions[1200] = "{\"id\": \"c7\", \"sql\": \"SELECT 1\"}".into();
+    let path = write(dir.path(), "pred.jsonl", &predictions.join("\n"));
+    let error = load_predictions(&path, None, &bench).unwrap_err();
+    assert_eq!(error.line, Some(1201), "{error}");
+    assert!(error.message.contains("duplicate"), "{error}");
+}
