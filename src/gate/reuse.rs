@@ -7,8 +7,8 @@
 //! missing one), no timeout, no gold failure, no metric that could not be computed. A suite
 //! scored with an embeddings server never reuses (the server's answers may change).
 //!
-//! A suite's verdicts are one cache entry, its *index* (test name → the inputs' hash and the
-//! record), read once when the run starts and written once when it ends: a rerun of a large
+//! A suite's verdicts are one cache entry, its *index* (a line per case: the inputs' hash and
+//! the record), read once when the run starts and written once when it ends: a rerun of a large
 //! suite reads one file instead of one per case. A run replaces the entries of the cases it
 //! evaluated and keeps the others (a shard, a filtered or a stopped run leaves the rest of the
 //! suite's verdicts alone); entries of tests no longer in the suite are dropped.
@@ -18,6 +18,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::exec::Engine;
@@ -61,7 +62,7 @@ impl<'a> Reuse<'a> {
         let earlier = match settings {
             Some(_) => store
                 .get(KIND, &index_key(store, suite))
-                .and_then(|body| serde_json::from_slice(&body).ok())
+                .map(|body| parse_index(&body))
                 .unwrap_or_default(),
             None => HashMap::new(),
         };
@@ -153,10 +154,15 @@ impl<'a> Reuse<'a> {
                 None => index.remove(&test),
             };
         }
-        if let Ok(body) = serde_json::to_vec(&index) {
-            self.store
-                .put(KIND, &index_key(self.store, self.suite), &body);
+        let mut body = Vec::new();
+        for kept in index.values() {
+            if serde_json::to_writer(&mut body, kept).is_err() {
+                return;
+            }
+            body.push(b'\n');
         }
+        self.store
+            .put(KIND, &index_key(self.store, self.suite), &body);
     }
 
     /// The earlier run of the case named `test`, when its inputs were the same. The record
@@ -197,6 +203,17 @@ impl<'a> Reuse<'a> {
             .field([u8::from(reply.cleaned), u8::from(reply.truncated)]);
         Some(hasher.hex())
     }
+}
+
+/// A suite's index, one verdict per line, parsed in parallel (a large suite's index is tens
+/// of megabytes); a line that does not parse is a verdict not kept.
+fn parse_index(body: &[u8]) -> HashMap<String, Kept> {
+    let lines: Vec<&[u8]> = body.split(|&byte| byte == b'\n').collect();
+    lines
+        .par_iter()
+        .filter_map(|line| serde_json::from_slice::<Kept>(line).ok())
+        .map(|kept| (kept.record.test.clone(), kept))
+        .collect()
 }
 
 /// The key of the suite's index: one per suite name and sqlgate version.
