@@ -12,7 +12,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
@@ -31,8 +31,9 @@ pub struct Store {
     dir: PathBuf,
     version: String,
     max_bytes: u64,
-    /// Content hashes of the files read this run (databases), each computed once.
-    file_hashes: Mutex<HashMap<PathBuf, std::sync::Arc<OnceLock<Option<String>>>>>,
+    /// Content hashes of the files read this run (databases), each computed once. Read by
+    /// every case of a rerun: a lookup takes the lock shared and allocates nothing.
+    file_hashes: RwLock<HashMap<PathBuf, Arc<OnceLock<Option<String>>>>>,
     /// The first entry that could not be written, and how many could not.
     write_failures: Mutex<(usize, Option<String>)>,
     /// Entries not kept because they were too large for the bound.
@@ -49,7 +50,7 @@ impl Store {
             dir: dir.to_path_buf(),
             version: version.to_string(),
             max_bytes,
-            file_hashes: Mutex::new(HashMap::new()),
+            file_hashes: RwLock::new(HashMap::new()),
             write_failures: Mutex::new((0, None)),
             too_large: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
@@ -109,13 +110,16 @@ impl Store {
     /// The SHA-256 of a file's content and of its `-wal` file when there is one (a database
     /// in WAL mode keeps recent commits there), computed once per run; `None` when unreadable.
     pub fn file_hash(&self, path: &Path) -> Option<String> {
-        let cell = std::sync::Arc::clone(
-            self.file_hashes
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .entry(path.to_path_buf())
-                .or_default(),
-        );
+        let known = self
+            .file_hashes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .cloned();
+        let cell = known.unwrap_or_else(|| {
+            let mut hashes = self.file_hashes.write().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(hashes.entry(path.to_path_buf()).or_default())
+        });
         cell.get_or_init(|| {
             let mut hasher = Hasher::new();
             hasher.field(hash_file(path).ok()?);

@@ -14,9 +14,8 @@
 //! suite's verdicts alone); entries of tests no longer in the suite are dropped.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -48,9 +47,6 @@ pub struct Reuse<'a> {
     settings: Option<String>,
     /// The suite's index as earlier runs left it, by test name.
     earlier: HashMap<String, Kept>,
-    /// The content hash of every database file the suite's cases run on, computed when first
-    /// needed (read without a lock: every case asks).
-    db_hashes: HashMap<&'a Path, OnceLock<Option<String>>>,
     /// What this run learnt, by test name: a verdict to keep, or `None` to forget the old one.
     learnt: Mutex<Vec<(String, Option<Kept>)>>,
     reused: AtomicUsize,
@@ -66,18 +62,11 @@ impl<'a> Reuse<'a> {
                 .unwrap_or_default(),
             None => HashMap::new(),
         };
-        let db_hashes = suite
-            .databases
-            .iter()
-            .flat_map(|databases| std::iter::once(&databases.main).chain(&databases.evaluated))
-            .map(|file| (file.as_path(), OnceLock::new()))
-            .collect();
         Reuse {
             settings,
             store,
             suite,
             earlier,
-            db_hashes,
             learnt: Mutex::new(Vec::new()),
             reused: AtomicUsize::new(0),
         }
@@ -195,8 +184,7 @@ impl<'a> Reuse<'a> {
             hasher.field(tag).field(value);
         }
         for file in std::iter::once(&databases.main).chain(&databases.evaluated) {
-            let hash = self.db_hashes[file.as_path()].get_or_init(|| self.store.file_hash(file));
-            hasher.field(hash.as_ref()?);
+            hasher.field(self.store.file_hash(file)?);
         }
         hasher
             .optional(reply.sql.as_deref())
