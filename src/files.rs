@@ -53,3 +53,49 @@ pub fn database_file(db_dir: &Path, db: &str) -> Result<PathBuf, String> {
         ))
     }
 }
+
+/// `<db>-wal` or `<db>-journal`, beside the database.
+pub fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// What a commit changes in a SQLite database or its `-wal` file: size, modification time,
+/// and the header's change counter (database) or salts (WAL, new at each restart). The
+/// modification time alone is too coarse: two commits within a clock tick share it. Equal
+/// stamps at two moments mean the file was not written between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    db: Option<FileStamp>,
+    wal: Option<FileStamp>,
+}
+
+type FileStamp = (u64, std::time::SystemTime, [u8; 8]);
+
+/// Where the change counter (and page count) sit in a database header.
+const DB_COUNTER_AT: u64 = 24;
+/// Where the two salts sit in a WAL header.
+const WAL_SALTS_AT: u64 = 16;
+
+impl Stamp {
+    pub fn of(db: &Path) -> Stamp {
+        Stamp {
+            db: file_stamp(db, DB_COUNTER_AT),
+            wal: file_stamp(&sidecar(db, "-wal"), WAL_SALTS_AT),
+        }
+    }
+}
+
+/// Size, modification time and the 8 header bytes at `at` (zeros when the file is shorter).
+fn file_stamp(path: &Path, at: u64) -> Option<FileStamp> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = fs::File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    let mut header = [0u8; 8];
+    if meta.len() >= at + 8 {
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut header).ok()?;
+    }
+    Some((meta.len(), meta.modified().ok()?, header))
+}

@@ -18,7 +18,7 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 
 use crate::error::InputError;
-use crate::files::write_atomically;
+use crate::files::{sidecar, write_atomically, Stamp};
 
 /// The sqlgate version that writes entries, part of every key and header.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -33,7 +33,7 @@ pub struct Store {
     max_bytes: u64,
     /// Content hashes of the files read this run (databases), each computed once. Read by
     /// every case of a rerun: a lookup takes the lock shared and allocates nothing.
-    file_hashes: RwLock<HashMap<PathBuf, Arc<OnceLock<Option<String>>>>>,
+    file_hashes: RwLock<HashMap<PathBuf, Arc<OnceLock<Option<Hashed>>>>>,
     /// The first entry that could not be written, and how many could not.
     write_failures: Mutex<(usize, Option<String>)>,
     /// Entries not kept because they were too large for the bound.
@@ -108,8 +108,19 @@ impl Store {
     }
 
     /// The SHA-256 of a file's content and of its `-wal` file when there is one (a database
-    /// in WAL mode keeps recent commits there), computed once per run; `None` when unreadable.
+    /// in WAL mode keeps recent commits there), computed once per run; `None` when unreadable
+    /// or written to while it was read.
     pub fn file_hash(&self, path: &Path) -> Option<String> {
+        self.hashed(path, |hashed| hashed.hex.clone())
+    }
+
+    /// The file's [`Stamp`] while [`Store::file_hash`] read it: whoever reads the file later
+    /// and finds another stamp reads other content than the hash names.
+    pub fn file_stamp(&self, path: &Path) -> Option<Stamp> {
+        self.hashed(path, |hashed| hashed.stamp)
+    }
+
+    fn hashed<T>(&self, path: &Path, read: impl FnOnce(&Hashed) -> T) -> Option<T> {
         let known = self
             .file_hashes
             .read()
@@ -120,19 +131,7 @@ impl Store {
             let mut hashes = self.file_hashes.write().unwrap_or_else(|p| p.into_inner());
             Arc::clone(hashes.entry(path.to_path_buf()).or_default())
         });
-        cell.get_or_init(|| {
-            let mut hasher = Hasher::new();
-            hasher.field(hash_file(path).ok()?);
-            let mut wal = path.as_os_str().to_owned();
-            wal.push("-wal");
-            match hash_file(Path::new(&wal)) {
-                Ok(wal) => hasher.field([1]).field(wal),
-                Err(error) if error.kind() == io::ErrorKind::NotFound => hasher.field([0]),
-                Err(_) => return None,
-            };
-            Some(hasher.hex())
-        })
-        .clone()
+        cell.get_or_init(|| Hashed::of(path)).as_ref().map(read)
     }
 
     /// How many entries were read from the cache so far.
@@ -218,6 +217,30 @@ fn collect_entries(dir: &Path, out: &mut Vec<(PathBuf, u64, SystemTime)>) -> io:
         }
     }
     Ok(())
+}
+
+/// A file's content hash and its stamp while it was hashed.
+struct Hashed {
+    hex: String,
+    stamp: Stamp,
+}
+
+impl Hashed {
+    /// `None` when the file cannot be read, or changes while it is read.
+    fn of(path: &Path) -> Option<Hashed> {
+        let stamp = Stamp::of(path);
+        let mut hasher = Hasher::new();
+        hasher.field(hash_file(path).ok()?);
+        match hash_file(&sidecar(path, "-wal")) {
+            Ok(wal) => hasher.field([1]).field(wal),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => hasher.field([0]),
+            Err(_) => return None,
+        };
+        (Stamp::of(path) == stamp).then(|| Hashed {
+            hex: hasher.hex(),
+            stamp,
+        })
+    }
 }
 
 fn hash_file(path: &Path) -> io::Result<[u8; 32]> {

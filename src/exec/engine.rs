@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::SystemTime;
 
 use super::postgres::Server;
 use super::result_cache::ResultCache;
-use super::sandbox::{sidecar, Limits, Sandbox, Source};
+use super::sandbox::{Limits, Sandbox, Source};
 use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
+use crate::files::Stamp;
 
 /// Executions by (database, SQL); each computed once, by the first thread to ask.
 type Executions = Mutex<HashMap<(PathBuf, String), Arc<SharedExecution>>>;
@@ -219,7 +219,14 @@ impl Engine {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .entry(db.to_path_buf())
-            .or_insert_with(|| Stamp::of(db));
+            // With a cache, the stamp its content hash was read at: results read from other
+            // content than the hash names fail as changed, and are kept nowhere.
+            .or_insert_with(|| {
+                self.disk
+                    .as_ref()
+                    .and_then(|disk| disk.stamp(db))
+                    .unwrap_or_else(|| Stamp::of(db))
+            });
         let mut execution = with_sandbox(db, source, first, |sandbox| match sandbox {
             Ok(sandbox) => sandbox.execute(sql, &self.limits),
             Err(error) => Execution {
@@ -284,37 +291,12 @@ impl QueryRunner for Engine {
 
 fn changed(db: &Path) -> ExecError {
     ExecError {
-        kind: ExecErrorKind::Runtime,
+        kind: ExecErrorKind::Changed,
         message: format!(
             "database {} changed during the run (another process writes to it); score a copy \
              or stop the writer",
             db.display()
         ),
-    }
-}
-
-/// What a commit changes in a database or its `-wal` file: size, modification time, and the
-/// header's change counter (database) or salts (WAL, new at each restart). The modification
-/// time alone is too coarse: two commits within a clock tick share it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    db: Option<FileStamp>,
-    wal: Option<FileStamp>,
-}
-
-type FileStamp = (u64, SystemTime, [u8; 8]);
-
-/// Where the change counter (and page count) sit in a database header.
-const DB_COUNTER_AT: u64 = 24;
-/// Where the two salts sit in a WAL header.
-const WAL_SALTS_AT: u64 = 16;
-
-impl Stamp {
-    fn of(db: &Path) -> Stamp {
-        Stamp {
-            db: file_stamp(db, DB_COUNTER_AT),
-            wal: file_stamp(&sidecar(db, "-wal"), WAL_SALTS_AT),
-        }
     }
 }
 
@@ -328,19 +310,6 @@ struct OpenSandbox {
 thread_local! {
     static SANDBOXES: RefCell<HashMap<(PathBuf, Source), OpenSandbox>> =
         RefCell::new(HashMap::new());
-}
-
-/// Size, modification time and the 8 header bytes at `at` (zeros when the file is shorter).
-fn file_stamp(path: &Path, at: u64) -> Option<FileStamp> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path).ok()?;
-    let meta = file.metadata().ok()?;
-    let mut header = [0u8; 8];
-    if meta.len() >= at + 8 {
-        file.seek(SeekFrom::Start(at)).ok()?;
-        file.read_exact(&mut header).ok()?;
-    }
-    Some((meta.len(), meta.modified().ok()?, header))
 }
 
 fn with_sandbox<T>(
@@ -458,7 +427,7 @@ mod tests {
             .execute(Path::new("atis"), "SELECT 1")
             .result
             .unwrap_err();
-        assert_eq!(error.kind, ExecErrorKind::Runtime);
+        assert_eq!(error.kind, ExecErrorKind::Unavailable);
         assert!(
             error
                 .message

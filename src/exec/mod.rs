@@ -23,6 +23,46 @@ pub trait QueryRunner: Sync {
     fn pred(&self, db: &Path, sql: &str) -> Execution;
 }
 
+/// Runs queries through another runner and notes whether every outcome it handed out was
+/// lasting ([`Execution::is_lasting`]): a case scored through it may be kept for another run
+/// only then.
+pub struct Witness<'a> {
+    runner: &'a dyn QueryRunner,
+    momentary: std::sync::atomic::AtomicBool,
+}
+
+impl<'a> Witness<'a> {
+    pub fn new(runner: &'a dyn QueryRunner) -> Witness<'a> {
+        Witness {
+            runner,
+            momentary: Default::default(),
+        }
+    }
+
+    /// Whether every execution handed out so far was lasting.
+    pub fn all_lasting(&self) -> bool {
+        !self.momentary.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn saw(&self, execution: Execution) -> Execution {
+        if !execution.is_lasting() {
+            self.momentary
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        execution
+    }
+}
+
+impl QueryRunner for Witness<'_> {
+    fn gold(&self, db: &Path, sql: &str) -> Execution {
+        self.saw(self.runner.gold(db, sql))
+    }
+
+    fn pred(&self, db: &Path, sql: &str) -> Execution {
+        self.saw(self.runner.pred(db, sql))
+    }
+}
+
 /// The rows a query returned, with the column names of its cursor description.
 #[derive(Debug, Clone, Default)]
 pub struct ResultSet {
@@ -49,6 +89,28 @@ pub enum ExecErrorKind {
     TooLarge,
     /// The sandbox refused the statement (a write, ATTACH, a side-effecting PRAGMA...).
     Denied,
+    /// The process-wide memory bound was hit: by this query, or by others running beside it.
+    OutOfMemory,
+    /// The database changed while the run read it (another process writes to it).
+    Changed,
+    /// The database could not be read at that moment: an I/O error, a lock held by a writer,
+    /// a server connection that failed, an interrupt that was not the time bound.
+    Unavailable,
+}
+
+impl ExecErrorKind {
+    /// Whether the outcome says something about the run's circumstances (the machine's load,
+    /// other queries, other processes) rather than about the database's content, the SQL and
+    /// the limits alone. Such an outcome is shown and counted, never kept for another run.
+    pub fn depends_on_run(self) -> bool {
+        matches!(
+            self,
+            ExecErrorKind::Timeout
+                | ExecErrorKind::OutOfMemory
+                | ExecErrorKind::Changed
+                | ExecErrorKind::Unavailable
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,4 +124,12 @@ pub struct ExecError {
 pub struct Execution {
     pub result: Result<Arc<ResultSet>, ExecError>,
     pub elapsed: Duration,
+}
+
+impl Execution {
+    /// Whether another run on the same database content, SQL and limits would give the same
+    /// outcome (see [`ExecErrorKind::depends_on_run`]).
+    pub fn is_lasting(&self) -> bool {
+        !matches!(&self.result, Err(error) if error.kind.depends_on_run())
+    }
 }

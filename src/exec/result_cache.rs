@@ -4,8 +4,9 @@
 //!
 //! The key is everything an execution depends on: the database file's content (a changed
 //! database is a new key), the SQL, the limits and the sqlgate version (part of every
-//! [`Store`] key). The value is the decoded result or the error. A timeout is not kept: it says
-//! how loaded the machine was, not what the query returns.
+//! [`Store`] key). The value is the decoded result or the error. An outcome of the moment (a
+//! timeout, out of memory, a database changing or unreadable) is not kept: it says how the run
+//! went, not what the query returns.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::sandbox::Limits;
 use super::{ExecError, ExecErrorKind, Execution, ResultSet, Value};
+use crate::files::Stamp;
 use crate::store::Store;
 
 /// The entry kind (subfolder) of query results.
@@ -38,9 +40,17 @@ impl ResultCache {
         Some(stored.into_execution())
     }
 
-    /// Keeps an execution whose outcome does not depend on the machine's load.
+    /// The database's stamp when the cache hashed its content: a result read at another
+    /// stamp is not a result of the content the key names.
+    pub fn stamp(&self, db: &Path) -> Option<Stamp> {
+        self.store.file_stamp(db)
+    }
+
+    /// Keeps an execution whose outcome is a function of the key alone (not a timeout, an
+    /// out-of-memory error or another of [`ExecErrorKind::depends_on_run`]). The caller
+    /// checks that the database had the hashed stamp throughout.
     pub fn put(&self, db: &Path, sql: &str, limits: &Limits, execution: &Execution) {
-        if matches!(&execution.result, Err(e) if e.kind == ExecErrorKind::Timeout) {
+        if !execution.is_lasting() {
             return;
         }
         let Some(key) = self.key(db, sql, limits) else {

@@ -28,9 +28,10 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::{watchdog, ExecError, ExecErrorKind, Execution, ResultSet, Value};
+use crate::files::sidecar;
 
 /// Bounds on one query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Limits {
     /// Wall-time bound; `None` lets a query run to completion (the test-suite reference).
     pub timeout: Option<Duration>,
@@ -108,8 +109,14 @@ impl Sandbox {
         HEAP_LIMIT.call_once(|| unsafe {
             rusqlite::ffi::sqlite3_hard_heap_limit64(SQLITE_HEAP_LIMIT);
         });
+        // A file that is not a database is a fact of its content; any other failure to open
+        // (missing, unreadable, out of file handles) is of the moment.
         let open_error = |e: rusqlite::Error| ExecError {
-            kind: ExecErrorKind::Runtime,
+            kind: if code(&e) == Some(ErrorCode::NotADatabase) {
+                ExecErrorKind::Runtime
+            } else {
+                ExecErrorKind::Unavailable
+            },
             message: format!("cannot open database {}: {e}", path.display()),
         };
         if !path.is_file() {
@@ -140,7 +147,7 @@ impl Sandbox {
             .map_err(|e| match e.sqlite_error() {
                 Some(error) if error.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK => {
                     ExecError {
-                        kind: ExecErrorKind::Runtime,
+                        kind: ExecErrorKind::Unavailable,
                         message: format!(
                             "cannot open database {}: {} is a hot journal left by a writer \
                              that stopped mid-transaction, so the file holds uncommitted \
@@ -259,7 +266,7 @@ impl Sandbox {
             RunError::Prepare(e) | RunError::Runtime(e)
                 if code(&e) == Some(ErrorCode::OutOfMemory) =>
             {
-                (ExecErrorKind::TooLarge, format!("out of memory: {e}"))
+                (ExecErrorKind::OutOfMemory, format!("out of memory: {e}"))
             }
             RunError::Prepare(e) | RunError::Runtime(e)
                 if code(&e) == Some(ErrorCode::OperationInterrupted)
@@ -269,6 +276,9 @@ impl Sandbox {
                     ExecErrorKind::Timeout,
                     "query exceeded its time bound".to_string(),
                 )
+            }
+            RunError::Prepare(e) | RunError::Runtime(e) if code(&e).is_some_and(momentary) => {
+                (ExecErrorKind::Unavailable, e.to_string())
             }
             RunError::Prepare(e) => (ExecErrorKind::Prepare, e.to_string()),
             RunError::Runtime(e) => (ExecErrorKind::Runtime, e.to_string()),
@@ -286,6 +296,20 @@ enum RunError {
 
 fn code(error: &rusqlite::Error) -> Option<ErrorCode> {
     error.sqlite_error_code()
+}
+
+/// Errors of the moment, not of the database's content or the SQL: an interrupt that was not
+/// the time bound, I/O, a lock held by a writer, no file handle to spare.
+fn momentary(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::OperationInterrupted
+            | ErrorCode::SystemIoFailure
+            | ErrorCode::DatabaseBusy
+            | ErrorCode::DatabaseLocked
+            | ErrorCode::CannotOpen
+            | ErrorCode::FileLockingProtocolFailed
+    )
 }
 
 /// The memory a result of `rows` rows of `width` cells takes, besides the cells' heap bytes
@@ -349,13 +373,6 @@ fn open_uri(path: &Path) -> Result<String, String> {
         "?mode=ro"
     });
     Ok(uri)
-}
-
-/// `<db>-wal` or `<db>-journal`, beside the database.
-pub fn sidecar(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
 }
 
 /// Converts a cell, dropping invalid UTF-8 bytes (Python's `errors="ignore"`), and returns the

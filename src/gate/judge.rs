@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::bench::{Answer, Prediction};
 use crate::config::{Metric, Threshold};
-use crate::exec::Engine;
+use crate::exec::QueryRunner;
 use crate::metrics::ex::Verdict;
 use crate::metrics::reliability::{self, Region};
 use crate::scoring::{self, CaseScore, FamilySummary, FineScores, Response};
@@ -51,7 +51,7 @@ pub fn evaluate_case(
     suite: &SuitePlan,
     case_index: usize,
     answered: &Answered,
-    engine: &Engine,
+    runner: &dyn QueryRunner,
 ) -> CaseRun {
     let start = Instant::now();
     let reply = &answered.reply;
@@ -68,12 +68,12 @@ pub fn evaluate_case(
                 retrieved: reply.retrieved.clone(),
             };
             let response = Response::Answer(&prediction);
-            scoring::score_case(&suite.scoring, case, databases, response, engine)
+            scoring::score_case(&suite.scoring, case, databases, response, runner)
         }
         Err(error) => {
             let message = error.to_string();
             let response = Response::SystemError(&message);
-            scoring::score_case(&suite.scoring, case, databases, response, engine)
+            scoring::score_case(&suite.scoring, case, databases, response, runner)
         }
     };
     let fine = suite.regime().map(|regime| {

@@ -4,8 +4,10 @@
 //! executing anything.
 //!
 //! Only outcomes that do not depend on the moment are kept: an answer the system gave (not a
-//! missing one), no timeout, no gold failure, no metric that could not be computed. A suite
-//! scored with an embeddings server never reuses (the server's answers may change).
+//! missing one), no gold failure, no metric that could not be computed, and every execution
+//! the case read lasting (no timeout, no out-of-memory error, no database that changed or
+//! could not be read: [`crate::exec::ExecErrorKind::depends_on_run`]). A suite scored with an
+//! embeddings server never reuses (the server's answers may change).
 //!
 //! A suite's verdicts are one cache entry, its *index* (a line per case: the inputs' hash and
 //! the record), read once when the run starts and written once when it ends: a rerun of a large
@@ -20,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::exec::Engine;
+use crate::exec::{Engine, Witness};
 use crate::metrics::ex::Verdict;
 use crate::store::{Hasher, Store};
 use crate::system::answer::Answered;
@@ -91,8 +93,10 @@ impl<'a> Reuse<'a> {
                 return run;
             }
         }
-        let run = judge::evaluate_case(self.suite, case_index, answered, engine);
-        let kept = inputs.filter(|_| lasting(&run)).map(|inputs| Kept {
+        let witness = Witness::new(engine);
+        let run = judge::evaluate_case(self.suite, case_index, answered, &witness);
+        let kept = inputs.filter(|_| witness.all_lasting() && lasting(&run));
+        let kept = kept.map(|inputs| Kept {
             inputs,
             record: CaseRecord::of(&run),
         });
@@ -186,9 +190,8 @@ impl<'a> Reuse<'a> {
         for file in std::iter::once(&databases.main).chain(&databases.evaluated) {
             hasher.field(self.store.file_hash(file)?);
         }
-        hasher
-            .optional(reply.sql.as_deref())
-            .field([u8::from(reply.cleaned), u8::from(reply.truncated)]);
+        // The whole reply as scored: every field a metric reads.
+        hasher.field(serde_json::to_vec(reply).ok()?);
         Some(hasher.hex())
     }
 }
@@ -209,7 +212,8 @@ fn index_key(store: &Store, suite: &SuitePlan) -> String {
     store.hasher(KIND).field(&suite.name).hex()
 }
 
-/// The suite's settings that change a case's score: mode and its options, metrics, limits.
+/// The suite's settings that change a case's score, hashed: the scoring configuration as it
+/// serializes (mode and its options, metrics), the limits and, with ESM, `tables.json`.
 fn settings(store: &Store, suite: &SuitePlan) -> Option<String> {
     let scoring = &suite.scoring;
     // An embeddings server's answers and a database server's data can change unseen.
@@ -218,22 +222,8 @@ fn settings(store: &Store, suite: &SuitePlan) -> Option<String> {
     }
     let mut hasher = Hasher::new();
     hasher
-        .field(format!(
-            "{}|{:?}|{:?}|{}|{}|{:?}",
-            scoring.mode.name(),
-            scoring.mode_options,
-            scoring.regimes,
-            scoring.sqlmorph_compat,
-            scoring.pc_max_pairs,
-            suite.limits
-        ))
-        .field([
-            u8::from(scoring.esm.is_some()),
-            u8::from(scoring.etm.is_some()),
-            // A verdict kept without the family metrics' facts cannot serve a suite with families.
-            u8::from(scoring.robustness),
-        ]);
-    // ESM reads the foreign keys of `tables.json`.
+        .field(serde_json::to_vec(scoring).ok()?)
+        .field(serde_json::to_vec(&suite.limits).ok()?);
     if scoring.esm.is_some() {
         hasher.field(store.file_hash(suite.bench.tables.as_deref()?)?);
     }
@@ -248,4 +238,111 @@ fn lasting(run: &CaseRun) -> bool {
         Verdict::PredTimeout | Verdict::GoldTimeout | Verdict::GoldError | Verdict::SystemError
     );
     !transient && run.system_error.is_none() && score.metric_errors().next().is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::{Duration, SystemTime};
+
+    use super::Reuse;
+    use crate::config::Config;
+    use crate::exec::result_cache::ResultCache;
+    use crate::gate::plan::SuitePlan;
+    use crate::metrics::ex::Verdict;
+    use crate::store::Store;
+    use crate::system::answer::Answered;
+    use crate::system::Reply;
+
+    /// A suite of two cases sharing one gold query on a database `shop`.
+    fn suite(dir: &Path) -> SuitePlan {
+        let db = dir.join("db").join("shop.sqlite");
+        std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .execute_batch("CREATE TABLE items(price INTEGER); INSERT INTO items VALUES (5), (7);")
+            .unwrap();
+        let gold = "SELECT max(price) FROM items";
+        std::fs::write(
+            dir.join("cases.jsonl"),
+            format!(
+                "{{\"id\": \"a\", \"db\": \"shop\", \"question\": \"max?\", \"gold\": \"{gold}\"}}\n\
+                 {{\"id\": \"b\", \"db\": \"shop\", \"question\": \"top?\", \"gold\": \"{gold}\"}}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("suite.toml"),
+            "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("sqlgate.toml"),
+            "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"s\"\ntype = \"command\"\ncommand = [\"true\"]\n",
+        )
+        .unwrap();
+        let config = Config::load(&dir.join("sqlgate.toml")).unwrap();
+        let profile = config.profile("default").unwrap();
+        crate::gate::setup::suites(&config, &profile)
+            .unwrap()
+            .remove(0)
+    }
+
+    fn answer(sql: &str) -> Answered {
+        Answered {
+            reply: Ok(Reply::sql(sql)),
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// One run over `cases`: `between` runs after the first case. Returns each case's verdict
+    /// and how many were reused.
+    fn run(
+        dir: &Path,
+        suite: &SuitePlan,
+        cases: &[(usize, &str)],
+        between: impl Fn(),
+    ) -> (Vec<Verdict>, usize) {
+        let store = Arc::new(Store::open(&dir.join("cache"), 1 << 30, "test"));
+        let engine = suite
+            .engine()
+            .with_cache(Some(ResultCache::new(Arc::clone(&store))));
+        let reuse = Reuse::new(&store, suite);
+        let mut verdicts = Vec::new();
+        for (step, &(case, sql)) in cases.iter().enumerate() {
+            if step == 1 {
+                between();
+            }
+            verdicts.push(reuse.evaluate(case, &answer(sql), &engine).score.verdict);
+        }
+        let reused = reuse.reused();
+        reuse.finish();
+        (verdicts, reused)
+    }
+
+    #[test]
+    fn a_failure_caused_by_a_database_changing_mid_run_is_never_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let db = dir.path().join("db").join("shop.sqlite");
+        let cases = [(0, "SELECT 7"), (1, "SELECT max(price) FROM items WHERE 1")];
+        // The database is touched (its content unchanged) after the first case: the second
+        // case's prediction reads a database that is not the one first read.
+        let touch = || {
+            let file = std::fs::File::options().write(true).open(&db).unwrap();
+            file.set_modified(SystemTime::now() + Duration::from_secs(5))
+                .unwrap();
+        };
+        let (verdicts, reused) = run(dir.path(), &suite, &cases, touch);
+        assert_eq!(verdicts, [Verdict::Correct, Verdict::PredError]);
+        assert_eq!(reused, 0);
+        // The next run, on the same content: the correct verdict is reused, the failure of the
+        // moment is evaluated again (and is correct).
+        let (verdicts, reused) = run(dir.path(), &suite, &cases, || {});
+        assert_eq!(verdicts, [Verdict::Correct, Verdict::Correct]);
+        assert_eq!(reused, 1);
+        let (_, reused) = run(dir.path(), &suite, &cases, || {});
+        assert_eq!(reused, 2);
+    }
 }

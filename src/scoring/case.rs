@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::{robustness, CaseDatabases, CaseScore, ComputedMetric, FineScores, Scoring};
 use crate::bench::{Answer, Case, Prediction};
-use crate::exec::Engine;
+use crate::exec::QueryRunner;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Outcome, Verdict};
 use crate::metrics::sqlmorph;
 use crate::spider::Hardness;
@@ -28,14 +28,14 @@ pub fn score_all(
     cases: &[Case],
     databases: &[CaseDatabases],
     predictions: &[Prediction],
-    engine: &Engine,
+    runner: &dyn QueryRunner,
 ) -> Vec<CaseScore> {
     cases
         .par_iter()
         .zip(databases.par_iter())
         .zip(predictions.par_iter())
         .map(|((case, files), prediction)| {
-            score_case(scoring, case, files, Response::Answer(prediction), engine)
+            score_case(scoring, case, files, Response::Answer(prediction), runner)
         })
         .collect()
 }
@@ -47,11 +47,11 @@ pub fn score_case(
     case: &Case,
     databases: &CaseDatabases,
     response: Response<'_>,
-    engine: &Engine,
+    runner: &dyn QueryRunner,
 ) -> CaseScore {
-    let mut score = execution(scoring, case, databases, response, engine);
+    let mut score = execution(scoring, case, databases, response, runner);
     if case.feasible {
-        add_fine_scores(scoring, case, databases, &mut score, engine);
+        add_fine_scores(scoring, case, databases, &mut score, runner);
         add_structural(scoring, case, databases, &mut score);
         if scoring.robustness {
             let (samples, retrieved) = match response {
@@ -66,7 +66,7 @@ pub fn score_case(
                 &databases.main,
                 case,
                 (score.sql.as_deref(), samples, retrieved),
-                engine,
+                runner,
             ));
         }
     }
@@ -91,7 +91,7 @@ fn execution(
     case: &Case,
     databases: &CaseDatabases,
     response: Response<'_>,
-    engine: &Engine,
+    runner: &dyn QueryRunner,
 ) -> CaseScore {
     let (sql, cleaned) = match response {
         Response::Answer(prediction) => match &prediction.answer {
@@ -110,7 +110,7 @@ fn execution(
             &scoring.mode_options,
             &case_input(case, databases),
             sql,
-            engine,
+            runner,
         ),
         (_, None, _) => unscored(Verdict::Abstained),
         // Answering an infeasible question is judged by reliability metrics, not by EX.
@@ -158,7 +158,7 @@ fn add_fine_scores(
     case: &Case,
     databases: &CaseDatabases,
     score: &mut CaseScore,
-    engine: &Engine,
+    runner: &dyn QueryRunner,
 ) {
     if scoring.regimes.is_empty() {
         return;
@@ -181,7 +181,7 @@ fn add_fine_scores(
         sql,
         &scoring.regimes,
         &options,
-        engine,
+        runner,
     ) {
         Ok(scores) => {
             let truncated: Vec<&str> = scores

@@ -34,7 +34,9 @@ pub use robustness::{Robustness, SchemaCache};
 pub use summary::{summarize, HardnessMeans, Summary, Tally};
 
 /// How cases are scored: built by `sqlgate score` from its flags and by the gate from a
-/// `[[suite]]`.
+/// `[[suite]]`. Its serialization is everything in it that changes a score (verdict reuse keys
+/// on it), so a field added here is in the key unless it is marked as a cache.
+#[derive(Serialize)]
 pub struct Scoring {
     pub mode: Mode,
     pub mode_options: ModeOptions,
@@ -43,8 +45,11 @@ pub struct Scoring {
     /// Fine-grained metrics as the SQLMorph reference implementation computes them.
     pub sqlmorph_compat: bool,
     /// Embeds column descriptors for SC matching; `None`: the offline n-gram embedder.
+    #[serde(serialize_with = "embedder_model")]
     pub embedder: Option<Arc<dyn Embedder + Send>>,
-    /// Spider exact set match, when asked for.
+    /// Spider exact set match, when asked for. Its foreign keys come from `tables.json`, whose
+    /// content the reuse key holds.
+    #[serde(serialize_with = "is_some")]
     pub esm: Option<Arc<esm::Evaluator>>,
     /// Enhanced Tree Matching, when asked for.
     pub etm: Option<Arc<etm::Evaluator>>,
@@ -55,7 +60,19 @@ pub struct Scoring {
     /// benchmark holds generated families.
     pub robustness: bool,
     /// Each database's tables and columns, read once, for the schema error rate.
+    #[serde(skip)]
     pub schemas: SchemaCache,
+}
+
+fn embedder_model<S: serde::Serializer>(
+    embedder: &Option<Arc<dyn Embedder + Send>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(embedder.iter().map(|e| e.model_id()))
+}
+
+fn is_some<T, S: serde::Serializer>(value: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bool(value.is_some())
 }
 
 impl Scoring {

@@ -13,7 +13,7 @@ use sqlparser::parser::Parser;
 use super::Scoring;
 use crate::bench::Case;
 use crate::exec::schema::Schema;
-use crate::exec::Engine;
+use crate::exec::QueryRunner;
 use crate::metrics::ex::{self, CaseInput};
 use crate::metrics::retrieval::{self, Retrieval};
 use crate::metrics::robustness::{self, QueryShape, SchemaErrors};
@@ -44,7 +44,7 @@ pub(super) fn collect(
     main_db: &Path,
     case: &Case,
     answer: (Option<&str>, &[String], &[String]),
-    engine: &Engine,
+    runner: &dyn QueryRunner,
 ) -> Robustness {
     let (sql, samples, retrieved) = answer;
     let gold = case.gold.first().map(String::as_str).unwrap_or_default();
@@ -61,7 +61,7 @@ pub(super) fn collect(
         let correct = samples
             .iter()
             .filter(|sample| {
-                ex::evaluate(scoring.mode, &scoring.mode_options, input, sample, engine).score
+                ex::evaluate(scoring.mode, &scoring.mode_options, input, sample, runner).score
                     == 1.0
             })
             .count();

@@ -192,7 +192,7 @@ impl Server {
             .with_client(db, |client| run(client, sql, limits, deadline))
             .unwrap_or_else(|message| {
                 Err(ExecError {
-                    kind: ExecErrorKind::Runtime,
+                    kind: ExecErrorKind::Unavailable,
                     message,
                 })
             });
@@ -368,13 +368,31 @@ fn classify(step: Step) -> ExecError {
         Step::Prepare(e) | Step::Run(e) if is_denial(e.code()) => {
             (ExecErrorKind::Denied, error_text(&e))
         }
-        Step::Prepare(e) | Step::Run(e) if e.code().is_some_and(|c| c.code().starts_with("53")) => {
+        // Class 08: the connection failed; class 53: the server ran out of a resource, which
+        // says how loaded it was, except for a configured bound (53400, `temp_file_limit`).
+        Step::Prepare(e) | Step::Run(e) if e.is_closed() || sqlstate_class(&e) == Some("08") => {
+            (ExecErrorKind::Unavailable, error_text(&e))
+        }
+        Step::Prepare(e) | Step::Run(e) if e.code() == Some(&SqlState::OUT_OF_MEMORY) => {
+            (ExecErrorKind::OutOfMemory, error_text(&e))
+        }
+        Step::Prepare(e) | Step::Run(e)
+            if e.code() == Some(&SqlState::CONFIGURATION_LIMIT_EXCEEDED) =>
+        {
             (ExecErrorKind::TooLarge, error_text(&e))
+        }
+        Step::Prepare(e) | Step::Run(e) if sqlstate_class(&e) == Some("53") => {
+            (ExecErrorKind::Unavailable, error_text(&e))
         }
         Step::Prepare(e) => (ExecErrorKind::Prepare, error_text(&e)),
         Step::Run(e) => (ExecErrorKind::Runtime, error_text(&e)),
     };
     ExecError { kind, message }
+}
+
+/// The first two characters of the error's SQLSTATE, its class.
+fn sqlstate_class(error: &postgres::Error) -> Option<&str> {
+    error.code().map(|code| &code.code()[..2])
 }
 
 /// A write in the read-only transaction, or something the role may not do.

@@ -135,9 +135,13 @@ pub struct EtmError {
 
 /// Scores pairs. Each database's schema facts are read once; queries are planned on the
 /// engine's per-thread sandboxed connections.
+#[derive(serde::Serialize)]
 pub struct Evaluator {
     compat: bool,
+    /// Reads schemas; caches what it read.
+    #[serde(skip)]
     engine: Engine,
+    #[serde(skip)]
     facts: Mutex<HashMap<PathBuf, Arc<Facts>>>,
 }
 

@@ -54,7 +54,7 @@ impl Mode {
 }
 
 /// Options that change a mode's behaviour; defaults reproduce the reference.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ModeOptions {
     /// `testsuite --keep_distinct`.
     pub keep_distinct: bool,
