@@ -219,6 +219,12 @@ fn collect_entries(dir: &Path, out: &mut Vec<(PathBuf, u64, SystemTime)>) -> io:
     Ok(())
 }
 
+/// The SHA-256 of a database file's content and of its `-wal` file, as [`Store::file_hash`]
+/// computes it, without a store; `None` when unreadable or written to while read.
+pub fn database_hash(path: &Path) -> Option<String> {
+    Hashed::of(path).map(|hashed| hashed.hex)
+}
+
 /// A file's content hash and its stamp while it was hashed.
 struct Hashed {
     hex: String,

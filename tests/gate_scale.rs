@@ -278,73 +278,155 @@ command = ["python3", "-c", "import sys; sys.stdin.read(); print('{\"sql\": \"SE
     );
 }
 
-#[test]
-fn a_changed_database_invalidates_its_cases_verdicts_and_gold_results() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db").join("shop.sqlite");
-    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch("CREATE TABLE items(price INTEGER); INSERT INTO items VALUES (5), (7);")
-        .unwrap();
-    drop(conn);
-    std::fs::write(
-        dir.path().join("cases.jsonl"),
-        "{\"id\": \"a\", \"db\": \"shop\", \"question\": \"max?\", \"gold\": \"SELECT max(price) FROM items\"}\n\
-         {\"id\": \"b\", \"db\": \"shop\", \"question\": \"n?\", \"gold\": \"SELECT count(*) FROM items\"}\n",
-    )
-    .unwrap();
-    // `a` is right only while 7 is the largest price.
-    std::fs::write(
-        dir.path().join("predictions.jsonl"),
-        "{\"id\": \"a\", \"sql\": \"SELECT 7\"}\n{\"id\": \"b\", \"sql\": \"SELECT 2\"}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("suite.toml"),
-        "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("sqlgate.toml"),
-        "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"s\"\ntype = \"replay\"\npredictions = \"predictions.jsonl\"\n",
-    )
-    .unwrap();
-    let run = || {
+/// A suite of its own in a temporary folder: a database `shop` that tests may edit, cases
+/// `a` and `b`, and a replayed predictions file.
+struct Shop {
+    dir: tempfile::TempDir,
+}
+
+impl Shop {
+    fn new() -> Shop {
+        let dir = tempfile::tempdir().unwrap();
+        let shop = Shop { dir };
+        std::fs::create_dir_all(shop.path("db")).unwrap();
+        shop.sql("CREATE TABLE items(price INTEGER); INSERT INTO items VALUES (5), (7);");
+        shop.write(
+            "cases.jsonl",
+            "{\"id\": \"a\", \"db\": \"shop\", \"question\": \"max?\", \"gold\": \"SELECT max(price) FROM items\"}\n\
+             {\"id\": \"b\", \"db\": \"shop\", \"question\": \"n?\", \"gold\": \"SELECT count(*) FROM items\"}\n",
+        );
+        // `a` is right only while 7 is the largest price.
+        shop.write(
+            "predictions.jsonl",
+            "{\"id\": \"a\", \"sql\": \"SELECT 7\"}\n{\"id\": \"b\", \"sql\": \"SELECT 2\"}\n",
+        );
+        shop.write(
+            "suite.toml",
+            "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
+        );
+        shop.write(
+            "sqlgate.toml",
+            "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"s\"\ntype = \"replay\"\npredictions = \"predictions.jsonl\"\n",
+        );
+        shop
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn write(&self, name: &str, content: &str) {
+        std::fs::write(self.path(name), content).unwrap();
+    }
+
+    /// Runs SQL on the shop's database (a change to its content).
+    fn sql(&self, sql: &str) {
+        let conn = rusqlite::Connection::open(self.path("db/shop.sqlite")).unwrap();
+        conn.execute_batch(sql).unwrap();
+    }
+
+    /// `sqlgate ARGS` under CI; its exit code and output.
+    fn sqlgate(&self, args: &[&str]) -> (Option<i32>, String) {
         let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
-            .args(["test", "--junit", "junit.xml"])
-            .current_dir(dir.path())
+            .args(args)
+            .current_dir(self.dir.path())
             .env("CI", "true")
             .env_remove("GITHUB_ACTIONS")
             .env_remove("GITHUB_STEP_SUMMARY")
             .output()
             .unwrap();
         (output.status.code(), text(&output))
-    };
+    }
+}
+
+#[test]
+fn a_changed_database_invalidates_its_cases_verdicts_and_gold_results() {
+    let shop = Shop::new();
+    let run = || shop.sqlgate(&["test", "--junit", "junit.xml"]);
     assert_eq!(run().0, Some(0));
     let (code, again) = run();
     assert_eq!(code, Some(0));
     assert!(again.contains("reused 2 of 2 case verdicts"), "{again}");
     assert!(again.contains("0 executed"), "{again}");
 
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch("INSERT INTO items VALUES (9);").unwrap();
-    drop(conn);
+    shop.sql("INSERT INTO items VALUES (9);");
     let (code, changed) = run();
     assert!(changed.contains("reused 0 of 2 case verdicts"), "{changed}");
     assert!(changed.contains("0 results from the cache"), "{changed}");
     assert_eq!(code, Some(100), "{changed}");
-    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    let junit = std::fs::read_to_string(shop.path("junit.xml")).unwrap();
     assert!(junit.contains("<failure"), "{junit}");
 
     // A case added before the others does not move their verdicts out of reach.
-    let cases = std::fs::read_to_string(dir.path().join("cases.jsonl")).unwrap();
-    std::fs::write(
-        dir.path().join("cases.jsonl"),
-        "{\"id\": \"c\", \"db\": \"shop\", \"question\": \"min?\", \"gold\": \"SELECT min(price) FROM items\"}\n"
+    let cases = std::fs::read_to_string(shop.path("cases.jsonl")).unwrap();
+    shop.write(
+        "cases.jsonl",
+        &("{\"id\": \"c\", \"db\": \"shop\", \"question\": \"min?\", \"gold\": \"SELECT min(price) FROM items\"}\n"
             .to_string()
-            + &cases,
-    )
-    .unwrap();
+            + &cases),
+    );
     let (_, added) = run();
     assert!(added.contains("reused 2 of 3 case verdicts"), "{added}");
+}
+
+#[test]
+fn merge_refuses_shards_that_read_different_contents_of_a_database() {
+    let shop = Shop::new();
+    let shard = |k: usize| {
+        let (partition, record) = (format!("count:{k}/2"), format!("shard-{k}.json"));
+        let (code, output) =
+            shop.sqlgate(&["test", "--partition", &partition, "--record-out", &record]);
+        assert_ne!(code, Some(2), "{output}");
+    };
+    shard(1);
+    // A row edited between the shards: shard 2 reads another database than shard 1 did.
+    shop.sql("UPDATE items SET price = 9 WHERE price = 5;");
+    shard(2);
+    let (code, output) = shop.sqlgate(&["merge", "shard-1.json", "shard-2.json"]);
+    assert_eq!(code, Some(2), "{output}");
+    assert!(
+        output.contains("shard-2.json")
+            && output
+                .contains("database db/shop.sqlite differs between this shard and shard-1.json"),
+        "{output}"
+    );
+
+    // Both shards on one state (where `a` is wrong), then the database changed before the
+    // merge.
+    shard(1);
+    let (code, output) = shop.sqlgate(&["merge", "shard-1.json", "shard-2.json"]);
+    assert_eq!(code, Some(100), "{output}");
+    shop.sql("UPDATE items SET price = 7 WHERE price = 9;");
+    let (code, output) = shop.sqlgate(&["merge", "shard-1.json", "shard-2.json"]);
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("is not as this shard read it"), "{output}");
+}
+
+#[test]
+fn merge_refuses_a_record_whose_fields_contradict_each_other() {
+    let shop = Shop::new();
+    for k in 1..=2 {
+        let (partition, record) = (format!("count:{k}/2"), format!("shard-{k}.json"));
+        shop.sqlgate(&["test", "--partition", &partition, "--record-out", &record]);
+    }
+    let (code, output) = shop.sqlgate(&["merge", "shard-1.json", "shard-2.json"]);
+    assert_eq!(code, Some(0), "{output}");
+    // An edit calls case `b` (shard 2, correct) incorrect, leaving its ex = 1.
+    let path = shop.path("shard-2.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let case = &mut record["suites"][0]["cases"][0];
+    assert_eq!(
+        (&case["verdict"], &case["ex"]),
+        (&"correct".into(), &1.0.into())
+    );
+    case["verdict"] = "incorrect".into();
+    std::fs::write(&path, record.to_string()).unwrap();
+    let (code, output) = shop.sqlgate(&["merge", "shard-1.json", "shard-2.json"]);
+    assert_eq!(code, Some(2), "{output}");
+    assert!(
+        output.contains("shard-2.json")
+            && output.contains("verdict `incorrect` contradicts ex = 1"),
+        "{output}"
+    );
 }

@@ -110,6 +110,9 @@ impl CaseRecord {
             .get(case_index)
             .filter(|case| suite.case_test_name(case) == self.test)
             .ok_or_else(|| format!("case `{}` is not case {case_index} of the plan", self.test))?;
+        if let Some(contradiction) = self.contradiction() {
+            return Err(format!("case `{}`: {contradiction}", self.test));
+        }
         let score = CaseScore {
             id: case.id.clone(),
             db: case.db.clone(),
@@ -160,6 +163,47 @@ impl CaseRecord {
     }
 }
 
+impl CaseRecord {
+    /// Fields that no evaluation sets together: a record holding them was edited or corrupted,
+    /// and which of them to believe cannot be told.
+    fn contradiction(&self) -> Option<String> {
+        let unit = |value: f64| (0.0..=1.0).contains(&value);
+        if self.ex != 0.0 && self.ex != 1.0 {
+            return Some(format!("ex = {} is neither 0 nor 1", self.ex));
+        }
+        if (self.verdict == Verdict::Correct) != (self.ex == 1.0) {
+            return Some(format!(
+                "verdict `{}` contradicts ex = {}",
+                self.verdict.as_str(),
+                self.ex
+            ));
+        }
+        if self.system_error.is_some() != (self.verdict == Verdict::SystemError) {
+            return Some(format!(
+                "verdict `{}` contradicts its system error ({})",
+                self.verdict.as_str(),
+                self.system_error.map_or("none", |kind| kind.as_str())
+            ));
+        }
+        if self.sql.is_some() && matches!(self.verdict, Verdict::Abstained | Verdict::SystemError) {
+            return Some(format!(
+                "verdict `{}` comes with predicted SQL",
+                self.verdict.as_str()
+            ));
+        }
+        if self.esm.into_iter().chain(self.etm).any(|value| value > 1) {
+            return Some("esm and etm are 0 or 1".to_string());
+        }
+        if !self.seconds.is_finite() || self.seconds < 0.0 {
+            return Some(format!("seconds = {} is not a duration", self.seconds));
+        }
+        self.fine
+            .iter()
+            .find(|(_, s)| !(unit(s.exp) && unit(s.exr) && unit(s.f1)))
+            .map(|(regime, _)| format!("{regime}: EXP, EXR and F1 lie in [0, 1]"))
+    }
+}
+
 /// Diagnostic codes are static names; one read back is interned (there are a handful).
 fn interned(code: &str) -> &'static str {
     static CODES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
@@ -190,6 +234,9 @@ pub struct RunInputs {
     pub fingerprints: Vec<String>,
     /// Every case of every suite: names, gold, tags, questions.
     pub plan: String,
+    /// The content hash of each SQLite database the suites read, by path (relative to the
+    /// configuration's folder).
+    pub databases: BTreeMap<String, String>,
 }
 
 /// A run's (or a shard's) record: `sqlgate test --record-out FILE`.
@@ -255,6 +302,7 @@ pub fn merge(
             "merge needs at least one run record",
         ));
     };
+    check_databases(shards, expected, config)?;
     for (path, shard) in shards {
         if let Some(field) = differing_input(&shard.inputs, expected) {
             let whose = if path == first_path {
@@ -361,6 +409,52 @@ fn runnable_cases(suite: &SuitePlan) -> impl Iterator<Item = usize> + '_ {
         .map(|(index, _)| index)
         .collect();
     (0..suite.bench.cases.len()).filter(move |case| !ignored.contains(case))
+}
+
+/// Every shard read each database at the same content, the content it has now: verdicts
+/// computed on two states of a database are not one run.
+fn check_databases(
+    shards: &[(PathBuf, RunRecord)],
+    now: &RunInputs,
+    config: &Path,
+) -> Result<(), InputError> {
+    let (first_path, first) = &shards[0];
+    for (path, shard) in &shards[1..] {
+        let differing = shard.inputs.databases.iter().find(|(db, hash)| {
+            first
+                .inputs
+                .databases
+                .get(*db)
+                .is_some_and(|other| other != *hash)
+        });
+        if let Some((db, _)) = differing {
+            return Err(InputError::file(
+                path,
+                format!(
+                    "database {db} differs between this shard and {}: the shards ran on \
+                     different contents of it; run every shard on one state of the database",
+                    first_path.display()
+                ),
+            ));
+        }
+    }
+    for (path, shard) in shards {
+        let changed = now
+            .databases
+            .iter()
+            .find(|(db, hash)| shard.inputs.databases.get(*db) != Some(*hash));
+        if let Some((db, _)) = changed {
+            return Err(InputError::file(
+                path,
+                format!(
+                    "database {db} (a database of {}) is not as this shard read it: it changed \
+                     since, or the shard did not read it; run the shards again",
+                    config.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn differing_input(a: &RunInputs, b: &RunInputs) -> Option<&'static str> {

@@ -296,6 +296,40 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_field_of_the_reply_is_part_of_the_reuse_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let evaluate = |reply: Reply| {
+            let store = Arc::new(Store::open(&dir.path().join("cache"), 1 << 30, "test"));
+            let reuse = Reuse::new(&store, &suite);
+            let answered = Answered {
+                reply: Ok(reply),
+                elapsed: Duration::ZERO,
+            };
+            reuse.evaluate(0, &answered, &suite.engine());
+            let reused = reuse.reused();
+            reuse.finish();
+            reused
+        };
+        let sql = "SELECT 7";
+        let mut retrieved = Reply::sql(sql);
+        retrieved.retrieved = vec!["items".into()];
+        assert_eq!(evaluate(retrieved.clone()), 0);
+        assert_eq!(evaluate(retrieved.clone()), 1);
+        // Each of these changes what a metric may read: none takes the verdict kept above.
+        let mut other_retrieval = retrieved.clone();
+        other_retrieval.retrieved = vec!["nothing_here".into()];
+        let mut sampled = retrieved.clone();
+        sampled.samples = vec!["SELECT 5".into()];
+        let mut truncated = retrieved.clone();
+        truncated.truncated = true;
+        for changed in [other_retrieval, sampled, truncated] {
+            assert_eq!(evaluate(changed.clone()), 0, "{changed:?}");
+            assert_eq!(evaluate(retrieved.clone()), 0, "{changed:?}");
+        }
+    }
+
     /// One run over `cases`: `between` runs after the first case. Returns each case's verdict
     /// and how many were reused.
     fn run(

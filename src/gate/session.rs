@@ -2,7 +2,7 @@
 //! Both front ends run on it: `sqlgate test` runs everything at once, the libtest-mimic harness
 //! runs one test per call (so `--exact NAME` evaluates just that case).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -196,6 +196,7 @@ impl Session {
             }
         }
         Ok(RunInputs {
+            databases: self.database_hashes()?,
             sqlgate: crate::store::VERSION.to_string(),
             config: Hasher::new().field(config).hex(),
             profile: self.profile_name.clone(),
@@ -203,6 +204,39 @@ impl Session {
             fingerprints: self.systems.iter().map(|s| s.fingerprint()).collect(),
             plan: plan.hex(),
         })
+    }
+
+    /// The content hash of every SQLite database the suites read, by its path relative to the
+    /// configuration's folder: the hash the run's cache read it at, when the run has a cache.
+    /// A server's data has no such hash.
+    fn database_hashes(&self) -> Result<BTreeMap<String, String>, InputError> {
+        let files: BTreeSet<&Path> = self
+            .suites
+            .iter()
+            .filter(|suite| !suite.backend.on_server())
+            .flat_map(|suite| &suite.databases)
+            .flat_map(|databases| std::iter::once(&databases.main).chain(&databases.evaluated))
+            .map(PathBuf::as_path)
+            .collect();
+        let folder = self.config.path.parent().unwrap_or(Path::new(""));
+        files
+            .into_par_iter()
+            .map(|file| {
+                let hash = match &self.store {
+                    Some(store) => store.file_hash(file),
+                    None => crate::store::database_hash(file),
+                };
+                let hash = hash.ok_or_else(|| {
+                    InputError::file(file, "cannot read the database to fingerprint it")
+                })?;
+                let name = pathdiff::diff_paths(file, folder).unwrap_or_else(|| file.into());
+                let name: PathBuf = name
+                    .components()
+                    .filter(|part| *part != std::path::Component::CurDir)
+                    .collect();
+                Ok((name.display().to_string(), hash))
+            })
+            .collect()
     }
 
     /// The run's evaluated cases per suite, with their test verdicts and answers' cassette
