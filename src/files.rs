@@ -113,14 +113,23 @@ mod tests {
         let link = dir.path().join("junit.xml");
         symlink("reports/junit.xml", &link).unwrap();
         write_atomically(&link, b"new").unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read_to_string(&target).unwrap(), "new");
         // A dangling link: its target is created.
         let dangling = dir.path().join("dangling.xml");
         symlink(dir.path().join("absent.xml"), &dangling).unwrap();
         write_atomically(&dangling, b"made").unwrap();
-        assert!(fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
-        assert_eq!(fs::read_to_string(dir.path().join("absent.xml")).unwrap(), "made");
+        assert!(fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            fs::read_to_string(dir.path().join("absent.xml")).unwrap(),
+            "made"
+        );
         let names: Vec<String> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -154,15 +163,24 @@ mod tests {
         let null = dir.path().join("null");
         symlink("/dev/null", &null).unwrap();
         write_atomically(&null, b"discarded").unwrap();
-        assert!(fs::symlink_metadata(&null).unwrap().file_type().is_symlink());
-        assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+        assert!(fs::symlink_metadata(&null)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
         // /dev/full refuses every write with ENOSPC: reported, naming the path written.
         let full = dir.path().join("full");
         symlink("/dev/full", &full).unwrap();
         let error = write_atomically(&full, b"lost").unwrap_err();
         assert_eq!(error.file, full);
         assert!(error.message.contains("cannot write"), "{error}");
-        assert!(fs::symlink_metadata(&full).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(&full)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }

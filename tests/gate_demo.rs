@@ -219,7 +219,11 @@ fn junit_to_standard_output_is_written_in_place() {
     std::os::unix::fs::symlink("/dev/stdout", gate.path("stdout.xml")).unwrap();
     let output = gate.sqlgate(&["--junit", "stdout.xml"]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
-    assert!(stdout(&output).contains("<testsuites"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("<testsuites"),
+        "{}",
+        stdout(&output)
+    );
     assert!(gate.path("stdout.xml").is_symlink());
 
     std::os::unix::fs::symlink("/dev/full", gate.path("full.xml")).unwrap();

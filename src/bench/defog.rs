@@ -100,11 +100,10 @@ fn read_rows(path: &Path, text: &str) -> Result<Vec<Row>, InputError> {
         let name = name.trim();
         // Which of two `query` columns holds the gold would be a guess.
         if headers.insert(name.to_string(), index).is_some() && !name.is_empty() {
-            return Err(InputError::file(
-                path,
-                format!("the header names column `{name}` twice"),
-            )
-            .at_line(1));
+            return Err(
+                InputError::file(path, format!("the header names column `{name}` twice"))
+                    .at_line(1),
+            );
         }
     }
     let missing: Vec<&str> = REQUIRED_COLUMNS
