@@ -57,9 +57,10 @@ pub fn is_temporary(file_name: &str) -> bool {
 /// A device, FIFO or other special file takes the bytes as they come (there is nothing to
 /// replace atomically); a short write such as `/dev/full`'s is an error.
 fn write_in_place(path: &Path, content: &[u8]) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new().write(true).open(path)?;
-    file.write_all(content)?;
-    file.flush()
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .write_all(content)
 }
 
 /// The file a write to `path` lands in: `path` itself, or the end of its chain of symbolic

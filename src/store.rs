@@ -238,10 +238,11 @@ fn collect_files(dir: &Path, out: &mut Vec<CacheFile>) -> io::Result<()> {
         let entry = entry?;
         let meta = entry.metadata()?;
         let name = entry.file_name();
-        let temporary = crate::files::is_temporary(&name.to_string_lossy());
+        let name = name.to_string_lossy();
+        let temporary = crate::files::is_temporary(&name);
         if meta.is_dir() {
             collect_files(&entry.path(), out)?;
-        } else if temporary || !name.to_string_lossy().starts_with('.') {
+        } else if temporary || !name.starts_with('.') {
             out.push(CacheFile {
                 path: entry.path(),
                 size: meta.len(),

@@ -101,8 +101,8 @@ impl SystemConfig {
             .map_err(|e: toml::de::Error| {
                 let message = e.message().trim().to_string();
                 // The key an error message names (`unknown field `x``).
-                let key = message.split('`').nth(1).unwrap_or_default();
-                self.error_at_key(key, message.clone())
+                let key = message.split('`').nth(1).unwrap_or_default().to_string();
+                self.error_at_key(&key, message)
             })
     }
 
