@@ -3,36 +3,143 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::InputError;
 
+/// Distinguishes the temporary files of concurrent writes within one process.
+static WRITE_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
 /// Writes a file so readers see the old content or the new, never a part: a temporary file in
 /// the same folder, synced, then renamed over `path`. Creates the parent folder.
+///
+/// Only a regular file (or an absent path) is replaced. A symbolic link is followed and its
+/// target replaced, so the link stays. One of this process's descriptors (`/dev/stdout`,
+/// `/proc/self/fd/N`, often a shell's `> out.txt`) is written through the descriptor, after
+/// what was written there. Anything else (a FIFO, `/dev/null`) is written in place: renaming
+/// over it would replace the device node or pipe itself.
 pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), InputError> {
     let fail = |error: io::Error| InputError::file(path, format!("cannot write: {error}"));
-    let file_name = path
+    let target = match destination(path).map_err(fail)? {
+        Destination::File(target) => target,
+        Destination::Descriptor(fd) => return write_to_descriptor(fd, content).map_err(fail),
+        Destination::InPlace => return write_in_place(path, content).map_err(fail),
+    };
+    let file_name = target
         .file_name()
         .ok_or_else(|| InputError::file(path, "not a file path"))?;
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(parent) = parent {
         fs::create_dir_all(parent).map_err(fail)?;
     }
-    let temp = path.with_file_name(format!(
-        ".{}.{}.tmp",
+    let temp = target.with_file_name(format!(
+        ".{}.{}-{}.tmp",
         file_name.to_string_lossy(),
-        std::process::id()
+        std::process::id(),
+        WRITE_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let written = fs::File::create(&temp).and_then(|mut file| {
         file.write_all(content)?;
         file.sync_all()
     });
-    match written.and_then(|()| fs::rename(&temp, path)) {
+    match written.and_then(|()| fs::rename(&temp, &target)) {
         Ok(()) => Ok(()),
         Err(error) => {
             let _ = fs::remove_file(&temp);
             Err(fail(error))
         }
     }
+}
+
+/// True for the name of a temporary file of [`write_atomically`] (`.<name>.<pid>-<n>.tmp`): a
+/// write in progress, or one a killed run left behind.
+pub fn is_temporary(file_name: &str) -> bool {
+    file_name.starts_with('.') && file_name.ends_with(".tmp")
+}
+
+/// Where a write to a path lands.
+enum Destination {
+    /// A regular file or an absent path (the end of the path's symbolic links): replaced.
+    File(PathBuf),
+    /// One of this process's open descriptors.
+    Descriptor(i32),
+    /// A device, FIFO or other special file.
+    InPlace,
+}
+
+/// Follows `path`'s chain of symbolic links (each relative to the link's own folder) to where
+/// a write lands; links in `/dev` and `/proc` name devices and descriptors, not files.
+fn destination(path: &Path) -> io::Result<Destination> {
+    // Linux's limit on links followed in one path lookup (MAXSYMLINKS).
+    const MAX_LINKS: usize = 40;
+    let mut target = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        if let Some(fd) = descriptor(&target) {
+            return Ok(Destination::Descriptor(fd));
+        }
+        let meta = fs::symlink_metadata(&target);
+        if target.starts_with("/dev") || target.starts_with("/proc") {
+            return Ok(Destination::InPlace);
+        }
+        match meta {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = fs::read_link(&target)?;
+                target = target.parent().unwrap_or(Path::new("")).join(link);
+            }
+            Ok(meta) if !meta.is_file() => return Ok(Destination::InPlace),
+            _ => return Ok(Destination::File(target)),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// The descriptor of this process a path names: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
+/// `/proc/self/fd/N`, `/proc/<this pid>/fd/N`.
+fn descriptor(path: &Path) -> Option<i32> {
+    let path = path.to_str()?;
+    match path {
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => {}
+    }
+    let pid = std::process::id().to_string();
+    let number = path.strip_prefix("/dev/fd/").or_else(|| {
+        let rest = path.strip_prefix("/proc/")?;
+        let (owner, number) = rest.split_once("/fd/")?;
+        (owner == "self" || owner == pid).then_some(number)
+    })?;
+    number.parse().ok()
+}
+
+/// Writes through a duplicate of descriptor `fd`, which shares its offset: the bytes land
+/// after what this process wrote there (its standard streams are flushed first).
+#[cfg(unix)]
+fn write_to_descriptor(fd: i32, content: &[u8]) -> io::Result<()> {
+    use std::os::fd::FromRawFd;
+    io::stdout().flush()?;
+    io::stderr().flush()?;
+    // SAFETY: dup(2) takes any integer; a valid result is a new descriptor this File owns.
+    let duplicate = unsafe { libc::dup(fd) };
+    if duplicate < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `duplicate` is open and owned by nothing else.
+    let mut file = unsafe { fs::File::from_raw_fd(duplicate) };
+    file.write_all(content)
+}
+
+#[cfg(not(unix))]
+fn write_to_descriptor(_fd: i32, _content: &[u8]) -> io::Result<()> {
+    Err(io::Error::other("descriptors are written only on Unix"))
+}
+
+/// A device, FIFO or other special file takes the bytes as they come (there is nothing to
+/// replace atomically); a short write such as `/dev/full`'s is an error.
+fn write_in_place(path: &Path, content: &[u8]) -> io::Result<()> {
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .write_all(content)
 }
 
 /// A database's file in a database folder: `<db_dir>/<db>.sqlite` (flat), else
@@ -98,4 +205,114 @@ fn file_stamp(path: &Path, at: u64) -> Option<FileStamp> {
         file.read_exact(&mut header).ok()?;
     }
     Some((meta.len(), meta.modified().ok()?, header))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::Read;
+    use std::os::unix::fs::{symlink, FileTypeExt, OpenOptionsExt};
+
+    use super::*;
+
+    #[test]
+    fn a_link_to_a_regular_file_keeps_the_link_and_replaces_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("reports").join("junit.xml");
+        fs::create_dir(target.parent().unwrap()).unwrap();
+        fs::write(&target, "old").unwrap();
+        let link = dir.path().join("junit.xml");
+        symlink("reports/junit.xml", &link).unwrap();
+        write_atomically(&link, b"new").unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+        // A dangling link: its target is created.
+        let dangling = dir.path().join("dangling.xml");
+        symlink(dir.path().join("absent.xml"), &dangling).unwrap();
+        write_atomically(&dangling, b"made").unwrap();
+        assert!(fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            fs::read_to_string(dir.path().join("absent.xml")).unwrap(),
+            "made"
+        );
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| is_temporary(n)), "{names:?}");
+    }
+
+    #[test]
+    fn a_link_to_an_open_descriptor_appends_to_its_file_without_replacing_it() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        // `--junit /dev/stdout > out.txt`: the descriptor's file keeps what was written before
+        // and is the same file after.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.txt");
+        let mut stdout = fs::File::create(&out).unwrap();
+        stdout.write_all(b"summary\n").unwrap();
+        let inode = fs::metadata(&out).unwrap().ino();
+        let link = dir.path().join("junit.xml");
+        symlink(format!("/proc/self/fd/{}", stdout.as_raw_fd()), &link).unwrap();
+        write_atomically(&link, b"<testsuites/>").unwrap();
+        stdout.write_all(b"\nmore\n").unwrap();
+        assert_eq!(fs::metadata(&out).unwrap().ino(), inode);
+        assert_eq!(
+            fs::read_to_string(&out).unwrap(),
+            "summary\n<testsuites/>\nmore\n"
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("junit.fifo");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo has no other preconditions.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        // Opened first and without blocking, so the write finds a reader and nothing waits.
+        let mut reader = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        write_atomically(&fifo, b"<testsuites/>").unwrap();
+        let mut received = Vec::new();
+        reader.read_to_end(&mut received).unwrap();
+        assert_eq!(received, b"<testsuites/>");
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+
+    #[test]
+    fn a_link_to_a_device_writes_the_device_and_reports_its_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let null = dir.path().join("null");
+        symlink("/dev/null", &null).unwrap();
+        write_atomically(&null, b"discarded").unwrap();
+        assert!(fs::symlink_metadata(&null)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        // /dev/full refuses every write with ENOSPC: reported, naming the path written.
+        let full = dir.path().join("full");
+        symlink("/dev/full", &full).unwrap();
+        let error = write_atomically(&full, b"lost").unwrap_err();
+        assert_eq!(error.file, full);
+        assert!(error.message.contains("cannot write"), "{error}");
+        assert!(fs::symlink_metadata(&full)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
 }

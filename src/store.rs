@@ -5,7 +5,8 @@
 //! another version (or one that cannot be read) is a miss, never an error. The folder is bounded:
 //! [`Store::evict`] removes the least recently used entries (a hit refreshes an entry's
 //! modification time) until the total fits. Entries are written atomically, so runs sharing a
-//! folder never read half an entry.
+//! folder never read half an entry; the temporary files of writes count towards the bound, and
+//! eviction removes those that killed runs left (an hour old).
 
 use std::collections::HashMap;
 use std::fs;
@@ -164,26 +165,38 @@ impl Store {
         notes
     }
 
-    /// Removes the least recently used entries until the folder holds at most its bound.
-    /// Returns how many were removed. Only a store that was written to can have grown: one that
+    /// Removes the temporary files that killed runs left, then the least recently used entries
+    /// until the folder holds at most its bound (writes in progress count, but stay). Returns
+    /// how many files were removed. Only a store that was written to can have grown: one that
     /// was only read skips listing the folder.
     pub fn evict(&self) -> Result<usize, InputError> {
         if self.writes.load(Ordering::Relaxed) == 0 {
             return Ok(0);
         }
-        let mut entries = Vec::new();
-        collect_entries(&self.dir, &mut entries)
+        let mut files = Vec::new();
+        collect_files(&self.dir, &mut files)
             .map_err(|e| InputError::file(&self.dir, format!("cannot list the cache: {e}")))?;
-        let mut total: u64 = entries.iter().map(|(_, size, _)| size).sum();
-        entries.sort_by_key(|(_, _, modified)| *modified);
+        let mut total: u64 = files.iter().map(|file| file.size).sum();
+        let now = SystemTime::now();
+        let (temporary, mut entries): (Vec<CacheFile>, Vec<CacheFile>) =
+            files.into_iter().partition(|file| file.temporary);
         let mut removed = 0;
-        for (path, size, _) in entries {
+        for file in temporary {
+            let age = now.duration_since(file.modified).unwrap_or_default();
+            if age > ABANDONED_AFTER {
+                let _ = fs::remove_file(&file.path);
+                total -= file.size;
+                removed += 1;
+            }
+        }
+        entries.sort_by_key(|file| file.modified);
+        for file in entries {
             if total <= self.max_bytes {
                 break;
             }
             // Another run may have removed it already; its bytes are gone either way.
-            let _ = fs::remove_file(&path);
-            total -= size;
+            let _ = fs::remove_file(&file.path);
+            total -= file.size;
             removed += 1;
         }
         Ok(removed)
@@ -199,9 +212,22 @@ impl Store {
     }
 }
 
-/// Every entry file under `dir` with its size and modification time (a missing folder is empty;
-/// temporary files of writes in progress are left alone).
-fn collect_entries(dir: &Path, out: &mut Vec<(PathBuf, u64, SystemTime)>) -> io::Result<()> {
+/// A temporary file this old was left by a writer that is gone (a run killed mid-write): writing
+/// an entry takes milliseconds. Its age decides, not its writer's pid: runs sharing the folder
+/// may be on other machines or in other containers (a CI cache restored elsewhere, a network
+/// folder), where the pid names another process or none, and pids are reused.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+
+/// A file of the cache folder: an entry, or a temporary file of a write.
+struct CacheFile {
+    path: PathBuf,
+    size: u64,
+    modified: SystemTime,
+    temporary: bool,
+}
+
+/// Every file under `dir` that a store writes (a missing folder is empty).
+fn collect_files(dir: &Path, out: &mut Vec<CacheFile>) -> io::Result<()> {
     let listing = match fs::read_dir(dir) {
         Ok(listing) => listing,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -210,10 +236,18 @@ fn collect_entries(dir: &Path, out: &mut Vec<(PathBuf, u64, SystemTime)>) -> io:
     for entry in listing {
         let entry = entry?;
         let meta = entry.metadata()?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let temporary = crate::files::is_temporary(&name);
         if meta.is_dir() {
-            collect_entries(&entry.path(), out)?;
-        } else if !entry.file_name().to_string_lossy().starts_with('.') {
-            out.push((entry.path(), meta.len(), meta.modified()?));
+            collect_files(&entry.path(), out)?;
+        } else if temporary || !name.starts_with('.') {
+            out.push(CacheFile {
+                path: entry.path(),
+                size: meta.len(),
+                modified: meta.modified()?,
+                temporary,
+            });
         }
     }
     Ok(())
@@ -249,7 +283,8 @@ impl Hashed {
     }
 }
 
-fn hash_file(path: &Path) -> io::Result<[u8; 32]> {
+/// The SHA-256 of a file's content.
+pub(crate) fn hash_file(path: &Path) -> io::Result<[u8; 32]> {
     let mut file = fs::File::open(path)?;
     let mut hasher = Sha256::new();
     io::copy(&mut file, &mut hasher)?;
@@ -332,6 +367,38 @@ mod tests {
         assert!(keys[2..]
             .iter()
             .all(|key| store.get("results", key).is_some()));
+    }
+
+    #[test]
+    fn eviction_counts_temporary_files_and_removes_abandoned_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        // 13 entries of 116 bytes (1508) fit in 1600 bytes.
+        let store = Store::open(dir.path(), 1600, "1");
+        let keys: Vec<String> = (0..13).map(|i| format!("k{i:02}")).collect();
+        for key in &keys {
+            store.put("results", key, &[b'x'; 100]);
+        }
+        // Beside them, a write in progress and one that a run killed two hours ago left.
+        let folder = dir.path().join("results").join("k0");
+        let in_progress = folder.join(".k99.4242-0.tmp");
+        std::fs::write(&in_progress, [b'x'; 200]).unwrap();
+        let abandoned = folder.join(".k98.4243-0.tmp");
+        std::fs::write(&abandoned, [b'x'; 200]).unwrap();
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::options()
+            .write(true)
+            .open(&abandoned)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+        // The abandoned file goes; the one in progress stays, and its 200 bytes push one entry out.
+        assert_eq!(store.evict().unwrap(), 2);
+        assert!(!abandoned.exists() && in_progress.exists());
+        let kept = keys
+            .iter()
+            .filter(|key| store.get("results", key).is_some())
+            .count();
+        assert_eq!(kept, 12);
     }
 
     #[test]

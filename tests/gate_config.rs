@@ -90,12 +90,12 @@ fn an_unknown_key_of_a_system_type() {
 }
 
 #[test]
-fn an_unknown_system_type() {
+fn an_unknown_system_type_is_located_at_its_value() {
     let config = format!(
         "{}\n[[system]]\nname = \"s\"\ntype = \"grpc\"\n",
         demo_suite()
     );
-    assert_located(&config, 4, 1, "grpc");
+    assert_located(&config, 6, 8, "unknown variant `grpc`");
 }
 
 #[test]
@@ -103,18 +103,34 @@ fn broken_toml_syntax() {
     assert_located("[[suite]\nbenchmark = 1\n", 1, 9, "expected `]`");
 }
 
+/// A replay system of the demo's sample predictions: five lines, the first blank.
+fn replay_system() -> String {
+    format!(
+        "\n[[system]]\nname = \"s\"\ntype = \"replay\"\npredictions = \"{}\"\n",
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("benchmarks/demo/predictions/sample.jsonl")
+            .display()
+    )
+}
+
+/// The demo suite and a replay system (lines 1 to 7), then `rest` from line 8 on.
+fn demo_gate(rest: &str) -> String {
+    format!("{}{}{rest}", demo_suite(), replay_system())
+}
+
 #[test]
 fn a_case_setting_for_no_test_and_no_suite_at_all() {
-    let config = format!(
-        "{}\n[[system]]\nname = \"s\"\ntype = \"replay\"\npredictions = \"{}\"\n\n[cases.\"demo::bookshop::q99\"]\nmust_pass = true\n",
-        demo_suite(),
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/predictions/sample.jsonl").display()
+    assert_located(
+        &demo_gate("\n[cases.\"demo::bookshop::q99\"]\nmust_pass = true\n"),
+        9,
+        8,
+        "[cases.\"demo::bookshop::q99\"] names no test",
     );
-    let (output, stderr) = run_config(&config);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr.contains("demo::bookshop::q99") && stderr.contains("names no test"),
-        "{stderr}"
+    assert_located(
+        &demo_gate("\n[cases]\n\"demo::bookshop::q01\" = {}\n\"demo::bookshop::q99\" = {}\n"),
+        11,
+        1,
+        "names no test",
     );
     let (output, stderr) = run_config("snapshots = \"s\"\n");
     assert_eq!(output.status.code(), Some(2));
@@ -229,5 +245,70 @@ fn family_gates_are_checked_at_their_keys() {
         6,
         17,
         "no [[suite]] has in `families`",
+    );
+}
+
+#[test]
+fn a_negative_penalty_is_located_in_any_profile() {
+    // `ci` is not the profile that runs: its penalty is checked all the same.
+    assert_located(
+        &demo_gate("\n[profile.ci]\npenalty = -5\n"),
+        10,
+        11,
+        "[profile.ci] penalty must be a non-negative number, got -5",
+    );
+    assert_located(
+        &demo_gate("\n[profile.ci]\npenalty = \"high\"\n"),
+        10,
+        11,
+        "invalid type: string \"high\"",
+    );
+}
+
+#[test]
+fn a_suite_timeout_out_of_range_is_located_at_its_value() {
+    assert_located(
+        &format!("{}timeout = 0\n{}", demo_suite(), replay_system()),
+        3,
+        11,
+        "[[suite]] timeout must be a number of seconds in (0, 86400], not 0",
+    );
+}
+
+#[test]
+fn a_threshold_out_of_range_is_located_at_its_key() {
+    assert_located(
+        &format!("{}gate = {{ ex = \">= 1.5\" }}\n", demo_suite()),
+        3,
+        10,
+        "gate `ex`: threshold \">= 1.5\" is out of range: `ex` is between 0 and 1",
+    );
+    assert_located(&demo_gate("\n[gate]\nex = 2\n"), 10, 1, "out of range");
+    // In a profile that does not run, and overriding a good top-level threshold.
+    assert_located(
+        &demo_gate("\n[gate]\nex = 0.5\n\n[profile.ci]\ngate = { ex = \"<= -1\" }\n"),
+        13,
+        10,
+        "out of range",
+    );
+}
+
+#[test]
+fn a_problem_of_a_whole_suite_is_located_at_its_header() {
+    assert_located(
+        &demo_gate(&format!("\n{}", demo_suite())),
+        9,
+        1,
+        "two suites are named `demo`",
+    );
+}
+
+#[test]
+fn a_bad_system_setting_is_located_at_its_key() {
+    assert_located(
+        &demo_gate("throttle = { concurrency = 0 }\n"),
+        8,
+        1,
+        "[[system]] `s`: throttle: `concurrency` must be at least 1",
     );
 }

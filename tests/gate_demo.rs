@@ -209,6 +209,31 @@ fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
     assert!(stdout(&rerun).contains("demo::bookshop::q02 (known failure)"));
 }
 
+/// `--junit /dev/stdout`, reached through a link in the gate's folder so that no test can
+/// replace a real device: the report goes down the pipe and the link stays; a device that
+/// refuses the write (`/dev/full`) is an input error naming the path.
+#[cfg(unix)]
+#[test]
+fn junit_to_standard_output_is_written_in_place() {
+    let gate = Gate::new();
+    std::os::unix::fs::symlink("/dev/stdout", gate.path("stdout.xml")).unwrap();
+    let output = gate.sqlgate(&["--junit", "stdout.xml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("<testsuites"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(gate.path("stdout.xml").is_symlink());
+
+    std::os::unix::fs::symlink("/dev/full", gate.path("full.xml")).unwrap();
+    let output = gate.sqlgate(&["--junit", "full.xml"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("full.xml: cannot write"), "{stderr}");
+    assert!(gate.path("full.xml").is_symlink());
+}
+
 #[test]
 fn fail_fast_is_an_explicit_choice_that_says_what_it_left_out() {
     let gate = Gate::new();

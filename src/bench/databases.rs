@@ -162,22 +162,21 @@ fn scripts_hash(scripts: &[BuildScript], contents: &[String]) -> String {
 
 /// Builds `target`, a copy of `original` changed by the SQL `script` (a TQA clone renamed by its
 /// `ALTER TABLE` statements), unless its stamp shows the same original and script built it.
-/// Like [`build_if_stale`], the copy is changed in a temporary file renamed into place on
-/// success.
+/// The original counts by its path and content: an edit that keeps its size and modification
+/// time still rebuilds. Like [`build_if_stale`], the copy is changed in a temporary file renamed
+/// into place on success.
 pub fn build_clone_if_stale(
     original: &Path,
     script: &Path,
     target: &Path,
 ) -> Result<(), InputError> {
     let text = super::read_text(script)?;
-    let meta = std::fs::metadata(original)
+    let content = crate::store::hash_file(original)
         .map_err(|e| InputError::file(original, format!("cannot read the database: {e}")))?;
-    let modified = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    let origin = format!("{}:{}:{modified}", original.display(), meta.len());
+    let origin = crate::store::Hasher::new()
+        .field(original.as_os_str().as_encoded_bytes())
+        .field(content)
+        .hex();
     let build = DatabaseBuild {
         name: target
             .file_stem()

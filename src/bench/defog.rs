@@ -90,13 +90,22 @@ struct Row {
 fn read_rows(path: &Path, text: &str) -> Result<Vec<Row>, InputError> {
     check_quotes(path, text)?;
     let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
-    let headers = reader
+    let mut headers = HashMap::new();
+    for (index, name) in reader
         .headers()
         .map_err(|e| csv_error(path, &e))?
         .iter()
         .enumerate()
-        .map(|(index, name)| (name.trim().to_string(), index))
-        .collect::<HashMap<_, _>>();
+    {
+        let name = name.trim();
+        // Which of two `query` columns holds the gold would be a guess.
+        if headers.insert(name.to_string(), index).is_some() && !name.is_empty() {
+            return Err(
+                InputError::file(path, format!("the header names column `{name}` twice"))
+                    .at_line(1),
+            );
+        }
+    }
     let missing: Vec<&str> = REQUIRED_COLUMNS
         .into_iter()
         .filter(|column| !headers.contains_key(*column))

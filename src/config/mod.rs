@@ -35,16 +35,17 @@ pub struct Config {
     /// Folder of accepted snapshots and prediction cassettes (default `snapshots`).
     #[serde(default = "default_snapshots")]
     pub snapshots: PathBuf,
+    /// Each `[[suite]]` keeps its place in the file for errors found after parsing.
     #[serde(default, rename = "suite")]
-    pub suites: Vec<SuiteConfig>,
+    pub suites: Vec<toml::Spanned<SuiteConfig>>,
     #[serde(default, rename = "system")]
-    pub systems: Vec<toml::Spanned<toml::Table>>,
+    pub systems: Vec<toml::Spanned<system::SystemEntry>>,
     /// Suite thresholds for every suite, by metric: `ex = ">= 0.62"`.
     #[serde(default)]
     pub gate: Gates,
-    /// Per-test settings, keyed by test name.
+    /// Per-test settings, keyed by test name (with its place in the file).
     #[serde(default)]
-    pub cases: BTreeMap<String, CaseConfig>,
+    pub cases: BTreeMap<toml::Spanned<String>, CaseConfig>,
     #[serde(default)]
     pub profile: BTreeMap<String, ProfileConfig>,
     /// Where the configuration was read from; paths inside are relative to its folder.
@@ -85,10 +86,11 @@ impl Config {
                 "no [[suite]]: the configuration gates nothing",
             ));
         }
+        config.check_values()?;
         config.check_profile_families()?;
         let mut names = std::collections::HashSet::new();
-        for (index, system) in config.systems.iter().enumerate() {
-            let system = SystemConfig::parse(&config, system).map_err(|e| e.at_record(index))?;
+        for system in &config.systems {
+            let system = SystemConfig::parse(&config, system)?;
             // The name picks the system and its cassette file.
             if !is_plain_name(&system.name) {
                 return Err(system.error("the name must be a plain file name"));
@@ -100,6 +102,33 @@ impl Config {
         Ok(config)
     }
 
+    /// Values that no run could use, each an error at its key: a threshold out of its metric's
+    /// range (in every gate table, whichever profile runs), a negative penalty.
+    fn check_values(&self) -> Result<(), InputError> {
+        let gate_tables = std::iter::once(&self.gate)
+            .chain(self.suites.iter().map(|suite| &suite.get_ref().gate))
+            .chain(self.profile.values().map(|profile| &profile.gate));
+        for (metric, threshold) in gate_tables.flatten() {
+            threshold
+                .check_reachable(*metric.get_ref())
+                .map_err(|problem| {
+                    self.error_at(metric.span(), format!("gate `{metric}`: {problem}"))
+                })?;
+        }
+        for (name, profile) in &self.profile {
+            if let Some(penalty) = &profile.penalty {
+                let c = *penalty.get_ref();
+                if !(c >= 0.0 && c.is_finite()) {
+                    return Err(self.error_at(
+                        penalty.span(),
+                        format!("[profile.{name}] penalty must be a non-negative number, got {c}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A profile's family gate on a family that no suite has would gate nothing.
     fn check_profile_families(&self) -> Result<(), InputError> {
         let gated = self.profile.values().flat_map(|p| p.family_gate.keys());
@@ -107,7 +136,7 @@ impl Config {
             let known = self
                 .suites
                 .iter()
-                .any(|suite| suite.families.contains_key(family.get_ref()));
+                .any(|suite| suite.get_ref().families.contains_key(family.get_ref()));
             if !known {
                 return Err(self.error_at(
                     family.span(),

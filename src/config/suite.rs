@@ -31,8 +31,8 @@ pub struct SuiteConfig {
     pub password_env: Option<String>,
     /// Comparison mode (default: the benchmark format's own evaluator).
     pub mode: Option<Mode>,
-    /// Per-query time bound in seconds (default 30).
-    pub timeout: Option<f64>,
+    /// Per-query time bound in seconds (default 30), with its place in the file.
+    pub timeout: Option<toml::Spanned<f64>>,
     pub max_rows: Option<usize>,
     #[serde(default)]
     pub keep_distinct: bool,

@@ -12,10 +12,10 @@ use super::Config;
 use super::{AbstentionConfig, ThrottleConfig};
 use crate::error::InputError;
 
-/// The keys every system has.
+/// A `[[system]]` table as written: the keys every system has, read here so that a bad value
+/// is an error at its own line, and the type's own keys.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Common {
+pub struct SystemEntry {
     name: String,
     #[serde(rename = "type")]
     kind: SystemType,
@@ -27,6 +27,9 @@ struct Common {
     /// Answers that count as abstentions (apology SELECTs by default).
     #[serde(default)]
     abstention: AbstentionConfig,
+    /// The type's own keys, read by [`SystemConfig::settings`].
+    #[serde(flatten)]
+    settings: toml::Table,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -41,8 +44,6 @@ pub enum SystemType {
     /// A predictions file.
     Replay,
 }
-
-const COMMON_KEYS: &[&str] = &["name", "type", "cassette", "throttle", "abstention"];
 
 #[derive(Debug, Clone)]
 pub struct SystemConfig {
@@ -61,29 +62,9 @@ pub struct SystemConfig {
 impl SystemConfig {
     pub(super) fn parse(
         config: &Config,
-        entry: &toml::Spanned<toml::Table>,
+        entry: &toml::Spanned<SystemEntry>,
     ) -> Result<SystemConfig, InputError> {
-        let span = entry.span();
-        let table = entry.get_ref();
-        let mut common = toml::Table::new();
-        let mut settings = toml::Table::new();
-        for (key, value) in table {
-            let target = if COMMON_KEYS.contains(&key.as_str()) {
-                &mut common
-            } else {
-                &mut settings
-            };
-            target.insert(key.clone(), value.clone());
-        }
-        let common: Common = common.try_into().map_err(|e: toml::de::Error| {
-            config.error_at(span.clone(), format!("[[system]]: {}", e.message().trim()))
-        })?;
-        if let Err(problem) = common.abstention.checked_pattern() {
-            return Err(config.error_at(span.clone(), format!("[[system]] {problem}")));
-        }
-        if let Err(problem) = common.throttle.check() {
-            return Err(config.error_at(span.clone(), format!("[[system]] throttle: {problem}")));
-        }
+        let common = entry.get_ref().clone();
         let cassette = match common.cassette {
             Some(path) => config.resolve(&path),
             None => config
@@ -91,17 +72,24 @@ impl SystemConfig {
                 .join("predictions")
                 .join(format!("{}.jsonl", common.name)),
         };
-        Ok(SystemConfig {
+        let system = SystemConfig {
             name: common.name,
             kind: common.kind,
             cassette,
             throttle: common.throttle,
             abstention: common.abstention,
-            settings,
-            span,
+            settings: common.settings,
+            span: entry.span(),
             config_path: config.path.clone(),
             config_text: config.text.clone(),
-        })
+        };
+        if let Err(problem) = system.abstention.checked_pattern() {
+            return Err(system.error_at_key("abstention", problem));
+        }
+        if let Err(problem) = system.throttle.check() {
+            return Err(system.error_at_key("throttle", format!("throttle: {problem}")));
+        }
+        Ok(system)
     }
 
     /// Reads the type's own keys into its configuration struct; an unknown or mistyped key is an
@@ -112,20 +100,29 @@ impl SystemConfig {
             .try_into()
             .map_err(|e: toml::de::Error| {
                 let message = e.message().trim().to_string();
-                let offset = self.key_offset(&message).unwrap_or(self.span.start);
-                super::located(
-                    &self.config_path,
-                    &self.config_text,
-                    offset,
-                    format!("[[system]] `{}`: {message}", self.name),
-                )
+                // The key an error message names (`unknown field `x``).
+                let key = message.split('`').nth(1).unwrap_or_default().to_string();
+                self.error_at_key(&key, message)
             })
     }
 
-    /// The offset of the key an error message names (`unknown field `x``), within this entry:
-    /// from its `[[system]]` header to the next table header.
-    fn key_offset(&self, message: &str) -> Option<usize> {
-        let key = message.split('`').nth(1)?;
+    /// An error about this system at the line of `key`, else at its `[[system]]` header.
+    fn error_at_key(&self, key: &str, message: impl Into<String>) -> InputError {
+        let offset = self.key_offset(key).unwrap_or(self.span.start);
+        super::located(
+            &self.config_path,
+            &self.config_text,
+            offset,
+            format!("[[system]] `{}`: {}", self.name, message.into()),
+        )
+    }
+
+    /// The offset of `key` within this entry: from its `[[system]]` header to the next table
+    /// header.
+    fn key_offset(&self, key: &str) -> Option<usize> {
+        if key.is_empty() {
+            return None;
+        }
         let mut offset = self.span.start;
         for (index, line) in self
             .config_text

@@ -2,6 +2,7 @@
 //! resolves its thresholds (top-level `[gate]` < suite `gate` < profile `gate`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::bench::{self, LoadOptions};
@@ -22,32 +23,24 @@ use crate::scoring::Scoring;
 use super::plan::{FamilyGate, SuitePlan};
 
 pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, InputError> {
-    let penalty = match profile.penalty {
-        Some(c) if !(c >= 0.0 && c.is_finite()) => {
-            return Err(InputError::file(
-                &config.path,
-                format!("[profile] penalty must be a non-negative number, got {c}"),
-            ))
-        }
-        Some(c) => c,
-        None => 0.0,
-    };
+    // Checked when the configuration was read.
+    let penalty = profile.penalty.as_ref().map_or(0.0, |c| *c.get_ref());
     let mut plans: Vec<SuitePlan> = Vec::new();
-    for (index, suite) in config.suites.iter().enumerate() {
+    for entry in &config.suites {
+        let suite = entry.get_ref();
+        // A problem of the suite as a whole, at its `[[suite]]` header.
+        let suite_error = |message: String| config.error_at(entry.span(), message);
         let backend = Backend::new(
             suite.engine,
             suite.dsn.as_deref(),
             suite.password_env.as_deref(),
         )
-        .map_err(|message| {
-            InputError::file(&config.path, format!("[[suite]] {message}")).at_record(index)
-        })?;
+        .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
         if backend.on_server() && suite.structural.contains(&Structural::Etm) {
-            return Err(InputError::file(
-                &config.path,
-                "[[suite]] structural etm reads SQLite files; it cannot run with engine `postgres`",
-            )
-            .at_record(index));
+            return Err(suite_error(
+                "[[suite]] structural etm reads SQLite files; it cannot run with engine `postgres`"
+                    .to_string(),
+            ));
         }
         let options = LoadOptions {
             db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
@@ -68,28 +61,22 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
         // The name is the snapshot's file name.
         if !is_plain_name(&name) || name.contains("::") {
-            return Err(InputError::file(
-                &config.path,
-                format!("suite name `{name}` must be a plain file name without `::`"),
-            )
-            .at_record(index));
+            return Err(suite_error(format!(
+                "suite name `{name}` must be a plain file name without `::`"
+            )));
         }
         if plans.iter().any(|p| p.name == name) {
-            return Err(
-                InputError::file(&config.path, format!("two suites are named `{name}`"))
-                    .at_record(index),
-            );
+            return Err(suite_error(format!("two suites are named `{name}`")));
         }
-        let timeout = match suite.timeout {
-            Some(secs) => Some(timeout_from_secs(secs).ok_or_else(|| {
-                InputError::file(
-                    &config.path,
+        let timeout = match &suite.timeout {
+            Some(secs) => Some(timeout_from_secs(*secs.get_ref()).ok_or_else(|| {
+                config.error_at(
+                    secs.span(),
                     format!(
                         "[[suite]] timeout must be a number of seconds in (0, {}], not {secs}",
                         MAX_TIMEOUT.as_secs()
                     ),
                 )
-                .at_record(index)
             })?),
             None => Limits::default().timeout,
         };
@@ -102,19 +89,16 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             .regime
             .filter(|r| r.columns == ColumnMatching::NoColumn && r.extras == Extras::Ignore)
         {
-            return Err(InputError::file(
-                &config.path,
-                format!("[[suite]] regime {regime}: IE is not defined under NC"),
-            )
-            .at_record(index));
+            return Err(suite_error(format!(
+                "[[suite]] regime {regime}: IE is not defined under NC"
+            )));
         }
         let esm = if suite.structural.contains(&Structural::Esm) {
             let tables = bench.tables.clone().ok_or_else(|| {
-                InputError::file(
-                    &config.path,
-                    "[[suite]] structural esm needs the schemas' foreign keys: set `tables`",
+                suite_error(
+                    "[[suite]] structural esm needs the schemas' foreign keys: set `tables`"
+                        .to_string(),
                 )
-                .at_record(index)
             })?;
             Some(Arc::new(esm::Evaluator::with_database_dir(
                 &tables,
@@ -130,21 +114,15 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         let mut gates = config.gate.clone();
         gates.extend(suite.gate.clone());
         gates.extend(profile.gate.clone());
-        for (metric, threshold) in &gates {
-            threshold
-                .check_reachable(*metric.get_ref())
-                .map_err(|message| {
-                    InputError::file(&config.path, format!("gate `{metric}`: {message}"))
-                        .at_record(index)
-                })?;
-        }
         let family_gates = family_gates(config, suite, profile)?;
         let tests_of_suite = |setting: fn(&crate::config::CaseConfig) -> bool| -> BTreeSet<String> {
             config
                 .cases
                 .iter()
-                .filter(|(test, case)| test.starts_with(&format!("{name}::")) && setting(case))
-                .map(|(test, _)| test.clone())
+                .filter(|(test, case)| {
+                    test.get_ref().starts_with(&format!("{name}::")) && setting(case)
+                })
+                .map(|(test, _)| test.get_ref().clone())
                 .collect()
         };
         let mode = suite.mode.unwrap_or(bench.format.default_mode());
@@ -160,7 +138,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             embedder: suite
                 .embeddings
                 .as_ref()
-                .map(|e| embedder(config, e))
+                .map(|e| embedder(config, e, entry.span()))
                 .transpose()?,
             esm,
             etm,
@@ -245,9 +223,13 @@ fn check_case_names(config: &Config, plans: &[SuitePlan]) -> Result<(), InputErr
         .into_iter()
         .map(|t| t.name)
         .collect();
-    match config.cases.keys().find(|name| !names.contains(*name)) {
-        Some(name) => Err(InputError::file(
-            &config.path,
+    match config
+        .cases
+        .keys()
+        .find(|name| !names.contains(name.get_ref()))
+    {
+        Some(name) => Err(config.error_at(
+            name.span(),
             format!("[cases.\"{name}\"] names no test (see `sqlgate test --list`)"),
         )),
         None => Ok(()),
@@ -292,13 +274,15 @@ fn computable_gates(
     Ok(computable)
 }
 
+/// The suite's embedder; a bad setting is an error at the suite's header (`suite_span`).
 fn embedder(
     config: &Config,
     settings: &EmbeddingsConfig,
+    suite_span: Range<usize>,
 ) -> Result<Arc<dyn Embedder + Send>, InputError> {
     let timeout = timeout_from_secs(settings.timeout_secs).ok_or_else(|| {
-        InputError::file(
-            &config.path,
+        config.error_at(
+            suite_span.clone(),
             format!(
                 "[[suite]] embeddings: timeout_secs must be a number of seconds in (0, {}]",
                 MAX_TIMEOUT.as_secs()
@@ -310,7 +294,7 @@ fn embedder(
         api_key_env: settings.api_key_env.clone(),
         timeout,
     })
-    .map_err(|e| InputError::file(&config.path, format!("[[suite]] embeddings: {}", e.0)))?;
+    .map_err(|e| config.error_at(suite_span, format!("[[suite]] embeddings: {}", e.0)))?;
     let file = settings.model.replace(['/', '\\', ':'], "_");
     let cache = config
         .resolve(&config.snapshots)

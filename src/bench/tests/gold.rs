@@ -163,6 +163,23 @@ fn defog_missing_column_and_empty_query_are_errors() {
 }
 
 #[test]
+fn defog_column_named_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "twice.csv",
+        "db_name,query_category,query,question,query\nshop,x,SELECT 1,Q,SELECT 2\n",
+    );
+    expect_error(
+        load_default(&path),
+        &path,
+        None,
+        Some(1),
+        &["column `query` twice"],
+    );
+}
+
+#[test]
 fn spider_gold_lines() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(

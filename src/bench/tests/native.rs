@@ -288,3 +288,45 @@ fn db_dir_option_overrides_the_manifest() {
     assert_eq!(count_books(&elsewhere.join("bookshop.sqlite")), 2);
     assert!(!dir.path().join("build").exists());
 }
+
+#[test]
+fn a_clone_is_rebuilt_when_its_original_changes_even_with_the_same_size_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = make_db(dir.path(), "shop.sqlite");
+    let insert = |value: i64| {
+        let conn = rusqlite::Connection::open(&original).unwrap();
+        conn.execute("DELETE FROM t", []).unwrap();
+        conn.execute("INSERT INTO t VALUES (?1)", [value]).unwrap();
+    };
+    insert(1);
+    let script = write(
+        dir.path(),
+        "shop.tqa.sql",
+        "ALTER TABLE t RENAME COLUMN a TO amount;\n",
+    );
+    let clone = dir.path().join("build/shop.tqa.sqlite");
+    let amount = || -> i64 {
+        rusqlite::Connection::open(&clone)
+            .unwrap()
+            .query_row("SELECT amount FROM t", [], |row| row.get(0))
+            .unwrap()
+    };
+    crate::bench::build_clone_if_stale(&original, &script, &clone).unwrap();
+    assert_eq!(amount(), 1);
+    // An edit that leaves the size and restores the modification time.
+    let before = std::fs::metadata(&original).unwrap();
+    insert(2);
+    std::fs::File::options()
+        .write(true)
+        .open(&original)
+        .unwrap()
+        .set_modified(before.modified().unwrap())
+        .unwrap();
+    let after = std::fs::metadata(&original).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (before.len(), before.modified().unwrap())
+    );
+    crate::bench::build_clone_if_stale(&original, &script, &clone).unwrap();
+    assert_eq!(amount(), 2, "the clone must follow its original's content");
+}

@@ -120,8 +120,12 @@ impl Server {
                 "the PostgreSQL URL `{template}` lacks `{{db}}`, where each case's database name goes"
             ));
         }
-        let config = postgres::Config::from_str(&template.replace("{db}", "db"))
-            .map_err(|e| format!("the PostgreSQL URL `{template}` does not parse: {e}"))?;
+        let config = postgres::Config::from_str(&template.replace("{db}", "db")).map_err(|e| {
+            format!(
+                "the PostgreSQL URL `{template}` does not parse: {}",
+                error_text(&e)
+            )
+        })?;
         if config.get_password().is_some() {
             return Err(
                 "the PostgreSQL URL holds a password: name an environment variable holding it \
@@ -143,8 +147,12 @@ impl Server {
 
     fn connect(&self, db: &str) -> Result<Client, String> {
         let url = self.url(db);
-        let mut config = postgres::Config::from_str(&url)
-            .map_err(|e| format!("the PostgreSQL URL `{url}` does not parse: {e}"))?;
+        let mut config = postgres::Config::from_str(&url).map_err(|e| {
+            format!(
+                "the PostgreSQL URL `{url}` does not parse: {}",
+                error_text(&e)
+            )
+        })?;
         if let Some(name) = &self.password_env {
             let password = std::env::var(name).map_err(|_| {
                 format!("the environment variable {name} (the PostgreSQL password) is not set")
@@ -156,14 +164,14 @@ impl Server {
             .application_name("sqlgate");
         let mut client = config
             .connect(NoTls)
-            .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+            .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))?;
         // psycopg2 sees timestamps with time zone in the session's zone: one fixed zone here.
         client
             .batch_execute(
                 "SET default_transaction_read_only = on; SET TIME ZONE 'UTC'; \
                  SET idle_in_transaction_session_timeout = '10min'",
             )
-            .map_err(|e| format!("cannot set up the session on {url}: {e}"))?;
+            .map_err(|e| format!("cannot set up the session on {url}: {}", error_text(&e)))?;
         Ok(client)
     }
 
@@ -206,8 +214,13 @@ impl Server {
     /// warning for the user (docs/postgres.md tells how to set up a read-only role).
     pub fn check_reader(&self, db: &str) -> Result<Vec<String>, String> {
         self.with_client(db, |client| {
-            reader_warnings(client)
-                .map_err(|e| format!("cannot check the role on {}: {e}", self.url(db)))
+            reader_warnings(client).map_err(|e| {
+                format!(
+                    "cannot check the role on {}: {}",
+                    self.url(db),
+                    error_text(&e)
+                )
+            })
         })?
     }
 
@@ -215,8 +228,13 @@ impl Server {
     /// and `pg_catalog`.
     pub fn schema(&self, db: &str) -> Result<Schema, String> {
         self.with_client(db, |client| {
-            read_schema(client)
-                .map_err(|e| format!("cannot read the schema of {}: {e}", self.url(db)))
+            read_schema(client).map_err(|e| {
+                format!(
+                    "cannot read the schema of {}: {}",
+                    self.url(db),
+                    error_text(&e)
+                )
+            })
         })?
     }
 }
@@ -402,12 +420,21 @@ fn is_denial(code: Option<&SqlState>) -> bool {
     })
 }
 
-/// The server's message itself (the client's `Display` says only "db error").
+/// The server's message itself (the client's `Display` says only "db error"), else the
+/// client's error with its causes: its `Display` says "error connecting to server" but not
+/// that the connection was refused.
 fn error_text(error: &postgres::Error) -> String {
-    match error.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => error.to_string(),
+    if let Some(db) = error.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
     }
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
 }
 
 fn reader_warnings(client: &mut Client) -> Result<Vec<String>, postgres::Error> {
@@ -564,5 +591,23 @@ mod tests {
         assert_eq!(outside_reach("SELECT my_pg_read_file(1)"), None);
         assert_eq!(outside_reach("SELECT pg_read_file_count FROM t"), None);
         assert_eq!(outside_reach("SELECT name AS dblink FROM author"), None);
+    }
+
+    #[test]
+    fn a_refused_connection_says_so() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        // The listener is gone: nothing accepts on the port.
+        let server =
+            Server::new(&format!("postgres://reader@127.0.0.1:{port}/{{db}}"), None).unwrap();
+        let error = server.schema("shop").unwrap_err();
+        assert!(
+            error.contains(&format!(
+                "cannot connect to postgres://reader@127.0.0.1:{port}/shop"
+            )) && error.to_lowercase().contains("refused"),
+            "{error}"
+        );
     }
 }
