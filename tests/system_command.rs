@@ -110,6 +110,10 @@ fn output_that_is_not_an_answer_is_garbage() {
             "echo '{\"sql\": \"SELECT 1\", \"abstain\": true}'\n",
         ),
         ("neither.sh", "echo '{\"query\": \"SELECT 1\"}'\n"),
+        (
+            "twice.sh",
+            "echo '{\"sql\": \"SELECT 1\", \"sql\": \"SELECT 2\"}'\n",
+        ),
         ("nothing.sh", "true\n"),
         ("list.sh", "echo '[\"SELECT 1\"]'\n"),
     ];
