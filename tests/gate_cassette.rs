@@ -1,8 +1,8 @@
 //! End to end: a replayed answer is one the system would give now. Cassettes and run records
-//! are read strictly.
+//! are read strictly, and a `command` program sees only the environment its fingerprint covers.
 #![cfg(unix)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Answers right when `MODEL` starts with `good` or a `TOKEN` is set, wrong otherwise.
@@ -92,7 +92,88 @@ fn text(output: &Output) -> String {
     )
 }
 
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
 const CI: (&str, &str) = ("CI", "true");
+
+#[test]
+fn an_undeclared_variable_never_reaches_the_program() {
+    let gate = Gate::new("");
+    let recorded = gate.sqlgate(&["test", "--record", "new"], &[("MODEL", "good")]);
+    let replayed = gate.sqlgate(&["test"], &[CI, ("MODEL", "bad")]);
+    let fresh = gate.sqlgate(&["test", "--record", "all"], &[("MODEL", "bad")]);
+    // A replay gives the verdict that asking the system again gives.
+    assert_eq!(
+        replayed.status.code(),
+        fresh.status.code(),
+        "{}",
+        text(&replayed)
+    );
+    assert_eq!(
+        recorded.status.code(),
+        fresh.status.code(),
+        "{}",
+        text(&recorded)
+    );
+    assert_eq!(fresh.status.code(), Some(100), "{}", text(&fresh));
+}
+
+#[test]
+fn a_passed_through_value_is_fingerprinted_and_written_nowhere() {
+    let gate = Gate::new("env_passthrough = [\"MODEL\"]");
+    let model = ("MODEL", "good-1f0c2e");
+    let recorded = gate.sqlgate(&["test", "--record", "new"], &[model]);
+    assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded));
+    let replayed = gate.sqlgate(&["test"], &[CI, model]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed));
+
+    let other = gate.sqlgate(&["test"], &[CI, ("MODEL", "good-other")]);
+    assert_eq!(other.status.code(), Some(100), "{}", text(&other));
+    assert!(
+        text(&other).contains("2 answers are not in the cassette"),
+        "{}",
+        text(&other)
+    );
+    let unset = gate.sqlgate(&["test"], &[CI]);
+    assert_eq!(unset.status.code(), Some(100), "{}", text(&unset));
+
+    for output in [&recorded, &replayed, &other] {
+        assert!(!text(output).contains("1f0c2e"), "{}", text(output));
+    }
+    for file in files(gate.dir.path()) {
+        let bytes = std::fs::read(&file).unwrap();
+        let shown = String::from_utf8_lossy(&bytes);
+        assert!(
+            !shown.contains("1f0c2e"),
+            "{} holds the value",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn a_secret_reaches_the_program_but_not_the_fingerprint() {
+    let gate = Gate::new("env_secrets = [\"TOKEN\"]");
+    let recorded = gate.sqlgate(&["test", "--record", "new"], &[("TOKEN", "t-1")]);
+    assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded));
+    // A replay needs no key, and a new key invalidates nothing.
+    for env in [&[CI][..], &[CI, ("TOKEN", "t-2")][..]] {
+        let replayed = gate.sqlgate(&["test"], env);
+        assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed));
+    }
+}
 
 #[test]
 fn a_cassette_line_that_does_not_say_what_was_answered_stops_the_run_at_its_line() {

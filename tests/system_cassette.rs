@@ -56,6 +56,7 @@ impl Fixture {
                 "CALL_LOG".to_string(),
                 dir.path().join("calls.log").display().to_string(),
             )]),
+            ..CommandConfig::default()
         };
         let system = CommandSystem::new(&config).unwrap();
         Fixture { dir, system }
