@@ -56,6 +56,7 @@ impl Fixture {
                 "CALL_LOG".to_string(),
                 dir.path().join("calls.log").display().to_string(),
             )]),
+            ..CommandConfig::default()
         };
         let system = CommandSystem::new(&config).unwrap();
         Fixture { dir, system }
@@ -489,4 +490,148 @@ fn pruning_keeps_only_the_answers_a_run_used() {
     // Without pruning nothing is dropped, and a pruning run that used everything writes nothing.
     assert_eq!(cassette.finish(false).unwrap(), 0);
     assert!(fixture.take_calls().is_empty());
+}
+
+/// A cassette holding `lines`, each followed by a newline.
+fn write_lines(path: &Path, lines: &[String]) {
+    std::fs::write(
+        path,
+        lines
+            .iter()
+            .map(|line| format!("{line}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+}
+
+fn line(key: &str, reply: &str) -> String {
+    format!(r#"{{"key": "{key}", "case": "q1", "reply": {reply}}}"#)
+}
+
+#[test]
+fn a_reply_that_does_not_say_what_the_system_answered_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    let good = line("k1", r#"{"sql": "SELECT 1"}"#);
+    let refused = [
+        (r#"{"sqI": "SELECT 1"}"#, "sqI"),
+        (r#"{"sql": "SELECT 1", "abstain": true}"#, "abstain"),
+        (r#"{}"#, "sql"),
+        (r#"{"sql": "SELECT 1", "sql": "SELECT 2"}"#, "sql"),
+    ];
+    for (reply, named) in refused {
+        write_lines(&path, &[good.clone(), line("k2", reply)]);
+        let error = Cassette::open(&path).err().expect(reply);
+        assert_eq!((&error.file, error.line), (&path, Some(2)), "{reply}");
+        assert!(error.message.contains(named), "{reply}: {error}");
+    }
+    let unknown_error =
+        r#"{"key": "k2", "case": "q2", "error": {"kind": "garbage", "message": "m", "why": 1}}"#;
+    write_lines(&path, &[good.clone(), unknown_error.to_string()]);
+    assert_eq!(Cassette::open(&path).err().unwrap().line, Some(2));
+
+    // An explicit `null` is an abstention, as every sqlgate has written it.
+    write_lines(&path, &[good, line("k2", r#"{"sql": null}"#)]);
+    let cassette = Cassette::open(&path).unwrap();
+    assert_eq!(cassette.get("k2"), Some(Ok(Reply::abstain())));
+}
+
+#[test]
+fn a_key_on_two_lines_of_the_cassette_is_refused_at_the_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    write_lines(
+        &path,
+        &[
+            line("k1", r#"{"sql": "SELECT 1"}"#),
+            line("k2", r#"{"sql": "SELECT 2"}"#),
+            line("k1", r#"{"sql": "SELECT 3"}"#),
+        ],
+    );
+    let error = Cassette::open(&path).err().unwrap();
+    assert_eq!(error.line, Some(3));
+    assert!(error.message.contains("line 1 too"), "{error}");
+}
+
+#[test]
+fn journal_lines_replace_earlier_answers_and_a_warning_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    let journal = dir.path().join("system.jsonl.journal");
+    write_lines(&path, &[line("k1", r#"{"sql": "SELECT 1"}"#)]);
+    // Recorded again (`--record all`), and twice by runs recording at once.
+    write_lines(
+        &journal,
+        &[
+            line("k2", r#"{"sql": "SELECT 2"}"#),
+            line("k1", r#"{"sql": "SELECT 10"}"#),
+            line("k2", r#"{"sql": "SELECT 20"}"#),
+        ],
+    );
+    let cassette = Cassette::open(&path).unwrap();
+    assert_eq!(sql(&cassette.get("k1").unwrap()), Some("SELECT 10"));
+    assert_eq!(sql(&cassette.get("k2").unwrap()), Some("SELECT 20"));
+    let warnings = cassette.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("system.jsonl.journal: line 2: the first of 2 journal line(s)"),
+        "{}",
+        warnings[0]
+    );
+
+    // Folded into the file, nothing repeats any more.
+    cassette.finish(false).unwrap();
+    let cassette = Cassette::open(&path).unwrap();
+    assert!(cassette.warnings().is_empty());
+    assert_eq!(sql(&cassette.get("k1").unwrap()), Some("SELECT 10"));
+}
+
+#[test]
+fn a_journal_line_that_is_json_but_not_a_record_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    let journal = dir.path().join("system.jsonl.journal");
+    write_lines(
+        &journal,
+        &[
+            line("k1", r#"{"sql": "SELECT 1"}"#),
+            line("k2", r#"{"sqI": "SELECT 2"}"#),
+        ],
+    );
+    let error = Cassette::open(&path).err().unwrap();
+    assert_eq!((&error.file, error.line), (&journal, Some(2)));
+    assert!(error.message.contains("sqI"), "{error}");
+}
+
+#[test]
+fn answers_two_shards_recorded_for_one_key_keep_the_last_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = |sql: &str| {
+        let cassette = Cassette::open(&dir.path().join(format!("{sql}.jsonl"))).unwrap();
+        cassette.record("k1", "q1", &reply(sql));
+        // Recorded twice in one run (two suites sharing the case): listed once.
+        cassette.record("k1", "q1", &reply(sql));
+        cassette.record(&format!("only-{sql}"), "q2", &reply(sql));
+        cassette.recorded()
+    };
+    let (first, second) = (shard("SELECT 1"), shard("SELECT 2"));
+    assert_eq!(first.len(), 2);
+    let (first_file, second_file) = (Path::new("shard-1.json"), Path::new("shard-2.json"));
+    let answers: Vec<(&Path, _)> = first
+        .iter()
+        .map(|answer| (first_file, answer))
+        .chain(second.iter().map(|answer| (second_file, answer)))
+        .collect();
+
+    let merged = Cassette::open(&dir.path().join("merged.jsonl")).unwrap();
+    merged.add_recorded(&answers);
+    assert_eq!(merged.len(), 3);
+    assert_eq!(sql(&merged.get("k1").unwrap()), Some("SELECT 2"));
+    let warnings = merged.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("shard-2.json: 1 answer(s)") && warnings[0].contains("`q1`"),
+        "{}",
+        warnings[0]
+    );
 }

@@ -2,11 +2,11 @@
 //! timeouts (the script and its children killed), and fingerprints.
 #![cfg(unix)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sqlgate::system::command::{CommandConfig, CommandSystem};
+use sqlgate::system::command::{CommandConfig, CommandSystem, BASIC_ENV};
 use sqlgate::system::{Request, System, SystemErrorKind};
 
 fn request(id: &str) -> Request {
@@ -31,7 +31,7 @@ fn config(script: &Path, timeout_secs: f64) -> CommandConfig {
     CommandConfig {
         command: vec!["sh".into(), script.display().to_string()],
         timeout_secs,
-        env: BTreeMap::new(),
+        ..CommandConfig::default()
     }
 }
 
@@ -110,6 +110,10 @@ fn output_that_is_not_an_answer_is_garbage() {
             "echo '{\"sql\": \"SELECT 1\", \"abstain\": true}'\n",
         ),
         ("neither.sh", "echo '{\"query\": \"SELECT 1\"}'\n"),
+        (
+            "twice.sh",
+            "echo '{\"sql\": \"SELECT 1\", \"sql\": \"SELECT 2\"}'\n",
+        ),
         ("nothing.sh", "true\n"),
         ("list.sh", "echo '[\"SELECT 1\"]'\n"),
     ];
@@ -148,7 +152,7 @@ fn a_missing_program_is_a_transport_error_never_recorded() {
     let config = CommandConfig {
         command: vec!["./surely-no-such-program-here".into()],
         timeout_secs: 5.0,
-        env: BTreeMap::new(),
+        ..CommandConfig::default()
     };
     let error = CommandSystem::new(&config)
         .unwrap()
@@ -350,5 +354,125 @@ fn configuration_is_checked() {
             ..parsed.clone()
         };
         assert!(CommandSystem::new(&config).is_err(), "{bad}");
+    }
+}
+
+/// The variables a program sees, by name and value, read from what it wrote to `env.txt`.
+fn program_environment(config: &CommandConfig, dir: &Path) -> BTreeMap<String, String> {
+    CommandSystem::new(config)
+        .unwrap()
+        .answer(&request("q1"))
+        .unwrap();
+    std::fs::read_to_string(dir.join("env.txt"))
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}
+
+#[test]
+fn the_program_sees_only_the_declared_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "env.sh",
+        &format!(
+            "env > {}/env.txt\necho '{{\"sql\": \"SELECT 1\"}}'\n",
+            dir.path().display()
+        ),
+    );
+    let mut config = config(&script, 20.0);
+    config.env.insert("MODEL".into(), "small".into());
+    // cargo sets these for the tests it runs.
+    config.env_passthrough = vec!["CARGO_PKG_NAME".into(), "SQLGATE_TEST_SURELY_UNSET".into()];
+    config.env_secrets = vec!["CARGO_PKG_VERSION".into()];
+    let seen = program_environment(&config, dir.path());
+
+    assert_eq!(seen["MODEL"], "small");
+    assert_eq!(seen["CARGO_PKG_NAME"], env!("CARGO_PKG_NAME"));
+    assert_eq!(seen["CARGO_PKG_VERSION"], env!("CARGO_PKG_VERSION"));
+    assert!(!seen.contains_key("SQLGATE_TEST_SURELY_UNSET"));
+    assert_eq!(seen.get("PATH"), std::env::var("PATH").ok().as_ref());
+    // What the shell sets itself, and the marker that finds the program's descendants.
+    let shell = ["PWD", "OLDPWD", "SHLVL", "_", "SQLGATE_COMMAND_RUN"];
+    let declared = ["MODEL", "CARGO_PKG_NAME", "CARGO_PKG_VERSION"];
+    let allowed: BTreeSet<&str> = BASIC_ENV
+        .iter()
+        .chain(&shell)
+        .chain(&declared)
+        .copied()
+        .collect();
+    let undeclared: Vec<&String> = seen
+        .keys()
+        .filter(|name| !allowed.contains(name.as_str()))
+        .collect();
+    assert!(
+        undeclared.is_empty(),
+        "inherited without being declared: {undeclared:?}"
+    );
+    // cargo sets it for this process: the program would see it if it inherited everything.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+}
+
+#[test]
+fn the_fingerprint_follows_passed_through_values_but_not_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), "v.sh", "echo '{\"sql\": \"SELECT 1\"}'\n");
+    let print = |passthrough: &[&str], secrets: &[&str]| {
+        let mut config = config(&script, 20.0);
+        config.env_passthrough = passthrough.iter().map(|name| name.to_string()).collect();
+        config.env_secrets = secrets.iter().map(|name| name.to_string()).collect();
+        CommandSystem::new(&config).unwrap().fingerprint()
+    };
+    let base = print(&[], &[]);
+    // Set by cargo, with different values.
+    let name = print(&["CARGO_PKG_NAME"], &[]);
+    let version = print(&["CARGO_PKG_VERSION"], &[]);
+    let unset = print(&["SQLGATE_TEST_SURELY_UNSET"], &[]);
+    let all = [&base, &name, &version, &unset];
+    for (index, print) in all.iter().enumerate() {
+        assert!(!all[index + 1..].contains(print), "{index}");
+    }
+    // The same variable under a fixed value is another declaration.
+    let mut fixed = config(&script, 20.0);
+    fixed
+        .env
+        .insert("CARGO_PKG_NAME".into(), env!("CARGO_PKG_NAME").into());
+    assert_ne!(CommandSystem::new(&fixed).unwrap().fingerprint(), name);
+
+    assert_eq!(print(&[], &["CARGO_PKG_NAME"]), base);
+    assert_eq!(print(&["CARGO_PKG_VERSION"], &["CARGO_PKG_NAME"]), version);
+}
+
+#[test]
+fn a_variable_is_declared_once_with_a_real_name() {
+    let parsed: CommandConfig = toml::from_str(
+        "command = [\"x\"]\nenv = { A = \"1\" }\nenv_passthrough = [\"B\"]\nenv_secrets = [\"C\"]",
+    )
+    .unwrap();
+    assert!(CommandSystem::new(&parsed).is_ok());
+    let declared_twice = [
+        (vec!["A"], vec![]),
+        (vec![], vec!["A"]),
+        (vec!["B"], vec!["B"]),
+        (vec!["B", "B"], vec![]),
+    ];
+    for (passthrough, secrets) in declared_twice {
+        let config = CommandConfig {
+            env_passthrough: passthrough.iter().map(|n| n.to_string()).collect(),
+            env_secrets: secrets.iter().map(|n| n.to_string()).collect(),
+            ..parsed.clone()
+        };
+        let error = CommandSystem::new(&config).err().unwrap();
+        assert!(error.contains("declared twice"), "{error}");
+    }
+    for bad in ["", "A=B"] {
+        let config = CommandConfig {
+            env_passthrough: vec![bad.into()],
+            ..parsed.clone()
+        };
+        let error = CommandSystem::new(&config).err().unwrap();
+        assert!(error.contains("not a variable name"), "{error}");
     }
 }

@@ -257,16 +257,27 @@ fn a_slow_server_times_out() {
 }
 
 #[test]
-fn the_fingerprint_follows_url_and_header_names_not_values() {
+fn the_fingerprint_follows_url_header_names_and_fixed_values_not_credentials() {
     let base = config("http://127.0.0.1:8080/answer");
     let print = |config: &HttpConfig| HttpSystem::new(config).unwrap().fingerprint();
+    let mut model_a = base.clone();
+    model_a.headers.insert("X-Model".into(), "a".into());
+    let mut model_b = base.clone();
+    model_b.headers.insert("X-Model".into(), "b".into());
+    // Credentials come from the environment; cargo sets both variables, with different values.
     let mut token_a = base.clone();
-    token_a.headers.insert("Authorization".into(), "a".into());
+    token_a
+        .headers_env
+        .insert("Authorization".into(), "CARGO_PKG_NAME".into());
     let mut token_b = base.clone();
-    token_b.headers.insert("Authorization".into(), "b".into());
+    token_b
+        .headers_env
+        .insert("Authorization".into(), "CARGO_PKG_VERSION".into());
     let mut other_url = base.clone();
     other_url.url = "http://127.0.0.1:8080/v2".into();
 
+    assert_ne!(print(&model_a), print(&model_b));
+    assert_ne!(print(&model_a), print(&base));
     assert_eq!(print(&token_a), print(&token_b));
     assert_ne!(print(&token_a), print(&base));
     assert_ne!(print(&other_url), print(&base));

@@ -57,6 +57,7 @@ fn record(dir: &Path) {
             "CALL_LOG".to_string(),
             dir.join("calls.log").display().to_string(),
         )]),
+        ..CommandConfig::default()
     };
     let system = CommandSystem::new(&config).unwrap();
     let cassette = Cassette::open(&cassette_path(dir)).unwrap();

@@ -148,3 +148,32 @@ fn a_bad_predictions_file_is_an_input_error() {
         absent
     );
 }
+
+#[test]
+fn a_prediction_that_does_not_say_what_the_system_answered_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = benchmark(dir.path());
+    let predictions = dir.path().join("predictions.jsonl");
+    let refused = [
+        (r#"{"id": 11, "sqI": "SELECT 1"}"#, "sqI"),
+        (r#"{"id": 11, "sql": "SELECT 1", "abstain": true}"#, "both"),
+        (r#"{"id": 11}"#, "needs `sql`"),
+        (
+            r#"{"id": 11, "sql": "SELECT 1", "sql": "SELECT 2"}"#,
+            "duplicate field `sql`",
+        ),
+        (r#"{"id": 10, "sql": "SELECT 2"}"#, "duplicate prediction"),
+    ];
+    for (line, named) in refused {
+        std::fs::write(
+            &predictions,
+            format!("{{\"id\": 10, \"sql\": \"SELECT 1\"}}\n{line}\n"),
+        )
+        .unwrap();
+        let error = ReplaySystem::load(&predictions, None, &bench)
+            .err()
+            .expect(line);
+        assert_eq!((&error.file, error.line), (&predictions, Some(2)), "{line}");
+        assert!(error.message.contains(named), "{line}: {error}");
+    }
+}

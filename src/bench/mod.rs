@@ -328,7 +328,7 @@ fn json_error(path: &Path, error: &serde_json::Error) -> InputError {
 }
 
 /// serde_json's message without its trailing ` at line L column C`.
-fn json_message(error: &serde_json::Error) -> String {
+pub(crate) fn json_message(error: &serde_json::Error) -> String {
     let text = error.to_string();
     match text.rfind(" at line ") {
         Some(cut) if error.line() > 0 => text[..cut].to_string(),

@@ -251,16 +251,19 @@ fn load_jsonl(
 
 /// One JSON Lines record: its id and its prediction.
 fn jsonl_record(at: SourceRef, line: &str) -> Result<(String, Prediction), InputError> {
+    let syntax =
+        |e: serde_json::Error| at.error(format!("column {}: {}", e.column(), json_message(&e)));
     // serde reads a struct from a list too (`["q01", "SELECT 1"]`): only objects are records.
-    let value: serde_json::Value = serde_json::from_str(line)
-        .map_err(|e| at.error(format!("column {}: {}", e.column(), json_message(&e))))?;
-    if !value.is_object() {
+    // An object is read from the text itself, not through a `Value`, which would keep only
+    // the last of a repeated field (`{"sql": "A", "sql": "B"}`) instead of refusing it.
+    if !line.trim_start().starts_with('{') {
+        let value: serde_json::Value = serde_json::from_str(line).map_err(syntax)?;
         return Err(at.error(format!(
             "expected a JSON object {{\"id\": ..., \"sql\": ...}}, found {}",
             json_kind(&value)
         )));
     }
-    let parsed: JsonlRecord = serde_json::from_value(value).map_err(|e| at.error(e.to_string()))?;
+    let parsed: JsonlRecord = serde_json::from_str(line).map_err(syntax)?;
     let Some(id) = json_id(&parsed.id) else {
         return Err(at.error(format!(
             "`id` must be a string or an integer, found {}",

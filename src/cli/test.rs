@@ -499,8 +499,8 @@ fn missing_answer_notes(results: &[TestResult]) -> Vec<String> {
     if not_recorded > 0 {
         let verb = if not_recorded == 1 { "is" } else { "are" };
         notes.push(format!(
-            "{} {verb} not in the cassette (the system's fingerprint changed: its model, prompt \
-             or settings?); record with `sqlgate test --record new`",
+            "{} {verb} not in the cassette (the system's fingerprint changed: its model, prompt, \
+             settings or passed-through environment?); record with `sqlgate test --record new`",
             plural(not_recorded, "answer")
         ));
     }

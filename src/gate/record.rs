@@ -12,13 +12,16 @@ use std::str::FromStr;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::json_message;
 use crate::error::InputError;
 use crate::metrics::ex::{Diagnostic, Verdict};
 
 use crate::scoring::{CaseScore, FineScores, Robustness};
 use crate::spider::Hardness;
+use crate::system::cassette::RecordedAnswer;
 use crate::system::SystemErrorKind;
 
 use super::judge::CaseRun;
@@ -249,10 +252,48 @@ pub struct RunRecord {
     pub partition: Option<String>,
     /// The cases this run evaluated, per suite (in the plan's suite order).
     pub suites: Vec<SuiteRecord>,
-    /// The answers this run asked the system for (cassette records): `merge` adds them to the
-    /// cassette, so shards recording on different machines lose nothing.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub answers: Vec<serde_json::Value>,
+    /// The answers this run asked the system for (cassette records, one per key): `merge`
+    /// adds them to the cassette, so shards recording on different machines lose nothing.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_answer_per_key"
+    )]
+    pub answers: Vec<RecordedAnswer>,
+}
+
+/// A run record's answers, refusing a key given twice: a run writes each answer it recorded
+/// once, so a repeat was not written by sqlgate. The error carries the line it was found at.
+fn one_answer_per_key<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<RecordedAnswer>, D::Error> {
+    struct Answers;
+
+    impl<'de> Visitor<'de> for Answers {
+        type Value = Vec<RecordedAnswer>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of cassette records")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut keys = HashSet::new();
+            let mut answers = Vec::new();
+            while let Some(answer) = seq.next_element::<RecordedAnswer>()? {
+                if !keys.insert(answer.key().to_string()) {
+                    return Err(serde::de::Error::custom(format!(
+                        "the answer of case `{}` repeats an earlier answer's key: a run \
+                         record holds one answer per key",
+                        answer.case()
+                    )));
+                }
+                answers.push(answer);
+            }
+            Ok(answers)
+        }
+    }
+
+    deserializer.deserialize_seq(Answers)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -273,7 +314,12 @@ impl RunRecord {
         let bytes =
             std::fs::read(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
         serde_json::from_slice(&bytes).map_err(|e| {
-            InputError::file(path, format!("not a sqlgate run record: {e}")).at_line(e.line())
+            let problem = format!(
+                "column {}: not a sqlgate run record: {}",
+                e.column(),
+                json_message(&e)
+            );
+            InputError::file(path, problem).at_line(e.line())
         })
     }
 }
@@ -285,7 +331,8 @@ pub struct MergedRun {
     pub case_runs: Vec<Vec<CaseRun>>,
     /// The cassette keys of the cases' answers.
     pub reply_keys: Vec<String>,
-    pub answers: Vec<serde_json::Value>,
+    /// The shards' recorded answers, each with the run record it came from, in shard order.
+    pub answers: Vec<(PathBuf, RecordedAnswer)>,
 }
 
 /// Checks that `shards` are the parts of one run of `suites` (same inputs as `expected`; each
@@ -393,7 +440,12 @@ pub fn merge(
             .collect(),
         answers: shards
             .iter()
-            .flat_map(|(_, shard)| shard.answers.iter().cloned())
+            .flat_map(|(path, shard)| {
+                shard
+                    .answers
+                    .iter()
+                    .map(|answer| (path.clone(), answer.clone()))
+            })
             .collect(),
     })
 }

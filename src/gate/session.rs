@@ -18,7 +18,7 @@ use crate::exec::Backend;
 use crate::store::{Hasher, Store};
 use crate::system::abstention::Abstention;
 use crate::system::answer::{answer_all, Answered};
-use crate::system::cassette::{record_key, Cassette};
+use crate::system::cassette::{record_key, Cassette, RecordedAnswer};
 use crate::system::throttle::Throttle;
 use crate::system::{self, Request, System};
 
@@ -273,7 +273,7 @@ impl Session {
     }
 
     /// The answers this session asked the system for, as cassette records.
-    pub fn recorded_answers(&self) -> Vec<serde_json::Value> {
+    pub fn recorded_answers(&self) -> Vec<RecordedAnswer> {
         self.cassette
             .as_ref()
             .map(Cassette::recorded)
@@ -301,9 +301,12 @@ impl Session {
                     "the shards recorded answers, but the system has no cassette (replay)",
                 )
             })?;
-            cassette
-                .add_recorded(&merged.answers)
-                .map_err(|problem| InputError::file(cassette.path(), problem))?;
+            let answers: Vec<(&Path, &RecordedAnswer)> = merged
+                .answers
+                .iter()
+                .map(|(file, answer)| (file.as_path(), answer))
+                .collect();
+            cassette.add_recorded(&answers);
         }
         let mut report = RunReport {
             results: Vec::new(),

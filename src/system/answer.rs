@@ -153,13 +153,14 @@ pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
         )
     };
     let expected = "expected a JSON object `{\"sql\": \"...\"}` or `{\"abstain\": true}`";
-    // Parsed as a value first: serde would also read the struct from a JSON list.
-    let wire: WireAnswer = match serde_json::from_slice(output) {
-        Ok(value @ serde_json::Value::Object(_)) => serde_json::from_value(value),
-        Ok(_) => return Err(garbage(expected.into())),
-        Err(e) => Err(e),
+    // serde would also read the struct from a JSON list: only an object is an answer. It is
+    // read from the output itself, not through a `Value`, which would keep only the last of a
+    // repeated field instead of refusing it.
+    if !output.trim_ascii_start().starts_with(b"{") {
+        return Err(garbage(expected.into()));
     }
-    .map_err(|e| garbage(format!("{expected} ({e})")))?;
+    let wire: WireAnswer =
+        serde_json::from_slice(output).map_err(|e| garbage(format!("{expected} ({e})")))?;
     let sql = match (wire.sql, wire.abstain) {
         (Some(sql), false) => Some(sql),
         (None, true) => None,

@@ -14,7 +14,7 @@
 //! journal while it re-reads the file and the journal from disk and adds its own answers, so
 //! every run's answers end up in the file whichever finishes last.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use super::{Reply, Request, SystemError};
+use crate::bench::json_message;
 use crate::error::InputError;
 use crate::store::Hasher;
 
@@ -46,12 +47,32 @@ pub fn case_hash(request: &Request) -> String {
     hash.hex()
 }
 
-/// One recorded answer: a reply, or a failure that asking again would not cure.
+/// One recorded answer: a reply, or a failure that asking again would not cure. Read strictly
+/// (see [`RecordLine`]): a record that does not say exactly what the system answered is refused.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Record {
+#[serde(into = "RecordLine", try_from = "RecordLine")]
+pub struct RecordedAnswer {
     key: String,
     /// The case id, for people reading the file.
+    case: String,
+    answer: Result<Reply, SystemError>,
+}
+
+impl RecordedAnswer {
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn case(&self) -> &str {
+        &self.case
+    }
+}
+
+/// A record as written: exactly one of `reply` and `error`, and no other field.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordLine {
+    key: String,
     case: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reply: Option<Reply>,
@@ -59,16 +80,40 @@ struct Record {
     error: Option<SystemError>,
 }
 
-impl Record {
-    fn answer(&self) -> Result<Result<Reply, SystemError>, String> {
-        match (&self.reply, &self.error) {
-            (Some(reply), None) => Ok(Ok(reply.clone())),
-            (None, Some(error)) if error.kind.is_transient() => Err(format!(
-                "a {:?} error is transient and never recorded",
-                error.kind
-            )),
-            (None, Some(error)) => Ok(Err(error.clone())),
-            _ => Err("a record needs exactly one of `reply` and `error`".into()),
+impl TryFrom<RecordLine> for RecordedAnswer {
+    type Error = String;
+
+    fn try_from(line: RecordLine) -> Result<RecordedAnswer, String> {
+        let answer = match (line.reply, line.error) {
+            (Some(reply), None) => Ok(reply),
+            (None, Some(error)) if error.kind.is_transient() => {
+                return Err(format!(
+                    "a {:?} error is transient and never recorded",
+                    error.kind
+                ))
+            }
+            (None, Some(error)) => Err(error),
+            _ => return Err("a record needs exactly one of `reply` and `error`".into()),
+        };
+        Ok(RecordedAnswer {
+            key: line.key,
+            case: line.case,
+            answer,
+        })
+    }
+}
+
+impl From<RecordedAnswer> for RecordLine {
+    fn from(record: RecordedAnswer) -> RecordLine {
+        let (reply, error) = match record.answer {
+            Ok(reply) => (Some(reply), None),
+            Err(error) => (None, Some(error)),
+        };
+        RecordLine {
+            key: record.key,
+            case: record.case,
+            reply,
+            error,
         }
     }
 }
@@ -81,7 +126,7 @@ pub struct Cassette {
 }
 
 struct State {
-    records: BTreeMap<String, Record>,
+    records: BTreeMap<String, RecordedAnswer>,
     /// Opened on the first new answer.
     journal: Option<File>,
     /// The length of the journal's complete lines, when a torn line follows them.
@@ -93,7 +138,7 @@ struct State {
     /// Keys looked up or recorded by this run: what a pruning [`Cassette::finish`] keeps.
     used: HashSet<String>,
     /// The keys this process recorded, for a shard's run record.
-    recorded: Vec<String>,
+    recorded: BTreeSet<String>,
 }
 
 impl Cassette {
@@ -108,24 +153,14 @@ impl Cassette {
             journal_failed: false,
             warnings: Vec::new(),
             used: HashSet::new(),
-            recorded: Vec::new(),
+            recorded: BTreeSet::new(),
         };
         if let Some(text) = read_if_exists(path)? {
-            let text = String::from_utf8(text)
-                .map_err(|_| InputError::file(path, "the cassette is not valid UTF-8"))?;
-            for (index, line) in text.lines().enumerate() {
-                let record = parse_record(line).map_err(|problem| {
-                    InputError::file(path, format!("bad cassette record: {problem}"))
-                        .at_line(index + 1)
-                })?;
-                if let Some(record) = record {
-                    state.records.insert(record.key.clone(), record);
-                }
-            }
+            state.read_file(path, &text)?;
         }
         if let Some(journal) = read_if_exists(&journal_path)? {
             state.dirty = true;
-            state.replay_journal(&journal_path, &journal);
+            state.replay_journal(&journal_path, &journal)?;
         }
         Ok(Cassette {
             path: path.to_path_buf(),
@@ -142,10 +177,7 @@ impl Cassette {
     pub fn get(&self, key: &str) -> Option<Result<Reply, SystemError>> {
         let mut state = self.lock();
         state.used.insert(key.to_string());
-        state
-            .records
-            .get(key)
-            .and_then(|record| record.answer().ok())
+        state.records.get(key).map(|record| record.answer.clone())
     }
 
     pub fn len(&self) -> usize {
@@ -160,16 +192,16 @@ impl Cassette {
     /// next recording run asks again). A journal that cannot be written is reported in
     /// [`Cassette::warnings`]; the answer is still kept for [`Cassette::finish`].
     pub fn record(&self, key: &str, case: &str, answer: &Result<Reply, SystemError>) {
-        let (reply, error) = match answer {
-            Ok(reply) => (Some(reply.clone()), None),
-            Err(error) if error.kind.is_transient() => return,
-            Err(error) => (None, Some(error.clone())),
-        };
-        let record = Record {
+        if answer
+            .as_ref()
+            .is_err_and(|error| error.kind.is_transient())
+        {
+            return;
+        }
+        let record = RecordedAnswer {
             key: key.to_string(),
             case: case.to_string(),
-            reply,
-            error,
+            answer: answer.clone(),
         };
         let mut state = self.lock();
         state.used.insert(key.to_string());
@@ -181,20 +213,19 @@ impl Cassette {
                 ));
             }
         }
-        state.recorded.push(record.key.clone());
+        state.recorded.insert(record.key.clone());
         state.records.insert(record.key.clone(), record);
         state.dirty = true;
     }
 
-    /// The answers this process recorded, as cassette records: a shard on one machine hands
-    /// them to the merge on another ([`Cassette::add_recorded`]).
-    pub fn recorded(&self) -> Vec<serde_json::Value> {
+    /// The answers this process recorded, one per key: a shard on one machine hands them to
+    /// the merge on another ([`Cassette::add_recorded`]).
+    pub fn recorded(&self) -> Vec<RecordedAnswer> {
         let state = self.lock();
         state
             .recorded
             .iter()
-            .filter_map(|key| state.records.get(key))
-            .filter_map(|record| serde_json::to_value(record).ok())
+            .filter_map(|key| state.records.get(key).cloned())
             .collect()
     }
 
@@ -204,17 +235,28 @@ impl Cassette {
         self.lock().used.insert(key.to_string());
     }
 
-    /// Records answers another process recorded ([`Cassette::recorded`]); `Err` says which
-    /// one is not a cassette record.
-    pub fn add_recorded(&self, records: &[serde_json::Value]) -> Result<(), String> {
-        for (index, value) in records.iter().enumerate() {
-            let problem = |e: String| format!("recorded answer {index}: {e}");
-            let record: Record =
-                serde_json::from_value(value.clone()).map_err(|e| problem(e.to_string()))?;
-            let answer = record.answer().map_err(problem)?;
-            self.record(&record.key, &record.case, &answer);
+    /// Records the answers other processes recorded ([`Cassette::recorded`]), each with the
+    /// run record it came from, in order. Two shards may answer one key (suites sharing a
+    /// case): the later answer replaces the earlier, and a warning says so.
+    pub fn add_recorded(&self, records: &[(&Path, &RecordedAnswer)]) {
+        let mut seen = HashSet::new();
+        let mut repeated = 0;
+        let mut first_repeat = None;
+        for &(file, record) in records {
+            if !seen.insert(record.key.as_str()) {
+                repeated += 1;
+                first_repeat.get_or_insert((file, record.case.as_str()));
+            }
+            self.record(&record.key, &record.case, &record.answer);
         }
-        Ok(())
+        if let Some((file, case)) = first_repeat {
+            self.lock().warnings.push(format!(
+                "{}: {repeated} answer(s) of the shards' run records answer a key another shard \
+                 answered too (suites sharing a case); the last one given to `merge` is kept, \
+                 first in the answer of case `{case}`",
+                file.display()
+            ));
+        }
     }
 
     /// Problems met that did not stop the run: torn or unreadable journal lines discarded, a
@@ -294,7 +336,7 @@ impl Cassette {
         Ok(pruned)
     }
 
-    fn into_records(self) -> BTreeMap<String, Record> {
+    fn into_records(self) -> BTreeMap<String, RecordedAnswer> {
         self.state
             .into_inner()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -310,9 +352,38 @@ impl Cassette {
 }
 
 impl State {
-    /// Adds the journal's complete, valid lines; a torn last line (no newline: the writer was
-    /// interrupted) and unreadable lines are discarded with a warning.
-    fn replay_journal(&mut self, journal_path: &Path, journal: &[u8]) {
+    /// Reads the sorted file. Every line is a valid record and no key repeats: sqlgate writes
+    /// one line per key, so a second line for a key was not written by it (a merge conflict
+    /// resolved by keeping both sides?) and nothing says which answer is the system's.
+    fn read_file(&mut self, path: &Path, text: &[u8]) -> Result<(), InputError> {
+        let text = std::str::from_utf8(text)
+            .map_err(|_| InputError::file(path, "the cassette is not valid UTF-8"))?;
+        let mut first_line = HashMap::new();
+        for (index, line) in text.lines().enumerate() {
+            let at = |problem: String| InputError::file(path, problem).at_line(index + 1);
+            let record = parse_record(line).map_err(|e| at(bad_record(&e)))?;
+            let Some(record) = record else {
+                continue;
+            };
+            if let Some(first) = first_line.insert(record.key.clone(), index + 1) {
+                return Err(at(format!(
+                    "the key of case `{}` is on line {first} too: a cassette holds one answer per \
+                     key; keep the right line and delete the other",
+                    record.case
+                )));
+            }
+            self.records.insert(record.key.clone(), record);
+        }
+        Ok(())
+    }
+
+    /// Adds the journal's complete lines over the file's answers. A later line for a key
+    /// replaces the earlier answer, which is how the journal works (`--record all` asks again,
+    /// runs recording at once each append theirs); a warning counts the replacements. A torn
+    /// last line (no newline: the writer was interrupted) and lines that are not JSON (a write
+    /// cut short and glued to the next) are discarded with a warning; a JSON line that is not
+    /// a valid record was not written by sqlgate, and is an error at its line.
+    fn replay_journal(&mut self, journal_path: &Path, journal: &[u8]) -> Result<(), InputError> {
         let complete = journal
             .iter()
             .rposition(|&byte| byte == b'\n')
@@ -325,26 +396,53 @@ impl State {
                 journal.len() - complete
             ));
         }
+        let mut replaced = 0;
+        let mut first_replacing = None;
         for (index, line) in journal[..complete].split(|&byte| byte == b'\n').enumerate() {
-            let parsed = std::str::from_utf8(line)
-                .map_err(|_| "not valid UTF-8".to_string())
-                .and_then(parse_record);
-            match parsed {
-                Ok(Some(record)) => {
-                    self.records.insert(record.key.clone(), record);
-                }
-                Ok(None) => {}
-                Err(problem) => self.warnings.push(format!(
+            let discard = |problem: &str| {
+                format!(
                     "{}: line {}: discarded ({problem})",
                     journal_path.display(),
                     index + 1
-                )),
+                )
+            };
+            let Ok(line) = std::str::from_utf8(line) else {
+                self.warnings.push(discard("not valid UTF-8"));
+                continue;
+            };
+            let record = match parse_record(line) {
+                Ok(Some(record)) => record,
+                Ok(None) => continue,
+                Err(e) if e.classify() == serde_json::error::Category::Data => {
+                    return Err(InputError::file(journal_path, bad_record(&e)).at_line(index + 1))
+                }
+                Err(e) => {
+                    self.warnings.push(discard(&e.to_string()));
+                    continue;
+                }
+            };
+            if self.records.insert(record.key.clone(), record).is_some() {
+                replaced += 1;
+                first_replacing.get_or_insert(index + 1);
             }
         }
+        if let Some(line) = first_replacing {
+            self.warnings.push(format!(
+                "{}: line {line}: the first of {replaced} journal line(s) answering a key that \
+                 was already answered (recorded again with `--record all`, or by runs \
+                 recording at once); the latest answer is kept",
+                journal_path.display()
+            ));
+        }
+        Ok(())
     }
 
     /// Appends one record to the journal in a single write of a complete line.
-    fn journal_line(&mut self, journal_path: &Path, record: &Record) -> std::io::Result<()> {
+    fn journal_line(
+        &mut self,
+        journal_path: &Path,
+        record: &RecordedAnswer,
+    ) -> std::io::Result<()> {
         let journal = match &mut self.journal {
             Some(journal) => journal,
             None => self.journal.insert(open_journal(journal_path)?),
@@ -393,7 +491,7 @@ fn open_journal(path: &Path) -> std::io::Result<File> {
 }
 
 /// A record as one line of JSON, newline included.
-fn to_line(record: &Record) -> String {
+fn to_line(record: &RecordedAnswer) -> String {
     // Strings and plain structs always serialize.
     let mut line = serde_json::to_string(record).unwrap_or_default();
     line.push('\n');
@@ -401,15 +499,20 @@ fn to_line(record: &Record) -> String {
 }
 
 /// A record from a line; `None` for a blank line.
-fn parse_record(line: &str) -> Result<Option<Record>, String> {
+fn parse_record(line: &str) -> Result<Option<RecordedAnswer>, serde_json::Error> {
     if line.trim().is_empty() {
         return Ok(None);
     }
-    let record: Record = serde_json::from_str(line).map_err(|e| e.to_string())?;
-    match record.answer() {
-        Ok(_) => Ok(Some(record)),
-        Err(problem) => Err(problem),
-    }
+    serde_json::from_str(line).map(Some)
+}
+
+/// Why a line is not a cassette record, at its column (the line is the error's).
+fn bad_record(error: &serde_json::Error) -> String {
+    format!(
+        "column {}: bad cassette record: {}",
+        error.column(),
+        json_message(error)
+    )
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

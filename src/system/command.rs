@@ -2,6 +2,7 @@
 //! `{"sql": "..."}` or `{"abstain": true}`, on stdout.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -24,6 +25,20 @@ fn default_timeout_secs() -> f64 {
     60.0
 }
 
+/// What every program gets from sqlgate's environment to run at all (find programs, a home, a
+/// locale, a place for temporary files; `SYSTEMROOT`, `TEMP`, `TMP` on Windows). Not
+/// fingerprinted: they must not change the answers. Anything else is declared.
+pub const BASIC_ENV: [&str; 8] = [
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+];
+
 /// A `command` system's configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,9 +48,30 @@ pub struct CommandConfig {
     /// Seconds the program may take for one case before it is killed.
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: f64,
-    /// Variables set for the program, over the inherited environment.
+    /// Variables set for the program, with fixed values (fingerprinted).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables passed on from sqlgate's environment when set; their values are fingerprinted
+    /// (never written anywhere), so a recording replays only under the same values.
+    #[serde(default)]
+    pub env_passthrough: Vec<String>,
+    /// Credentials passed on from sqlgate's environment when set, never fingerprinted: a new
+    /// key does not invalidate the recordings, and a replay needs none.
+    #[serde(default)]
+    pub env_secrets: Vec<String>,
+}
+
+impl Default for CommandConfig {
+    /// What a `[[system]]` giving no key but `command` reads as.
+    fn default() -> CommandConfig {
+        CommandConfig {
+            command: Vec::new(),
+            timeout_secs: default_timeout_secs(),
+            env: BTreeMap::new(),
+            env_passthrough: Vec::new(),
+            env_secrets: Vec::new(),
+        }
+    }
 }
 
 /// Runs a program per case.
@@ -43,6 +79,8 @@ pub struct CommandSystem {
     config: CommandConfig,
     timeout: Duration,
     fingerprint: String,
+    /// The program's whole environment, read from sqlgate's when the system was built.
+    environment: Vec<(String, OsString)>,
 }
 
 impl CommandSystem {
@@ -53,8 +91,26 @@ impl CommandSystem {
             return Err("`command` must name a program".into());
         }
         let timeout = timeout(config.timeout_secs)?;
+        check_declared_names(config)?;
+        let passed_through: Vec<(String, Option<OsString>)> = config
+            .env_passthrough
+            .iter()
+            .map(|name| (name.clone(), std::env::var_os(name)))
+            .collect();
+        let inherited = BASIC_ENV
+            .into_iter()
+            .chain(config.env_secrets.iter().map(String::as_str))
+            .filter_map(|name| Some((name.to_string(), std::env::var_os(name)?)));
+        let fixed = config
+            .env
+            .iter()
+            .map(|(name, value)| (name.clone(), OsString::from(value)));
+        let passed = passed_through
+            .iter()
+            .filter_map(|(name, value)| Some((name.clone(), value.clone()?)));
         Ok(CommandSystem {
-            fingerprint: fingerprint(config)?,
+            fingerprint: fingerprint(config, &passed_through)?,
+            environment: inherited.chain(fixed).chain(passed).collect(),
             config: config.clone(),
             timeout,
         })
@@ -73,7 +129,8 @@ impl CommandSystem {
         let mut command = Command::new(self.program());
         command
             .args(&self.config.command[1..])
-            .envs(&self.config.env)
+            .env_clear()
+            .envs(self.environment.iter().map(|(name, value)| (name, value)))
             .env(RUN_MARKER, marker)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -179,17 +236,61 @@ impl System for CommandSystem {
     }
 }
 
-/// Hashes the command line, the environment it sets, and the contents of every argument
-/// that names a file (the program, or the script given to an interpreter).
-fn fingerprint(config: &CommandConfig) -> Result<String, String> {
+/// A variable named in two of `env`, `env_passthrough` and `env_secrets` would leave unclear
+/// which value the program gets and whether it is fingerprinted.
+fn check_declared_names(config: &CommandConfig) -> Result<(), String> {
+    let declared = config
+        .env
+        .keys()
+        .map(|name| ("env", name))
+        .chain(
+            config
+                .env_passthrough
+                .iter()
+                .map(|name| ("env_passthrough", name)),
+        )
+        .chain(config.env_secrets.iter().map(|name| ("env_secrets", name)));
+    let mut seen = BTreeMap::new();
+    for (list, name) in declared {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err(format!("`{list}`: {name:?} is not a variable name"));
+        }
+        if let Some(first) = seen.insert(name, list) {
+            return Err(format!(
+                "the variable `{name}` is declared twice (in `{first}` and in `{list}`)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Hashes the command line, the declared environment (fixed values, and the passed-through
+/// values as read, an unset variable apart from every value; not the secrets), and the
+/// contents of every argument that names a file (the program, or the script given to an
+/// interpreter).
+fn fingerprint(
+    config: &CommandConfig,
+    passed_through: &[(String, Option<OsString>)],
+) -> Result<String, String> {
     let mut hash = Hasher::new();
-    hash.field("command")
+    // Version 2: the program sees only the declared environment. Recordings of version 1,
+    // made with whatever environment sqlgate had, are asked again.
+    hash.field("command/2")
         .field(config.command.len().to_le_bytes());
     for argument in &config.command {
         hash.field(argument);
     }
+    hash.field(config.env.len().to_le_bytes());
     for (name, value) in &config.env {
         hash.field(name).field(value);
+    }
+    hash.field(passed_through.len().to_le_bytes());
+    for (name, value) in passed_through {
+        hash.field(name);
+        match value {
+            Some(value) => hash.field([1]).field(value.as_encoded_bytes()),
+            None => hash.field([0]),
+        };
     }
     for argument in &config.command {
         let path = Path::new(argument);

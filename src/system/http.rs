@@ -134,7 +134,9 @@ impl System for HttpSystem {
     }
 }
 
-/// Hashes the URL and the header names (their values may be secrets or rotate).
+/// Hashes the URL, the header names, and the values of the fixed `headers`, which may change
+/// the answers (a model or a version selected by a header). The values of `headers_env` are
+/// credentials: a new token must not invalidate the recordings.
 fn fingerprint(config: &HttpConfig) -> String {
     let names: BTreeSet<String> = config
         .headers
@@ -146,6 +148,14 @@ fn fingerprint(config: &HttpConfig) -> String {
     hash.field("http").field(&config.url);
     for name in &names {
         hash.field(name);
+    }
+    if !config.headers.is_empty() {
+        // No header name is empty: the values cannot be taken for more names. A configuration
+        // without fixed headers keeps the fingerprint it had before values were hashed.
+        hash.field("");
+        for (name, value) in &config.headers {
+            hash.field(name.to_ascii_lowercase()).field(value);
+        }
     }
     format!("http:{}", hash.hex())
 }

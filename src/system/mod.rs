@@ -33,11 +33,14 @@ pub struct Request {
     pub schema: String,
 }
 
-/// A system's answer.
+/// A system's answer. Read back (from a cassette or a run record) strictly: an unknown field is
+/// an error, and `sql` must be there, as `null` for an abstention.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct Reply {
     /// The SQL to execute; `None` when it abstained. Cleaned of markdown and prose by
     /// [`Reply::clean`] before it is scored.
+    #[serde(deserialize_with = "present")]
     pub sql: Option<String>,
     /// Markdown fences or prose were stripped from the raw answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -52,6 +55,13 @@ pub struct Reply {
     /// `length`): its SQL may be incomplete.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+}
+
+/// Reads an `Option` that must be present. serde reads a missing `Option` field as `None`, so
+/// `{"sqI": "SELECT ..."}` would replay as an abstention; with `deserialize_with`, a missing
+/// field is an error instead.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Option::deserialize(deserializer)
 }
 
 impl Reply {
@@ -101,6 +111,7 @@ impl Reply {
 
 /// Why a system gave no usable answer; a failing case, never a crashed run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct SystemError {
     pub kind: SystemErrorKind,
     pub message: String,
