@@ -11,6 +11,11 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 pub const EXIT_TESTS_FAILED: u8 = 100;
 /// `test`: the filters select no test to run (nextest's `NO_TESTS_RUN`).
 pub const EXIT_NO_TESTS_RUN: u8 = 4;
+/// `test`, `merge`: the system could not be asked (sysexits' `EX_UNAVAILABLE`): unreachable
+/// or not serving its model when checked before asking, or stopped after consecutive
+/// connection failures. The cases it did not answer fail as `unavailable`; a rerun with
+/// `--record new` asks only those.
+pub const EXIT_SYSTEM_UNAVAILABLE: u8 = 69;
 
 /// Bad input: a malformed file, an unknown database, misaligned predictions...
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,11 @@
 //! without aborting the run, and a rerun with `--record none` replays with zero requests.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -380,4 +383,223 @@ fn replies_are_recorded_raw_read_after_replay_and_pruned_on_accept() {
     let cassette = std::fs::read_to_string(&cassette_path).unwrap();
     assert_eq!(cassette.lines().count(), 2, "{cassette}");
     assert!(!cassette.contains("not_answerable\""), "{cassette}");
+}
+
+/// A chat server that computes one request at a time, as llama.cpp's server does: requests
+/// wait in the listen queue, and a request whose client gave up is still computed when its
+/// turn comes. It answers every question with `SELECT count(*) FROM t`, and lists no models.
+struct OneSlotServer {
+    base_url: String,
+    /// Chat completions computed (whether anyone was still waiting for them or not).
+    computed: Arc<AtomicUsize>,
+    worker: std::thread::JoinHandle<()>,
+}
+
+impl OneSlotServer {
+    /// Takes `delay` per completion; after `dies_after` completions (if given) it stops
+    /// listening, as a killed server does, and the completion it was computing is lost.
+    fn start(delay: Duration, dies_after: Option<usize>) -> OneSlotServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let computed = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&computed);
+        let worker = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let Some(request) = read_request(&mut stream) else {
+                    continue;
+                };
+                if request.starts_with("GET ") {
+                    respond(&mut stream, "404 Not Found", "{}");
+                    continue;
+                }
+                if dies_after.is_some_and(|limit| counter.load(Ordering::SeqCst) >= limit) {
+                    // Killed: the listener and the connections waiting in it are dropped.
+                    return;
+                }
+                std::thread::sleep(delay);
+                counter.fetch_add(1, Ordering::SeqCst);
+                let chat = json!({"choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "SELECT count(*) FROM t"}}]});
+                respond(&mut stream, "200 OK", &chat.to_string());
+            }
+        });
+        OneSlotServer {
+            base_url,
+            computed,
+            worker,
+        }
+    }
+}
+
+/// The request's head and body, read as far as its `Content-Length` says.
+fn read_request(stream: &mut TcpStream) -> Option<String> {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let text = String::from_utf8_lossy(&received).into_owned();
+        if let Some(head_end) = text.find("\r\n\r\n") {
+            let length = text[..head_end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if received.len() >= head_end + 4 + length {
+                return Some(text);
+            }
+        }
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => return None,
+            Ok(read) => received.extend_from_slice(&buffer[..read]),
+        }
+    }
+}
+
+fn respond(stream: &mut TcpStream, status: &str, body: &str) {
+    // The client may have given up already.
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// A suite of `count` questions for the one-slot server, asked with `system` settings.
+fn write_counting_suite(dir: &Path, count: usize, base_url: &str, system: &str) {
+    write_suite(dir, base_url);
+    let cases: Vec<String> = (0..count)
+        .map(|i| {
+            json!({"id": format!("q{i:02}"), "db": "numbers",
+                "question": format!("Question {i}: how many rows are there?"),
+                "gold": "SELECT count(*) FROM t"})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(dir.join("cases.jsonl"), cases.join("\n")).unwrap();
+    let config = format!(
+        r#"
+[[suite]]
+benchmark = "suite.toml"
+
+[[system]]
+name = "model"
+type = "openai"
+base_url = "{base_url}"
+model = "test-model"
+{system}
+"#
+    );
+    std::fs::write(dir.join("sqlgate.toml"), config).unwrap();
+}
+
+fn cassette_lines(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("snapshots/predictions/model.jsonl"))
+        .map_or(0, |cassette| cassette.lines().count())
+}
+
+/// The issue's setting, scaled down: a server computing one answer at a time, a timeout of
+/// three answers' time, and the default concurrency of 4, so that the fourth request in the
+/// queue times out. The concurrency adapts: every case is answered, and the server computes
+/// few completions nobody waited for.
+#[test]
+fn a_one_slot_server_answers_every_case_about_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = OneSlotServer::start(Duration::from_millis(250), None);
+    write_counting_suite(dir.path(), 39, &server.base_url, "timeout_secs = 0.75");
+    let run = sqlgate(dir.path(), "new");
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(text.contains("39 tests run: 39 passed"), "{text}");
+    assert_eq!(cassette_lines(dir.path()), 39);
+    let computed = server.computed.load(Ordering::SeqCst);
+    assert!(
+        computed * 10 <= 39 * 12,
+        "the server computed {computed} completions for 39 cases\n{text}"
+    );
+    assert!(text.contains("asked 39 questions"), "{text}");
+    assert!(text.contains("concurrency settled at"), "{text}");
+}
+
+/// Nothing listens: the check before asking says so, and no case is asked or waits for
+/// retries.
+#[test]
+fn a_closed_port_fails_the_run_at_once_with_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    write_counting_suite(dir.path(), 39, &format!("http://127.0.0.1:{port}/v1"), "");
+    let run = sqlgate(dir.path(), "new");
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(run.status.code(), Some(69), "{text}");
+    assert!(text.contains("39 tests run: 0 passed, 39 failed"), "{text}");
+    let cause = format!("connection refused at 127.0.0.1:{port} (checked before asking)");
+    assert!(text.contains(&format!("not asked: {cause}")), "{text}");
+    assert!(text.contains("39 cases were not asked"), "{text}");
+    assert!(
+        text.contains(&format!("the system was not asked: {cause}")),
+        "{text}"
+    );
+    assert_eq!(cassette_lines(dir.path()), 0);
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert_eq!(
+        junit
+            .matches(r#"name="system_error_kind" value="unavailable""#)
+            .count(),
+        39
+    );
+}
+
+/// The server dies after 10 answers: the run stops asking after a few connection failures,
+/// the remaining cases fail as `unavailable` (not recorded), and a resumed run against the
+/// server back up asks exactly those.
+#[test]
+fn a_server_killed_mid_run_stops_being_asked_and_the_rerun_asks_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let dying = OneSlotServer::start(Duration::from_millis(20), Some(10));
+    write_counting_suite(dir.path(), 39, &dying.base_url, "");
+    let run = sqlgate(dir.path(), "new");
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert_eq!(run.status.code(), Some(69), "{text}");
+    dying.worker.join().unwrap();
+    assert_eq!(dying.computed.load(Ordering::SeqCst), 10);
+    let recorded = cassette_lines(dir.path());
+    assert_eq!(recorded, 10, "{text}");
+    assert!(text.contains("3 connection failures in a row"), "{text}");
+    // Asking stopped within a few attempts of the server's death: the calls in flight then
+    // (4 at most) failed, and were retried until the third refusal in a row.
+    let attempts: usize = text
+        .lines()
+        .find_map(|line| line.strip_prefix("asked "))
+        .and_then(|note| note.split_whitespace().nth(3))
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no attempt count in\n{text}"));
+    assert!(attempts <= 10 + 4 + 4, "{attempts} attempts\n{text}");
+    let not_asked = text.matches("system_error: unavailable").count();
+    assert!(not_asked >= 39 - 10 - 4, "{text}");
+
+    let back = OneSlotServer::start(Duration::from_millis(20), None);
+    let config = dir.path().join("sqlgate.toml");
+    let moved = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace(&dying.base_url, &back.base_url);
+    std::fs::write(&config, moved).unwrap();
+    let resumed = sqlgate(dir.path(), "new");
+    let text = String::from_utf8_lossy(&resumed.stdout).into_owned();
+    assert_eq!(resumed.status.code(), Some(0), "{text}");
+    assert_eq!(back.computed.load(Ordering::SeqCst), 39 - recorded);
+    assert_eq!(cassette_lines(dir.path()), 39);
 }

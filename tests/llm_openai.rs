@@ -169,7 +169,7 @@ fn timeout_secs_bounds_the_call() {
         Canned::chat("SELECT 1").after(std::time::Duration::from_millis(1600))
     ]);
     let config = OpenAiConfig {
-        timeout_secs: 1,
+        timeout_secs: 1.0,
         ..config(&server.base_url)
     };
     let error = system(config).answer(&request()).unwrap_err();
@@ -210,7 +210,7 @@ fn defaults_apply_and_unknown_fields_are_refused() {
     assert_eq!(config.temperature, 0.0);
     assert_eq!(config.seed, 0);
     assert_eq!(config.max_tokens, 512);
-    assert_eq!(config.timeout_secs, 60);
+    assert_eq!(config.timeout_secs, 60.0);
     assert_eq!(config.abstain_marker, "not_answerable");
     assert_eq!(config.api_key_env, None);
     assert_eq!(config.system_prompt, None);
@@ -287,7 +287,7 @@ fn the_fingerprint_follows_behaviour_not_location() {
     let elsewhere = OpenAiConfig {
         base_url: "https://api.example.org/v1".into(),
         api_key_env: Some("OTHER_KEY".into()),
-        timeout_secs: 5,
+        timeout_secs: 5.0,
         ..base.clone()
     };
     assert_eq!(reference, fingerprint_of(elsewhere, here));
@@ -409,4 +409,180 @@ fn the_fingerprint_is_the_documented_hash() {
         .map(|b| format!("{b:02x}"))
         .collect();
     assert_eq!(fingerprint_of(config, Path::new(".")), expected);
+}
+
+#[test]
+fn timeout_secs_may_be_fractional() {
+    let parsed: OpenAiConfig =
+        toml::from_str("base_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\ntimeout_secs = 1.5")
+            .unwrap();
+    assert_eq!(parsed.timeout_secs, 1.5);
+    let server = TestServer::start(vec![
+        Canned::chat("SELECT 1").after(std::time::Duration::from_millis(800))
+    ]);
+    let short = OpenAiConfig {
+        timeout_secs: 0.3,
+        ..config(&server.base_url)
+    };
+    let error = system(short).answer(&request()).unwrap_err();
+    server.finish();
+    assert_eq!(error.kind, SystemErrorKind::Timeout, "{}", error.message);
+    assert!(error.message.contains("within 0.3s"), "{}", error.message);
+    for bad in [0.0, -1.0, f64::NAN, 1e9] {
+        let refused = OpenAiConfig {
+            timeout_secs: bad,
+            ..config("http://127.0.0.1:1/v1")
+        };
+        let error = OpenAiSystem::new(refused, Path::new(".")).unwrap_err();
+        assert!(error.to_string().contains("timeout_secs"), "{error}");
+    }
+}
+
+/// Azure-style endpoints take the key in an `api-key` header.
+#[test]
+fn headers_are_sent_with_values_from_the_file_or_the_environment() {
+    const VARIABLE: &str = "SQLGATE_TEST_OPENAI_HEADER_KEY";
+    let with_headers = |base_url: &str, headers: &str| -> OpenAiConfig {
+        toml::from_str(&format!(
+            "base_url = \"{base_url}\"\nmodel = \"gpt-4o-mini\"\nheaders = {headers}"
+        ))
+        .unwrap()
+    };
+    // SAFETY: no other test of this binary reads or writes this variable.
+    unsafe { std::env::set_var(VARIABLE, "secret-1") };
+    let server = TestServer::start(vec![Canned::chat("SELECT 1")]);
+    let azure = with_headers(
+        &server.base_url,
+        &format!("{{ \"api-key\" = {{ env = \"{VARIABLE}\" }}, \"X-Team\" = \"data\" }}"),
+    );
+    let system = system(azure.clone());
+    system.answer(&request()).unwrap();
+    let sent = server.finish().remove(0);
+    assert_eq!(sent.header("api-key"), Some("secret-1"));
+    assert_eq!(sent.header("x-team"), Some("data"));
+
+    // The key is a credential: neither its value nor its header is in the fingerprint; a
+    // fixed header may select what answers, and is.
+    let fingerprint = |config: OpenAiConfig| fingerprint_of(config, Path::new("."));
+    let with_team = fingerprint(azure.clone());
+    unsafe { std::env::set_var(VARIABLE, "secret-2") };
+    assert_eq!(fingerprint(azure.clone()), with_team);
+    let plain = with_headers("http://127.0.0.1:1/v1", "{}");
+    let key_only = with_headers(
+        "http://127.0.0.1:1/v1",
+        &format!("{{ \"api-key\" = {{ env = \"{VARIABLE}\" }} }}"),
+    );
+    assert_eq!(fingerprint(key_only), fingerprint(plain.clone()));
+    assert_ne!(with_team, fingerprint(plain));
+    let other_team = with_headers("http://127.0.0.1:1/v1", "{ \"X-Team\" = \"web\" }");
+    assert_ne!(fingerprint(other_team), with_team);
+
+    // Unset, or not a header value: the error names the variable, never the value.
+    unsafe { std::env::set_var(VARIABLE, "line\nbreak") };
+    let error = system.answer(&request()).unwrap_err();
+    assert!(error.message.contains(VARIABLE), "{}", error.message);
+    assert!(!error.message.contains("line"), "{}", error.message);
+    unsafe { std::env::remove_var(VARIABLE) };
+    let error = system.answer(&request()).unwrap_err();
+    assert!(!error.retryable);
+    assert!(
+        error.message.contains(VARIABLE) && error.message.contains("not set"),
+        "{}",
+        error.message
+    );
+
+    // Configuration mistakes are refused when the system is built.
+    let twice = OpenAiConfig {
+        api_key_env: Some("OPENAI_API_KEY".into()),
+        ..with_headers("http://127.0.0.1:1/v1", "{ Authorization = \"Bearer x\" }")
+    };
+    assert!(OpenAiSystem::new(twice, Path::new("."))
+        .unwrap_err()
+        .to_string()
+        .contains("Authorization"));
+    let bad_name = with_headers("http://127.0.0.1:1/v1", "{ \"a b\" = \"x\" }");
+    assert!(OpenAiSystem::new(bad_name, Path::new(".")).is_err());
+    let typo = "base_url = \"u\"\nmodel = \"m\"\nheaders = { api-key = { environment = \"K\" } }";
+    let error = toml::from_str::<OpenAiConfig>(typo).unwrap_err();
+    assert!(error.to_string().contains("env = "), "{error}");
+}
+
+fn models(ids: &[&str]) -> Canned {
+    let data: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "object": "model"}))
+        .collect();
+    Canned::new(
+        200,
+        serde_json::json!({"object": "list", "data": data}).to_string(),
+    )
+}
+
+#[test]
+fn the_check_before_asking_reads_the_model_list() {
+    // Listed: one GET, with the configured headers.
+    let server = TestServer::start(vec![models(&["other", "sqlcoder-7b"])]);
+    let listed = OpenAiConfig {
+        headers: toml::from_str("\"X-Team\" = \"data\"").unwrap(),
+        ..config(&server.base_url)
+    };
+    assert_eq!(system(listed).preflight(), Ok(()));
+    let sent = server.finish();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].method.as_str(), sent[0].path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(sent[0].header("x-team"), Some("data"));
+
+    // No listing at all: the server answered, that is enough.
+    let server = TestServer::start(vec![Canned::new(404, "not found")]);
+    assert_eq!(system(config(&server.base_url)).preflight(), Ok(()));
+    assert_eq!(server.finish().len(), 1);
+
+    // Listed under another name (llama.cpp lists its file): one tiny request decides.
+    let server = TestServer::start(vec![models(&["/models/sqlcoder.gguf"]), Canned::chat("OK")]);
+    assert_eq!(system(config(&server.base_url)).preflight(), Ok(()));
+    let sent = server.finish();
+    assert_eq!(sent[1].path, "/v1/chat/completions");
+    assert_eq!(sent[1].json()["max_tokens"], 1);
+    assert_eq!(sent[1].json()["model"], "sqlcoder-7b");
+
+    let refused = Canned::new(
+        404,
+        r#"{"error": {"message": "The model `sqlcoder-7b` does not exist"}}"#,
+    );
+    let server = TestServer::start(vec![models(&["gpt-4o", "gpt-4o-mini"]), refused]);
+    let error = system(config(&server.base_url)).preflight().unwrap_err();
+    server.finish();
+    assert!(
+        error.contains("model `sqlcoder-7b`")
+            && error.contains("gpt-4o, gpt-4o-mini")
+            && error.contains("does not exist"),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_check_before_asking_fails_on_a_refused_key_or_connection() {
+    let server = TestServer::start(vec![Canned::new(
+        401,
+        r#"{"error": {"message": "Incorrect API key provided"}}"#,
+    )]);
+    let error = system(config(&server.base_url)).preflight().unwrap_err();
+    server.finish();
+    assert!(
+        error.contains("401") && error.contains("Incorrect API key"),
+        "{error}"
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let error = system(config(&format!("http://127.0.0.1:{port}/v1")))
+        .preflight()
+        .unwrap_err();
+    assert_eq!(error, format!("connection refused at 127.0.0.1:{port}"));
 }

@@ -214,12 +214,7 @@ fn reply(sql: &str) -> Result<Reply, SystemError> {
 }
 
 fn failure(kind: SystemErrorKind) -> Result<Reply, SystemError> {
-    Err(SystemError {
-        kind,
-        message: format!("{kind:?} happened"),
-        retryable: false,
-        retry_after: None,
-    })
+    Err(SystemError::new(kind, format!("{kind:?} happened")))
 }
 
 /// Some answers under the keys of system "sys".

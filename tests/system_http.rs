@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlgate::config::ThrottleConfig;
 use sqlgate::system::http::{HttpConfig, HttpSystem};
 use sqlgate::system::throttle::Throttle;
-use sqlgate::system::{Request, System, SystemErrorKind};
+use sqlgate::system::{Request, ServerState, System, SystemErrorKind};
 
 fn request(id: &str) -> Request {
     Request {
@@ -41,6 +41,7 @@ fn respond(status: u16, body: &'static str) -> Scripted {
 
 /// What the server received.
 struct Received {
+    method: String,
     body: Vec<u8>,
     headers: BTreeMap<String, String>,
 }
@@ -67,7 +68,12 @@ fn serve(script: Vec<Scripted>) -> (String, JoinHandle<Vec<Received>>) {
                     )
                 })
                 .collect();
-            received.push(Received { body, headers });
+            let method = request.method().to_string();
+            received.push(Received {
+                method,
+                body,
+                headers,
+            });
             std::thread::sleep(scripted.delay);
             let mut response =
                 tiny_http::Response::from_string(scripted.body).with_status_code(scripted.status);
@@ -238,6 +244,12 @@ fn a_refused_connection_is_a_retryable_transport_error() {
     let error = system.answer(&request("q1")).unwrap_err();
     assert_eq!(error.kind, SystemErrorKind::Transport);
     assert!(error.retryable);
+    // The throttle counts it towards stopping the system, and the message says it plainly.
+    assert_eq!(error.server, ServerState::Unreachable);
+    assert_eq!(
+        error.message,
+        format!("connection refused at 127.0.0.1:{port}")
+    );
 }
 
 #[test]
@@ -281,4 +293,26 @@ fn the_fingerprint_follows_url_header_names_and_fixed_values_not_credentials() {
     assert_eq!(print(&token_a), print(&token_b));
     assert_ne!(print(&token_a), print(&base));
     assert_ne!(print(&other_url), print(&base));
+}
+
+#[test]
+fn the_check_before_asking_connects_without_asking() {
+    // Any answer means the server is up, even one refusing the method.
+    let (url, server) = serve(vec![respond(405, "")]);
+    let system = HttpSystem::new(&config(&url)).unwrap();
+    assert_eq!(system.preflight(), Ok(()));
+    let received = server.join().unwrap();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].method, "HEAD");
+    assert!(received[0].body.is_empty());
+
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let system = HttpSystem::new(&config(&format!("http://127.0.0.1:{port}/"))).unwrap();
+    assert_eq!(
+        system.preflight(),
+        Err(format!("connection refused at 127.0.0.1:{port}"))
+    );
 }

@@ -1,19 +1,29 @@
-//! The throttle: which failures are retried, the backoff schedule, and the shared rate limit.
+//! The throttle: which failures are retried, the backoff schedule, the shared rate limit, the
+//! adaptive concurrency limit and the circuit breaker.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use sqlgate::config::ThrottleConfig;
 use sqlgate::system::throttle::Throttle;
-use sqlgate::system::{SystemError, SystemErrorKind};
+use sqlgate::system::{ServerState, SystemError, SystemErrorKind};
 
 fn error(kind: SystemErrorKind, retryable: bool) -> SystemError {
+    if retryable {
+        SystemError::retryable(kind, "it failed")
+    } else {
+        SystemError::new(kind, "it failed")
+    }
+}
+
+fn refused() -> SystemError {
     SystemError {
-        kind,
-        message: "it failed".into(),
-        retryable,
-        retry_after: None,
+        server: ServerState::Unreachable,
+        ..SystemError::retryable(
+            SystemErrorKind::Transport,
+            "connection refused at 127.0.0.1:9",
+        )
     }
 }
 
@@ -149,7 +159,16 @@ fn configuration_defaults_and_checks() {
     assert_eq!(parsed.retries, 4);
     assert_eq!(parsed.backoff_secs, 0.5);
     assert_eq!(parsed.max_backoff_secs, 30.0);
+    assert_eq!(parsed.stop_after_connection_failures, 3);
     assert!(parsed.check().is_ok());
+    let never_stop = ThrottleConfig {
+        stop_after_connection_failures: 0,
+        ..ThrottleConfig::default()
+    };
+    assert!(never_stop
+        .check()
+        .unwrap_err()
+        .contains("stop_after_connection_failures"));
     assert!(toml::from_str::<ThrottleConfig>("retry = 3").is_err());
 
     let zero = ThrottleConfig {
@@ -171,4 +190,149 @@ fn configuration_defaults_and_checks() {
     // Invalid values never panic at call time.
     let (throttle, _) = recording(nan_backoff);
     assert_eq!(throttle.backoff(3, None), Duration::ZERO);
+}
+
+#[test]
+fn connection_failures_in_a_row_stop_the_system() {
+    let (throttle, waits) = recording(ThrottleConfig::default());
+    let attempts = AtomicU32::new(0);
+    let result: Result<(), _> = throttle.call(|| {
+        attempts.fetch_add(1, Ordering::SeqCst);
+        Err(refused())
+    });
+    // The third failure in a row stops the system: no more retries for this call...
+    let error = result.unwrap_err();
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
+    assert_eq!(error.kind, SystemErrorKind::Transport);
+    assert!(
+        error.message.contains("after 3 attempts"),
+        "{}",
+        error.message
+    );
+    assert_eq!(waits.lock().unwrap().len(), 2);
+    // ... and none for the next ones, which are not asked at all.
+    let next: Result<(), _> = throttle.call(|| {
+        attempts.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    });
+    let error = next.unwrap_err();
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
+    assert_eq!(error.kind, SystemErrorKind::Unavailable);
+    assert!(!error.retryable);
+    assert!(
+        error.message.contains("connection refused at 127.0.0.1:9")
+            && error.message.contains("3 connection failures in a row"),
+        "{}",
+        error.message
+    );
+    let asked = throttle.asked();
+    assert_eq!((asked.questions, asked.attempts), (1, 3));
+    assert!(asked.stopped.is_some());
+}
+
+#[test]
+fn an_answer_between_connection_failures_keeps_the_system_asked() {
+    let (throttle, _) = recording(ThrottleConfig::default());
+    let attempts = AtomicU32::new(0);
+    for _ in 0..3 {
+        let result = throttle.call(|| match attempts.fetch_add(1, Ordering::SeqCst) % 3 {
+            0 | 1 => Err(refused()),
+            _ => Ok(()),
+        });
+        assert!(result.is_ok());
+    }
+    // Timeouts say nothing about the connection: they neither count nor reset the count.
+    let (throttle, _) = recording(ThrottleConfig {
+        stop_after_connection_failures: 2,
+        retries: 0,
+        ..ThrottleConfig::default()
+    });
+    let _ = throttle.call(|| Err::<(), _>(refused()));
+    let _ = throttle.call(|| Err::<(), _>(error(SystemErrorKind::Timeout, true)));
+    assert!(throttle.asked().stopped.is_none());
+    let _ = throttle.call(|| Err::<(), _>(refused()));
+    assert!(throttle.asked().stopped.is_some());
+}
+
+#[test]
+fn a_failed_check_before_asking_stops_the_system_before_any_call() {
+    let (throttle, _) = recording(ThrottleConfig::default());
+    throttle.check_before_asking(|| Err("connection refused at 127.0.0.1:9".into()));
+    throttle.check_before_asking(|| panic!("the check runs once"));
+    let called = AtomicU32::new(0);
+    let result: Result<(), _> = throttle.call(|| {
+        called.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    });
+    let error = result.unwrap_err();
+    assert_eq!(called.load(Ordering::SeqCst), 0);
+    assert_eq!(error.kind, SystemErrorKind::Unavailable);
+    assert_eq!(
+        error.message,
+        "not asked: connection refused at 127.0.0.1:9 (checked before asking)"
+    );
+    assert_eq!(throttle.asked().questions, 0);
+}
+
+/// Four calls in flight time out together: the first lowers the limit, and the three sent
+/// before it was lowered are retried without spending their (here no) retries.
+#[test]
+fn attempts_sent_before_the_limit_was_lowered_are_retried_for_free() {
+    let (throttle, _) = recording(ThrottleConfig {
+        retries: 0,
+        ..ThrottleConfig::default()
+    });
+    let together = Barrier::new(4);
+    let results: Vec<Result<(), SystemError>> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..4u64)
+            .map(|i| {
+                let (throttle, together) = (&throttle, &together);
+                scope.spawn(move || {
+                    let mut attempt = 0;
+                    throttle.call(|| {
+                        attempt += 1;
+                        if attempt > 1 {
+                            return Ok(());
+                        }
+                        together.wait();
+                        // One after the other, as a server answering one at a time would.
+                        std::thread::sleep(Duration::from_millis(50 * (i + 1)));
+                        Err(error(SystemErrorKind::Timeout, true))
+                    })
+                })
+            })
+            .collect();
+        calls.into_iter().map(|call| call.join().unwrap()).collect()
+    });
+    let failed = results.iter().filter(|result| result.is_err()).count();
+    assert_eq!(failed, 1, "{results:?}");
+    let asked = throttle.asked();
+    assert_eq!((asked.questions, asked.attempts), (4, 7));
+    assert_eq!((asked.concurrency, asked.timeouts), (4, 4));
+    assert!(asked.settled < 4, "{asked:?}");
+}
+
+/// However the limit moves, a call that keeps timing out ends: its free retries are bounded.
+#[test]
+fn free_retries_are_bounded() {
+    let (throttle, _) = recording(ThrottleConfig {
+        retries: 1,
+        ..ThrottleConfig::default()
+    });
+    let attempts = AtomicU32::new(0);
+    std::thread::scope(|scope| {
+        for i in 0..4u64 {
+            let (throttle, attempts) = (&throttle, &attempts);
+            scope.spawn(move || {
+                let result: Result<(), _> = throttle.call(|| {
+                    attempts.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(10 * (i + 1)));
+                    Err(error(SystemErrorKind::Timeout, true))
+                });
+                assert!(result.is_err());
+            });
+        }
+    });
+    // Per call: one attempt, one retry, and one free retry per halving from 4 to 1.
+    assert!(attempts.load(Ordering::SeqCst) <= 4 * (1 + 1 + 2));
 }

@@ -23,7 +23,8 @@ use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
 use crate::store::{self, Store};
 
-use crate::error::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_TESTS_FAILED};
+use crate::error::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_SYSTEM_UNAVAILABLE, EXIT_TESTS_FAILED};
+use crate::system::throttle::Asked;
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -303,7 +304,8 @@ pub(crate) fn conclude(
     extra_notes: Vec<String>,
 ) -> Result<u8, InputError> {
     let finished = session.finish(report, outputs.whole, outputs.accept)?;
-    let mut notes = missing_answer_notes(&report.results);
+    let mut notes: Vec<String> = session.asked().iter().map(asking_note).collect();
+    notes.extend(missing_answer_notes(&report.results));
     notes.extend(reply_notes(&report.results));
     notes.extend(
         session
@@ -380,7 +382,53 @@ pub(crate) fn conclude(
         .results
         .iter()
         .any(|r| r.status == TestStatus::Failed);
-    Ok(if failed { EXIT_TESTS_FAILED } else { EXIT_OK })
+    let unavailable = report.results.iter().any(|r| {
+        r.properties
+            .get("system_error_kind")
+            .is_some_and(|kind| kind == "unavailable")
+    });
+    Ok(if unavailable {
+        EXIT_SYSTEM_UNAVAILABLE
+    } else if failed {
+        EXIT_TESTS_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// `asked 39 questions in 43 attempts: concurrency settled at 2 of 4 (4 timeouts while
+/// adapting)`, and why the system was asked nothing more when it was stopped.
+fn asking_note(asked: &Asked) -> String {
+    let stopped = asked.stopped.as_deref().unwrap_or_default();
+    if asked.questions == 0 {
+        return format!("the system was not asked: {stopped}");
+    }
+    let mut note = format!("asked {}", plural(asked.questions, "question"));
+    if asked.attempts > asked.questions {
+        note.push_str(&format!(" in {} attempts", asked.attempts));
+    }
+    let mut overloads = Vec::new();
+    if asked.timeouts > 0 {
+        overloads.push(plural(asked.timeouts, "timeout"));
+    }
+    if asked.busy > 0 {
+        overloads.push(format!("{} (429, 503)", plural(asked.busy, "busy answer")));
+    }
+    let overloads = overloads.join(", ");
+    if overloads.is_empty() {
+        note.push_str(&format!(": concurrency {}", asked.concurrency));
+    } else if asked.concurrency == 1 {
+        note.push_str(&format!(": concurrency 1 ({overloads})"));
+    } else {
+        note.push_str(&format!(
+            ": concurrency settled at {} of {} ({overloads} while adapting)",
+            asked.settled, asked.concurrency
+        ));
+    }
+    if !stopped.is_empty() {
+        note.push_str(&format!("; then stopped asking: {stopped}"));
+    }
+    note
 }
 
 /// How much of the run's work was found done: reused verdicts and cached results.
@@ -502,6 +550,15 @@ fn missing_answer_notes(results: &[TestResult]) -> Vec<String> {
             "{} {verb} not in the cassette (the system's fingerprint changed: its model, prompt, \
              settings or passed-through environment?); record with `sqlgate test --record new`",
             plural(not_recorded, "answer")
+        ));
+    }
+    let not_asked = count(&["unavailable"]);
+    if not_asked > 0 {
+        let verb = if not_asked == 1 { "was" } else { "were" };
+        notes.push(format!(
+            "{} {verb} not asked: the system could not be reached (system_error: unavailable); \
+             once it is back, `sqlgate test --record new` asks only the missing ones",
+            plural(not_asked, "case")
         ));
     }
     let unreachable = count(&["timeout", "http", "transport"]);

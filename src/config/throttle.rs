@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ThrottleConfig {
-    /// Calls in flight at once.
+    /// The most calls in flight at once: the limit starts here and adapts to the server.
     pub concurrency: usize,
     /// Call starts per second, across all threads; `None` for no limit.
     pub requests_per_second: Option<f64>,
@@ -16,6 +16,8 @@ pub struct ThrottleConfig {
     pub backoff_secs: f64,
     /// The longest backoff wait (a longer `Retry-After` is still honoured).
     pub max_backoff_secs: f64,
+    /// Connection failures in a row after which the system is asked nothing more this run.
+    pub stop_after_connection_failures: u32,
 }
 
 impl Default for ThrottleConfig {
@@ -26,6 +28,7 @@ impl Default for ThrottleConfig {
             retries: 4,
             backoff_secs: 0.5,
             max_backoff_secs: 30.0,
+            stop_after_connection_failures: 3,
         }
     }
 }
@@ -35,6 +38,9 @@ impl ThrottleConfig {
     pub fn check(&self) -> Result<(), String> {
         if self.concurrency == 0 {
             return Err("`concurrency` must be at least 1".into());
+        }
+        if self.stop_after_connection_failures == 0 {
+            return Err("`stop_after_connection_failures` must be at least 1".into());
         }
         if let Some(rate) = self.requests_per_second {
             if !(rate.is_finite() && rate > 0.0) {

@@ -19,7 +19,7 @@ use crate::store::{Hasher, Store};
 use crate::system::abstention::Abstention;
 use crate::system::answer::{answer_all, Answered};
 use crate::system::cassette::{record_key, Cassette, RecordedAnswer};
-use crate::system::throttle::Throttle;
+use crate::system::throttle::{Asked, Throttle};
 use crate::system::{self, Request, System};
 
 use super::judge::{self, CaseRun};
@@ -67,6 +67,8 @@ pub struct AnswerProgress<'a> {
     pub asked: usize,
     /// Answers that are system errors (not recorded, timeouts, garbage...).
     pub errors: usize,
+    /// Since the suite's answers were first asked for.
+    pub elapsed: std::time::Duration,
 }
 
 pub type AnswerProgressFn = dyn Fn(&AnswerProgress<'_>) + Send + Sync;
@@ -355,6 +357,7 @@ impl Session {
             .collect();
         let system = self.systems[suite].as_ref();
         let [answered_count, asked_count, error_count] = [(); 3].map(|_| AtomicUsize::new(0));
+        let started = Instant::now();
         let progress = |_index: usize, answered: &Answered| {
             // Each count is read as this answer leaves it.
             let count = |counter: &AtomicUsize, this: bool| {
@@ -366,6 +369,7 @@ impl Session {
                 total: requests.len(),
                 asked: count(&asked_count, !answered.elapsed.is_zero()),
                 errors: count(&error_count, answered.reply.is_err()),
+                elapsed: started.elapsed(),
             };
             if let Some(show) = &self.answer_progress {
                 show(&progress);
@@ -417,6 +421,13 @@ impl Session {
                 elapsed: answered.elapsed,
             })
             .collect()
+    }
+
+    /// What asking the system took (questions, attempts, the concurrency it settled at), or
+    /// `None` when it was asked nothing and not stopped.
+    pub fn asked(&self) -> Option<Asked> {
+        let asked = self.throttle.asked();
+        (asked.questions > 0 || asked.stopped.is_some()).then_some(asked)
     }
 
     /// Shows how far the answers are while a system is being asked (a progress bar, or

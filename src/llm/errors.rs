@@ -17,6 +17,21 @@ pub struct LlmError {
     pub retryable: bool,
     /// How long the server asked us to wait (`Retry-After`).
     pub retry_after: Option<Duration>,
+    /// What the failure says about the server, for the throttle.
+    pub server: ServerState,
+}
+
+/// What a failed request says about the server: the throttle lowers its concurrency when the
+/// server is busy and stops asking one that cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ServerState {
+    /// Nothing in particular: the server answered, or the failure says nothing about it.
+    #[default]
+    Other,
+    /// The server said it is overloaded (HTTP 429 or 503). Timeouts say so by their kind.
+    Busy,
+    /// No connection could be made (refused, no route, no such host).
+    Unreachable,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,15 +51,23 @@ const EXCERPT_CHARS: usize = 300;
 
 /// The request did not complete: a timeout, a refused or dropped connection.
 pub(crate) fn transport(error: &reqwest::Error, url: &str, timeout: Duration) -> LlmError {
-    let (kind, message) = if error.is_timeout() {
+    let (kind, message, server) = if error.is_timeout() {
         (
             LlmErrorKind::Timeout,
             format!("no answer from {url} within {}s", timeout.as_secs_f64()),
+            ServerState::Other,
+        )
+    } else if error.is_connect() {
+        (
+            LlmErrorKind::Transport,
+            connect_failure(error, url),
+            ServerState::Unreachable,
         )
     } else {
         (
             LlmErrorKind::Transport,
             format!("request to {url} failed: {}", error_chain(error)),
+            ServerState::Other,
         )
     };
     LlmError {
@@ -52,7 +75,30 @@ pub(crate) fn transport(error: &reqwest::Error, url: &str, timeout: Duration) ->
         message,
         retryable: true,
         retry_after: None,
+        server,
     }
+}
+
+/// `connection refused at 127.0.0.1:8765`, or why else no connection could be made.
+fn connect_failure(error: &reqwest::Error, url: &str) -> String {
+    let address = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| {
+            let host = url.host_str()?.to_string();
+            Some(format!("{host}:{}", url.port_or_known_default()?))
+        })
+        .unwrap_or_else(|| url.to_string());
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let refused = cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+        if refused {
+            return format!("connection refused at {address}");
+        }
+        source = cause.source();
+    }
+    format!("cannot connect to {address}: {}", error_chain(error))
 }
 
 /// An error status: rate limits, server errors and request timeouts are worth retrying, other
@@ -66,11 +112,17 @@ pub(crate) fn http_status(
     let retryable = status == StatusCode::TOO_MANY_REQUESTS
         || status == StatusCode::REQUEST_TIMEOUT
         || status.is_server_error();
+    let busy = status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE;
     LlmError {
         kind: LlmErrorKind::Http,
         message: format!("HTTP {status} from {url}: {}", error_text(body)),
         retryable,
         retry_after: retry_after.filter(|_| retryable),
+        server: if busy {
+            ServerState::Busy
+        } else {
+            ServerState::Other
+        },
     }
 }
 

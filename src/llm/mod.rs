@@ -10,17 +10,21 @@ mod chat;
 mod embedder;
 mod embeddings;
 pub(crate) mod errors;
+mod headers;
+mod models;
 
 use std::time::Duration;
 
-use reqwest::header::AUTHORIZATION;
+use reqwest::blocking::RequestBuilder;
+use reqwest::header::{HeaderName, AUTHORIZATION};
 use serde::Serialize;
 use serde_json::Value;
 
 pub use chat::{ChatReply, ChatRequest, Message};
 pub use embedder::CachedEmbedder;
 pub(crate) use errors::excerpt;
-pub use errors::{LlmError, LlmErrorKind};
+pub use errors::{LlmError, LlmErrorKind, ServerState};
+pub use headers::HeaderSource;
 
 /// Where the API is and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +57,8 @@ pub struct Client {
     http: reqwest::blocking::Client,
     base_url: String,
     api_key_env: Option<String>,
+    /// Further headers sent with every request.
+    headers: Vec<(HeaderName, HeaderSource)>,
     timeout: Duration,
 }
 
@@ -78,18 +84,49 @@ impl Client {
             http,
             base_url,
             api_key_env: config.api_key_env.clone(),
+            headers: Vec::new(),
             timeout: config.timeout,
         })
+    }
+
+    /// Sends these headers (name → fixed value or environment variable) with every request.
+    pub fn with_headers<'a>(
+        mut self,
+        headers: impl IntoIterator<Item = (&'a String, &'a HeaderSource)>,
+    ) -> Result<Client, ConfigError> {
+        for (name, source) in headers {
+            let name = headers::checked(name, source).map_err(ConfigError)?;
+            if name == AUTHORIZATION && self.api_key_env.is_some() {
+                return Err(ConfigError(
+                    "header `Authorization` is given twice (in `headers` and by `api_key_env`)"
+                        .into(),
+                ));
+            }
+            if self.headers.iter().any(|(known, _)| *known == name) {
+                return Err(ConfigError(format!("header `{name}` is given twice")));
+            }
+            self.headers.push((name, source.clone()));
+        }
+        Ok(self)
+    }
+
+    /// The request with the key and the configured headers, their values read from the
+    /// environment now, so that a replay-only run (which never calls the API) needs no secret.
+    fn authorized(&self, mut request: RequestBuilder) -> Result<RequestBuilder, LlmError> {
+        if let Some(key) = self.api_key()? {
+            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
+        for (name, source) in &self.headers {
+            request = request.header(name, headers::value(name, source)?);
+        }
+        Ok(request)
     }
 
     /// POSTs `body` as JSON to `{base_url}/{path}` and returns the parsed JSON response.
     fn post_json(&self, path: &str, body: &impl Serialize) -> Result<Value, LlmError> {
         let url = format!("{}/{path}", self.base_url);
-        let mut request = self.http.post(&url).json(body);
-        if let Some(key) = self.api_key()? {
-            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
-        }
-        let response = request
+        let response = self
+            .authorized(self.http.post(&url).json(body))?
             .send()
             .map_err(|e| errors::transport(&e, &url, self.timeout))?;
         let status = response.status();
@@ -110,6 +147,7 @@ impl Client {
             ),
             retryable: true,
             retry_after: None,
+            server: ServerState::Other,
         })
     }
 
@@ -127,6 +165,7 @@ impl Client {
                 message: format!("the environment variable {name} (api_key_env) is not set"),
                 retryable: false,
                 retry_after: None,
+                server: ServerState::Other,
             }),
         }
     }
@@ -139,5 +178,6 @@ fn garbage(message: String) -> LlmError {
         message,
         retryable: false,
         retry_after: None,
+        server: ServerState::Other,
     }
 }

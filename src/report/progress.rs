@@ -3,11 +3,12 @@
 //! run's progress bar; otherwise (CI logs) a plain line every few seconds and one at the end.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use indicatif::ProgressBar;
 
 use crate::gate::session::AnswerProgress;
+use crate::report::plural;
 
 /// How often a plain progress line is printed.
 const LINE_EVERY: Duration = Duration::from_secs(10);
@@ -20,8 +21,8 @@ pub struct AnswerMeter {
 /// The suite being answered.
 struct Meter {
     suite: String,
-    started: Instant,
-    last_line: Instant,
+    /// When the last plain line was printed, in the suite's asking time.
+    last_line: Duration,
     printed: bool,
 }
 
@@ -36,33 +37,29 @@ impl AnswerMeter {
     }
 
     pub fn update(&self, progress: &AnswerProgress<'_>) {
-        let now = Instant::now();
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let meter = match state.as_mut() {
             Some(meter) if meter.suite == progress.suite => meter,
             _ => state.insert(Meter {
                 suite: progress.suite.to_string(),
-                started: now,
-                last_line: now,
+                last_line: Duration::ZERO,
                 printed: false,
             }),
         };
-        let elapsed = now - meter.started;
         let done = progress.answered == progress.total;
         match &self.bar {
             Some(bar) if done => bar.set_message(""),
-            Some(bar) => bar.set_message(describe(progress, elapsed)),
+            Some(bar) => bar.set_message(describe(progress)),
             None if done && meter.printed => eprintln!(
-                "{:>12} {}: {} answers, {} errors, in {}",
+                "{:>12} {}: {}, in {}",
                 "Answered",
                 progress.suite,
-                progress.total,
-                progress.errors,
-                clock(elapsed)
+                counts(progress),
+                clock(progress.elapsed)
             ),
-            None if !done && now - meter.last_line >= LINE_EVERY => {
-                eprintln!("{:>12} {}", "Answering", describe(progress, elapsed));
-                meter.last_line = now;
+            None if !done && progress.elapsed - meter.last_line >= LINE_EVERY => {
+                eprintln!("{:>12} {}", "Answering", describe(progress));
+                meter.last_line = progress.elapsed;
                 meter.printed = true;
             }
             None => {}
@@ -70,24 +67,46 @@ impl AnswerMeter {
     }
 }
 
-/// `demo: 40/140 answers, 2 errors, about 1m20s left`.
-fn describe(progress: &AnswerProgress<'_>, elapsed: Duration) -> String {
-    let left = match time_left(progress, elapsed) {
+/// `demo: 40/140 cases: 38 answers, 2 errors, about 1m20s left`.
+fn describe(progress: &AnswerProgress<'_>) -> String {
+    let left = match time_left(progress) {
         Some(left) => format!(", about {} left", clock(left)),
         None => String::new(),
     };
     format!(
-        "{}: {}/{} answers, {} errors{left}",
-        progress.suite, progress.answered, progress.total, progress.errors
+        "{}: {}/{} cases: {}{left}",
+        progress.suite,
+        progress.answered,
+        progress.total,
+        answers_and_errors(progress)
     )
 }
 
-/// The remaining answers at the pace of those the system gave so far (answers from the
-/// cassette take no time and would make the estimate too hopeful).
-fn time_left(progress: &AnswerProgress<'_>, elapsed: Duration) -> Option<Duration> {
+/// `140 cases: 138 answers, 2 errors`.
+fn counts(progress: &AnswerProgress<'_>) -> String {
+    format!(
+        "{}: {}",
+        plural(progress.total, "case"),
+        answers_and_errors(progress)
+    )
+}
+
+/// An error is no answer: `38 answers, 2 errors` of 40 cases.
+fn answers_and_errors(progress: &AnswerProgress<'_>) -> String {
+    format!(
+        "{}, {}",
+        plural(progress.answered.saturating_sub(progress.errors), "answer"),
+        plural(progress.errors, "error")
+    )
+}
+
+/// The remaining cases at the pace the system kept since it was first asked: the time spent
+/// on retries, timeouts and a lowered concurrency is in that pace (answers from the cassette
+/// take no time and would make the estimate too hopeful).
+fn time_left(progress: &AnswerProgress<'_>) -> Option<Duration> {
     let asked = u32::try_from(progress.asked).ok().filter(|&n| n > 0)?;
     let remaining = u32::try_from(progress.total - progress.answered).ok()?;
-    Some(elapsed / asked * remaining)
+    Some(progress.elapsed / asked * remaining)
 }
 
 fn clock(duration: Duration) -> String {
@@ -103,24 +122,49 @@ fn clock(duration: Duration) -> String {
 mod tests {
     use super::*;
 
-    fn progress(answered: usize, asked: usize) -> AnswerProgress<'static> {
+    fn progress(answered: usize, asked: usize, elapsed: u64) -> AnswerProgress<'static> {
         AnswerProgress {
             suite: "demo",
             answered,
             total: 140,
             asked,
             errors: 2,
+            elapsed: Duration::from_secs(elapsed),
         }
     }
 
     #[test]
     fn time_left_follows_the_system_not_the_cassette() {
         // 100 answers replayed at once, then 10 asked in 50 s: 30 left at 5 s each.
-        let line = describe(&progress(110, 10), Duration::from_secs(50));
-        assert_eq!(line, "demo: 110/140 answers, 2 errors, about 2m30s left");
+        let line = describe(&progress(110, 10, 50));
+        assert_eq!(
+            line,
+            "demo: 110/140 cases: 108 answers, 2 errors, about 2m30s left"
+        );
         // Nothing asked yet: no estimate rather than a wrong one.
-        let line = describe(&progress(100, 0), Duration::from_secs(1));
-        assert_eq!(line, "demo: 100/140 answers, 2 errors");
+        let line = describe(&progress(100, 0, 1));
+        assert_eq!(line, "demo: 100/140 cases: 98 answers, 2 errors");
+    }
+
+    #[test]
+    fn time_left_counts_from_the_first_question() {
+        // The first answer came 20 s after asking began (retries, a queue): 139 more at that
+        // pace, not at no time at all.
+        let first = AnswerProgress {
+            errors: 0,
+            ..progress(1, 1, 20)
+        };
+        let line = describe(&first);
+        assert!(line.ends_with("about 46m20s left"), "{line}");
+    }
+
+    #[test]
+    fn errors_are_not_counted_as_answers() {
+        let all_failed = AnswerProgress {
+            errors: 140,
+            ..progress(140, 140, 75)
+        };
+        assert_eq!(counts(&all_failed), "140 cases: 0 answers, 140 errors");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::io::{BufWriter, IsTerminal, Stdout, Write};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::gate::run::Event;
 use crate::gate::{TestResult, TestStatus};
@@ -29,6 +29,8 @@ pub enum ColorChoice {
 pub struct TerminalReporter {
     start: Instant,
     bar: Option<ProgressBar>,
+    /// Where the bar is drawn once the run starts: hidden until then, it would show `0/0`.
+    bar_target: Option<ProgressDrawTarget>,
     color: bool,
     heading: String,
     out: BufWriter<Stdout>,
@@ -36,8 +38,21 @@ pub struct TerminalReporter {
 }
 
 impl TerminalReporter {
-    /// `heading` is shown on the start line, e.g. `system sample, profile ci`.
+    /// `heading` is shown on the start line, e.g. `system sample, profile ci`. The progress
+    /// bar is drawn on stderr when it is a terminal.
     pub fn new(heading: String, color: ColorChoice) -> TerminalReporter {
+        let bar_target = std::io::stderr()
+            .is_terminal()
+            .then(ProgressDrawTarget::stderr);
+        TerminalReporter::with_bar(heading, color, bar_target)
+    }
+
+    /// A reporter whose progress bar, if any, is drawn on `bar_target`.
+    pub fn with_bar(
+        heading: String,
+        color: ColorChoice,
+        bar_target: Option<ProgressDrawTarget>,
+    ) -> TerminalReporter {
         let color = match color {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
@@ -46,8 +61,8 @@ impl TerminalReporter {
             }
         };
         // Made up front so that the answers' progress can show in it before tests finish.
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new(0);
+        let bar = bar_target.is_some().then(|| {
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
             if let Ok(style) = ProgressStyle::with_template(
                 "{prefix:>12} [{elapsed_precise}] {bar:40} {pos}/{len} {msg}",
             ) {
@@ -59,6 +74,7 @@ impl TerminalReporter {
         TerminalReporter {
             start: Instant::now(),
             bar,
+            bar_target,
             color,
             heading,
             out: BufWriter::new(std::io::stdout()),
@@ -78,6 +94,9 @@ impl TerminalReporter {
                 if let Some(bar) = &self.bar {
                     bar.set_length(total as u64);
                     bar.reset_elapsed();
+                    if let Some(target) = self.bar_target.take() {
+                        bar.set_draw_target(target);
+                    }
                 }
                 self.print(&format!(
                     "{:>12} {} ({})",
@@ -224,4 +243,64 @@ const YELLOW: &str = "33";
 
 fn seconds(duration: Duration) -> String {
     format!("{:>8.3}s", duration.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A terminal that keeps what is drawn on it.
+    #[derive(Debug, Clone, Default)]
+    struct Screen(Arc<Mutex<String>>);
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            120
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, line: &str) -> std::io::Result<()> {
+            self.write_str(&format!("{line}\n"))
+        }
+        fn write_str(&self, text: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push_str(text);
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_bar_first_shows_the_run_s_count() {
+        let screen = Screen::default();
+        let target = ProgressDrawTarget::term_like(Box::new(screen.clone()));
+        let mut reporter =
+            TerminalReporter::with_bar("system s".into(), ColorChoice::Never, Some(target));
+        reporter.answer_meter();
+        assert_eq!(
+            *screen.0.lock().unwrap(),
+            "",
+            "nothing is drawn before the run starts"
+        );
+        reporter.event(Event::Started { total: 39 });
+        let drawn = screen.0.lock().unwrap().clone();
+        assert!(drawn.contains("0/39"), "{drawn}");
+        assert!(!drawn.contains("0/0"), "{drawn}");
+    }
 }

@@ -21,8 +21,9 @@ pub struct Answered {
 
 /// Answers every request, aligned with `requests`.
 ///
-/// Calls run on up to `throttle.concurrency()` threads, each through the throttle, and every
-/// answer is journaled in the cassette as soon as it arrives, so a run killed at any moment
+/// The system is checked once before its first question ([`System::preflight`]). Calls run
+/// on `throttle.concurrency()` threads, each through the throttle, and every answer is
+/// journaled in the cassette as soon as it arrives, so a run killed at any moment
 /// resumes without asking again. `progress` is called with a request's index and its answer
 /// once it is answered (from the cassette first, then as calls return, from any thread).
 pub fn answer_all(
@@ -59,6 +60,9 @@ pub fn answer_all(
         };
         progress(index, &answered);
         answers[index] = Some(answered);
+    }
+    if !to_call.is_empty() {
+        throttle.check_before_asking(|| system.preflight());
     }
     let called = call_concurrently(&to_call, throttle.concurrency(), |index| {
         let request = &requests[index];

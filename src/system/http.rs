@@ -132,6 +132,16 @@ impl System for HttpSystem {
         }
         parse_answer(&body)
     }
+
+    /// A connection check: any response to a `HEAD` of the URL (sent as every request is,
+    /// through the same proxies) means the server is up; nothing is computed.
+    fn preflight(&self) -> Result<(), String> {
+        let url = self.url.as_str();
+        match self.client.head(self.url.clone()).send() {
+            Ok(_) => Ok(()),
+            Err(e) => Err(errors::transport(&e, url, self.timeout).message),
+        }
+    }
 }
 
 /// Hashes the URL, the header names, and the values of the fixed `headers`, which may change

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::llm::ServerState;
 use crate::llm::{LlmError, LlmErrorKind};
 
 /// What a system is asked: the JSON document sent to `command` and `http` systems.
@@ -121,6 +122,10 @@ pub struct SystemError {
     /// How long the server asked us to wait (`Retry-After`).
     #[serde(skip)]
     pub retry_after: Option<std::time::Duration>,
+    /// What the failure says about the server: the throttle lowers its concurrency when it is
+    /// busy and stops asking it when it cannot be reached.
+    #[serde(skip)]
+    pub server: ServerState,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -138,6 +143,9 @@ pub enum SystemErrorKind {
     Transport,
     /// `--record none` and the cassette holds no answer for this case.
     NotRecorded,
+    /// Not asked: the system could not be reached (the check before asking failed, or the
+    /// run stopped asking after consecutive connection failures).
+    Unavailable,
 }
 
 impl SystemError {
@@ -148,6 +156,7 @@ impl SystemError {
             message: message.into(),
             retryable: false,
             retry_after: None,
+            server: ServerState::Other,
         }
     }
 
@@ -186,6 +195,7 @@ impl From<LlmError> for SystemError {
             message: error.message,
             retryable: error.retryable,
             retry_after: error.retry_after,
+            server: error.server,
         }
     }
 }
@@ -199,6 +209,7 @@ impl SystemErrorKind {
             SystemErrorKind::Http => "http",
             SystemErrorKind::Transport => "transport",
             SystemErrorKind::NotRecorded => "not_recorded",
+            SystemErrorKind::Unavailable => "unavailable",
         }
     }
 
@@ -210,6 +221,7 @@ impl SystemErrorKind {
                 | SystemErrorKind::Http
                 | SystemErrorKind::Transport
                 | SystemErrorKind::NotRecorded
+                | SystemErrorKind::Unavailable
         )
     }
 }
@@ -221,6 +233,14 @@ pub trait System: Send + Sync {
     fn fingerprint(&self) -> String;
 
     fn answer(&self, request: &Request) -> Result<Reply, SystemError>;
+
+    /// Checks, once before the first question of a run, that the system can be asked (its
+    /// server is up and serves what it is configured to); the error names the cause, e.g.
+    /// `connection refused at 127.0.0.1:8765`, and the system is then asked nothing. There is
+    /// nothing to check by default.
+    fn preflight(&self) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Turns a reply as the system gave it (and as the cassette keeps it) into the answer to
     /// score: an abstention, a query, or garbage. It runs after the cassette, so recorded

@@ -1,17 +1,21 @@
 //! The `openai` system: one chat completion per question from an OpenAI-compatible API
 //! (OpenAI, vLLM, Ollama, llama.cpp server), its reply cleaned into one SQL query.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use regex::Regex;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use super::answer::timeout;
+use super::{Reply, Request, System, SystemError};
 use crate::bench::clean_sql;
-use crate::llm::{excerpt, ChatRequest, Client, ClientConfig, ConfigError, Message};
+use crate::llm::{
+    excerpt, ChatRequest, Client, ClientConfig, ConfigError, HeaderSource, LlmErrorKind, Message,
+    ServerState,
+};
 
 /// The prompt used when the configuration names none.
 pub const DEFAULT_PROMPT: &str = "\
@@ -57,6 +61,10 @@ pub struct OpenAiConfig {
     /// The NAME of the environment variable holding the API key.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Further headers: a fixed value (fingerprinted: it may select what answers), or
+    /// `{ env = "VARIABLE" }`, a credential read from the environment (not fingerprinted).
+    #[serde(default)]
+    pub headers: BTreeMap<String, HeaderSource>,
     /// The user message; placeholders `{question}`, `{schema}`, `{evidence}`, `{db}` and
     /// `{abstain_marker}`, with `{{` and `}}` for literal braces. Defaults to [`DEFAULT_PROMPT`].
     #[serde(default)]
@@ -70,8 +78,9 @@ pub struct OpenAiConfig {
     pub seed: u64,
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
+    /// Seconds one request may take, answer included.
     #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: u64,
+    pub timeout_secs: f64,
     /// A reply containing this text (any case) is an abstention.
     #[serde(default = "default_abstain_marker")]
     pub abstain_marker: String,
@@ -81,8 +90,8 @@ fn default_max_tokens() -> u32 {
     512
 }
 
-fn default_timeout_secs() -> u64 {
-    60
+fn default_timeout_secs() -> f64 {
+    60.0
 }
 
 fn default_abstain_marker() -> String {
@@ -105,8 +114,9 @@ impl OpenAiSystem {
         let client = Client::new(&ClientConfig {
             base_url: config.base_url.clone(),
             api_key_env: config.api_key_env.clone(),
-            timeout: Duration::from_secs(config.timeout_secs),
-        })?;
+            timeout: timeout(config.timeout_secs).map_err(ConfigError)?,
+        })?
+        .with_headers(&config.headers)?;
         if config.abstain_marker.trim().is_empty() {
             return Err(ConfigError("abstain_marker must not be empty".into()));
         }
@@ -158,6 +168,50 @@ impl System for OpenAiSystem {
         })
     }
 
+    /// The server answers `GET /models`, accepts the key, and serves the model: listed there,
+    /// or (a server listing other names, such as llama.cpp's file path) accepting one tiny
+    /// request for it. A server without the listing is only required to answer.
+    fn preflight(&self) -> Result<(), String> {
+        let listed = match self.client.models() {
+            Ok(listed) => listed,
+            // The server is there (a dropped connection, a body cut short): the run's retries
+            // deal with that.
+            Err(error)
+                if error.kind == LlmErrorKind::Transport
+                    && error.retryable
+                    && error.server != ServerState::Unreachable =>
+            {
+                return Ok(())
+            }
+            // Unreachable, no answer in time, a refused key.
+            Err(error) => return Err(error.message),
+        };
+        let Some(listed) = listed else {
+            return Ok(());
+        };
+        if listed.contains(&self.config.model) {
+            return Ok(());
+        }
+        let tiny = ChatRequest {
+            model: self.config.model.clone(),
+            messages: vec![Message::user("Say OK.")],
+            temperature: Some(0.0),
+            seed: Some(self.config.seed),
+            max_tokens: Some(1),
+        };
+        match self.client.chat(&tiny) {
+            Err(error) if error.kind == LlmErrorKind::Http && !error.retryable => Err(format!(
+                "model `{}` is not among those {} lists ({}), and a request for it was refused: {}",
+                self.config.model,
+                self.config.base_url,
+                listed.join(", "),
+                error.message
+            )),
+            Err(error) if error.server == ServerState::Unreachable => Err(error.message),
+            _ => Ok(()),
+        }
+    }
+
     fn interpret(&self, reply: Reply) -> Result<Reply, SystemError> {
         let Some(content) = &reply.sql else {
             // Recorded by an older sqlgate, which applied the marker before recording.
@@ -193,7 +247,7 @@ fn fingerprint(config: &OpenAiConfig, template_text: &str) -> String {
     let temperature = config.temperature.to_string();
     let seed = config.seed.to_string();
     let max_tokens = config.max_tokens.to_string();
-    let fields = [
+    let mut fields = vec![
         ("type", Some("openai")),
         ("model", Some(config.model.as_str())),
         ("template", Some(template_text)),
@@ -203,6 +257,20 @@ fn fingerprint(config: &OpenAiConfig, template_text: &str) -> String {
         ("max_tokens", Some(max_tokens.as_str())),
         ("abstain_marker", Some(config.abstain_marker.as_str())),
     ];
+    // Fixed headers may select what answers; headers read from the environment are
+    // credentials. Without fixed headers the fingerprint is the one it was before headers.
+    let fixed: BTreeMap<String, &str> = config
+        .headers
+        .iter()
+        .filter_map(|(name, source)| match source {
+            HeaderSource::Fixed(value) => Some((name.to_ascii_lowercase(), value.as_str())),
+            HeaderSource::Env(_) => None,
+        })
+        .collect();
+    for (name, value) in &fixed {
+        fields.push(("header", Some(name.as_str())));
+        fields.push(("value", Some(value)));
+    }
     let mut hasher = Sha256::new();
     for (name, value) in fields {
         // An absent field hashes as its name alone, unlike one set to "".
@@ -241,12 +309,10 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
         });
     }
     if !is_query {
-        return Err(SystemError {
-            kind: SystemErrorKind::Garbage,
-            message: format!("the reply holds no SQL query: {}", excerpt(content)),
-            retryable: false,
-            retry_after: None,
-        });
+        return Err(SystemError::garbage(format!(
+            "the reply holds no SQL query: {}",
+            excerpt(content)
+        )));
     }
     // The pipeline cleans the reply; cleaning here only tells a query from prose.
     Ok(Reply {
@@ -399,6 +465,7 @@ fn field_named(name: &str) -> Result<Field, ConfigError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::SystemErrorKind;
     use super::*;
 
     fn request() -> Request {
