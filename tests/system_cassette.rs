@@ -219,6 +219,7 @@ fn failure(kind: SystemErrorKind) -> Result<Reply, SystemError> {
         message: format!("{kind:?} happened"),
         retryable: false,
         retry_after: None,
+        truncated: false,
     })
 }
 

@@ -14,6 +14,7 @@ fn error(kind: SystemErrorKind, retryable: bool) -> SystemError {
         message: "it failed".into(),
         retryable,
         retry_after: None,
+        truncated: false,
     }
 }
 

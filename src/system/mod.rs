@@ -121,6 +121,10 @@ pub struct SystemError {
     /// How long the server asked us to wait (`Retry-After`).
     #[serde(skip)]
     pub retry_after: Option<std::time::Duration>,
+    /// The reply this error was read from was cut short by the system's token limit (garbage
+    /// from a truncated reply), so the truncation is counted whatever the reply was judged.
+    #[serde(skip)]
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -148,6 +152,7 @@ impl SystemError {
             message: message.into(),
             retryable: false,
             retry_after: None,
+            truncated: false,
         }
     }
 
@@ -186,7 +191,38 @@ impl From<LlmError> for SystemError {
             message: error.message,
             retryable: error.retryable,
             retry_after: error.retry_after,
+            truncated: false,
         }
+    }
+}
+
+/// The way back, for a failure of an LLM request retried through the throttle.
+impl From<SystemError> for LlmError {
+    fn from(error: SystemError) -> LlmError {
+        let kind = match error.kind {
+            SystemErrorKind::Timeout => LlmErrorKind::Timeout,
+            SystemErrorKind::Http => LlmErrorKind::Http,
+            SystemErrorKind::Garbage => LlmErrorKind::Garbage,
+            // Whatever else stopped the request, the server did not answer.
+            _ => LlmErrorKind::Transport,
+        };
+        LlmError {
+            kind,
+            message: error.message,
+            retryable: error.retryable,
+            retry_after: error.retry_after,
+        }
+    }
+}
+
+/// Embedding requests are retried by the throttle that retries system calls.
+impl crate::llm::Retry for throttle::Throttle {
+    fn retry(
+        &self,
+        send: &mut dyn FnMut() -> Result<Vec<Vec<f32>>, LlmError>,
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
+        self.call(|| send().map_err(SystemError::from))
+            .map_err(LlmError::from)
     }
 }
 

@@ -246,6 +246,7 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
             message: format!("the reply holds no SQL query: {}", excerpt(content)),
             retryable: false,
             retry_after: None,
+            truncated: false,
         });
     }
     // The pipeline cleans the reply; cleaning here only tells a query from prose.
