@@ -312,3 +312,19 @@ fn a_bad_system_setting_is_located_at_its_key() {
         "[[system]] `s`: throttle: `concurrency` must be at least 1",
     );
 }
+
+#[test]
+fn a_bad_embeddings_throttle_is_located_at_its_suite() {
+    let config = format!(
+        "{}regime = \"SC-EC-PE\"\nembeddings = {{ base_url = \"http://127.0.0.1:9/v1\", \
+         model = \"m\", throttle = {{ backoff_secs = -1 }} }}\n{}",
+        demo_suite(),
+        replay_system()
+    );
+    assert_located(
+        &config,
+        1,
+        1,
+        "[[suite]] embeddings: throttle: `backoff_secs` must be a non-negative number",
+    );
+}

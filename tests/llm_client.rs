@@ -6,8 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use llm_support::{chat_completion, Canned, TestServer};
 use serde_json::json;
+use sqlgate::config::ThrottleConfig;
 use sqlgate::llm::{ChatRequest, Client, ClientConfig, Message};
 use sqlgate::llm::{LlmError, LlmErrorKind};
+use sqlgate::system::throttle::Throttle;
 
 fn client(base_url: &str, api_key_env: Option<&str>, timeout: Duration) -> Client {
     Client::new(&ClientConfig {
@@ -29,6 +31,15 @@ fn chat_request() -> ChatRequest {
         seed: Some(42),
         max_tokens: Some(256),
     }
+}
+
+/// The throttle of system calls, retrying without waiting.
+fn throttle(retries: u32) -> Box<Throttle> {
+    Box::new(Throttle::new(ThrottleConfig {
+        retries,
+        backoff_secs: 0.0,
+        ..ThrottleConfig::default()
+    }))
 }
 
 /// One chat call against a server answering `canned`.
@@ -337,6 +348,7 @@ fn the_cached_embedder_asks_only_for_texts_it_has_not_seen() {
         client(&server.base_url, None, Duration::from_secs(10)),
         "m",
         &cache,
+        throttle(4),
     )
     .unwrap();
     assert_eq!(
@@ -360,6 +372,7 @@ fn the_cached_embedder_asks_only_for_texts_it_has_not_seen() {
         client("http://127.0.0.1:9/v1", None, Duration::from_secs(1)),
         "m",
         &cache,
+        throttle(4),
     )
     .unwrap();
     assert_eq!(
@@ -374,4 +387,59 @@ fn the_cached_embedder_asks_only_for_texts_it_has_not_seen() {
         std::fs::read_to_string(&cache).unwrap().ends_with('\n'),
         "the torn line was cut"
     );
+}
+
+#[test]
+fn a_reply_cut_short_before_any_text_is_an_empty_reply() {
+    // A reasoning model that spent its whole budget thinking: no content, cut short.
+    let mut body = chat_completion(json!(null));
+    body["choices"][0]["finish_reason"] = json!("length");
+    let server = TestServer::start(vec![Canned::new(200, body.to_string())]);
+    let reply = client(&server.base_url, None, Duration::from_secs(10))
+        .chat(&chat_request())
+        .unwrap();
+    server.finish();
+    assert_eq!(reply.content, "");
+    assert!(reply.cut_short());
+}
+
+#[test]
+fn embedding_requests_are_retried_and_a_server_left_down_is_not_asked_again() {
+    use sqlgate::llm::CachedEmbedder;
+    use sqlgate::metrics::sqlmorph::Embedder;
+    let dir = tempfile::tempdir().unwrap();
+    let unavailable = || Canned::new(503, r#"{"error": {"message": "loading model"}}"#);
+    let vectors = json!({"data": [{"index": 0, "embedding": [1.0, 0.0]}]}).to_string();
+    let flaky = TestServer::start(vec![
+        unavailable(),
+        unavailable(),
+        Canned::new(200, vectors),
+    ]);
+    let embedder = CachedEmbedder::open(
+        client(&flaky.base_url, None, Duration::from_secs(10)),
+        "m",
+        &dir.path().join("flaky.jsonl"),
+        throttle(2),
+    )
+    .unwrap();
+    assert_eq!(
+        embedder.embed(&["a".to_string()]).unwrap(),
+        vec![vec![1.0, 0.0]]
+    );
+    assert_eq!(flaky.finish().len(), 3, "two 503s, then the answer");
+
+    let down = TestServer::start(vec![unavailable(), unavailable(), unavailable()]);
+    let embedder = CachedEmbedder::open(
+        client(&down.base_url, None, Duration::from_secs(10)),
+        "m",
+        &dir.path().join("down.jsonl"),
+        throttle(2),
+    )
+    .unwrap();
+    let first = embedder.embed(&["a".to_string()]).unwrap_err();
+    assert!(first.contains("HTTP 503"), "{first}");
+    assert!(first.contains("after 3 attempts"), "{first}");
+    assert_eq!(down.finish().len(), 3);
+    // The server is gone now; a later request fails at once with the first failure's reason.
+    assert_eq!(embedder.embed(&["b".to_string()]).unwrap_err(), first);
 }

@@ -15,6 +15,7 @@ fn entry(name: &str, passed: bool, verdict: &str, ex: &str, sql: Option<&str>) -
         verdict: verdict.to_string(),
         metrics: BTreeMap::from([("ex".to_string(), ex.to_string())]),
         sql: sql.map(str::to_string),
+        system_error: None,
     }
 }
 
@@ -411,4 +412,157 @@ fn cargo_insta_finds_and_accepts_pending_snapshots_unchanged() {
             "cargo insta rewrote {suite} differently"
         );
     }
+}
+
+/// An OpenAI-format server: garbage for the weather, no answer ever for the string (the
+/// client times out), SQL for the rows.
+fn serve_system_errors() -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let address = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for mut request in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            let content = if body.contains("weather") {
+                "I like sunny days."
+            } else if body.contains("string") {
+                // Held unanswered until the test process ends.
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_secs(600));
+                    drop(request);
+                });
+                continue;
+            } else {
+                "SELECT count(*) FROM t"
+            };
+            let chat = serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content}}]});
+            let _ = request.respond(tiny_http::Response::from_string(chat.to_string()));
+        }
+    });
+    address
+}
+
+fn gate(dir: &Path, record: &str) -> (String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--record", record, "--junit", "junit.xml"])
+        .current_dir(dir)
+        .env_remove("CI")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(100), "{text}");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    (text, junit)
+}
+
+/// The failure message and properties of a case in a JUnit report.
+fn junit_case(junit: &str, name: &str) -> (String, BTreeMap<String, String>) {
+    let doc = roxmltree::Document::parse(junit).unwrap();
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(name))
+        .unwrap_or_else(|| panic!("no {name}: {junit}"));
+    let message = case
+        .descendants()
+        .find(|n| n.has_tag_name("failure") || n.has_tag_name("error"))
+        .and_then(|n| n.attribute("message"))
+        .unwrap_or_default()
+        .to_string();
+    let properties = case
+        .descendants()
+        .filter(|n| n.has_tag_name("property"))
+        .map(|p| {
+            let value = p.attribute("value").unwrap().to_string();
+            (p.attribute("name").unwrap().to_string(), value)
+        })
+        .collect();
+    (message, properties)
+}
+
+/// Issue 24 item 3: garbage, a timeout and a missing recording were all `system_error |
+/// <no answer>`, so a model rename showed as a 2-line diff. Snapshot lines and JUnit name the
+/// kind; a snapshot written before kinds were is still read, and the diff shows the kinds.
+#[test]
+fn system_errors_are_named_by_kind_in_snapshots_and_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = serve_system_errors();
+    std::fs::write(
+        dir.path().join("schema.sql"),
+        "CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (3), (1), (2);",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("suite.toml"),
+        "name = \"tiny\"\ncases = \"cases.jsonl\"\ndb_dir = \"build\"\n[databases.numbers]\nscripts = [\"schema.sql\"]\n",
+    )
+    .unwrap();
+    let cases = [
+        ("c0", "What is the weather like?"),
+        ("c1", "How long is a piece of string?"),
+        ("c2", "How many rows are there?"),
+    ]
+    .map(|(id, question)| {
+        serde_json::json!({"id": id, "db": "numbers", "question": question,
+            "gold": "SELECT count(*) FROM t"})
+        .to_string()
+    });
+    std::fs::write(dir.path().join("cases.jsonl"), cases.join("\n")).unwrap();
+    std::fs::write(
+        dir.path().join("sqlgate.toml"),
+        format!(
+            "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"model\"\n\
+             type = \"openai\"\nbase_url = \"{base_url}\"\nmodel = \"m\"\ntimeout_secs = 1\n\
+             throttle = {{ retries = 0 }}\n"
+        ),
+    )
+    .unwrap();
+
+    let (_, junit) = gate(dir.path(), "new");
+    let pending = dir.path().join("snapshots/tiny.snap.new");
+    let written = std::fs::read_to_string(&pending).unwrap();
+    let line = |text: &str, id: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with(&format!("tiny::numbers::{id} ")))
+            .unwrap_or_else(|| panic!("no {id}: {text}"))
+            .to_string()
+    };
+    assert!(line(&written, "c0").starts_with("tiny::numbers::c0 | fail | system_error | "));
+    assert!(line(&written, "c0").ends_with(" | <garbage>"), "{written}");
+    assert!(line(&written, "c1").ends_with(" | <timeout>"), "{written}");
+    let (message, properties) = junit_case(&junit, "numbers::c0");
+    assert!(message.contains("garbage (ex = 0)"), "{message}");
+    assert_eq!(properties["system_error_kind"], "garbage");
+    let (message, properties) = junit_case(&junit, "numbers::c1");
+    assert!(message.contains("no answer (timeout)"), "{message}");
+    assert_eq!(properties["system_error_kind"], "timeout");
+
+    // Accepted by a version that wrote `<no answer>` for both.
+    let old = written
+        .replace("<garbage>", "<no answer>")
+        .replace("<timeout>", "<no answer>");
+    std::fs::write(dir.path().join("snapshots/tiny.snap"), &old).unwrap();
+    std::fs::remove_file(&pending).unwrap();
+    // Replayed: the timeout was not recorded, the garbage was.
+    let (text, junit) = gate(dir.path(), "none");
+    let now = std::fs::read_to_string(&pending).unwrap();
+    assert!(line(&now, "c0").ends_with(" | <garbage>"), "{now}");
+    assert!(line(&now, "c1").ends_with(" | <not_recorded>"), "{now}");
+    for (id, kind) in [("c0", "garbage"), ("c1", "not_recorded")] {
+        assert!(
+            text.contains(&format!("-{}", line(&old, id)))
+                && text.contains(&format!("+{}", line(&now, id))),
+            "the diff shows {id} become {kind}: {text}"
+        );
+    }
+    // The garbage answer is a known failure of the old snapshot; a missing one never is.
+    assert!(text.contains("tiny::numbers::c0 (known failure)"), "{text}");
+    let (message, properties) = junit_case(&junit, "numbers::c1");
+    assert!(message.contains("no answer (not_recorded)"), "{message}");
+    assert_eq!(properties["system_error_kind"], "not_recorded");
+    let entries = snapshot::read(&pending).unwrap().unwrap().entries;
+    let kinds: Vec<Option<&str>> = entries.iter().map(|e| e.system_error.as_deref()).collect();
+    assert_eq!(kinds, [Some("garbage"), Some("not_recorded"), None]);
 }

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 use sqlgate::report::junit::format_metric;
@@ -44,6 +45,20 @@ fn gate_properties(suite_settings: &str, predictions: &Path) -> Properties {
 
 /// A gate run of suite `parity` in a folder of its own (its pending snapshot is kept there).
 fn gate_run(suite_settings: &str, predictions: &Path) -> (tempfile::TempDir, Properties) {
+    let run = gate(suite_settings, predictions);
+    (run.dir, run.properties)
+}
+
+/// What a gate run left: its folder, its terminal output, the JUnit properties of the suite
+/// (key `""`) and of each test, and the failure message of each failing test.
+struct GateRun {
+    dir: tempfile::TempDir,
+    stdout: String,
+    properties: Properties,
+    failures: BTreeMap<String, String>,
+}
+
+fn gate(suite_settings: &str, predictions: &Path) -> GateRun {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("sqlgate.toml");
     std::fs::write(
@@ -87,13 +102,21 @@ fn gate_run(suite_settings: &str, predictions: &Path) -> (tempfile::TempDir, Pro
         .find(|n| n.has_tag_name("testsuite") && n.attribute("name") == Some("parity"))
         .expect("the suite is in the report");
     let mut all = BTreeMap::from([(String::new(), properties(suite))]);
+    let mut failures = BTreeMap::new();
     for case in suite.children().filter(|n| n.has_tag_name("testcase")) {
-        all.insert(
-            case.attribute("name").unwrap().to_string(),
-            properties(case),
-        );
+        let name = case.attribute("name").unwrap().to_string();
+        all.insert(name.clone(), properties(case));
+        let failure = case.children().find(|n| n.has_tag_name("failure"));
+        if let Some(message) = failure.and_then(|n| n.attribute("message")) {
+            failures.insert(name, message.to_string());
+        }
     }
-    (dir, all)
+    GateRun {
+        dir,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        properties: all,
+        failures,
+    }
 }
 
 /// Each metric of `score`'s JSON equals the gate's property, per case and as a mean.
@@ -420,7 +443,7 @@ fn a_metric_that_cannot_be_computed_scores_zero_and_is_counted_everywhere() {
 
     let (dir, gate) = gate_run(
         &format!(
-            "benchmark = \"{}\"\nregime = \"SC-EC-PE\"\nembeddings = {{ base_url = \"{dead}\", model = \"nomic-embed-text\" }}",
+            "benchmark = \"{}\"\nregime = \"SC-EC-PE\"\nembeddings = {{ base_url = \"{dead}\", model = \"nomic-embed-text\", throttle = {{ backoff_secs = 0 }} }}",
             suite.display()
         ),
         &predictions,
@@ -448,5 +471,183 @@ fn a_metric_that_cannot_be_computed_scores_zero_and_is_counted_everywhere() {
     assert_eq!(
         gate[""]["f1"],
         format_metric(score["summary"]["fine"]["SC-EC-PE"]["f1"].as_f64().unwrap())
+    );
+}
+
+/// An embeddings server on 127.0.0.1 whose first `failures` requests get HTTP 503; its vectors
+/// are derived from the text. Also the count of requests it got.
+fn embeddings_server(failures: usize) -> (String, std::sync::Arc<AtomicUsize>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    let requests = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&requests);
+    std::thread::spawn(move || {
+        for mut request in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            if counter.fetch_add(1, Ordering::SeqCst) < failures {
+                let _ = request.respond(
+                    tiny_http::Response::from_string("{\"error\": {\"message\": \"loading\"}}")
+                        .with_status_code(503),
+                );
+                continue;
+            }
+            let body: Value = serde_json::from_str(&body).unwrap_or_default();
+            let inputs = body["input"].as_array().cloned().unwrap_or_default();
+            let data: Vec<Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    let text = text.as_str().unwrap_or_default();
+                    let count = |set: &str| text.chars().filter(|c| set.contains(*c)).count();
+                    let vector = [count("aeiou"), count("nrst"), count("0123456789"), 1];
+                    serde_json::json!({"index": i, "embedding": vector})
+                })
+                .collect();
+            let response = serde_json::json!({"data": data}).to_string();
+            let _ = request.respond(tiny_http::Response::from_string(response));
+        }
+    });
+    (url, requests)
+}
+
+/// A port on 127.0.0.1 nothing listens on.
+fn closed_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+/// The demo under SC-EC-PE with embeddings from `url` and `gate = { f1 = ">= 0.5" }`.
+fn semantic_suite(url: &str, more: &str) -> String {
+    format!(
+        "benchmark = \"{}\"\nregime = \"SC-EC-PE\"\n\
+         embeddings = {{ base_url = \"{url}\", model = \"toy\", throttle = {{ backoff_secs = 0 }} }}\n\
+         gate = {{ f1 = \">= 0.5\" }}\n{more}",
+        repo().join("benchmarks/demo/suite.toml").display()
+    )
+}
+
+fn sample_predictions() -> PathBuf {
+    repo().join("benchmarks/demo/predictions/sample.jsonl")
+}
+
+/// Issue 24 item 4: with the embeddings server down, some cases scored 0 and the f1 gate still
+/// passed on the lowered mean. A gate over a metric missing for some cases fails, saying how
+/// many, unless the suite allows it; the warning shows either way.
+#[test]
+fn an_embeddings_outage_fails_the_gate_unless_the_suite_allows_it() {
+    let (url, _) = embeddings_server(0);
+    let healthy = gate(&semantic_suite(&url, ""), &sample_predictions());
+    assert!(
+        !healthy.failures.contains_key("gate::f1"),
+        "{}",
+        healthy.stdout
+    );
+    let healthy_f1: f64 = healthy.properties[""]["f1"].parse().unwrap();
+
+    let down = gate(&semantic_suite(&closed_port(), ""), &sample_predictions());
+    let lowered: f64 = down.properties[""]["f1"].parse().unwrap();
+    assert!(
+        (0.5..healthy_f1).contains(&lowered),
+        "the number alone would pass: {lowered} against {healthy_f1}"
+    );
+    let not_computed = down
+        .properties
+        .values()
+        .filter(|p| p.contains_key("sqlmorph_error"))
+        .count();
+    assert!(not_computed > 0);
+    let suite = repo().join("benchmarks/demo/suite.toml");
+    let predictions = sample_predictions();
+    let plain = score_json(&[
+        "score",
+        "--gold",
+        suite.to_str().unwrap(),
+        "--pred",
+        predictions.to_str().unwrap(),
+    ]);
+    let feasible = plain["summary"]["n"].as_u64().unwrap();
+    let message = &down.failures["gate::f1"];
+    let counted = format!(
+        "f1 = {} over {feasible} cases, {not_computed} of which could not be computed (",
+        format_metric(lowered)
+    );
+    assert!(message.starts_with(&counted), "{message}");
+    assert!(
+        message.contains("Connection refused") || message.contains("connect"),
+        "{message}"
+    );
+    assert!(message.contains("allow_metric_errors = true"), "{message}");
+    assert!(
+        down.stdout.contains(&format!(
+            "sqlmorph could not be computed for {not_computed} cases"
+        )),
+        "{}",
+        down.stdout
+    );
+
+    let allowed = gate(
+        &semantic_suite(&closed_port(), "allow_metric_errors = true"),
+        &sample_predictions(),
+    );
+    assert!(
+        !allowed.failures.contains_key("gate::f1"),
+        "{}",
+        allowed.stdout
+    );
+    assert_eq!(allowed.properties[""]["f1"], format_metric(lowered));
+    assert_eq!(
+        allowed.properties["gate::f1"]["not_computed"],
+        not_computed.to_string()
+    );
+    assert!(
+        allowed.stdout.contains(&format!(
+            "sqlmorph could not be computed for {not_computed} cases"
+        )),
+        "the warning still shows: {}",
+        allowed.stdout
+    );
+}
+
+/// Issue 24 item 4: embedding requests are retried like chat requests, so a server that fails
+/// twice gives the numbers of a healthy one, in the gate and in `sqlgate score`.
+#[test]
+fn embedding_requests_are_retried_to_the_numbers_of_a_healthy_server() {
+    let (url, _) = embeddings_server(0);
+    let healthy = gate(&semantic_suite(&url, ""), &sample_predictions());
+    let (url, requests) = embeddings_server(2);
+    let flaky = gate(&semantic_suite(&url, ""), &sample_predictions());
+    assert!(requests.load(Ordering::SeqCst) > 2);
+    assert_eq!(flaky.properties, healthy.properties, "{}", flaky.stdout);
+    assert!(
+        !flaky.stdout.contains("could not be computed"),
+        "{}",
+        flaky.stdout
+    );
+    assert!(!flaky.failures.contains_key("gate::f1"), "{}", flaky.stdout);
+
+    let (url, _) = embeddings_server(2);
+    let cache = tempfile::tempdir().unwrap();
+    let score = score_json(&[
+        "score",
+        "--gold",
+        repo().join("benchmarks/demo/suite.toml").to_str().unwrap(),
+        "--pred",
+        sample_predictions().to_str().unwrap(),
+        "--metrics",
+        "SC-EC-PE",
+        "--embeddings-url",
+        &url,
+        "--embeddings-model",
+        "toy",
+        "--embeddings-cache",
+        cache.path().join("embeddings.jsonl").to_str().unwrap(),
+    ]);
+    assert!(score["summary"].get("metric_errors").is_none(), "{score}");
+    assert_eq!(
+        format_metric(score["summary"]["fine"]["SC-EC-PE"]["f1"].as_f64().unwrap()),
+        healthy.properties[""]["f1"]
     );
 }

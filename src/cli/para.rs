@@ -260,7 +260,10 @@ fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, InputError> {
         .embeddings_cache
         .clone()
         .unwrap_or_else(|| beside(&args.out, ".embeddings.jsonl"));
-    Ok(Box::new(CachedEmbedder::open(client, model, &cache)?))
+    let throttle = Box::new(Throttle::new(ThrottleConfig::default()));
+    Ok(Box::new(CachedEmbedder::open(
+        client, model, &cache, throttle,
+    )?))
 }
 
 fn paraphraser(args: &ParaphraseArgs) -> Result<Option<Paraphraser>, InputError> {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{ArgAction, Args, ValueEnum};
 
 use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction};
+use crate::config::ThrottleConfig;
 use crate::error::InputError;
 use crate::error::EXIT_OK;
 use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
@@ -18,6 +19,7 @@ use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
 use crate::metrics::{esm, etm};
 use crate::report::{score_json, score_text};
 use crate::scoring::{self, Scoring};
+use crate::system::throttle::Throttle;
 
 #[derive(Args)]
 pub struct ScoreArgs {
@@ -255,7 +257,9 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
             .map_err(|e| {
                 InputError::file(&args.embeddings_cache, format!("--embeddings-url: {}", e.0))
             })?;
-            let embedder = CachedEmbedder::open(client, model, &args.embeddings_cache)?;
+            let throttle = Throttle::new(ThrottleConfig::default());
+            let embedder =
+                CachedEmbedder::open(client, model, &args.embeddings_cache, Box::new(throttle))?;
             Some(Arc::new(embedder) as Arc<dyn sqlmorph::Embedder + Send>)
         }
         _ => None,

@@ -22,6 +22,7 @@ use crate::report::progress::AnswerMeter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
 use crate::store::{self, Store};
+use crate::system::SystemErrorKind;
 
 use crate::error::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_SYSTEM_UNAVAILABLE, EXIT_TESTS_FAILED};
 use crate::system::throttle::Asked;
@@ -512,19 +513,36 @@ fn reply_notes(results: &[TestResult]) -> Vec<String> {
             plural(count, "case")
         ));
     }
-    let truncated = results
+    // Every truncated reply counts, whatever it was judged: garbage too (no SQL was found in
+    // what the model wrote before the limit).
+    let cases: Vec<&TestResult> = results
         .iter()
+        .filter(|r| matches!(r.kind, TestKind::Case(_)) && r.status != TestStatus::Skipped)
+        .collect();
+    let truncated: Vec<&TestResult> = cases
+        .iter()
+        .copied()
         .filter(|r| r.properties.contains_key("reply_truncated"))
-        .count();
-    if truncated > 0 {
+        .collect();
+    if !truncated.is_empty() {
+        let garbage = truncated
+            .iter()
+            .filter(|r| {
+                r.properties.get("system_error_kind").map(String::as_str)
+                    == Some(SystemErrorKind::Garbage.as_str())
+            })
+            .count();
+        let judged_garbage = match garbage {
+            0 => String::new(),
+            n => format!(", {n} judged garbage (no SQL in the reply)"),
+        };
         notes.push(format!(
-            "warning: {} cut short by the system's token limit (finish_reason `length`): \
-             their SQL may be incomplete; raise `max_tokens`",
-            if truncated == 1 {
-                "1 reply was".to_string()
-            } else {
-                format!("{truncated} replies were")
-            }
+            "warning: the system's reply was cut short by its token limit (finish_reason \
+             `length`) in {} of {} ({:.0}%){judged_garbage}: their SQL is missing or may be \
+             incomplete; raise `max_tokens`",
+            truncated.len(),
+            plural(cases.len(), "case"),
+            100.0 * truncated.len() as f64 / cases.len() as f64
         ));
     }
     notes

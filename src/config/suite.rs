@@ -58,6 +58,10 @@ pub struct SuiteConfig {
     /// `family_gate = { tqa-ll = { drop = "<= 10" }, para = { "pass@5" = ">= 0.8" } }`.
     #[serde(default)]
     pub family_gate: super::FamilyGates,
+    /// A gate over a metric that could not be computed for some cases (an embeddings server
+    /// that is down) gates on its number instead of failing; the warning still shows.
+    #[serde(default)]
+    pub allow_metric_errors: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -76,6 +80,9 @@ pub struct EmbeddingsConfig {
     pub api_key_env: Option<String>,
     #[serde(default = "default_embeddings_timeout")]
     pub timeout_secs: f64,
+    /// Retries, backoff and rate limit of the requests, as a system's `throttle`.
+    #[serde(default)]
+    pub throttle: super::ThrottleConfig,
 }
 
 fn default_embeddings_timeout() -> f64 {

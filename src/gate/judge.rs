@@ -10,7 +10,7 @@ use crate::config::{Metric, Threshold};
 use crate::exec::QueryRunner;
 use crate::metrics::ex::Verdict;
 use crate::metrics::reliability::{self, Region};
-use crate::scoring::{self, CaseScore, FamilySummary, FineScores, Response};
+use crate::scoring::{self, CaseScore, ComputedMetric, FamilySummary, FineScores, Response};
 use crate::system::answer::Answered;
 use crate::system::SystemErrorKind;
 
@@ -91,7 +91,10 @@ pub fn evaluate_case(
         // Where the case's time went: the system's answer, then scoring it.
         duration: answered.elapsed + start.elapsed(),
         system_error: reply.as_ref().err().map(|error| error.kind),
-        reply_truncated: reply.as_ref().is_ok_and(|reply| reply.truncated),
+        reply_truncated: match reply {
+            Ok(reply) => reply.truncated,
+            Err(error) => error.truncated,
+        },
         detail: None,
     };
     if !run.correct() {
@@ -177,11 +180,11 @@ fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> St
     let what = if !run.score.feasible {
         "answered an infeasible question instead of abstaining".to_string()
     } else {
-        format!(
-            "{} (ex = {})",
-            run.score.verdict.as_str(),
-            format_metric(run.score.ex)
-        )
+        // A system error is named by its kind: garbage and a non-zero exit read differently.
+        let verdict = run
+            .system_error
+            .map_or(run.score.verdict.as_str(), SystemErrorKind::as_str);
+        format!("{verdict} (ex = {})", format_metric(run.score.ex))
     };
     let why = if must_pass {
         "must pass"
@@ -199,14 +202,15 @@ fn failure_detail(case: &crate::bench::Case, run: &CaseRun) -> String {
     for gold in &case.gold {
         lines.push(format!("gold:      {gold}"));
     }
-    let no_sql = if score.verdict == Verdict::SystemError {
-        "(no answer)"
-    } else {
-        "(abstained)"
+    let no_sql = match run.system_error {
+        Some(kind) if kind.is_transient() => "(no answer)".to_string(),
+        // An answer that held nothing usable (garbage, a failed program).
+        Some(kind) => format!("({})", kind.as_str()),
+        None => "(abstained)".to_string(),
     };
     lines.push(format!(
         "predicted: {}",
-        score.sql.as_deref().unwrap_or(no_sql)
+        score.sql.as_deref().unwrap_or(&no_sql)
     ));
     if let Some(error) = &score.error {
         lines.push(format!("error:     {error}"));
@@ -275,6 +279,18 @@ pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
 pub struct SuiteMetrics {
     pub values: BTreeMap<String, f64>,
     pub families: BTreeMap<String, FamilySummary>,
+    /// The feasible cases the suite metrics are means over.
+    pub cases: usize,
+    /// The metrics that could not be computed for some of those cases (they scored 0).
+    pub errors: BTreeMap<ComputedMetric, MetricErrors>,
+}
+
+/// Feasible cases a metric could not be computed for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricErrors {
+    pub cases: usize,
+    /// The reason of the first such case, in case order.
+    pub first: String,
 }
 
 /// Aggregate metrics of a suite's evaluated cases, from the functions `sqlgate score`
@@ -292,7 +308,17 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
         return SuiteMetrics {
             values: metrics,
             families: summary.families,
+            ..SuiteMetrics::default()
         };
+    }
+    let mut errors: BTreeMap<ComputedMetric, MetricErrors> = BTreeMap::new();
+    let feasible = scores.iter().filter(|score| score.feasible);
+    for (metric, reason) in feasible.flat_map(|score| score.metric_errors()) {
+        let entry = errors.entry(metric).or_insert_with(|| MetricErrors {
+            cases: 0,
+            first: reason.to_string(),
+        });
+        entry.cases += 1;
     }
     metrics.insert("ex".to_string(), summary.ex);
     if let Some(fine) = summary.fine.values().next() {
@@ -319,6 +345,8 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
     SuiteMetrics {
         values: metrics,
         families: summary.families,
+        cases: summary.n,
+        errors,
     }
 }
 
@@ -334,14 +362,52 @@ pub fn judge_gate(
         .get(&metric.to_string())
         .copied()
         .ok_or_else(|| "not for this suite".to_string());
-    gate_result(
+    let threshold = suite.gates[&metric];
+    let mut result = gate_result(
         suite,
         (suite.gate_test_name(metric), TestKind::Gate(metric)),
         &metric.to_string(),
-        suite.gates[&metric],
-        value,
+        threshold,
+        value.clone(),
         duration,
-    )
+    );
+    let errors = computed_as(metric).and_then(|computed| metrics.errors.get(&computed));
+    if let (Some(errors), Ok(value)) = (errors, value) {
+        // A mean in which some cases scored 0 for want of a value is not the system's number:
+        // the gate fails closed unless the suite opts out, and says how many cases it lacks.
+        let counted = format!(
+            "{metric} = {} over {} case{}, {} of which could not be computed ({})",
+            format_metric(value),
+            metrics.cases,
+            if metrics.cases == 1 { "" } else { "s" },
+            errors.cases,
+            errors.first
+        );
+        result
+            .properties
+            .insert("not_computed".to_string(), errors.cases.to_string());
+        if !suite.allow_metric_errors {
+            result.status = TestStatus::Failed;
+            result.message = Some(format!(
+                "{counted}: a gate fails when its metric is missing for some cases; set \
+                 `allow_metric_errors = true` in the [[suite]] to gate on the number"
+            ));
+        } else if result.status == TestStatus::Failed {
+            result.message = Some(format!("{counted}, does not meet {threshold}"));
+        }
+    }
+    result
+}
+
+/// The metric whose per-case failures a gate on `metric` averages in (none for EX and RS,
+/// which every case has, and for family metrics, which are read from EX and replies).
+fn computed_as(metric: Metric) -> Option<ComputedMetric> {
+    match metric {
+        Metric::Exp | Metric::Exr | Metric::F1 => Some(ComputedMetric::Sqlmorph),
+        Metric::Esm => Some(ComputedMetric::Esm),
+        Metric::Etm => Some(ComputedMetric::Etm),
+        _ => None,
+    }
 }
 
 /// The verdict of the `<suite>::gate::<family>::<metric>` test: a family without cases, or a

@@ -31,6 +31,8 @@ pub struct SuitePlan {
     pub must_pass: BTreeSet<String>,
     /// Test names that are listed but not run.
     pub ignored: BTreeSet<String>,
+    /// Gates over a metric some cases could not compute judge the number instead of failing.
+    pub allow_metric_errors: bool,
 }
 
 impl SuitePlan {

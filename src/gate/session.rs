@@ -20,7 +20,7 @@ use crate::system::abstention::Abstention;
 use crate::system::answer::{answer_all, Answered};
 use crate::system::cassette::{record_key, Cassette, RecordedAnswer};
 use crate::system::throttle::{Asked, Throttle};
-use crate::system::{self, Request, System};
+use crate::system::{self, Request, System, SystemError};
 
 use super::judge::{self, CaseRun};
 use super::plan::{self, SuitePlan, TestDesc, TestKind};
@@ -413,12 +413,20 @@ impl Session {
         // the abstention rules apply after, to recorded and new replies alike.
         answers
             .into_iter()
-            .map(|answered| Answered {
-                reply: answered
-                    .reply
-                    .and_then(|reply| system.interpret(reply))
-                    .map(|reply| self.abstention.apply(reply.clean())),
-                elapsed: answered.elapsed,
+            .map(|answered| {
+                // A reply cut short is counted as such even when it reads as garbage.
+                let truncated = answered.reply.as_ref().is_ok_and(|reply| reply.truncated);
+                Answered {
+                    reply: answered
+                        .reply
+                        .and_then(|reply| system.interpret(reply))
+                        .map(|reply| self.abstention.apply(reply.clean()))
+                        .map_err(|error| SystemError {
+                            truncated: error.truncated || truncated,
+                            ..error
+                        }),
+                    elapsed: answered.elapsed,
+                }
             })
             .collect()
     }
@@ -702,6 +710,7 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
         .chain(judge::metric_error_flags(run))
         .collect(),
         sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
+        system_error: run.system_error.map(|kind| kind.as_str().to_string()),
     }
 }
 

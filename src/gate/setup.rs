@@ -19,6 +19,7 @@ use crate::metrics::sqlmorph::Embedder;
 use crate::metrics::sqlmorph::{ColumnMatching, Extras};
 use crate::metrics::{esm, etm};
 use crate::scoring::Scoring;
+use crate::system::throttle::Throttle;
 
 use super::plan::{FamilyGate, SuitePlan};
 
@@ -156,6 +157,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             penalty,
             gates,
             family_gates,
+            allow_metric_errors: suite.allow_metric_errors,
             bench,
             name,
         });
@@ -289,6 +291,12 @@ fn embedder(
             ),
         )
     })?;
+    settings.throttle.check().map_err(|problem| {
+        config.error_at(
+            suite_span.clone(),
+            format!("[[suite]] embeddings: throttle: {problem}"),
+        )
+    })?;
     let client = Client::new(&ClientConfig {
         base_url: settings.base_url.clone(),
         api_key_env: settings.api_key_env.clone(),
@@ -304,5 +312,6 @@ fn embedder(
         client,
         &settings.model,
         &cache,
+        Box::new(Throttle::new(settings.throttle.clone())),
     )?))
 }

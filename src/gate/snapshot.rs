@@ -16,8 +16,11 @@
 //! Fields are separated by ` | `. In every field but the SQL, `\` and `|` are written `\\` and
 //! `\|` (and line breaks `\n`, `\r`); metric keys and values also write spaces as `\s` and `=`
 //! as `\=`, so each metric is one `key=value` word. The SQL is the rest of the line, on one line (see [`normalize_sql`]):
-//! `abstain` when the system abstained, `<no answer>` when it gave none (a `system_error`), `""`
-//! when it answered an empty string.
+//! `abstain` when the system abstained, `""` when it answered an empty string, and for a
+//! `system_error` the kind of error in angle brackets (`<garbage>`, `<timeout>`,
+//! `<not_recorded>`...: [`crate::system::SystemErrorKind::as_str`]), so a model rename that
+//! turns garbage into missing recordings shows in the diff. Lines written before the kind was
+//! (`<no answer>`) are still read, and written back as they were.
 //!
 //! A run that differs is written as `<suite>.snap.new` beside the accepted file, exactly as
 //! insta writes pending snapshots, so `cargo insta review` / `cargo insta accept` find and
@@ -48,8 +51,11 @@ pub struct SnapshotEntry {
     pub verdict: String,
     /// Metric values as written, e.g. `ex` -> `1`.
     pub metrics: BTreeMap<String, String>,
-    /// The predicted SQL; `None` when the system abstained.
+    /// The predicted SQL; `None` when the system abstained or gave no usable answer.
     pub sql: Option<String>,
+    /// A `system_error` case's kind of error (`garbage`, `timeout`, `not_recorded`...); `None`
+    /// otherwise, and in lines written before kinds were (`<no answer>`).
+    pub system_error: Option<String>,
 }
 
 /// How the current run differs from the accepted snapshot; every list holds test names, sorted.
@@ -140,8 +146,11 @@ fn render_line(entry: &SnapshotEntry) -> String {
 /// How an answer is written in a snapshot line.
 fn sql_text(entry: &SnapshotEntry) -> String {
     match entry.sql.as_deref().map(normalize_sql) {
-        None if entry.verdict == "system_error" => NO_ANSWER.to_string(),
-        None => ABSTAIN.to_string(),
+        None => match &entry.system_error {
+            Some(kind) => format!("<{kind}>"),
+            None if entry.verdict == "system_error" => NO_ANSWER.to_string(),
+            None => ABSTAIN.to_string(),
+        },
         Some(sql) if sql.is_empty() => EMPTY_SQL.to_string(),
         Some(sql) => sql,
     }
@@ -370,18 +379,31 @@ fn parse_line(line: &str) -> Result<SnapshotEntry, String> {
         }
         rest = after;
     }
+    let verdict = unescape(verdict)?;
+    let system_error = (verdict == "system_error")
+        .then(|| error_kind(rest))
+        .flatten();
     let sql = match rest {
         ABSTAIN | NO_ANSWER => None,
         EMPTY_SQL => Some(String::new()),
+        _ if system_error.is_some() => None,
         sql => Some(sql.to_string()),
     };
     Ok(SnapshotEntry {
         name: unescape(name)?,
         passed,
-        verdict: unescape(verdict)?,
+        verdict,
         metrics,
         sql,
+        system_error,
     })
+}
+
+/// The kind in a `<kind>` answer field (`<garbage>`, `<timeout>`...).
+fn error_kind(field: &str) -> Option<String> {
+    let kind = field.strip_prefix('<')?.strip_suffix('>')?;
+    let is_name = !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    is_name.then(|| kind.to_string())
 }
 
 /// Splits off the first field at the first unescaped ` | ` (compared as bytes: an escape may
@@ -567,23 +589,51 @@ mod tests {
 
     #[test]
     fn no_answer_and_abstention_read_apart_and_back() {
-        let entry = |verdict: &str| SnapshotEntry {
-            name: format!("s::db::{verdict}"),
+        let entry = |name: &str, verdict: &str, kind: Option<&str>| SnapshotEntry {
+            name: format!("s::db::{name}"),
             passed: false,
             verdict: verdict.to_string(),
             metrics: BTreeMap::from([("ex".to_string(), "0".to_string())]),
             sql: None,
+            system_error: kind.map(str::to_string),
         };
-        let entries = vec![entry("abstained"), entry("system_error")];
+        let entries = vec![
+            entry("abstained", "abstained", None),
+            entry("garbage", "system_error", Some("garbage")),
+            entry("not_recorded", "system_error", Some("not_recorded")),
+            entry("timeout", "system_error", Some("timeout")),
+            // A kind this version does not know is written and read the same way.
+            entry("unavailable", "system_error", Some("unavailable")),
+        ];
         let text = render("s", &entries);
-        assert!(
-            text.contains("s::db::abstained | fail | abstained | ex=0 | abstain\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("s::db::system_error | fail | system_error | ex=0 | <no answer>\n"),
-            "{text}"
-        );
+        for line in [
+            "s::db::abstained | fail | abstained | ex=0 | abstain\n",
+            "s::db::garbage | fail | system_error | ex=0 | <garbage>\n",
+            "s::db::not_recorded | fail | system_error | ex=0 | <not_recorded>\n",
+            "s::db::timeout | fail | system_error | ex=0 | <timeout>\n",
+            "s::db::unavailable | fail | system_error | ex=0 | <unavailable>\n",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
         assert_eq!(parse(Path::new("s.snap"), &text).unwrap(), entries);
+    }
+
+    #[test]
+    fn lines_without_the_kind_of_error_are_still_read() {
+        // Written before the kind was: `<no answer>` for every system error.
+        let old = "---\nsource: sqlgate test\nexpression: suite s\n---\n\
+                   s::db::q1 | fail | system_error | ex=0 | <no answer>\n\
+                   s::db::q2 | fail | pred_error | ex=0 | <timeout>\n";
+        let entries = parse(Path::new("s.snap"), old).unwrap();
+        assert_eq!(entries[0].sql, None);
+        assert_eq!(entries[0].system_error, None);
+        // Only a system error's answer field is a kind; elsewhere it is SQL, however odd.
+        assert_eq!(entries[1].sql.as_deref(), Some("<timeout>"));
+        assert_eq!(entries[1].system_error, None);
+        assert_eq!(render("s", &entries), old);
+        // The same case now with its kind: a changed answer, shown in the diff.
+        let mut now = entries.clone();
+        now[0].system_error = Some("not_recorded".to_string());
+        assert_eq!(compare(&entries, &now).sql_changed, ["s::db::q1"]);
     }
 }

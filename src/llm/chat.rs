@@ -54,30 +54,32 @@ impl ChatReply {
     /// The model stopped at the request's `max_tokens` (`finish_reason: "length"`), so the
     /// text may end mid-answer.
     pub fn cut_short(&self) -> bool {
-        self.raw
-            .pointer("/choices/0/finish_reason")
-            .and_then(Value::as_str)
-            == Some("length")
+        finish_reason(&self.raw) == Some("length")
     }
+}
+
+fn finish_reason(raw: &Value) -> Option<&str> {
+    raw.pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str)
 }
 
 impl Client {
     /// Asks for one completion. A 200 response without `choices[0].message.content` as text
-    /// is a [`Garbage`](LlmErrorKind::Garbage) error.
+    /// is a [`Garbage`](LlmErrorKind::Garbage) error, unless the model was cut short: a
+    /// reasoning model that spent its whole budget thinking sends no text, and that is an
+    /// empty reply cut short (counted as such), not a broken response.
     pub fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
         let raw = self.post_json("chat/completions", request)?;
-        let content = raw
-            .pointer("/choices/0/message/content")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                garbage(format!(
+        let content = match raw.pointer("/choices/0/message/content") {
+            Some(Value::String(text)) => text.clone(),
+            None | Some(Value::Null) if finish_reason(&raw) == Some("length") => String::new(),
+            _ => {
+                return Err(garbage(format!(
                     "the chat response has no choices[0].message.content text: {}",
                     excerpt(&raw.to_string())
-                ))
-            })?;
-        Ok(ChatReply {
-            content: content.to_string(),
-            raw,
-        })
+                )))
+            }
+        };
+        Ok(ChatReply { content, raw })
     }
 }

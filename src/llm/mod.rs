@@ -3,7 +3,8 @@
 //!
 //! It sends one request and classifies what went wrong into an [`LlmError`]; it never retries:
 //! retries, backoff and rate limiting belong to the caller (the `system` layer's throttle),
-//! which reads `retryable` and `retry_after` from the error.
+//! which reads `retryable` and `retry_after` from the error. The embedder, used from below that
+//! layer, is handed the throttle as a [`Retry`].
 
 pub mod cache;
 mod chat;
@@ -21,7 +22,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use chat::{ChatReply, ChatRequest, Message};
-pub use embedder::CachedEmbedder;
+pub use embedder::{CachedEmbedder, Retry};
 pub(crate) use errors::excerpt;
 pub use errors::{LlmError, LlmErrorKind, ServerState};
 pub use headers::HeaderSource;

@@ -126,6 +126,10 @@ pub struct SystemError {
     /// busy and stops asking it when it cannot be reached.
     #[serde(skip)]
     pub server: ServerState,
+    /// The reply this error was read from was cut short by the system's token limit (garbage
+    /// from a truncated reply), so the truncation is counted whatever the reply was judged.
+    #[serde(skip)]
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -157,6 +161,7 @@ impl SystemError {
             retryable: false,
             retry_after: None,
             server: ServerState::Other,
+            truncated: false,
         }
     }
 
@@ -196,7 +201,39 @@ impl From<LlmError> for SystemError {
             retryable: error.retryable,
             retry_after: error.retry_after,
             server: error.server,
+            truncated: false,
         }
+    }
+}
+
+/// The way back, for a failure of an LLM request retried through the throttle.
+impl From<SystemError> for LlmError {
+    fn from(error: SystemError) -> LlmError {
+        let kind = match error.kind {
+            SystemErrorKind::Timeout => LlmErrorKind::Timeout,
+            SystemErrorKind::Http => LlmErrorKind::Http,
+            SystemErrorKind::Garbage => LlmErrorKind::Garbage,
+            // Whatever else stopped the request, the server did not answer.
+            _ => LlmErrorKind::Transport,
+        };
+        LlmError {
+            kind,
+            message: error.message,
+            retryable: error.retryable,
+            retry_after: error.retry_after,
+            server: error.server,
+        }
+    }
+}
+
+/// Embedding requests are retried by the throttle that retries system calls.
+impl crate::llm::Retry for throttle::Throttle {
+    fn retry(
+        &self,
+        send: &mut dyn FnMut() -> Result<Vec<Vec<f32>>, LlmError>,
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
+        self.call(|| send().map_err(SystemError::from))
+            .map_err(LlmError::from)
     }
 }
 
