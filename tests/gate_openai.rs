@@ -561,6 +561,24 @@ fn a_closed_port_fails_the_run_at_once_with_the_cause() {
             .count(),
         39
     );
+
+    // Accepted as failing, the cases are known failures; still, a case that was not asked
+    // never passes as one, and no verdict of the earlier run is reused.
+    let accept = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
+        .args(["test", "--record", "new", "--accept"])
+        .current_dir(dir.path())
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert!(
+        dir.path().join("snapshots/tiny.snap").exists(),
+        "{accept:?}"
+    );
+    let again = sqlgate(dir.path(), "new");
+    let text = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert_eq!(again.status.code(), Some(69), "{text}");
+    assert!(text.contains("39 tests run: 0 passed, 39 failed"), "{text}");
+    assert!(text.contains("reused 0 of 39 case verdicts"), "{text}");
 }
 
 /// The server dies after 10 answers: the run stops asking after a few connection failures,

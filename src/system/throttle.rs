@@ -141,7 +141,7 @@ impl Throttle {
             self.watch_connection(result.as_ref().err());
             match result {
                 Err(error) if error.retryable && self.stopped().is_some() => {
-                    return Err(self.with_attempts(error, attempts));
+                    return Err(with_attempts(error, attempts));
                 }
                 Err(error)
                     if error.retryable
@@ -157,7 +157,7 @@ impl Throttle {
                 }
                 // Retries ran out on a transient failure. (A final answer that is not transient,
                 // such as garbage, is recorded: its message stays free of retry history.)
-                Err(error) if error.retryable => return Err(self.with_attempts(error, attempts)),
+                Err(error) if error.retryable => return Err(with_attempts(error, attempts)),
                 other => return other,
             }
         }
@@ -194,13 +194,6 @@ impl Throttle {
     fn free_retries(&self) -> u32 {
         let most = self.concurrency();
         usize::BITS - (most - 1).leading_zeros()
-    }
-
-    fn with_attempts(&self, mut error: SystemError, attempts: u32) -> SystemError {
-        if attempts > 1 {
-            error.message = format!("{} (after {attempts} attempts)", error.message);
-        }
-        error
     }
 
     /// Why the system is asked nothing more, once it is stopped.
@@ -284,6 +277,14 @@ impl Throttle {
         let rate = self.config.requests_per_second?;
         seconds(1.0 / rate).filter(|interval| !interval.is_zero())
     }
+}
+
+/// A transient failure's message, with how many attempts it took when there were several.
+fn with_attempts(mut error: SystemError, attempts: u32) -> SystemError {
+    if attempts > 1 {
+        error.message = format!("{} (after {attempts} attempts)", error.message);
+    }
+    error
 }
 
 /// The error of a call the throttle did not make (or did not make again).
