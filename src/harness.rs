@@ -44,6 +44,7 @@ impl Harness {
 
     /// Lists or runs the tests as libtest would, then exits.
     pub fn main(self) -> ! {
+        crate::exec::memory::use_one_allocator_arena();
         let args = Arguments::from_args();
         let record = match std::env::var("SQLGATE_RECORD") {
             Ok(mode) => match RecordMode::from_str(&mode, true) {
@@ -58,6 +59,7 @@ impl Harness {
             Ok(session) => Arc::new(session),
             Err(error) => exit_bad_input(&error.to_string()),
         };
+        crate::exec::memory::set_max_memory(session.config.max_memory);
         let conclusion = libtest_mimic::run(&args, trials(&session));
         for warning in session.warnings() {
             eprintln!("warning: {warning}");

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
+use super::memory::{self, ResultCharge};
 use super::sandbox::{result_bytes, Limits, MAX_SQL_BYTES};
 use super::schema::{ColRef, Column, ForeignKey, Schema, Table};
 use super::{ExecError, ExecErrorKind, Execution, ResultSet};
@@ -188,14 +189,18 @@ impl Server {
     pub fn execute(&self, db: &str, sql: &str, limits: &Limits) -> Execution {
         let start = Instant::now();
         let deadline = limits.timeout.and_then(|t| start.checked_add(t));
+        let mut charge = ResultCharge::default();
         let result = self
-            .with_client(db, |client| run(client, sql, limits, deadline))
+            .with_client(db, |client| run(client, sql, limits, deadline, &mut charge))
             .unwrap_or_else(|message| {
                 Err(ExecError {
                     kind: ExecErrorKind::Unavailable,
                     message,
                 })
             });
+        let discarded = if result.is_err() { charge.held() } else { 0 };
+        drop(charge);
+        memory::give_back_freed(discarded);
         Execution {
             result: result.map(Arc::new),
             elapsed: start.elapsed(),
@@ -233,6 +238,7 @@ fn run(
     sql: &str,
     limits: &Limits,
     deadline: Option<Instant>,
+    charge: &mut ResultCharge,
 ) -> Result<ResultSet, ExecError> {
     // The transaction is rolled back when dropped, whatever happened.
     let mut tx = client
@@ -240,7 +246,7 @@ fn run(
         .read_only(true)
         .start()
         .map_err(|e| classify(Step::Run(e)))?;
-    fetch(&mut tx, sql, limits, deadline).map_err(classify)
+    fetch(&mut tx, sql, limits, deadline, charge).map_err(classify)
 }
 
 fn fetch(
@@ -248,6 +254,7 @@ fn fetch(
     sql: &str,
     limits: &Limits,
     deadline: Option<Instant>,
+    charge: &mut ResultCharge,
 ) -> Result<ResultSet, Step> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(Step::Fail(
@@ -332,6 +339,9 @@ fn fetch(
                     ),
                 ));
             }
+            charge
+                .cover(bytes)
+                .map_err(|message| Step::Fail(ExecErrorKind::OutOfMemory, message))?;
             result.rows.push(cells);
         }
         if last {
