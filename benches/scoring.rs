@@ -67,8 +67,6 @@ fn raw_sqlite(
 }
 
 fn scoring_benchmarks(c: &mut Criterion) {
-    // As `sqlgate` does first, before the worker threads start.
-    sqlgate::exec::memory::use_one_allocator_arena();
     let bench = benchmark();
     let predictions = gold_predictions(&bench);
     let files: Vec<PathBuf> = bench

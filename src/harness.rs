@@ -44,7 +44,6 @@ impl Harness {
 
     /// Lists or runs the tests as libtest would, then exits.
     pub fn main(self) -> ! {
-        crate::exec::memory::use_one_allocator_arena();
         let args = Arguments::from_args();
         let record = match std::env::var("SQLGATE_RECORD") {
             Ok(mode) => match RecordMode::from_str(&mode, true) {

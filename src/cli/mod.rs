@@ -48,7 +48,6 @@ enum Command {
 
 pub fn main() -> ExitCode {
     exit_quietly_on_closed_stdout();
-    crate::exec::memory::use_one_allocator_arena();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

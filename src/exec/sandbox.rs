@@ -11,11 +11,11 @@
 //!   rows and bytes (values and their containers) are counted while reading so a huge result
 //!   stops early;
 //! - a prediction's temporary tables and sorts stay in memory, bounded by the process's memory
-//!   budget ([`memory`]), so a runaway cartesian `ORDER BY` cannot fill the disk; gold SQL, written by the
-//!   suite's authors, sorts as `sqlite3` does: in one buffer, spilling to temporary files past
-//!   the page cache's size (in-memory sorts allocate every row apart, and all threads then
-//!   queue on SQLite's one memory-statistics lock: a large gold sort runs about twice as fast
-//!   this way, and scales with cores).
+//!   budget ([`memory`]), so a runaway cartesian `ORDER BY` cannot fill the disk; gold SQL,
+//!   written by the suite's authors, sorts as `sqlite3` does: in one buffer, spilling to
+//!   temporary files past the page cache's size (in-memory sorts allocate every row apart, and
+//!   all threads then queue on SQLite's one memory-statistics lock: a large gold sort runs about
+//!   twice as fast this way, and scales with cores).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
