@@ -65,6 +65,7 @@ def write_suite(folder, shape, concurrency):
 
 def run(folder, concurrency, max_memory):
     env = dict(os.environ, RAYON_NUM_THREADS=str(concurrency))
+    # No row bound: a large result meets the memory budget (or --max-bytes) instead.
     args = [str(BINARY), "score", "--gold", "suite.toml", "--pred", "predictions.jsonl",
             "--format", "json", "--timeout", "600", "--max-rows", "1000000000"]
     if max_memory:
@@ -110,7 +111,8 @@ def main():
     global BINARY
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--concurrency", default="1,2,4", help="comma-separated counts")
-    parser.add_argument("--shape", default="wide,narrow", help="comma-separated: wide, narrow")
+    parser.add_argument("--shape", default="wide,narrow",
+                        help="comma-separated: " + ", ".join(SHAPES))
     parser.add_argument("--max-memory", type=int, help="--max-memory MiB (default: sqlgate's)")
     parser.add_argument("--rows", type=int, default=20_000, help="rows of the table joined to itself")
     parser.add_argument("--binary", type=Path, default=BINARY, help="the sqlgate to measure")
