@@ -58,6 +58,7 @@ impl Harness {
             Ok(session) => Arc::new(session),
             Err(error) => exit_bad_input(&error.to_string()),
         };
+        crate::exec::memory::set_max_memory(session.config.max_memory);
         let conclusion = libtest_mimic::run(&args, trials(&session));
         for warning in session.warnings() {
             eprintln!("warning: {warning}");

@@ -10,6 +10,7 @@ use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat,
 use crate::config::ThrottleConfig;
 use crate::error::InputError;
 use crate::error::EXIT_OK;
+use crate::exec::memory::{self, MaxMemory};
 use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use crate::exec::{Engine, Limits};
 use crate::llm::{CachedEmbedder, Client, ClientConfig};
@@ -51,6 +52,10 @@ pub struct ScoreArgs {
     /// Largest result a query may return, in bytes of memory (cells, their contents and rows).
     #[arg(long, default_value_t = Limits::default().max_bytes)]
     max_bytes: usize,
+    /// Memory budget of the queries in MiB: SQLite's heap, the results being read and what the
+    /// allocator adds, for all queries running at once (see docs/reliability.md#memory).
+    #[arg(long, value_name = "MIB", default_value_t = MaxMemory::default())]
+    max_memory: MaxMemory,
     /// Keep DISTINCT in `testsuite` mode (the reference's `--keep_distinct`).
     #[arg(long)]
     keep_distinct: bool,
@@ -200,6 +205,7 @@ fn parse_timeout(text: &str) -> Result<TimeBound, String> {
 }
 
 pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
+    memory::set_max_memory(args.max_memory);
     let esm = args.metrics.as_ref().is_some_and(|m| m.esm);
     let etm = args.metrics.as_ref().is_some_and(|m| m.etm);
     let regimes = args.metrics.map(|list| list.regimes).unwrap_or_default();

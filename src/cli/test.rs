@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use crate::config::RecordMode;
 use crate::config::DEFAULT_PROFILE;
 use crate::error::InputError;
+use crate::exec::memory::{self, MaxMemory};
 use crate::gate::partition::Partition;
 use crate::gate::plan::{TestDesc, TestKind};
 use crate::gate::record::RunRecord;
@@ -87,6 +88,11 @@ pub struct TestArgs {
     /// inputs' fingerprints, for `sqlgate merge` (JSON).
     #[arg(long, value_name = "FILE")]
     record_out: Option<PathBuf>,
+    /// Memory budget of the queries in MiB: SQLite's heap, the results being read and what the
+    /// allocator adds, for all queries running at once (default: `max_memory` of the
+    /// configuration, else 4096; see docs/reliability.md#memory).
+    #[arg(long, value_name = "MIB")]
+    max_memory: Option<MaxMemory>,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -177,6 +183,7 @@ enum ListFormat {
 
 pub fn run(args: TestArgs) -> Result<u8, InputError> {
     let mut session = Session::open(&args.config, &args.profile, args.record, None)?;
+    memory::set_max_memory(args.max_memory.unwrap_or(session.config.max_memory));
     args.cache.apply(&mut session);
     let selection = Selection {
         filters: args.filters.clone(),

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{is_plain_name, InputError};
+use crate::exec::memory::MaxMemory;
 
 pub use abstention::AbstentionConfig;
 pub use case::CaseConfig;
@@ -35,6 +36,10 @@ pub struct Config {
     /// Folder of accepted snapshots and prediction cassettes (default `snapshots`).
     #[serde(default = "default_snapshots")]
     pub snapshots: PathBuf,
+    /// Memory budget of the queries in MiB (default 4096): process-wide, so one for every
+    /// suite; `--max-memory` overrides it.
+    #[serde(default)]
+    pub max_memory: MaxMemory,
     /// Each `[[suite]]` keeps its place in the file for errors found after parsing.
     #[serde(default, rename = "suite")]
     pub suites: Vec<toml::Spanned<SuiteConfig>>,

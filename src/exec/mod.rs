@@ -1,6 +1,7 @@
 //! Sandboxed execution of SQL against SQLite databases or a PostgreSQL server.
 
 pub mod engine;
+pub mod memory;
 pub mod postgres;
 pub mod result_cache;
 pub mod sandbox;

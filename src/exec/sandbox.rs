@@ -10,16 +10,16 @@
 //! - a watchdog thread interrupts a statement past its deadline, while it prepares or steps, and
 //!   rows and bytes (values and their containers) are counted while reading so a huge result
 //!   stops early;
-//! - a prediction's temporary tables and sorts stay in memory, bounded by the process-wide heap
-//!   limit, so a runaway cartesian `ORDER BY` cannot fill the disk; gold SQL, written by the
-//!   suite's authors, sorts as `sqlite3` does: in one buffer, spilling to temporary files past
-//!   the page cache's size (in-memory sorts allocate every row apart, and all threads then
-//!   queue on SQLite's one memory-statistics lock: a large gold sort runs about twice as fast
-//!   this way, and scales with cores).
+//! - a prediction's temporary tables and sorts stay in memory, bounded by the process's memory
+//!   budget ([`memory`]), so a runaway cartesian `ORDER BY` cannot fill the disk; gold SQL,
+//!   written by the suite's authors, sorts as `sqlite3` does: in one buffer, spilling to
+//!   temporary files past the page cache's size (in-memory sorts allocate every row apart, and
+//!   all threads then queue on SQLite's one memory-statistics lock: a large gold sort runs about
+//!   twice as fast this way, and scales with cores).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
@@ -27,6 +27,7 @@ use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
+use super::memory::{self, ResultCharge};
 use super::{watchdog, ExecError, ExecErrorKind, Execution, ResultSet, Value};
 use crate::files::sidecar;
 
@@ -66,9 +67,6 @@ pub fn timeout_from_secs(secs: f64) -> Option<Duration> {
 /// while parsing, so this bounds the time a statement without spaces (`IN (1,2,3,...)`) takes
 /// to parse (about a second); the watchdog bounds the rest.
 pub const MAX_SQL_BYTES: usize = 16 << 20;
-/// The process-wide bound on SQLite's heap, so a runaway sort fails with "out of memory"
-/// instead of exhausting the machine.
-const SQLITE_HEAP_LIMIT: i64 = 4 << 30;
 /// The longest string or blob a query may build (`zeroblob(1e9)`, `printf('%.*c', ...)`).
 const MAX_VALUE_LENGTH: i32 = 64 << 20;
 
@@ -104,11 +102,7 @@ impl Sandbox {
     /// Opens `path` read-only for SQL from `source`. Fails when the file is missing or is not
     /// a database.
     pub fn open(path: &Path, source: Source) -> Result<Sandbox, ExecError> {
-        static HEAP_LIMIT: Once = Once::new();
-        // SAFETY: sets a process-wide SQLite setting; it takes no pointers.
-        HEAP_LIMIT.call_once(|| unsafe {
-            rusqlite::ffi::sqlite3_hard_heap_limit64(SQLITE_HEAP_LIMIT);
-        });
+        memory::bound_sqlite();
         // A file that is not a database is a fact of its content; any other failure to open
         // (missing, unreadable, out of file handles) is of the moment.
         let open_error = |e: rusqlite::Error| ExecError {
@@ -188,17 +182,28 @@ impl Sandbox {
         let deadline = limits.timeout.and_then(|t| start.checked_add(t));
         self.denied.store(false, Ordering::Relaxed);
         let armed = deadline.map(|d| watchdog::arm(d, self.conn.get_interrupt_handle()));
+        let mut charge = ResultCharge::default();
         let result = self
-            .run(sql, limits)
+            .run(sql, limits, &mut charge)
             .map_err(|e| self.classify(e, deadline));
         drop(armed);
+        // The statement and any result cut short are freed by now.
+        let discarded = if result.is_err() { charge.held() } else { 0 };
+        drop(charge);
+        memory::give_back_freed(discarded);
         Execution {
             result: result.map(Arc::new),
             elapsed: start.elapsed(),
         }
     }
 
-    fn run(&self, sql: &str, limits: &Limits) -> Result<ResultSet, RunError> {
+    /// Runs `sql`, holding in `charge` the memory its result takes while it is read.
+    fn run(
+        &self,
+        sql: &str,
+        limits: &Limits,
+        charge: &mut ResultCharge,
+    ) -> Result<ResultSet, RunError> {
         if sql.len() > MAX_SQL_BYTES {
             return Err(RunError::TooLarge(format!(
                 "the statement is {} bytes long, more than the {MAX_SQL_BYTES} a statement may have",
@@ -246,6 +251,7 @@ impl Sandbox {
                 if bytes > limits.max_bytes {
                     return Err(too_large());
                 }
+                charge.cover(bytes).map_err(RunError::OutOfMemory)?;
                 values.push(value);
             }
             if bytes > limits.max_bytes {
@@ -260,13 +266,14 @@ impl Sandbox {
         let (kind, message) = match error {
             RunError::Denied(message) => (ExecErrorKind::Denied, message),
             RunError::TooLarge(message) => (ExecErrorKind::TooLarge, message),
+            RunError::OutOfMemory(message) => (ExecErrorKind::OutOfMemory, message),
             RunError::Prepare(e) | RunError::Runtime(e) if self.denied.load(Ordering::Relaxed) => {
                 (ExecErrorKind::Denied, e.to_string())
             }
             RunError::Prepare(e) | RunError::Runtime(e)
                 if code(&e) == Some(ErrorCode::OutOfMemory) =>
             {
-                (ExecErrorKind::OutOfMemory, format!("out of memory: {e}"))
+                (ExecErrorKind::OutOfMemory, memory::sqlite_out_of_memory())
             }
             RunError::Prepare(e) | RunError::Runtime(e)
                 if code(&e) == Some(ErrorCode::OperationInterrupted)
@@ -292,6 +299,8 @@ enum RunError {
     Runtime(rusqlite::Error),
     Denied(String),
     TooLarge(String),
+    /// The results being read and SQLite's heap would take more than the memory budget allows.
+    OutOfMemory(String),
 }
 
 fn code(error: &rusqlite::Error) -> Option<ErrorCode> {

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
+use super::memory::{self, ResultCharge};
 use super::sandbox::{result_bytes, Limits, MAX_SQL_BYTES};
 use super::schema::{ColRef, Column, ForeignKey, Schema, Table};
 use super::{ExecError, ExecErrorKind, Execution, ResultSet};
@@ -196,14 +197,18 @@ impl Server {
     pub fn execute(&self, db: &str, sql: &str, limits: &Limits) -> Execution {
         let start = Instant::now();
         let deadline = limits.timeout.and_then(|t| start.checked_add(t));
+        let mut charge = ResultCharge::default();
         let result = self
-            .with_client(db, |client| run(client, sql, limits, deadline))
+            .with_client(db, |client| run(client, sql, limits, deadline, &mut charge))
             .unwrap_or_else(|message| {
                 Err(ExecError {
                     kind: ExecErrorKind::Unavailable,
                     message,
                 })
             });
+        let discarded = if result.is_err() { charge.held() } else { 0 };
+        drop(charge);
+        memory::give_back_freed(discarded);
         Execution {
             result: result.map(Arc::new),
             elapsed: start.elapsed(),
@@ -251,6 +256,7 @@ fn run(
     sql: &str,
     limits: &Limits,
     deadline: Option<Instant>,
+    charge: &mut ResultCharge,
 ) -> Result<ResultSet, ExecError> {
     // The transaction is rolled back when dropped, whatever happened.
     let mut tx = client
@@ -258,7 +264,7 @@ fn run(
         .read_only(true)
         .start()
         .map_err(|e| classify(Step::Run(e)))?;
-    fetch(&mut tx, sql, limits, deadline).map_err(classify)
+    fetch(&mut tx, sql, limits, deadline, charge).map_err(classify)
 }
 
 fn fetch(
@@ -266,6 +272,7 @@ fn fetch(
     sql: &str,
     limits: &Limits,
     deadline: Option<Instant>,
+    charge: &mut ResultCharge,
 ) -> Result<ResultSet, Step> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(Step::Fail(
@@ -350,6 +357,9 @@ fn fetch(
                     ),
                 ));
             }
+            charge
+                .cover(bytes)
+                .map_err(|message| Step::Fail(ExecErrorKind::OutOfMemory, message))?;
             result.rows.push(cells);
         }
         if last {
