@@ -284,7 +284,7 @@ impl Hashed {
 }
 
 /// The SHA-256 of a file's content.
-pub(crate) fn hash_file(path: &Path) -> io::Result<[u8; 32]> {
+fn hash_file(path: &Path) -> io::Result<[u8; 32]> {
     let mut file = fs::File::open(path)?;
     let mut hasher = Sha256::new();
     io::copy(&mut file, &mut hasher)?;

@@ -162,8 +162,8 @@ fn scripts_hash(scripts: &[BuildScript], contents: &[String]) -> String {
 
 /// Builds `target`, a copy of `original` changed by the SQL `script` (a TQA clone renamed by its
 /// `ALTER TABLE` statements), unless its stamp shows the same original and script built it.
-/// The original counts by its path and content: an edit that keeps its size and modification
-/// time still rebuilds. Like [`build_if_stale`], the copy is changed in a temporary file renamed
+/// The original counts by its path and content (with its `-wal` file, as the cache hashes it):
+/// an edit that keeps its size and modification time still rebuilds. Like [`build_if_stale`], the copy is changed in a temporary file renamed
 /// into place on success.
 pub fn build_clone_if_stale(
     original: &Path,
@@ -171,8 +171,8 @@ pub fn build_clone_if_stale(
     target: &Path,
 ) -> Result<(), InputError> {
     let text = super::read_text(script)?;
-    let content = crate::store::hash_file(original)
-        .map_err(|e| InputError::file(original, format!("cannot read the database: {e}")))?;
+    let content = crate::store::database_hash(original)
+        .ok_or_else(|| InputError::file(original, "cannot read the database"))?;
     let origin = crate::store::Hasher::new()
         .field(original.as_os_str().as_encoded_bytes())
         .field(content)
