@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sqlgate::metrics::ex::Verdict;
-use sqlgate::metrics::retrieval::Retrieval;
-use sqlgate::metrics::robustness::{QueryShape, SchemaErrors};
-use sqlgate::scoring::{family, CaseScore, Robustness};
+use sqlgate_eval::metrics::ex::Verdict;
+use sqlgate_eval::metrics::retrieval::Retrieval;
+use sqlgate_eval::metrics::sql2nl::{QueryShape, SchemaErrors};
+use sqlgate_eval::scoring::{family, CaseScore, Robustness};
 
 const SEEDS: usize = 1000;
 const VARIANTS: usize = 10;

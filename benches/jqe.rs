@@ -7,17 +7,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sqlgate::exec::{Engine, Limits};
-use sqlgate::mutate::jqe::graph::{Schema, SchemaGraph};
-use sqlgate::mutate::jqe::{self, Options, Seed};
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_generate::mutate::jqe::graph::{Schema, SchemaGraph};
+use sqlgate_generate::mutate::jqe::{self, Options, Seed};
 
 /// Seeds and database file per database.
 fn databases() -> Vec<(String, PathBuf, Vec<Seed>)> {
-    let gold = match sqlgate::testing::shared_data() {
+    let gold = match sqlgate_test_support::shared_data() {
         Some(data) => data.join("defog/questions.csv"),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml"),
     };
-    let bench = sqlgate::bench::load(&gold, &Default::default()).expect("benchmark loads");
+    let bench = sqlgate_eval::loaders::load(&gold, &Default::default()).expect("benchmark loads");
     let mut by_db: BTreeMap<String, (PathBuf, Vec<Seed>)> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         let path = bench.db_files(case, false).expect("database").remove(0);

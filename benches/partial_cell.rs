@@ -16,8 +16,8 @@
 use std::cmp::Ordering;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use sqlgate::exec::{ResultSet, Value};
-use sqlgate::metrics::sqlmorph::{fine_grained, Options, Regime};
+use sqlgate_eval::exec::{ResultSet, Value};
+use sqlgate_eval::metrics::sqlmorph::{fine_grained, Options, Regime};
 
 const COLUMNS: usize = 10;
 

@@ -11,17 +11,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sqlgate::bench::{self, Answer, Benchmark, Prediction};
-use sqlgate::exec::{Engine, Limits};
-use sqlgate::metrics::ex::Mode;
-use sqlgate::scoring::{self, Scoring};
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::loaders::{self, Answer, Benchmark, Prediction};
+use sqlgate_eval::metrics::ex::Mode;
+use sqlgate_eval::scoring::{self, Scoring};
 
 fn benchmark() -> Benchmark {
-    let gold = match sqlgate::testing::shared_data() {
+    let gold = match sqlgate_test_support::shared_data() {
         Some(data) => data.join("defog/questions.csv"),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml"),
     };
-    let mut bench = bench::load(&gold, &Default::default()).expect("benchmark loads");
+    let mut bench = loaders::load(&gold, &Default::default()).expect("benchmark loads");
     bench.cases.retain(|case| case.feasible);
     bench
 }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sqlgate::metrics::{esm, etm};
+use sqlgate_eval::metrics::{esm, etm};
 
 struct Pair {
     gold: String,
@@ -40,7 +40,8 @@ fn spider_pairs(data: &Path) -> Vec<Pair> {
 
 fn demo_pairs() -> Vec<Pair> {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo");
-    let bench = sqlgate::bench::load(&demo.join("suite.toml"), &Default::default()).expect("demo");
+    let bench =
+        sqlgate_eval::loaders::load(&demo.join("suite.toml"), &Default::default()).expect("demo");
     bench
         .cases
         .iter()
@@ -78,7 +79,7 @@ fn run_esm(evaluator: &esm::Evaluator, pairs: &[Pair]) -> usize {
 }
 
 fn structural(c: &mut Criterion) {
-    let data = sqlgate::testing::shared_data();
+    let data = sqlgate_test_support::shared_data();
     let pairs = data.as_deref().map_or_else(demo_pairs, spider_pairs);
     let mut group = c.benchmark_group(format!("structural {} pairs", pairs.len()));
     group.sample_size(10);

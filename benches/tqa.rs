@@ -7,14 +7,14 @@
 use std::collections::BTreeMap;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sqlgate::bench::{self, build_clone_if_stale};
-use sqlgate::exec::{Engine, Limits};
-use sqlgate::mutate::tqa::ident;
-use sqlgate::mutate::tqa::naturalness::{self, Seed};
-use sqlgate::mutate::tqa::wordnet::WordNet;
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::loaders::{self, build_clone_if_stale};
+use sqlgate_generate::mutate::tqa::ident;
+use sqlgate_generate::mutate::tqa::naturalness::{self, Seed};
+use sqlgate_generate::mutate::tqa::wordnet::WordNet;
 
 fn naturalness_generation(c: &mut Criterion) {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         eprintln!("skipping: shared data absent");
         return;
     };
@@ -25,7 +25,7 @@ fn naturalness_generation(c: &mut Criterion) {
             return;
         }
     };
-    let bench = bench::load(&data.join("defog/questions.csv"), &Default::default()).unwrap();
+    let bench = loaders::load(&data.join("defog/questions.csv"), &Default::default()).unwrap();
     let mut by_db: BTreeMap<&str, Vec<Seed>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         by_db.entry(&case.db).or_default().push(Seed {

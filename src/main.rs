@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    sqlgate::cli::main()
+    sqlgate_cli::cli::main()
 }

@@ -224,12 +224,12 @@ fn a_broken_csv_is_named_by_record() {
 
 #[test]
 fn defog_files_score_gold_against_gold() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let bench =
-        sqlgate::bench::load(&data.join("defog/questions.csv"), &Default::default()).unwrap();
+    let bench = sqlgate_eval::loaders::load(&data.join("defog/questions.csv"), &Default::default())
+        .unwrap();
     let mut lines = String::new();
     for case in &bench.cases {
         lines.push_str(&serde_json::json!({"id": case.id, "sql": case.gold[0]}).to_string());
@@ -255,7 +255,7 @@ fn defog_files_score_gold_against_gold() {
 
 #[test]
 fn spider_exact_set_match_agrees_with_the_reference_pair_for_pair() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let spider = data.join("spider-dev");

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sqlgate::metrics::etm::Evaluator;
+use sqlgate_eval::metrics::etm::Evaluator;
 
 struct Pair {
     gold: String,
@@ -77,7 +77,7 @@ const DOCUMENTED: &[(u16, &str)] = &[
 
 #[test]
 fn etm_agrees_with_the_reference_on_spider_dev_except_for_documented_departures() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let db_dir = data.join("spider-dev/schema-db");

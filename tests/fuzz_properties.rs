@@ -14,12 +14,13 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use proptest::sample::select;
 
-use sqlgate::bench::{self, clean_sql, is_apology, load_predictions, LoadOptions};
-use sqlgate::metrics::esm::{self, ForeignKeyMap};
-use sqlgate::metrics::etm::{self, Status};
-use sqlgate::mutate::mutants_of;
-use sqlgate::spider::Schema;
-use sqlgate::sqltext;
+use sqlgate_eval::loaders::{self, load_predictions, LoadOptions};
+use sqlgate_eval::metrics::esm::{self, ForeignKeyMap};
+use sqlgate_eval::metrics::etm::{self, Status};
+use sqlgate_eval::model_output::{clean_sql, is_apology};
+use sqlgate_eval::spider::Schema;
+use sqlgate_eval::sqltext;
+use sqlgate_generate::mutate::mutants_of;
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("SQLGATE_FUZZ_CASES")
@@ -287,7 +288,7 @@ proptest! {
         let path = dir.path().join(name);
         std::fs::write(&path, &bytes).unwrap();
         // As a gold file: loaded or refused with an error naming the file.
-        if let Err(error) = bench::load(&path, &LoadOptions::default()) {
+        if let Err(error) = loaders::load(&path, &LoadOptions::default()) {
             prop_assert!(error.to_string().contains(name), "{error}");
         }
         // As predictions for the demo.
@@ -298,11 +299,11 @@ proptest! {
     }
 }
 
-fn demo() -> &'static bench::Benchmark {
-    static DEMO: OnceLock<bench::Benchmark> = OnceLock::new();
+fn demo() -> &'static loaders::Benchmark {
+    static DEMO: OnceLock<loaders::Benchmark> = OnceLock::new();
     DEMO.get_or_init(|| {
         let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml");
-        bench::load(&suite, &LoadOptions::default()).unwrap()
+        loaders::load(&suite, &LoadOptions::default()).unwrap()
     })
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use sqlgate::spider::Schema;
+use sqlgate_eval::spider::Schema;
 
 fn generate(gold: &Path, out: &Path, seed: &str) -> Vec<serde_json::Value> {
     let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
@@ -88,7 +88,7 @@ fn check(gold: &Path, db_files: &dyn Fn(&str) -> std::path::PathBuf) {
     }
     // The generated suite loads, and abstaining on all of it is all correct.
     let suite = dir.path().join("a/suite.toml");
-    let bench = sqlgate::bench::load(&suite, &Default::default()).unwrap();
+    let bench = sqlgate_eval::loaders::load(&suite, &Default::default()).unwrap();
     assert_eq!(bench.cases.len(), cases.len());
     assert!(bench.cases.iter().all(|c| !c.feasible));
 }
@@ -103,7 +103,7 @@ fn demo_databases() {
 
 #[test]
 fn defog_databases() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let defog = data.join("defog");

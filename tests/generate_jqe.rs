@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use sqlgate::exec::{Engine, Limits};
-use sqlgate::mutate::jqe::expand::{PatternCounts, Shape};
-use sqlgate::mutate::jqe::graph::{Schema, SchemaGraph};
-use sqlgate::mutate::jqe::query::Jqg;
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_generate::mutate::jqe::expand::{PatternCounts, Shape};
+use sqlgate_generate::mutate::jqe::graph::{Schema, SchemaGraph};
+use sqlgate_generate::mutate::jqe::query::Jqg;
 
 fn generate(gold: &Path, out: &Path, extra: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
@@ -76,11 +76,11 @@ fn check(gold: &Path, db_dir: Option<&Path>, extra: &[&str]) -> usize {
     );
     assert!(stdout.contains("retained"), "{stdout}");
 
-    let options = sqlgate::bench::LoadOptions {
+    let options = sqlgate_eval::loaders::LoadOptions {
         db_dir: db_dir.map(PathBuf::from),
         ..Default::default()
     };
-    let bench = sqlgate::bench::load(gold, &options).unwrap();
+    let bench = sqlgate_eval::loaders::load(gold, &options).unwrap();
     let engine = Engine::new(Limits::default());
     let mut seeds: HashMap<String, String> = HashMap::new();
     let mut taken: BTreeMap<String, PatternCounts> = BTreeMap::new();
@@ -155,7 +155,7 @@ fn demo_expansions_are_valid_new_and_deterministic() {
 
 #[test]
 fn defog_expansions_are_valid_new_and_deterministic() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let defog = data.join("defog");

@@ -175,7 +175,7 @@ fn the_verbalizer_gives_every_demo_gold_k_distinct_questions() {
 
 #[test]
 fn the_verbalizer_covers_defog_and_names_what_it_skips() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let gold = data.join("defog/questions.csv");
@@ -197,7 +197,7 @@ fn the_verbalizer_covers_defog_and_names_what_it_skips() {
     generate(&b_args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 
-    let bench = sqlgate::bench::load(&gold, &Default::default()).unwrap();
+    let bench = sqlgate_eval::loaders::load(&gold, &Default::default()).unwrap();
     let golds = bench.cases.iter().filter(|c| c.feasible).count();
     let by_seed = per_seed(&records(&a));
     let three_or_more = by_seed.values().filter(|q| q.len() >= 3).count();
@@ -214,9 +214,9 @@ fn the_verbalizer_covers_defog_and_names_what_it_skips() {
         );
     }
     // The family loads as cases whose gold is every gold query of the seed.
-    let cases = sqlgate::bench::load_family(&a, "para", &bench).unwrap();
+    let cases = sqlgate_eval::loaders::load_family(&a, "para", &bench).unwrap();
     assert_eq!(cases.len(), records(&a).len());
-    let seeds: HashMap<&str, &sqlgate::bench::Case> =
+    let seeds: HashMap<&str, &sqlgate_eval::loaders::Case> =
         bench.cases.iter().map(|c| (c.id.as_str(), c)).collect();
     for case in &cases {
         let seed = seeds[case.tags["seed"].as_str()];

@@ -158,7 +158,7 @@ fn defog_clones_keep_every_gold_result_and_reruns_are_identical() {
     if !wordnet_installed() {
         return;
     }
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         eprintln!("skipping: shared data absent");
         return;
     };

@@ -6,10 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use llm_support::{chat_completion, Canned, TestServer};
 use serde_json::json;
-use sqlgate::config::ThrottleConfig;
-use sqlgate::llm::{ChatRequest, Client, ClientConfig, Message};
-use sqlgate::llm::{LlmError, LlmErrorKind};
-use sqlgate::system::throttle::Throttle;
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::ThrottleConfig;
+use sqlgate_llm::{ChatRequest, Client, ClientConfig, Message};
+use sqlgate_llm::{LlmError, LlmErrorKind};
 
 fn client(base_url: &str, api_key_env: Option<&str>, timeout: Duration) -> Client {
     Client::new(&ClientConfig {
@@ -327,8 +327,8 @@ fn bad_client_configurations_are_refused() {
 
 #[test]
 fn the_cached_embedder_asks_only_for_texts_it_has_not_seen() {
-    use sqlgate::llm::CachedEmbedder;
-    use sqlgate::metrics::sqlmorph::Embedder;
+    use sqlgate_eval::metrics::sqlmorph::Embedder;
+    use sqlgate_llm::CachedEmbedder;
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("embeddings.jsonl");
     let body = |vectors: &[[f32; 2]]| {
@@ -405,8 +405,8 @@ fn a_reply_cut_short_before_any_text_is_an_empty_reply() {
 
 #[test]
 fn embedding_requests_are_retried_and_a_server_left_down_is_not_asked_again() {
-    use sqlgate::llm::CachedEmbedder;
-    use sqlgate::metrics::sqlmorph::Embedder;
+    use sqlgate_eval::metrics::sqlmorph::Embedder;
+    use sqlgate_llm::CachedEmbedder;
     let dir = tempfile::tempdir().unwrap();
     let unavailable = || Canned::new(503, r#"{"error": {"message": "loading model"}}"#);
     let vectors = json!({"data": [{"index": 0, "embedding": [1.0, 0.0]}]}).to_string();

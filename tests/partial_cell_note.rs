@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sqlgate::bench::{Answer, Case, Prediction, SourceRef};
-use sqlgate::exec::{Engine, Limits};
-use sqlgate::metrics::ex::Mode;
-use sqlgate::scoring::{score_case, summarize, CaseDatabases, Response, Scoring};
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::loaders::{Answer, Case, Prediction, SourceRef};
+use sqlgate_eval::metrics::ex::Mode;
+use sqlgate_eval::scoring::{score_case, summarize, CaseDatabases, Response, Scoring};
 
 #[test]
 fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {

@@ -7,23 +7,23 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use sqlgate::exec::postgres::Server;
-use sqlgate::exec::{Backend, Engine, ExecErrorKind, Limits};
-use sqlgate::testing::postgres::{defog_server, PgServer};
+use sqlgate_eval::exec::postgres::Server;
+use sqlgate_eval::exec::{Backend, Engine, ExecErrorKind, Limits};
+use sqlgate_test_support::postgres::{defog_server, PgServer};
 
 fn questions() -> PathBuf {
-    sqlgate::testing::shared_data()
+    sqlgate_test_support::shared_data()
         .expect("checked by defog_server")
         .join("defog/postgres/questions_postgres.csv")
 }
 
 /// The Defog questions as loaded for a server: (id, db, gold alternatives).
 fn cases() -> Vec<(String, String, Vec<String>)> {
-    let options = sqlgate::bench::LoadOptions {
+    let options = sqlgate_eval::loaders::LoadOptions {
         on_server: true,
         ..Default::default()
     };
-    let bench = sqlgate::bench::load(&questions(), &options).expect("the questions load");
+    let bench = sqlgate_eval::loaders::load(&questions(), &options).expect("the questions load");
     bench
         .cases
         .into_iter()
@@ -369,7 +369,7 @@ fn values_map_like_psycopg2_through_pandas() {
          TIME '09:05:00' AS l, INTERVAL '1 day 2 hours' AS m, NULL::numeric AS n, \
          'NaN'::numeric AS o FROM (VALUES (1), (2)) AS t(x)",
     );
-    use sqlgate::exec::Value::*;
+    use sqlgate_eval::exec::Value::*;
     let rows = &run.result.unwrap().rows;
     let expected = [
         Int(2),
@@ -490,15 +490,15 @@ fn sqlite_and_postgres_agree_where_the_gold_dialects_agree() {
     /// PostgreSQL only.
     const DATES_AS_TEXT: [usize; 2] = [26, 28];
     let Some(pg) = defog_server() else { return };
-    let defog = sqlgate::testing::shared_data().unwrap().join("defog");
+    let defog = sqlgate_test_support::shared_data().unwrap().join("defog");
     let sqlite_gold = defog.join("questions.csv");
     let same_gold: Vec<bool> = {
         let load = |path: &Path, on_server| {
-            let options = sqlgate::bench::LoadOptions {
+            let options = sqlgate_eval::loaders::LoadOptions {
                 on_server,
                 ..Default::default()
             };
-            sqlgate::bench::load(path, &options).unwrap().cases
+            sqlgate_eval::loaders::load(path, &options).unwrap().cases
         };
         let (lite, post) = (load(&sqlite_gold, false), load(&questions(), true));
         lite.iter()
@@ -570,12 +570,12 @@ fn sqlite_and_postgres_agree_where_the_gold_dialects_agree() {
 fn the_server_schema_matches_the_sqlite_build() {
     let Some(pg) = defog_server() else { return };
     let server = Server::new(&pg.reader_template(), None).unwrap();
-    let defog = sqlgate::testing::shared_data().unwrap().join("defog");
-    for db in sqlgate::testing::postgres::DEFOG_DATABASES {
+    let defog = sqlgate_test_support::shared_data().unwrap().join("defog");
+    for db in sqlgate_test_support::postgres::DEFOG_DATABASES {
         let on_server = server.schema(db).unwrap();
         let in_file =
-            sqlgate::exec::schema::Schema::read(&defog.join(format!("{db}.sqlite"))).unwrap();
-        let facts = |schema: &sqlgate::exec::schema::Schema| {
+            sqlgate_eval::exec::schema::Schema::read(&defog.join(format!("{db}.sqlite"))).unwrap();
+        let facts = |schema: &sqlgate_eval::exec::schema::Schema| {
             let mut columns: Vec<(String, String, bool)> = schema
                 .tables
                 .iter()

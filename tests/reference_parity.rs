@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use sqlgate::exec::{Engine, Limits};
-use sqlgate::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions};
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions};
 
 const MODES: [Mode; 7] = [
     Mode::Testsuite,
@@ -18,13 +18,14 @@ const MODES: [Mode; 7] = [
 ];
 
 fn defog_dir() -> Option<PathBuf> {
-    sqlgate::testing::shared_data().map(|d| d.join("defog"))
+    sqlgate_test_support::shared_data().map(|d| d.join("defog"))
 }
 
 #[test]
 fn defog_gold_against_gold_is_one_in_every_mode() {
     let Some(dir) = defog_dir() else { return };
-    let bench = sqlgate::bench::load(&dir.join("questions.csv"), &Default::default()).unwrap();
+    let bench =
+        sqlgate_eval::loaders::load(&dir.join("questions.csv"), &Default::default()).unwrap();
     assert_eq!(bench.cases.len(), 135);
     let engine = Engine::new(Limits::default());
     for mode in MODES {

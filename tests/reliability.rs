@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use sqlgate::metrics::ex::Verdict;
-use sqlgate::metrics::reliability::{self, CaseFacts, Penalty, Region, Regions};
+use sqlgate_eval::metrics::ex::Verdict;
+use sqlgate_eval::metrics::reliability::{self, CaseFacts, Penalty, Region, Regions};
 
 fn case(_id: usize, feasible: bool, verdict: Verdict, ex: f64) -> CaseFacts {
     CaseFacts {
@@ -273,13 +273,13 @@ fn the_rs_gate_uses_the_profile_penalty() {
 /// (an abstention by default), except the last one, which abstains explicitly.
 #[test]
 fn score_reports_rs_on_defog_with_idk_as_infeasible() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let gold = data.join("defog/questions.csv");
     let idk = data.join("defog/idk.csv");
-    let feasible = sqlgate::bench::load(&gold, &Default::default()).unwrap();
-    let infeasible = sqlgate::bench::load(&idk, &Default::default()).unwrap();
+    let feasible = sqlgate_eval::loaders::load(&gold, &Default::default()).unwrap();
+    let infeasible = sqlgate_eval::loaders::load(&idk, &Default::default()).unwrap();
     let mut lines = Vec::new();
     let (mut i, mut ii, mut iii, mut iv, mut v) = (0, 0, 0, 0, 0);
     for (index, case) in feasible.cases.iter().enumerate() {

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sqlgate::bench::SourceRef;
 use sqlgate::config::{Metric, Threshold};
 use sqlgate::gate::{SuiteSummary, TestKind, TestResult, TestStatus};
-use sqlgate::metrics::ex::Verdict;
-use sqlgate::report::github::{self, STEP_SUMMARY_LIMIT};
-use sqlgate::scoring::FamilySummary;
+use sqlgate_cli::report::github::{self, STEP_SUMMARY_LIMIT};
+use sqlgate_eval::loaders::SourceRef;
+use sqlgate_eval::metrics::ex::Verdict;
+use sqlgate_eval::scoring::FamilySummary;
 
 fn result(name: &str, status: TestStatus) -> TestResult {
     let suite = name.split("::").next().unwrap_or_default().to_string();

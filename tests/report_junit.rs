@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use sqlgate::bench::{self, Answer, LoadOptions, SourceRef};
 use sqlgate::config::Threshold;
 use sqlgate::gate::{SuiteSummary, TestKind, TestResult, TestStatus};
-use sqlgate::metrics::ex::Verdict;
-use sqlgate::report::junit;
+use sqlgate_cli::report::junit;
+use sqlgate_eval::loaders::{self, Answer, LoadOptions, SourceRef};
+use sqlgate_eval::metrics::ex::Verdict;
 
 fn demo_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo")
@@ -21,9 +21,9 @@ fn demo_dir() -> PathBuf {
 /// tests are about reporting, not scoring), plus a gate, a skipped test and a gold error.
 fn demo_results() -> (Vec<TestResult>, Vec<SuiteSummary>) {
     let bench =
-        bench::load(&demo_dir().join("suite.toml"), &LoadOptions::default()).expect("demo loads");
+        loaders::load(&demo_dir().join("suite.toml"), &LoadOptions::default()).expect("demo loads");
     let predictions =
-        bench::load_predictions(&demo_dir().join("predictions/sample.jsonl"), None, &bench)
+        loaders::load_predictions(&demo_dir().join("predictions/sample.jsonl"), None, &bench)
             .expect("sample predictions load");
     let mut results: Vec<TestResult> = bench
         .cases

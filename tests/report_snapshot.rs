@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sqlgate::bench::{self, Answer, LoadOptions};
 use sqlgate::gate::snapshot::{self, normalize_sql, SnapshotEntry};
+use sqlgate_eval::loaders::{self, Answer, LoadOptions};
 
 fn entry(name: &str, passed: bool, verdict: &str, ex: &str, sql: Option<&str>) -> SnapshotEntry {
     SnapshotEntry {
@@ -22,9 +22,11 @@ fn entry(name: &str, passed: bool, verdict: &str, ex: &str, sql: Option<&str>) -
 /// The demo benchmark's sample predictions as entries (pass = same SQL text as the gold).
 fn demo_entries() -> Vec<SnapshotEntry> {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo");
-    let bench = bench::load(&demo.join("suite.toml"), &LoadOptions::default()).expect("demo loads");
-    let predictions = bench::load_predictions(&demo.join("predictions/sample.jsonl"), None, &bench)
-        .expect("predictions load");
+    let bench =
+        loaders::load(&demo.join("suite.toml"), &LoadOptions::default()).expect("demo loads");
+    let predictions =
+        loaders::load_predictions(&demo.join("predictions/sample.jsonl"), None, &bench)
+            .expect("predictions load");
     bench
         .cases
         .iter()
@@ -93,7 +95,7 @@ fn normalized(entries: &[SnapshotEntry]) -> Vec<SnapshotEntry> {
     entries
 }
 
-fn parse(text: &str) -> Result<Vec<SnapshotEntry>, sqlgate::error::InputError> {
+fn parse(text: &str) -> Result<Vec<SnapshotEntry>, sqlgate_eval::error::InputError> {
     snapshot::parse(Path::new("snapshots/demo.snap"), text)
 }
 

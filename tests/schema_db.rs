@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags};
-use sqlgate::spider::schema_db::{build_databases, Outcome};
+use sqlgate_eval::spider::schema_db::{build_databases, Outcome};
 
 /// Every row of `sql`, each value as SQLite gives it.
 fn rows(conn: &Connection, sql: &str) -> Vec<Vec<Value>> {
@@ -57,7 +57,7 @@ fn schema_facts(path: &Path) -> Vec<(String, Vec<Vec<Value>>)> {
 
 #[test]
 fn dev_databases_equal_the_reference_schema_databases() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let spider = data.join("spider-dev");

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
-use sqlgate::report::junit::format_metric;
+use sqlgate_cli::report::junit::format_metric;
 
 const REGIME: &str = "EC-EC-IE";
 
@@ -246,7 +246,7 @@ fn tqa_families_score_the_same_through_score_and_the_gate() {
 
 #[test]
 fn spider_dev_scores_the_same_through_score_and_the_gate() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let spider = data.join("spider-dev");
@@ -319,7 +319,7 @@ fn spider_subset(spider: &Path, db: &str, n: usize, dir: &Path) -> (PathBuf, Pat
 
 #[test]
 fn esm_reads_the_flat_database_layout() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let spider = data.join("spider-dev");
@@ -352,7 +352,7 @@ fn esm_reads_the_flat_database_layout() {
 
 #[test]
 fn a_database_missing_from_tables_json_is_bad_input() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let spider = data.join("spider-dev");

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use sqlgate::testing::{shared_data, REQUIRE_SHARED_DATA};
+use sqlgate_test_support::{shared_data, REQUIRE_SHARED_DATA};
 
 /// Run only by [`absent_data_skips_visibly_unless_required`], in a child process.
 #[test]

@@ -6,12 +6,12 @@
 use std::path::Path;
 
 use regex::Regex;
-use sqlgate::bench::{self, LoadOptions};
-use sqlgate::calibrate::{mutate_and_score, MutantRun, SeedOutcome, Settings};
-use sqlgate::exec::QueryRunner;
-use sqlgate::exec::{Engine, Limits, ResultSet, Value};
-use sqlgate::metrics::sqlmorph::Options;
-use sqlgate::mutate::Operator;
+use sqlgate_eval::exec::QueryRunner;
+use sqlgate_eval::exec::{Engine, Limits, ResultSet, Value};
+use sqlgate_eval::loaders::{self, LoadOptions};
+use sqlgate_eval::metrics::sqlmorph::Options;
+use sqlgate_generate::calibrate::{mutate_and_score, MutantRun, SeedOutcome, Settings};
+use sqlgate_generate::mutate::Operator;
 
 const REGIMES: [&str; 3] = ["EC-EC-IE", "EC-EC-PE", "EC-PC-IE"];
 
@@ -91,7 +91,7 @@ fn one(value: f64) -> bool {
 
 /// Every scored mutant of the feasible cases' first gold query.
 fn samples(gold: &Path) -> Vec<Sample> {
-    let bench = bench::load(gold, &LoadOptions::default()).expect("gold loads");
+    let bench = loaders::load(gold, &LoadOptions::default()).expect("gold loads");
     let engine = Engine::new(Limits::default());
     let settings = Settings {
         regimes: REGIMES.iter().map(|r| r.parse().expect("regime")).collect(),
@@ -130,7 +130,7 @@ fn demo() -> Vec<Sample> {
 }
 
 fn defog() -> Option<Vec<Sample>> {
-    let data = sqlgate::testing::shared_data()?;
+    let data = sqlgate_test_support::shared_data()?;
     Some(samples(&data.join("defog/questions.csv")))
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use sqlgate::metrics::{esm, etm};
+use sqlgate_eval::metrics::{esm, etm};
 
 fn score(args: &[&str]) -> serde_json::Value {
     let output = Command::new(env!("CARGO_BIN_EXE_sqlgate"))
@@ -43,7 +43,7 @@ fn spider_args(spider: &Path, pred: &Path) -> Vec<String> {
 
 #[test]
 fn score_reports_esm_etm_and_hardness_per_case_and_their_means() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let spider = data.join("spider-dev");
@@ -100,7 +100,7 @@ fn score_reports_esm_etm_and_hardness_per_case_and_their_means() {
 
 #[test]
 fn every_gold_query_tree_matches_itself() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let spider = data.join("spider-dev");
@@ -150,7 +150,7 @@ fn spider_queries(data: &Path) -> Vec<(String, String)> {
 
 #[test]
 fn no_query_of_the_shared_data_makes_the_structural_metrics_panic() {
-    let Some(data) = sqlgate::testing::shared_data() else {
+    let Some(data) = sqlgate_test_support::shared_data() else {
         return;
     };
     let etm = etm::Evaluator::new(false);
@@ -178,9 +178,10 @@ fn no_query_of_the_shared_data_makes_the_structural_metrics_panic() {
     }
     // Defog: every gold alternative against every other of its question, and the apology
     // queries of idk.csv, on the real databases.
-    let defog =
-        sqlgate::bench::load(&data.join("defog/questions.csv"), &Default::default()).unwrap();
-    let idk = sqlgate::bench::load(&data.join("defog/idk.csv"), &Default::default()).unwrap();
+    let defog = sqlgate_eval::loaders::load(&data.join("defog/questions.csv"), &Default::default())
+        .unwrap();
+    let idk =
+        sqlgate_eval::loaders::load(&data.join("defog/idk.csv"), &Default::default()).unwrap();
     for case in defog.cases.iter().chain(&idk.cases) {
         let bench = if defog.cases.iter().any(|c| std::ptr::eq(c, case)) {
             &defog

@@ -10,8 +10,8 @@ use sqlgate::config::{RecordMode, ThrottleConfig};
 use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::{record_key, Cassette};
 use sqlgate::system::command::{CommandConfig, CommandSystem};
-use sqlgate::system::throttle::Throttle;
 use sqlgate::system::{Reply, Request, SystemError, SystemErrorKind};
+use sqlgate_llm::throttle::Throttle;
 
 fn request(id: &str) -> Request {
     Request {

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sqlgate::config::ThrottleConfig;
 use sqlgate::system::http::{HttpConfig, HttpSystem};
-use sqlgate::system::throttle::Throttle;
 use sqlgate::system::{Request, ServerState, System, SystemErrorKind};
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::ThrottleConfig;
 
 fn request(id: &str) -> Request {
     Request {

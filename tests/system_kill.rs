@@ -13,8 +13,8 @@ use sqlgate::config::{RecordMode, ThrottleConfig};
 use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::Cassette;
 use sqlgate::system::command::{CommandConfig, CommandSystem};
-use sqlgate::system::throttle::Throttle;
 use sqlgate::system::Request;
+use sqlgate_llm::throttle::Throttle;
 
 const RECORDER_DIR: &str = "SQLGATE_TEST_RECORDER_DIR";
 const CASES: usize = 12;

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use sqlgate::bench::{load, Benchmark, LoadOptions, PredFormat};
 use sqlgate::system::replay::ReplaySystem;
 use sqlgate::system::{Request, System, SystemErrorKind};
+use sqlgate_eval::loaders::{load, Benchmark, LoadOptions, PredFormat};
 
 /// A BIRD-format benchmark of three cases in `dir`.
 fn benchmark(dir: &Path) -> Benchmark {

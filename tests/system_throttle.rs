@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use sqlgate::config::ThrottleConfig;
-use sqlgate::system::throttle::Throttle;
 use sqlgate::system::{ServerState, SystemError, SystemErrorKind};
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::ThrottleConfig;
 
 fn error(kind: SystemErrorKind, retryable: bool) -> SystemError {
     if retryable {

@@ -7,12 +7,12 @@ use clap::{Args, ValueEnum};
 
 use super::score::{check_regimes, parse_regimes, RegimeList};
 use super::Source;
-use crate::calibrate::{self, CalibrateError, Calibration, Settings};
-use crate::error::InputError;
-use crate::error::EXIT_OK;
-use crate::exec::{Engine, Limits};
-use crate::metrics::sqlmorph;
-use crate::mutate::DEFAULT_SEED;
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::EXIT_OK;
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::metrics::sqlmorph;
+use sqlgate_generate::calibrate::{self, CalibrateError, Calibration, Settings};
+use sqlgate_generate::mutate::DEFAULT_SEED;
 
 /// The regimes of the paper's Table X, and PE to show what IE hides.
 const DEFAULT_REGIMES: &str = "EC-EC-IE,EC-EC-PE,EC-PC-IE,SC-EC-IE";

@@ -6,22 +6,22 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::Source;
-use crate::bench::Case;
-use crate::config::ThrottleConfig;
-use crate::error::InputError;
-use crate::error::EXIT_OK;
-use crate::exec::{Backend, Engine, Limits};
-use crate::files::write_atomically;
-use crate::llm::cache::JsonlCache;
-use crate::llm::{Client, ClientConfig};
-use crate::mutate::jqe;
-use crate::mutate::jqe::expand::{Centrality, Ranking};
-use crate::mutate::jqe::graph::{ForeignKey, SchemaGraph};
-use crate::mutate::jqe::rewrite::{Rewrite, Rewriter, DEFAULT_PROMPT};
-use crate::mutate::{family, infeasible};
 use crate::report::plural;
-use crate::spider::Schema;
-use crate::system::throttle::Throttle;
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::EXIT_OK;
+use sqlgate_eval::exec::{Backend, Engine, Limits};
+use sqlgate_eval::files::write_atomically;
+use sqlgate_eval::loaders::Case;
+use sqlgate_eval::spider::Schema;
+use sqlgate_generate::mutate::jqe;
+use sqlgate_generate::mutate::jqe::expand::{Centrality, Ranking};
+use sqlgate_generate::mutate::jqe::graph::{ForeignKey, SchemaGraph};
+use sqlgate_generate::mutate::jqe::rewrite::{Rewrite, Rewriter, DEFAULT_PROMPT};
+use sqlgate_generate::mutate::{family, infeasible};
+use sqlgate_llm::cache::JsonlCache;
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::ThrottleConfig;
+use sqlgate_llm::{Client, ClientConfig};
 
 #[derive(Subcommand)]
 pub enum GenerateCommand {
@@ -169,7 +169,7 @@ pub struct ErrorsArgs {
     #[arg(long, default_value_t = 1)]
     depth: usize,
     /// Run seed: the same seed and inputs write the same file.
-    #[arg(long, default_value_t = crate::mutate::DEFAULT_SEED)]
+    #[arg(long, default_value_t = sqlgate_generate::mutate::DEFAULT_SEED)]
     seed: u64,
 }
 
@@ -187,7 +187,7 @@ pub struct InfeasibleArgs {
     #[arg(long, default_value_t = 2)]
     per_kind: usize,
     /// Run seed: the same seed and inputs write the same file.
-    #[arg(long, default_value_t = crate::mutate::DEFAULT_SEED)]
+    #[arg(long, default_value_t = sqlgate_generate::mutate::DEFAULT_SEED)]
     seed: u64,
 }
 

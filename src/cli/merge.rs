@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::InputError;
-use crate::gate::record::{self, RunRecord};
-use crate::gate::run::Event;
-use crate::gate::session::Session;
 use crate::report::terminal::ColorChoice;
+use sqlgate::gate::record::{self, RunRecord};
+use sqlgate::gate::run::Event;
+use sqlgate::gate::session::Session;
+use sqlgate_eval::error::InputError;
 
 use super::test::{conclude, MessageFormat, Outputs, Reporter};
 
@@ -46,7 +46,7 @@ pub fn run(args: MergeArgs) -> Result<u8, InputError> {
     let session = Session::open(
         &args.config,
         &profile,
-        Some(crate::config::RecordMode::None),
+        Some(sqlgate::config::RecordMode::None),
         None,
     )?;
     let merged = record::merge(&shards, &session.suites, &session.inputs()?, &args.config)?;
@@ -61,9 +61,9 @@ pub fn run(args: MergeArgs) -> Result<u8, InputError> {
     report.results.extend(
         all.iter()
             .filter(|t| t.ignored)
-            .map(|t| crate::gate::run::ignored(&session.suites[t.suite].name, t)),
+            .map(|t| sqlgate::gate::run::ignored(&session.suites[t.suite].name, t)),
     );
-    crate::gate::run::sort_in_plan_order(&mut report.results, &all);
+    sqlgate::gate::run::sort_in_plan_order(&mut report.results, &all);
     let outputs = Outputs {
         whole: true,
         accept: args.accept,

@@ -8,15 +8,16 @@ mod schema_db;
 mod score;
 mod test;
 mod tqa;
+mod value_enums;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::bench::{self, Benchmark, GoldFormat, LoadOptions};
-use crate::error::{InputError, EXIT_BAD_INPUT, EXIT_OK};
-use crate::exec::{Backend, EngineKind};
+use sqlgate_eval::error::{InputError, EXIT_BAD_INPUT, EXIT_OK};
+use sqlgate_eval::exec::Backend;
+use sqlgate_eval::loaders::{self, Benchmark, GoldFormat, LoadOptions};
 
 #[derive(Parser)]
 #[command(
@@ -97,7 +98,7 @@ struct Source {
     db_dir: Option<PathBuf>,
     /// Force the gold file's format instead of detecting it.
     #[arg(long, value_enum)]
-    gold_format: Option<GoldFormat>,
+    gold_format: Option<value_enums::GoldFormatArg>,
 }
 
 impl Source {
@@ -110,10 +111,10 @@ impl Source {
         let options = LoadOptions {
             db_dir: self.db_dir.clone(),
             tables: None,
-            format: self.gold_format,
+            format: self.gold_format.map(GoldFormat::from),
             on_server: backend.on_server(),
         };
-        let bench = bench::load(&self.gold, &options)?;
+        let bench = loaders::load(&self.gold, &options)?;
         warn_about_the_role(&bench, backend)?;
         Ok(bench)
     }
@@ -125,7 +126,7 @@ struct ServerArgs {
     /// Where the databases are: SQLite files, or a PostgreSQL server (`--dsn`; see
     /// docs/postgres.md).
     #[arg(long, value_enum, default_value = "sqlite")]
-    engine: EngineKind,
+    engine: value_enums::EngineArg,
     /// PostgreSQL connection URL template, `{db}` standing for each case's database, without a
     /// password, e.g. `postgres://sqlgate_reader@127.0.0.1:5432/{db}`.
     #[arg(long)]
@@ -139,7 +140,7 @@ impl ServerArgs {
     /// The backend named, or an error reported against `file` (the gold file).
     fn backend(&self, file: &Path) -> Result<Backend, InputError> {
         Backend::new(
-            self.engine,
+            self.engine.into(),
             self.dsn.as_deref(),
             self.password_env.as_deref(),
         )
@@ -150,7 +151,7 @@ impl ServerArgs {
 /// Connects to a server's databases before anything runs, warning about a role that could do
 /// more than read.
 fn warn_about_the_role(bench: &Benchmark, backend: &Backend) -> Result<(), InputError> {
-    for warning in crate::scoring::check_server(bench, backend)? {
+    for warning in sqlgate_eval::scoring::check_server(bench, backend)? {
         eprintln!("warning: {warning}");
     }
     Ok(())

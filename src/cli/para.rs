@@ -7,22 +7,22 @@ use clap::Args;
 
 use super::generate::generator_client;
 use super::{Source, EXIT_OK};
-use crate::bench::{self, Answer, Benchmark, Case};
-use crate::config::ThrottleConfig;
-use crate::error::InputError;
-use crate::exec::schema::Schema;
-use crate::files::write_atomically;
-use crate::llm::cache::JsonlCache;
-use crate::llm::{CachedEmbedder, Client, ClientConfig};
-use crate::metrics::sqlmorph::{Embedder, NgramEmbedder};
-use crate::mutate::para::llm::{
+use crate::report::plural;
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::exec::schema::Schema;
+use sqlgate_eval::files::write_atomically;
+use sqlgate_eval::loaders::{self, Answer, Benchmark, Case};
+use sqlgate_eval::metrics::sqlmorph::{Embedder, NgramEmbedder};
+use sqlgate_generate::mutate::para::llm::{
     parse_reply, schema_definitions, Paraphraser, DEFAULT_PROMPT, PLACEHOLDERS,
 };
-use crate::mutate::para::{
+use sqlgate_generate::mutate::para::{
     paraphrase_id, rounded, similarities, verbalizations, GoldSql, Method, Record, DEFAULT_MIN_CS,
 };
-use crate::report::plural;
-use crate::system::throttle::Throttle;
+use sqlgate_llm::cache::JsonlCache;
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::ThrottleConfig;
+use sqlgate_llm::{CachedEmbedder, Client, ClientConfig};
 
 #[derive(Args)]
 pub struct ParaphraseArgs {
@@ -36,7 +36,7 @@ pub struct ParaphraseArgs {
     k: usize,
     /// Run seed of the verbalizer's choices (and the chat model's `seed`): the same seed and
     /// inputs write the same file.
-    #[arg(long, default_value_t = crate::mutate::DEFAULT_SEED)]
+    #[arg(long, default_value_t = sqlgate_generate::mutate::DEFAULT_SEED)]
     seed: u64,
     /// Keep a paraphrase when the cosine similarity of its embedding to the original
     /// question's is at least this (paper §3.1).
@@ -313,7 +313,7 @@ fn carry_predictions(
     output: &Path,
     kept: &[(String, &Case)],
 ) -> Result<(), InputError> {
-    let predictions = bench::load_predictions(input, None, bench)?;
+    let predictions = loaders::load_predictions(input, None, bench)?;
     let answers: HashMap<&str, &Answer> = bench
         .cases
         .iter()

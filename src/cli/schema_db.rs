@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::InputError;
-use crate::error::EXIT_OK;
-use crate::spider::schema_db::{build_databases, Outcome};
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::EXIT_OK;
+use sqlgate_eval::spider::schema_db::{build_databases, Outcome};
 
 #[derive(Args)]
 pub struct SchemaDbArgs {

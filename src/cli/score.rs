@@ -1,26 +1,29 @@
 //! `sqlgate score`: a predictions file against a gold set.
 
+use super::value_enums::{GoldFormatArg, ModeArg, PredFormatArg};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
 
-use crate::bench::{self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction};
-use crate::config::ThrottleConfig;
-use crate::error::InputError;
-use crate::error::EXIT_OK;
-use crate::exec::memory::{self, MaxMemory};
-use crate::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
-use crate::exec::{Engine, Limits};
-use crate::llm::{CachedEmbedder, Client, ClientConfig};
-use crate::metrics::ex::{Mode, ModeOptions};
-use crate::metrics::reliability::Penalty;
-use crate::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
-use crate::metrics::{esm, etm};
 use crate::report::{score_json, score_text};
-use crate::scoring::{self, Scoring};
-use crate::system::throttle::Throttle;
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::EXIT_OK;
+use sqlgate_eval::exec::memory::{self, MaxMemory};
+use sqlgate_eval::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::loaders::{
+    self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction,
+};
+use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
+use sqlgate_eval::metrics::reliability::Penalty;
+use sqlgate_eval::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
+use sqlgate_eval::metrics::{esm, etm};
+use sqlgate_eval::scoring::{self, Scoring};
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::ThrottleConfig;
+use sqlgate_llm::{CachedEmbedder, Client, ClientConfig};
 
 #[derive(Args)]
 pub struct ScoreArgs {
@@ -42,7 +45,7 @@ pub struct ScoreArgs {
     tables: Option<PathBuf>,
     /// Comparison mode (default: the gold format's own evaluator; `testsuite` for suites).
     #[arg(long, value_enum)]
-    mode: Option<Mode>,
+    mode: Option<ModeArg>,
     /// Per-query time bound in seconds, or `none` (BIRD: the budget of prediction plus gold).
     #[arg(long, default_value = "30", value_parser = parse_timeout)]
     timeout: TimeBound,
@@ -65,10 +68,10 @@ pub struct ScoreArgs {
     trustsql_raw: bool,
     /// Force the gold file's format instead of detecting it.
     #[arg(long, value_enum)]
-    gold_format: Option<GoldFormat>,
+    gold_format: Option<GoldFormatArg>,
     /// Force the predictions file's format instead of detecting it.
     #[arg(long, value_enum)]
-    pred_format: Option<PredFormat>,
+    pred_format: Option<PredFormatArg>,
     /// Output: tables for people, or JSON for tools (per-case values and the summary).
     #[arg(long, value_enum, default_value = "text")]
     format: OutputFormat,
@@ -220,27 +223,33 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     let options = LoadOptions {
         db_dir: args.db_dir,
         tables: args.tables,
-        format: args.gold_format,
+        format: args.gold_format.map(GoldFormat::from),
         on_server: backend.on_server(),
     };
-    let mut benchmark = bench::load(&args.gold, &options)?;
+    let mut benchmark = loaders::load(&args.gold, &options)?;
     if let Some(path) = &args.infeasible {
-        let extra = bench::load(path, &options)?;
+        let extra = loaders::load(path, &options)?;
         append_infeasible(&mut benchmark, extra, path)?;
     }
     for (family, path) in &args.families {
-        let cases = bench::load_family(path, family, &benchmark)?;
+        let cases = loaders::load_family(path, family, &benchmark)?;
         benchmark.cases.extend(cases);
     }
     if !args.families.is_empty() {
         benchmark.check_ids()?;
         benchmark.check_databases()?;
     }
-    let mut predictions = bench::load_predictions(&args.pred, args.pred_format, &benchmark)?;
+    let mut predictions = loaders::load_predictions(
+        &args.pred,
+        args.pred_format.map(PredFormat::from),
+        &benchmark,
+    )?;
     if args.apology_abstains {
         abstain_on_apologies(&mut predictions);
     }
-    let mode = args.mode.unwrap_or(benchmark.format.default_mode());
+    let mode = args
+        .mode
+        .map_or(benchmark.format.default_mode(), Mode::from);
     let limits = Limits {
         timeout: args.timeout.0,
         max_rows: args.max_rows,
@@ -363,10 +372,11 @@ fn append_infeasible(
     Ok(())
 }
 
-/// Turns apology SELECTs into abstentions ([`bench::is_apology`]).
+/// Turns apology SELECTs into abstentions ([`loaders::is_apology`]).
 fn abstain_on_apologies(predictions: &mut [Prediction]) {
     for prediction in predictions {
-        if matches!(&prediction.answer, Answer::Sql(sql) if bench::is_apology(sql)) {
+        if matches!(&prediction.answer, Answer::Sql(sql) if sqlgate_eval::model_output::is_apology(sql))
+        {
             prediction.answer = Answer::Abstain;
         }
     }

@@ -1,5 +1,6 @@
 //! `sqlgate test`: every case, mutant and threshold of `sqlgate.toml` as a named test.
 
+use super::value_enums::RecordArg;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -7,26 +8,26 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
-use crate::config::RecordMode;
-use crate::config::DEFAULT_PROFILE;
-use crate::error::InputError;
-use crate::exec::memory::{self, MaxMemory};
-use crate::gate::partition::Partition;
-use crate::gate::plan::{TestDesc, TestKind};
-use crate::gate::record::RunRecord;
-use crate::gate::run::{self, Event, RunReport, Selection, Work};
-use crate::gate::session::{self, Session, SnapshotAction};
-use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::family_text;
 use crate::report::libtest_json::LibtestJsonReporter;
 use crate::report::progress::AnswerMeter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use crate::report::{github, junit, plural};
-use crate::store::{self, Store};
-use crate::system::SystemErrorKind;
+use sqlgate::config::RecordMode;
+use sqlgate::config::DEFAULT_PROFILE;
+use sqlgate::gate::partition::Partition;
+use sqlgate::gate::plan::{TestDesc, TestKind};
+use sqlgate::gate::record::RunRecord;
+use sqlgate::gate::run::{self, Event, RunReport, Selection, Work};
+use sqlgate::gate::session::{self, Session, SnapshotAction};
+use sqlgate::gate::{SuiteSummary, TestResult, TestStatus};
+use sqlgate::system::SystemErrorKind;
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::exec::memory::{self, MaxMemory};
+use sqlgate_eval::store::{self, Store};
 
-use crate::error::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_SYSTEM_UNAVAILABLE, EXIT_TESTS_FAILED};
-use crate::system::throttle::Asked;
+use sqlgate_eval::error::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_SYSTEM_UNAVAILABLE, EXIT_TESTS_FAILED};
+use sqlgate_llm::throttle::Asked;
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -69,7 +70,7 @@ pub struct TestArgs {
     /// When the system is called: `none` replays the cassette only (default under CI), `new`
     /// asks for missing answers (default otherwise), `all` asks again for every case.
     #[arg(long, value_enum)]
-    record: Option<RecordMode>,
+    record: Option<RecordArg>,
     /// Accept the run's outcomes as the new snapshots.
     #[arg(long)]
     accept: bool,
@@ -182,7 +183,12 @@ enum ListFormat {
 }
 
 pub fn run(args: TestArgs) -> Result<u8, InputError> {
-    let mut session = Session::open(&args.config, &args.profile, args.record, None)?;
+    let mut session = Session::open(
+        &args.config,
+        &args.profile,
+        args.record.map(RecordMode::from),
+        None,
+    )?;
     memory::set_max_memory(args.max_memory.unwrap_or(session.config.max_memory));
     args.cache.apply(&mut session);
     let selection = Selection {
@@ -453,7 +459,7 @@ fn work_note(work: &Work) -> String {
 }
 
 /// Says what a run stopped by `--fail-fast`/`--max-fail` left out.
-pub(crate) fn stopped_note(report: &crate::gate::run::RunReport) -> String {
+pub(crate) fn stopped_note(report: &sqlgate::gate::run::RunReport) -> String {
     let not_run = report
         .results
         .iter()

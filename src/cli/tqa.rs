@@ -4,17 +4,17 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::generate::{generator_client, LinkerStrategy, TqaArgs, TqaMethod};
 use super::EXIT_OK;
-use crate::bench::{self, Answer, Benchmark, Case};
-use crate::error::InputError;
-use crate::exec::{Engine, Limits};
-use crate::files::write_atomically;
-use crate::llm::cache::JsonlCache;
-use crate::mutate::jqe::graph as jqe_graph;
-use crate::mutate::tqa::llm::{Hiding, HidingInput, TqaLlm};
-use crate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
-use crate::mutate::tqa::rename::RenameMap;
-use crate::mutate::tqa::sql::rename_sql;
-use crate::mutate::tqa::{ident, linker, wordnet::WordNet};
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::files::write_atomically;
+use sqlgate_eval::loaders::{self, Answer, Benchmark, Case};
+use sqlgate_generate::mutate::jqe::graph as jqe_graph;
+use sqlgate_generate::mutate::tqa::llm::{Hiding, HidingInput, TqaLlm};
+use sqlgate_generate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
+use sqlgate_generate::mutate::tqa::rename::RenameMap;
+use sqlgate_generate::mutate::tqa::sql::rename_sql;
+use sqlgate_generate::mutate::tqa::{ident, linker, wordnet::WordNet};
+use sqlgate_llm::cache::JsonlCache;
 
 pub fn run(args: TqaArgs) -> Result<u8, InputError> {
     let wordnet = WordNet::open(&WordNet::locate(args.wordnet.as_deref()))?;
@@ -73,7 +73,7 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
         write_atomically(&out.join(&script_name), script.as_bytes())?;
         // The clone is built exactly as the family loader builds it, so a test run reuses it.
         let clone = out.join("build").join(format!("{db}.tqa.sqlite"));
-        bench::build_clone_if_stale(&original, &out.join(&script_name), &clone)?;
+        loaders::build_clone_if_stale(&original, &out.join(&script_name), &clone)?;
         map.verify(&schema, &clone)
             .map_err(|e| InputError::file(&clone, format!("the renamed clone is wrong: {e}")))?;
         let seeds: Vec<Seed> = cases
@@ -408,7 +408,7 @@ fn carried_answers<'a>(
     let Some(path) = &args.predictions else {
         return Ok(HashMap::new());
     };
-    let predictions = bench::load_predictions(path, None, bench)?;
+    let predictions = loaders::load_predictions(path, None, bench)?;
     Ok(bench
         .cases
         .iter()

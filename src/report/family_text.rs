@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::scoring::family::{Accuracy, NerTypes};
-use crate::scoring::FamilySummary;
+use sqlgate_eval::scoring::family::{Accuracy, NerTypes};
+use sqlgate_eval::scoring::FamilySummary;
 
 const MISSING: &str = "–";
 

@@ -12,10 +12,11 @@ use std::path::Path;
 
 use similar::{ChangeTag, TextDiff};
 
-use crate::error::InputError;
-use crate::gate::snapshot::{closing_quote, normalize_sql, opening_quote};
-use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::junit::{by_suite, format_metric, SuiteView};
+use sqlgate::gate::snapshot::normalize_sql;
+use sqlgate::gate::{SuiteSummary, TestResult, TestStatus};
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::sqltext::{closing_quote, opening_quote};
 
 /// GitHub refuses a step summary over 1 MiB.
 pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;

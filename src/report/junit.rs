@@ -15,9 +15,9 @@ use quick_junit::{
     NonSuccessKind, Property, Report, SerializeError, TestCase, TestCaseStatus, TestSuite,
 };
 
-use crate::error::InputError;
-use crate::files::write_atomically;
-use crate::gate::{SuiteSummary, TestResult, TestStatus};
+use sqlgate::gate::{SuiteSummary, TestResult, TestStatus};
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::files::write_atomically;
 
 /// The name of the `<testsuites>` element.
 pub const REPORT_NAME: &str = "sqlgate";

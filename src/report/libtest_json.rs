@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::gate::run::Event;
-use crate::gate::{TestResult, TestStatus};
+use sqlgate::gate::run::Event;
+use sqlgate::gate::{TestResult, TestStatus};
 
 pub struct LibtestJsonReporter {
     start: Instant,

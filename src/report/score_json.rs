@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::scoring::{CaseScore, Summary};
+use sqlgate_eval::scoring::{CaseScore, Summary};
 
 #[derive(Serialize)]
 struct Report<'a> {

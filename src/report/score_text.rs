@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::metrics::reliability::Reliability;
-use crate::scoring::{Summary, Tally};
+use sqlgate_eval::metrics::reliability::Reliability;
+use sqlgate_eval::scoring::{Summary, Tally};
 
 /// Levels whose natural order is not alphabetical (Spider hardness, BIRD difficulty).
 const LEVEL_ORDER: &[&str] = &[

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use sqlgate::bench::{self, LoadOptions};
 use sqlgate::{Reply, Request, System, SystemError};
+use sqlgate_eval::loaders::{self, LoadOptions};
 
 /// Answers the demo's questions with their gold SQL, as a model would format it.
 struct ChattyOracle {
@@ -18,7 +18,7 @@ struct ChattyOracle {
 impl ChattyOracle {
     fn new() -> ChattyOracle {
         let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml");
-        let demo = bench::load(&suite, &LoadOptions::default()).expect("the demo loads");
+        let demo = loaders::load(&suite, &LoadOptions::default()).expect("the demo loads");
         let gold = demo
             .cases
             .into_iter()

@@ -1,0 +1,429 @@
+//! The query runner used by evaluators: per-thread sandboxed connections (SQLite files or a
+//! PostgreSQL server), and every distinct (database, SQL) executed once per run, whether a gold,
+//! a prediction or both; SQLite results also come from and go to the on-disk [`ResultCache`]
+//! when the run has one.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::postgres::Server;
+use super::result_cache::ResultCache;
+use super::sandbox::{Limits, Sandbox, Source};
+use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
+use crate::files::Stamp;
+
+/// Executions by (database, SQL); each computed once, by the first thread to ask.
+type Executions = Mutex<HashMap<(PathBuf, String), Arc<SharedExecution>>>;
+
+/// One distinct query's execution: the thread that claims it executes it; the others wait.
+#[derive(Default)]
+struct SharedExecution {
+    claimed: AtomicBool,
+    done: OnceLock<Execution>,
+}
+
+/// How many waits one thread may nest while running other work (each adds a case's frames to
+/// its stack).
+const MAX_NESTED_WAITS: usize = 8;
+
+thread_local! {
+    static NESTED_WAITS: Cell<usize> = const { Cell::new(0) };
+}
+
+impl SharedExecution {
+    /// The execution, computed now by `execute` when no other thread has claimed it.
+    fn get(&self, execute: impl FnOnce() -> Execution) -> Execution {
+        if !self.claimed.swap(true, Ordering::AcqRel) {
+            let _ = self.done.set(execute());
+        }
+        self.wait().clone()
+    }
+
+    /// Waits for the claiming thread. A pool thread runs other queued work meanwhile (other
+    /// cases), so two cores stay busy while cases on both share a slow query.
+    fn wait(&self) -> &Execution {
+        loop {
+            if let Some(execution) = self.done.get() {
+                return execution;
+            }
+            let depth = NESTED_WAITS.get();
+            if depth >= MAX_NESTED_WAITS {
+                return self.done.wait();
+            }
+            NESTED_WAITS.set(depth + 1);
+            let ran_other_work = rayon::yield_now() == Some(rayon::Yield::Executed);
+            NESTED_WAITS.set(depth);
+            if !ran_other_work {
+                return self.done.wait();
+            }
+        }
+    }
+}
+
+/// The engines a suite or `sqlgate score` can name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// SQLite files (`<db_dir>/<db>.sqlite`).
+    #[default]
+    Sqlite,
+    /// A PostgreSQL server (`dsn`, docs/postgres.md).
+    Postgres,
+}
+
+/// Where the databases are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite files: a database is the path of its file.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL server: a database is its name, given as a one-component path.
+    Postgres(Server),
+}
+
+impl Backend {
+    /// The backend of `kind`: PostgreSQL needs the URL template `dsn`; SQLite takes none.
+    pub fn new(
+        kind: EngineKind,
+        dsn: Option<&str>,
+        password_env: Option<&str>,
+    ) -> Result<Backend, String> {
+        match (kind, dsn) {
+            (EngineKind::Sqlite, None) if password_env.is_none() => Ok(Backend::Sqlite),
+            (EngineKind::Sqlite, _) => {
+                Err("a connection URL and its password variable need engine `postgres`".into())
+            }
+            (EngineKind::Postgres, Some(dsn)) => {
+                Server::new(dsn, password_env).map(Backend::Postgres)
+            }
+            (EngineKind::Postgres, None) => {
+                Err("engine `postgres` needs a connection URL template such as \
+                 `postgres://sqlgate_reader@127.0.0.1:5432/{db}`"
+                    .into())
+            }
+        }
+    }
+
+    pub fn on_server(&self) -> bool {
+        matches!(self, Backend::Postgres(_))
+    }
+}
+
+/// Runs gold and predicted SQL with the same limits; safe to share across threads.
+pub struct Engine {
+    limits: Limits,
+    backend: Backend,
+    executions: Executions,
+    /// Results of earlier runs, when the run keeps them.
+    disk: Option<ResultCache>,
+    /// Each database's stamp when this engine first read it (SQLite).
+    first_seen: Mutex<HashMap<PathBuf, Stamp>>,
+    counts: Counts,
+}
+
+/// Where the results this engine handed out came from.
+#[derive(Default)]
+struct Counts {
+    executed: AtomicUsize,
+    from_disk: AtomicUsize,
+}
+
+/// How much work an engine did and how much it found done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Distinct (database, SQL) pairs the run needed.
+    pub distinct: usize,
+    /// Of those, executed on a database.
+    pub executed: usize,
+    /// Of those, read from the on-disk cache.
+    pub from_disk: usize,
+}
+
+impl Engine {
+    /// An engine on SQLite files.
+    pub fn new(limits: Limits) -> Engine {
+        Engine::with_backend(limits, Backend::Sqlite)
+    }
+
+    pub fn with_backend(limits: Limits, backend: Backend) -> Engine {
+        Engine {
+            limits,
+            backend,
+            executions: Mutex::new(HashMap::new()),
+            disk: None,
+            first_seen: Mutex::new(HashMap::new()),
+            counts: Counts::default(),
+        }
+    }
+
+    /// The engine reading and keeping results in `disk` across runs: SQLite files only, whose
+    /// content hash says when a result is stale (nothing says when a server's data changed).
+    pub fn with_cache(mut self, disk: Option<ResultCache>) -> Engine {
+        self.disk = disk.filter(|_| !self.backend.on_server());
+        self
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            distinct: self
+                .executions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .len(),
+            executed: self.counts.executed.load(Ordering::Relaxed),
+            from_disk: self.counts.from_disk.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Executes `sql` on this thread's connection to `db`, uncached.
+    ///
+    /// A database that another process changes during the run fails every later execution:
+    /// results read before and after the change would be compared as if from one state.
+    pub fn execute(&self, db: &Path, sql: &str) -> Execution {
+        self.execute_checked(db, sql, Source::Prediction).0
+    }
+
+    /// The execution, and whether the database was unchanged throughout (only then may the
+    /// result be kept for other runs; a server's never is, as nothing tells when its data
+    /// changed).
+    fn execute_checked(&self, db: &Path, sql: &str, source: Source) -> (Execution, bool) {
+        if let Backend::Postgres(server) = &self.backend {
+            return (
+                server.execute(&db.to_string_lossy(), sql, &self.limits),
+                false,
+            );
+        }
+        let first = *self
+            .first_seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(db.to_path_buf())
+            // With a cache, the stamp its content hash was read at: results read from other
+            // content than the hash names fail as changed, and are kept nowhere.
+            .or_insert_with(|| {
+                self.disk
+                    .as_ref()
+                    .and_then(|disk| disk.stamp(db))
+                    .unwrap_or_else(|| Stamp::of(db))
+            });
+        let mut execution = with_sandbox(db, source, first, |sandbox| match sandbox {
+            Ok(sandbox) => sandbox.execute(sql, &self.limits),
+            Err(error) => Execution {
+                result: Err(error),
+                elapsed: Default::default(),
+            },
+        });
+        // Checked after reading: a change before or during this execution shows here.
+        let unchanged = Stamp::of(db) == first;
+        if !unchanged {
+            execution.result = Err(changed(db));
+        }
+        (execution, unchanged)
+    }
+
+    /// The run's one execution of `sql` on `db`: from an earlier query of this run, from the
+    /// disk, or executed now (and kept on disk when the run has a cache). Predictions are kept
+    /// too: shards sharing a cache, or two systems giving the same SQL, execute it once.
+    fn shared(&self, db: &Path, sql: &str, source: Source) -> Execution {
+        let cell = {
+            let mut executions = self
+                .executions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            Arc::clone(
+                executions
+                    .entry((db.to_path_buf(), sql.to_string()))
+                    .or_default(),
+            )
+        };
+        // Other threads asking for the same query wait for it instead of executing it again.
+        cell.get(|| {
+            if let Some(stored) = self
+                .disk
+                .as_ref()
+                .and_then(|d| d.get(db, sql, &self.limits))
+            {
+                self.counts.from_disk.fetch_add(1, Ordering::Relaxed);
+                return stored;
+            }
+            let (execution, unchanged) = self.execute_checked(db, sql, source);
+            self.counts.executed.fetch_add(1, Ordering::Relaxed);
+            if let (Some(disk), true) = (&self.disk, unchanged) {
+                disk.put(db, sql, &self.limits, &execution);
+            }
+            execution
+        })
+    }
+}
+
+impl QueryRunner for Engine {
+    fn gold(&self, db: &Path, sql: &str) -> Execution {
+        self.shared(db, sql, Source::Gold)
+    }
+
+    /// A prediction equal to a gold query shares its result (however it was run first: the
+    /// text is the gold's).
+    fn pred(&self, db: &Path, sql: &str) -> Execution {
+        self.shared(db, sql, Source::Prediction)
+    }
+}
+
+fn changed(db: &Path) -> ExecError {
+    ExecError {
+        kind: ExecErrorKind::Changed,
+        message: format!(
+            "database {} changed during the run (another process writes to it); score a copy \
+             or stop the writer",
+            db.display()
+        ),
+    }
+}
+
+/// A connection is reused while its files are unchanged (a database opened `immutable` that
+/// was rebuilt needs a new connection).
+struct OpenSandbox {
+    stamp: Stamp,
+    sandbox: Sandbox,
+}
+
+thread_local! {
+    static SANDBOXES: RefCell<HashMap<(PathBuf, Source), OpenSandbox>> =
+        RefCell::new(HashMap::new());
+}
+
+fn with_sandbox<T>(
+    db: &Path,
+    source: Source,
+    stamp: Stamp,
+    f: impl FnOnce(Result<&Sandbox, ExecError>) -> T,
+) -> T {
+    SANDBOXES.with(|cell| {
+        let mut sandboxes = cell.borrow_mut();
+        let key = (db.to_path_buf(), source);
+        if sandboxes.get(&key).is_some_and(|open| open.stamp != stamp) {
+            sandboxes.remove(&key);
+        }
+        if !sandboxes.contains_key(&key) {
+            match Sandbox::open(db, source) {
+                Ok(sandbox) => {
+                    sandboxes.insert(key.clone(), OpenSandbox { stamp, sandbox });
+                }
+                Err(error) => return f(Err(error)),
+            }
+        }
+        f(Ok(&sandboxes[&key].sandbox))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_waiting_for_a_shared_query_runs_other_work_meanwhile() {
+        use std::sync::Mutex;
+        use std::time::{Duration, Instant};
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let shared = SharedExecution::default();
+        let slow = || {
+            std::thread::sleep(Duration::from_millis(400));
+            Execution {
+                result: Err(changed(Path::new("x"))),
+                elapsed: Duration::default(),
+            }
+        };
+        let executed_at = Mutex::new(None);
+        let other_work_at = Mutex::new(None);
+        pool.scope(|scope| {
+            // One thread executes the slow query; the other asks for it, then waits.
+            scope.spawn(|_| {
+                shared.get(slow);
+                *executed_at.lock().unwrap() = Some(Instant::now());
+            });
+            scope.spawn(|scope| {
+                std::thread::sleep(Duration::from_millis(100));
+                // Queued on this thread, which then waits: only it is free to run the work.
+                scope.spawn(|_| *other_work_at.lock().unwrap() = Some(Instant::now()));
+                shared.get(slow);
+            });
+        });
+        let executed_at = executed_at.into_inner().unwrap().unwrap();
+        let other_work_at = other_work_at.into_inner().unwrap().unwrap();
+        assert!(
+            other_work_at < executed_at,
+            "the waiting thread ran the other work only after the query"
+        );
+    }
+
+    #[test]
+    fn a_backend_needs_a_url_exactly_for_postgres() {
+        assert_eq!(
+            Backend::new(EngineKind::Sqlite, None, None),
+            Ok(Backend::Sqlite)
+        );
+        let url = "postgres://reader@127.0.0.1:5432/{db}";
+        let postgres = Backend::new(EngineKind::Postgres, Some(url), Some("PW")).unwrap();
+        assert!(postgres.on_server());
+        let Backend::Postgres(server) = postgres else {
+            unreachable!()
+        };
+        assert_eq!(server.url("atis"), "postgres://reader@127.0.0.1:5432/atis");
+        let error = |kind, dsn, env| Backend::new(kind, dsn, env).unwrap_err();
+        assert!(error(EngineKind::Sqlite, Some(url), None).contains("need engine `postgres`"));
+        assert!(error(EngineKind::Sqlite, None, Some("PW")).contains("need engine `postgres`"));
+        assert!(error(EngineKind::Postgres, None, None).contains("needs a connection URL"));
+        let no_db = error(EngineKind::Postgres, Some("postgres://r@h/x"), None);
+        assert!(no_db.contains("lacks `{db}`"), "{no_db}");
+        let secret = error(
+            EngineKind::Postgres,
+            Some("postgres://r:secret@h/{db}"),
+            None,
+        );
+        assert!(
+            secret.contains("holds a password") && !secret.contains("secret@"),
+            "{secret}"
+        );
+        let garbage = error(
+            EngineKind::Postgres,
+            Some("postgres://r@h:notaport/{db}"),
+            None,
+        );
+        assert!(garbage.contains("does not parse"), "{garbage}");
+    }
+
+    #[test]
+    fn a_missing_password_variable_fails_the_query_saying_so() {
+        let server = Server::new(
+            "postgres://reader@127.0.0.1:1/{db}",
+            Some("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
+        )
+        .unwrap();
+        let engine = Engine::with_backend(Limits::default(), Backend::Postgres(server));
+        let error = engine
+            .execute(Path::new("atis"), "SELECT 1")
+            .result
+            .unwrap_err();
+        assert_eq!(error.kind, ExecErrorKind::Unavailable);
+        assert!(
+            error
+                .message
+                .contains("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
+            "{}",
+            error.message
+        );
+    }
+}

@@ -1,0 +1,440 @@
+//! Benchmarks: loaders turn files of every supported format into cases.
+//!
+//! `load` detects the gold file's format, parses it into [`Case`]s, checks that every case's
+//! database exists (building native suites' databases first), and `load_predictions` aligns a
+//! predictions file with those cases. The accepted formats are documented in `docs/formats.md`.
+
+mod bird;
+mod databases;
+mod defog;
+mod family;
+mod hardness;
+mod native;
+mod predictions;
+mod spider;
+mod trustsql;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::error::InputError;
+use crate::exec::sandbox::Source;
+use crate::exec::Sandbox;
+use crate::metrics::ex::Mode;
+
+pub use databases::build_clone_if_stale;
+pub use family::load_family;
+pub use predictions::{load_prediction_slots, load_predictions, Answer, PredFormat, Prediction};
+
+/// Where a case or prediction came from, for error messages and JUnit `file`/`line`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceRef {
+    pub file: PathBuf,
+    /// 0-based record index in the file.
+    pub record: usize,
+    /// 1-based line of the record, where the format has lines.
+    pub line: Option<usize>,
+}
+
+impl SourceRef {
+    /// An error located at this record.
+    pub fn error(&self, message: impl Into<String>) -> InputError {
+        let error = InputError::file(&self.file, message).at_record(self.record);
+        match self.line {
+            Some(line) => error.at_line(line),
+            None => error,
+        }
+    }
+}
+
+/// One benchmark question.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Case {
+    /// Stable across runs and machines: the record's own id, else its 0-based index.
+    pub id: String,
+    pub db: String,
+    /// The database file itself, when the case runs on its own copy of `db` (a TQA clone with
+    /// renamed tables and columns) rather than on the benchmark's database of that name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db_file: Option<PathBuf>,
+    /// A generated variant's cosine similarity to its seed's question, in [0, 1] (the paraphrase
+    /// generator's similarity filter): the robustness metrics' CS-adjusted interval reads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cs: Option<f64>,
+    pub question: String,
+    pub evidence: Option<String>,
+    /// Acceptable gold queries (alternatives). Empty exactly when the case is infeasible.
+    pub gold: Vec<String>,
+    pub feasible: bool,
+    /// Free tags: difficulty, hardness, category, source...
+    pub tags: BTreeMap<String, String>,
+    pub source: SourceRef,
+}
+
+/// A loaded benchmark: its cases and where their databases live.
+#[derive(Debug, Clone)]
+pub struct Benchmark {
+    pub name: String,
+    pub cases: Vec<Case>,
+    /// Folder searched for `<db>.sqlite` and `<db>/<db>.sqlite`.
+    pub db_dir: PathBuf,
+    /// The gold file's format (it selects the default comparison mode).
+    pub format: GoldFormat,
+    /// Spider `tables.json`, when given or found beside the gold file.
+    pub tables: Option<PathBuf>,
+    /// Explicit join keys per database (native `[join_keys]`), e.g.
+    /// `"orders.customer_id = customers.customer_id"`.
+    pub join_keys: BTreeMap<String, Vec<String>>,
+    /// The databases are on a server (PostgreSQL), named by `db`, not files in `db_dir`.
+    pub on_server: bool,
+}
+
+impl Benchmark {
+    /// The database file(s) a case runs on. With `testsuite`, the nested layout
+    /// `<db_dir>/<db>/` yields every file of that folder whose name contains `.sqlite`, sorted
+    /// by name (spec `evaluators.md` §2.3); otherwise, and for the flat layout, the one file.
+    /// On a server, the one database is the case's `db` name.
+    pub fn db_files(&self, case: &Case, testsuite: bool) -> Result<Vec<PathBuf>, InputError> {
+        if self.on_server {
+            return databases::server_database(case).map(|db| vec![db]);
+        }
+        databases::db_files(&self.db_dir, case, testsuite)
+    }
+
+    /// Resolves every case's database, failing on the first case whose database is missing.
+    /// Every case id is unique (also after generated families were added).
+    pub fn check_ids(&self) -> Result<(), InputError> {
+        check_unique_ids(&self.cases)
+    }
+
+    /// Every case's database exists and opens: an empty file, a file that is not a database
+    /// or a hot journal stops the run here instead of failing every case as a gold error.
+    /// Server databases are checked by connecting to them (`scoring::check_server`).
+    pub fn check_databases(&self) -> Result<(), InputError> {
+        if self.on_server {
+            return Ok(());
+        }
+        let mut checked = std::collections::HashSet::new();
+        for case in &self.cases {
+            if checked.insert(case.db.as_str()) {
+                let file = databases::resolve(&self.db_dir, case)?;
+                Sandbox::open(&file, Source::Gold).map_err(|e| {
+                    case.source
+                        .error(format!("case `{}`: {}", case.id, e.message))
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How to load a gold file; every field defaults to detection.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Database folder (default: the gold file's folder; native: the manifest's `db_dir`).
+    pub db_dir: Option<PathBuf>,
+    /// Spider `tables.json` (default: `tables.json` beside the gold file, when present).
+    pub tables: Option<PathBuf>,
+    /// Skips format detection.
+    pub format: Option<GoldFormat>,
+    /// The databases are on a server, named by each case's `db` (no files are looked for).
+    pub on_server: bool,
+}
+
+/// The gold file formats (see `docs/formats.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GoldFormat {
+    /// sqlgate's own suite: a TOML manifest and JSONL cases.
+    Native,
+    /// Defog sql-eval questions CSV (`query` holds `;`-separated alternatives).
+    Defog,
+    /// Defog sql-eval `idk.csv`: unanswerable questions with an apology SELECT.
+    DefogIdk,
+    /// Spider `gold.txt`: `SQL<TAB>db_id` lines, blank lines between interactions.
+    Spider,
+    /// BIRD `dev_gold.sql`: `SQL<TAB>db_id` lines.
+    BirdSql,
+    /// Spider `dev.json`: records with `query`, `db_id`, `question`.
+    SpiderJson,
+    /// BIRD `dev.json`: records with `question_id`, `SQL`, `evidence`, `difficulty`.
+    BirdJson,
+    /// TrustSQL data: records with `id`, `query` (`"null"` when infeasible), `type`, `note`.
+    Trustsql,
+}
+
+impl GoldFormat {
+    /// Every format, in the order the documentation lists them.
+    pub const ALL: [GoldFormat; 8] = [
+        GoldFormat::Native,
+        GoldFormat::Defog,
+        GoldFormat::DefogIdk,
+        GoldFormat::Spider,
+        GoldFormat::BirdSql,
+        GoldFormat::SpiderJson,
+        GoldFormat::BirdJson,
+        GoldFormat::Trustsql,
+    ];
+
+    /// The comparison mode of the format's own evaluator.
+    pub fn default_mode(self) -> Mode {
+        match self {
+            GoldFormat::Native | GoldFormat::Spider | GoldFormat::SpiderJson => Mode::Testsuite,
+            GoldFormat::Defog | GoldFormat::DefogIdk => Mode::Defog,
+            GoldFormat::BirdSql | GoldFormat::BirdJson => Mode::Bird,
+            GoldFormat::Trustsql => Mode::Trustsql,
+        }
+    }
+
+    /// Detects the format from the extension and, for CSV and JSON, the content.
+    fn detect(path: &Path, text: &str) -> Result<GoldFormat, InputError> {
+        match extension(path).as_str() {
+            "toml" => Ok(GoldFormat::Native),
+            "csv" => Ok(defog::detect(text)),
+            "txt" => Ok(GoldFormat::Spider),
+            "sql" => Ok(GoldFormat::BirdSql),
+            "json" => detect_json(path, text),
+            other => Err(InputError::file(
+                path,
+                format!(
+                    "cannot tell the gold format from the extension `{other}` (expected .toml, \
+                     .csv, .txt, .sql or .json); pass the format explicitly"
+                ),
+            )),
+        }
+    }
+}
+
+/// What a gold file's loader yields.
+struct Suite {
+    name: String,
+    cases: Vec<Case>,
+    db_dir: PathBuf,
+    join_keys: BTreeMap<String, Vec<String>>,
+}
+
+/// Loads a gold file into a benchmark and checks that every case's database exists.
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
+    let text = read_text(path)?;
+    let format = match opts.format {
+        Some(format) => format,
+        None => GoldFormat::detect(path, &text)?,
+    };
+    let folder = parent_folder(path);
+    let reference = |cases: Vec<Case>| Suite {
+        name: file_stem(path),
+        cases,
+        db_dir: opts.db_dir.clone().unwrap_or_else(|| folder.clone()),
+        join_keys: BTreeMap::new(),
+    };
+    let Suite {
+        name,
+        cases,
+        db_dir,
+        join_keys,
+    } = match format {
+        GoldFormat::Native => native::load(path, &text, opts.db_dir.as_deref())?,
+        GoldFormat::Defog => reference(defog::load(path, &text, false)?),
+        GoldFormat::DefogIdk => reference(defog::load(path, &text, true)?),
+        GoldFormat::Spider | GoldFormat::BirdSql => {
+            reference(spider::load_gold_lines(path, &text)?)
+        }
+        GoldFormat::SpiderJson => reference(spider::load_json(path, &text)?),
+        GoldFormat::BirdJson => reference(bird::load(path, &text)?),
+        GoldFormat::Trustsql => reference(trustsql::load(path, &text)?),
+    };
+    if cases.is_empty() {
+        return Err(InputError::file(path, "the file holds no cases"));
+    }
+    check_unique_ids(&cases)?;
+    let mut bench = Benchmark {
+        name,
+        cases,
+        db_dir,
+        join_keys,
+        format,
+        tables: tables_file(&folder, opts.tables.as_deref())?,
+        on_server: opts.on_server,
+    };
+    bench.check_databases()?;
+    if matches!(format, GoldFormat::Spider | GoldFormat::SpiderJson) {
+        hardness::tag(&mut bench)?;
+    }
+    Ok(bench)
+}
+
+/// A JSON gold file's format, decided from the first record's keys.
+fn detect_json(path: &Path, text: &str) -> Result<GoldFormat, InputError> {
+    let records = parse_json_records(path, text)?;
+    let Some(first) = records.first() else {
+        return Err(InputError::file(path, "the file holds no cases"));
+    };
+    let has = |key: &str| first.contains_key(key);
+    if has("SQL") {
+        Ok(GoldFormat::BirdJson)
+    } else if has("query") && (has("type") || has("note")) {
+        Ok(GoldFormat::Trustsql)
+    } else if has("query") && has("db_id") {
+        Ok(GoldFormat::SpiderJson)
+    } else {
+        let keys: Vec<&str> = first.keys().map(String::as_str).collect();
+        Err(InputError::file(
+            path,
+            format!(
+                "cannot tell the JSON gold format from the keys of record 0 ({}): expected \
+                 `SQL` (BIRD), `query` with `type`/`note` (TrustSQL), or `query` with `db_id` \
+                 (Spider)",
+                keys.join(", ")
+            ),
+        )
+        .at_record(0))
+    }
+}
+
+/// Parses a JSON file holding a list of objects.
+fn parse_json_records(
+    path: &Path,
+    text: &str,
+) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, InputError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
+    let serde_json::Value::Array(items) = value else {
+        return Err(InputError::file(path, "expected a JSON list of records"));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| match item {
+            serde_json::Value::Object(map) => Ok(map),
+            other => Err(InputError::file(
+                path,
+                format!("expected a JSON object, found {}", json_kind(&other)),
+            )
+            .at_record(index)),
+        })
+        .collect()
+}
+
+/// Deserializes one record of a JSON list into a format's record type.
+fn json_record<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    index: usize,
+    record: serde_json::Map<String, serde_json::Value>,
+) -> Result<T, InputError> {
+    serde_json::from_value(serde_json::Value::Object(record))
+        .map_err(|e| InputError::file(path, e.to_string()).at_record(index))
+}
+
+/// A JSON syntax error, located at its line.
+fn json_error(path: &Path, error: &serde_json::Error) -> InputError {
+    let problem = json_message(error);
+    match error.line() {
+        0 => InputError::file(path, problem),
+        line => {
+            InputError::file(path, format!("column {}: {problem}", error.column())).at_line(line)
+        }
+    }
+}
+
+/// serde_json's message without its trailing ` at line L column C`.
+pub fn json_message(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(cut) if error.line() > 0 => text[..cut].to_string(),
+        _ => text,
+    }
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// A JSON id that may be written as a string or an integer, as a string.
+fn json_id(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(id) => Some(id.clone()),
+        serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Two cases with one id would make predictions ambiguous.
+fn check_unique_ids(cases: &[Case]) -> Result<(), InputError> {
+    let mut first_seen: HashMap<&str, &SourceRef> = HashMap::new();
+    for case in cases {
+        if let Some(first) = first_seen.insert(&case.id, &case.source) {
+            return Err(case.source.error(format!(
+                "duplicate id `{}` (first used by {})",
+                case.id,
+                describe_record(first)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// "record 3 (line 5)" or "record 3".
+fn describe_record(source: &SourceRef) -> String {
+    match source.line {
+        Some(line) => format!("record {} (line {line})", source.record),
+        None => format!("record {}", source.record),
+    }
+}
+
+/// The `tables.json` to use: the given one (which must exist) or one beside the gold file.
+fn tables_file(folder: &Path, given: Option<&Path>) -> Result<Option<PathBuf>, InputError> {
+    match given {
+        Some(path) if path.is_file() => Ok(Some(path.to_path_buf())),
+        Some(path) => Err(InputError::file(path, "tables file not found")),
+        None => {
+            let beside = folder.join("tables.json");
+            Ok(beside.is_file().then_some(beside))
+        }
+    }
+}
+
+/// Reads a UTF-8 text file (a leading byte-order mark is dropped).
+fn read_text(path: &Path) -> Result<String, InputError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(match text.strip_prefix('\u{feff}') {
+            Some(rest) => rest.to_string(),
+            None => text,
+        }),
+        Err(e) => {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+            Err(InputError::file(path, "not valid UTF-8").at_line(line))
+        }
+    }
+}
+
+fn extension(path: &Path) -> String {
+    path.extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+fn file_stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The folder holding a file (`.` for a bare file name).
+fn parent_folder(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,363 @@
+//! The one per-case pipeline: `sqlgate score` and the gate both score a case with
+//! [`score_case`] and aggregate with the functions of [`summary`], so the same predictions get
+//! the same per-case values and means from both.
+//!
+//! A metric that cannot be computed for a case (ESM on a gold query its parser rejects, an
+//! embeddings server that is down) scores 0 for that case and adds a `<metric>_error`
+//! diagnostic with the reason; means count the case as 0 (the gate fails closed) and every
+//! output counts the errors. Bad input (a database that does not resolve, one missing from
+//! `tables.json`) is refused before anything is scored ([`Scoring::databases`]).
+
+mod case;
+mod case_facts;
+pub mod family;
+mod metric;
+pub mod summary;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::error::InputError;
+use crate::exec::Backend;
+use crate::loaders::Benchmark;
+use crate::metrics::ex::{Diagnostic, Mode, ModeOptions, Verdict};
+use crate::metrics::reliability::{CaseFacts, Region};
+use crate::metrics::sqlmorph::{self, Embedder, Regime};
+use crate::metrics::{esm, etm};
+use crate::spider::Hardness;
+
+pub use case::{score_all, score_case, Response};
+pub use case_facts::{Robustness, SchemaCache};
+pub use family::FamilySummary;
+pub use metric::Metric;
+pub use summary::{summarize, HardnessMeans, Summary, Tally};
+
+/// How cases are scored: built by `sqlgate score` from its flags and by the gate from a
+/// `[[suite]]`. Its serialization is everything in it that changes a score (verdict reuse keys
+/// on it), so a field added here is in the key unless it is marked as a cache.
+#[derive(Serialize)]
+pub struct Scoring {
+    pub mode: Mode,
+    pub mode_options: ModeOptions,
+    /// SQLMorph regimes of the fine-grained EXP/EXR/F1; empty: not computed.
+    pub regimes: Vec<Regime>,
+    /// Fine-grained metrics as the SQLMorph reference implementation computes them.
+    pub sqlmorph_compat: bool,
+    /// Embeds column descriptors for SC matching; `None`: the offline n-gram embedder.
+    #[serde(serialize_with = "embedder_model")]
+    pub embedder: Option<Arc<dyn Embedder + Send>>,
+    /// Spider exact set match, when asked for. Its foreign keys come from `tables.json`, whose
+    /// content the reuse key holds.
+    #[serde(serialize_with = "is_some")]
+    pub esm: Option<Arc<esm::Evaluator>>,
+    /// Enhanced Tree Matching, when asked for.
+    pub etm: Option<Arc<etm::Evaluator>>,
+    /// The most candidate cell pairs partial-cell matching materialises before it goes level
+    /// by level (and, past that, truncates with a `partial_match_truncated` diagnostic).
+    pub pc_max_pairs: u64,
+    /// Collect the per-case facts of the family metrics ([`Robustness`]): set when the
+    /// benchmark holds generated families.
+    pub robustness: bool,
+    /// Each database's tables and columns, read once, for the schema error rate.
+    #[serde(skip)]
+    pub schemas: SchemaCache,
+}
+
+fn embedder_model<S: serde::Serializer>(
+    embedder: &Option<Arc<dyn Embedder + Send>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(embedder.iter().map(|e| e.model_id()))
+}
+
+fn is_some<T, S: serde::Serializer>(value: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bool(value.is_some())
+}
+
+impl Scoring {
+    /// EX alone, under `mode` with its default options.
+    pub fn new(mode: Mode) -> Scoring {
+        Scoring {
+            mode,
+            mode_options: ModeOptions::default(),
+            regimes: Vec::new(),
+            sqlmorph_compat: false,
+            embedder: None,
+            esm: None,
+            etm: None,
+            pc_max_pairs: sqlmorph::Options::default().pc_max_pairs,
+            robustness: false,
+            schemas: SchemaCache::default(),
+        }
+    }
+
+    fn sqlmorph_options(&self) -> sqlmorph::Options<'_> {
+        let defaults = sqlmorph::Options::default();
+        sqlmorph::Options {
+            sqlmorph_compat: self.sqlmorph_compat,
+            embedder: self
+                .embedder
+                .as_deref()
+                .map_or(defaults.embedder, |e| e as &dyn Embedder),
+            pc_max_pairs: self.pc_max_pairs,
+            ..defaults
+        }
+    }
+
+    /// Every case's database files, resolved once, before anything is scored; with ESM, every
+    /// database of a feasible case must be in `tables.json`.
+    pub fn databases(&self, bench: &Benchmark) -> Result<Vec<CaseDatabases>, InputError> {
+        let testsuite_folders = self.mode == Mode::Testsuite;
+        // Many cases share a database: each is looked up on disk once.
+        let mut resolved: HashMap<(&str, Option<&Path>), CaseDatabases> = HashMap::new();
+        bench
+            .cases
+            .iter()
+            .map(|case| {
+                if let (Some(evaluator), true) = (&self.esm, case.feasible) {
+                    if evaluator.foreign_keys(&case.db).is_err() {
+                        let tables = bench.tables.clone().unwrap_or_default();
+                        return Err(case.source.error(format!(
+                            "case `{}`: database `{}` is not in {} (needed by ESM)",
+                            case.id,
+                            case.db,
+                            tables.display()
+                        )));
+                    }
+                }
+                let key = (case.db.as_str(), case.db_file.as_deref());
+                if let Some(databases) = resolved.get(&key) {
+                    return Ok(databases.clone());
+                }
+                let databases = CaseDatabases {
+                    main: bench.db_files(case, false)?.remove(0),
+                    evaluated: bench.db_files(case, testsuite_folders)?,
+                };
+                resolved.insert(key, databases.clone());
+                Ok(databases)
+            })
+            .collect()
+    }
+}
+
+/// Connects to every database of a benchmark on a server, failing (at the first case naming
+/// it) on one that cannot be reached, before anything is scored; returns warnings about what
+/// the role could do beyond reading. Nothing to check on SQLite files.
+pub fn check_server(bench: &Benchmark, backend: &Backend) -> Result<Vec<String>, InputError> {
+    let Backend::Postgres(server) = backend else {
+        return Ok(Vec::new());
+    };
+    let mut warnings = Vec::new();
+    let mut checked = std::collections::BTreeSet::new();
+    for case in &bench.cases {
+        if checked.insert(case.db.as_str()) {
+            let found = server
+                .check_reader(&case.db)
+                .map_err(|message| case.source.error(format!("case `{}`: {message}", case.id)))?;
+            warnings.extend(found.into_iter().map(|w| {
+                format!(
+                    "{}: {w} (docs/postgres.md sets up a read-only role)",
+                    server.url(&case.db)
+                )
+            }));
+        }
+    }
+    Ok(warnings)
+}
+
+/// Warnings for databases on which execution accuracy says nothing: ones without a row in any
+/// table (schema-only copies), where every query returns an empty result, so a wrong query
+/// "matches" its gold as often as a right one.
+pub fn empty_database_warnings(databases: &[CaseDatabases]) -> Vec<String> {
+    let mut cases_by_db: BTreeMap<&Path, usize> = BTreeMap::new();
+    for case in databases {
+        *cases_by_db.entry(&case.main).or_insert(0) += 1;
+    }
+    cases_by_db
+        .into_iter()
+        // A database that cannot be read fails its cases' executions, which say why.
+        .filter(|(db, _)| matches!(crate::exec::schema::holds_rows(db), Ok(false)))
+        .map(|(db, cases)| {
+            format!(
+                "{} has no rows in any table, so EX there compares empty results and cannot \
+                 tell a right query from a wrong one (cases on it: {cases})",
+                db.display()
+            )
+        })
+        .collect()
+}
+
+/// A case's database files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseDatabases {
+    /// The database itself (fine-grained metrics and ETM read it).
+    pub main: PathBuf,
+    /// The files EX runs on: in `testsuite` mode, every database of its test suite.
+    pub evaluated: Vec<PathBuf>,
+}
+
+/// EXP, EXR and F1 under one SQLMorph regime (spec `sqlmorph-metrics.md` §5), each in [0, 1].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct FineScores {
+    pub exp: f64,
+    pub exr: f64,
+    pub f1: f64,
+}
+
+impl From<sqlmorph::Scores> for FineScores {
+    fn from(scores: sqlmorph::Scores) -> Self {
+        FineScores {
+            exp: scores.exp,
+            exr: scores.exr,
+            f1: scores.f1,
+        }
+    }
+}
+
+/// The outcome of one case.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseScore {
+    pub id: String,
+    pub db: String,
+    pub tags: BTreeMap<String, String>,
+    /// Infeasible cases are listed but take no part in execution accuracy.
+    pub feasible: bool,
+    pub verdict: Verdict,
+    /// The reference evaluator's score for this case (0 or 1).
+    #[serde(serialize_with = "whole_as_integer")]
+    pub ex: f64,
+    /// Defog's exact-match flag, in the defog modes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
+    pub error: Option<String>,
+    /// Notes on the case, among them `<metric>_error` for a metric that scored 0 because it
+    /// could not be computed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<Diagnostic>,
+    /// The predicted SQL as executed (after fence and prose stripping); `None` when abstained.
+    pub sql: Option<String>,
+    /// Markdown fences or prose were stripped from the prediction.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cleaned: bool,
+    /// SQLMorph EXP/EXR/F1 by regime name (`EC-EC-IE`), best over gold alternatives, for every
+    /// feasible case when asked for (0/0/0 without an answer); empty otherwise.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub fine: BTreeMap<String, FineScores>,
+    /// Spider exact set match (0 or 1) of a feasible case, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub esm: Option<u8>,
+    /// The reference's component scores behind `esm`, for its tables.
+    #[serde(skip)]
+    pub esm_detail: Option<esm::PairScore>,
+    /// Enhanced Tree Matching (0 or 1) of a feasible case, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etm: Option<u8>,
+    /// Why: rules fired per side, departures from the reference, first differing subtree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etm_detail: Option<etm::Verdict>,
+    /// The gold's Spider hardness, with the structural metrics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardness: Option<Hardness>,
+    /// A generated variant's similarity to its seed's question (the family file's `cs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cs: Option<f64>,
+    /// What the family metrics read, when the scoring collects it.
+    #[serde(skip)]
+    pub robustness: Option<Robustness>,
+}
+
+impl CaseScore {
+    /// The facts TrustSQL's reliability regions are classified from.
+    pub fn facts(&self) -> CaseFacts {
+        CaseFacts {
+            feasible: self.feasible,
+            abstained: self.verdict == Verdict::Abstained,
+            correct: self.ex == 1.0,
+            tags: self.tags.clone(),
+        }
+    }
+
+    pub fn region(&self) -> Region {
+        Region::of(&self.facts())
+    }
+
+    /// Correct means EX = 1 (the family metrics score feasible cases only).
+    pub fn correct(&self) -> bool {
+        self.ex == 1.0
+    }
+
+    /// The generated family the case belongs to (its `family` tag).
+    pub fn family(&self) -> Option<&str> {
+        self.tags.get("family").map(String::as_str)
+    }
+
+    /// The id of the benchmark case a generated case came from (its `seed` tag).
+    pub fn seed(&self) -> Option<&str> {
+        self.tags.get("seed").map(String::as_str)
+    }
+
+    /// The metrics that could not be computed for this case, each with the reason.
+    pub fn metric_errors(&self) -> impl Iterator<Item = (ComputedMetric, &str)> + '_ {
+        self.diagnostics.iter().filter_map(|d| {
+            ComputedMetric::ALL
+                .into_iter()
+                .find(|metric| metric.error_code() == d.code)
+                .map(|metric| (metric, d.message.as_str()))
+        })
+    }
+}
+
+/// A metric beside EX that may fail to be computed for a case; it then scores 0 with the
+/// diagnostic `<name>_error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComputedMetric {
+    /// SQLMorph EXP, EXR and F1 (computed together).
+    Sqlmorph,
+    Esm,
+    Etm,
+}
+
+impl ComputedMetric {
+    pub const ALL: [ComputedMetric; 3] = [
+        ComputedMetric::Sqlmorph,
+        ComputedMetric::Esm,
+        ComputedMetric::Etm,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputedMetric::Sqlmorph => "sqlmorph",
+            ComputedMetric::Esm => "esm",
+            ComputedMetric::Etm => "etm",
+        }
+    }
+
+    pub fn error_code(self) -> &'static str {
+        match self {
+            ComputedMetric::Sqlmorph => "sqlmorph_error",
+            ComputedMetric::Esm => "esm_error",
+            ComputedMetric::Etm => "etm_error",
+        }
+    }
+
+    /// The diagnostic saying why the metric scored 0.
+    pub fn error(self, reason: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code: self.error_code(),
+            message: reason.into(),
+        }
+    }
+}
+
+/// Writes `1` rather than `1.0` for whole scores, as the JSON contract promises `0|1`.
+fn whole_as_integer<S: serde::Serializer>(score: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    if score.fract() == 0.0 && score.abs() < 1e15 {
+        serializer.serialize_i64(*score as i64)
+    } else {
+        serializer.serialize_f64(*score)
+    }
+}

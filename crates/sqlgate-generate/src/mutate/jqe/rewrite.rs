@@ -1,0 +1,206 @@
+//! The optional LLM rewrite of an expansion's question (thesis §3.4): the deterministic template
+//! question is handed to a chat model with the original question and both queries, at
+//! temperature 0 with a fixed seed, through the same throttle and retries as systems, and the
+//! reply is cached so a rerun asks nothing. A reply that is not a new question (an echo of the
+//! original, meta text such as "The original question was:", SQL) is rejected and the template
+//! question kept. The prompt is a file users can change; [`DEFAULT_PROMPT`] is used without one.
+
+use sqlgate_llm::cache::JsonlCache;
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::{ChatRequest, Client, Message};
+
+use super::Expansion;
+
+/// Placeholders: `{question}`, `{sql}` (the original's), `{expanded_sql}`, `{table}` (added),
+/// `{template}` (the deterministic rewrite).
+pub const DEFAULT_PROMPT: &str = "\
+You rewrite questions for a text-to-SQL benchmark.
+The original question was answered by the original SQL. A table was joined to the SQL, which
+changes its meaning. Rewrite the question so that it asks exactly what the expanded SQL answers,
+naturally, in one sentence, mentioning the added table in plain words.
+
+Original question: {question}
+Original SQL: {sql}
+Expanded SQL: {expanded_sql}
+Added table: {table}
+Literal rewrite: {template}
+
+Answer with the rewritten question only.";
+
+pub struct Rewriter {
+    pub client: Client,
+    pub model: String,
+    pub prompt: String,
+    /// The model's raw replies, by prompt.
+    pub cache: JsonlCache<String>,
+    pub throttle: Throttle,
+}
+
+/// What became of one expansion's rewrite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rewrite {
+    Accepted(String),
+    /// The reply was not a usable question: why, and the reply's first line.
+    Rejected {
+        why: &'static str,
+        reply: String,
+    },
+}
+
+impl Rewriter {
+    /// The rewrite of `expansion`'s question, whose seed asked `question` with `sql`. `Err` is
+    /// an endpoint that still fails after the throttle's retries.
+    pub fn rewrite(
+        &self,
+        expansion: &Expansion,
+        question: &str,
+        sql: &str,
+    ) -> Result<Rewrite, String> {
+        let prompt = self
+            .prompt
+            .replace("{question}", question)
+            .replace("{sql}", sql)
+            .replace("{expanded_sql}", &expansion.sql)
+            .replace("{table}", &expansion.added_table)
+            .replace("{template}", &expansion.question);
+        let key = JsonlCache::<String>::key(&[&self.model, &prompt]);
+        let reply = match self.cache.get(&key) {
+            Some(cached) => cached,
+            None => {
+                let request = ChatRequest {
+                    model: self.model.clone(),
+                    messages: vec![Message::user(prompt)],
+                    temperature: Some(0.0),
+                    seed: Some(0),
+                    max_tokens: Some(256),
+                };
+                let reply = self
+                    .throttle
+                    .call(|| self.client.chat(&request).map_err(Into::into))
+                    .map_err(|e| e.message)?;
+                self.cache.put(vec![(key, reply.content.clone())])?;
+                reply.content
+            }
+        };
+        Ok(judge_reply(&reply, question, &expansion.question))
+    }
+}
+
+/// Accepts the reply's question unless it is no rewrite at all.
+fn judge_reply(reply: &str, question: &str, template: &str) -> Rewrite {
+    if reply.trim_start().starts_with("```") {
+        return Rewrite::Rejected {
+            why: "it is a code block, not a question",
+            reply: reply.lines().next().unwrap_or_default().to_string(),
+        };
+    }
+    let Some(line) = first_sentence_line(reply) else {
+        return Rewrite::Rejected {
+            why: "empty",
+            reply: String::new(),
+        };
+    };
+    let lower = line.to_lowercase();
+    let why = if same_words(&line, question) {
+        Some("it repeats the original question")
+    } else if same_words(&line, template) {
+        Some("it repeats the literal rewrite")
+    } else if [
+        "the original",
+        "original question",
+        "original sql",
+        "expanded sql",
+        "here is",
+        "sure",
+    ]
+    .iter()
+    .any(|meta| lower.starts_with(meta))
+    {
+        Some("it talks about the task instead of asking")
+    } else if ["select ", "with "]
+        .iter()
+        .any(|sql| lower.starts_with(sql))
+    {
+        Some("it is SQL, not a question")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Rewrite::Rejected { why, reply: line },
+        None => Rewrite::Accepted(line),
+    }
+}
+
+/// Equal up to case, punctuation and spacing.
+fn same_words(a: &str, b: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    words(a) == words(b)
+}
+
+/// The first non-empty line, without surrounding quotes or a `Question:` / `Rewritten
+/// question:` label.
+fn first_sentence_line(reply: &str) -> Option<String> {
+    let line = reply.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let lower = line.to_lowercase();
+    let label = ["rewritten question:", "question:"]
+        .iter()
+        .find(|label| lower.starts_with(*label))
+        .map_or(0, |label| label.len());
+    let line = line[label..].trim();
+    let line = line
+        .trim_matches(|c| c == '"' || c == '\'' || c == '`')
+        .trim();
+    (!line.is_empty()).then(|| line.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{first_sentence_line, judge_reply, Rewrite};
+
+    #[test]
+    fn replies_that_are_no_rewrite_are_rejected() {
+        let question = "Which books are poetry?";
+        let template = "Which books are poetry, with their orders?";
+        let rejected = |reply: &str| {
+            matches!(
+                judge_reply(reply, question, template),
+                Rewrite::Rejected { .. }
+            )
+        };
+        assert!(rejected("which books are POETRY"));
+        assert!(rejected("Which books are poetry, with their orders?"));
+        assert!(rejected(
+            "The original question was: Which books are poetry?"
+        ));
+        assert!(rejected("Sure! Here is the rewritten question:"));
+        assert!(rejected("```sql\nSELECT 1\n```"));
+        assert!(rejected("SELECT title FROM books"));
+        assert!(rejected("   "));
+        assert_eq!(
+            judge_reply("Which poetry books have been ordered?", question, template),
+            Rewrite::Accepted("Which poetry books have been ordered?".to_string())
+        );
+    }
+
+    #[test]
+    fn the_question_is_taken_from_a_chatty_reply() {
+        assert_eq!(
+            first_sentence_line("\n  \"Which books sold?\"\nThanks").as_deref(),
+            Some("Which books sold?")
+        );
+        assert_eq!(
+            first_sentence_line("Question: Which authors?").as_deref(),
+            Some("Which authors?")
+        );
+        assert_eq!(
+            first_sentence_line("Rewritten question: Which authors?").as_deref(),
+            Some("Which authors?")
+        );
+        assert_eq!(first_sentence_line("  \n"), None);
+    }
+}

@@ -1,0 +1,328 @@
+//! Paraphrases from a chat model (paper Appendix A): the gold SQL and the schema of its tables
+//! go into the prompt, which asks for k numbered questions; the reply is cached by (model,
+//! prompt, seed), so a rerun asks nothing. Replies are parsed leniently (numbered or bulleted
+//! lists, prose around them, fewer or more than k items) and each item is judged: SQL, an echo
+//! of the prompt, or an empty item is rejected with its reason.
+
+use std::collections::HashSet;
+
+use super::word_key;
+use sqlgate_eval::exec::schema::Schema;
+use sqlgate_llm::cache::JsonlCache;
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::{ChatRequest, Client, Message};
+
+/// The paper's prompt template. Placeholders: `{num_queries}`, `{schema_definitions}`,
+/// `{sql_query}`.
+pub const DEFAULT_PROMPT: &str = "\
+Given the following database schema and an SQL query, generate {num_queries} distinct natural language questions that describe the purpose and output of the SQL query.
+
+{schema_definitions}
+
+SQL Query:
+{sql_query}
+
+Instructions:
+
+- Generate {num_queries} natural language questions that reflect the intent of the SQL query.
+- Each question should vary in phrasing, structure, and wording, but all questions must remain logically equivalent.
+- Do not include explanations, task descriptions, or any additional comments in the output.
+
+Output Format:
+
+1. <First question>
+2. <Second question>
+...
+{num_queries}. <Nth question>.";
+
+/// The placeholders a prompt file must use.
+pub const PLACEHOLDERS: [&str; 3] = ["{num_queries}", "{schema_definitions}", "{sql_query}"];
+
+pub struct Paraphraser {
+    pub client: Client,
+    pub model: String,
+    pub prompt: String,
+    pub seed: u64,
+    /// The model's raw replies, by (model, prompt, seed).
+    pub cache: JsonlCache<String>,
+    pub throttle: Throttle,
+}
+
+impl Paraphraser {
+    /// The model's reply to the prompt for `sql` over `schema`, from the cache when asked
+    /// before; `Err` is an endpoint that still fails after the throttle's retries.
+    pub fn ask(&self, schema: &str, sql: &str, k: usize) -> Result<String, String> {
+        let prompt = self
+            .prompt
+            .replace("{num_queries}", &k.to_string())
+            .replace("{schema_definitions}", schema)
+            .replace("{sql_query}", sql);
+        let seed = self.seed.to_string();
+        let key = JsonlCache::<String>::key(&[&self.model, &prompt, &seed]);
+        if let Some(cached) = self.cache.get(&key) {
+            return Ok(cached);
+        }
+        let request = ChatRequest {
+            model: self.model.clone(),
+            messages: vec![Message::user(prompt)],
+            temperature: Some(0.0),
+            seed: Some(self.seed),
+            // Ten questions of ~25 words each, with room for a chatty preamble.
+            max_tokens: Some(1024),
+        };
+        let reply = self
+            .throttle
+            .call(|| self.client.chat(&request).map_err(Into::into))
+            .map_err(|e| e.message)?;
+        self.cache.put(vec![(key, reply.content.clone())])?;
+        Ok(reply.content)
+    }
+}
+
+/// `CREATE TABLE` statements of the tables `sql` names (the schema part of the prompt): only
+/// those, so the prompt stays small enough for small models' contexts.
+pub fn schema_definitions(schema: &Schema, sql: &str) -> String {
+    let lower = sql.to_lowercase();
+    let named = |table: &str| {
+        let table = table.to_lowercase();
+        lower.match_indices(&table).any(|(at, _)| {
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + table.len()..].chars().next();
+            let edge = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            edge(before) && edge(after)
+        })
+    };
+    let mut out = Vec::new();
+    for table in schema.tables.iter().filter(|t| named(&t.name)) {
+        let mut lines: Vec<String> = table
+            .columns
+            .iter()
+            .map(|c| {
+                let key = if c.primary_key { " PRIMARY KEY" } else { "" };
+                format!("  {} {}{key}", c.name, c.decl_type)
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        for key in schema
+            .foreign_keys
+            .iter()
+            .filter(|k| k.from.table == table.name)
+        {
+            lines.push(format!(
+                "  FOREIGN KEY ({}) REFERENCES {}({})",
+                key.from.column, key.to.table, key.to.column
+            ));
+        }
+        out.push(format!(
+            "CREATE TABLE {} (\n{}\n);",
+            table.name,
+            lines.join(",\n")
+        ));
+    }
+    out.join("\n\n")
+}
+
+/// The questions of a reply and the items refused, with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parsed {
+    pub questions: Vec<String>,
+    pub rejected: Vec<(&'static str, String)>,
+}
+
+/// The list items of `reply` (numbered `1.`/`1)`, or bulleted `-`/`*`/`•`), judged one by one;
+/// prose around the list is ignored. A reply without any list item is read line by line, each
+/// line that ends in `?` counting as an item. At most `k` questions are kept, in order,
+/// duplicates dropped.
+pub fn parse_reply(reply: &str, sql: &str, original: &str, k: usize) -> Parsed {
+    let mut items: Vec<String> = reply.lines().filter_map(list_item).collect();
+    if items.is_empty() {
+        items = reply
+            .lines()
+            .map(str::trim)
+            .filter(|line| line.ends_with('?'))
+            .map(str::to_string)
+            .collect();
+    }
+    let mut parsed = Parsed::default();
+    let mut seen = HashSet::new();
+    for item in items {
+        let item = clean(&item);
+        match judge(&item, sql) {
+            None if word_key(&item) == word_key(original) => {
+                parsed.rejected.push(("the original question again", item))
+            }
+            Some(why) => parsed.rejected.push((why, item)),
+            None if !seen.insert(word_key(&item)) => {
+                parsed.rejected.push(("a repeat of an earlier item", item))
+            }
+            None if parsed.questions.len() >= k => {
+                parsed.rejected.push(("beyond the k asked for", item))
+            }
+            None => parsed.questions.push(item),
+        }
+    }
+    parsed
+}
+
+/// The text of a numbered or bulleted line, else None.
+fn list_item(line: &str) -> Option<String> {
+    let line = line.trim();
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    let rest = if digits > 0 {
+        line[digits..].strip_prefix(['.', ')', ':'])?
+    } else {
+        line.strip_prefix(['-', '*', '•'])?
+    };
+    // "-5 is the answer" or "2023" alone is no list item.
+    rest.starts_with(char::is_whitespace)
+        .then(|| rest.trim().to_string())
+}
+
+/// Without markdown emphasis, surrounding quotes, or a `Question:` label.
+fn clean(item: &str) -> String {
+    let item = item.trim().trim_matches(['*', '_']).trim();
+    let lower = item.to_lowercase();
+    let item = ["question:", "q:"]
+        .iter()
+        .find(|label| lower.starts_with(*label))
+        .map_or(item, |label| item[label.len()..].trim());
+    item.trim_matches(['"', '\'', '`', '“', '”'])
+        .trim()
+        .to_string()
+}
+
+/// Why an item is no paraphrase, or None when it is one.
+fn judge(item: &str, sql: &str) -> Option<&'static str> {
+    let lower = item.to_lowercase();
+    if item.chars().filter(|c| c.is_alphabetic()).count() < 3 {
+        return Some("empty");
+    }
+    if lower.starts_with("select ")
+        || lower.starts_with("with ")
+        || (lower.contains("select ") && lower.contains(" from "))
+    {
+        return Some("SQL, not a question");
+    }
+    if word_key(item) == word_key(sql) {
+        return Some("an echo of the SQL");
+    }
+    let echoes = [
+        "<first question>",
+        "<second question>",
+        "<nth question>",
+        "natural language question",
+        "generate ",
+        "sql query",
+        "the following",
+        "here are",
+        "here is",
+        "logically equivalent",
+    ];
+    if echoes.iter().any(|echo| lower.contains(echo)) {
+        return Some("an echo of the prompt");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SQL: &str = "SELECT title FROM books WHERE genre = 'Poetry'";
+
+    #[test]
+    fn numbered_and_bulleted_lists_inside_prose() {
+        let reply = "Sure! Here are the questions:\n\n1. Which books are poetry?\n2) What are the titles of poetry books?\n- List poetry titles.\n* **Show me every poetry book.**\n\nI hope this helps.";
+        let parsed = parse_reply(reply, SQL, "", 10);
+        assert_eq!(
+            parsed.questions,
+            vec![
+                "Which books are poetry?",
+                "What are the titles of poetry books?",
+                "List poetry titles.",
+                "Show me every poetry book."
+            ]
+        );
+        assert!(parsed.rejected.is_empty(), "{:?}", parsed.rejected);
+    }
+
+    #[test]
+    fn more_than_k_repeats_and_the_original_are_cut() {
+        let reply = "1. Which books are poetry?\n2. which books are POETRY\n3. Name the poetry books.\n4. Poetry titles, please.\n5. Show poetry.";
+        let parsed = parse_reply(reply, SQL, "Name the poetry books", 2);
+        assert_eq!(
+            parsed.questions,
+            vec!["Which books are poetry?", "Poetry titles, please."]
+        );
+        let reasons: Vec<&str> = parsed.rejected.iter().map(|(why, _)| *why).collect();
+        assert_eq!(
+            reasons,
+            vec![
+                "a repeat of an earlier item",
+                "the original question again",
+                "beyond the k asked for"
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_items_are_rejected_with_reasons() {
+        let reply = format!(
+            "1. {SQL}\n2. SELECT title FROM books\n3. <First question>\n4. ?\n5. Generate 3 natural language questions.\n6. What poetry do we stock?"
+        );
+        let parsed = parse_reply(&reply, SQL, "", 10);
+        assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
+        let reasons: Vec<&str> = parsed.rejected.iter().map(|(why, _)| *why).collect();
+        assert_eq!(
+            reasons,
+            vec![
+                "SQL, not a question",
+                "SQL, not a question",
+                "an echo of the prompt",
+                "empty",
+                "an echo of the prompt"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reply_without_a_list_yields_its_question_lines() {
+        let parsed = parse_reply("What poetry do we stock?\nThat is my answer.", SQL, "", 3);
+        assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
+        assert_eq!(parse_reply("", SQL, "", 3), Parsed::default());
+        assert_eq!(
+            parse_reply("2023\n-5 degrees", SQL, "", 3),
+            Parsed::default()
+        );
+    }
+
+    #[test]
+    fn the_schema_part_names_only_the_tables_of_the_query() {
+        use sqlgate_eval::exec::schema::{Column, Table};
+        let column = |name: &str, key: bool| Column {
+            name: name.into(),
+            decl_type: "TEXT".into(),
+            primary_key: key,
+            not_null: false,
+        };
+        let schema = Schema {
+            tables: vec![
+                Table {
+                    name: "books".into(),
+                    columns: vec![column("book_id", true), column("title", false)],
+                },
+                Table {
+                    name: "bookshops".into(),
+                    columns: vec![column("id", true)],
+                },
+            ],
+            foreign_keys: Vec::new(),
+        };
+        let text = schema_definitions(&schema, "SELECT title FROM Books");
+        assert_eq!(
+            text,
+            "CREATE TABLE books (\n  book_id TEXT PRIMARY KEY,\n  title TEXT\n);"
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! Schema-aligned paraphrases (SQL2NL, spec `trustsql.md` Part B): k questions per gold SQL
+//! that ask the same thing in other words, each kept when its embedding stays close to the
+//! original question's (cosine similarity ≥ a threshold, paper §3.1), written as the `para`
+//! family (one case per paraphrase, gold SQL unchanged).
+//!
+//! Two sources of paraphrases: the offline [`verbalize`]r (the gold's tree read back with
+//! seeded template choices) and a chat model asked with the paper's Appendix A prompt
+//! ([`llm`]).
+
+pub mod llm;
+pub mod verbalize;
+mod words;
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use super::{labelled_stream, on_enough_stack, MutateError};
+use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
+pub use verbalize::Unsupported;
+
+/// The family name cases are tagged with: test `<suite>::<db>::<seed>::para::p<n>`.
+pub const FAMILY: &str = "para";
+
+/// The paper's threshold: paraphrases scoring above 0.6 kept the original's intent (§3.1).
+pub const DEFAULT_MIN_CS: f64 = 0.6;
+
+/// Who wrote a paraphrase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    Verbalizer,
+    Llm,
+}
+
+/// Up to `k` distinct questions for `sql`, none of them the `original` question again, each
+/// drawn from its own stream of (`run_seed`, `seed_id`, attempt): deterministic, and
+/// independent of the other golds. Fewer than `k` when the query offers too few wordings;
+/// `Err` names the first construct without a wording.
+pub fn verbalizations(
+    seed_id: &str,
+    sql: &str,
+    original: &str,
+    k: usize,
+    run_seed: u64,
+) -> Result<Vec<String>, Unsupported> {
+    let found = on_enough_stack(sql, |query| {
+        let mut questions: Vec<String> = Vec::new();
+        let mut seen = HashSet::from([word_key(original)]);
+        // Each attempt draws every choice afresh; a few per wanted question is plenty.
+        for attempt in 0..k.saturating_mul(8) {
+            if questions.len() == k {
+                break;
+            }
+            let label = attempt.to_string();
+            let mut rng = labelled_stream(run_seed, seed_id, &[FAMILY, &label]);
+            match verbalize::question(&query, &mut rng) {
+                Ok(question) => {
+                    if seen.insert(word_key(&question)) {
+                        questions.push(question);
+                    }
+                }
+                Err(unsupported) => return Ok(Err(unsupported)),
+            }
+        }
+        Ok(Ok(questions))
+    });
+    match found {
+        Ok(result) => result,
+        Err(MutateError::TooComplex(why)) => Err(Unsupported(format!("SQL that is {why}"))),
+        Err(MutateError::NotAQuery) => Err(Unsupported("statement other than a query".into())),
+        Err(_) => Err(Unsupported("SQL the parser cannot read".into())),
+    }
+}
+
+/// The words of a text, lower case: two texts that differ only in case, punctuation and
+/// spacing have the same key (they are the same question).
+pub fn word_key(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The cosine similarity of each paraphrase's embedding to the original question's.
+pub fn similarities(
+    embedder: &dyn Embedder,
+    original: &str,
+    paraphrases: &[String],
+) -> Result<Vec<f64>, String> {
+    if paraphrases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut texts = Vec::with_capacity(paraphrases.len() + 1);
+    texts.push(original.to_string());
+    texts.extend(paraphrases.iter().cloned());
+    let vectors = embedder.embed(&texts)?;
+    if vectors.len() != texts.len() {
+        return Err(format!(
+            "the embedder returned {} vectors for {} texts",
+            vectors.len(),
+            texts.len()
+        ));
+    }
+    let (original, rest) = vectors.split_first().ok_or("no vectors")?;
+    Ok(rest.iter().map(|v| cosine(original, v)).collect())
+}
+
+/// The gold SQL as the seed has it: one query, or the list of equally correct ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum GoldSql {
+    One(String),
+    Several(Vec<String>),
+}
+
+impl GoldSql {
+    pub fn of(gold: &[String]) -> GoldSql {
+        match gold {
+            [one] => GoldSql::One(one.clone()),
+            several => GoldSql::Several(several.to_vec()),
+        }
+    }
+}
+
+/// One line of the family file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Record {
+    pub id: String,
+    pub seed_id: String,
+    pub db: String,
+    pub sql: GoldSql,
+    pub question: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// Cosine similarity to the original question, rounded to 4 decimals.
+    pub cs: f64,
+    pub method: Method,
+}
+
+/// `<seed>::para::p<n>`, n counting the generated paraphrases from 1 (a dropped one leaves
+/// its number unused, so ids do not shift with the threshold).
+pub fn paraphrase_id(seed_id: &str, n: usize) -> String {
+    format!("{seed_id}::{FAMILY}::p{n}")
+}
+
+/// `cs` as written: 4 decimals are plenty and keep the file readable.
+pub fn rounded(cs: f64) -> f64 {
+    (cs * 10_000.0).round() / 10_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlgate_eval::metrics::sqlmorph::NgramEmbedder;
+
+    #[test]
+    fn verbalizations_are_distinct_deterministic_and_seeded() {
+        let sql =
+            "SELECT title, price FROM books WHERE genre = 'Poetry' ORDER BY price DESC LIMIT 3";
+        let first = verbalizations("q1", sql, "", 5, 42).unwrap();
+        assert_eq!(first.len(), 5);
+        assert_eq!(first.iter().collect::<HashSet<_>>().len(), 5);
+        assert_eq!(first, verbalizations("q1", sql, "", 5, 42).unwrap());
+        assert_ne!(first, verbalizations("q1", sql, "", 5, 43).unwrap());
+        for question in &first {
+            assert!(question.contains("\"Poetry\""), "{question}");
+            assert!(question.contains('3'), "{question}");
+        }
+    }
+
+    #[test]
+    fn the_original_question_is_no_paraphrase_of_itself() {
+        let sql = "SELECT COUNT(*) FROM customers";
+        let all = verbalizations("q", sql, "", 50, 42).unwrap();
+        let original = all[0].to_uppercase();
+        let without = verbalizations("q", sql, &original, 50, 42).unwrap();
+        assert_eq!(without.len(), all.len() - 1);
+        assert!(!without.contains(&all[0]));
+    }
+
+    #[test]
+    fn unreadable_sql_is_reported_not_guessed() {
+        let error = verbalizations("q", "SELECT FROM WHERE", "", 3, 42).unwrap_err();
+        assert_eq!(error.0, "SQL the parser cannot read");
+        let sql = "WITH t AS (SELECT 1) SELECT * FROM t";
+        let error = verbalizations("q", sql, "", 3, 42).unwrap_err();
+        assert_eq!(error.0, "WITH clause");
+    }
+
+    #[test]
+    fn similarity_is_one_for_the_same_text_and_lower_for_others() {
+        let embedder = NgramEmbedder::default();
+        let scores = similarities(
+            &embedder,
+            "How many books are there?",
+            &[
+                "How many books are there?".to_string(),
+                "Count the books.".to_string(),
+                "What is the capital of France?".to_string(),
+            ],
+        )
+        .unwrap();
+        assert!((scores[0] - 1.0).abs() < 1e-9);
+        assert!(scores[1] > scores[2], "{scores:?}");
+        assert!(similarities(&embedder, "x", &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn gold_sql_keeps_its_shape() {
+        let one = serde_json::to_string(&GoldSql::of(&["SELECT 1".to_string()])).unwrap();
+        assert_eq!(one, "\"SELECT 1\"");
+        let two = GoldSql::of(&["SELECT 1".to_string(), "SELECT 2".to_string()]);
+        assert_eq!(
+            serde_json::to_string(&two).unwrap(),
+            "[\"SELECT 1\",\"SELECT 2\"]"
+        );
+        assert_eq!(rounded(0.123_456), 0.1235);
+        assert_eq!(paraphrase_id("q01", 3), "q01::para::p3");
+    }
+}

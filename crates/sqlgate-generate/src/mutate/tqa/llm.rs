@@ -1,0 +1,443 @@
+//! TQA's optional model calls, through the shared OpenAI-compatible client at temperature 0 with
+//! seed 42, every answer cached and validated; an unusable answer falls back to the
+//! deterministic rule, and a failed request stops the run instead (fail closed).
+//! - Lowering identifiers (SQLMorph §V): the paper's few-shot prompt; one identifier, same
+//!   initial, shorter, not a keyword.
+//! - Rewriting a question or evidence under a rename map (SQLMorph §V): the paper's JSON prompt;
+//!   every value kept.
+//! - Hiding a linker table's mentions by back-translation through French or by contextual
+//!   replacement (Riahi 2025 thesis, prompts B.2 and B.3): one line, every mention and segment
+//!   gone, every value kept.
+
+use std::cell::{Cell, RefCell};
+
+use super::ident;
+use super::linker::{Mention, Segment};
+use sqlgate_llm::cache::JsonlCache;
+use sqlgate_llm::{ChatRequest, Client, Message};
+
+const INSTRUCTION: &str =
+    "Abbreviate the database schema identifier to make it significantly shorter:";
+
+/// The paper's few-shot pairs (N1 → N3, then N2 → N3).
+const EXAMPLES: [(&str, &str); 10] = [
+    ("Protocol_Name", "P_Nm"),
+    ("WaterTemperature", "WtTp"),
+    ("Vehicle_Identification_Number", "VIN"),
+    ("NationalAeronauticalSpaceAgency", "NASA"),
+    ("Banking_Table", "B_Tbl"),
+    ("AirBagLocCurtain", "AbgLocCtn"),
+    ("WaterTemp", "WtTp"),
+    ("Veh_ID_Num", "VIN"),
+    ("Natnl_Aero_Space_Agncy", "NASA"),
+    ("Bnk_Tbl", "B_Tbl"),
+];
+
+pub fn prompt(identifier: &str) -> String {
+    let mut text = String::new();
+    for (from, to) in EXAMPLES {
+        text.push_str(&format!("{INSTRUCTION}\n{from} -> {to}\n\n"));
+    }
+    text.push_str(&format!("{INSTRUCTION}\n{identifier} ->"));
+    text
+}
+
+/// The abbreviation in a model's answer, when it is a usable one for `identifier`.
+pub fn parse_answer(answer: &str, identifier: &str) -> Option<String> {
+    let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line = line.rsplit("->").next().unwrap_or(line);
+    let name = line
+        .trim()
+        .trim_matches(|c| matches!(c, '`' | '"' | '\'' | '.'));
+    let same_initial = name
+        .chars()
+        .next()?
+        .eq_ignore_ascii_case(&identifier.chars().next()?);
+    (same_initial && name.len() < identifier.len() && !ident::is_reserved(name))
+        .then(|| name.to_string())
+}
+
+/// The paper's NL prompt (SQLMorph §V): a mapping block, the question and evidence, and a JSON
+/// answer `{updated_question, updated_evidence}`; values are kept.
+pub fn question_prompt(mapping: &str, question: &str, evidence: &str) -> String {
+    format!(
+        "Rewrite the question and evidence so that they use the new schema names. Replace only \
+mentions of schema elements; keep every value, number and quoted text unchanged.\n\n\
+Example:\nTable restaurant -> rest:\n  reviews -> rvws\nQuestion: How many reviews does each restaurant have?\n\
+Evidence: \nAnswer: {{\"updated_question\": \"How many rvws does each rest have?\", \"updated_evidence\": \"\"}}\n\n\
+{mapping}\nQuestion: {question}\nEvidence: {evidence}\nAnswer as JSON only:"
+    )
+}
+
+/// The rewritten question and evidence of an answer, when it is JSON with a non-empty
+/// question and keeps every quoted value and number of the original.
+pub fn parse_question_answer(
+    answer: &str,
+    question: &str,
+    evidence: &str,
+) -> Option<(String, String)> {
+    let start = answer.find('{')?;
+    let end = answer.rfind('}')?;
+    let value: serde_json::Value = serde_json::from_str(answer.get(start..=end)?).ok()?;
+    let new_question = value.get("updated_question")?.as_str()?.trim().to_string();
+    let new_evidence = value
+        .get("updated_evidence")
+        .and_then(|v| v.as_str())
+        .unwrap_or(evidence)
+        .trim()
+        .to_string();
+    (!new_question.is_empty()
+        && keeps_values(question, &new_question)
+        && keeps_values(evidence, &new_evidence))
+    .then_some((new_question, new_evidence))
+}
+
+/// Whether every quoted value and number of `old` is still in `new`.
+fn keeps_values(old: &str, new: &str) -> bool {
+    super::text::tokenize(old)
+        .iter()
+        .filter(|t| t.quoted || t.text.chars().all(|c| c.is_ascii_digit()))
+        .all(|t| new.contains(&t.text))
+}
+
+/// How a model hides the linker table's mentions (thesis §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hiding {
+    /// Translate to French, swap each mention for a French synonym, translate back (B.2).
+    BackTranslation,
+    /// Mask each mention and predict a replacement from its context (B.3).
+    Contextual,
+}
+
+/// What a hiding prompt is about: one field (question or evidence) of one seed.
+pub struct HidingInput<'a> {
+    /// `question` or `evidence`.
+    pub field: &'a str,
+    pub text: &'a str,
+    pub db: &'a str,
+    pub sql: &'a str,
+    pub table: &'a str,
+    /// The linker table's segments and, for each, the mentions in this field.
+    pub segments: &'a [Segment],
+    pub mentions: &'a [Mention],
+    /// For the evidence: the question as already rewritten.
+    pub new_question: Option<&'a str>,
+}
+
+/// The hiding prompt, in the shape of the thesis's B.2/B.3: goal, numbered rules, inputs, and
+/// the answer's form `New <field>: ...`.
+pub fn hiding_prompt(hiding: Hiding, input: &HidingInput<'_>) -> String {
+    let goal = match hiding {
+        Hiding::BackTranslation => format!(
+            "1. Translate the {field} to French.\n\
+             2. In the French text, replace each matched token with a French synonym that keeps \
+             the meaning and will not translate back to the same English word.\n\
+             3. Translate the result back to English.",
+            field = input.field
+        ),
+        Hiding::Contextual => format!(
+            "1. Mask each matched token at its position (only that exact token, never a \
+             phrase).\n\
+             2. Like a masked language model (BERT, T5), predict from the surrounding words a \
+             replacement that is grammatical, keeps the meaning, and is not the original.\n\
+             3. Write the {field} with every masked token replaced.",
+            field = input.field
+        ),
+    };
+    let components: Vec<serde_json::Value> = input
+        .segments
+        .iter()
+        .enumerate()
+        .map(|(index, segment)| {
+            let tokens: Vec<serde_json::Value> = input
+                .mentions
+                .iter()
+                .filter(|m| m.segment == index)
+                .map(|m| serde_json::json!({"token": m.token, "position": m.position}))
+                .collect();
+            serde_json::json!({"segment": segment.text, "is_abbreviation": segment.is_abbreviation,
+                "matched_tokens": tokens})
+        })
+        .collect();
+    let evidence_rule = if input.field == "evidence" {
+        "\n- Do not change the values or column names that the SQL uses."
+    } else {
+        ""
+    };
+    let new_question = input
+        .new_question
+        .map(|q| format!("New Question: {q}\n"))
+        .unwrap_or_default();
+    let label = capitalized(input.field);
+    format!(
+        "You rewrite a {field} of a text-to-SQL benchmark so that its words no longer point to \
+         the database table `{table}`.\n\n\
+         Goal:\n{goal}\n\n\
+         Rules:\n\
+         - Never use a word that appears in a component's segment.\n\
+         - Never reuse a matched token, or a word containing it.\n\
+         - Keep the structure and the meaning, and every number and quoted value.{evidence_rule}\n\
+         - No trivial changes (a plural, an added adjective).\n\
+         - No French, no intermediate steps, no quotes or markdown: one line, no commentary.\n\n\
+         Database: {db}\nSQL: {sql}\nTable: {table}\nComponents: {components}\n{new_question}\
+         {label}: {text}\n\n\
+         Answer as:\nNew {label}: ...",
+        field = input.field,
+        table = input.table,
+        db = input.db,
+        sql = input.sql,
+        components = serde_json::Value::from(components),
+        text = input.text,
+    )
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// The rewritten text of a hiding answer, or why it is unusable: the `New <field>:` line (or
+/// a lone line), changed, of a sane length, with every mention and segment gone (the hiding
+/// score is 1) and every value kept.
+pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<String, String> {
+    let prefix = format!("new {}:", input.field);
+    let lines: Vec<&str> = answer
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let line = lines
+        .iter()
+        .find_map(|l| {
+            let at = l.to_lowercase().find(&prefix)?;
+            l.get(at + prefix.len()..)
+        })
+        .or(match lines.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        })
+        .ok_or_else(|| format!("no `New {}:` line", capitalized(input.field)))?;
+    let text = line
+        .trim()
+        .trim_matches(|c| matches!(c, '"' | '`' | '*' | '\''))
+        .trim()
+        .to_string();
+    let chars = text.chars().count();
+    let source_chars = input.text.chars().count();
+    if text.is_empty() {
+        return Err("empty".into());
+    }
+    if text.eq_ignore_ascii_case(input.text.trim()) {
+        return Err("unchanged".into());
+    }
+    if chars > 3 * source_chars + 20 || 3 * chars < source_chars {
+        return Err(format!(
+            "{chars} characters for a {source_chars}-character text"
+        ));
+    }
+    if !super::linker::hidden(&text, input.mentions, input.segments) {
+        return Err("a mention or a segment of the table is still there".into());
+    }
+    if !keeps_values(input.text, &text) {
+        return Err("a number or quoted value was lost".into());
+    }
+    Ok(text)
+}
+
+pub struct TqaLlm {
+    pub client: Client,
+    pub model: String,
+    pub cache: JsonlCache<String>,
+    /// Answers that were not usable (the deterministic rule was used instead).
+    pub fallbacks: Cell<usize>,
+    pub requests: Cell<usize>,
+    /// Requests that failed: the run stops on them.
+    pub errors: RefCell<Vec<String>>,
+}
+
+impl TqaLlm {
+    pub fn new(client: Client, model: String, cache: JsonlCache<String>) -> TqaLlm {
+        TqaLlm {
+            client,
+            model,
+            cache,
+            fallbacks: Cell::new(0),
+            requests: Cell::new(0),
+            errors: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The model's rewrite of `question` and `evidence` under `mapping`, validated; `None`
+    /// (the caller keeps the deterministic rewrite) when unusable or when the request failed
+    /// (recorded in `errors`).
+    pub fn rewrite_question(
+        &self,
+        mapping: &str,
+        question: &str,
+        evidence: &str,
+    ) -> Option<(String, String)> {
+        let prompt = question_prompt(mapping, question, evidence);
+        let answer = self.ask(prompt, 256, question)?;
+        let parsed = parse_question_answer(&answer, question, evidence);
+        if parsed.is_none() {
+            self.fallbacks.set(self.fallbacks.get() + 1);
+        }
+        parsed
+    }
+
+    /// The model's rewrite of one field with the linker table's mentions hidden, validated
+    /// ([`parse_hiding_answer`]); `Err` says why the answer is unusable (the caller keeps the
+    /// deterministic rewrite), or that the request failed (recorded in `errors`).
+    pub fn hide(&self, hiding: Hiding, input: &HidingInput<'_>) -> Result<String, String> {
+        let answer = self
+            .ask(hiding_prompt(hiding, input), 256, input.text)
+            .ok_or("the request failed")?;
+        parse_hiding_answer(&answer, input).inspect_err(|_| {
+            self.fallbacks.set(self.fallbacks.get() + 1);
+        })
+    }
+
+    /// The cached or fresh answer to `prompt`; `None` after a failed request.
+    fn ask(&self, prompt: String, max_tokens: u32, what: &str) -> Option<String> {
+        let key = JsonlCache::<String>::key(&[&self.model, &prompt]);
+        if let Some(cached) = self.cache.get(&key) {
+            return Some(cached);
+        }
+        self.requests.set(self.requests.get() + 1);
+        let request = ChatRequest {
+            model: self.model.clone(),
+            messages: vec![Message::user(prompt)],
+            temperature: Some(0.0),
+            seed: Some(42),
+            max_tokens: Some(max_tokens),
+        };
+        match self.client.chat(&request) {
+            Ok(reply) => {
+                if let Err(e) = self.cache.put(vec![(key, reply.content.clone())]) {
+                    self.errors.borrow_mut().push(e);
+                }
+                Some(reply.content)
+            }
+            Err(e) => {
+                self.errors
+                    .borrow_mut()
+                    .push(format!("{what}: {}", e.message));
+                None
+            }
+        }
+    }
+
+    /// The N3 form of `identifier`: the model's validated answer, else the deterministic rule.
+    pub fn lower(&self, identifier: &str) -> String {
+        let Some(answer) = self.ask(prompt(identifier), 24, identifier) else {
+            return ident::lower(identifier);
+        };
+        parse_answer(&answer, identifier).unwrap_or_else(|| {
+            self.fallbacks.set(self.fallbacks.get() + 1);
+            ident::lower(identifier)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_validated() {
+        assert_eq!(
+            parse_answer("Person -> Prsn\nmore", "person").as_deref(),
+            Some("Prsn")
+        );
+        assert_eq!(parse_answer("`P_ID`", "person_id").as_deref(), Some("P_ID"));
+        assert_eq!(parse_answer("Sure! Here it is: nm", "name"), None);
+        assert_eq!(parse_answer("title", "title"), None);
+        assert_eq!(parse_answer("Ord", "order_no"), Some("Ord".into()));
+        assert_eq!(parse_answer("or", "order_no"), None);
+        assert!(prompt("atom").ends_with("shorter:\natom ->"));
+        let q = "Which books cost 30 or more, titled 'Dune'?";
+        let good = "Sure: {\"updated_question\": \"Which bks cost 30 or more, titled 'Dune'?\", \"updated_evidence\": \"\"}";
+        assert_eq!(
+            parse_question_answer(good, q, "")
+                .map(|(q, _)| q)
+                .as_deref(),
+            Some("Which bks cost 30 or more, titled 'Dune'?")
+        );
+        let lost_value = "{\"updated_question\": \"Which bks cost more?\"}";
+        assert_eq!(parse_question_answer(lost_value, q, ""), None);
+        assert_eq!(parse_question_answer("no json here", q, ""), None);
+    }
+
+    #[test]
+    fn hiding_answers_must_hide_every_mention_and_keep_values() {
+        let text = "How many order lines have a quantity above 3?";
+        let segments = [
+            Segment {
+                text: "order".into(),
+                lemma: "order".into(),
+                is_abbreviation: false,
+            },
+            Segment {
+                text: "items".into(),
+                lemma: "item".into(),
+                is_abbreviation: false,
+            },
+        ];
+        let mentions = [Mention {
+            token: "order".into(),
+            lemma: "order".into(),
+            position: 9,
+            len: 5,
+            segment: 0,
+        }];
+        let input = HidingInput {
+            field: "question",
+            text,
+            db: "bookshop",
+            sql: "SELECT count(*) FROM order_items WHERE quantity > 3",
+            table: "order_items",
+            segments: &segments,
+            mentions: &mentions,
+            new_question: None,
+        };
+        let prompt = hiding_prompt(Hiding::Contextual, &input);
+        assert!(prompt.contains("masked language model"), "{prompt}");
+        assert!(prompt.contains(r#""matched_tokens":[{"position":9,"token":"order"}]"#));
+        assert!(prompt.ends_with("New Question: ..."), "{prompt}");
+
+        let good = "Here you go:\nNew Question: How many purchase lines have a quantity above 3?";
+        assert_eq!(
+            parse_hiding_answer(good, &input).as_deref(),
+            Ok("How many purchase lines have a quantity above 3?")
+        );
+        let lone = "\"How many purchase lines have a quantity above 3?\"";
+        assert!(parse_hiding_answer(lone, &input).is_ok());
+        let rejected = [
+            (
+                "New Question: How many order lines have a quantity above 3?",
+                "unchanged",
+            ),
+            (
+                "New Question: How many order rows have a quantity above 3?",
+                "still there",
+            ),
+            (
+                "New Question: How many purchase items have a quantity above 3?",
+                "still there",
+            ),
+            (
+                "New Question: How many purchase lines have a big quantity?",
+                "lost",
+            ),
+            ("Sure!\nLet me think about it.", "no `New Question:` line"),
+            ("New Question: ", "empty"),
+        ];
+        for (answer, why) in rejected {
+            let error = parse_hiding_answer(answer, &input).unwrap_err();
+            assert!(error.contains(why), "{answer}: {error}");
+        }
+    }
+}

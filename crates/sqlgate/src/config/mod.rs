@@ -1,0 +1,230 @@
+//! `sqlgate.toml`: suites, systems, thresholds, per-case settings and deployment profiles.
+//! Unknown keys are errors that name the file, line and column. Paths are relative to the
+//! configuration file's folder. The reference is in `docs/config.md`.
+
+mod abstention;
+mod case;
+mod profile;
+mod suite;
+pub mod system;
+mod threshold;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use sqlgate_eval::error::{is_plain_name, InputError};
+use sqlgate_eval::exec::memory::MaxMemory;
+
+pub use abstention::AbstentionConfig;
+pub use case::CaseConfig;
+pub use profile::{ProfileConfig, RecordMode};
+pub use sqlgate_eval::scoring::Metric;
+pub use sqlgate_llm::ThrottleConfig;
+pub use suite::{EmbeddingsConfig, Structural, SuiteConfig};
+pub use system::SystemConfig;
+pub use threshold::{Comparison, Threshold};
+
+/// The whole configuration file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Folder of accepted snapshots and prediction cassettes (default `snapshots`).
+    #[serde(default = "default_snapshots")]
+    pub snapshots: PathBuf,
+    /// Memory budget of the queries in MiB (default 4096): process-wide, so one for every
+    /// suite; `--max-memory` overrides it.
+    #[serde(default)]
+    pub max_memory: MaxMemory,
+    /// Each `[[suite]]` keeps its place in the file for errors found after parsing.
+    #[serde(default, rename = "suite")]
+    pub suites: Vec<toml::Spanned<SuiteConfig>>,
+    #[serde(default, rename = "system")]
+    pub systems: Vec<toml::Spanned<system::SystemEntry>>,
+    /// Suite thresholds for every suite, by metric: `ex = ">= 0.62"`.
+    #[serde(default)]
+    pub gate: Gates,
+    /// Per-test settings, keyed by test name (with its place in the file).
+    #[serde(default)]
+    pub cases: BTreeMap<toml::Spanned<String>, CaseConfig>,
+    #[serde(default)]
+    pub profile: BTreeMap<String, ProfileConfig>,
+    /// Where the configuration was read from; paths inside are relative to its folder.
+    #[serde(skip)]
+    pub path: PathBuf,
+    #[serde(skip)]
+    text: String,
+}
+
+fn default_snapshots() -> PathBuf {
+    PathBuf::from("snapshots")
+}
+
+/// Thresholds by metric; each key keeps its place in the file for errors found after parsing.
+pub type Gates = BTreeMap<toml::Spanned<Metric>, Threshold>;
+
+/// Thresholds per generated family, by family name then metric:
+/// `family_gate = { tqa-ll = { drop = "<= 10" } }`. Names keep their place in the file too.
+pub type FamilyGates = BTreeMap<toml::Spanned<String>, Gates>;
+
+/// The profile used when none is named.
+pub const DEFAULT_PROFILE: &str = "default";
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::file(path, format!("cannot read the configuration: {e}")))?;
+        Config::parse(path, text)
+    }
+
+    pub fn parse(path: &Path, text: String) -> Result<Config, InputError> {
+        let mut config: Config = toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?;
+        config.path = path.to_path_buf();
+        config.text = text;
+        if config.suites.is_empty() {
+            return Err(InputError::file(
+                path,
+                "no [[suite]]: the configuration gates nothing",
+            ));
+        }
+        config.check_values()?;
+        config.check_profile_families()?;
+        let mut names = std::collections::HashSet::new();
+        for system in &config.systems {
+            let system = SystemConfig::parse(&config, system)?;
+            // The name picks the system and its cassette file.
+            if !is_plain_name(&system.name) {
+                return Err(system.error("the name must be a plain file name"));
+            }
+            if !names.insert(system.name.clone()) {
+                return Err(system.error("another [[system]] has this name"));
+            }
+        }
+        Ok(config)
+    }
+
+    /// Values that no run could use, each an error at its key: a threshold out of its metric's
+    /// range (in every gate table, whichever profile runs), a negative penalty.
+    fn check_values(&self) -> Result<(), InputError> {
+        let gate_tables = std::iter::once(&self.gate)
+            .chain(self.suites.iter().map(|suite| &suite.get_ref().gate))
+            .chain(self.profile.values().map(|profile| &profile.gate));
+        for (metric, threshold) in gate_tables.flatten() {
+            threshold
+                .check_reachable(*metric.get_ref())
+                .map_err(|problem| {
+                    self.error_at(metric.span(), format!("gate `{metric}`: {problem}"))
+                })?;
+        }
+        for (name, profile) in &self.profile {
+            if let Some(penalty) = &profile.penalty {
+                let c = *penalty.get_ref();
+                if !(c >= 0.0 && c.is_finite()) {
+                    return Err(self.error_at(
+                        penalty.span(),
+                        format!("[profile.{name}] penalty must be a non-negative number, got {c}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A profile's family gate on a family that no suite has would gate nothing.
+    fn check_profile_families(&self) -> Result<(), InputError> {
+        let gated = self.profile.values().flat_map(|p| p.family_gate.keys());
+        for family in gated {
+            let known = self
+                .suites
+                .iter()
+                .any(|suite| suite.get_ref().families.contains_key(family.get_ref()));
+            if !known {
+                return Err(self.error_at(
+                    family.span(),
+                    format!(
+                        "the profile's family_gate names family `{}`, which no [[suite]] has in `families`",
+                        family.get_ref()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The folder that relative paths start from.
+    pub fn root(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        self.root().join(path)
+    }
+
+    /// The named profile; `default` exists even when not written.
+    pub fn profile(&self, name: &str) -> Result<ProfileConfig, InputError> {
+        match self.profile.get(name) {
+            Some(profile) => Ok(profile.clone()),
+            None if name == DEFAULT_PROFILE => Ok(ProfileConfig::default()),
+            None => {
+                let known: Vec<&str> = self.profile.keys().map(String::as_str).collect();
+                Err(InputError::file(
+                    &self.path,
+                    format!(
+                        "no profile `{name}` (profiles: {})",
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The system a profile uses: the one it names, else the first `[[system]]`.
+    pub fn system(&self, profile: &ProfileConfig) -> Result<SystemConfig, InputError> {
+        let systems = self
+            .systems
+            .iter()
+            .map(|s| SystemConfig::parse(self, s))
+            .collect::<Result<Vec<_>, _>>()?;
+        match &profile.system {
+            Some(name) => systems
+                .into_iter()
+                .find(|s| &s.name == name)
+                .ok_or_else(|| {
+                    InputError::file(
+                        &self.path,
+                        format!("the profile names system `{name}`, which no [[system]] defines"),
+                    )
+                }),
+            None => systems.into_iter().next().ok_or_else(|| {
+                InputError::file(&self.path, "no [[system]]: nothing answers the questions")
+            }),
+        }
+    }
+
+    /// An error at a byte span of the configuration text.
+    pub fn error_at(&self, span: Range<usize>, message: impl Into<String>) -> InputError {
+        located(&self.path, &self.text, span.start, message.into())
+    }
+}
+
+fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> InputError {
+    let message = error.message().trim().to_string();
+    match error.span() {
+        Some(span) => located(path, text, span.start, message),
+        None => InputError::file(path, message),
+    }
+}
+
+/// An error naming the line and column of a byte offset.
+fn located(path: &Path, text: &str, offset: usize, message: String) -> InputError {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    InputError::file(path, format!("column {column}: {message}")).at_line(line)
+}

@@ -1,0 +1,90 @@
+//! `[[suite]]`: a benchmark under the gate.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use sqlgate_eval::exec::EngineKind;
+use sqlgate_eval::loaders::GoldFormat;
+use sqlgate_eval::metrics::ex::Mode;
+use sqlgate_eval::metrics::sqlmorph::Regime;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteConfig {
+    /// The first component of test names (default: the native suite's own name, else the
+    /// benchmark file's stem).
+    pub name: Option<String>,
+    /// Any gold file the loaders read (`suite.toml`, `questions.csv`, `gold.txt`, `dev.json`...).
+    pub benchmark: PathBuf,
+    pub db_dir: Option<PathBuf>,
+    pub tables: Option<PathBuf>,
+    pub format: Option<GoldFormat>,
+    /// Where the databases are: `sqlite` files (default) or a `postgres` server.
+    #[serde(default)]
+    pub engine: EngineKind,
+    /// PostgreSQL: the connection URL template, `{db}` standing for each case's database
+    /// (`postgres://sqlgate_reader@127.0.0.1:5432/{db}`), without a password.
+    pub dsn: Option<String>,
+    /// PostgreSQL: the environment variable holding the password.
+    pub password_env: Option<String>,
+    /// Comparison mode (default: the benchmark format's own evaluator).
+    pub mode: Option<Mode>,
+    /// Per-query time bound in seconds (default 30), with its place in the file.
+    pub timeout: Option<toml::Spanned<f64>>,
+    pub max_rows: Option<usize>,
+    #[serde(default)]
+    pub keep_distinct: bool,
+    /// SQLMorph regime (`EC-PC-PE`...) whose EXP, EXR and F1 each case reports, for gates
+    /// such as `f1 = ">= 0.8"` and for snapshots (default: none, EX only).
+    pub regime: Option<Regime>,
+    /// Structural metrics each case reports, for gates such as `etm = ">= 0.7"` and for
+    /// snapshots: `esm` (Spider exact set match; needs `tables`) and `etm` (Enhanced Tree
+    /// Matching).
+    #[serde(default)]
+    pub structural: Vec<Structural>,
+    /// Embeddings for SC column matching from an OpenAI-compatible endpoint, cached in
+    /// `<snapshots>/embeddings/<model>.jsonl` (default: the offline n-gram embedder).
+    pub embeddings: Option<EmbeddingsConfig>,
+    /// Generated mutant families run as cases of this suite: family name → the generator's
+    /// JSONL output (`families = { jqe = "benchmarks/demo/jqe.jsonl" }`).
+    #[serde(default)]
+    pub families: BTreeMap<String, PathBuf>,
+    /// Thresholds of this suite, overriding the top-level `[gate]`.
+    #[serde(default)]
+    pub gate: super::Gates,
+    /// Thresholds per family of `families`, on the family's metrics against its seeds:
+    /// `family_gate = { tqa-ll = { drop = "<= 10" }, para = { "pass@5" = ">= 0.8" } }`.
+    #[serde(default)]
+    pub family_gate: super::FamilyGates,
+    /// A gate over a metric that could not be computed for some cases (an embeddings server
+    /// that is down) gates on its number instead of failing; the warning still shows.
+    #[serde(default)]
+    pub allow_metric_errors: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Structural {
+    Esm,
+    Etm,
+}
+
+/// `embeddings = { base_url = "...", model = "...", api_key_env = "..." }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsConfig {
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_embeddings_timeout")]
+    pub timeout_secs: f64,
+    /// Retries, backoff and rate limit of the requests, as a system's `throttle`.
+    #[serde(default)]
+    pub throttle: super::ThrottleConfig,
+}
+
+fn default_embeddings_timeout() -> f64 {
+    60.0
+}

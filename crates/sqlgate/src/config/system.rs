@@ -1,0 +1,166 @@
+//! `[[system]]`: the system under test. Keys common to every type are read here; the keys of
+//! each type are read by that type's own configuration struct (`system::command`, ...), with
+//! errors located in this file.
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use super::Config;
+use super::{AbstentionConfig, ThrottleConfig};
+use sqlgate_eval::error::InputError;
+
+/// A `[[system]]` table as written: the keys every system has, read here so that a bad value
+/// is an error at its own line, and the type's own keys.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SystemEntry {
+    name: String,
+    #[serde(rename = "type")]
+    kind: SystemType,
+    /// Where answers are recorded (default `<snapshots>/predictions/<name>.jsonl`).
+    cassette: Option<PathBuf>,
+    /// Concurrency, rate limit and retries of the system's calls.
+    #[serde(default)]
+    throttle: ThrottleConfig,
+    /// Answers that count as abstentions (apology SELECTs by default).
+    #[serde(default)]
+    abstention: AbstentionConfig,
+    /// The type's own keys, read by [`SystemConfig::settings`].
+    #[serde(flatten)]
+    settings: toml::Table,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SystemType {
+    /// A program per case: JSON request on stdin, JSON answer on stdout.
+    Command,
+    /// A JSON POST per case.
+    Http,
+    /// An OpenAI-compatible chat-completions endpoint.
+    Openai,
+    /// A predictions file.
+    Replay,
+}
+
+#[derive(Debug, Clone)]
+pub struct SystemConfig {
+    pub name: String,
+    pub kind: SystemType,
+    pub cassette: PathBuf,
+    pub throttle: ThrottleConfig,
+    pub abstention: AbstentionConfig,
+    /// The type's own keys, read by [`SystemConfig::settings`].
+    settings: toml::Table,
+    span: Range<usize>,
+    config_path: PathBuf,
+    config_text: String,
+}
+
+impl SystemConfig {
+    pub(super) fn parse(
+        config: &Config,
+        entry: &toml::Spanned<SystemEntry>,
+    ) -> Result<SystemConfig, InputError> {
+        let common = entry.get_ref().clone();
+        let cassette = match common.cassette {
+            Some(path) => config.resolve(&path),
+            None => config
+                .resolve(&config.snapshots)
+                .join("predictions")
+                .join(format!("{}.jsonl", common.name)),
+        };
+        let system = SystemConfig {
+            name: common.name,
+            kind: common.kind,
+            cassette,
+            throttle: common.throttle,
+            abstention: common.abstention,
+            settings: common.settings,
+            span: entry.span(),
+            config_path: config.path.clone(),
+            config_text: config.text.clone(),
+        };
+        if let Err(problem) = system.abstention.checked_pattern() {
+            return Err(system.error_at_key("abstention", problem));
+        }
+        if let Err(problem) = system.throttle.check() {
+            return Err(system.error_at_key("throttle", format!("throttle: {problem}")));
+        }
+        Ok(system)
+    }
+
+    /// Reads the type's own keys into its configuration struct; an unknown or mistyped key is an
+    /// error at its line.
+    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, InputError> {
+        self.settings
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                let message = e.message().trim().to_string();
+                // The key an error message names (`unknown field `x``).
+                let key = message.split('`').nth(1).unwrap_or_default().to_string();
+                self.error_at_key(&key, message)
+            })
+    }
+
+    /// An error about this system at the line of `key`, else at its `[[system]]` header.
+    fn error_at_key(&self, key: &str, message: impl Into<String>) -> InputError {
+        let offset = self.key_offset(key).unwrap_or(self.span.start);
+        super::located(
+            &self.config_path,
+            &self.config_text,
+            offset,
+            format!("[[system]] `{}`: {}", self.name, message.into()),
+        )
+    }
+
+    /// The offset of `key` within this entry: from its `[[system]]` header to the next table
+    /// header.
+    fn key_offset(&self, key: &str) -> Option<usize> {
+        if key.is_empty() {
+            return None;
+        }
+        let mut offset = self.span.start;
+        for (index, line) in self
+            .config_text
+            .get(self.span.start..)?
+            .split_inclusive('\n')
+            .enumerate()
+        {
+            let trimmed = line.trim_start();
+            if index > 0 && trimmed.starts_with('[') {
+                break;
+            }
+            if trimmed
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+            {
+                return Some(offset + (line.len() - trimmed.len()));
+            }
+            offset += line.len();
+        }
+        None
+    }
+
+    /// An error about this system, located at its `[[system]]` entry.
+    pub fn error(&self, message: impl Into<String>) -> InputError {
+        let message = format!("[[system]] `{}`: {}", self.name, message.into());
+        super::located(
+            &self.config_path,
+            &self.config_text,
+            self.span.start,
+            message,
+        )
+    }
+
+    /// A path from the configuration, relative to its folder.
+    pub fn resolve(&self, path: &std::path::Path) -> PathBuf {
+        self.config_path
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join(path)
+    }
+}

@@ -1,0 +1,119 @@
+//! The gate: every case, mutant and threshold is a named test with a verdict.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Threshold;
+use sqlgate_eval::loaders::SourceRef;
+use sqlgate_eval::metrics::ex::Verdict;
+use sqlgate_eval::scoring::FamilySummary;
+
+pub use plan::{FamilyGate, TestKind};
+
+pub mod judge;
+pub mod partition;
+pub mod plan;
+pub mod record;
+pub mod reuse;
+pub mod run;
+pub mod session;
+pub mod setup;
+pub mod snapshot;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestStatus {
+    Passed,
+    Failed,
+    /// Not run: filtered out or ignored.
+    Skipped,
+}
+
+/// The verdict of one named test.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestResult {
+    /// `<suite>::<db>::<case-id>`, `<suite>::<db>::<case-id>::<family>::<mutant-id>`,
+    /// `<suite>::gate::<metric>` or `<suite>::gate::<family>::<metric>`.
+    pub name: String,
+    pub suite: String,
+    pub status: TestStatus,
+    pub duration: Duration,
+    /// One line saying why it failed, with the metric values.
+    pub message: Option<String>,
+    /// Several lines for a reviewer: question, gold SQL, predicted SQL, error class.
+    pub detail: Option<String>,
+    /// Metric values and facts about the case (`ex`, `verdict`, `mode`...).
+    pub properties: BTreeMap<String, String>,
+    /// The record the test comes from, where known.
+    pub source: Option<SourceRef>,
+    /// A case's gold SQL alternatives (empty for gate tests), for reviewers' SQL diffs.
+    pub gold_sql: Vec<String>,
+    /// A case's predicted SQL (`None`: abstained, or a gate test).
+    pub predicted_sql: Option<String>,
+    /// A case (by index in its suite) or a gate (by metric).
+    pub kind: TestKind,
+    /// A case's verdict class, when it was evaluated.
+    pub verdict: Option<Verdict>,
+    /// A gate's threshold (also its `threshold` property).
+    #[serde(skip)]
+    pub threshold: Option<Threshold>,
+}
+
+impl TestResult {
+    pub fn is_gate(&self) -> bool {
+        matches!(self.kind, TestKind::Gate(_) | TestKind::FamilyGate(_))
+    }
+}
+
+/// A suite's aggregate metrics and the verdicts of its gates, for reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SuiteSummary {
+    pub name: String,
+    /// Suite metrics by name, and family metrics as `<family>::<metric>`.
+    pub metrics: BTreeMap<String, f64>,
+    /// `(metric, threshold, status)` per gate, e.g. `("ex", ">= 0.7", Passed)` or
+    /// `("tqa-ll::drop", "<= 10", Passed)`; a gate a stopped run did not evaluate is `Skipped`.
+    pub gates: Vec<(String, String, TestStatus)>,
+    /// Each generated family against its seeds, for the family tables.
+    pub families: BTreeMap<String, FamilySummary>,
+}
+
+impl SuiteSummary {
+    /// The summary of `suite`: its gates are read from its gate tests.
+    pub fn from_results(
+        suite: &str,
+        metrics: BTreeMap<String, f64>,
+        results: &[TestResult],
+    ) -> Self {
+        let gates = results
+            .iter()
+            .filter(|result| result.suite == suite)
+            .filter_map(|result| {
+                let label = match result.kind {
+                    TestKind::Gate(metric) => metric.to_string(),
+                    TestKind::FamilyGate(_) => result
+                        .name
+                        .split_once("::gate::")
+                        .map_or_else(|| result.name.clone(), |(_, label)| label.to_string()),
+                    TestKind::Case(_) => return None,
+                };
+                let threshold = result.threshold.map(|t| t.to_string()).unwrap_or_default();
+                Some((label, threshold, result.status))
+            })
+            .collect();
+        SuiteSummary {
+            name: suite.to_string(),
+            metrics,
+            gates,
+            families: BTreeMap::new(),
+        }
+    }
+
+    /// The summary with its families' tables.
+    pub fn with_families(mut self, families: BTreeMap<String, FamilySummary>) -> Self {
+        self.families = families;
+        self
+    }
+}

@@ -1,0 +1,141 @@
+//! What a gate run evaluates: suites with their thresholds, and the system that answers.
+//! Built from `sqlgate.toml`, or directly by a Rust user plugging in their own system.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::config::{Metric, Threshold};
+use sqlgate_eval::exec::{Backend, Engine, Limits};
+use sqlgate_eval::loaders::{Benchmark, Case};
+use sqlgate_eval::metrics::sqlmorph::Regime;
+use sqlgate_eval::scoring::{CaseDatabases, Scoring};
+
+/// One benchmark under the gate.
+pub struct SuitePlan {
+    /// The first component of every test name of the suite.
+    pub name: String,
+    pub bench: Benchmark,
+    /// How its cases are scored, as `sqlgate score` would with the same settings.
+    pub scoring: Scoring,
+    /// Every case's database files, resolved when the plan was built.
+    pub databases: Vec<CaseDatabases>,
+    pub limits: Limits,
+    /// Where its databases are (SQLite files unless the suite names a server).
+    pub backend: Backend,
+    /// TrustSQL's penalty c of the `rs` metric (the profile's `penalty`, default 0).
+    pub penalty: f64,
+    /// Aggregate thresholds, by metric.
+    pub gates: BTreeMap<Metric, Threshold>,
+    /// Thresholds on families' metrics against their seeds, sorted by family and metric.
+    pub family_gates: Vec<FamilyGate>,
+    /// Test names that must be correct whatever the accepted snapshot says.
+    pub must_pass: BTreeSet<String>,
+    /// Test names that are listed but not run.
+    pub ignored: BTreeSet<String>,
+    /// Gates over a metric some cases could not compute judge the number instead of failing.
+    pub allow_metric_errors: bool,
+}
+
+impl SuitePlan {
+    /// An engine running the suite's SQL within its limits on its databases.
+    pub fn engine(&self) -> Engine {
+        Engine::with_backend(self.limits, self.backend.clone())
+    }
+
+    /// `<suite>::<db>::<case-id>`.
+    pub fn case_test_name(&self, case: &Case) -> String {
+        format!("{}::{}::{}", self.name, case.db, case.id)
+    }
+
+    /// The SQLMorph regime of the suite's EXP/EXR/F1, when it has one.
+    pub fn regime(&self) -> Option<Regime> {
+        self.scoring.regimes.first().copied()
+    }
+
+    /// `<suite>::gate::<metric>`.
+    pub fn gate_test_name(&self, metric: Metric) -> String {
+        format!("{}::gate::{metric}", self.name)
+    }
+
+    /// `<suite>::gate::<family>::<metric>`.
+    pub fn family_gate_test_name(&self, gate: &FamilyGate) -> String {
+        format!("{}::gate::{}", self.name, gate.label())
+    }
+}
+
+/// A threshold on one family's metric (`family_gate = { tqa-ll = { drop = "<= 10" } }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyGate {
+    pub family: String,
+    pub metric: Metric,
+    pub threshold: Threshold,
+}
+
+impl FamilyGate {
+    /// `<family>::<metric>`: the gate's name within its suite, and its metric's key in the
+    /// suite's metrics.
+    pub fn label(&self) -> String {
+        family_metric_key(&self.family, self.metric)
+    }
+}
+
+/// The key of a family's metric among its suite's metrics: `tqa-ll::drop`.
+pub fn family_metric_key(family: &str, metric: Metric) -> String {
+    format!("{family}::{metric}")
+}
+
+/// What kind of test a name stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestKind {
+    /// A case: its index in the suite's benchmark.
+    Case(usize),
+    /// An aggregate threshold on a metric.
+    Gate(Metric),
+    /// A threshold on a family's metric: its index in the suite's `family_gates`.
+    FamilyGate(usize),
+}
+
+/// One listed test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestDesc {
+    pub name: String,
+    /// Index of the suite in the plan.
+    pub suite: usize,
+    pub kind: TestKind,
+    pub ignored: bool,
+}
+
+/// Every test of the suites, cases first, in benchmark order, then gates.
+pub fn list(suites: &[SuitePlan]) -> Vec<TestDesc> {
+    let mut tests = Vec::new();
+    for (index, suite) in suites.iter().enumerate() {
+        for (case_index, case) in suite.bench.cases.iter().enumerate() {
+            let name = suite.case_test_name(case);
+            tests.push(TestDesc {
+                ignored: suite.ignored.contains(&name),
+                name,
+                suite: index,
+                kind: TestKind::Case(case_index),
+            });
+        }
+        for metric in suite.gates.keys() {
+            let name = suite.gate_test_name(*metric);
+            tests.push(TestDesc {
+                ignored: suite.ignored.contains(&name),
+                name,
+                suite: index,
+                kind: TestKind::Gate(*metric),
+            });
+        }
+        for (gate_index, gate) in suite.family_gates.iter().enumerate() {
+            let name = suite.family_gate_test_name(gate);
+            tests.push(TestDesc {
+                ignored: suite.ignored.contains(&name),
+                name,
+                suite: index,
+                kind: TestKind::FamilyGate(gate_index),
+            });
+        }
+    }
+    tests
+}

@@ -1,0 +1,524 @@
+//! Run records: what a run (or one shard of it) evaluated, as JSON, so that `sqlgate merge`
+//! can gate the whole suite from its shards and a later run can reuse an unchanged case's
+//! verdict.
+//!
+//! A [`CaseRecord`] keeps everything the reports read from an evaluated case (verdict, metrics,
+//! the reviewer's detail, timing); the case itself (question, gold, tags) comes from the plan.
+//! A [`RunRecord`] adds the fingerprints of the run's inputs, which `merge` compares.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::loaders::json_message;
+use sqlgate_eval::metrics::ex::{Diagnostic, Verdict};
+
+use crate::system::cassette::RecordedAnswer;
+use crate::system::SystemErrorKind;
+use sqlgate_eval::scoring::{CaseScore, FineScores, Robustness};
+use sqlgate_eval::spider::Hardness;
+
+use super::judge::CaseRun;
+use super::plan::SuitePlan;
+use super::TestStatus;
+
+/// One evaluated case.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseRecord {
+    pub test: String,
+    /// The case's index in its suite.
+    pub case: usize,
+    pub verdict: Verdict,
+    pub ex: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<(String, String)>,
+    /// The predicted SQL as executed; absent when it abstained or gave no answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleaned: bool,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fine: BTreeMap<String, FineScores>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub esm: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etm: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_error: Option<SystemErrorKind>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reply_truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    pub seconds: f64,
+    /// Run records only: the case's test verdict in that run, and the cassette key of its
+    /// answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TestStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_key: Option<String>,
+    /// What the family metrics read (query shape, schema errors, retrieval, samples), when
+    /// the suite has families: a merged or reused case gives the same family numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robustness: Option<Robustness>,
+}
+
+impl CaseRecord {
+    pub fn of(run: &CaseRun) -> CaseRecord {
+        let score = &run.score;
+        CaseRecord {
+            test: run.test.clone(),
+            case: run.case_index,
+            verdict: score.verdict,
+            ex: score.ex,
+            exact: score.exact,
+            error: score.error.clone(),
+            diagnostics: score
+                .diagnostics
+                .iter()
+                .map(|d| (d.code.to_string(), d.message.clone()))
+                .collect(),
+            sql: score.sql.clone(),
+            cleaned: score.cleaned,
+            fine: score.fine.clone(),
+            esm: score.esm,
+            etm: score.etm,
+            system_error: run.system_error,
+            reply_truncated: run.reply_truncated,
+            detail: run.detail.clone(),
+            seconds: run.duration.as_secs_f64(),
+            status: None,
+            reply_key: None,
+            robustness: score.robustness.clone(),
+        }
+    }
+
+    /// The case run again as case `case_index` of `suite`; `Err` says why the record does not
+    /// fit the suite. The structural metrics' component details are not kept (reports read only
+    /// their 0/1).
+    pub fn to_run(&self, suite: &SuitePlan, case_index: usize) -> Result<CaseRun, String> {
+        let case = suite
+            .bench
+            .cases
+            .get(case_index)
+            .filter(|case| suite.case_test_name(case) == self.test)
+            .ok_or_else(|| format!("case `{}` is not case {case_index} of the plan", self.test))?;
+        if let Some(contradiction) = self.contradiction() {
+            return Err(format!("case `{}`: {contradiction}", self.test));
+        }
+        let score = CaseScore {
+            id: case.id.clone(),
+            db: case.db.clone(),
+            tags: case.tags.clone(),
+            feasible: case.feasible,
+            verdict: self.verdict,
+            ex: self.ex,
+            exact: self.exact,
+            error: self.error.clone(),
+            diagnostics: self
+                .diagnostics
+                .iter()
+                .map(|(code, message)| Diagnostic {
+                    code: interned(code),
+                    message: message.clone(),
+                })
+                .collect(),
+            sql: self.sql.clone(),
+            cleaned: self.cleaned,
+            fine: self.fine.clone(),
+            esm: self.esm,
+            esm_detail: None,
+            etm: self.etm,
+            etm_detail: None,
+            hardness: case
+                .tags
+                .get("hardness")
+                .and_then(|level| Hardness::from_str(level).ok()),
+            cs: case.cs,
+            robustness: self.robustness.clone(),
+        };
+        let fine = suite.regime().map(|regime| {
+            self.fine
+                .get(&regime.to_string())
+                .copied()
+                .unwrap_or_default()
+        });
+        Ok(CaseRun {
+            test: self.test.clone(),
+            case_index,
+            score,
+            fine,
+            duration: Duration::try_from_secs_f64(self.seconds).unwrap_or_default(),
+            system_error: self.system_error,
+            reply_truncated: self.reply_truncated,
+            detail: self.detail.clone(),
+        })
+    }
+}
+
+impl CaseRecord {
+    /// Fields that no evaluation sets together: a record holding them was edited or corrupted,
+    /// and which of them to believe cannot be told.
+    fn contradiction(&self) -> Option<String> {
+        let unit = |value: f64| (0.0..=1.0).contains(&value);
+        if self.ex != 0.0 && self.ex != 1.0 {
+            return Some(format!("ex = {} is neither 0 nor 1", self.ex));
+        }
+        if (self.verdict == Verdict::Correct) != (self.ex == 1.0) {
+            return Some(format!(
+                "verdict `{}` contradicts ex = {}",
+                self.verdict.as_str(),
+                self.ex
+            ));
+        }
+        if self.system_error.is_some() != (self.verdict == Verdict::SystemError) {
+            return Some(format!(
+                "verdict `{}` contradicts its system error ({})",
+                self.verdict.as_str(),
+                self.system_error.map_or("none", |kind| kind.as_str())
+            ));
+        }
+        if self.sql.is_some() && matches!(self.verdict, Verdict::Abstained | Verdict::SystemError) {
+            return Some(format!(
+                "verdict `{}` comes with predicted SQL",
+                self.verdict.as_str()
+            ));
+        }
+        if self.esm.into_iter().chain(self.etm).any(|value| value > 1) {
+            return Some("esm and etm are 0 or 1".to_string());
+        }
+        if !self.seconds.is_finite() || self.seconds < 0.0 {
+            return Some(format!("seconds = {} is not a duration", self.seconds));
+        }
+        self.fine
+            .iter()
+            .find(|(_, s)| !(unit(s.exp) && unit(s.exr) && unit(s.f1)))
+            .map(|(regime, _)| format!("{regime}: EXP, EXR and F1 lie in [0, 1]"))
+    }
+}
+
+/// Diagnostic codes are static names; one read back is interned (there are a handful).
+fn interned(code: &str) -> &'static str {
+    static CODES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut codes = CODES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    match codes.get(code) {
+        Some(code) => code,
+        None => {
+            let code: &'static str = Box::leak(code.to_string().into_boxed_str());
+            codes.insert(code);
+            code
+        }
+    }
+}
+
+/// What a run was run on: two records belong to one run when these are equal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunInputs {
+    pub sqlgate: String,
+    /// The configuration file's content.
+    pub config: String,
+    pub profile: String,
+    pub system: String,
+    /// The system's fingerprint, per suite.
+    pub fingerprints: Vec<String>,
+    /// Every case of every suite: names, gold, tags, questions.
+    pub plan: String,
+    /// The content hash of each SQLite database the suites read, by path (relative to the
+    /// configuration's folder).
+    pub databases: BTreeMap<String, String>,
+}
+
+/// A run's (or a shard's) record: `sqlgate test --record-out FILE`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRecord {
+    pub inputs: RunInputs,
+    /// `count:K/N` or `hash:K/N` of a shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// The cases this run evaluated, per suite (in the plan's suite order).
+    pub suites: Vec<SuiteRecord>,
+    /// The answers this run asked the system for (cassette records, one per key): `merge`
+    /// adds them to the cassette, so shards recording on different machines lose nothing.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_answer_per_key"
+    )]
+    pub answers: Vec<RecordedAnswer>,
+}
+
+/// A run record's answers, refusing a key given twice: a run writes each answer it recorded
+/// once, so a repeat was not written by sqlgate. The error carries the line it was found at.
+fn one_answer_per_key<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<RecordedAnswer>, D::Error> {
+    struct Answers;
+
+    impl<'de> Visitor<'de> for Answers {
+        type Value = Vec<RecordedAnswer>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of cassette records")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut keys = HashSet::new();
+            let mut answers = Vec::new();
+            while let Some(answer) = seq.next_element::<RecordedAnswer>()? {
+                if !keys.insert(answer.key().to_string()) {
+                    return Err(serde::de::Error::custom(format!(
+                        "the answer of case `{}` repeats an earlier answer's key: a run \
+                         record holds one answer per key",
+                        answer.case()
+                    )));
+                }
+                answers.push(answer);
+            }
+            Ok(answers)
+        }
+    }
+
+    deserializer.deserialize_seq(Answers)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteRecord {
+    pub name: String,
+    pub cases: Vec<CaseRecord>,
+}
+
+impl RunRecord {
+    pub fn write(&self, path: &Path) -> Result<(), InputError> {
+        let json = serde_json::to_vec_pretty(self)
+            .map_err(|e| InputError::file(path, format!("cannot encode the run record: {e}")))?;
+        sqlgate_eval::files::write_atomically(path, &json)
+    }
+
+    pub fn read(path: &Path) -> Result<RunRecord, InputError> {
+        let bytes =
+            std::fs::read(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            let problem = format!(
+                "column {}: not a sqlgate run record: {}",
+                e.column(),
+                json_message(&e)
+            );
+            InputError::file(path, problem).at_line(e.line())
+        })
+    }
+}
+
+/// Shards checked to be one whole run: per suite, every case run exactly once.
+pub struct MergedRun {
+    pub inputs: RunInputs,
+    /// Per suite of the plan, every case's run in case order.
+    pub case_runs: Vec<Vec<CaseRun>>,
+    /// The cassette keys of the cases' answers.
+    pub reply_keys: Vec<String>,
+    /// The shards' recorded answers, each with the run record it came from, in shard order.
+    pub answers: Vec<(PathBuf, RecordedAnswer)>,
+}
+
+/// Checks that `shards` are the parts of one run of `suites` (same inputs as `expected`; each
+/// runnable case in exactly one shard) and puts them together. Errors name the shard file.
+pub fn merge(
+    shards: &[(PathBuf, RunRecord)],
+    suites: &[SuitePlan],
+    expected: &RunInputs,
+    config: &Path,
+) -> Result<MergedRun, InputError> {
+    let Some((first_path, _)) = shards.first() else {
+        return Err(InputError::file(
+            config,
+            "merge needs at least one run record",
+        ));
+    };
+    check_databases(shards, expected, config)?;
+    for (path, shard) in shards {
+        if let Some(field) = differing_input(&shard.inputs, expected) {
+            let whose = if path == first_path {
+                format!("{} (the configuration as it is now)", config.display())
+            } else {
+                format!("{} (and {})", first_path.display(), config.display())
+            };
+            return Err(InputError::file(
+                path,
+                format!("this shard belongs to another run than {whose}: its {field} differs"),
+            ));
+        }
+        if shard.suites.len() != suites.len()
+            || shard
+                .suites
+                .iter()
+                .zip(suites)
+                .any(|(s, p)| s.name != p.name)
+        {
+            return Err(InputError::file(
+                path,
+                "its suites are not the configuration's suites",
+            ));
+        }
+    }
+    let mut case_runs = Vec::with_capacity(suites.len());
+    for (index, suite) in suites.iter().enumerate() {
+        // A whole run's suite metrics count the `ignore = true` cases too; no shard runs them.
+        let ignores_cases = runnable_cases(suite).count() < suite.bench.cases.len();
+        if ignores_cases && !suite.gates.is_empty() {
+            return Err(InputError::file(
+                config,
+                format!(
+                    "suite `{}` has gates and `ignore = true` cases: its metrics need the ignored \
+                     cases, which shards do not run; gate it in one `sqlgate test` run",
+                    suite.name
+                ),
+            ));
+        }
+        let mut owner: BTreeMap<usize, &Path> = BTreeMap::new();
+        let mut runs = Vec::new();
+        for (path, shard) in shards {
+            for record in &shard.suites[index].cases {
+                let run = record
+                    .to_run(suite, record.case)
+                    .map_err(|problem| InputError::file(path, problem))?;
+                if let Some(other) = owner.insert(record.case, path) {
+                    return Err(InputError::file(
+                        path,
+                        format!(
+                            "case `{}` is also in {}: shards of one run hold disjoint cases",
+                            record.test,
+                            other.display()
+                        ),
+                    ));
+                }
+                runs.push(run);
+            }
+        }
+        let missing: Vec<String> = runnable_cases(suite)
+            .filter(|case| !owner.contains_key(case))
+            .map(|case| suite.case_test_name(&suite.bench.cases[case]))
+            .collect();
+        if !missing.is_empty() {
+            let shown: Vec<&str> = missing.iter().take(3).map(String::as_str).collect();
+            return Err(InputError::file(
+                first_path,
+                format!(
+                    "{} case(s) of suite `{}` in no shard (e.g. {}): give every shard of the run, \
+                     each run over the whole suite (no filters)",
+                    missing.len(),
+                    suite.name,
+                    shown.join(", ")
+                ),
+            ));
+        }
+        runs.sort_by_cached_key(|run| run.case_index);
+        case_runs.push(runs);
+    }
+    Ok(MergedRun {
+        inputs: expected.clone(),
+        case_runs,
+        reply_keys: shards
+            .iter()
+            .flat_map(|(_, shard)| &shard.suites)
+            .flat_map(|suite| &suite.cases)
+            .filter_map(|case| case.reply_key.clone())
+            .collect(),
+        answers: shards
+            .iter()
+            .flat_map(|(path, shard)| {
+                shard
+                    .answers
+                    .iter()
+                    .map(|answer| (path.clone(), answer.clone()))
+            })
+            .collect(),
+    })
+}
+
+/// The cases of a suite a whole run evaluates (not `ignore = true`).
+fn runnable_cases(suite: &SuitePlan) -> impl Iterator<Item = usize> + '_ {
+    let ignored: BTreeSet<usize> = suite
+        .bench
+        .cases
+        .iter()
+        .enumerate()
+        .filter(|(_, case)| suite.ignored.contains(&suite.case_test_name(case)))
+        .map(|(index, _)| index)
+        .collect();
+    (0..suite.bench.cases.len()).filter(move |case| !ignored.contains(case))
+}
+
+/// Every shard read each database at the same content, the content it has now: verdicts
+/// computed on two states of a database are not one run.
+fn check_databases(
+    shards: &[(PathBuf, RunRecord)],
+    now: &RunInputs,
+    config: &Path,
+) -> Result<(), InputError> {
+    let (first_path, first) = &shards[0];
+    for (path, shard) in &shards[1..] {
+        let differing = shard.inputs.databases.iter().find(|(db, hash)| {
+            first
+                .inputs
+                .databases
+                .get(*db)
+                .is_some_and(|other| other != *hash)
+        });
+        if let Some((db, _)) = differing {
+            return Err(InputError::file(
+                path,
+                format!(
+                    "database {db} differs between this shard and {}: the shards ran on \
+                     different contents of it; run every shard on one state of the database",
+                    first_path.display()
+                ),
+            ));
+        }
+    }
+    for (path, shard) in shards {
+        let changed = now
+            .databases
+            .iter()
+            .find(|(db, hash)| shard.inputs.databases.get(*db) != Some(*hash));
+        if let Some((db, _)) = changed {
+            return Err(InputError::file(
+                path,
+                format!(
+                    "database {db} (a database of {}) is not as this shard read it: it changed \
+                     since, or the shard did not read it; run the shards again",
+                    config.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn differing_input(a: &RunInputs, b: &RunInputs) -> Option<&'static str> {
+    [
+        (a.sqlgate != b.sqlgate, "sqlgate version"),
+        (a.config != b.config, "configuration (sqlgate.toml)"),
+        (a.profile != b.profile, "profile"),
+        (a.system != b.system, "system"),
+        (a.fingerprints != b.fingerprints, "system fingerprint"),
+        (a.plan != b.plan, "plan (cases, gold queries, tags)"),
+    ]
+    .into_iter()
+    .find(|(differs, _)| *differs)
+    .map(|(_, field)| field)
+}

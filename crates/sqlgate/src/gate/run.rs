@@ -1,0 +1,373 @@
+//! The run: select tests, get answers for the cases they need, evaluate the cases in parallel,
+//! then the gates, reporting each verdict as an event the moment it is known.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Instant;
+
+use crate::system::answer::Answered;
+
+use rayon::prelude::*;
+
+use sqlgate_eval::exec::result_cache::ResultCache;
+use sqlgate_eval::exec::Engine;
+use sqlgate_eval::store::Store;
+
+use super::judge::{self, CaseRun, SuiteMetrics};
+use super::plan::{SuitePlan, TestDesc, TestKind};
+use super::reuse::Reuse;
+use super::{TestResult, TestStatus};
+
+/// Which tests to run, as `cargo test` and nextest take them.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// A test runs when its name contains any filter (or equals one, with `exact`); none = all.
+    pub filters: Vec<String>,
+    pub exact: bool,
+    /// Run only the ignored tests (`--ignored`), or those too (`--include-ignored`).
+    pub ignored_only: bool,
+    pub include_ignored: bool,
+}
+
+impl Selection {
+    /// Whether `test` runs.
+    pub fn matches(&self, test: &TestDesc) -> bool {
+        let by_ignore = if self.ignored_only {
+            test.ignored
+        } else {
+            self.include_ignored || !test.ignored
+        };
+        self.matches_name(test) && by_ignore
+    }
+
+    /// Whether the filters name `test`, ignored or not: such a test is listed, and reported
+    /// as skipped when it does not run.
+    pub fn matches_name(&self, test: &TestDesc) -> bool {
+        self.filters.is_empty()
+            || self.filters.iter().any(|f| {
+                if self.exact {
+                    test.name == *f
+                } else {
+                    test.name.contains(f.as_str())
+                }
+            })
+    }
+}
+
+/// A test's verdict as it becomes known.
+pub enum Event<'a> {
+    Started { total: usize },
+    Finished(&'a TestResult),
+}
+
+/// Answers for a suite's cases: `(suite index, case indices) -> one answer per index`.
+pub type AnswerFn<'a> = dyn Fn(usize, &[usize]) -> Vec<Answered> + Sync + 'a;
+
+/// What a run produced.
+pub struct RunReport {
+    pub results: Vec<TestResult>,
+    /// Per suite: the evaluated cases (every case of the suite when it was run whole).
+    pub case_runs: Vec<Vec<CaseRun>>,
+    pub metrics: Vec<SuiteMetrics>,
+    /// True when `--max-fail` stopped the run before every selected test ran.
+    pub cancelled: bool,
+    pub work: Work,
+}
+
+/// How much work a run did, and how much it found already done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Cases evaluated or reused.
+    pub cases: usize,
+    /// Cases that took an earlier run's verdict without executing anything.
+    pub reused: usize,
+    /// Distinct (database, SQL) pairs the evaluated cases needed.
+    pub distinct_queries: usize,
+    /// Of those, executed on a database.
+    pub executed: usize,
+    /// Of those, results read from the cache.
+    pub from_disk: usize,
+}
+
+impl RunReport {
+    pub fn failed(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.status == TestStatus::Failed)
+            .count()
+    }
+}
+
+/// Runs the selected tests. `accepted[suite]` maps case test names to their correctness in the
+/// accepted snapshot.
+/// With a `store`, query results and unchanged cases' verdicts come from earlier runs and go to
+/// later ones.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    suites: &[SuitePlan],
+    tests: &[TestDesc],
+    accepted: &[HashMap<String, bool>],
+    answers: &AnswerFn<'_>,
+    max_fail: Option<usize>,
+    store: Option<&Arc<Store>>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> RunReport {
+    on_event(Event::Started { total: tests.len() });
+    let stop = StopAfter::new(max_fail);
+    let mut report = RunReport {
+        results: Vec::new(),
+        case_runs: Vec::new(),
+        metrics: Vec::new(),
+        cancelled: false,
+        work: Work::default(),
+    };
+    for (index, suite) in suites.iter().enumerate() {
+        let suite_tests: Vec<&TestDesc> = tests.iter().filter(|t| t.suite == index).collect();
+        let selected_cases: BTreeSet<usize> = suite_tests
+            .iter()
+            .filter_map(|t| match t.kind {
+                TestKind::Case(case) => Some(case),
+                TestKind::Gate(_) | TestKind::FamilyGate(_) => None,
+            })
+            .collect();
+        let gates: Vec<TestKind> = suite_tests
+            .iter()
+            .map(|t| t.kind)
+            .filter(|kind| !matches!(kind, TestKind::Case(_)))
+            .collect();
+        // A gate needs every case of its suite.
+        let needed: Vec<usize> = if gates.is_empty() {
+            selected_cases.iter().copied().collect()
+        } else {
+            (0..suite.bench.cases.len()).collect()
+        };
+        let engine = suite
+            .engine()
+            .with_cache(store.map(|store| ResultCache::new(Arc::clone(store))));
+        // Earlier verdicts are read while the system answers.
+        let (reuse, replies) = std::thread::scope(|scope| {
+            let reuse = scope.spawn(|| store.map(|store| Reuse::new(store, suite)));
+            let replies = if stop.stopped() || needed.is_empty() {
+                Vec::new()
+            } else {
+                answers(index, &needed)
+            };
+            let reuse = reuse
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (reuse, replies)
+        });
+        let runs = evaluate(
+            suite,
+            &needed,
+            &replies,
+            &selected_cases,
+            &accepted[index],
+            &engine,
+            reuse.as_ref(),
+            &stop,
+            &mut |result| {
+                on_event(Event::Finished(&result));
+                report.results.push(result);
+            },
+        );
+        let complete = runs.len() == needed.len();
+        let stats = engine.stats();
+        report.work.cases += runs.len();
+        if let Some(reuse) = reuse {
+            report.work.reused += reuse.reused();
+            reuse.finish();
+        }
+        report.work.distinct_queries += stats.distinct;
+        report.work.executed += stats.executed;
+        report.work.from_disk += stats.from_disk;
+        let (metrics, gate_results) = if complete {
+            conclude_suite(suite, &gates, &runs)
+        } else {
+            // Means over the cases that happened to run before a stop would be a different
+            // number under the same name: a stopped suite reports none.
+            let skipped = gates.iter().map(|&kind| skipped(suite, kind));
+            (SuiteMetrics::default(), skipped.collect())
+        };
+        for result in gate_results {
+            on_event(Event::Finished(&result));
+            report.results.push(result);
+        }
+        report.cancelled |= !complete;
+        report.case_runs.push(runs);
+        report.metrics.push(metrics);
+    }
+    sort_in_plan_order(&mut report.results, tests);
+    report
+}
+
+/// A whole suite's metrics and the verdicts of its `gates`, from every case's run.
+pub fn conclude_suite(
+    suite: &SuitePlan,
+    gates: &[TestKind],
+    runs: &[CaseRun],
+) -> (SuiteMetrics, Vec<TestResult>) {
+    // A gate takes the time of its suite metrics; the answers and cases have theirs.
+    let start = Instant::now();
+    let metrics = judge::suite_metrics(suite, runs);
+    let results = gates
+        .iter()
+        .filter_map(|&kind| match kind {
+            TestKind::Gate(metric) => {
+                Some(judge::judge_gate(suite, metric, &metrics, start.elapsed()))
+            }
+            TestKind::FamilyGate(index) => Some(judge::judge_family_gate(
+                suite,
+                index,
+                &metrics,
+                start.elapsed(),
+            )),
+            TestKind::Case(_) => None,
+        })
+        .collect();
+    (metrics, results)
+}
+
+/// Events come in completion order; reports list tests in plan order, so two runs of the same
+/// inputs differ only in their times.
+pub fn sort_in_plan_order(results: &mut [TestResult], plan: &[TestDesc]) {
+    let plan_order: HashMap<&str, usize> = plan
+        .iter()
+        .enumerate()
+        .map(|(at, test)| (test.name.as_str(), at))
+        .collect();
+    results.sort_by_cached_key(|result| plan_order.get(result.name.as_str()).copied());
+}
+
+/// The result of a test marked `ignore = true` that this run leaves out.
+pub fn ignored(suite: &str, test: &TestDesc) -> TestResult {
+    TestResult {
+        name: test.name.clone(),
+        suite: suite.to_string(),
+        status: TestStatus::Skipped,
+        duration: Default::default(),
+        message: Some(
+            "ignored (`ignore = true`): run it with --ignored or --include-ignored".into(),
+        ),
+        detail: None,
+        properties: BTreeMap::new(),
+        source: None,
+        gold_sql: Vec::new(),
+        predicted_sql: None,
+        kind: test.kind,
+        verdict: None,
+        threshold: None,
+    }
+}
+
+/// `--max-fail`: stop starting tests once this many have failed (`None`: run everything).
+struct StopAfter {
+    limit: Option<usize>,
+    failures: AtomicUsize,
+}
+
+impl StopAfter {
+    fn new(limit: Option<usize>) -> StopAfter {
+        StopAfter {
+            limit,
+            failures: AtomicUsize::new(0),
+        }
+    }
+
+    fn record_failure(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn stopped(&self) -> bool {
+        self.limit
+            .is_some_and(|limit| self.failures.load(Ordering::Relaxed) >= limit)
+    }
+}
+
+/// Evaluates the cases in parallel; selected ones are judged and reported as they finish.
+#[allow(clippy::too_many_arguments)]
+fn evaluate(
+    suite: &SuitePlan,
+    needed: &[usize],
+    replies: &[Answered],
+    selected: &BTreeSet<usize>,
+    accepted: &HashMap<String, bool>,
+    engine: &Engine,
+    reuse: Option<&Reuse<'_>>,
+    stop: &StopAfter,
+    report: &mut dyn FnMut(TestResult),
+) -> Vec<CaseRun> {
+    let (sender, receiver) = mpsc::channel::<(Option<CaseRun>, Option<TestResult>)>();
+    let mut runs = Vec::with_capacity(needed.len());
+    // Cases sharing a gold query are evaluated next to each other, so mostly on one thread:
+    // spread over threads, they would wait on each other's one execution of it.
+    let mut work: Vec<(usize, &Answered)> = needed.iter().copied().zip(replies).collect();
+    work.sort_by_cached_key(|&(case, _)| {
+        let case = &suite.bench.cases[case];
+        (case.db.clone(), case.gold.first().cloned())
+    });
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            work.par_iter()
+                .for_each_with(sender, |sender, &(case, reply)| {
+                    if stop.stopped() {
+                        let result = selected
+                            .contains(&case)
+                            .then(|| skipped(suite, TestKind::Case(case)));
+                        let _ = sender.send((None, result));
+                        return;
+                    }
+                    let run = match reuse {
+                        Some(reuse) => reuse.evaluate(case, reply, engine),
+                        None => judge::evaluate_case(suite, case, reply, engine),
+                    };
+                    let result = selected
+                        .contains(&case)
+                        .then(|| judge::judge_case(suite, &run, accepted.get(&run.test).copied()));
+                    if result
+                        .as_ref()
+                        .is_some_and(|r| r.status == TestStatus::Failed)
+                    {
+                        stop.record_failure();
+                    }
+                    let _ = sender.send((Some(run), result));
+                });
+        });
+        for (run, result) in receiver {
+            runs.extend(run);
+            if let Some(result) = result {
+                report(result);
+            }
+        }
+    });
+    runs.sort_by_cached_key(|run| run.case_index);
+    runs
+}
+
+fn skipped(suite: &SuitePlan, kind: TestKind) -> TestResult {
+    let (name, threshold) = match kind {
+        TestKind::Case(case) => (suite.case_test_name(&suite.bench.cases[case]), None),
+        // A gate a stopped run did not evaluate still shows what it would have checked.
+        TestKind::Gate(metric) => (suite.gate_test_name(metric), Some(suite.gates[&metric])),
+        TestKind::FamilyGate(index) => {
+            let gate = &suite.family_gates[index];
+            (suite.family_gate_test_name(gate), Some(gate.threshold))
+        }
+    };
+    TestResult {
+        name,
+        suite: suite.name.clone(),
+        status: TestStatus::Skipped,
+        duration: Default::default(),
+        message: Some("not run: the run stopped at its --max-fail limit".to_string()),
+        detail: None,
+        properties: BTreeMap::new(),
+        source: None,
+        gold_sql: Vec::new(),
+        predicted_sql: None,
+        kind,
+        verdict: None,
+        threshold,
+    }
+}

@@ -1,0 +1,317 @@
+//! Builds the run plan from `sqlgate.toml` and a profile: loads every suite's benchmark and
+//! resolves its thresholds (top-level `[gate]` < suite `gate` < profile `gate`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::config::Structural;
+use crate::config::{
+    Config, EmbeddingsConfig, Gates, Metric, ProfileConfig, SuiteConfig, Threshold,
+};
+use sqlgate_eval::error::{is_plain_name, InputError};
+use sqlgate_eval::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
+use sqlgate_eval::exec::{Backend, Limits};
+use sqlgate_eval::loaders::{self, LoadOptions};
+use sqlgate_eval::metrics::ex::ModeOptions;
+use sqlgate_eval::metrics::sqlmorph::Embedder;
+use sqlgate_eval::metrics::sqlmorph::{ColumnMatching, Extras};
+use sqlgate_eval::metrics::{esm, etm};
+use sqlgate_eval::scoring::Scoring;
+use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::{CachedEmbedder, Client, ClientConfig};
+
+use super::plan::{FamilyGate, SuitePlan};
+
+pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, InputError> {
+    // Checked when the configuration was read.
+    let penalty = profile.penalty.as_ref().map_or(0.0, |c| *c.get_ref());
+    let mut plans: Vec<SuitePlan> = Vec::new();
+    for entry in &config.suites {
+        let suite = entry.get_ref();
+        // A problem of the suite as a whole, at its `[[suite]]` header.
+        let suite_error = |message: String| config.error_at(entry.span(), message);
+        let backend = Backend::new(
+            suite.engine,
+            suite.dsn.as_deref(),
+            suite.password_env.as_deref(),
+        )
+        .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
+        if backend.on_server() && suite.structural.contains(&Structural::Etm) {
+            return Err(suite_error(
+                "[[suite]] structural etm reads SQLite files; it cannot run with engine `postgres`"
+                    .to_string(),
+            ));
+        }
+        let options = LoadOptions {
+            db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
+            tables: suite.tables.as_ref().map(|p| config.resolve(p)),
+            format: suite.format,
+            on_server: backend.on_server(),
+        };
+        let mut bench = loaders::load(&config.resolve(&suite.benchmark), &options)?;
+        for (family, path) in &suite.families {
+            let cases = loaders::load_family(&config.resolve(path), family, &bench)?;
+            bench.cases.extend(cases);
+        }
+        bench.check_ids()?;
+        bench.check_databases()?;
+        for warning in sqlgate_eval::scoring::check_server(&bench, &backend)? {
+            eprintln!("warning: {warning}");
+        }
+        let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
+        // The name is the snapshot's file name.
+        if !is_plain_name(&name) || name.contains("::") {
+            return Err(suite_error(format!(
+                "suite name `{name}` must be a plain file name without `::`"
+            )));
+        }
+        if plans.iter().any(|p| p.name == name) {
+            return Err(suite_error(format!("two suites are named `{name}`")));
+        }
+        let timeout = match &suite.timeout {
+            Some(secs) => Some(timeout_from_secs(*secs.get_ref()).ok_or_else(|| {
+                config.error_at(
+                    secs.span(),
+                    format!(
+                        "[[suite]] timeout must be a number of seconds in (0, {}], not {secs}",
+                        MAX_TIMEOUT.as_secs()
+                    ),
+                )
+            })?),
+            None => Limits::default().timeout,
+        };
+        let limits = Limits {
+            timeout,
+            max_rows: suite.max_rows.unwrap_or(Limits::default().max_rows),
+            ..Limits::default()
+        };
+        if let Some(regime) = suite
+            .regime
+            .filter(|r| r.columns == ColumnMatching::NoColumn && r.extras == Extras::Ignore)
+        {
+            return Err(suite_error(format!(
+                "[[suite]] regime {regime}: IE is not defined under NC"
+            )));
+        }
+        let esm = if suite.structural.contains(&Structural::Esm) {
+            let tables = bench.tables.clone().ok_or_else(|| {
+                suite_error(
+                    "[[suite]] structural esm needs the schemas' foreign keys: set `tables`"
+                        .to_string(),
+                )
+            })?;
+            Some(Arc::new(esm::Evaluator::with_database_dir(
+                &tables,
+                &bench.db_dir,
+            )?))
+        } else {
+            None
+        };
+        let etm = suite
+            .structural
+            .contains(&Structural::Etm)
+            .then(|| Arc::new(etm::Evaluator::new(false)));
+        let mut gates = config.gate.clone();
+        gates.extend(suite.gate.clone());
+        gates.extend(profile.gate.clone());
+        let family_gates = family_gates(config, suite, profile)?;
+        let tests_of_suite = |setting: fn(&crate::config::CaseConfig) -> bool| -> BTreeSet<String> {
+            config
+                .cases
+                .iter()
+                .filter(|(test, case)| {
+                    test.get_ref().starts_with(&format!("{name}::")) && setting(case)
+                })
+                .map(|(test, _)| test.get_ref().clone())
+                .collect()
+        };
+        let mode = suite.mode.unwrap_or(bench.format.default_mode());
+        let scoring = Scoring {
+            mode,
+            mode_options: ModeOptions {
+                keep_distinct: suite.keep_distinct,
+                pair_budget: timeout,
+                ..ModeOptions::default()
+            },
+            regimes: suite.regime.into_iter().collect(),
+            sqlmorph_compat: false,
+            embedder: suite
+                .embeddings
+                .as_ref()
+                .map(|e| embedder(config, e, entry.span()))
+                .transpose()?,
+            esm,
+            etm,
+            robustness: !suite.families.is_empty(),
+            ..Scoring::new(mode)
+        };
+        let gates = computable_gates(config, &scoring, gates)?;
+        plans.push(SuitePlan {
+            must_pass: tests_of_suite(|c| c.must_pass),
+            ignored: tests_of_suite(|c| c.ignore),
+            databases: scoring.databases(&bench)?,
+            scoring,
+            limits,
+            backend,
+            penalty,
+            gates,
+            family_gates,
+            allow_metric_errors: suite.allow_metric_errors,
+            bench,
+            name,
+        });
+    }
+    check_case_names(config, &plans)?;
+    Ok(plans)
+}
+
+/// A suite's family thresholds (its `family_gate`, then the profile's for the families it has),
+/// each on a family of its `families` and a family metric, checked at the key that sets it.
+fn family_gates(
+    config: &Config,
+    suite: &SuiteConfig,
+    profile: &ProfileConfig,
+) -> Result<Vec<FamilyGate>, InputError> {
+    let mut resolved: BTreeMap<(String, Metric), Threshold> = BTreeMap::new();
+    let of_profile = profile
+        .family_gate
+        .iter()
+        .filter(|(family, _)| suite.families.contains_key(family.get_ref()));
+    for (family, gates) in suite.family_gate.iter().chain(of_profile) {
+        if !suite.families.contains_key(family.get_ref()) {
+            let known: Vec<&str> = suite.families.keys().map(String::as_str).collect();
+            return Err(config.error_at(
+                family.span(),
+                format!(
+                    "family_gate names family `{}`, which is not in this suite's `families` ({})",
+                    family.get_ref(),
+                    if known.is_empty() {
+                        "it has none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        for (metric, threshold) in gates {
+            let at = |message: String| config.error_at(metric.span(), message);
+            if !metric.get_ref().is_family_metric() {
+                return Err(at(format!(
+                    "`{}` is not a family metric (family metrics: {})",
+                    metric.get_ref(),
+                    Metric::FAMILY_NAMES
+                )));
+            }
+            threshold
+                .check_reachable(*metric.get_ref())
+                .map_err(|message| at(format!("family gate `{}`: {message}", metric.get_ref())))?;
+            resolved.insert((family.get_ref().clone(), *metric.get_ref()), *threshold);
+        }
+    }
+    Ok(resolved
+        .into_iter()
+        .map(|((family, metric), threshold)| FamilyGate {
+            family,
+            metric,
+            threshold,
+        })
+        .collect())
+}
+
+/// A `[cases."<name>"]` that names no test is a typo that would silently gate nothing.
+fn check_case_names(config: &Config, plans: &[SuitePlan]) -> Result<(), InputError> {
+    let names: BTreeSet<String> = super::plan::list(plans)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    match config
+        .cases
+        .keys()
+        .find(|name| !names.contains(name.get_ref()))
+    {
+        Some(name) => Err(config.error_at(
+            name.span(),
+            format!("[cases.\"{name}\"] names no test (see `sqlgate test --list`)"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The thresholds of a suite by metric; gating a metric the suite does not compute is a
+/// configuration error at the gate's key, not a failing test.
+fn computable_gates(
+    config: &Config,
+    scoring: &Scoring,
+    gates: Gates,
+) -> Result<BTreeMap<Metric, Threshold>, InputError> {
+    let mut computable = BTreeMap::new();
+    for (metric, threshold) in gates {
+        if !metric.get_ref().is_suite_metric() {
+            return Err(config.error_at(
+                metric.span(),
+                format!(
+                    "`{0}` is measured per family against its seeds: set it in the suite's \
+                     `family_gate = {{ <family> = {{ {0} = ... }} }}`",
+                    metric.get_ref()
+                ),
+            ));
+        }
+        let needs = match *metric.get_ref() {
+            Metric::Exp | Metric::Exr | Metric::F1 if scoring.regimes.is_empty() => {
+                Some("a `regime` in its [[suite]]")
+            }
+            Metric::Esm if scoring.esm.is_none() => Some("`structural = [\"esm\"]`"),
+            Metric::Etm if scoring.etm.is_none() => Some("`structural = [\"etm\"]`"),
+            _ => None,
+        };
+        if let Some(needs) = needs {
+            return Err(config.error_at(
+                metric.span(),
+                format!("gate `{}` needs {needs}", metric.get_ref()),
+            ));
+        }
+        computable.insert(metric.into_inner(), threshold);
+    }
+    Ok(computable)
+}
+
+/// The suite's embedder; a bad setting is an error at the suite's header (`suite_span`).
+fn embedder(
+    config: &Config,
+    settings: &EmbeddingsConfig,
+    suite_span: Range<usize>,
+) -> Result<Arc<dyn Embedder + Send>, InputError> {
+    let timeout = timeout_from_secs(settings.timeout_secs).ok_or_else(|| {
+        config.error_at(
+            suite_span.clone(),
+            format!(
+                "[[suite]] embeddings: timeout_secs must be a number of seconds in (0, {}]",
+                MAX_TIMEOUT.as_secs()
+            ),
+        )
+    })?;
+    settings.throttle.check().map_err(|problem| {
+        config.error_at(
+            suite_span.clone(),
+            format!("[[suite]] embeddings: throttle: {problem}"),
+        )
+    })?;
+    let client = Client::new(&ClientConfig {
+        base_url: settings.base_url.clone(),
+        api_key_env: settings.api_key_env.clone(),
+        timeout,
+    })
+    .map_err(|e| config.error_at(suite_span, format!("[[suite]] embeddings: {}", e.0)))?;
+    let file = settings.model.replace(['/', '\\', ':'], "_");
+    let cache = config
+        .resolve(&config.snapshots)
+        .join("embeddings")
+        .join(format!("{file}.jsonl"));
+    Ok(Arc::new(CachedEmbedder::open(
+        client,
+        &settings.model,
+        &cache,
+        Box::new(Throttle::new(settings.throttle.clone())),
+    )?))
+}

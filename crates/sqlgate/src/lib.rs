@@ -1,0 +1,54 @@
+//! sqlgate: a CI test harness for text-to-SQL systems. This crate is the gate: systems under
+//! test, `sqlgate.toml`, cassettes, snapshots, verdicts and the [`harness!`] macro for
+//! `cargo test`.
+//!
+//! The workspace's crates form a one-way stack, and cargo rejects an import against it (bottom
+//! first):
+//!
+//! 1. `sqlgate-eval`: the evaluation core (sandboxed engines, metrics, loaders, the per-case
+//!    scoring pipeline), re-exported here as [`eval`]
+//! 2. `sqlgate-llm`: asking a model or system (the OpenAI-compatible client, [`SystemError`],
+//!    the throttle)
+//! 3. `sqlgate` (this crate): `config`, then `system` (systems and their cassette), then
+//!    `gate` (named tests, verdicts, snapshots), then `harness` (libtest-mimic)
+//! 4. `sqlgate-generate`: the generators (mutants, JQE, TQA, paraphrases, calibration)
+//! 5. `sqlgate-cli`: the `sqlgate` command and its reporters
+//!
+//! # Gating your own system
+//!
+//! Implement [`System`] and hand it to [`harness!`] in a `harness = false` test target; every
+//! case of `sqlgate.toml` becomes a test of `cargo test`. Replies are cleaned of markdown fences
+//! and prose by the pipeline, so a system may return the model's text as it came.
+//!
+//! ```no_run
+//! use sqlgate::{Reply, Request, System, SystemError};
+//!
+//! struct Echo;
+//!
+//! impl System for Echo {
+//!     fn fingerprint(&self) -> String {
+//!         "echo-v1".to_string()
+//!     }
+//!
+//!     fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
+//!         if request.question.is_empty() {
+//!             return Err(SystemError::garbage("no question"));
+//!         }
+//!         Ok(Reply::sql("```sql\nSELECT 1\n```"))
+//!     }
+//! }
+//!
+//! sqlgate::harness!("sqlgate.toml", Echo);
+//! ```
+
+pub use sqlgate_eval as eval;
+
+pub mod config;
+
+pub mod system;
+
+pub mod gate;
+
+pub mod harness;
+
+pub use system::{Reply, Request, System, SystemError, SystemErrorKind};

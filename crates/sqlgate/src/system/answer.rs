@@ -1,0 +1,200 @@
+//! Answering a list of requests: from the cassette, from the system, or both (record modes),
+//! and the JSON answer that `command` and `http` systems return.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use super::cassette::{record_key, Cassette};
+use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use crate::config::RecordMode;
+use sqlgate_llm::throttle::Throttle;
+
+/// A system's answer to one case and the time it took (zero when it came from the cassette).
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub reply: Result<Reply, SystemError>,
+    pub elapsed: Duration,
+}
+
+/// Answers every request, aligned with `requests`.
+///
+/// The system is checked once before its first question ([`System::preflight`]). Calls run
+/// on `throttle.concurrency()` threads, each through the throttle, and every answer is
+/// journaled in the cassette as soon as it arrives, so a run killed at any moment
+/// resumes without asking again. `progress` is called with a request's index and its answer
+/// once it is answered (from the cassette first, then as calls return, from any thread).
+pub fn answer_all(
+    system: &dyn System,
+    requests: &[Request],
+    cassette: &Cassette,
+    mode: RecordMode,
+    throttle: &Throttle,
+    progress: &(dyn Fn(usize, &Answered) + Sync),
+) -> Vec<Answered> {
+    let fingerprint = system.fingerprint();
+    let keys: Vec<String> = requests
+        .iter()
+        .map(|request| record_key(&fingerprint, request))
+        .collect();
+    let mut answers: Vec<Option<Answered>> = vec![None; requests.len()];
+    let mut to_call = Vec::new();
+    for (index, key) in keys.iter().enumerate() {
+        let recorded = match mode {
+            RecordMode::All => None,
+            RecordMode::None | RecordMode::New => cassette.get(key),
+        };
+        let reply = match (recorded, mode) {
+            (Some(answer), _) => answer,
+            (None, RecordMode::None) => Err(not_recorded(&requests[index])),
+            (None, _) => {
+                to_call.push(index);
+                continue;
+            }
+        };
+        let answered = Answered {
+            reply,
+            elapsed: Duration::ZERO,
+        };
+        progress(index, &answered);
+        answers[index] = Some(answered);
+    }
+    if !to_call.is_empty() {
+        throttle.check_before_asking(|| system.preflight());
+    }
+    let called = call_concurrently(&to_call, throttle.concurrency(), |index| {
+        let request = &requests[index];
+        let start = Instant::now();
+        let reply = throttle.call(|| system.answer(request));
+        cassette.record(&keys[index], &request.id, &reply);
+        let answered = Answered {
+            reply,
+            elapsed: start.elapsed(),
+        };
+        progress(index, &answered);
+        answered
+    });
+    for (index, answered) in called {
+        answers[index] = Some(answered);
+    }
+    answers
+        .into_iter()
+        .zip(requests)
+        .map(|(answered, request)| {
+            answered.unwrap_or_else(|| Answered {
+                reply: Err(not_recorded(request)),
+                elapsed: Duration::ZERO,
+            })
+        })
+        .collect()
+}
+
+fn not_recorded(request: &Request) -> SystemError {
+    SystemError::new(
+        SystemErrorKind::NotRecorded,
+        format!(
+            "case `{}` has no recorded answer (record mode `none`); record it with `new`",
+            request.id
+        ),
+    )
+}
+
+/// Runs `work` on every index, on up to `threads` threads taking indices in order.
+fn call_concurrently<T: Send>(
+    indices: &[usize],
+    threads: usize,
+    work: impl Fn(usize) -> T + Sync,
+) -> Vec<(usize, T)> {
+    let next = AtomicUsize::new(0);
+    let done = Mutex::new(Vec::with_capacity(indices.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1).min(indices.len()) {
+            scope.spawn(|| {
+                while let Some(&index) = indices.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let result = work(index);
+                    done.lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .push((index, result));
+                }
+            });
+        }
+    });
+    done.into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A system's `timeout_secs` as a duration: positive, and at most a day (beyond that a
+/// deadline could overflow the clock).
+pub(crate) fn timeout(secs: f64) -> Result<Duration, String> {
+    sqlgate_eval::exec::sandbox::timeout_from_secs(secs).ok_or_else(|| {
+        format!("`timeout_secs` must be a number of seconds in (0, 86400], not {secs}")
+    })
+}
+
+/// The answer document of `command` and `http` systems:
+/// `{"sql": "..."}` or `{"abstain": true}`, optionally with `samples` and `retrieved`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireAnswer {
+    #[serde(default)]
+    sql: Option<String>,
+    #[serde(default)]
+    abstain: bool,
+    #[serde(default)]
+    samples: Vec<String>,
+    #[serde(default)]
+    retrieved: Vec<String>,
+}
+
+/// Parses a system's answer document (the pipeline cleans its SQL and samples afterwards).
+pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
+    let garbage = |problem: String| {
+        SystemError::new(
+            SystemErrorKind::Garbage,
+            format!("{problem}; the output was: {}", excerpt(output)),
+        )
+    };
+    let expected = "expected a JSON object `{\"sql\": \"...\"}` or `{\"abstain\": true}`";
+    // serde would also read the struct from a JSON list: only an object is an answer. It is
+    // read from the output itself, not through a `Value`, which would keep only the last of a
+    // repeated field instead of refusing it.
+    if !output.trim_ascii_start().starts_with(b"{") {
+        return Err(garbage(expected.into()));
+    }
+    let wire: WireAnswer =
+        serde_json::from_slice(output).map_err(|e| garbage(format!("{expected} ({e})")))?;
+    let sql = match (wire.sql, wire.abstain) {
+        (Some(sql), false) => Some(sql),
+        (None, true) => None,
+        (Some(_), true) => return Err(garbage("both `sql` and `\"abstain\": true`".into())),
+        (None, false) => {
+            return Err(garbage(
+                "needs `sql` (a string) or `\"abstain\": true`".into(),
+            ))
+        }
+    };
+    Ok(Reply {
+        sql,
+        cleaned: false,
+        samples: wire.samples,
+        retrieved: wire.retrieved,
+        truncated: false,
+    })
+}
+
+/// The start of a system's output, on one line, for error messages.
+pub(crate) fn excerpt(output: &[u8]) -> String {
+    const SHOWN: usize = 200;
+    let text = String::from_utf8_lossy(output);
+    let text = text.trim();
+    if text.is_empty() {
+        return "(nothing)".into();
+    }
+    let mut shown: String = text.chars().take(SHOWN).collect();
+    if text.chars().count() > SHOWN {
+        shown.push('…');
+    }
+    format!("{shown:?}")
+}

@@ -1,0 +1,173 @@
+//! Systems under test: anything that turns a question into SQL, or abstains.
+//!
+//! A system is asked through [`System::answer`]; its answers are recorded in a cassette keyed by
+//! the system's fingerprint and the case's content, so CI replays them without calling it.
+
+pub mod abstention;
+pub mod answer;
+pub mod cassette;
+pub mod command;
+mod from_config;
+pub mod http;
+pub mod openai;
+pub mod replay;
+
+pub use from_config::{build, ReplayConfig};
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use sqlgate_llm::{ServerState, SystemError, SystemErrorKind};
+
+/// What a system is asked: the JSON document sent to `command` and `http` systems.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Request {
+    pub id: String,
+    pub db: String,
+    pub db_path: PathBuf,
+    pub question: String,
+    pub evidence: Option<String>,
+    /// The database schema as `CREATE TABLE` statements.
+    pub schema: String,
+}
+
+/// A system's answer. Read back (from a cassette or a run record) strictly: an unknown field is
+/// an error, and `sql` must be there, as `null` for an abstention.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Reply {
+    /// The SQL to execute; `None` when it abstained. Cleaned of markdown and prose by
+    /// [`Reply::clean`] before it is scored.
+    #[serde(deserialize_with = "present")]
+    pub sql: Option<String>,
+    /// Markdown fences or prose were stripped from the raw answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleaned: bool,
+    /// Further sampled answers, for voting and Pass@K.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<String>,
+    /// What a retriever returned (tables, columns, examples), for diagnostics.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retrieved: Vec<String>,
+    /// The reply was cut short by the system's token limit (a chat `finish_reason` of
+    /// `length`): its SQL may be incomplete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// Reads an `Option` that must be present. serde reads a missing `Option` field as `None`, so
+/// `{"sqI": "SELECT ..."}` would replay as an abstention; with `deserialize_with`, a missing
+/// field is an error instead.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Option::deserialize(deserializer)
+}
+
+impl Reply {
+    /// An answer as the system gave it: markdown fences and prose are stripped by the pipeline
+    /// ([`Reply::clean`]), so a model's text can be passed on as it came.
+    pub fn sql(text: impl Into<String>) -> Reply {
+        Reply {
+            sql: Some(text.into()),
+            cleaned: false,
+            samples: Vec::new(),
+            retrieved: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    /// The system declines to answer.
+    pub fn abstain() -> Reply {
+        Reply {
+            sql: None,
+            ..Reply::sql("")
+        }
+    }
+
+    /// Adds further sampled answers, for voting and Pass@K.
+    pub fn with_samples(mut self, samples: Vec<String>) -> Reply {
+        self.samples = samples;
+        self
+    }
+
+    /// The reply with its SQL and samples cleaned of markdown fences and prose; `cleaned` says
+    /// whether anything was stripped. Every reply goes through it before it is scored.
+    pub fn clean(self) -> Reply {
+        let cleaned = self
+            .sql
+            .as_deref()
+            .map(sqlgate_eval::model_output::clean_sql);
+        Reply {
+            cleaned: self.cleaned || cleaned.as_ref().is_some_and(|c| c.cleaned),
+            sql: cleaned.map(|c| c.sql),
+            samples: self
+                .samples
+                .iter()
+                .map(|sample| sqlgate_eval::model_output::clean_sql(sample).sql)
+                .collect(),
+            retrieved: self.retrieved,
+            truncated: self.truncated,
+        }
+    }
+}
+
+/// A text-to-SQL system. Implement it to plug your own system into `cargo test`.
+pub trait System: Send + Sync {
+    /// Identifies the system's behaviour: it changes when the model, prompt or parameters change,
+    /// so recorded answers of an older configuration are not replayed.
+    fn fingerprint(&self) -> String;
+
+    fn answer(&self, request: &Request) -> Result<Reply, SystemError>;
+
+    /// Checks, once before the first question of a run, that the system can be asked (its
+    /// server is up and serves what it is configured to); the error names the cause, e.g.
+    /// `connection refused at 127.0.0.1:8765`, and the system is then asked nothing. There is
+    /// nothing to check by default.
+    fn preflight(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Turns a reply as the system gave it (and as the cassette keeps it) into the answer to
+    /// score: an abstention, a query, or garbage. It runs after the cassette, so recorded
+    /// replies keep the system's own text and a changed rule applies to them on replay.
+    fn interpret(&self, reply: Reply) -> Result<Reply, SystemError> {
+        Ok(reply)
+    }
+}
+
+impl Request {
+    /// The request for a case whose database is the file `db_path`, with `schema` its DDL.
+    pub fn new(case: &sqlgate_eval::loaders::Case, db_path: PathBuf, schema: String) -> Request {
+        Request {
+            id: case.id.clone(),
+            db: case.db.clone(),
+            db_path,
+            question: case.question.clone(),
+            evidence: case.evidence.clone(),
+            schema,
+        }
+    }
+}
+
+/// A database's schema as its `CREATE` statements, as systems are given it.
+pub fn schema_ddl(db_path: &std::path::Path) -> Result<String, sqlgate_eval::error::InputError> {
+    let fail = |e: rusqlite::Error| {
+        sqlgate_eval::error::InputError::file(db_path, format!("cannot read the schema: {e}"))
+    };
+    let conn =
+        rusqlite::Connection::open_with_flags(db_path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(fail)?;
+    let mut stmt = conn
+        .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+        .map_err(fail)?;
+    let statements = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .map_err(fail)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(fail)?;
+    Ok(statements
+        .into_iter()
+        .map(|s| s + ";")
+        .collect::<Vec<_>>()
+        .join("\n"))
+}

@@ -1,0 +1,73 @@
+//! The `replay` system: answers from a predictions file, in any format the loaders accept.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::loaders::{load_prediction_slots, Answer, Benchmark, PredFormat};
+use sqlgate_eval::store::Hasher;
+
+/// Replays the predictions of a file, aligned with a benchmark's cases.
+pub struct ReplaySystem {
+    replies: HashMap<String, Reply>,
+    fingerprint: String,
+}
+
+impl ReplaySystem {
+    /// Loads the predictions (`format` detected when `None`) for `bench`'s cases.
+    pub fn load(
+        path: &Path,
+        format: Option<PredFormat>,
+        bench: &Benchmark,
+    ) -> Result<ReplaySystem, InputError> {
+        let contents =
+            std::fs::read(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+        // A case the file does not answer fails as not recorded when it is asked for.
+        let predictions = load_prediction_slots(path, format, bench)?;
+        let replies = bench
+            .cases
+            .iter()
+            .zip(predictions)
+            .filter_map(|(case, prediction)| Some((case, prediction?)))
+            .map(|(case, prediction)| {
+                let sql = match prediction.answer {
+                    Answer::Sql(sql) => Some(sql),
+                    Answer::Abstain => None,
+                };
+                let reply = Reply {
+                    sql,
+                    cleaned: prediction.cleaned,
+                    samples: prediction.samples,
+                    retrieved: prediction.retrieved,
+                    truncated: false,
+                };
+                (case.id.clone(), reply)
+            })
+            .collect();
+        let mut hash = Hasher::new();
+        hash.field("replay").field(contents);
+        Ok(ReplaySystem {
+            replies,
+            fingerprint: format!("replay:{}", hash.hex()),
+        })
+    }
+}
+
+impl System for ReplaySystem {
+    fn fingerprint(&self) -> String {
+        self.fingerprint.clone()
+    }
+
+    fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
+        self.replies.get(&request.id).cloned().ok_or_else(|| {
+            SystemError::new(
+                SystemErrorKind::NotRecorded,
+                format!(
+                    "the predictions file has no answer for case `{}`",
+                    request.id
+                ),
+            )
+        })
+    }
+}

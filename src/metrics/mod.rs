@@ -1,9 +1,0 @@
-//! Metrics computed from executions and from the SQL itself.
-
-pub mod esm;
-pub mod etm;
-pub mod ex;
-pub mod reliability;
-pub mod retrieval;
-pub mod robustness;
-pub mod sqlmorph;
