@@ -49,11 +49,7 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// Whether `test` runs.
-    pub fn matches(&self, test: &TestDesc) -> bool {
-        self.choose(test) == Chosen::Run
-    }
-
+    /// Whether `test` runs, is reported as ignored, or is left out.
     pub fn choose(&self, test: &TestDesc) -> Chosen {
         let by_ignore = if self.ignored_only {
             test.ignored
