@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 
 use sqlgate::gate::session::Session;
 use sqlgate::gate::TestStatus;
+use sqlgate::runner::{Selection, TestRunnerBuilder};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -490,8 +491,8 @@ fn filters_select_tests_and_leave_snapshots_alone() {
     assert!(stdout(&exact).contains("1 test run: 1 passed"));
 }
 
-/// `sqlgate test` runs everything at once; the libtest-mimic harness runs each test on its own.
-/// Both must give every test the same verdict.
+/// `sqlgate test` runs everything at once; under nextest the libtest-mimic harness runs each
+/// test on its own (`--exact NAME`). Both must give every test the same verdict.
 #[test]
 fn both_front_ends_give_the_same_verdicts() {
     let gate = Gate::new();
@@ -499,7 +500,7 @@ fn both_front_ends_give_the_same_verdicts() {
     gate.replace_prediction("q04", "SELECT nonsense FROM nowhere");
     let session = Session::open(&gate.path("sqlgate.toml"), "default", None, None).unwrap();
     let tests = session.tests();
-    let together = session.run(&tests, None, &mut |_| {});
+    let together = TestRunnerBuilder::new().build(&session).run(&mut |_| {});
     let verdicts: std::collections::BTreeMap<&str, TestStatus> = together
         .results
         .iter()
@@ -507,9 +508,18 @@ fn both_front_ends_give_the_same_verdicts() {
         .collect();
     assert_eq!(verdicts.len(), tests.len());
     for test in &tests {
-        let alone = session.run_one(test);
+        let exact = Selection {
+            filters: vec![test.name.clone()],
+            exact: true,
+            ..Selection::default()
+        };
+        let alone = TestRunnerBuilder::new()
+            .selection(exact)
+            .build(&session)
+            .run(&mut |_| {});
+        assert_eq!(alone.results.len(), 1, "{}", test.name);
         assert_eq!(
-            Some(&alone.status),
+            Some(&alone.results[0].status),
             verdicts.get(test.name.as_str()),
             "{}",
             test.name

@@ -27,6 +27,9 @@ fn result(name: &str, status: TestStatus) -> TestResult {
         predicted_sql: None,
         kind: TestKind::Case(0),
         verdict: None,
+        system_error: None,
+        reply_truncated: false,
+        known_failure: false,
         threshold: None,
     }
 }

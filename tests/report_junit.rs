@@ -71,6 +71,9 @@ fn demo_results() -> (Vec<TestResult>, Vec<SuiteSummary>) {
                 } else {
                     Verdict::Incorrect
                 }),
+                system_error: None,
+                reply_truncated: false,
+                known_failure: false,
                 threshold: None,
             }
         })
@@ -108,6 +111,9 @@ fn plain(name: &str, suite: &str) -> TestResult {
         predicted_sql: None,
         kind: TestKind::Case(0),
         verdict: None,
+        system_error: None,
+        reply_truncated: false,
+        known_failure: false,
         threshold: None,
     }
 }

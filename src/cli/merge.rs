@@ -7,11 +7,12 @@ use clap::Args;
 
 use crate::report::terminal::ColorChoice;
 use sqlgate::gate::record::{self, RunRecord};
-use sqlgate::gate::run::Event;
+use sqlgate::gate::run::{self, Event};
 use sqlgate::gate::session::Session;
+use sqlgate::runner::{Ending, Outputs, Reporter as _};
 use sqlgate_eval::error::InputError;
 
-use super::test::{conclude, MessageFormat, Outputs, Reporter};
+use super::test::{MessageFormat, Reporter};
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -49,32 +50,44 @@ pub fn run(args: MergeArgs) -> Result<u8, InputError> {
         Some(sqlgate::config::RecordMode::None),
         None,
     )?;
-    let merged = record::merge(&shards, &session.suites, &session.inputs()?, &args.config)?;
-    let tests: Vec<_> = session.tests().into_iter().filter(|t| !t.ignored).collect();
+    let merged = record::merge(
+        &shards,
+        &session.suites,
+        &session.inputs(None)?,
+        &args.config,
+    )?;
+    let all = session.tests();
+    let tests: Vec<_> = all.iter().filter(|t| !t.ignored).cloned().collect();
     let mut reporter = Reporter::new(args.message_format, &session, args.color);
     reporter.event(Event::Started { total: tests.len() });
     let mut report = session.merged_report(merged, &tests)?;
     for result in &report.results {
         reporter.event(Event::Finished(result));
     }
-    let all = session.tests();
     report.results.extend(
         all.iter()
             .filter(|t| t.ignored)
-            .map(|t| sqlgate::gate::run::ignored(&session.suites[t.suite].name, t)),
+            .map(|t| run::ignored(&session.suites[t.suite].name, t)),
     );
-    sqlgate::gate::run::sort_in_plan_order(&mut report.results, &all);
-    let outputs = Outputs {
+    run::sort_in_plan_order(&mut report.results, &all);
+    let ending = Ending {
         whole: true,
+        partition: None,
+        store: None,
+        filtered_out: 0,
+        notes: vec![format!(
+            "merged {} run records: {} cases",
+            shards.len(),
+            report.work.cases
+        )],
+    };
+    let outputs = Outputs {
         accept: args.accept,
         junit: args.junit,
-        message_format: args.message_format,
-        filtered_out: 0,
+        profile_junit: true,
+        record_out: None,
+        github: Some(reporter.command_stream()),
     };
-    let notes = vec![format!(
-        "merged {} run records: {} cases",
-        shards.len(),
-        report.work.cases
-    )];
-    conclude(&session, &report, &outputs, &mut reporter, notes)
+    let outcome = ending.conclude(&session, &report, &outputs, &mut reporter)?;
+    Ok(outcome.exit_code())
 }

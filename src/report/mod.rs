@@ -1,29 +1,10 @@
-//! Renders results for people (text) and machines (JSON).
+//! Renders results for people (text) and machines (JSON). The outputs a finished gate run
+//! writes (JUnit, GitHub, the families' tables) live in the gate crate, shared with `harness!`.
 
-pub mod family_text;
-pub mod github;
-pub mod junit;
 pub mod libtest_json;
 pub mod progress;
 pub mod score_json;
 pub mod score_text;
 pub mod terminal;
 
-/// `1 test`, `2 tests`: a count with its noun (regular plurals only).
-pub fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{count} {noun}s")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn counts_read_as_english() {
-        assert_eq!(super::plural(0, "test"), "0 tests");
-        assert_eq!(super::plural(1, "test"), "1 test");
-        assert_eq!(super::plural(2, "known failure"), "2 known failures");
-    }
-}
+pub use sqlgate::report::{family_text, github, junit, plural};

@@ -124,14 +124,7 @@ impl TerminalReporter {
             bar.finish_and_clear();
         }
         let count = |status| results.iter().filter(|r| r.status == status).count();
-        let known = results
-            .iter()
-            .filter(|r| {
-                r.properties
-                    .get("known_failure")
-                    .is_some_and(|v| v == "true")
-            })
-            .count();
+        let known = results.iter().filter(|r| r.known_failure).count();
         let failed = count(TestStatus::Failed);
         let mut out = String::from("------------\n");
         let known = if known > 0 {
@@ -205,11 +198,7 @@ impl TerminalReporter {
             seconds(result.duration),
             result.name
         );
-        if result
-            .properties
-            .get("known_failure")
-            .is_some_and(|v| v == "true")
-        {
+        if result.known_failure {
             line.push_str(" (known failure)");
         }
         line

@@ -10,7 +10,8 @@
 //! 2. `sqlgate-llm`: asking a model or system (the OpenAI-compatible client, [`SystemError`],
 //!    the throttle)
 //! 3. `sqlgate` (this crate): `config`, then `system` (systems and their cassette), then
-//!    `gate` (named tests, verdicts, snapshots), then `harness` (libtest-mimic)
+//!    `gate` (named tests, verdicts, snapshots), then `report` (JUnit, GitHub outputs), then
+//!    `runner` (the run built from a plan, and its one ending), then `harness` (libtest-mimic)
 //! 4. `sqlgate-generate`: the generators (mutants, JQE, TQA, paraphrases, calibration)
 //! 5. `sqlgate-cli`: the `sqlgate` command and its reporters
 //!
@@ -48,6 +49,10 @@ pub mod config;
 pub mod system;
 
 pub mod gate;
+
+pub mod report;
+
+pub mod runner;
 
 pub mod harness;
 

@@ -172,6 +172,9 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         predicted_sql: run.score.sql.clone(),
         kind: TestKind::Case(run.case_index),
         verdict: Some(run.score.verdict),
+        system_error: run.system_error,
+        reply_truncated: run.reply_truncated,
+        known_failure,
         threshold: None,
     }
 }
@@ -478,6 +481,9 @@ fn gate_result(
         predicted_sql: None,
         kind,
         verdict: None,
+        system_error: None,
+        reply_truncated: false,
+        known_failure: false,
         threshold: Some(threshold),
     }
 }

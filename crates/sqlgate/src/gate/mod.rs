@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Threshold;
+use crate::system::SystemErrorKind;
 use sqlgate_eval::loaders::SourceRef;
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::FamilySummary;
@@ -56,6 +57,13 @@ pub struct TestResult {
     pub kind: TestKind,
     /// A case's verdict class, when it was evaluated.
     pub verdict: Option<Verdict>,
+    /// Why the system gave a case no usable answer, when it did not (also the
+    /// `system_error_kind` property).
+    pub system_error: Option<SystemErrorKind>,
+    /// The system's reply to a case was cut short by its token limit (also a property).
+    pub reply_truncated: bool,
+    /// A case that passed because it already failed in the accepted snapshot (also a property).
+    pub known_failure: bool,
     /// A gate's threshold (also its `threshold` property).
     #[serde(skip)]
     pub threshold: Option<Threshold>,

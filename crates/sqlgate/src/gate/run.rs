@@ -1,4 +1,4 @@
-//! The run: select tests, get answers for the cases they need, evaluate the cases in parallel,
+//! The run: given the selected tests, get answers for the cases they need, evaluate the cases in parallel,
 //! then the gates, reporting each verdict as an event the moment it is known.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -18,42 +18,6 @@ use super::judge::{self, CaseRun, SuiteMetrics};
 use super::plan::{SuitePlan, TestDesc, TestKind};
 use super::reuse::Reuse;
 use super::{TestResult, TestStatus};
-
-/// Which tests to run, as `cargo test` and nextest take them.
-#[derive(Debug, Clone, Default)]
-pub struct Selection {
-    /// A test runs when its name contains any filter (or equals one, with `exact`); none = all.
-    pub filters: Vec<String>,
-    pub exact: bool,
-    /// Run only the ignored tests (`--ignored`), or those too (`--include-ignored`).
-    pub ignored_only: bool,
-    pub include_ignored: bool,
-}
-
-impl Selection {
-    /// Whether `test` runs.
-    pub fn matches(&self, test: &TestDesc) -> bool {
-        let by_ignore = if self.ignored_only {
-            test.ignored
-        } else {
-            self.include_ignored || !test.ignored
-        };
-        self.matches_name(test) && by_ignore
-    }
-
-    /// Whether the filters name `test`, ignored or not: such a test is listed, and reported
-    /// as skipped when it does not run.
-    pub fn matches_name(&self, test: &TestDesc) -> bool {
-        self.filters.is_empty()
-            || self.filters.iter().any(|f| {
-                if self.exact {
-                    test.name == *f
-                } else {
-                    test.name.contains(f.as_str())
-                }
-            })
-    }
-}
 
 /// A test's verdict as it becomes known.
 pub enum Event<'a> {
@@ -257,6 +221,9 @@ pub fn ignored(suite: &str, test: &TestDesc) -> TestResult {
         predicted_sql: None,
         kind: test.kind,
         verdict: None,
+        system_error: None,
+        reply_truncated: false,
+        known_failure: false,
         threshold: None,
     }
 }
@@ -368,6 +335,9 @@ fn skipped(suite: &SuitePlan, kind: TestKind) -> TestResult {
         predicted_sql: None,
         kind,
         verdict: None,
+        system_error: None,
+        reply_truncated: false,
+        known_failure: false,
         threshold,
     }
 }

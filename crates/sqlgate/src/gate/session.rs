@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -25,9 +25,8 @@ use sqlgate_llm::throttle::{Asked, Throttle};
 use super::judge::{self, CaseRun};
 use super::plan::{self, SuitePlan, TestDesc, TestKind};
 use super::record::{CaseRecord, MergedRun, RunInputs, SuiteRecord};
-use super::run::{self, Event, RunReport};
+use super::run::{self, RunReport};
 use super::snapshot::{self, SnapshotEntry};
-use super::TestResult;
 
 pub struct Session {
     pub config: Config,
@@ -48,13 +47,9 @@ pub struct Session {
     accepted_snapshots: Vec<Option<snapshot::Accepted>>,
     /// Per suite and database: the schema DDL given to systems.
     schemas: Vec<HashMap<String, (PathBuf, String)>>,
-    /// Per suite: every case evaluated, computed once for gate tests in the harness.
-    whole_suites: Vec<OnceLock<Vec<CaseRun>>>,
     answer_progress: Option<Box<AnswerProgressFn>>,
     /// Found while opening or running; a set, so a warning repeated per suite shows once.
     warnings: Mutex<BTreeSet<String>>,
-    /// Gold results and verdicts of earlier runs ([`Session::use_cache`]).
-    store: Option<Arc<Store>>,
 }
 
 /// How far a suite's answers are.
@@ -140,8 +135,6 @@ impl Session {
         Ok(Session {
             answer_progress: None,
             warnings: Mutex::new(warnings),
-            whole_suites: suites.iter().map(|_| OnceLock::new()).collect(),
-            store: None,
             config,
             profile_name: profile_name.to_string(),
             profile,
@@ -162,23 +155,14 @@ impl Session {
         plan::list(&self.suites)
     }
 
-    /// Runs read query results and unchanged cases' verdicts from `store`, and keep theirs there.
-    pub fn use_cache(&mut self, store: Arc<Store>) {
-        self.store = Some(store);
-    }
-
-    /// After a run: bounds the cache's size; notes on problems it met.
-    pub fn finish_cache(&self) -> Result<Vec<String>, InputError> {
-        let Some(store) = &self.store else {
-            return Ok(Vec::new());
-        };
-        store.evict()?;
-        Ok(store.notes())
+    /// Per suite: case test name -> correct in the accepted snapshot.
+    pub fn accepted(&self) -> &[HashMap<String, bool>] {
+        &self.accepted
     }
 
     /// What this session runs on, for run records: two shards with equal inputs are parts of
-    /// one run.
-    pub fn inputs(&self) -> Result<RunInputs, InputError> {
+    /// one run. A run with a cache fingerprints its databases as the cache read them.
+    pub fn inputs(&self, store: Option<&Store>) -> Result<RunInputs, InputError> {
         let config = std::fs::read(&self.config.path)
             .map_err(|e| InputError::file(&self.config.path, format!("cannot read: {e}")))?;
         let mut plan = Hasher::new();
@@ -198,7 +182,7 @@ impl Session {
             }
         }
         Ok(RunInputs {
-            databases: self.database_hashes()?,
+            databases: self.database_hashes(store)?,
             sqlgate: sqlgate_eval::store::VERSION.to_string(),
             config: Hasher::new().field(config).hex(),
             profile: self.profile_name.clone(),
@@ -211,7 +195,10 @@ impl Session {
     /// The content hash of every SQLite database the suites read, by its path relative to the
     /// configuration's folder: the hash the run's cache read it at, when the run has a cache.
     /// A server's data has no such hash.
-    fn database_hashes(&self) -> Result<BTreeMap<String, String>, InputError> {
+    fn database_hashes(
+        &self,
+        store: Option<&Store>,
+    ) -> Result<BTreeMap<String, String>, InputError> {
         let files: BTreeSet<&Path> = self
             .suites
             .iter()
@@ -224,7 +211,7 @@ impl Session {
         files
             .into_par_iter()
             .map(|file| {
-                let hash = match &self.store {
+                let hash = match store {
                     Some(store) => store.file_hash(file),
                     None => sqlgate_eval::store::database_hash(file),
                 };
@@ -474,69 +461,6 @@ impl Session {
         Request::new(case, path, schema)
     }
 
-    /// Runs the given tests all at once, stopping once `max_fail` tests have failed (`None`:
-    /// every test runs).
-    pub fn run(
-        &self,
-        tests: &[TestDesc],
-        max_fail: Option<usize>,
-        on_event: &mut dyn FnMut(Event<'_>),
-    ) -> RunReport {
-        let answers = |suite: usize, cases: &[usize]| self.answers(suite, cases);
-        run::run(
-            &self.suites,
-            tests,
-            &self.accepted,
-            &answers,
-            max_fail,
-            self.store.as_ref(),
-            on_event,
-        )
-    }
-
-    /// Runs one test on its own (the harness fast path): a case evaluates only itself; a gate
-    /// evaluates its whole suite once per process.
-    pub fn run_one(&self, test: &TestDesc) -> TestResult {
-        let suite = &self.suites[test.suite];
-        match &test.kind {
-            TestKind::Case(case) => {
-                let answered = self.answers(test.suite, &[*case]).remove(0);
-                let engine = suite.engine();
-                let run = judge::evaluate_case(suite, *case, &answered, &engine);
-                judge::judge_case(
-                    suite,
-                    &run,
-                    self.accepted[test.suite].get(&run.test).copied(),
-                )
-            }
-            &TestKind::Gate(metric) => {
-                let start = std::time::Instant::now();
-                let metrics = self.whole_suite_metrics(test.suite);
-                judge::judge_gate(suite, metric, &metrics, start.elapsed())
-            }
-            &TestKind::FamilyGate(index) => {
-                let start = std::time::Instant::now();
-                let metrics = self.whole_suite_metrics(test.suite);
-                judge::judge_family_gate(suite, index, &metrics, start.elapsed())
-            }
-        }
-    }
-
-    /// The metrics of a suite whose every case ran, once per process.
-    fn whole_suite_metrics(&self, suite: usize) -> judge::SuiteMetrics {
-        let runs = self.whole_suites[suite].get_or_init(|| {
-            let all: Vec<TestDesc> = self
-                .tests()
-                .into_iter()
-                .filter(|t| t.suite == suite && matches!(t.kind, TestKind::Case(_)))
-                .collect();
-            self.run(&all, None, &mut |_| {})
-                .case_runs
-                .swap_remove(suite)
-        });
-        judge::suite_metrics(&self.suites[suite], runs)
-    }
-
     /// After a run: makes the cassette durable and compares each fully-run suite with its
     /// accepted snapshot. Accepting a whole run also prunes the cassette of answers no case
     /// asked for (old questions, old prompts).
@@ -730,11 +654,6 @@ fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, I
         }
     }
     Ok(schemas)
-}
-
-/// Whether every runnable test was selected (snapshots compare whole suites only).
-pub fn is_whole_run(all: &[TestDesc], selected: &[TestDesc]) -> bool {
-    selected.len() == all.iter().filter(|t| !t.ignored).count()
 }
 
 /// Whether this is a CI run, read as insta reads it: `CI` set to anything but `false`, `0` or

@@ -15,7 +15,7 @@ use quick_junit::{
     NonSuccessKind, Property, Report, SerializeError, TestCase, TestCaseStatus, TestSuite,
 };
 
-use sqlgate::gate::{SuiteSummary, TestResult, TestStatus};
+use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::files::write_atomically;
 

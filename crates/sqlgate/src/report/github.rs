@@ -12,9 +12,9 @@ use std::path::Path;
 
 use similar::{ChangeTag, TextDiff};
 
+use crate::gate::snapshot::normalize_sql;
+use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::junit::{by_suite, format_metric, SuiteView};
-use sqlgate::gate::snapshot::normalize_sql;
-use sqlgate::gate::{SuiteSummary, TestResult, TestStatus};
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::sqltext::{closing_quote, opening_quote};
 

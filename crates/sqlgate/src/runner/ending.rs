@@ -1,0 +1,223 @@
+//! The one ending of every run (`sqlgate test`, `sqlgate merge`, the `harness!` front end):
+//! the run record, the cassette made durable, the snapshots compared, the cache bounded, the
+//! closing notes, JUnit and GitHub outputs, and the outcome that decides the exit code.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sqlgate_eval::error::{InputError, EXIT_OK, EXIT_SYSTEM_UNAVAILABLE, EXIT_TESTS_FAILED};
+use sqlgate_eval::store::Store;
+
+use crate::gate::partition::Partition;
+use crate::gate::record::RunRecord;
+use crate::gate::run::RunReport;
+use crate::gate::session::{Session, SnapshotAction};
+use crate::gate::{SuiteSummary, TestStatus};
+use crate::report::{family_text, github, junit, plural};
+use crate::system::SystemErrorKind;
+
+use super::notes;
+use super::Reporter;
+
+/// What the run covered, and what it kept: how it must end.
+pub struct Ending {
+    /// Every runnable test ran: the snapshots are compared.
+    pub whole: bool,
+    /// The shard this run was, if any.
+    pub partition: Option<Partition>,
+    /// The cache the run read and kept verdicts in.
+    pub store: Option<Arc<Store>>,
+    /// Tests the filters left out (counted as skipped in the summary).
+    pub filtered_out: usize,
+    /// The front end's own notes, shown after the run's.
+    pub notes: Vec<String>,
+}
+
+/// Where a stream of workflow commands goes: stdout may carry JSON events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// What a finished run writes, besides its events.
+pub struct Outputs {
+    /// Accept the run's outcomes as the new snapshots.
+    pub accept: bool,
+    /// JUnit XML here (else the profile's `junit`, if any).
+    pub junit: Option<PathBuf>,
+    /// Also the profile's `junit`: a run that leaves the report to its runner (nextest's one
+    /// test per process) writes none.
+    pub profile_junit: bool,
+    /// The run record, for `sqlgate merge`.
+    pub record_out: Option<PathBuf>,
+    /// The job summary and annotations under GitHub Actions: `None` writes neither.
+    pub github: Option<Stream>,
+}
+
+/// How the run went, which decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    TestsFailed,
+    /// A case could not be asked: the system was unreachable.
+    SystemUnavailable,
+}
+
+impl Outcome {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Passed => EXIT_OK,
+            Outcome::TestsFailed => EXIT_TESTS_FAILED,
+            Outcome::SystemUnavailable => EXIT_SYSTEM_UNAVAILABLE,
+        }
+    }
+}
+
+impl Ending {
+    /// Ends the run of `report`: writes everything it leaves and hands the summary and notes to
+    /// `reporter`.
+    pub fn conclude(
+        self,
+        session: &Session,
+        report: &RunReport,
+        outputs: &Outputs,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Outcome, InputError> {
+        if let Some(path) = &outputs.record_out {
+            let record = RunRecord {
+                inputs: session.inputs(self.store.as_deref())?,
+                partition: self.partition.map(|p| p.to_string()),
+                suites: session.case_records(report),
+                answers: session.recorded_answers(),
+            };
+            record.write(path)?;
+        }
+        let finished = session.finish(report, self.whole, outputs.accept)?;
+        let mut notes: Vec<String> = session.asked().iter().map(notes::asking).collect();
+        notes.extend(notes::missing_answers(&report.results));
+        notes.extend(notes::replies(&report.results));
+        notes.extend(
+            session
+                .warnings()
+                .into_iter()
+                .map(|warning| format!("warning: {warning}")),
+        );
+        if let Some(partition) = self.partition {
+            notes.push(format!(
+                "partition {partition}: this shard ran its share of the cases and no gate (a \
+                 suite gate needs every case); no snapshot was compared; `sqlgate merge` gates \
+                 the shards' run records together"
+            ));
+        }
+        if report.cancelled {
+            notes.push(notes::stopped(report));
+        }
+        if let Some(store) = &self.store {
+            notes.push(notes::work(&report.work));
+            store.evict()?;
+            notes.extend(store.notes());
+        }
+        notes.extend(self.notes);
+        if finished.pruned_answers > 0 {
+            notes.push(format!(
+                "cassette: pruned {} that no case of this run asked for (old questions or \
+                 system settings)",
+                plural(finished.pruned_answers, "answer")
+            ));
+        }
+        for outcome in &finished.snapshots {
+            let path = session
+                .snapshot_dir()
+                .join(format!("{}.snap", outcome.suite));
+            let note = match outcome.action {
+                SnapshotAction::Unchanged => continue,
+                SnapshotAction::Accepted => format!("snapshot accepted: {}", path.display()),
+                SnapshotAction::Pending => format!(
+                    "snapshot differs: review {}.new with `cargo insta review`, or accept with \
+                     `sqlgate test --accept`",
+                    path.display()
+                ),
+                SnapshotAction::Differs => format!(
+                    "snapshot differs from {} (CI: nothing pending written)",
+                    path.display()
+                ),
+            };
+            notes.push(format!("{note}\n{}", outcome.diff_text.trim_end()));
+        }
+        let summaries: Vec<SuiteSummary> = session
+            .suites
+            .iter()
+            .zip(&report.metrics)
+            .map(|(suite, metrics)| {
+                SuiteSummary::from_results(&suite.name, metrics.values.clone(), &report.results)
+                    .with_families(metrics.families.clone())
+            })
+            .collect();
+        for summary in summaries.iter().filter(|s| !s.families.is_empty()) {
+            notes.push(format!(
+                "{}: families against their seeds (drop = A_orig - A_family in points)\n{}",
+                summary.name,
+                family_text::overview(&summary.families).trim_end()
+            ));
+        }
+        reporter.finish(&report.results, self.filtered_out, &notes);
+
+        let profile_junit = session
+            .profile
+            .junit
+            .as_ref()
+            .filter(|_| outputs.profile_junit);
+        if let Some(path) = outputs.junit.as_ref().or(profile_junit) {
+            junit::write(path, &report.results, &summaries)?;
+        }
+        if let Some(stream) = outputs.github {
+            write_github_outputs(report, &summaries, stream)?;
+        }
+        Ok(outcome(report))
+    }
+}
+
+/// Under GitHub Actions: the job summary, and annotations on the worst regressions.
+fn write_github_outputs(
+    report: &RunReport,
+    summaries: &[SuiteSummary],
+    stream: Stream,
+) -> Result<(), InputError> {
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+        github::append_step_summary(
+            Path::new(&path),
+            &github::step_summary(&report.results, summaries),
+        )?;
+    }
+    if std::env::var_os("GITHUB_ACTIONS").is_some() {
+        let workspace = std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from);
+        for annotation in github::annotations(
+            &report.results,
+            github::DEFAULT_ANNOTATIONS,
+            workspace.as_deref(),
+        ) {
+            // The runner reads workflow commands on either stream.
+            match stream {
+                Stream::Stdout => println!("{annotation}"),
+                Stream::Stderr => eprintln!("{annotation}"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A system that could not be reached says more than the failures it caused.
+fn outcome(report: &RunReport) -> Outcome {
+    let results = &report.results;
+    if results
+        .iter()
+        .any(|r| r.system_error == Some(SystemErrorKind::Unavailable))
+    {
+        Outcome::SystemUnavailable
+    } else if results.iter().any(|r| r.status == TestStatus::Failed) {
+        Outcome::TestsFailed
+    } else {
+        Outcome::Passed
+    }
+}
