@@ -10,10 +10,12 @@
 //!
 //! `compat` (`--etm-compat`) turns the guards off and keeps the reference's traversal quirks.
 
+mod engine;
 mod equivalences;
 mod facts;
 mod lower;
 mod normalize;
+mod rewrite;
 #[cfg(test)]
 mod rule_tests;
 mod sets;
@@ -35,8 +37,8 @@ use crate::exec::{Engine, Limits};
 use crate::sqltext;
 
 pub use facts::Facts;
-pub use normalize::Departure;
-use normalize::{Cx, DerivedFacts, RuleError, Trace};
+pub use rewrite::Departure;
+use rewrite::{Cx, DerivedFacts, RuleError, Trace};
 use tree::{Field, Node};
 
 /// How a pair was decided, as the reference data names it (`etm_status`) plus the harness's
@@ -283,9 +285,9 @@ pub fn compare(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
         error: None,
     };
     // Gold first: under compat, facts it derives (D2) apply to the prediction too.
-    let gold_result = normalize::apply_rules(gold_tree, &mut cx);
+    let gold_result = engine::apply_rules(gold_tree, &mut cx);
     let gold_trace = std::mem::take(&mut cx.trace);
-    let pred_result = normalize::apply_rules(pred_tree, &mut cx);
+    let pred_result = engine::apply_rules(pred_tree, &mut cx);
     let pred_trace = std::mem::take(&mut cx.trace);
     let side = |trace: &Trace, tree: Option<&Node>| Side {
         rules_fired: trace.fired.iter().copied().collect(),
