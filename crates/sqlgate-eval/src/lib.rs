@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The evaluation core of sqlgate: everything needed to score predicted SQL against gold SQL,
 //! and nothing that asks a model, reads `sqlgate.toml` or talks to a terminal.
 //!

@@ -46,11 +46,17 @@ use tree::{Field, Node};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// The normalised trees are equal.
     Match,
+    /// The normalised trees differ.
     Nomatch,
+    /// The gold query fails `EXPLAIN QUERY PLAN` on the database.
     InvalidGold,
+    /// The prediction fails `EXPLAIN QUERY PLAN` on the database.
     InvalidPred,
+    /// The gold query does not parse, or is too long or deep to parse.
     GoldUnparsed,
+    /// The prediction does not parse, or is too long or deep to parse.
     PredUnparsed,
     /// The fixpoint bound was reached (`etm_no_fixpoint`).
     NoFixpoint,
@@ -61,7 +67,9 @@ pub enum Status {
 /// What one side went through.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Side {
+    /// Rules that rewrote the tree, ascending (`0` is the cleanup).
     pub rules_fired: Vec<u16>,
+    /// Where the harness departed from the reference on this side.
     pub departures: Vec<Departure>,
     /// The normalised query, rendered for reading.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -73,16 +81,24 @@ pub struct Side {
 pub struct Difference {
     /// Field names from the root, e.g. `where.this.expression`.
     pub path: String,
+    /// The gold side's subtree there, rendered as SQL.
     pub gold: String,
+    /// The prediction's subtree there, rendered as SQL.
     pub pred: String,
 }
 
+/// The ETM outcome of one pair, with what explains it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
+    /// Whether the pair matches (status `match`).
     pub etm: bool,
+    /// How the pair was decided.
     pub status: Status,
+    /// What normalisation did to the gold query.
     pub gold: Side,
+    /// What normalisation did to the prediction.
     pub pred: Side,
+    /// For a mismatch, the first differing subtree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub difference: Option<Difference>,
     /// The planner's or parser's message for invalid and unparsed pairs.
@@ -131,7 +147,9 @@ impl Verdict {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read the database {}: {message}", path.display())]
 pub struct EtmError {
+    /// The database file.
     pub path: PathBuf,
+    /// SQLite's message.
     pub message: String,
 }
 
@@ -148,6 +166,7 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
+    /// An evaluator; `compat` behaves like the reference (`--etm-compat`: no guards).
     pub fn new(compat: bool) -> Evaluator {
         Evaluator {
             compat,

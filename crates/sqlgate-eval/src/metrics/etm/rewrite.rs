@@ -20,6 +20,7 @@ pub struct Departure {
     pub rule: u16,
     /// The defect of §7 (`D3`, `D12`, ...) or, for a guard with no defect number, `guard`.
     pub defect: &'static str,
+    /// What happened there, for a person reading the verdict.
     pub reason: &'static str,
 }
 
