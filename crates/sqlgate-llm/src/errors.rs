@@ -11,7 +11,9 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct LlmError {
+    /// The class of failure.
     pub kind: LlmErrorKind,
+    /// What went wrong, with an excerpt of the server's answer when there was one.
     pub message: String,
     /// Worth asking again (HTTP 429 or 5xx, a timeout, a dropped connection).
     pub retryable: bool,
@@ -34,6 +36,7 @@ pub enum ServerState {
     Unreachable,
 }
 
+/// The classes of [`LlmError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LlmErrorKind {
     /// No answer within the client's time bound.

@@ -9,7 +9,9 @@ use crate::{LlmError, LlmErrorKind, ServerState};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct SystemError {
+    /// The class of failure, as reports and records name it.
     pub kind: SystemErrorKind,
+    /// What went wrong, for a person.
     pub message: String,
     /// Worth asking again (HTTP 429 or 5xx, a timeout, a dropped connection).
     #[serde(skip)]
@@ -27,6 +29,7 @@ pub struct SystemError {
     pub truncated: bool,
 }
 
+/// The classes of [`SystemError`], as reports and records name them.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum SystemErrorKind {
@@ -133,6 +136,7 @@ impl crate::Retry for crate::throttle::Throttle {
 }
 
 impl SystemErrorKind {
+    /// The name in reports and records (`timeout`, `not_recorded`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             SystemErrorKind::Timeout => "timeout",

@@ -13,7 +13,8 @@ use super::ast::{AggOp, ColUnit, Condition, Connector, Sql, WhereOp};
 pub enum Hardness {
     /// At most one component (WHERE, GROUP BY, ORDER BY, LIMIT, JOIN, OR, LIKE) and nothing else.
     Easy,
-    /// A couple of components or of other constructs (several aggregates, columns or conditions), no nesting.
+    /// A couple of components or of other constructs (several aggregates, columns or conditions),
+    /// no nesting.
     Medium,
     /// More of them, or one nested query or set operation in an otherwise easy query.
     Hard,
