@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The generators of sqlgate. Each writes reviewable files (a family of mutated cases, a
 //! calibration table) and never runs inside a test.
 //!
