@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The evaluation core of sqlgate: everything needed to score predicted SQL against gold SQL,
 //! and nothing that asks a model, reads `sqlgate.toml` or talks to a terminal.
 //!
@@ -12,6 +11,8 @@
 //! 4. `metrics`: pure functions of results and SQL (EX, ESM, ETM, SQLMorph, TrustSQL, SQL2NL)
 //! 5. `loaders`: benchmark files (Spider, BIRD, Defog, TrustSQL, native) turned into cases
 //! 6. `scoring`: the one per-case pipeline, shared by `sqlgate score` and the gate
+
+#![warn(missing_docs)]
 
 pub mod error;
 pub mod files;

@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! The generators of sqlgate. Each writes reviewable files (a family of mutated cases, a
 //! calibration table) and never runs inside a test.
 //!
@@ -6,6 +5,8 @@
 //!   Augmentation, SQL2NL's schema-aligned paraphrases and infeasible questions;
 //! - `calibrate`: the fine-grained metrics measured on single-error mutants (SQLMorph
 //!   Tables IX and X).
+
+#![warn(missing_docs)]
 
 pub mod mutate;
 

@@ -26,6 +26,7 @@ pub struct LlmError {
 /// What a failed request says about the server: the throttle lowers its concurrency when the
 /// server is busy and stops asking one that cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum ServerState {
     /// Nothing in particular: the server answered, or the failure says nothing about it.
     #[default]

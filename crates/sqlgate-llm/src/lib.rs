@@ -1,4 +1,3 @@
-#![warn(missing_docs)]
 //! A client for OpenAI-compatible HTTP APIs (OpenAI, vLLM, Ollama, llama.cpp server), shared by
 //! the `openai` system and the generators.
 //!
@@ -6,6 +5,8 @@
 //! retries: retries, backoff and rate limiting belong to the [`throttle::Throttle`] every call
 //! goes through, which reads `retryable` and `retry_after` from the error. A call to a system
 //! under test ends in a [`SystemError`], whatever the system is.
+
+#![warn(missing_docs)]
 
 pub mod cache;
 mod cached_embedder;
