@@ -2,7 +2,7 @@
 
 mod llm_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use llm_support::{chat_completion, Canned, Recorded, TestServer};
 use sha2::{Digest, Sha256};
@@ -29,14 +29,14 @@ fn system(config: OpenAiConfig) -> OpenAiSystem {
 }
 
 fn request() -> Request {
-    Request {
-        id: "12".into(),
-        db: "concert_singer".into(),
-        db_path: PathBuf::from("concert_singer.sqlite"),
-        question: "How many singers are older than 30?".into(),
-        evidence: Some("older means age > 30".into()),
-        schema: "CREATE TABLE singer (singer_id INT, name TEXT, age INT)".into(),
-    }
+    Request::question(
+        "12",
+        "concert_singer",
+        "concert_singer.sqlite",
+        "How many singers are older than 30?",
+    )
+    .with_evidence("older means age > 30")
+    .with_schema("CREATE TABLE singer (singer_id INT, name TEXT, age INT)")
 }
 
 /// The system's answer to `request()` when the model says `content`, and the request it sent.

@@ -14,14 +14,8 @@ use sqlgate::system::{Reply, Request, SystemError, SystemErrorKind};
 use sqlgate_llm::throttle::Throttle;
 
 fn request(id: &str) -> Request {
-    Request {
-        id: id.into(),
-        db: "shop".into(),
-        db_path: PathBuf::from("dbs/shop.sqlite"),
-        question: format!("Question {id}?"),
-        evidence: None,
-        schema: "CREATE TABLE book (id INTEGER);".into(),
-    }
+    Request::question(id, "shop", "dbs/shop.sqlite", format!("Question {id}?"))
+        .with_schema("CREATE TABLE book (id INTEGER);")
 }
 
 fn requests(ids: &[&str]) -> Vec<Request> {
@@ -204,13 +198,7 @@ fn progress_is_reported_once_per_request() {
 }
 
 fn reply(sql: &str) -> Result<Reply, SystemError> {
-    Ok(Reply {
-        sql: Some(sql.into()),
-        cleaned: false,
-        samples: Vec::new(),
-        retrieved: Vec::new(),
-        truncated: false,
-    })
+    Ok(Reply::sql(sql))
 }
 
 fn failure(kind: SystemErrorKind) -> Result<Reply, SystemError> {
@@ -219,13 +207,11 @@ fn failure(kind: SystemErrorKind) -> Result<Reply, SystemError> {
 
 /// Some answers under the keys of system "sys".
 fn answers() -> Vec<(String, String, Result<Reply, SystemError>)> {
-    let abstain = Ok(Reply {
-        sql: None,
-        cleaned: true,
-        samples: vec!["SELECT 2".into()],
-        retrieved: vec!["book".into()],
-        truncated: true,
-    });
+    // Every field set, `cleaned` included (only the pipeline sets it, so it is read from JSON).
+    let abstain = Ok(serde_json::from_str::<Reply>(
+        r#"{"sql": null, "cleaned": true, "samples": ["SELECT 2"], "retrieved": ["book"], "truncated": true}"#,
+    )
+    .unwrap());
     [
         ("a", reply("SELECT 1")),
         ("b", abstain),
@@ -426,15 +412,7 @@ fn the_key_covers_the_case_content_and_the_fingerprint() {
 fn concurrent_recorders_merge_their_answers() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.jsonl");
-    let answer = |sql: &str| {
-        Ok(Reply {
-            sql: Some(sql.to_string()),
-            cleaned: false,
-            samples: Vec::new(),
-            retrieved: Vec::new(),
-            truncated: false,
-        })
-    };
+    let answer = |sql: &str| Ok(Reply::sql(sql));
     // Two runs open the cassette before either finishes, as runs in one folder do.
     let first = Cassette::open(&path).unwrap();
     let second = Cassette::open(&path).unwrap();

@@ -10,14 +10,14 @@ use sqlgate::system::command::{CommandConfig, CommandSystem, BASIC_ENV};
 use sqlgate::system::{Request, System, SystemErrorKind};
 
 fn request(id: &str) -> Request {
-    Request {
-        id: id.into(),
-        db: "shop".into(),
-        db_path: PathBuf::from("dbs/shop.sqlite"),
-        question: "How many \"books\" are there?".into(),
-        evidence: Some("books are rows of `book`".into()),
-        schema: "CREATE TABLE book (id INTEGER PRIMARY KEY, title TEXT);".into(),
-    }
+    Request::question(
+        id,
+        "shop",
+        "dbs/shop.sqlite",
+        "How many \"books\" are there?",
+    )
+    .with_evidence("books are rows of `book`")
+    .with_schema("CREATE TABLE book (id INTEGER PRIMARY KEY, title TEXT);")
 }
 
 fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {

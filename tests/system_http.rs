@@ -1,7 +1,6 @@
 //! The `http` system against a real server on 127.0.0.1, through the throttle.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -12,14 +11,8 @@ use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::ThrottleConfig;
 
 fn request(id: &str) -> Request {
-    Request {
-        id: id.into(),
-        db: "shop".into(),
-        db_path: PathBuf::from("dbs/shop.sqlite"),
-        question: "How many books?".into(),
-        evidence: None,
-        schema: "CREATE TABLE book (id INTEGER);".into(),
-    }
+    Request::question(id, "shop", "dbs/shop.sqlite", "How many books?")
+        .with_schema("CREATE TABLE book (id INTEGER);")
 }
 
 /// What the server answers to one request.

@@ -29,13 +29,14 @@ echo "{\"sql\": \"SELECT 1 AS $id\"}"
 
 fn requests() -> Vec<Request> {
     (0..CASES)
-        .map(|index| Request {
-            id: format!("case{index:02}"),
-            db: "shop".into(),
-            db_path: PathBuf::from("shop.sqlite"),
-            question: format!("Question {index}?"),
-            evidence: None,
-            schema: "CREATE TABLE t (a INTEGER);".into(),
+        .map(|index| {
+            Request::question(
+                format!("case{index:02}"),
+                "shop",
+                "shop.sqlite",
+                format!("Question {index}?"),
+            )
+            .with_schema("CREATE TABLE t (a INTEGER);")
         })
         .collect()
 }

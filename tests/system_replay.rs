@@ -1,6 +1,6 @@
 //! The `replay` system: answers from a predictions file, looked up by case id.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sqlgate::system::replay::ReplaySystem;
 use sqlgate::system::{Request, System, SystemErrorKind};
@@ -23,14 +23,7 @@ fn benchmark(dir: &Path) -> Benchmark {
 }
 
 fn request(id: &str) -> Request {
-    Request {
-        id: id.into(),
-        db: "shop".into(),
-        db_path: PathBuf::from("shop.sqlite"),
-        question: "?".into(),
-        evidence: None,
-        schema: String::new(),
-    }
+    Request::question(id, "shop", "shop.sqlite", "?")
 }
 
 #[test]

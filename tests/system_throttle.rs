@@ -18,13 +18,11 @@ fn error(kind: SystemErrorKind, retryable: bool) -> SystemError {
 }
 
 fn refused() -> SystemError {
-    SystemError {
-        server: ServerState::Unreachable,
-        ..SystemError::retryable(
-            SystemErrorKind::Transport,
-            "connection refused at 127.0.0.1:9",
-        )
-    }
+    SystemError::retryable(
+        SystemErrorKind::Transport,
+        "connection refused at 127.0.0.1:9",
+    )
+    .with_server(ServerState::Unreachable)
 }
 
 fn recording(config: ThrottleConfig) -> (Throttle, Arc<Mutex<Vec<Duration>>>) {

@@ -1,11 +1,11 @@
 //! `sqlgate generate <family>`: generators write new cases to disk; they never run inside a test.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::Source;
+use super::{generator_client, Source};
 use crate::report::plural;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::error::EXIT_OK;
@@ -21,7 +21,6 @@ use sqlgate_generate::mutate::{family, infeasible};
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::ThrottleConfig;
-use sqlgate_llm::{Client, ClientConfig};
 
 #[derive(Subcommand)]
 pub enum GenerateCommand {
@@ -34,68 +33,10 @@ pub enum GenerateCommand {
     Jqe(JqeArgs),
     /// Textual Query Augmentation: identifiers made less natural (schema, SQL and question) or
     /// the linker table's mentions hidden, as families (see docs/tqa.md).
-    Tqa(TqaArgs),
+    Tqa(super::tqa::TqaArgs),
     /// Schema-aligned paraphrases (SQL2NL): k questions per gold query from the offline
     /// verbalizer or a chat model, kept when close to the original (see docs/paraphrase.md).
     Paraphrase(super::para::ParaphraseArgs),
-}
-
-#[derive(Args)]
-pub struct TqaArgs {
-    #[command(flatten)]
-    pub(super) source: Source,
-    /// `naturalness` (SQLMorph §V) or `linker` (Riahi 2025 thesis ch. 4).
-    #[arg(long, value_enum)]
-    pub(super) method: TqaMethod,
-    /// Folder to write the families (and, for naturalness, the clone scripts) into.
-    #[arg(long)]
-    pub(super) out: PathBuf,
-    /// WordNet 3.0 dict folder (default: $SQLGATE_WORDNET, else /usr/share/wordnet).
-    #[arg(long)]
-    pub(super) wordnet: Option<PathBuf>,
-    /// Lower identifiers with a chat model at this OpenAI-compatible endpoint (the paper's
-    /// few-shot prompt, temperature 0, seed 42, cached; unusable answers fall back to the rule).
-    #[arg(
-        long,
-        requires = "llm_model",
-        required_if_eq_any([("strategy", "back-translation"), ("strategy", "contextual")])
-    )]
-    pub(super) llm_url: Option<String>,
-    /// The chat model to ask the `--llm-url` endpoint for.
-    #[arg(long, requires = "llm_url")]
-    pub(super) llm_model: Option<String>,
-    /// The environment variable holding the endpoint's API key.
-    #[arg(long)]
-    pub(super) llm_api_key_env: Option<String>,
-    /// Also rewrite each question and evidence with the model (the paper's JSON prompt; an
-    /// answer that loses a value falls back to the deterministic rewrite).
-    #[arg(long, requires = "llm_url")]
-    pub(super) llm_questions: bool,
-    /// How `--method linker` hides the linker table's mentions: `synonym` (WordNet, the
-    /// default), or with the `--llm-url` model `back-translation` (through French) or
-    /// `contextual` (masked-word prediction); an unusable answer keeps the synonym rewrite.
-    #[arg(long, value_enum, default_value = "synonym")]
-    pub(super) strategy: LinkerStrategy,
-    /// Where answers are cached (default: `<out>/llm-cache.jsonl`).
-    #[arg(long)]
-    pub(super) llm_cache: Option<PathBuf>,
-    /// A predictions file for the benchmark: its answers are carried to every generated case
-    /// (renamed onto the clone where the case runs there) into `<out>/predictions.jsonl`.
-    #[arg(long)]
-    pub(super) predictions: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TqaMethod {
-    Naturalness,
-    Linker,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LinkerStrategy {
-    Synonym,
-    BackTranslation,
-    Contextual,
 }
 
 #[derive(Args)]
@@ -402,25 +343,11 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
     Ok(EXIT_OK)
 }
 
-/// The chat client of a generator's `--llm-url` (generous timeout: generation is offline work).
-pub(super) fn generator_client(
-    url: &str,
-    api_key_env: &Option<String>,
-    out: &Path,
-) -> Result<Client, InputError> {
-    Client::new(&ClientConfig {
-        base_url: url.to_string(),
-        api_key_env: api_key_env.clone(),
-        timeout: std::time::Duration::from_secs(120),
-    })
-    .map_err(|e| InputError::file(out, format!("--llm-url: {}", e.0)))
-}
-
 fn rewriter(args: &JqeArgs) -> Result<Option<Rewriter>, InputError> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
         return Ok(None);
     };
-    let client = generator_client(url, &args.llm_api_key_env, &args.out)?;
+    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env, &args.out)?;
     let prompt = match &args.llm_prompt {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| InputError::file(path, format!("cannot read the prompt: {e}")))?,

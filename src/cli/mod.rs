@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod generate;
+mod generator_client;
 mod merge;
 mod para;
 mod schema_db;

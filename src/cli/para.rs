@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::generate::generator_client;
-use super::{Source, EXIT_OK};
+use super::{generator_client, Source, EXIT_OK};
 use crate::report::plural;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::schema::Schema;
@@ -21,8 +20,8 @@ use sqlgate_generate::mutate::para::{
 };
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
+use sqlgate_llm::CachedEmbedder;
 use sqlgate_llm::ThrottleConfig;
-use sqlgate_llm::{CachedEmbedder, Client, ClientConfig};
 
 #[derive(Args)]
 pub struct ParaphraseArgs {
@@ -250,12 +249,12 @@ fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, InputError> {
     let (Some(url), Some(model)) = (&args.embeddings_url, &args.embeddings_model) else {
         return Ok(Box::new(NgramEmbedder::default()));
     };
-    let client = Client::new(&ClientConfig {
-        base_url: url.clone(),
-        api_key_env: args.embeddings_api_key_env.clone(),
-        timeout: std::time::Duration::from_secs(120),
-    })
-    .map_err(|e| InputError::file(&args.out, format!("--embeddings-url: {}", e.0)))?;
+    let client = generator_client::connect(
+        "--embeddings-url",
+        url,
+        &args.embeddings_api_key_env,
+        &args.out,
+    )?;
     let cache = args
         .embeddings_cache
         .clone()
@@ -270,7 +269,7 @@ fn paraphraser(args: &ParaphraseArgs) -> Result<Option<Paraphraser>, InputError>
     let (Some(url), Some(model)) = (&args.llm_url, &args.model) else {
         return Ok(None);
     };
-    let client = generator_client(url, &args.llm_api_key_env, &args.out)?;
+    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env, &args.out)?;
     let prompt = match &args.prompt {
         Some(path) => {
             let text = std::fs::read_to_string(path)

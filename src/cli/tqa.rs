@@ -1,9 +1,11 @@
 //! `sqlgate generate tqa`: the TQA families written to a folder (see docs/tqa.md).
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 
-use super::generate::{generator_client, LinkerStrategy, TqaArgs, TqaMethod};
-use super::EXIT_OK;
+use clap::{Args, ValueEnum};
+
+use super::{generator_client, Source, EXIT_OK};
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::files::write_atomically;
@@ -15,6 +17,64 @@ use sqlgate_generate::mutate::tqa::rename::RenameMap;
 use sqlgate_generate::mutate::tqa::sql::rename_sql;
 use sqlgate_generate::mutate::tqa::{ident, linker, wordnet::WordNet};
 use sqlgate_llm::cache::JsonlCache;
+
+#[derive(Args)]
+pub struct TqaArgs {
+    #[command(flatten)]
+    source: Source,
+    /// `naturalness` (SQLMorph §V) or `linker` (Riahi 2025 thesis ch. 4).
+    #[arg(long, value_enum)]
+    method: TqaMethod,
+    /// Folder to write the families (and, for naturalness, the clone scripts) into.
+    #[arg(long)]
+    out: PathBuf,
+    /// WordNet 3.0 dict folder (default: $SQLGATE_WORDNET, else /usr/share/wordnet).
+    #[arg(long)]
+    wordnet: Option<PathBuf>,
+    /// Lower identifiers with a chat model at this OpenAI-compatible endpoint (the paper's
+    /// few-shot prompt, temperature 0, seed 42, cached; unusable answers fall back to the rule).
+    #[arg(
+        long,
+        requires = "llm_model",
+        required_if_eq_any([("strategy", "back-translation"), ("strategy", "contextual")])
+    )]
+    llm_url: Option<String>,
+    /// The chat model to ask the `--llm-url` endpoint for.
+    #[arg(long, requires = "llm_url")]
+    llm_model: Option<String>,
+    /// The environment variable holding the endpoint's API key.
+    #[arg(long)]
+    llm_api_key_env: Option<String>,
+    /// Also rewrite each question and evidence with the model (the paper's JSON prompt; an
+    /// answer that loses a value falls back to the deterministic rewrite).
+    #[arg(long, requires = "llm_url")]
+    llm_questions: bool,
+    /// How `--method linker` hides the linker table's mentions: `synonym` (WordNet, the
+    /// default), or with the `--llm-url` model `back-translation` (through French) or
+    /// `contextual` (masked-word prediction); an unusable answer keeps the synonym rewrite.
+    #[arg(long, value_enum, default_value = "synonym")]
+    strategy: LinkerStrategy,
+    /// Where answers are cached (default: `<out>/llm-cache.jsonl`).
+    #[arg(long)]
+    llm_cache: Option<PathBuf>,
+    /// A predictions file for the benchmark: its answers are carried to every generated case
+    /// (renamed onto the clone where the case runs there) into `<out>/predictions.jsonl`.
+    #[arg(long)]
+    predictions: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TqaMethod {
+    Naturalness,
+    Linker,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LinkerStrategy {
+    Synonym,
+    BackTranslation,
+    Contextual,
+}
 
 pub fn run(args: TqaArgs) -> Result<u8, InputError> {
     let wordnet = WordNet::open(&WordNet::locate(args.wordnet.as_deref()))?;
@@ -177,7 +237,7 @@ fn llm_lowering(args: &TqaArgs) -> Result<Option<TqaLlm>, InputError> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
         return Ok(None);
     };
-    let client = generator_client(url, &args.llm_api_key_env, &args.out)?;
+    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env, &args.out)?;
     let cache = args
         .llm_cache
         .clone()

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 /// Exit codes, documented in README; defined here so that every front end (`cli`, `harness`)
 /// uses the same ones.
 pub const EXIT_OK: u8 = 0;
+/// Malformed input or usage: a file, a flag or a database the run cannot use.
 pub const EXIT_BAD_INPUT: u8 = 2;
+/// `test`: at least one test failed (nextest's `TEST_RUN_FAILED`).
 pub const EXIT_TESTS_FAILED: u8 = 100;
 /// `test`: the filters select no test to run (nextest's `NO_TESTS_RUN`).
 pub const EXIT_NO_TESTS_RUN: u8 = 4;
@@ -20,11 +22,13 @@ pub const EXIT_SYSTEM_UNAVAILABLE: u8 = 69;
 /// Bad input: a malformed file, an unknown database, misaligned predictions...
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {
+    /// The file at fault (or the flag's value, for a bad option).
     pub file: PathBuf,
     /// 1-based line, when the problem has one.
     pub line: Option<usize>,
     /// 0-based record index, when the format has records.
     pub record: Option<usize>,
+    /// What is wrong, for a person to act on.
     pub message: String,
 }
 
@@ -39,11 +43,13 @@ impl InputError {
         }
     }
 
+    /// The same error pinned to a 1-based line of the file.
     pub fn at_line(mut self, line: usize) -> Self {
         self.line = Some(line);
         self
     }
 
+    /// The same error pinned to a 0-based record of the file.
     pub fn at_record(mut self, record: usize) -> Self {
         self.record = Some(record);
         self

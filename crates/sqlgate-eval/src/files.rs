@@ -186,6 +186,7 @@ const DB_COUNTER_AT: u64 = 24;
 const WAL_SALTS_AT: u64 = 16;
 
 impl Stamp {
+    /// The stamp of `db` and of its `-wal` file now (a missing file stamps as absent).
     pub fn of(db: &Path) -> Stamp {
         Stamp {
             db: file_stamp(db, DB_COUNTER_AT),

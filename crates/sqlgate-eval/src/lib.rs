@@ -12,6 +12,8 @@
 //! 5. `loaders`: benchmark files (Spider, BIRD, Defog, TrustSQL, native) turned into cases
 //! 6. `scoring`: the one per-case pipeline, shared by `sqlgate score` and the gate
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod files;
 pub mod model_output;

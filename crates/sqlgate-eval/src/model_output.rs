@@ -16,6 +16,7 @@ use crate::sqltext;
 /// The SQL kept from a raw prediction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CleanedSql {
+    /// The one statement kept, trimmed and without its trailing semicolons.
     pub sql: String,
     /// Something other than surrounding whitespace and trailing semicolons was removed:
     /// markdown fences, prose, or other statements.

@@ -34,12 +34,18 @@ const LARGE_STACK: usize = 512 << 20;
 /// Why a text was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TooComplex {
+    /// The text is longer than the byte bound.
     TooLong {
+        /// The text's length in bytes.
         bytes: usize,
+        /// The bound it exceeds.
         limit: usize,
     },
+    /// Parentheses and subqueries nest deeper than the bound.
     TooDeep {
+        /// The nesting depth reached.
         depth: usize,
+        /// The bound it exceeds.
         limit: usize,
     },
     /// No thread with a large stack could be started for a deep text.
@@ -67,6 +73,7 @@ impl std::error::Error for TooComplex {}
 /// A text that passed [`check`], with its measured depth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checked {
+    /// The deepest nesting of the text, which decides whether parsing needs a large stack.
     pub depth: usize,
 }
 

@@ -59,6 +59,7 @@ impl Store {
         }
     }
 
+    /// The folder the entries live in.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -295,10 +296,12 @@ fn hash_file(path: &Path) -> io::Result<[u8; 32]> {
 pub struct Hasher(Sha256);
 
 impl Hasher {
+    /// A hasher with no field yet.
     pub fn new() -> Hasher {
         Hasher(Sha256::new())
     }
 
+    /// Adds `value` as one field, prefixed with its length.
     pub fn field(&mut self, value: impl AsRef<[u8]>) -> &mut Hasher {
         let bytes = value.as_ref();
         self.0.update((bytes.len() as u64).to_le_bytes());
@@ -306,6 +309,7 @@ impl Hasher {
         self
     }
 
+    /// Adds an optional text field; `None` and `Some("")` hash differently.
     pub fn optional(&mut self, value: Option<&str>) -> &mut Hasher {
         match value {
             Some(value) => self.field([1]).field(value),
@@ -313,6 +317,7 @@ impl Hasher {
         }
     }
 
+    /// The digest so far, as 64 lowercase hex digits.
     pub fn hex(&self) -> String {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut hex = String::with_capacity(64);

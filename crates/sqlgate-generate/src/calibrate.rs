@@ -25,21 +25,28 @@ use sqlgate_eval::scoring::FineScores;
 
 /// What to compute.
 pub struct Settings<'a> {
+    /// The SQLMorph regimes every mutant is scored under.
     pub regimes: Vec<Regime>,
     /// The mutation run seed (spec §9.4).
     pub seed: u64,
+    /// The settings shared by every regime.
     pub options: Options<'a>,
 }
 
 /// One mutant scored against its gold, or the reason it could not be.
 #[derive(Debug, Clone, Serialize)]
 pub struct MutantRun {
+    /// The case whose gold was mutated.
     pub case_id: String,
+    /// The operator applied.
     pub operator: Operator,
+    /// The mutant query.
     pub sql: String,
+    /// Rows of the gold result.
     pub gold_rows: usize,
     /// `None` when the mutant failed to execute.
     pub mutant_rows: Option<usize>,
+    /// The mutant's execution error, when it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exec_error: Option<String>,
     /// Equal row multisets (the metrics' EX shortcut).
@@ -80,6 +87,7 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// The arrow Table IX prints.
     pub fn symbol(self) -> &'static str {
         match self {
             Direction::Down => "↓",
@@ -161,10 +169,12 @@ pub enum Reason {
     SemanticPairing,
     /// NC-EC matches whole rows by their values only: a row of another width never matches.
     WholeRows,
+    /// None of the known causes applies.
     Unexplained,
 }
 
 impl Reason {
+    /// The name in reports (`same_result`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Reason::SameResult => "same_result",
@@ -183,40 +193,56 @@ impl Reason {
 /// A mutant metric that moved against Table IX.
 #[derive(Debug, Clone, Serialize)]
 pub struct Contradiction {
+    /// The mutant's operator.
     pub operator: Operator,
+    /// The case whose gold was mutated.
     pub case_id: String,
+    /// The regime the metric was scored under.
     pub regime: String,
     /// `EXP` or `EXR`.
     pub metric: &'static str,
+    /// Table IX's direction for this operator and metric.
     pub expected: Direction,
+    /// The score the mutant got.
     pub observed: f64,
+    /// The first known cause that explains the movement.
     pub reason: Reason,
 }
 
 /// The mean drop of each metric from 1, in [-1, 0].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Deltas {
+    /// Mean EXP drop.
     pub exp: f64,
+    /// Mean EXR drop.
     pub exr: f64,
+    /// Mean F1 drop.
     pub f1: f64,
 }
 
 /// One row of Table X: an operator's scored mutants and their mean deltas.
 #[derive(Debug, Clone, Serialize)]
 pub struct OperatorRow {
+    /// The row's operator.
     pub operator: Operator,
+    /// Its mutants scored.
     pub mutants: usize,
+    /// Its mutants that failed to execute.
     pub exec_errors: usize,
     /// `None` when no mutant was scored.
     pub delta_ex: Option<f64>,
+    /// Mean deltas per regime name.
     pub deltas: BTreeMap<String, Deltas>,
 }
 
 /// Everything `sqlgate calibrate` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Calibration {
+    /// The regime names, in the order asked for.
     pub regimes: Vec<String>,
+    /// The mutation run seed.
     pub seed: u64,
+    /// Scored like the reference implementation rather than the paper.
     pub sqlmorph_compat: bool,
     /// Feasible cases whose first gold query executed and was mutated.
     pub cases: usize,
@@ -224,15 +250,21 @@ pub struct Calibration {
     pub gold_errors: usize,
     /// Gold queries the SQLite-dialect parser could not read (no mutants).
     pub unparsed: usize,
+    /// Table X: one row per operator.
     pub table: Vec<OperatorRow>,
+    /// Mutant metrics that moved against Table IX.
     pub contradictions: Vec<Contradiction>,
+    /// Every mutant scored.
     pub mutants: Vec<MutantRun>,
 }
 
+/// Why a calibration could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrateError {
+    /// A benchmark file or database could not be read.
     #[error("{0}")]
     Input(#[from] InputError),
+    /// A regime could not be computed (IE under NC, a failed embedding).
     #[error("{0}")]
     Metric(#[from] MetricError),
 }
@@ -289,8 +321,11 @@ pub fn calibrate(
 
 /// What became of one gold query.
 pub enum SeedOutcome {
+    /// The gold query failed to execute: nothing to compare mutants with.
     GoldError,
+    /// The gold query does not parse: it has no mutants.
     Unparsed,
+    /// The gold's mutants, scored.
     Mutated(Vec<MutantRun>),
 }
 

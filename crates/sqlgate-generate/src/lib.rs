@@ -6,6 +6,8 @@
 //! - `calibrate`: the fine-grained metrics measured on single-error mutants (SQLMorph
 //!   Tables IX and X).
 
+#![warn(missing_docs)]
+
 pub mod mutate;
 
 pub mod calibrate;

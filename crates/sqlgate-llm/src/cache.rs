@@ -14,6 +14,8 @@ use sha2::{Digest, Sha256};
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::files::write_atomically;
 
+/// Answers kept in a JSONL file, one `{key, value}` a line, so that reruns and CI ask nothing
+/// already asked.
 pub struct JsonlCache<V> {
     path: PathBuf,
     entries: Mutex<HashMap<String, V>>,
@@ -66,6 +68,7 @@ impl<V: Serialize + DeserializeOwned + Clone> JsonlCache<V> {
         format!("{:x}", hasher.finalize())
     }
 
+    /// The value kept under `key`, if any.
     pub fn get(&self, key: &str) -> Option<V> {
         self.entries
             .lock()

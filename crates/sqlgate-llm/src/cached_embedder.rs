@@ -23,6 +23,8 @@ pub trait Retry: Send + Sync {
     ) -> Result<Vec<Vec<f32>>, LlmError>;
 }
 
+/// An [`Embedder`] asking an OpenAI-compatible `/v1/embeddings` endpoint, each vector cached by
+/// model and text.
 pub struct CachedEmbedder {
     client: Client,
     model: String,

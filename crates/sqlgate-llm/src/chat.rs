@@ -9,11 +9,14 @@ use super::{excerpt, garbage, Client};
 /// One chat message; `role` is `system`, `user` or `assistant`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Message {
+    /// Who speaks: `system`, `user` or `assistant`.
     pub role: String,
+    /// What is said.
     pub content: String,
 }
 
 impl Message {
+    /// Instructions to the model.
     pub fn system(content: impl Into<String>) -> Message {
         Message {
             role: "system".into(),
@@ -21,6 +24,7 @@ impl Message {
         }
     }
 
+    /// The user's turn.
     pub fn user(content: impl Into<String>) -> Message {
         Message {
             role: "user".into(),
@@ -33,12 +37,17 @@ impl Message {
 /// out so that the server's defaults apply.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatRequest {
+    /// The model to ask.
     pub model: String,
+    /// The conversation so far, oldest first.
     pub messages: Vec<Message>,
+    /// Sampling temperature; 0 for reproducible answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Sampling seed, for servers that honour one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Bound on the tokens of the answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
 }
@@ -46,7 +55,9 @@ pub struct ChatRequest {
 /// The first choice's text, and the whole response for diagnostics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatReply {
+    /// The first choice's message text.
     pub content: String,
+    /// The whole response body.
     pub raw: Value,
 }
 

@@ -11,7 +11,9 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct LlmError {
+    /// The class of failure.
     pub kind: LlmErrorKind,
+    /// What went wrong, with an excerpt of the server's answer when there was one.
     pub message: String,
     /// Worth asking again (HTTP 429 or 5xx, a timeout, a dropped connection).
     pub retryable: bool,
@@ -24,6 +26,7 @@ pub struct LlmError {
 /// What a failed request says about the server: the throttle lowers its concurrency when the
 /// server is busy and stops asking one that cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum ServerState {
     /// Nothing in particular: the server answered, or the failure says nothing about it.
     #[default]
@@ -34,6 +37,7 @@ pub enum ServerState {
     Unreachable,
 }
 
+/// The classes of [`LlmError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LlmErrorKind {
     /// No answer within the client's time bound.

@@ -14,7 +14,9 @@ use super::{LlmError, LlmErrorKind, ServerState};
     expecting = "a header value: a string, or `{ env = \"VARIABLE\" }` to read it from the environment"
 )]
 pub enum HeaderSource {
+    /// A value written in the configuration.
     Fixed(String),
+    /// A value read from an environment variable at each request.
     Env(FromEnv),
 }
 

@@ -6,6 +6,8 @@
 //! goes through, which reads `retryable` and `retry_after` from the error. A call to a system
 //! under test ends in a [`SystemError`], whatever the system is.
 
+#![warn(missing_docs)]
+
 pub mod cache;
 mod cached_embedder;
 mod chat;
@@ -35,7 +37,8 @@ pub use throttle_config::ThrottleConfig;
 /// Where the API is and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientConfig {
-    /// The API root, with its version segment: `https://api.openai.com/v1`, `http://127.0.0.1:8765/v1`.
+    /// The API root, with its version segment: `https://api.openai.com/v1`,
+    /// `http://127.0.0.1:8765/v1`.
     pub base_url: String,
     /// The NAME of the environment variable holding the API key (never the key itself), sent as
     /// `Authorization: Bearer <key>`; `None` for local servers without keys.
@@ -69,6 +72,8 @@ pub struct Client {
 }
 
 impl Client {
+    /// A client for `config`; a malformed URL or a zero timeout is refused here, not at the first
+    /// request.
     pub fn new(config: &ClientConfig) -> Result<Client, ConfigError> {
         let base_url = config.base_url.trim_end_matches('/').to_string();
         let url = reqwest::Url::parse(&base_url)

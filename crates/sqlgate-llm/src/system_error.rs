@@ -6,10 +6,16 @@ use serde::{Deserialize, Serialize};
 use crate::{LlmError, LlmErrorKind, ServerState};
 
 /// Why a system gave no usable answer; a failing case, never a crashed run.
+///
+/// Fields may be added, so build one with [`SystemError::new`], [`SystemError::retryable`] or
+/// [`SystemError::garbage`] and the `with_` methods.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SystemError {
+    /// The class of failure, as reports and records name it.
     pub kind: SystemErrorKind,
+    /// What went wrong, for a person.
     pub message: String,
     /// Worth asking again (HTTP 429 or 5xx, a timeout, a dropped connection).
     #[serde(skip)]
@@ -27,8 +33,10 @@ pub struct SystemError {
     pub truncated: bool,
 }
 
+/// The classes of [`SystemError`], as reports and records name them.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SystemErrorKind {
     /// No answer within the system's time bound.
     Timeout,
@@ -71,6 +79,19 @@ impl SystemError {
     /// The output was not an answer.
     pub fn garbage(message: impl Into<String>) -> SystemError {
         SystemError::new(SystemErrorKind::Garbage, message)
+    }
+
+    /// Says what the failure tells about the server: the throttle lowers its concurrency when
+    /// it is [`ServerState::Busy`] and stops asking when it is [`ServerState::Unreachable`].
+    pub fn with_server(mut self, server: ServerState) -> SystemError {
+        self.server = server;
+        self
+    }
+
+    /// Asks the throttle to wait `delay` before the next attempt (a server's `Retry-After`).
+    pub fn with_retry_after(mut self, delay: std::time::Duration) -> SystemError {
+        self.retry_after = Some(delay);
+        self
     }
 }
 
@@ -133,6 +154,7 @@ impl crate::Retry for crate::throttle::Throttle {
 }
 
 impl SystemErrorKind {
+    /// The name in reports and records (`timeout`, `not_recorded`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             SystemErrorKind::Timeout => "timeout",

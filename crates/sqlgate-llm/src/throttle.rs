@@ -52,11 +52,13 @@ pub struct Asked {
     pub questions: usize,
     /// Requests sent, retries included.
     pub attempts: usize,
-    /// The configured concurrency, and the limit it ended at.
+    /// The configured concurrency.
     pub concurrency: usize,
+    /// The limit it ended at (lowered while the server was busy).
     pub settled: usize,
-    /// Attempts that timed out, and that the server refused as busy (429, 503).
+    /// Attempts that timed out.
     pub timeouts: usize,
+    /// Attempts the server refused as busy (429, 503).
     pub busy: usize,
     /// Why the system was asked nothing more, when it was stopped.
     pub stopped: Option<String>,
@@ -86,6 +88,7 @@ impl Throttle {
         self
     }
 
+    /// The bounds this throttle runs under.
     pub fn config(&self) -> &ThrottleConfig {
         &self.config
     }

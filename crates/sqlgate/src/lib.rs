@@ -42,18 +42,25 @@
 //! sqlgate::harness!("sqlgate.toml", Echo);
 //! ```
 
+#![warn(missing_docs)]
+
 pub use sqlgate_eval as eval;
 
 pub mod config;
 
 pub mod system;
 
+// Not yet documented item by item; drop these allowances once they are.
+#[allow(missing_docs)]
 pub mod gate;
 
+#[allow(missing_docs)]
 pub mod report;
 
+#[allow(missing_docs)]
 pub mod runner;
 
+#[allow(missing_docs)]
 pub mod harness;
 
 pub use system::{Reply, Request, System, SystemError, SystemErrorKind};

@@ -107,6 +107,7 @@ impl Backend {
         }
     }
 
+    /// Whether queries run on a PostgreSQL server rather than on SQLite files.
     pub fn on_server(&self) -> bool {
         matches!(self, Backend::Postgres(_))
     }
@@ -148,6 +149,7 @@ impl Engine {
         Engine::with_backend(limits, Backend::Sqlite)
     }
 
+    /// An engine with `limits` on `backend`.
     pub fn with_backend(limits: Limits, backend: Backend) -> Engine {
         Engine {
             limits,
@@ -166,14 +168,17 @@ impl Engine {
         self
     }
 
+    /// The bounds every query of this engine runs under.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
 
+    /// Where the queries run.
     pub fn backend(&self) -> &Backend {
         &self.backend
     }
 
+    /// What the engine executed and what it found cached so far.
     pub fn stats(&self) -> EngineStats {
         EngineStats {
             distinct: self

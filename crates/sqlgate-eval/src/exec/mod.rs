@@ -20,7 +20,9 @@ pub use value::Value;
 /// Runs queries for the evaluators; executions are cached by the implementation.
 /// A database is named by a path: a SQLite file, or a PostgreSQL database's name.
 pub trait QueryRunner: Sync {
+    /// Runs a gold query on `db`.
     fn gold(&self, db: &Path, sql: &str) -> Execution;
+    /// Runs a predicted query on `db` (an implementation may share a gold query's result).
     fn pred(&self, db: &Path, sql: &str) -> Execution;
 }
 
@@ -33,6 +35,7 @@ pub struct Witness<'a> {
 }
 
 impl<'a> Witness<'a> {
+    /// A witness of every execution `runner` hands out from now on.
     pub fn new(runner: &'a dyn QueryRunner) -> Witness<'a> {
         Witness {
             runner,
@@ -67,7 +70,9 @@ impl QueryRunner for Witness<'_> {
 /// The rows a query returned, with the column names of its cursor description.
 #[derive(Debug, Clone, Default)]
 pub struct ResultSet {
+    /// Column names, in the order the query returns them.
     pub columns: Vec<String>,
+    /// The rows, in the order the engine returned them.
     pub rows: Vec<Vec<Value>>,
     /// True when some TEXT value was not valid UTF-8 and its invalid bytes were dropped
     /// (decoding policy `ignore`); modes with the `strict` policy treat it as a decode error.
@@ -114,16 +119,21 @@ impl ExecErrorKind {
     }
 }
 
+/// Why a query gave no result, and its engine's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecError {
+    /// The class of failure the evaluators react to.
     pub kind: ExecErrorKind,
+    /// The engine's (or the sandbox's) explanation.
     pub message: String,
 }
 
 /// The outcome of one execution and how long it took.
 #[derive(Debug, Clone)]
 pub struct Execution {
+    /// The rows, or why there are none.
     pub result: Result<Arc<ResultSet>, ExecError>,
+    /// How long the execution took (zero when no query ran).
     pub elapsed: Duration,
 }
 

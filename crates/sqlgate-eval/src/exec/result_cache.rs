@@ -28,6 +28,7 @@ pub struct ResultCache {
 }
 
 impl ResultCache {
+    /// Results kept in `store`, under their own entry kind.
     pub fn new(store: Arc<Store>) -> ResultCache {
         ResultCache { store }
     }

@@ -36,6 +36,7 @@ use crate::files::sidecar;
 pub struct Limits {
     /// Wall-time bound; `None` lets a query run to completion (the test-suite reference).
     pub timeout: Option<Duration>,
+    /// A query returning more rows than this fails as too large.
     pub max_rows: usize,
     /// Bound on the memory a result takes: every cell's value and heap bytes, and every row's
     /// container (see [`result_bytes`]).
@@ -171,6 +172,7 @@ impl Sandbox {
         })
     }
 
+    /// The database file this connection reads.
     pub fn path(&self) -> &Path {
         &self.path
     }

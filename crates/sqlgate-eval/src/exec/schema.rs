@@ -10,11 +10,14 @@ use rusqlite::{Connection, OpenFlags};
 /// A column `table.column`; names keep their spelling and compare case-insensitively via `key`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ColRef {
+    /// The table's name, as declared.
     pub table: String,
+    /// The column's name, as declared.
     pub column: String,
 }
 
 impl ColRef {
+    /// The column `table.column`.
     pub fn new(table: &str, column: &str) -> ColRef {
         ColRef {
             table: table.to_string(),
@@ -31,8 +34,11 @@ impl ColRef {
 /// A column of a table, as `PRAGMA table_info` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
+    /// The column's name, as declared.
     pub name: String,
+    /// The declared type as written (`INTEGER`, `varchar(20)`, or empty).
     pub decl_type: String,
+    /// Part of the primary key.
     pub primary_key: bool,
     /// Declared NOT NULL (a primary key is not NOT NULL unless declared so).
     pub not_null: bool,
@@ -41,14 +47,18 @@ pub struct Column {
 /// A table and its columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
+    /// The table's name, as declared.
     pub name: String,
+    /// Columns in declaration order.
     pub columns: Vec<Column>,
 }
 
 /// A declared foreign key `from → to`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForeignKey {
+    /// The referencing column.
     pub from: ColRef,
+    /// The referenced column.
     pub to: ColRef,
 }
 
@@ -88,7 +98,9 @@ impl ForeignKey {
 /// What a database declares: its tables and foreign keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Schema {
+    /// Tables in the order the database lists them.
     pub tables: Vec<Table>,
+    /// Foreign keys of all tables.
     pub foreign_keys: Vec<ForeignKey>,
 }
 
@@ -202,12 +214,14 @@ impl Schema {
         statements.join("\n")
     }
 
+    /// The table named `name`, compared case-insensitively.
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables
             .iter()
             .find(|t| t.name.eq_ignore_ascii_case(name))
     }
 
+    /// The primary key column of `table` when the key is a single column.
     pub fn single_primary_key(&self, table: &str) -> Option<&Column> {
         let table = self.table(table)?;
         let mut keys = table.columns.iter().filter(|c| c.primary_key);

@@ -12,10 +12,15 @@ use std::hash::{Hash, Hasher};
 /// anything, as in Python; SQLite never returns NaN.
 #[derive(Debug, Clone)]
 pub enum Value {
+    /// SQL `NULL` (Python `None`).
     Null,
+    /// An INTEGER.
     Int(i64),
+    /// A REAL (PostgreSQL floats and numerics read as one).
     Real(f64),
+    /// A TEXT value, decoded as UTF-8.
     Text(String),
+    /// A BLOB, byte for byte.
     Blob(Vec<u8>),
 }
 
@@ -23,10 +28,15 @@ pub enum Value {
 /// reals become `Int`, `-0.0` becomes `Int(0)`, other reals keep their bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum HashKey<'a> {
+    /// Key of [`Value::Null`].
     Null,
+    /// Key of an integer, or of a real with an integral value.
     Int(i64),
+    /// Key of a non-integral real: its bits.
     Real(u64),
+    /// Key of a text.
     Text(&'a str),
+    /// Key of a blob.
     Blob(&'a [u8]),
 }
 

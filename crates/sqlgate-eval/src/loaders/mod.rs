@@ -29,6 +29,7 @@ pub use predictions::{load_prediction_slots, load_predictions, Answer, PredForma
 /// Where a case or prediction came from, for error messages and JUnit `file`/`line`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SourceRef {
+    /// The file the record was read from.
     pub file: PathBuf,
     /// 0-based record index in the file.
     pub record: usize,
@@ -52,6 +53,7 @@ impl SourceRef {
 pub struct Case {
     /// Stable across runs and machines: the record's own id, else its 0-based index.
     pub id: String,
+    /// The database the case runs on, by name.
     pub db: String,
     /// The database file itself, when the case runs on its own copy of `db` (a TQA clone with
     /// renamed tables and columns) rather than on the benchmark's database of that name.
@@ -61,20 +63,26 @@ pub struct Case {
     /// generator's similarity filter): the robustness metrics' CS-adjusted interval reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cs: Option<f64>,
+    /// The natural-language question the system is asked.
     pub question: String,
+    /// Extra knowledge given with the question (BIRD's `evidence`), when the benchmark has it.
     pub evidence: Option<String>,
     /// Acceptable gold queries (alternatives). Empty exactly when the case is infeasible.
     pub gold: Vec<String>,
+    /// Whether the question can be answered on its database (TrustSQL's infeasible ones cannot).
     pub feasible: bool,
     /// Free tags: difficulty, hardness, category, source...
     pub tags: BTreeMap<String, String>,
+    /// Where the case was read, for messages and reports.
     pub source: SourceRef,
 }
 
 /// A loaded benchmark: its cases and where their databases live.
 #[derive(Debug, Clone)]
 pub struct Benchmark {
+    /// The benchmark's name, used in test names and reports.
     pub name: String,
+    /// The cases, in file order.
     pub cases: Vec<Case>,
     /// Folder searched for `<db>.sqlite` and `<db>/<db>.sqlite`.
     pub db_dir: PathBuf,

@@ -20,13 +20,16 @@ use crate::error::InputError;
 /// What a system answered for one case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
+    /// A query to run.
     Sql(String),
+    /// The system declined to answer.
     Abstain,
 }
 
 /// One case's prediction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prediction {
+    /// What the system answered.
     pub answer: Answer,
     /// Markdown fences, prose or extra statements were stripped (JSONL only; see `clean`).
     pub cleaned: bool,

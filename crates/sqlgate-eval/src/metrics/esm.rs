@@ -37,8 +37,10 @@ pub use summary::{Averages, Level, LevelSummary, Summary};
 /// Why a pair cannot be scored (the reference crashes in each case).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EsmError {
+    /// The pair's database has no entry in `tables.json`.
     #[error("database `{0}` is not in tables.json")]
     UnknownDatabase(String),
+    /// The database's schema could not be read.
     #[error(transparent)]
     Schema(#[from] InputError),
     /// The harness reports the hardness of such a pair as `unparsed`.
@@ -125,6 +127,7 @@ fn column_ids(entry: &TablesJsonEntry) -> Vec<String> {
 pub struct Rebuilt(Sql);
 
 impl Rebuilt {
+    /// The rebuilt query.
     pub fn sql(&self) -> &Sql {
         &self.0
     }
@@ -242,15 +245,25 @@ impl<'a> ColumnMap<'a> {
 /// One row of the reference's partial-matching tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Component {
+    /// The SELECT items with their aggregates.
     Select,
+    /// The SELECT items, aggregates ignored.
     SelectNoAgg,
+    /// The WHERE conditions with their operators.
     Where,
+    /// The WHERE conditions, operators ignored.
     WhereNoOp,
+    /// The GROUP BY columns alone.
     GroupNoHaving,
+    /// GROUP BY with HAVING.
     Group,
+    /// ORDER BY with LIMIT.
     Order,
+    /// The `and`/`or` connectors of WHERE.
     AndOr,
+    /// INTERSECT, UNION, EXCEPT and nesting.
     Iuen,
+    /// The set of SQL keywords used.
     Keywords,
 }
 
@@ -289,8 +302,11 @@ impl Component {
 /// `get_scores`: accuracy, recall and F1 are all 1 when `matched`, else all 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct ComponentScore {
+    /// The prediction's units equal the gold's.
     pub matched: bool,
+    /// Units of the component in the gold query.
     pub label_total: usize,
+    /// Units of the component in the prediction.
     pub pred_total: usize,
 }
 
@@ -311,14 +327,17 @@ impl ComponentScore {
 pub struct PartialScores([ComponentScore; 10]);
 
 impl PartialScores {
+    /// The score of one component.
     pub fn get(&self, component: Component) -> ComponentScore {
         self.0[component as usize]
     }
 
+    /// Every component with its score, in the reference's print order.
     pub fn iter(&self) -> impl Iterator<Item = (Component, ComponentScore)> + '_ {
         Component::ALL.into_iter().zip(self.0.iter().copied())
     }
 
+    /// Whether every component matched (exact set match before the reference's extra checks).
     pub fn all_matched(&self) -> bool {
         self.0.iter().all(|score| score.matched)
     }
@@ -548,6 +567,7 @@ pub struct PairScore {
     pub esm: bool,
     /// Of the gold query.
     pub hardness: Hardness,
+    /// The partial-matching scores of the pair.
     pub partial: PartialScores,
     /// Why the prediction did not parse, when it did not (it was scored as the empty query).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -571,6 +591,7 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
+    /// An evaluator with `foreign_keys` and `schemas` for each database, by name.
     pub fn new(
         foreign_keys: HashMap<String, ForeignKeyMap>,
         schemas: HashMap<String, Schema>,
@@ -609,12 +630,14 @@ impl Evaluator {
         })
     }
 
+    /// The foreign keys of `db_id`, as the reference rewrites columns along them.
     pub fn foreign_keys(&self, db_id: &str) -> Result<&ForeignKeyMap, EsmError> {
         self.foreign_keys
             .get(db_id)
             .ok_or_else(|| EsmError::UnknownDatabase(db_id.to_string()))
     }
 
+    /// The schema of `db_id`, read once and then shared.
     pub fn schema(&self, db_id: &str) -> Result<Arc<Schema>, EsmError> {
         match &self.schemas {
             Schemas::Given(schemas) => schemas

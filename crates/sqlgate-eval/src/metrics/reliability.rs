@@ -10,7 +10,9 @@ use serde::Serialize;
 /// What reliability needs to know of a scored case: plain facts, whoever scored it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CaseFacts {
+    /// The question has an answer on its database.
     pub feasible: bool,
+    /// The system declined to answer.
     pub abstained: bool,
     /// Answered with EX = 1 under the mode.
     pub correct: bool,
@@ -69,19 +71,25 @@ impl Region {
 /// How many cases fell in each region.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Regions {
+    /// Feasible, answered correctly.
     #[serde(rename = "I")]
     pub i: usize,
+    /// Feasible, abstained.
     #[serde(rename = "II")]
     pub ii: usize,
+    /// Feasible, answered wrongly.
     #[serde(rename = "III")]
     pub iii: usize,
+    /// Infeasible, answered.
     #[serde(rename = "IV")]
     pub iv: usize,
+    /// Infeasible, abstained.
     #[serde(rename = "V")]
     pub v: usize,
 }
 
 impl Regions {
+    /// Tallies `regions` by region.
     pub fn count(regions: &[Region]) -> Regions {
         let mut counts = Regions::default();
         for region in regions {
@@ -100,7 +108,9 @@ impl Regions {
 /// A penalty c: a number, or `N`, the number of cases scored (spec A.2).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Penalty {
+    /// A fixed penalty c.
     Value(f64),
+    /// c = N, the number of cases scored: one risky answer outweighs every good one.
     N,
 }
 
@@ -108,6 +118,7 @@ impl Penalty {
     /// The penalties always reported: 0, 10 and N.
     pub const DEFAULTS: [Penalty; 3] = [Penalty::Value(0.0), Penalty::Value(10.0), Penalty::N];
 
+    /// The number c, given the `n` cases scored.
     pub fn resolve(self, n: usize) -> f64 {
         match self {
             Penalty::Value(c) => c,
@@ -150,6 +161,7 @@ pub fn rs(regions: &[Region], penalty: f64) -> f64 {
 /// The RS of one category of cases.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CategoryReliability {
+    /// Cases in the category.
     pub count: usize,
     /// Cases scoring +1 (regions I and V).
     pub positive: usize,
@@ -167,6 +179,7 @@ pub struct Reliability {
     pub penalties: Vec<Penalty>,
     /// RS by penalty name (`"0"`, `"10"`, `"N"`, `"1000"`).
     pub rs: BTreeMap<String, f64>,
+    /// Cases per region.
     pub regions: Regions,
     /// The N of RS(N): every case scored.
     #[serde(rename = "rs_n")]

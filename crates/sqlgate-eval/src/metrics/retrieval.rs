@@ -61,6 +61,7 @@ pub fn elements<S: AsRef<str>>(names: &[S]) -> Elements {
         .collect()
 }
 
+/// One case's rates: `retrieved` (the system's reported elements) against `gold`'s.
 pub fn retrieval(gold: &Elements, retrieved: &Elements) -> Retrieval {
     let hits = retrieved.intersection(gold).count();
     let rate = |num: usize, den: usize| (den > 0).then(|| num as f64 / den as f64);
@@ -74,12 +75,17 @@ pub fn retrieval(gold: &Elements, retrieved: &Elements) -> Retrieval {
 /// number of cases where it was not.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RetrievalSummary {
+    /// Cases summarised.
     pub n: usize,
+    /// Mean false positive rate, `None` when no case had one.
     pub false_positive_rate: Option<f64>,
+    /// Mean recall, `None` when no case had one.
     pub recall: Option<f64>,
+    /// Cases missing at least one of the two rates.
     pub not_computable: usize,
 }
 
+/// The means over `cases`, each over the cases where it was computable.
 pub fn summarize(cases: &[Retrieval]) -> RetrievalSummary {
     let mean = |values: Vec<f64>| {
         (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
@@ -100,19 +106,24 @@ pub fn summarize(cases: &[Retrieval]) -> RetrievalSummary {
 /// What the ΔEX report needs to know about a case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaseFact {
+    /// The case's id.
     pub id: String,
     /// The `family` tag of a generated case; `None` for a benchmark case.
     pub family: Option<String>,
     /// The `seed` tag: the id of the benchmark case it came from.
     pub seed: Option<String>,
+    /// EX = 1 under the run's mode.
     pub correct: bool,
 }
 
 /// ΔEX of one family against its baseline, over the pairs found.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DeltaEx {
+    /// Cases paired with their baseline.
     pub pairs: usize,
+    /// EX of the family's cases over the pairs.
     pub ex: f64,
+    /// EX of their baselines over the same pairs.
     pub baseline_ex: f64,
     /// `ex - baseline_ex`.
     pub delta: f64,
@@ -120,7 +131,9 @@ pub struct DeltaEx {
     pub gained: usize,
     /// Baseline right, case wrong (ΔEX = −1).
     pub lost: usize,
+    /// Pairs where both are right.
     pub both_right: usize,
+    /// Pairs where both are wrong.
     pub both_wrong: usize,
     /// Cases whose baseline is missing from the facts: shown, never silently dropped.
     pub unpaired: Vec<String>,

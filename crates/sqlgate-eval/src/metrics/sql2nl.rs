@@ -18,7 +18,9 @@ use sqlparser::ast::{
 /// Original against paraphrased accuracy (paper §2.3).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AccuracyDrop {
+    /// Accuracy on the original questions.
     pub a_orig: f64,
+    /// Accuracy on their paraphrases.
     pub a_para: f64,
     /// `A_orig - A_para`, in percentage points; positive means the paraphrases did worse.
     pub drop_points: f64,
@@ -87,12 +89,15 @@ pub fn mean_pass_at_k(problems: &[(u64, u64)], k: u64) -> Option<f64> {
 /// An accuracy with its percentile-bootstrap 95% half-width (paper §4.2, B = 1000).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
+    /// Units the accuracy is over.
     pub n: usize,
+    /// The accuracy over all units.
     pub accuracy: f64,
     /// `(q97.5 - q2.5) / 2` of the resampled accuracies.
     pub half_width: f64,
 }
 
+/// B, the bootstrap's resample count (paper §4.2).
 pub const BOOTSTRAP_RESAMPLES: usize = 1000;
 
 /// Resamples the units with replacement. `clusters` groups units that must be drawn together
@@ -143,13 +148,17 @@ pub fn bootstrap(units: &[bool], clusters: Option<&[usize]>, seed: u64) -> Estim
 pub struct QueryShape {
     /// Explicit `JOIN`s (any kind); a comma in FROM is not one.
     pub joins: usize,
+    /// A GROUP BY anywhere.
     pub group_by: bool,
+    /// An ORDER BY anywhere.
     pub order_by: bool,
+    /// A HAVING anywhere.
     pub having: bool,
     /// A subquery anywhere (FROM, WHERE, HAVING, SELECT, a CTE) or a set operation.
     pub nested: bool,
 }
 
+/// The shape of `statement`, for the breakdown of accuracy by query shape.
 pub fn query_shape(statement: &Statement) -> QueryShape {
     struct Shape(QueryShape, usize);
     impl Visitor for Shape {
@@ -200,7 +209,9 @@ fn selects(body: &SetExpr) -> Vec<&Select> {
 /// A column that no table in scope has is `?.column`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchemaElements {
+    /// Base tables, lowercased.
     pub tables: BTreeSet<String>,
+    /// `table.column`s, lowercased.
     pub columns: BTreeSet<String>,
 }
 
@@ -359,12 +370,17 @@ fn last_part(name: &ObjectName) -> String {
 /// The four schema error types of one prediction against its gold (paper §4.4).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SchemaErrors {
+    /// Gold columns the prediction does not mention.
     pub missing_columns: usize,
+    /// Columns the prediction mentions and the gold does not.
     pub extra_columns: usize,
+    /// Gold tables the prediction does not mention.
     pub missing_tables: usize,
+    /// Tables the prediction mentions and the gold does not.
     pub extra_tables: usize,
 }
 
+/// Counts the four error types of `predicted` against `gold`.
 pub fn schema_errors(gold: &SchemaElements, predicted: &SchemaElements) -> SchemaErrors {
     SchemaErrors {
         missing_columns: gold.columns.difference(&predicted.columns).count(),
@@ -408,8 +424,11 @@ pub fn normalised_schema_error_rate(predictions: &[(bool, SchemaErrors)]) -> Opt
 /// correctly; then their mean and (population) standard deviation across golds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Qvt {
+    /// Share of each gold's paraphrases answered correctly, by gold id.
     pub per_gold: BTreeMap<String, f64>,
+    /// Mean of the shares.
     pub mean: f64,
+    /// Population standard deviation of the shares.
     pub std_dev: f64,
 }
 

@@ -36,6 +36,7 @@ pub struct FamilySummary {
     pub drop: Option<f64>,
     /// The paired ΔEX: cases right where their seed was wrong, and wrong where it was right.
     pub gained: usize,
+    /// Cases wrong where their seed was right.
     pub lost: usize,
     /// Cases whose seed is not a case of the suite: in `ex`, not in `drop`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -64,13 +65,18 @@ pub struct FamilySummary {
     variants: Vec<(u64, u64)>,
 }
 
+/// The CS-adjusted interval of the family's accuracy (SQL2NL §2.3).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CsInterval {
+    /// Mean cosine similarity of the variants to their seeds.
     pub mean_cs: f64,
+    /// `A_para * CS`.
     pub low: f64,
+    /// `A_para * (2 - CS)`.
     pub high: f64,
 }
 
+/// Query variance testing over the family's seeds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct QvtSummary {
     /// The mean over seeds of the share of their variants answered correctly.
@@ -85,15 +91,22 @@ pub struct QvtSummary {
 /// predictions) is empty, or no prediction could be parsed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct NerRates {
+    /// Over the seeds' predictions.
     pub original: Option<NerTypes>,
+    /// Over the family's predictions.
     pub family: Option<NerTypes>,
 }
 
+/// NER of each schema error type, and their mean.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct NerTypes {
+    /// Gold columns the prediction misses.
     pub missing_columns: f64,
+    /// Columns the prediction adds.
     pub extra_columns: f64,
+    /// Gold tables the prediction misses.
     pub missing_tables: f64,
+    /// Tables the prediction adds.
     pub extra_tables: f64,
     /// The mean of the four (the paper's headline number).
     pub mean: f64,
@@ -115,25 +128,35 @@ impl From<[f64; 4]> for NerTypes {
 /// `bucket` the join count or `with`/`without`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BreakdownRow {
+    /// The query feature split on.
     pub split: &'static str,
+    /// The feature's value for this row.
     pub bucket: String,
+    /// Accuracy of the seeds in the bucket.
     pub original: Accuracy,
+    /// Accuracy of the family's cases in the bucket.
     pub family: Accuracy,
 }
 
 /// An accuracy with its bootstrap 95% half-width (B = 1000, seed 0).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Accuracy {
+    /// Cases in the bucket.
     pub n: usize,
+    /// Their execution accuracy.
     pub ex: f64,
+    /// The bootstrap 95% half-width around `ex`.
     pub half_width: f64,
 }
 
+/// Schema-linking rates of the replies that reported what they retrieved.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RetrievalRates {
     /// Cases whose reply reported what it retrieved.
     pub n: usize,
+    /// Mean false positive rate, when some case had one.
     pub false_positive_rate: Option<f64>,
+    /// Mean recall, when some case had one.
     pub recall: Option<f64>,
     /// Cases where a rate had an empty denominator.
     pub not_computable: usize,

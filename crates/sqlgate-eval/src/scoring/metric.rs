@@ -14,10 +14,13 @@ pub enum Metric {
     Ex,
     /// SQLMorph fine-grained precision, recall and F1 (need the suite's `regime`).
     Exp,
+    /// SQLMorph execution recall.
     Exr,
+    /// SQLMorph F1 of EXP and EXR.
     F1,
     /// Spider exact set match and Enhanced Tree Matching (need `structural`).
     Esm,
+    /// Enhanced Tree Matching.
     Etm,
     /// TrustSQL's reliability score RS(c), with the profile's penalty.
     Rs,
@@ -30,6 +33,7 @@ pub enum Metric {
     PassAt(u32),
     /// A family's schema-linking recall and false-positive rate of the replies' `retrieved`.
     Recall,
+    /// The false-positive rate of the replies' `retrieved`.
     Fpr,
 }
 

@@ -40,7 +40,9 @@ pub use summary::{summarize, HardnessMeans, Summary, Tally};
 /// on it), so a field added here is in the key unless it is marked as a cache.
 #[derive(Serialize)]
 pub struct Scoring {
+    /// The EX mode: which reference evaluator's comparison to reproduce.
     pub mode: Mode,
+    /// The mode's switches (DISTINCT kept, BIRD's pair budget, TrustSQL's raw input).
     pub mode_options: ModeOptions,
     /// SQLMorph regimes of the fine-grained EXP/EXR/F1; empty: not computed.
     pub regimes: Vec<Regime>,
@@ -202,8 +204,11 @@ pub struct CaseDatabases {
 /// EXP, EXR and F1 under one SQLMorph regime (spec `sqlmorph-metrics.md` §5), each in [0, 1].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct FineScores {
+    /// Execution precision.
     pub exp: f64,
+    /// Execution recall.
     pub exr: f64,
+    /// Harmonic mean of the two.
     pub f1: f64,
 }
 
@@ -220,11 +225,15 @@ impl From<sqlmorph::Scores> for FineScores {
 /// The outcome of one case.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseScore {
+    /// The case's id.
     pub id: String,
+    /// The database it ran on.
     pub db: String,
+    /// The case's tags, as loaded.
     pub tags: BTreeMap<String, String>,
     /// Infeasible cases are listed but take no part in execution accuracy.
     pub feasible: bool,
+    /// The EX verdict class.
     pub verdict: Verdict,
     /// The reference evaluator's score for this case (0 or 1).
     #[serde(serialize_with = "whole_as_integer")]
@@ -232,6 +241,7 @@ pub struct CaseScore {
     /// Defog's exact-match flag, in the defog modes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exact: Option<bool>,
+    /// `"<class>: <message>"` when an execution failed.
     pub error: Option<String>,
     /// Notes on the case, among them `<metric>_error` for a metric that scored 0 because it
     /// could not be computed.
@@ -280,6 +290,7 @@ impl CaseScore {
         }
     }
 
+    /// The TrustSQL region the case falls in.
     pub fn region(&self) -> Region {
         Region::of(&self.facts())
     }
@@ -317,17 +328,21 @@ impl CaseScore {
 pub enum ComputedMetric {
     /// SQLMorph EXP, EXR and F1 (computed together).
     Sqlmorph,
+    /// Spider exact set match.
     Esm,
+    /// Enhanced Tree Matching.
     Etm,
 }
 
 impl ComputedMetric {
+    /// Every computed metric, in report order.
     pub const ALL: [ComputedMetric; 3] = [
         ComputedMetric::Sqlmorph,
         ComputedMetric::Esm,
         ComputedMetric::Etm,
     ];
 
+    /// The metric's name in records and reports.
     pub fn name(self) -> &'static str {
         match self {
             ComputedMetric::Sqlmorph => "sqlmorph",
@@ -336,6 +351,7 @@ impl ComputedMetric {
         }
     }
 
+    /// The note code a case gets when this metric could not be computed for it.
     pub fn error_code(self) -> &'static str {
         match self {
             ComputedMetric::Sqlmorph => "sqlmorph_error",

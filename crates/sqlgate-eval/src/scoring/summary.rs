@@ -16,8 +16,11 @@ use crate::metrics::sqlmorph::{self, Regime};
 /// Execution accuracy over a group of cases.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Tally {
+    /// Cases counted.
     pub n: usize,
+    /// Sum of their scores.
     pub correct: f64,
+    /// `correct / n`, 0 for an empty group.
     pub ex: f64,
 }
 
@@ -35,8 +38,11 @@ const MAX_BREAKDOWN_VALUES: usize = 32;
 /// Aggregates over the feasible cases.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// The EX mode the cases were scored under.
     pub mode: Mode,
+    /// Feasible cases scored.
     pub n: usize,
+    /// Execution accuracy over them.
     pub ex: f64,
     /// Defog's exact-match rate, in the defog modes.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -45,6 +51,7 @@ pub struct Summary {
     pub verdicts: BTreeMap<Verdict, usize>,
     /// Infeasible cases: how many there were and how many the system abstained on.
     pub infeasible: usize,
+    /// Of the infeasible cases, those the system abstained on.
     pub infeasible_abstained: usize,
     /// Predictions whose markdown fences or prose were stripped.
     pub cleaned: usize,
@@ -78,7 +85,9 @@ pub struct Summary {
 /// Means of a 0/1 structural metric: `all` and each Spider hardness level.
 #[derive(Debug, Clone, Serialize)]
 pub struct HardnessMeans {
+    /// The mean over every case.
     pub all: f64,
+    /// The mean per Spider hardness level, over the cases whose gold query has one.
     pub by_hardness: BTreeMap<String, f64>,
     /// The reference's tables, for the text report.
     #[serde(skip)]

@@ -10,12 +10,18 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AggOp {
+    /// No aggregate.
     #[default]
     None,
+    /// `max(...)`.
     Max,
+    /// `min(...)`.
     Min,
+    /// `count(...)`.
     Count,
+    /// `sum(...)`.
     Sum,
+    /// `avg(...)`.
     Avg,
 }
 
@@ -37,11 +43,16 @@ impl AggOp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UnitOp {
+    /// A single column unit, no arithmetic.
     #[default]
     None,
+    /// `-`.
     Minus,
+    /// `+`.
     Plus,
+    /// `*`.
     Times,
+    /// `/`.
     Divide,
 }
 
@@ -62,23 +73,35 @@ impl UnitOp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WhereOp {
+    /// `not` written as an operator.
     Not,
+    /// `between ... and ...`.
     Between,
+    /// `=`.
     #[serde(rename = "=")]
     Eq,
+    /// `>`.
     #[serde(rename = ">")]
     Gt,
+    /// `<`.
     #[serde(rename = "<")]
     Lt,
+    /// `>=`.
     #[serde(rename = ">=")]
     Ge,
+    /// `<=`.
     #[serde(rename = "<=")]
     Le,
+    /// `!=`.
     #[serde(rename = "!=")]
     Ne,
+    /// `in` (a subquery or a list).
     In,
+    /// `like`.
     Like,
+    /// `is` (`is null`, `is not null`).
     Is,
+    /// `exists (subquery)`.
     Exists,
 }
 
@@ -106,7 +129,9 @@ impl WhereOp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Connector {
+    /// Both sides must hold.
     And,
+    /// Either side may hold.
     Or,
 }
 
@@ -123,9 +148,11 @@ impl Connector {
 /// `(agg_id, col_id, isDistinct)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct ColUnit {
+    /// The aggregate around the column.
     pub agg: AggOp,
     /// `__table.column__` or `__all__`.
     pub col_id: String,
+    /// Written with `distinct` inside the aggregate.
     pub distinct: bool,
 }
 
@@ -133,8 +160,11 @@ pub struct ColUnit {
 /// be the literal `none`, so `op == None` with a `right` side is possible).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct ValUnit {
+    /// The operator joining `left` and `right`.
     pub op: UnitOp,
+    /// The first (often only) column unit.
     pub left: ColUnit,
+    /// The second column unit, when an operator was read.
     pub right: Option<ColUnit>,
 }
 
@@ -150,13 +180,18 @@ impl ValUnit {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Operand {
+    /// A numeric literal.
     Number(f64),
+    /// A quoted string, quotes kept.
     Text(String),
+    /// A column unit compared to.
     Column(ColUnit),
+    /// A subquery.
     Sql(Box<Sql>),
 }
 
 impl Operand {
+    /// The subquery, when the operand is one.
     pub fn as_sql(&self) -> Option<&Sql> {
         match self {
             Operand::Sql(sql) => Some(sql),
@@ -169,10 +204,15 @@ impl Operand {
 /// BETWEEN. Both are options so that exact set match can drop values in place.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CondUnit {
+    /// Negated (`not in`, `not like`, ...).
     pub not: bool,
+    /// The comparison.
     pub op: WhereOp,
+    /// The left-hand side.
     pub val_unit: ValUnit,
+    /// The right-hand side (BETWEEN's lower bound).
     pub val1: Option<Operand>,
+    /// BETWEEN's upper bound.
     pub val2: Option<Operand>,
 }
 
@@ -191,11 +231,14 @@ impl CondUnit {
 /// the query ends right after `and`/`or` (the reference keeps that trailing connector).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Condition {
+    /// The condition units, in written order.
     pub units: Vec<CondUnit>,
+    /// The `and`/`or` after each unit.
     pub connectors: Vec<Connector>,
 }
 
 impl Condition {
+    /// Whether the clause is absent (no unit and no stray connector).
     pub fn is_empty(&self) -> bool {
         self.units.is_empty() && self.connectors.is_empty()
     }
@@ -209,13 +252,18 @@ impl Condition {
 /// `select = (isDistinct, [(agg_id, val_unit), ...])`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Select {
+    /// `select distinct`.
     pub distinct: bool,
+    /// The selected items, in written order.
     pub items: Vec<SelectItem>,
 }
 
+/// `(agg_id, val_unit)`: one selected expression.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SelectItem {
+    /// The aggregate around the whole expression.
     pub agg: AggOp,
+    /// The expression.
     pub val_unit: ValUnit,
 }
 
@@ -223,22 +271,29 @@ pub struct SelectItem {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TableUnit {
+    /// A table, as `__table__`.
     Table(String),
+    /// A subquery in FROM.
     Sql(Box<Sql>),
 }
 
 /// `from = {table_units, conds}`; `conds` holds every JOIN ... ON condition, joined by `and`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct FromClause {
+    /// The tables and subqueries joined.
     pub table_units: Vec<TableUnit>,
+    /// The join conditions.
     pub conds: Condition,
 }
 
+/// The direction of an ORDER BY.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OrderDirection {
+    /// Ascending (also when no direction is written).
     #[default]
     Asc,
+    /// Descending.
     Desc,
 }
 
@@ -247,7 +302,9 @@ pub enum OrderDirection {
 /// list is empty.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize)]
 pub struct OrderBy {
+    /// The direction written last.
     pub direction: OrderDirection,
+    /// The sort keys, in written order.
     pub val_units: Vec<ValUnit>,
 }
 
@@ -255,18 +312,27 @@ pub struct OrderBy {
 /// reference substitutes for an unparseable prediction.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Sql {
+    /// The SELECT list.
     pub select: Select,
+    /// The FROM clause, joins included.
     pub from: FromClause,
+    /// The WHERE condition (empty when absent).
     pub r#where: Condition,
+    /// The GROUP BY columns.
     #[serde(rename = "groupBy")]
     pub group_by: Vec<ColUnit>,
+    /// The HAVING condition (empty when absent).
     pub having: Condition,
+    /// The ORDER BY clause, when written.
     #[serde(rename = "orderBy")]
     pub order_by: Option<OrderBy>,
     /// Only presence matters to the evaluator; values beyond `i64` saturate.
     pub limit: Option<i64>,
+    /// The query after `intersect`.
     pub intersect: Option<Box<Sql>>,
+    /// The query after `union`.
     pub union: Option<Box<Sql>>,
+    /// The query after `except`.
     pub except: Option<Box<Sql>>,
 }
 

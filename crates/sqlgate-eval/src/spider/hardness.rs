@@ -7,12 +7,18 @@ use serde::{Deserialize, Serialize};
 
 use super::ast::{AggOp, ColUnit, Condition, Connector, Sql, WhereOp};
 
+/// Spider's difficulty level of a gold query, from the count of its components.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Hardness {
+    /// At most one component (WHERE, GROUP BY, ORDER BY, LIMIT, JOIN, OR, LIKE) and nothing else.
     Easy,
+    /// A couple of components or of other constructs (several aggregates, columns or conditions),
+    /// no nesting.
     Medium,
+    /// More of them, or one nested query or set operation in an otherwise easy query.
     Hard,
+    /// Everything beyond `hard`.
     Extra,
 }
 

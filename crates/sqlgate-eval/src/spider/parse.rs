@@ -29,6 +29,7 @@ use crate::sqltext;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ParseError {
+    /// What the parser met, in the reference's wording where it has one.
     pub message: String,
 }
 

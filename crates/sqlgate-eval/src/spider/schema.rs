@@ -9,12 +9,16 @@ use serde::Deserialize;
 
 use crate::error::InputError;
 
+/// A table with its column names, lowercased.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
+    /// The table's name, lowercased.
     pub name: String,
+    /// Its columns, lowercased, in declaration order.
     pub columns: Vec<String>,
 }
 
+/// The names the Spider parser resolves against (the reference's `Schema`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Schema {
     tables: Vec<Table>,
@@ -93,6 +97,7 @@ impl Schema {
         Ok(schemas)
     }
 
+    /// The tables, in order of first appearance.
     pub fn tables(&self) -> &[Table] {
         &self.tables
     }
@@ -117,13 +122,16 @@ impl Schema {
 /// holding only names still reads (the parser needs nothing more).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct TablesJsonEntry {
+    /// The database's name (its folder under the databases directory).
     pub db_id: String,
+    /// Table names as written in the database.
     pub table_names_original: Vec<String>,
     /// (table index, name); index -1 is the `*` pseudo-column.
     pub column_names_original: Vec<(i64, String)>,
     /// One per column of `column_names_original`: text, number, time, boolean or others.
     #[serde(default)]
     pub column_types: Vec<String>,
+    /// The primary keys, as indexes into `column_names_original`.
     #[serde(default)]
     pub primary_keys: Vec<PrimaryKey>,
     /// (column, referenced column), as indexes into `column_names_original`.
@@ -135,11 +143,14 @@ pub struct TablesJsonEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum PrimaryKey {
+    /// A single-column key.
     Column(usize),
+    /// A composite key.
     Columns(Vec<usize>),
 }
 
 impl PrimaryKey {
+    /// The key's column indexes, one for a single-column key.
     pub fn columns(&self) -> &[usize] {
         match self {
             PrimaryKey::Column(column) => std::slice::from_ref(column),

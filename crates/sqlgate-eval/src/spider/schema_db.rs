@@ -31,7 +31,9 @@ use crate::error::{is_plain_name, InputError};
 /// One `CREATE TABLE` statement of a database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateTable {
+    /// The table it creates.
     pub table: String,
+    /// The statement, ready to execute.
     pub sql: String,
 }
 
@@ -47,11 +49,15 @@ pub enum Outcome {
 /// One database of a [`build_databases`] run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Built {
+    /// The database's name in `tables.json`.
     pub db_id: String,
+    /// Where its file is.
     pub path: PathBuf,
+    /// Whether the file was written or left alone.
     pub outcome: Outcome,
 }
 
+/// Why a database could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
     /// The entry describes a schema that cannot be built.
@@ -59,7 +65,12 @@ pub enum BuildError {
     Schema(String),
     /// The file could not be written.
     #[error("cannot write {}: {message}", path.display())]
-    Output { path: PathBuf, message: String },
+    Output {
+        /// The database file.
+        path: PathBuf,
+        /// The system's reason.
+        message: String,
+    },
 }
 
 /// Builds the databases of `tables_json` (only those of `db_ids`, unless it is empty) into

@@ -13,6 +13,7 @@ use sqlgate_eval::loaders::Benchmark;
 
 /// The generated suite: native cases and the mutant predictions, in the same order.
 pub struct ErrorsFamily {
+    /// Each mutant with the index of its case in the benchmark.
     pub mutants: Vec<(usize, Mutant)>,
     /// Gold queries the SQL parser could not read, by case id.
     pub unparsed: Vec<String>,

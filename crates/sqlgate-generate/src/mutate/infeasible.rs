@@ -71,9 +71,11 @@ const EXT_KNOW: &[&str] = &[
 /// One generated question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InfeasibleQuestion {
+    /// The database the question is asked of.
     pub db: String,
     /// `column-surface`, `column-related`, `column-unrelated`, `non-sql` or `ext-know`.
     pub kind: &'static str,
+    /// The question's text.
     pub question: String,
     /// `table.column` that does not exist, for the column kinds.
     pub hypothetical: Option<String>,

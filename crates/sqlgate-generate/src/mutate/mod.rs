@@ -36,51 +36,70 @@ pub use rng::{labelled_stream, stream, DEFAULT_SEED};
 /// A mutated query: `ops` applied in order to the seed query `seed_id` (depth = `ops.len()`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mutant {
+    /// The id of the case whose gold query was mutated.
     pub seed_id: String,
+    /// The operators applied, in order.
     pub ops: Vec<Operator>,
+    /// The mutated query.
     pub sql: String,
 }
 
 /// An attempted chain that produced no mutant, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rejection {
+    /// The chain that was tried.
     pub ops: Vec<Operator>,
+    /// Why it gave no mutant.
     pub reason: RejectReason,
 }
 
+/// Why an attempted chain gave no mutant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RejectReason {
+    /// An operator found no site in the query.
     NotApplicable,
+    /// The rewrite printed the same SQL.
     Unchanged,
+    /// The rewritten SQL no longer parses.
     Reparse,
 }
 
 /// The mutants of one seed query, and the rejected attempts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mutants {
+    /// The mutants, in generation order.
     pub mutants: Vec<Mutant>,
+    /// The chains that gave none.
     pub rejected: Vec<Rejection>,
 }
 
+/// Why a seed query or a chain could not be mutated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MutateError {
     /// The seed SQL does not parse (SQLite dialect): it has no mutants.
     #[error("SQL does not parse: {0}")]
     Parse(String),
+    /// The SQL is not one SELECT-like query (several statements, DML, DDL).
     #[error("SQL is not a single query")]
     NotAQuery,
     /// The seed SQL is too long or too deeply nested to parse safely.
     #[error("SQL is {0}")]
     TooComplex(TooComplex),
+    /// The operator's rewrite printed the same SQL.
     #[error("{0} left the query unchanged")]
     Unchanged(Operator),
+    /// The rewritten query no longer parses (a printer defect, reported rather than kept).
     #[error("{op} produced SQL that does not parse again: {message}: {sql}")]
     Reparse {
+        /// The operator applied last.
         op: Operator,
+        /// The SQL it printed.
         sql: String,
+        /// The parser's message.
         message: String,
     },
+    /// Two operators of one conflict group (they rewrite the same clause).
     #[error("{0} conflicts with {1}: they cannot be in one chain")]
     Conflict(Operator, Operator),
 }

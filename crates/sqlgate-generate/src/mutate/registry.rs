@@ -9,20 +9,35 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Operator {
+    /// Drops one SELECT item.
     ProjectionDrop,
+    /// Deletes one atom of the WHERE condition.
     WherePredicateDelete,
+    /// Removes the WHERE clause.
     WhereRemove,
+    /// Flips one WHERE comparison (`=` ↔ `!=`, `>` ↔ `<`, `>=` ↔ `<=`).
     WhereConditionFlip,
+    /// `<` → `<=`, `>` → `>=` in WHERE (the spec's name is inverted: boundary rows are added).
     WhereStrengthen,
+    /// `<=` → `<`, `>=` → `>` in WHERE (the spec's name is inverted: boundary rows are removed).
     WhereWeaken,
+    /// Drops one join's ON condition.
     JoinBreak,
+    /// Swaps one aggregate (`MIN` ↔ `MAX`, `SUM` ↔ `AVG`, `COUNT` → `SUM`).
     AggregationSwap,
+    /// Adds a `*` (of the first FROM table) to the SELECT list.
     AddStarWildcard,
+    /// Flips one HAVING comparison.
     HavingConditionFlip,
+    /// Removes the HAVING clause.
     HavingRemove,
+    /// Turns one inner (or comma) join into a LEFT JOIN.
     JoinTypeToLeft,
+    /// Raises the LIMIT from n to 2n + r, r in 1..=5.
     LimitIncrease,
+    /// Halves the LIMIT.
     LimitDecrease,
+    /// Removes the outer SELECT's DISTINCT.
     DistinctToggle,
 }
 
@@ -46,6 +61,7 @@ impl Operator {
         Operator::DistinctToggle,
     ];
 
+    /// The spec's name (`projection_drop`, ...), as files and reports write it.
     pub fn name(self) -> &'static str {
         match self {
             Operator::ProjectionDrop => "projection_drop",

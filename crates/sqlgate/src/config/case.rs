@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 
+/// `[cases."<test name>"]`: what one test is allowed or required to do.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseConfig {

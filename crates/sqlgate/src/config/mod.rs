@@ -41,6 +41,7 @@ pub struct Config {
     /// Each `[[suite]]` keeps its place in the file for errors found after parsing.
     #[serde(default, rename = "suite")]
     pub suites: Vec<toml::Spanned<SuiteConfig>>,
+    /// The `[[system]]` tables, each with its place in the file.
     #[serde(default, rename = "system")]
     pub systems: Vec<toml::Spanned<system::SystemEntry>>,
     /// Suite thresholds for every suite, by metric: `ex = ">= 0.62"`.
@@ -49,6 +50,7 @@ pub struct Config {
     /// Per-test settings, keyed by test name (with its place in the file).
     #[serde(default)]
     pub cases: BTreeMap<toml::Spanned<String>, CaseConfig>,
+    /// `[profile.<name>]` tables, by name: which system, suites and filters a run uses.
     #[serde(default)]
     pub profile: BTreeMap<String, ProfileConfig>,
     /// Where the configuration was read from; paths inside are relative to its folder.
@@ -73,12 +75,14 @@ pub type FamilyGates = BTreeMap<toml::Spanned<String>, Gates>;
 pub const DEFAULT_PROFILE: &str = "default";
 
 impl Config {
+    /// Reads and checks the configuration at `path`; an error names its line.
     pub fn load(path: &Path) -> Result<Config, InputError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::file(path, format!("cannot read the configuration: {e}")))?;
         Config::parse(path, text)
     }
 
+    /// Parses and checks `text`, read from `path` (relative paths start from its folder).
     pub fn parse(path: &Path, text: String) -> Result<Config, InputError> {
         let mut config: Config = toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?;
         config.path = path.to_path_buf();
@@ -158,6 +162,7 @@ impl Config {
         self.path.parent().unwrap_or(Path::new("."))
     }
 
+    /// `path` taken relative to the configuration's folder (an absolute path stays as it is).
     pub fn resolve(&self, path: &Path) -> PathBuf {
         self.root().join(path)
     }

@@ -10,6 +10,7 @@ use sqlgate_eval::loaders::GoldFormat;
 use sqlgate_eval::metrics::ex::Mode;
 use sqlgate_eval::metrics::sqlmorph::Regime;
 
+/// One `[[suite]]`: a benchmark, how its cases are scored, and what is computed beside EX.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SuiteConfig {
@@ -18,8 +19,11 @@ pub struct SuiteConfig {
     pub name: Option<String>,
     /// Any gold file the loaders read (`suite.toml`, `questions.csv`, `gold.txt`, `dev.json`...).
     pub benchmark: PathBuf,
+    /// The databases' folder, as `score --db-dir` (default: the benchmark format's own).
     pub db_dir: Option<PathBuf>,
+    /// A Spider `tables.json`, for ESM and schema-only databases.
     pub tables: Option<PathBuf>,
+    /// The gold file's format, when its name does not say (as `score --format`).
     pub format: Option<GoldFormat>,
     /// Where the databases are: `sqlite` files (default) or a `postgres` server.
     #[serde(default)]
@@ -33,7 +37,9 @@ pub struct SuiteConfig {
     pub mode: Option<Mode>,
     /// Per-query time bound in seconds (default 30), with its place in the file.
     pub timeout: Option<toml::Spanned<f64>>,
+    /// Rows a query may return before it fails as too large.
     pub max_rows: Option<usize>,
+    /// Test-suite mode: keep DISTINCT in both queries (`--keep_distinct`).
     #[serde(default)]
     pub keep_distinct: bool,
     /// SQLMorph regime (`EC-PC-PE`...) whose EXP, EXR and F1 each case reports, for gates
@@ -64,10 +70,13 @@ pub struct SuiteConfig {
     pub allow_metric_errors: bool,
 }
 
+/// A structural metric a suite can compute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Structural {
+    /// Spider exact set match.
     Esm,
+    /// Enhanced Tree Matching.
     Etm,
 }
 
@@ -75,9 +84,13 @@ pub enum Structural {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbeddingsConfig {
+    /// The API root with its version segment, e.g. `http://127.0.0.1:8765/v1`.
     pub base_url: String,
+    /// The embedding model to ask.
     pub model: String,
+    /// The NAME of the environment variable holding the API key.
     pub api_key_env: Option<String>,
+    /// Seconds one request may take, answer included.
     #[serde(default = "default_embeddings_timeout")]
     pub timeout_secs: f64,
     /// Retries, backoff and rate limit of the requests, as a system's `throttle`.

@@ -32,6 +32,7 @@ pub struct SystemEntry {
     settings: toml::Table,
 }
 
+/// What a `[[system]]` is: its `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SystemType {
@@ -45,12 +46,18 @@ pub enum SystemType {
     Replay,
 }
 
+/// A `[[system]]` table, checked, with its defaults filled in.
 #[derive(Debug, Clone)]
 pub struct SystemConfig {
+    /// The name profiles and `--system` pick it by; also its cassette's file name.
     pub name: String,
+    /// What the system is.
     pub kind: SystemType,
+    /// Where its answers are recorded.
     pub cassette: PathBuf,
+    /// Concurrency, rate limit and retries of its calls.
     pub throttle: ThrottleConfig,
+    /// Answers that count as abstentions.
     pub abstention: AbstentionConfig,
     /// The type's own keys, read by [`SystemConfig::settings`].
     settings: toml::Table,

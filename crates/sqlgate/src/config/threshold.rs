@@ -7,20 +7,26 @@ use serde::Deserialize;
 
 use super::Metric;
 
+/// Which side of the bound a metric must be on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Comparison {
+    /// `>=`: the metric must reach the value.
     AtLeast,
+    /// `<=`: the metric must not exceed the value (drops, error rates).
     AtMost,
 }
 
 /// A bound a metric must satisfy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Threshold {
+    /// The direction.
     pub comparison: Comparison,
+    /// The bound.
     pub value: f64,
 }
 
 impl Threshold {
+    /// Whether `metric` satisfies the bound.
     pub fn holds(&self, metric: f64) -> bool {
         match self.comparison {
             Comparison::AtLeast => metric >= self.value,
@@ -28,6 +34,7 @@ impl Threshold {
         }
     }
 
+    /// Reads `">= 0.62"` or `"<= 10"`.
     pub fn parse(text: &str) -> Result<Threshold, String> {
         let text = text.trim();
         let (comparison, number) = if let Some(rest) = text.strip_prefix(">=") {

@@ -16,7 +16,7 @@ use crate::config::{Config, ProfileConfig};
 use crate::system::abstention::Abstention;
 use crate::system::answer::{answer_all, Answered};
 use crate::system::cassette::{record_key, Cassette, RecordedAnswer};
-use crate::system::{self, Request, System, SystemError};
+use crate::system::{self, Request, System};
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::Backend;
 use sqlgate_eval::store::{Hasher, Store};
@@ -408,9 +408,9 @@ impl Session {
                         .reply
                         .and_then(|reply| system.interpret(reply))
                         .map(|reply| self.abstention.apply(reply.clean()))
-                        .map_err(|error| SystemError {
-                            truncated: error.truncated || truncated,
-                            ..error
+                        .map_err(|mut error| {
+                            error.truncated |= truncated;
+                            error
                         }),
                     elapsed: answered.elapsed,
                 }

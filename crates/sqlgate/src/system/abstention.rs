@@ -16,6 +16,7 @@ pub struct Abstention {
 }
 
 impl Abstention {
+    /// Checks `config`; an invalid `pattern` is refused here.
     pub fn new(config: &AbstentionConfig) -> Result<Abstention, String> {
         Ok(Abstention {
             apology: config.apology,

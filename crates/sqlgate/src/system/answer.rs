@@ -15,7 +15,9 @@ use sqlgate_llm::throttle::Throttle;
 /// A system's answer to one case and the time it took (zero when it came from the cassette).
 #[derive(Debug, Clone)]
 pub struct Answered {
+    /// The reply, or why there is none.
     pub reply: Result<Reply, SystemError>,
+    /// How long asking took (zero from the cassette).
     pub elapsed: Duration,
 }
 

@@ -59,10 +59,12 @@ pub struct RecordedAnswer {
 }
 
 impl RecordedAnswer {
+    /// The key the answer is recorded under (system fingerprint and case content).
     pub fn key(&self) -> &str {
         &self.key
     }
 
+    /// The case id, for people reading the file.
     pub fn case(&self) -> &str {
         &self.case
     }
@@ -169,6 +171,7 @@ impl Cassette {
         })
     }
 
+    /// The cassette's file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -180,10 +183,12 @@ impl Cassette {
         state.records.get(key).map(|record| record.answer.clone())
     }
 
+    /// Answers recorded.
     pub fn len(&self) -> usize {
         self.lock().records.len()
     }
 
+    /// Whether no answer is recorded.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

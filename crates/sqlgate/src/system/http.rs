@@ -26,6 +26,7 @@ fn default_timeout_secs() -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
+    /// The endpoint the request document is POSTed to.
     pub url: String,
     /// Seconds one request may take, answer included.
     #[serde(default = "default_timeout_secs")]

@@ -21,12 +21,21 @@ use serde::{Deserialize, Serialize};
 pub use sqlgate_llm::{ServerState, SystemError, SystemErrorKind};
 
 /// What a system is asked: the JSON document sent to `command` and `http` systems.
+///
+/// Fields may be added (a new one is optional in the JSON document), so build one with
+/// [`Request::question`] and the `with_` methods.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Request {
+    /// The case's id, unique within its suite.
     pub id: String,
+    /// The database's name.
     pub db: String,
+    /// The database file (on a PostgreSQL server, the database's name), for systems that open it.
     pub db_path: PathBuf,
+    /// The natural-language question.
     pub question: String,
+    /// Extra knowledge given with the question (BIRD's `evidence`), when the benchmark has it.
     pub evidence: Option<String>,
     /// The database schema as `CREATE TABLE` statements.
     pub schema: String,
@@ -34,8 +43,12 @@ pub struct Request {
 
 /// A system's answer. Read back (from a cassette or a run record) strictly: an unknown field is
 /// an error, and `sql` must be there, as `null` for an abstention.
+///
+/// Fields may be added, so build one with [`Reply::sql`] or [`Reply::abstain`] and the `with_`
+/// methods.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Reply {
     /// The SQL to execute; `None` when it abstained. Cleaned of markdown and prose by
     /// [`Reply::clean`] before it is scored.
@@ -90,6 +103,20 @@ impl Reply {
         self
     }
 
+    /// Adds what a retriever returned (tables, columns, examples): the schema-linking metrics
+    /// score it against the gold query's.
+    pub fn with_retrieved(mut self, retrieved: Vec<String>) -> Reply {
+        self.retrieved = retrieved;
+        self
+    }
+
+    /// Marks the reply as cut short by the system's token limit, so that reports count the
+    /// truncation whatever the reply is judged.
+    pub fn mark_truncated(mut self) -> Reply {
+        self.truncated = true;
+        self
+    }
+
     /// The reply with its SQL and samples cleaned of markdown fences and prose; `cleaned` says
     /// whether anything was stripped. Every reply goes through it before it is scored.
     pub fn clean(self) -> Reply {
@@ -117,6 +144,7 @@ pub trait System: Send + Sync {
     /// so recorded answers of an older configuration are not replayed.
     fn fingerprint(&self) -> String;
 
+    /// Answers one case: a query (as the model wrote it), an abstention, or why there is none.
     fn answer(&self, request: &Request) -> Result<Reply, SystemError>;
 
     /// Checks, once before the first question of a run, that the system can be asked (its
@@ -136,6 +164,36 @@ pub trait System: Send + Sync {
 }
 
 impl Request {
+    /// A request for a question of your own, e.g. in a unit test of your system: case `id` on
+    /// database `db` (the file `db_path`), with no evidence and an empty schema until given.
+    pub fn question(
+        id: impl Into<String>,
+        db: impl Into<String>,
+        db_path: impl Into<PathBuf>,
+        question: impl Into<String>,
+    ) -> Request {
+        Request {
+            id: id.into(),
+            db: db.into(),
+            db_path: db_path.into(),
+            question: question.into(),
+            evidence: None,
+            schema: String::new(),
+        }
+    }
+
+    /// Adds the evidence given with the question (BIRD's hints).
+    pub fn with_evidence(mut self, evidence: impl Into<String>) -> Request {
+        self.evidence = Some(evidence.into());
+        self
+    }
+
+    /// Adds the database's schema, as its `CREATE` statements ([`schema_ddl`] reads them).
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Request {
+        self.schema = schema.into();
+        self
+    }
+
     /// The request for a case whose database is the file `db_path`, with `schema` its DDL.
     pub fn new(case: &sqlgate_eval::loaders::Case, db_path: PathBuf, schema: String) -> Request {
         Request {

@@ -34,6 +34,7 @@ without explanation. Use only the tables and columns of the schema. If the quest
 answered from this database, answer with the single word {abstain_marker} instead.
 ";
 
+/// The word the default prompt asks the model to answer with when it cannot answer.
 pub const DEFAULT_ABSTAIN_MARKER: &str = "not_answerable";
 
 /// Where the prompt template comes from: `prompt = { template = "..." }` or
@@ -41,7 +42,9 @@ pub const DEFAULT_ABSTAIN_MARKER: &str = "not_answerable";
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum PromptSource {
+    /// The template itself.
     Template(String),
+    /// A file holding it, relative to the configuration's folder.
     File(PathBuf),
 }
 
@@ -57,6 +60,7 @@ impl Default for PromptSource {
 pub struct OpenAiConfig {
     /// The API root with its version segment, e.g. `http://127.0.0.1:8765/v1`.
     pub base_url: String,
+    /// The chat model to ask.
     pub model: String,
     /// The NAME of the environment variable holding the API key.
     #[serde(default)]
@@ -72,10 +76,13 @@ pub struct OpenAiConfig {
     /// Sent as a system message before the prompt, when set.
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// Sampling temperature (default 0, for reproducible answers).
     #[serde(default)]
     pub temperature: f64,
+    /// Sampling seed (default 0), for servers that honour one.
     #[serde(default)]
     pub seed: u64,
+    /// Bound on the tokens of the answer (default 512); a reply cut there is `truncated`.
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
     /// Seconds one request may take, answer included.

@@ -12,14 +12,20 @@ use crate::spider::Hardness;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
+    /// Gold queries of hardness `easy`.
     Easy,
+    /// Gold queries of hardness `medium`.
     Medium,
+    /// Gold queries of hardness `hard`.
     Hard,
+    /// Gold queries of hardness `extra`.
     Extra,
+    /// Every pair.
     All,
 }
 
 impl Level {
+    /// In the reference's column order.
     pub const ALL: [Level; 5] = [
         Level::Easy,
         Level::Medium,
@@ -28,6 +34,7 @@ impl Level {
         Level::All,
     ];
 
+    /// The column's heading in the reference's tables.
     pub fn name(self) -> &'static str {
         match self {
             Level::Easy => "easy",
@@ -74,13 +81,18 @@ pub struct Summary {
 /// Partial-matching averages of one component at one level.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Averages {
+    /// Mean accuracy over pairs whose prediction has units of the component.
     pub acc: f64,
+    /// Mean recall over pairs whose gold query has units of the component.
     pub rec: f64,
+    /// F1 of the two means.
     pub f1: f64,
 }
 
+/// The numbers the reference prints for one level.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LevelSummary {
+    /// Pairs at this level.
     pub count: usize,
     /// The exact-match fraction (0 for an empty level).
     pub exact: f64,
@@ -89,6 +101,7 @@ pub struct LevelSummary {
 }
 
 impl Summary {
+    /// Counts one scored pair at its level and under `all`.
     pub fn add(&mut self, score: &PairScore) {
         for level in [Level::of(score.hardness), Level::All] {
             let totals = &mut self.levels[level as usize];

@@ -3,7 +3,7 @@
 //! conditions, then the harness's guard through [`Cx::allowed`], which records a departure
 //! when the guard alone stops the rule (and lets it fire under `--etm-compat`).
 
-use super::normalize::{check, everywhere, flatten, rewrite_below, Cx, RuleError, Slot};
+use super::rewrite::{any_below, check, everywhere, flatten, rewrite_below, Cx, RuleError, Slot};
 use super::tree::{Key, Kind, Node};
 use crate::exec::value::py_float_repr;
 
@@ -651,7 +651,7 @@ fn on_equalities(on: &Node) -> Vec<Node> {
 
 /// Whether `node` uses a column of `table` other than `column` (not looking into subqueries).
 fn uses_other_column(node: &Node, table: &str, column: &str) -> bool {
-    super::normalize::any_below(node, &mut |n| {
+    any_below(node, &mut |n| {
         n.kind == Kind::Column
             && n.ident_text(Key::Table) == Some(table)
             && n.ident_text(Key::This) != Some(column)

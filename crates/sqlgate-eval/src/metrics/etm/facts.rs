@@ -23,6 +23,7 @@ pub struct TableFacts {
     pub iso_dates: HashSet<String>,
 }
 
+/// What the rules may assume about one database's tables and columns.
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
     /// Lowercased table name → facts; table names keep their first spelling's order.
@@ -30,14 +31,17 @@ pub struct Facts {
 }
 
 impl Facts {
+    /// The facts of a table, by lowercased name.
     pub fn table(&self, name: &str) -> Option<&TableFacts> {
         self.tables.get(name)
     }
 
+    /// Whether `table.column` alone is unique: a single-column UNIQUE index or primary key.
     pub fn is_unique(&self, table: &str, column: &str) -> bool {
         self.table(table).is_some_and(|t| t.unique.contains(column))
     }
 
+    /// Whether `table.column` is declared NOT NULL or is the table's single-column primary key.
     pub fn is_non_null(&self, table: &str, column: &str) -> bool {
         self.table(table)
             .is_some_and(|t| t.non_null.contains(column))
@@ -52,6 +56,7 @@ impl Facts {
                 .any(|t| t.columns.iter().any(|c| c == name))
     }
 
+    /// Reads the facts of the SQLite database at `path`.
     pub fn read(path: &Path) -> Result<Facts, rusqlite::Error> {
         let schema = Schema::read(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;

@@ -10,10 +10,12 @@
 //!
 //! `compat` (`--etm-compat`) turns the guards off and keeps the reference's traversal quirks.
 
+mod engine;
 mod equivalences;
 mod facts;
 mod lower;
 mod normalize;
+mod rewrite;
 #[cfg(test)]
 mod rule_tests;
 mod sets;
@@ -35,8 +37,8 @@ use crate::exec::{Engine, Limits};
 use crate::sqltext;
 
 pub use facts::Facts;
-pub use normalize::Departure;
-use normalize::{Cx, DerivedFacts, RuleError, Trace};
+pub use rewrite::Departure;
+use rewrite::{Cx, DerivedFacts, RuleError, Trace};
 use tree::{Field, Node};
 
 /// How a pair was decided, as the reference data names it (`etm_status`) plus the harness's
@@ -44,11 +46,17 @@ use tree::{Field, Node};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// The normalised trees are equal.
     Match,
+    /// The normalised trees differ.
     Nomatch,
+    /// The gold query fails `EXPLAIN QUERY PLAN` on the database.
     InvalidGold,
+    /// The prediction fails `EXPLAIN QUERY PLAN` on the database.
     InvalidPred,
+    /// The gold query does not parse, or is too long or deep to parse.
     GoldUnparsed,
+    /// The prediction does not parse, or is too long or deep to parse.
     PredUnparsed,
     /// The fixpoint bound was reached (`etm_no_fixpoint`).
     NoFixpoint,
@@ -59,7 +67,9 @@ pub enum Status {
 /// What one side went through.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Side {
+    /// Rules that rewrote the tree, ascending (`0` is the cleanup).
     pub rules_fired: Vec<u16>,
+    /// Where the harness departed from the reference on this side.
     pub departures: Vec<Departure>,
     /// The normalised query, rendered for reading.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,16 +81,24 @@ pub struct Side {
 pub struct Difference {
     /// Field names from the root, e.g. `where.this.expression`.
     pub path: String,
+    /// The gold side's subtree there, rendered as SQL.
     pub gold: String,
+    /// The prediction's subtree there, rendered as SQL.
     pub pred: String,
 }
 
+/// The ETM outcome of one pair, with what explains it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
+    /// Whether the pair matches (status `match`).
     pub etm: bool,
+    /// How the pair was decided.
     pub status: Status,
+    /// What normalisation did to the gold query.
     pub gold: Side,
+    /// What normalisation did to the prediction.
     pub pred: Side,
+    /// For a mismatch, the first differing subtree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub difference: Option<Difference>,
     /// The planner's or parser's message for invalid and unparsed pairs.
@@ -129,7 +147,9 @@ impl Verdict {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read the database {}: {message}", path.display())]
 pub struct EtmError {
+    /// The database file.
     pub path: PathBuf,
+    /// SQLite's message.
     pub message: String,
 }
 
@@ -146,6 +166,7 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
+    /// An evaluator; `compat` behaves like the reference (`--etm-compat`: no guards).
     pub fn new(compat: bool) -> Evaluator {
         Evaluator {
             compat,
@@ -283,9 +304,9 @@ pub fn compare(gold: &str, pred: &str, facts: &Facts, compat: bool) -> Verdict {
         error: None,
     };
     // Gold first: under compat, facts it derives (D2) apply to the prediction too.
-    let gold_result = normalize::apply_rules(gold_tree, &mut cx);
+    let gold_result = engine::apply_rules(gold_tree, &mut cx);
     let gold_trace = std::mem::take(&mut cx.trace);
-    let pred_result = normalize::apply_rules(pred_tree, &mut cx);
+    let pred_result = engine::apply_rules(pred_tree, &mut cx);
     let pred_trace = std::mem::take(&mut cx.trace);
     let side = |trace: &Trace, tree: Option<&Node>| Side {
         rules_fired: trace.fired.iter().copied().collect(),

@@ -1,285 +1,11 @@
-//! The rule engine (`etm.md` §5.3) and the normalisation rules 100-108 (§5.1) with the
-//! cleanup of trivially true conditions.
-//!
-//! Rules work on whole trees the way the reference walks them: a rule sees every node below
-//! the SELECT it runs on, subqueries included, and rewrites a node from its parent's field.
-//! Whether that field is a single child or a list element matters for the reference (D12),
-//! so the walker reports it.
+//! The normalisation rules 100-108 (`etm.md` §5.1) and the cleanup of trivially true
+//! conditions; the engine runs them first in every round.
 
-use std::collections::BTreeSet;
-
-use super::equivalences;
-use super::facts::Facts;
-use super::sets;
+use super::rewrite::{everywhere, flatten, rewrite_below, Cx, RuleError, Slot};
 use super::tree::{Field, Key, Kind, Node};
 
-/// Bound on fixpoint rounds; reaching it is reported as `etm_no_fixpoint`.
-pub const MAX_ROUNDS: usize = 64;
-
-/// A place where the harness departs from the reference: a guard that kept a rule from
-/// firing, or a defect of the reference it does not share (`etm.md` §5.2, §7).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-pub struct Departure {
-    /// The rule, `100`-`108`, `1`-`26`, or `0` for the cleanup step.
-    pub rule: u16,
-    /// The defect of §7 (`D3`, `D12`, ...) or, for a guard with no defect number, `guard`.
-    pub defect: &'static str,
-    pub reason: &'static str,
-}
-
-#[derive(Debug, Default, Clone)]
-pub struct Trace {
-    /// Rules that rewrote the tree (`0` = cleanup).
-    pub fired: BTreeSet<u16>,
-    pub departures: BTreeSet<Departure>,
-    pub no_fixpoint: bool,
-}
-
-/// A guard's outcome: `Err((defect, reason))` when the harness's extra condition fails.
-pub type Guard = Result<(), (&'static str, &'static str)>;
-
-pub fn check(ok: bool, defect: &'static str, reason: &'static str) -> Guard {
-    if ok {
-        Ok(())
-    } else {
-        Err((defect, reason))
-    }
-}
-
-pub struct Cx<'a> {
-    pub facts: &'a Facts,
-    /// Behave like the reference (`--etm-compat`): no guards, the traversal quirks kept.
-    pub compat: bool,
-    pub trace: Trace,
-    /// Facts the reference derives from join equalities (D2), shared by gold and prediction.
-    pub derived: DerivedFacts,
-    /// Set by a rule that fails the pair, as the reference's exception would.
-    pub error: Option<RuleError>,
-}
-
-/// D2: UNIQUE and NOT NULL facts rule 19 copies across join equalities in the reference.
-#[derive(Debug, Default, Clone)]
-pub struct DerivedFacts {
-    pub unique: BTreeSet<(String, String)>,
-    pub non_null: BTreeSet<(String, String)>,
-}
-
-impl Cx<'_> {
-    /// Whether a rule whose reference conditions hold may fire: `guard` is `Err((defect,
-    /// reason))` when the harness's extra condition fails. Under `compat` the guard is ignored.
-    pub fn allowed(&mut self, rule: u16, guard: Guard) -> bool {
-        match guard {
-            Ok(()) => true,
-            Err(_) if self.compat => true,
-            Err((defect, reason)) => {
-                self.depart(rule, defect, reason);
-                false
-            }
-        }
-    }
-
-    pub fn is_unique(&mut self, rule: u16, table: &str, column: &str) -> bool {
-        if self.facts.is_unique(table, column) {
-            return true;
-        }
-        let key = (table.to_string(), column.to_string());
-        self.derived.unique.contains(&key)
-            && self.allowed(rule, Err(("D2", "uniqueness derived from a join")))
-    }
-
-    pub fn is_non_null(&mut self, rule: u16, table: &str, column: &str) -> bool {
-        if self.facts.is_non_null(table, column) {
-            return true;
-        }
-        let key = (table.to_string(), column.to_string());
-        self.derived.non_null.contains(&key)
-            && self.allowed(rule, Err(("D2", "NOT NULL derived from a join")))
-    }
-
-    pub fn depart(&mut self, rule: u16, defect: &'static str, reason: &'static str) {
-        self.trace.departures.insert(Departure {
-            rule,
-            defect,
-            reason,
-        });
-    }
-
-    /// D12: the reference rewrites some nodes only when they are a single child, never a list
-    /// element. The harness rewrites both, and notes where that made a difference.
-    pub fn reaches(&mut self, rule: u16, slot: Slot) -> bool {
-        if slot == Slot::Single {
-            return true;
-        }
-        if self.compat {
-            return false;
-        }
-        self.depart(rule, "D12", "rewrote a list element the reference skips");
-        true
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
-    Single,
-    Element,
-}
-
-/// Visits the nodes below `node` in pre-order; `visit` may rewrite a node in place and says
-/// whether it did. The walk then goes into the (rewritten) node when `descend` allows.
-pub fn rewrite_below(
-    node: &mut Node,
-    visit: &mut dyn FnMut(&mut Node, Slot) -> bool,
-    descend: &dyn Fn(&Node) -> bool,
-) -> bool {
-    let mut changed = false;
-    for (_, field) in node.fields_mut() {
-        match field {
-            Field::Node(child) => {
-                changed |= visit(child, Slot::Single);
-                if descend(child) {
-                    changed |= rewrite_below(child, visit, descend);
-                }
-            }
-            Field::List(items) => {
-                for item in items.iter_mut() {
-                    changed |= visit(item, Slot::Element);
-                    if descend(item) {
-                        changed |= rewrite_below(item, visit, descend);
-                    }
-                }
-            }
-            Field::Text(_) | Field::Flag(_) => {}
-        }
-    }
-    changed
-}
-
-pub fn everywhere(_: &Node) -> bool {
-    true
-}
-
-/// Visits every node below `node`, read-only.
-pub fn any_below(node: &Node, test: &mut dyn FnMut(&Node) -> bool) -> bool {
-    node.fields().iter().any(|(_, field)| match field {
-        Field::Node(child) => test(child) || any_below(child, test),
-        Field::List(items) => items.iter().any(|item| test(item) || any_below(item, test)),
-        _ => false,
-    })
-}
-
-type Rule = fn(&mut Node, &mut Cx) -> bool;
-
-/// The order of §5.3 step 4.
-const SELECT_RULES: [(u16, Rule); 32] = [
-    (100, rule100),
-    (101, rule101),
-    (102, rule102),
-    (103, rule103),
-    (104, rule104),
-    (105, rule105),
-    (106, rule106),
-    (107, rule107),
-    (108, rule108),
-    (1, equivalences::rule1),
-    (2, equivalences::rule2),
-    (4, equivalences::rule4),
-    (6, equivalences::rule6),
-    (7, equivalences::rule7),
-    (8, equivalences::rule8),
-    (9, equivalences::rule9),
-    (10, equivalences::rule10),
-    (11, equivalences::rule11),
-    (12, equivalences::rule12),
-    (13, equivalences::rule13),
-    (14, equivalences::rule14),
-    (15, equivalences::rule15),
-    (16, equivalences::rule16),
-    (17, equivalences::rule17),
-    (18, equivalences::rule18),
-    (19, equivalences::rule19),
-    (20, equivalences::rule20),
-    (22, equivalences::rule22),
-    (23, equivalences::rule23),
-    (24, equivalences::rule24),
-    (25, equivalences::rule25),
-    (0, cleanup),
-];
-
-/// `applyRules`: CTEs first, then every nested SELECT, then the set-operation rules, then
-/// the SELECT rules to a fixpoint.
-pub fn apply_rules(mut tree: Node, cx: &mut Cx) -> Result<Node, RuleError> {
-    if tree.has(Key::With) {
-        sets::rule26(&mut tree, cx);
-    }
-    normalise_nested(&mut tree, cx)?;
-    if tree.is_set_operation() {
-        tree = sets::rule21(tree, cx);
-        tree = sets::rule3(tree, cx);
-        tree = sets::rule5(tree, cx);
-    }
-    if tree.kind == Kind::Select {
-        fixpoint(&mut tree, cx)?;
-    }
-    Ok(tree)
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RuleError {
-    /// D16: rule 10 met a second matching SELECT item.
-    SecondMinMax,
-    /// Rule 106 would replace an alias inside its own expression forever.
-    AliasRecursion,
-}
-
-fn normalise_nested(node: &mut Node, cx: &mut Cx) -> Result<(), RuleError> {
-    for (_, field) in node.fields_mut() {
-        match field {
-            Field::Node(child) => normalise_child(child, cx)?,
-            Field::List(items) => {
-                for item in items.iter_mut() {
-                    normalise_child(item, cx)?;
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-fn normalise_child(child: &mut Node, cx: &mut Cx) -> Result<(), RuleError> {
-    if child.kind == Kind::Select {
-        let taken = std::mem::replace(child, Node::new(Kind::Null));
-        *child = apply_rules(taken, cx)?;
-        Ok(())
-    } else {
-        normalise_nested(child, cx)
-    }
-}
-
-fn fixpoint(tree: &mut Node, cx: &mut Cx) -> Result<(), RuleError> {
-    for _ in 0..MAX_ROUNDS {
-        let mut changed = false;
-        for (number, rule) in SELECT_RULES {
-            if rule(tree, cx) {
-                cx.trace.fired.insert(number);
-                changed = true;
-            }
-            if let Some(error) = cx.error.take() {
-                return Err(error);
-            }
-        }
-        if !changed {
-            return Ok(());
-        }
-    }
-    cx.trace.no_fixpoint = true;
-    Ok(())
-}
-
-// --- 100-108 --------------------------------------------------------------------------------
-
 /// Rule 100: lowercase every text field but literal values.
-fn rule100(tree: &mut Node, _: &mut Cx) -> bool {
+pub(super) fn rule100(tree: &mut Node, _: &mut Cx) -> bool {
     fn lower(node: &mut Node) -> bool {
         if matches!(node.kind, Kind::Literal | Kind::Raw) {
             return false;
@@ -301,7 +27,7 @@ fn rule100(tree: &mut Node, _: &mut Cx) -> bool {
 
 /// Rule 101: qualify unqualified columns (and a bare `*` with a single table). A bare `*`
 /// becomes a `Column` of a star, as in the reference, so that rule 11 sees it.
-fn rule101(tree: &mut Node, cx: &mut Cx) -> bool {
+pub(super) fn rule101(tree: &mut Node, cx: &mut Cx) -> bool {
     let Some(from) = tree.node(Key::From).and_then(|f| f.node(Key::This)) else {
         return false;
     };
@@ -384,7 +110,7 @@ fn qualify_below(node: &mut Node, qualify: &mut dyn FnMut(&mut Node, Slot, bool)
 }
 
 /// Sorts `items` by the rules' key; says whether the order changed.
-pub fn sort_nodes(items: &mut [Node]) -> bool {
+fn sort_nodes(items: &mut [Node]) -> bool {
     let mut keyed: Vec<((Kind, String), Node)> = items
         .iter_mut()
         .map(|item| {
@@ -403,13 +129,13 @@ pub fn sort_nodes(items: &mut [Node]) -> bool {
 }
 
 /// Rule 102: sort the SELECT items.
-fn rule102(tree: &mut Node, _: &mut Cx) -> bool {
+pub(super) fn rule102(tree: &mut Node, _: &mut Cx) -> bool {
     tree.list_mut(Key::Expressions)
         .is_some_and(|items| sort_nodes(items))
 }
 
 /// Rule 103: replace table aliases by the table (a derived table's alias by its query).
-fn rule103(tree: &mut Node, _: &mut Cx) -> bool {
+pub(super) fn rule103(tree: &mut Node, _: &mut Cx) -> bool {
     let mut aliases: Vec<(Node, Node)> = Vec::new();
     let mut strip = |item: &mut Node| {
         if let Some(alias) = item.take(Key::Alias) {
@@ -444,7 +170,7 @@ fn rule103(tree: &mut Node, _: &mut Cx) -> bool {
 }
 
 /// Rule 104: for inner joins, sort the tables and put all ON conditions on the first join.
-fn rule104(tree: &mut Node, _: &mut Cx) -> bool {
+pub(super) fn rule104(tree: &mut Node, _: &mut Cx) -> bool {
     let joins = tree.list(Key::Joins);
     if joins.is_empty() || !tree.has(Key::From) || joins.iter().any(|j| j.has(Key::Side)) {
         return false;
@@ -480,7 +206,7 @@ fn rule104(tree: &mut Node, _: &mut Cx) -> bool {
 
 /// Rule 105: flatten, sort and rebuild left-deep the operands of `=`, AND and OR. Each whole
 /// chain is handled once (its operands first), so a long chain costs n log n, not n².
-fn rule105(tree: &mut Node, _: &mut Cx) -> bool {
+pub(super) fn rule105(tree: &mut Node, _: &mut Cx) -> bool {
     fn canonical(node: &mut Node) -> bool {
         if !matches!(node.kind, Kind::Eq | Kind::And | Kind::Or) {
             return canonical_below(node);
@@ -535,21 +261,8 @@ fn is_left_deep(chain: &Node) -> bool {
     }
 }
 
-pub fn flatten(node: Node, kind: Kind, out: &mut Vec<Node>) {
-    if node.kind != kind {
-        out.push(node);
-        return;
-    }
-    let mut node = node;
-    for key in [Key::This, Key::Expression] {
-        if let Some(child) = node.take(key) {
-            flatten(child, kind, out);
-        }
-    }
-}
-
 /// Rule 106: remove expression aliases, replacing references to them by the expression.
-fn rule106(tree: &mut Node, cx: &mut Cx) -> bool {
+pub(super) fn rule106(tree: &mut Node, cx: &mut Cx) -> bool {
     let mut aliases: Vec<(Node, Node)> = Vec::new();
     collect_aliases(tree, &mut aliases);
     let changed = !aliases.is_empty();
@@ -641,7 +354,7 @@ fn mentions(node: &Node, id: &Node) -> bool {
 }
 
 /// Rule 107: remove parentheses.
-fn rule107(tree: &mut Node, _: &mut Cx) -> bool {
+pub(super) fn rule107(tree: &mut Node, _: &mut Cx) -> bool {
     fn unwrap(node: &mut Node) -> bool {
         let mut changed = false;
         while node.kind == Kind::Paren {
@@ -658,7 +371,7 @@ fn rule107(tree: &mut Node, _: &mut Cx) -> bool {
 }
 
 /// Rule 108: unquote identifiers.
-fn rule108(tree: &mut Node, cx: &mut Cx) -> bool {
+pub(super) fn rule108(tree: &mut Node, cx: &mut Cx) -> bool {
     rewrite_below(
         tree,
         &mut |node, slot| {
@@ -687,7 +400,7 @@ fn is_true(node: &Node, compat: bool) -> bool {
 /// Removes the `1.0 = 1.0` the rules leave behind: `X AND TRUE` is X, `X OR TRUE` is TRUE
 /// (the reference makes it X: D3), a WHERE that is only TRUE goes. A column equal to itself
 /// is not TRUE (it is NULL for NULL), though the reference takes it as TRUE (D3).
-fn cleanup(tree: &mut Node, cx: &mut Cx) -> bool {
+pub(super) fn cleanup(tree: &mut Node, cx: &mut Cx) -> bool {
     let compat = cx.compat;
     let mut or_departure = false;
     let mut self_equal = false;

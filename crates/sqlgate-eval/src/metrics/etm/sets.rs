@@ -1,6 +1,6 @@
 //! Rules on set operations (21, 3, 5) and on CTEs (26), `etm.md` §5.2-§5.3.
 
-use super::normalize::{any_below, check, rewrite_below, Cx};
+use super::rewrite::{any_below, check, rewrite_below, Cx};
 use super::tree::{Key, Kind, Node};
 
 /// `(table, column)` of the single SELECT item, when it is a qualified column.

@@ -86,6 +86,7 @@ pub struct ModeOptions {
 pub struct CaseInput<'a> {
     /// Acceptable gold queries; a prediction is correct if it matches any of them.
     pub gold: &'a [String],
+    /// The question: Defog's modes read it to decide whether row order matters.
     pub question: &'a str,
     /// Defog `query_category`, when the benchmark has one.
     pub category: Option<&'a str>,
@@ -103,14 +104,23 @@ pub struct CaseInput<'a> {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// The prediction's result matches a gold result.
     Correct,
+    /// Both ran; the results differ.
     Incorrect,
+    /// The prediction failed to prepare or run.
     PredError,
+    /// The prediction ran past the time bound.
     PredTimeout,
+    /// The gold query failed: the case is broken, not the system.
     GoldError,
+    /// The gold query ran past the time bound.
     GoldTimeout,
+    /// The prediction's result holds text the mode's strict decoding refuses.
     PredDecodeError,
+    /// The gold result holds text the mode's strict decoding refuses.
     GoldDecodeError,
+    /// The system declined to answer.
     Abstained,
     /// The system under test gave no usable answer (crash, garbage, timeout).
     SystemError,
@@ -119,13 +129,16 @@ pub enum Verdict {
 /// A note on a comparison that never changes its score.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Diagnostic {
+    /// A stable identifier of the note, for tools.
     pub code: &'static str,
+    /// The note for a person.
     pub message: String,
 }
 
 /// The result of evaluating one prediction under one mode.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The verdict class.
     pub verdict: Verdict,
     /// The score the reference evaluator would print for this item.
     pub score: f64,
@@ -133,6 +146,7 @@ pub struct Outcome {
     pub exact: Option<bool>,
     /// `"<class>: <message>"` when an execution failed.
     pub error: Option<String>,
+    /// Notes on the comparison that do not change its score.
     pub diagnostics: Vec<Diagnostic>,
 }
 

@@ -10,12 +10,16 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+/// The coarse class of a token: enough to find statement and parenthesis boundaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// `-- ...` or `# ...`, including its line break.
     LineComment,
+    /// `/* ... */`.
     BlockComment,
+    /// A line break outside a comment.
     Newline,
+    /// Spaces and tabs.
     Space,
     /// `CASE`, `IN`, `VALUES`, `USING` and the multi-word keywords (`ORDER BY`, `END IF`...).
     Keyword,
@@ -25,16 +29,22 @@ pub enum Kind {
     Str,
     /// A quoted name: `"..."`, `` `...` ``, `[...]`.
     Quoted,
+    /// A numeric literal.
     Number,
+    /// One of `; : ( ) [ ] , .`.
     Punct,
+    /// A comparison or arithmetic operator.
     Operator,
     /// Wildcard, placeholders, assignment and characters no rule matches.
     Other,
 }
 
+/// One lexed token: a slice of the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Token<'a> {
+    /// Its class.
     pub kind: Kind,
+    /// The exact text, spacing and case kept.
     pub text: &'a str,
 }
 

@@ -59,8 +59,11 @@ use crate::exec::{ExecError, Execution, ResultSet, Value};
 pub struct Scores {
     /// True only when the EX shortcut applied (§2).
     pub ex: bool,
+    /// Execution precision: matched cells over predicted cells.
     pub exp: f64,
+    /// Execution recall: matched cells over gold cells.
     pub exr: f64,
+    /// Harmonic mean of EXP and EXR.
     pub f1: f64,
     /// Why the scores are what they are, when that is not a plain comparison.
     pub note: Option<Note>,
@@ -176,10 +179,17 @@ impl Default for Options<'static> {
 /// Why the metrics could not be computed at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MetricError {
+    /// IE asked for under NC, where the paper defines no such regime.
     #[error("regime {0} is not defined: the paper has no IE under NC (use NC-EC or NC-PC, or the compat mode)")]
     IgnoreExtrasUnderNc(Regime),
+    /// The embedding model for SC could not embed the column descriptors.
     #[error("embedding model `{model}` failed: {message}")]
-    Embedding { model: String, message: String },
+    Embedding {
+        /// The model asked.
+        model: String,
+        /// What went wrong, from the endpoint or the client.
+        message: String,
+    },
 }
 
 /// EXP / EXR / F1 of a prediction against the gold under `regime`.

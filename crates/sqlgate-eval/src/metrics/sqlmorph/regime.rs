@@ -39,7 +39,9 @@ pub enum Extras {
 /// that needs neither an embedding model nor partial matching, so it is cheap and reproducible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Regime {
+    /// How columns are paired.
     pub columns: ColumnMatching,
+    /// How rows and cells are matched.
     pub cells: CellMatching,
     /// Under NC, `Penalize` is implied and not printed; `Ignore` exists only for compat mode.
     pub extras: Extras,

@@ -11,6 +11,7 @@ use super::query::Jqg;
 /// A JCC: the added table and a non-empty set of labels, each to a table of the query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Jcc {
+    /// The added table, as a schema table index.
     pub candidate: usize,
     /// (query table, label written with the candidate on the left), sorted by column keys.
     pub labels: Vec<(usize, JoinLabel)>,
@@ -137,7 +138,9 @@ impl UnionFind {
 /// Centrality of the added table in the schema graph, as a ranking preference (spec §2.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Centrality {
+    /// Number of tables the added table joins with.
     Degree,
+    /// Share of shortest paths between other tables through the added table.
     Betweenness,
 }
 
@@ -145,9 +148,13 @@ pub enum Centrality {
 /// centrality term, after complexity or before it, descending unless `ascending`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Ranking {
+    /// Fewest new joins first instead of most.
     pub complexity_ascending: bool,
+    /// Also rank by the added table's centrality.
     pub centrality: Option<Centrality>,
+    /// Least central tables first instead of most.
     pub centrality_ascending: bool,
+    /// Rank by centrality before complexity.
     pub centrality_first: bool,
 }
 
@@ -197,7 +204,9 @@ pub fn rank(schema: &SchemaGraph, jccs: &mut [Jcc], ranking: &Ranking) {
 /// An unlabeled simple graph: `n` nodes and edges between node positions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
+    /// Number of nodes.
     pub n: usize,
+    /// Edges, as pairs of node positions.
     pub edges: Vec<(usize, usize)>,
 }
 
@@ -335,11 +344,13 @@ impl PatternCounts {
         &mut bucket[index].1
     }
 
+    /// How many queries have `shape`'s pattern so far.
     pub fn count(&mut self, shape: &Shape) -> usize {
         let bucket = self.buckets.entry(Self::key(shape)).or_default();
         *Self::slot(bucket, shape)
     }
 
+    /// Counts one more query with `shape`'s pattern.
     pub fn add(&mut self, shape: &Shape) {
         let bucket = self.buckets.entry(Self::key(shape)).or_default();
         *Self::slot(bucket, shape) += 1;

@@ -9,8 +9,11 @@ pub use sqlgate_eval::exec::schema::{ColRef, Column, ForeignKey, Schema, Table};
 /// An equi-join `left = right`, `inferred` when it comes from key inference, not a declaration.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct JoinLabel {
+    /// One side of the equality.
     pub left: ColRef,
+    /// The other side.
     pub right: ColRef,
+    /// From key inference rather than a declared foreign key.
     pub inferred: bool,
 }
 
@@ -116,7 +119,9 @@ fn affinity(decl_type: &str) -> &'static str {
 /// The undirected simple schema graph; `edges` is keyed by table indices, smaller first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchemaGraph {
+    /// Table names, in schema order; nodes are their indices.
     pub tables: Vec<String>,
+    /// The equi-joins admissible between each pair of tables.
     pub edges: BTreeMap<(usize, usize), Vec<JoinLabel>>,
     /// Column names per table (same order as `tables`), for resolving unqualified columns.
     pub columns: Vec<Vec<String>>,
@@ -155,6 +160,7 @@ impl SchemaGraph {
         graph
     }
 
+    /// The index of `table`, compared case-insensitively.
     pub fn index(&self, table: &str) -> Option<usize> {
         self.tables
             .iter()
@@ -251,6 +257,7 @@ impl SchemaGraph {
             .collect()
     }
 
+    /// Whether `table` has a column named `column` (case-insensitively).
     pub fn has_column(&self, table: usize, column: &str) -> bool {
         self.columns[table]
             .iter()

@@ -28,10 +28,13 @@ use sqlgate_eval::sqltext;
 /// User preferences (spec §2.4), defaults as in the thesis.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
+    /// Rounds of expansion: round r expands round r-1's retained queries.
     pub rounds: usize,
+    /// Queries kept per join pattern and database, the originals counting.
     pub per_pattern: usize,
     /// Cap on the number of retained expansions of [`expand_database`].
     pub budget: Option<usize>,
+    /// Infer join keys when a database declares no foreign key.
     pub infer_keys: bool,
     /// How JCCs are ranked before pattern pruning.
     pub ranking: Ranking,
@@ -52,41 +55,58 @@ impl Default for Options {
 /// A gold NL–SQL pair to expand.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seed {
+    /// The case's id.
     pub id: String,
+    /// Its question.
     pub question: String,
+    /// Its evidence, carried to the expansions unchanged.
     pub evidence: Option<String>,
+    /// Its gold query.
     pub sql: String,
 }
 
 /// The join pattern of an expanded query: its tables and joined table pairs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Pattern {
+    /// The tables joined, in order of appearance.
     pub tables: Vec<String>,
+    /// The joined table pairs.
     pub edges: Vec<(String, String)>,
+    /// Whether the join graph has a cycle.
     pub cyclic: bool,
 }
 
 /// One retained expansion.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Expansion {
+    /// A stable id: `<seed>::jqe::<table>::<rank>`.
     pub id: String,
+    /// The seed it expands.
     pub seed_id: String,
+    /// The database it runs on.
     pub db: String,
+    /// The round that produced it, from 1.
     pub round: usize,
+    /// The expanded query.
     pub sql: String,
+    /// Its question: the template rewrite, or the model's when accepted.
     pub question: String,
+    /// The seed's evidence.
     pub evidence: Option<String>,
+    /// The table joined in.
     pub added_table: String,
     /// `new.col = anchor.col`, sorted.
     pub conditions: Vec<String>,
     /// Whether a condition comes from key inference rather than a declared foreign key.
     pub inferred: bool,
+    /// Its join pattern.
     pub pattern: Pattern,
 }
 
 /// Average degree and cyclic share of a set of join graphs (spec §2.10).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ShapeStats {
+    /// Join graphs counted.
     pub count: usize,
     degree_sum: f64,
     cyclic: usize,
@@ -105,6 +125,7 @@ impl ShapeStats {
         self.cyclic += other.cyclic;
     }
 
+    /// Mean over the graphs of their average node degree.
     pub fn average_degree(&self) -> f64 {
         if self.count == 0 {
             0.0
@@ -113,6 +134,7 @@ impl ShapeStats {
         }
     }
 
+    /// Share of the graphs with a cycle, in [0, 1].
     pub fn cyclic_share(&self) -> f64 {
         if self.count == 0 {
             0.0
@@ -126,18 +148,28 @@ impl ShapeStats {
 /// ones whose pattern was taken, `retained` = written.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Stats {
+    /// Seeds with no join graph (not a plain SELECT, unknown table).
     pub seeds_unparsed: usize,
+    /// JCCs dropped as redundant.
     pub redundant: usize,
+    /// Expansions that failed or returned no rows.
     pub invalid: usize,
+    /// Valid expansions.
     pub generated: usize,
+    /// Valid expansions whose pattern was already taken.
     pub pruned: usize,
+    /// Expansions written.
     pub retained: usize,
+    /// Shapes of the seeds' join graphs.
     pub original: ShapeStats,
+    /// Shapes of the valid expansions.
     pub generated_shapes: ShapeStats,
+    /// Shapes of the written expansions.
     pub retained_shapes: ShapeStats,
 }
 
 impl Stats {
+    /// Adds another database's counts.
     pub fn merge(&mut self, other: &Stats) {
         self.seeds_unparsed += other.seeds_unparsed;
         self.redundant += other.redundant;
@@ -154,7 +186,9 @@ impl Stats {
 /// The expansions of one database's seeds, in seed order then rank order.
 #[derive(Debug, Clone, Default)]
 pub struct DbOutcome {
+    /// The retained expansions.
     pub expansions: Vec<Expansion>,
+    /// What the run counted.
     pub stats: Stats,
 }
 

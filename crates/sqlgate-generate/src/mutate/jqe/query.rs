@@ -17,27 +17,38 @@ use crate::mutate::sites::constraint;
 /// referenced by in the query (its alias, or its name as written).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
+    /// The schema table index.
     pub table: usize,
+    /// The name the query refers to it by.
     pub reference: String,
+    /// Whether `reference` is an alias.
     pub aliased: bool,
 }
 
 /// G_Q: `nodes` are schema table indices in order of first appearance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Jqg {
+    /// Schema table indices, in order of first appearance.
     pub nodes: Vec<usize>,
+    /// The FROM clause's table references.
     pub bindings: Vec<Binding>,
+    /// The joins the query makes, keyed like [`SchemaGraph::edges`].
     pub edges: BTreeMap<(usize, usize), Vec<JoinLabel>>,
 }
 
+/// Why a query has no join graph.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JqgError {
+    /// A set operation or a query without a SELECT body.
     #[error("the query is a set operation or has no SELECT body")]
     NotASelect,
+    /// A derived table or table function in FROM.
     #[error("the FROM clause has a derived table or table function")]
     UnsupportedFrom,
+    /// A table the database does not have.
     #[error("table `{0}` is not in the database")]
     UnknownTable(String),
+    /// No FROM clause.
     #[error("the query has no FROM clause")]
     NoTables,
 }
@@ -51,6 +62,7 @@ impl Jqg {
         }
     }
 
+    /// The join graph of `query` over `schema`.
     pub fn of(query: &Query, schema: &SchemaGraph) -> Result<Jqg, JqgError> {
         let select = Jqg::select(query)?;
         let mut graph = Jqg {

@@ -27,22 +27,30 @@ Literal rewrite: {template}
 
 Answer with the rewritten question only.";
 
+/// Rewrites expansion questions with a chat model, its replies cached.
 pub struct Rewriter {
+    /// The endpoint's client.
     pub client: Client,
+    /// The chat model to ask.
     pub model: String,
+    /// The prompt template ([`DEFAULT_PROMPT`]'s placeholders).
     pub prompt: String,
     /// The model's raw replies, by prompt.
     pub cache: JsonlCache<String>,
+    /// Bounds concurrency and retries transient failures.
     pub throttle: Throttle,
 }
 
 /// What became of one expansion's rewrite.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rewrite {
+    /// The model's question, kept.
     Accepted(String),
     /// The reply was not a usable question: why, and the reply's first line.
     Rejected {
+        /// Why the reply was refused.
         why: &'static str,
+        /// The reply's first line.
         reply: String,
     },
 }

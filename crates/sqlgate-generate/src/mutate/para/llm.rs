@@ -38,13 +38,19 @@ Output Format:
 /// The placeholders a prompt file must use.
 pub const PLACEHOLDERS: [&str; 3] = ["{num_queries}", "{schema_definitions}", "{sql_query}"];
 
+/// Asks a chat model for paraphrases with the paper's prompt, its replies cached.
 pub struct Paraphraser {
+    /// The endpoint's client.
     pub client: Client,
+    /// The chat model to ask.
     pub model: String,
+    /// The prompt template, with every one of [`PLACEHOLDERS`].
     pub prompt: String,
+    /// The request's `seed`, for servers that honour one.
     pub seed: u64,
     /// The model's raw replies, by (model, prompt, seed).
     pub cache: JsonlCache<String>,
+    /// Bounds concurrency and retries transient failures.
     pub throttle: Throttle,
 }
 
@@ -126,7 +132,9 @@ pub fn schema_definitions(schema: &Schema, sql: &str) -> String {
 /// The questions of a reply and the items refused, with why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Parsed {
+    /// The numbered questions read from the reply.
     pub questions: Vec<String>,
+    /// Items refused: why, and the item.
     pub rejected: Vec<(&'static str, String)>,
 }
 

@@ -29,7 +29,9 @@ pub const DEFAULT_MIN_CS: f64 = 0.6;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
+    /// The offline verbalizer.
     Verbalizer,
+    /// A chat model.
     Llm,
 }
 
@@ -110,11 +112,14 @@ pub fn similarities(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum GoldSql {
+    /// A single gold query.
     One(String),
+    /// Several equally correct ones.
     Several(Vec<String>),
 }
 
 impl GoldSql {
+    /// `gold` as the seed had it: a one-element list becomes a single query.
     pub fn of(gold: &[String]) -> GoldSql {
         match gold {
             [one] => GoldSql::One(one.clone()),
@@ -126,15 +131,22 @@ impl GoldSql {
 /// One line of the family file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
+    /// The paraphrase's id, from [`paraphrase_id`].
     pub id: String,
+    /// The case it paraphrases.
     pub seed_id: String,
+    /// The seed's database.
     pub db: String,
+    /// The seed's gold SQL, unchanged.
     pub sql: GoldSql,
+    /// The paraphrased question.
     pub question: String,
+    /// The seed's evidence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
     /// Cosine similarity to the original question, rounded to 4 decimals.
     pub cs: f64,
+    /// Who wrote the paraphrase.
     pub method: Method,
 }
 

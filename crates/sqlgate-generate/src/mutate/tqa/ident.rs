@@ -8,8 +8,11 @@ use super::wordnet::WordNet;
 /// SNAILS naturalness levels: N1 regular, N2 low, N3 least natural.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum Level {
+    /// Regular: whole words (`WaterTemperature`).
     N1,
+    /// Low: abbreviated words (`WaterTemp`).
     N2,
+    /// Least natural: acronyms and consonant skeletons (`WtTp`).
     N3,
 }
 
@@ -22,7 +25,9 @@ impl std::fmt::Display for Level {
 /// A piece of an identifier: a word segment or the separator between two.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
+    /// A run of letters or digits.
     Word(String),
+    /// What stands between two words, kept as written.
     Separator(String),
 }
 

@@ -59,8 +59,11 @@ pub fn linker_table(jqg: &Jqg, schema: &SchemaGraph) -> Option<usize> {
 /// A segment of the linker table's name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Segment {
+    /// The segment as written in the table's name.
     pub text: String,
+    /// Its WordNet lemma (the text itself when WordNet has none).
     pub lemma: String,
+    /// WordNet does not know it as a word, or it has at most two letters.
     pub is_abbreviation: bool,
 }
 
@@ -80,10 +83,13 @@ pub fn linker_segments(table: &str, wordnet: &WordNet) -> Vec<Segment> {
 /// A word of the text that mentions a segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Mention {
+    /// The word as written in the text.
     pub token: String,
+    /// Its lemma, which matched the segment's.
     pub lemma: String,
     /// Char offset of the word in the text, and its length in chars.
     pub position: usize,
+    /// The word's length in chars.
     pub len: usize,
     /// Index of the segment it mentions.
     pub segment: usize,
@@ -298,16 +304,22 @@ pub fn hidden(new_text: &str, mentions: &[Mention], segments: &[Segment]) -> boo
 
 /// A seed question to augment.
 pub struct Seed<'a> {
+    /// The case's id.
     pub id: &'a str,
+    /// Its question.
     pub question: &'a str,
+    /// Its evidence, when the benchmark has one.
     pub evidence: Option<&'a str>,
+    /// Its gold query, which names the linker table.
     pub sql: &'a str,
 }
 
 /// A mention and the word that replaced it, in the question or the evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Replaced {
+    /// `question` or `evidence`.
     pub field: &'static str,
+    /// The mention replaced.
     #[serde(flatten)]
     pub mention: Mention,
     /// `None` when no synonym passed the rules (the mention stays and is not hidden).
@@ -317,22 +329,30 @@ pub struct Replaced {
 /// One augmented seed (deterministic synonym replacement).
 #[derive(Debug, Clone, Serialize)]
 pub struct Augmented {
+    /// The table linking the query's others (highest betweenness in the query's join graph).
     pub linker_table: String,
     /// The linker table's name, segmented.
     pub segments: Vec<Segment>,
+    /// The question with the mentions replaced.
     pub question: String,
+    /// The evidence with the mentions replaced.
     pub evidence: Option<String>,
+    /// Every mention, with its replacement or none.
     pub replaced: Vec<Replaced>,
     /// Hiding score per field with at least one mention (spec §3.9).
     pub question_hidden: Option<bool>,
+    /// The same for the evidence.
     pub evidence_hidden: Option<bool>,
 }
 
 /// Why a seed gives no augmented case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {
+    /// The gold query has no join graph: why.
     NoJoinGraph(String),
+    /// The query joins fewer than three tables, so no table links others.
     FewerThanThreeTables,
+    /// Neither the question nor the evidence mentions the linker table.
     NotMentioned,
 }
 

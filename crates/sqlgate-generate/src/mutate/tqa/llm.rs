@@ -33,6 +33,7 @@ const EXAMPLES: [(&str, &str); 10] = [
     ("Bnk_Tbl", "B_Tbl"),
 ];
 
+/// The paper's few-shot prompt asking to lower `identifier` to N3.
 pub fn prompt(identifier: &str) -> String {
     let mut text = String::new();
     for (from, to) in EXAMPLES {
@@ -113,12 +114,17 @@ pub enum Hiding {
 pub struct HidingInput<'a> {
     /// `question` or `evidence`.
     pub field: &'a str,
+    /// The field's text.
     pub text: &'a str,
+    /// The seed's database.
     pub db: &'a str,
+    /// The seed's gold query.
     pub sql: &'a str,
+    /// The linker table.
     pub table: &'a str,
     /// The linker table's segments and, for each, the mentions in this field.
     pub segments: &'a [Segment],
+    /// The mentions in this field.
     pub mentions: &'a [Mention],
     /// For the evidence: the question as already rewritten.
     pub new_question: Option<&'a str>,
@@ -247,18 +253,24 @@ pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<Stri
     Ok(text)
 }
 
+/// The chat model TQA asks to lower identifiers and rewrite texts, answers cached.
 pub struct TqaLlm {
+    /// The endpoint's client.
     pub client: Client,
+    /// The chat model to ask.
     pub model: String,
+    /// Answers by prompt, so that a rerun asks nothing.
     pub cache: JsonlCache<String>,
     /// Answers that were not usable (the deterministic rule was used instead).
     pub fallbacks: Cell<usize>,
+    /// Requests sent (cache misses).
     pub requests: Cell<usize>,
     /// Requests that failed: the run stops on them.
     pub errors: RefCell<Vec<String>>,
 }
 
 impl TqaLlm {
+    /// A model with no request sent yet.
     pub fn new(client: Client, model: String, cache: JsonlCache<String>) -> TqaLlm {
         TqaLlm {
             client,

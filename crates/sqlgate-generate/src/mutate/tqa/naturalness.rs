@@ -27,32 +27,46 @@ pub const MUTANT_ID: &str = "n3";
 
 /// A case to move onto the clone, with every gold query it accepts.
 pub struct Seed {
+    /// The case's id.
     pub id: String,
+    /// Its question.
     pub question: String,
+    /// Its evidence, when the benchmark has one.
     pub evidence: Option<String>,
+    /// Every gold query it accepts.
     pub golds: Vec<String>,
 }
 
 /// A seed kept in all four settings.
 #[derive(Debug, Clone, Serialize)]
 pub struct Kept {
+    /// The case it came from.
     pub seed_id: String,
     /// The seed's gold alternatives, and each renamed for the clone.
     pub golds: Vec<String>,
+    /// The gold alternatives, renamed for the clone.
     pub renamed_golds: Vec<String>,
+    /// The seed's question.
     pub question: String,
+    /// The question with its identifier mentions renamed.
     pub renamed_question: String,
+    /// The seed's evidence.
     pub evidence: Option<String>,
+    /// The evidence with its identifier mentions renamed.
     pub renamed_evidence: Option<String>,
+    /// The mentions renamed in the question and the evidence.
     pub mentions: Vec<Replacement>,
 }
 
 /// What happened to one database.
 pub struct DatabaseOutcome {
+    /// The database's renames.
     pub map: RenameMap,
+    /// Its identifiers per naturalness level, before lowering.
     pub levels: LevelCounts,
     /// The `ALTER TABLE` script that turns a copy of the database into the clone.
     pub script: String,
+    /// The seeds kept.
     pub kept: Vec<Kept>,
     /// Seed id and why it was dropped.
     pub dropped: Vec<(String, String)>,

@@ -14,15 +14,20 @@ use sqlgate_eval::exec::schema::Schema;
 /// scope resolution) columns. Keys are lowercased; identifiers that stay are absent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RenameMap {
+    /// Table renames.
     pub tables: BTreeMap<String, String>,
+    /// Column renames, database-wide.
     pub columns: BTreeMap<String, String>,
 }
 
 /// How many identifiers of a database sit at each naturalness level (SQLMorph Fig. 4).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LevelCounts {
+    /// Identifiers at N1.
     pub n1: usize,
+    /// Identifiers at N2.
     pub n2: usize,
+    /// Identifiers at N3.
     pub n3: usize,
 }
 
@@ -35,6 +40,7 @@ impl LevelCounts {
         }
     }
 
+    /// Identifiers counted.
     pub fn total(&self) -> usize {
         self.n1 + self.n2 + self.n3
     }
@@ -88,14 +94,17 @@ impl RenameMap {
         (map, counts)
     }
 
+    /// The new name of table `name`, if it is renamed.
     pub fn table(&self, name: &str) -> Option<&str> {
         self.tables.get(&name.to_lowercase()).map(String::as_str)
     }
 
+    /// The new name of column `name`, if it is renamed.
     pub fn column(&self, name: &str) -> Option<&str> {
         self.columns.get(&name.to_lowercase()).map(String::as_str)
     }
 
+    /// Whether nothing is renamed.
     pub fn is_empty(&self) -> bool {
         self.tables.is_empty() && self.columns.is_empty()
     }

@@ -11,8 +11,11 @@ use super::wordnet::WordNet;
 /// A word of a text: `start..end` are char offsets into it (the thesis's "position").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Token {
+    /// The word as written.
     pub text: String,
+    /// Char offset of its first char.
     pub start: usize,
+    /// Char offset just past its last char.
     pub end: usize,
     /// Inside a quoted value: never matched, never changed.
     #[serde(skip)]
@@ -71,9 +74,13 @@ pub fn lemma(word: &str, wordnet: &WordNet) -> String {
 /// One mention replaced in a text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Replacement {
+    /// Char offset of the replaced text in the original.
     pub start: usize,
+    /// Char offset just past it.
     pub end: usize,
+    /// The text replaced.
     pub from: String,
+    /// What replaced it.
     pub to: String,
 }
 

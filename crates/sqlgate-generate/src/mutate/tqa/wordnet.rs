@@ -59,13 +59,16 @@ fn substitutions(pos: char) -> &'static [(&'static str, &'static str)] {
 /// A synset: its part of speech (`a` also for satellites) and byte offset in `data.<pos>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SynsetId {
+    /// Part of speech: `n`, `v`, `a` or `r`.
     pub pos: char,
+    /// Byte offset of its line in `data.<pos>`.
     pub offset: u64,
 }
 
 /// What a synset's data line says.
 #[derive(Debug, Clone)]
 pub struct Synset {
+    /// Where the synset is.
     pub id: SynsetId,
     /// Its words, as written (underscores for spaces).
     pub lemmas: Vec<String>,
@@ -73,6 +76,7 @@ pub struct Synset {
     pub hypernyms: Vec<SynsetId>,
 }
 
+/// A WordNet 3.0 dictionary folder, read on demand: lemmas, synsets and morphology.
 pub struct WordNet {
     dir: PathBuf,
     /// lemma → (pos → synset offsets, most frequent sense first).
