@@ -1,14 +1,14 @@
 //! `sqlgate generate <family>`: generators write new cases to disk; they never run inside a test.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::Source;
 use crate::report::plural;
+use sqlgate::Error;
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::error::EXIT_OK;
 use sqlgate_eval::exec::{Backend, Engine, Limits};
 use sqlgate_eval::files::write_atomically;
 use sqlgate_eval::loaders::Case;
@@ -191,7 +191,7 @@ pub struct InfeasibleArgs {
     seed: u64,
 }
 
-pub fn run(command: GenerateCommand) -> Result<u8, InputError> {
+pub fn run(command: GenerateCommand) -> Result<(), Error> {
     match command {
         GenerateCommand::Errors(args) => errors(args),
         GenerateCommand::Infeasible(args) => infeasible(args),
@@ -201,9 +201,9 @@ pub fn run(command: GenerateCommand) -> Result<u8, InputError> {
     }
 }
 
-fn errors(args: ErrorsArgs) -> Result<u8, InputError> {
+fn errors(args: ErrorsArgs) -> Result<(), Error> {
     if args.depth == 0 {
-        return Err(InputError::file(&args.out, "--depth must be at least 1"));
+        return Err(Error::Usage("--depth must be at least 1".into()));
     }
     let bench = args.source.load()?;
     let family = family::errors_family(&bench, args.seed, args.depth);
@@ -223,10 +223,10 @@ fn errors(args: ErrorsArgs) -> Result<u8, InputError> {
             family.unparsed.join(", ")
         );
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
-fn infeasible(args: InfeasibleArgs) -> Result<u8, InputError> {
+fn infeasible(args: InfeasibleArgs) -> Result<(), Error> {
     let bench = args.source.load()?;
     // One schema per database, in order of first appearance.
     let mut schemas: Vec<(String, Schema)> = Vec::new();
@@ -279,14 +279,13 @@ fn infeasible(args: InfeasibleArgs) -> Result<u8, InputError> {
         plural(schemas.len(), "database"),
         args.out.display()
     );
-    Ok(EXIT_OK)
+    Ok(())
 }
 
-fn jqe(args: JqeArgs) -> Result<u8, InputError> {
+fn jqe(args: JqeArgs) -> Result<(), Error> {
     if args.rounds == 0 || args.per_pattern == 0 {
-        return Err(InputError::file(
-            &args.out,
-            "--rounds and --per-pattern must be at least 1",
+        return Err(Error::Usage(
+            "--rounds and --per-pattern must be at least 1".into(),
         ));
     }
     let options = jqe::Options {
@@ -368,9 +367,10 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
                 let seed = seeds.iter().find(|s| s.id == expansion.seed_id);
                 let (question, sql) =
                     seed.map_or(("", ""), |s| (s.question.as_str(), s.sql.as_str()));
-                match rewriter.rewrite(&expansion, question, sql).map_err(|e| {
-                    InputError::file(&args.out, format!("rewriting {}: {e}", expansion.id))
-                })? {
+                match rewriter
+                    .rewrite(&expansion, question, sql)
+                    .map_err(|e| e.context(format!("--llm-url, rewriting {}", expansion.id)))?
+                {
                     Rewrite::Accepted(text) => {
                         expansion.question = text;
                         rewrites.0 += 1;
@@ -399,28 +399,27 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
             rewrites.0, rewrites.1
         );
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 /// The chat client of a generator's `--llm-url` (generous timeout: generation is offline work).
 pub(super) fn generator_client(
     url: &str,
     api_key_env: &Option<String>,
-    out: &Path,
-) -> Result<Client, InputError> {
+) -> Result<Client, Error> {
     Client::new(&ClientConfig {
         base_url: url.to_string(),
         api_key_env: api_key_env.clone(),
         timeout: std::time::Duration::from_secs(120),
     })
-    .map_err(|e| InputError::file(out, format!("--llm-url: {}", e.0)))
+    .map_err(|e| Error::Usage(format!("--llm-url: {}", e.0)))
 }
 
-fn rewriter(args: &JqeArgs) -> Result<Option<Rewriter>, InputError> {
+fn rewriter(args: &JqeArgs) -> Result<Option<Rewriter>, Error> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
         return Ok(None);
     };
-    let client = generator_client(url, &args.llm_api_key_env, &args.out)?;
+    let client = generator_client(url, &args.llm_api_key_env)?;
     let prompt = match &args.llm_prompt {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| InputError::file(path, format!("cannot read the prompt: {e}")))?,

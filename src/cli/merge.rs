@@ -9,6 +9,7 @@ use crate::report::terminal::ColorChoice;
 use sqlgate::gate::record::{self, RunRecord};
 use sqlgate::gate::run::Event;
 use sqlgate::gate::session::Session;
+use sqlgate::Error;
 use sqlgate_eval::error::InputError;
 
 use super::test::{conclude, MessageFormat, Outputs, Reporter};
@@ -35,7 +36,7 @@ pub struct MergeArgs {
     color: ColorChoice,
 }
 
-pub fn run(args: MergeArgs) -> Result<u8, InputError> {
+pub fn run(args: MergeArgs) -> Result<(), Error> {
     let shards = args
         .records
         .iter()

@@ -22,11 +22,10 @@ use sqlgate::gate::run::{self, Event, RunReport, Selection, Work};
 use sqlgate::gate::session::{self, Session, SnapshotAction};
 use sqlgate::gate::{SuiteSummary, TestResult, TestStatus};
 use sqlgate::system::SystemErrorKind;
-use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::store::{self, Store};
 
-use sqlgate_eval::error::{EXIT_NO_TESTS_RUN, EXIT_OK, EXIT_SYSTEM_UNAVAILABLE, EXIT_TESTS_FAILED};
+use sqlgate::Error;
 use sqlgate_llm::throttle::Asked;
 
 #[derive(Args)]
@@ -182,7 +181,7 @@ enum ListFormat {
     Terse,
 }
 
-pub fn run(args: TestArgs) -> Result<u8, InputError> {
+pub fn run(args: TestArgs) -> Result<(), Error> {
     let mut session = Session::open(
         &args.config,
         &args.profile,
@@ -227,7 +226,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
                 ),
             }
         }
-        return Ok(EXIT_OK);
+        return Ok(());
     }
     if selected.is_empty() {
         let why = match args.partition {
@@ -236,8 +235,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
             }
             _ => nothing_selected(&all, &selection),
         };
-        eprintln!("error: no tests to run: {why}");
-        return Ok(EXIT_NO_TESTS_RUN);
+        return Err(Error::NoTestsRun(why));
     }
     // Named by the filters but `ignore = true`: reported as skipped, as libtest and nextest do.
     let ignored: Vec<_> = all
@@ -316,7 +314,7 @@ pub(crate) fn conclude(
     outputs: &Outputs,
     reporter: &mut Reporter,
     extra_notes: Vec<String>,
-) -> Result<u8, InputError> {
+) -> Result<(), Error> {
     let finished = session.finish(report, outputs.whole, outputs.accept)?;
     let mut notes: Vec<String> = session.asked().iter().map(asking_note).collect();
     notes.extend(missing_answer_notes(&report.results));
@@ -395,19 +393,24 @@ pub(crate) fn conclude(
     let failed = report
         .results
         .iter()
-        .any(|r| r.status == TestStatus::Failed);
-    let unavailable = report.results.iter().any(|r| {
-        r.properties
-            .get("system_error_kind")
-            .is_some_and(|kind| kind == "unavailable")
-    });
-    Ok(if unavailable {
-        EXIT_SYSTEM_UNAVAILABLE
-    } else if failed {
-        EXIT_TESTS_FAILED
+        .filter(|r| r.status == TestStatus::Failed)
+        .count();
+    let unavailable = report
+        .results
+        .iter()
+        .filter(|r| {
+            r.properties
+                .get("system_error_kind")
+                .is_some_and(|kind| kind == "unavailable")
+        })
+        .count();
+    if unavailable > 0 {
+        Err(Error::SystemUnavailable(unavailable))
+    } else if failed > 0 {
+        Err(Error::TestsFailed(failed))
     } else {
-        EXIT_OK
-    })
+        Ok(())
+    }
 }
 
 /// `asked 39 questions in 43 attempts: concurrency settled at 2 of 4 (4 timeouts while

@@ -1,21 +1,10 @@
-//! Errors in user input: every one names the file, the record or line, and the problem.
-//! The binary maps them to exit code 2.
+//! The evaluation core's errors: bad input ([`InputError`], naming the file, the record or line,
+//! and the problem) and an output that cannot be written ([`OutputError`]). The gate's
+//! `sqlgate::Error` gathers them and decides the exit codes.
 
 use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
-
-/// Exit codes, documented in README; defined here so that every front end (`cli`, `harness`)
-/// uses the same ones.
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_BAD_INPUT: u8 = 2;
-pub const EXIT_TESTS_FAILED: u8 = 100;
-/// `test`: the filters select no test to run (nextest's `NO_TESTS_RUN`).
-pub const EXIT_NO_TESTS_RUN: u8 = 4;
-/// `test`, `merge`: the system could not be asked (sysexits' `EX_UNAVAILABLE`): unreachable
-/// or not serving its model when checked before asking, or stopped after consecutive
-/// connection failures. The cases it did not answer fail as `unavailable`; a rerun with
-/// `--record new` asks only those.
-pub const EXIT_SYSTEM_UNAVAILABLE: u8 = 69;
 
 /// Bad input: a malformed file, an unknown database, misaligned predictions...
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +53,35 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// An output (a JUnit report, a snapshot, a run record, a generated file...) that could not be
+/// written: a full disk, a missing permission, a folder where the file should go. Written
+/// atomically, it is left as it was.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct OutputError {
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+/// A step that reads an input and writes an output, where either can fail: a cache cut back
+/// to its last whole line, databases built from a `tables.json`.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+impl OutputError {
+    pub fn new(path: impl AsRef<Path>, source: io::Error) -> Self {
+        OutputError {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+}
 
 /// True when `name` can be one component of a path (a suite's snapshot, a system's cassette,
 /// a database file) without reaching outside its folder.

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use super::cache::JsonlCache;
 use super::{Client, LlmError};
-use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::FileError;
 use sqlgate_eval::metrics::sqlmorph::Embedder;
 
 /// Sends a request again while it fails transiently (HTTP 429 or 5xx, a timeout, a refused
@@ -40,7 +40,7 @@ impl CachedEmbedder {
         model: &str,
         path: &Path,
         retry: Box<dyn Retry>,
-    ) -> Result<CachedEmbedder, InputError> {
+    ) -> Result<CachedEmbedder, FileError> {
         Ok(CachedEmbedder {
             client,
             model: model.to_string(),
@@ -87,7 +87,8 @@ impl Embedder for CachedEmbedder {
                     .map(|&i| keys[i].clone())
                     .zip(vectors)
                     .collect(),
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
         }
         keys.iter()
             .map(|key| {

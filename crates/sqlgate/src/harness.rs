@@ -16,6 +16,7 @@ use crate::config::RecordMode;
 use crate::gate::session::Session;
 use crate::gate::TestStatus;
 use crate::system::System;
+use crate::Error;
 
 /// What the harness runs: a configuration, a profile, and optionally a Rust system.
 pub struct Harness {
@@ -47,13 +48,13 @@ impl Harness {
         let record = match std::env::var("SQLGATE_RECORD") {
             Ok(mode) => match mode.parse::<RecordMode>() {
                 Ok(mode) => Some(mode),
-                Err(error) => exit_bad_input(&format!("SQLGATE_RECORD {error}")),
+                Err(error) => exit_with(Error::Usage(format!("SQLGATE_RECORD {error}"))),
             },
             Err(_) => None,
         };
         let session = match Session::open(&self.config, &self.profile, record, self.system) {
             Ok(session) => Arc::new(session),
-            Err(error) => exit_bad_input(&error.to_string()),
+            Err(error) => exit_with(error),
         };
         sqlgate_eval::exec::memory::set_max_memory(session.config.max_memory);
         let conclusion = libtest_mimic::run(&args, trials(&session));
@@ -92,9 +93,10 @@ fn trials(session: &Arc<Session>) -> Vec<Trial> {
         .collect()
 }
 
-fn exit_bad_input(message: &str) -> ! {
-    eprintln!("error: {message}");
-    std::process::exit(i32::from(sqlgate_eval::error::EXIT_BAD_INPUT))
+/// Ends the process as `sqlgate test` ends on the same error, with the same exit code.
+fn exit_with(error: Error) -> ! {
+    eprintln!("error: {error}");
+    std::process::exit(i32::from(error.exit_code()))
 }
 
 /// The `main` of a `harness = false` test target:

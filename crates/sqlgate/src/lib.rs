@@ -10,7 +10,8 @@
 //! 2. `sqlgate-llm`: asking a model or system (the OpenAI-compatible client, [`SystemError`],
 //!    the throttle)
 //! 3. `sqlgate` (this crate): `config`, then `system` (systems and their cassette), then
-//!    `gate` (named tests, verdicts, snapshots), then `harness` (libtest-mimic)
+//!    `gate` (named tests, verdicts, snapshots), then `harness` (libtest-mimic); [`Error`] gathers
+//!    every layer's errors and decides the exit codes
 //! 4. `sqlgate-generate`: the generators (mutants, JQE, TQA, paraphrases, calibration)
 //! 5. `sqlgate-cli`: the `sqlgate` command and its reporters
 //!
@@ -45,10 +46,13 @@ pub use sqlgate_eval as eval;
 
 pub mod config;
 
+pub mod error;
+
 pub mod system;
 
 pub mod gate;
 
 pub mod harness;
 
+pub use error::Error;
 pub use system::{Reply, Request, System, SystemError, SystemErrorKind};

@@ -7,7 +7,7 @@
 
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
-use sqlgate_llm::{ChatRequest, Client, Message};
+use sqlgate_llm::{AskError, ChatRequest, Client, Message, ServiceError};
 
 use super::Expansion;
 
@@ -49,13 +49,14 @@ pub enum Rewrite {
 
 impl Rewriter {
     /// The rewrite of `expansion`'s question, whose seed asked `question` with `sql`. `Err` is
-    /// an endpoint that still fails after the throttle's retries.
+    /// an endpoint that still fails after the throttle's retries, or a cache that cannot be
+    /// written.
     pub fn rewrite(
         &self,
         expansion: &Expansion,
         question: &str,
         sql: &str,
-    ) -> Result<Rewrite, String> {
+    ) -> Result<Rewrite, AskError> {
         let prompt = self
             .prompt
             .replace("{question}", question)
@@ -77,7 +78,7 @@ impl Rewriter {
                 let reply = self
                     .throttle
                     .call(|| self.client.chat(&request).map_err(Into::into))
-                    .map_err(|e| e.message)?;
+                    .map_err(|e| ServiceError(e.message))?;
                 self.cache.put(vec![(key, reply.content.clone())])?;
                 reply.content
             }

@@ -10,7 +10,7 @@ use super::word_key;
 use sqlgate_eval::exec::schema::Schema;
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
-use sqlgate_llm::{ChatRequest, Client, Message};
+use sqlgate_llm::{AskError, ChatRequest, Client, Message, ServiceError};
 
 /// The paper's prompt template. Placeholders: `{num_queries}`, `{schema_definitions}`,
 /// `{sql_query}`.
@@ -50,8 +50,9 @@ pub struct Paraphraser {
 
 impl Paraphraser {
     /// The model's reply to the prompt for `sql` over `schema`, from the cache when asked
-    /// before; `Err` is an endpoint that still fails after the throttle's retries.
-    pub fn ask(&self, schema: &str, sql: &str, k: usize) -> Result<String, String> {
+    /// before; `Err` is an endpoint that still fails after the throttle's retries, or a cache
+    /// that cannot be written.
+    pub fn ask(&self, schema: &str, sql: &str, k: usize) -> Result<String, AskError> {
         let prompt = self
             .prompt
             .replace("{num_queries}", &k.to_string())
@@ -73,7 +74,7 @@ impl Paraphraser {
         let reply = self
             .throttle
             .call(|| self.client.chat(&request).map_err(Into::into))
-            .map_err(|e| e.message)?;
+            .map_err(|e| ServiceError(e.message))?;
         self.cache.put(vec![(key, reply.content.clone())])?;
         Ok(reply.content)
     }
