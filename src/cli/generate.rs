@@ -403,10 +403,7 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
 }
 
 /// The chat client of a generator's `--llm-url` (generous timeout: generation is offline work).
-pub(super) fn generator_client(
-    url: &str,
-    api_key_env: &Option<String>,
-) -> Result<Client, Error> {
+pub(super) fn generator_client(url: &str, api_key_env: &Option<String>) -> Result<Client, Error> {
     Client::new(&ClientConfig {
         base_url: url.to_string(),
         api_key_env: api_key_env.clone(),

@@ -174,8 +174,7 @@ impl Store {
             return Ok(0);
         }
         let mut files = Vec::new();
-        collect_files(&self.dir, &mut files)
-            .map_err(|e| OutputError::new(&self.dir, e))?;
+        collect_files(&self.dir, &mut files).map_err(|e| OutputError::new(&self.dir, e))?;
         let mut total: u64 = files.iter().map(|file| file.size).sum();
         let now = SystemTime::now();
         let (temporary, mut entries): (Vec<CacheFile>, Vec<CacheFile>) =

@@ -44,9 +44,7 @@ impl<V: Serialize + DeserializeOwned + Clone> JsonlCache<V> {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                return Err(
-                    InputError::file(path, format!("cannot read the cache: {e}")).into(),
-                )
+                return Err(InputError::file(path, format!("cannot read the cache: {e}")).into())
             }
         }
         Ok(JsonlCache {

@@ -81,14 +81,15 @@ impl Embedder for CachedEmbedder {
         if !missing.is_empty() {
             let inputs: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
             let vectors = self.request(&inputs)?;
-            self.cache.put(
-                missing
-                    .iter()
-                    .map(|&i| keys[i].clone())
-                    .zip(vectors)
-                    .collect(),
-            )
-            .map_err(|e| e.to_string())?;
+            self.cache
+                .put(
+                    missing
+                        .iter()
+                        .map(|&i| keys[i].clone())
+                        .zip(vectors)
+                        .collect(),
+                )
+                .map_err(|e| e.to_string())?;
         }
         keys.iter()
             .map(|key| {

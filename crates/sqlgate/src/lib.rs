@@ -10,8 +10,8 @@
 //! 2. `sqlgate-llm`: asking a model or system (the OpenAI-compatible client, [`SystemError`],
 //!    the throttle)
 //! 3. `sqlgate` (this crate): `config`, then `system` (systems and their cassette), then
-//!    `gate` (named tests, verdicts, snapshots), then `harness` (libtest-mimic); [`Error`] gathers
-//!    every layer's errors and decides the exit codes
+//!    `error` ([`Error`]: every layer's errors and the one place exit codes are decided), then
+//!    `gate` (named tests, verdicts, snapshots), then `harness` (libtest-mimic)
 //! 4. `sqlgate-generate`: the generators (mutants, JQE, TQA, paraphrases, calibration)
 //! 5. `sqlgate-cli`: the `sqlgate` command and its reporters
 //!
@@ -46,9 +46,9 @@ pub use sqlgate_eval as eval;
 
 pub mod config;
 
-pub mod error;
-
 pub mod system;
+
+pub mod error;
 
 pub mod gate;
 

@@ -74,11 +74,9 @@ pub fn build_databases(
 ) -> Result<Vec<Built>, FileError> {
     let entries = read_tables_json(tables_json)?;
     if entries.is_empty() {
-        return Err(InputError::file(
-            tables_json,
-            "the file holds no databases: nothing to build",
-        )
-        .into());
+        return Err(
+            InputError::file(tables_json, "the file holds no databases: nothing to build").into(),
+        );
     }
     let selected = select(&entries, db_ids, tables_json)?;
     let at_record = |record: usize, db_id: &str, message: String| {

@@ -517,9 +517,7 @@ fn check_suite_name(path: &Path, suite: &str) -> Result<(), OutputError> {
 
 fn remove_if_present(path: &Path) -> Result<(), OutputError> {
     match fs::remove_file(path) {
-        Err(error) if error.kind() != io::ErrorKind::NotFound => {
-            Err(OutputError::new(path, error))
-        }
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(OutputError::new(path, error)),
         _ => Ok(()),
     }
 }
