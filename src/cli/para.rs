@@ -23,7 +23,7 @@ use sqlgate_generate::mutate::para::{
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::ThrottleConfig;
-use sqlgate_llm::{CachedEmbedder, Client, ClientConfig, ServiceError};
+use sqlgate_llm::{CachedEmbedder, Client, ClientConfig};
 
 #[derive(Args)]
 pub struct ParaphraseArgs {
@@ -139,10 +139,8 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             }
         };
         tally.generated += candidates.len();
-        // The embeddings server failed (the embedder's error does not tell a cache that
-        // cannot be written apart).
         let scores = similarities(embedder.as_ref(), &case.question, &candidates)
-            .map_err(|e| ServiceError(format!("--embeddings-url, case {}: {e}", case.id)))?;
+            .map_err(|e| e.context(format!("--embeddings-url, case {}", case.id)))?;
         let mut kept = 0;
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
             if cs < args.min_cs {

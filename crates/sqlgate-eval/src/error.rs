@@ -1,6 +1,7 @@
-//! The evaluation core's errors: bad input ([`InputError`], naming the file, the record or line,
-//! and the problem) and an output that cannot be written ([`OutputError`]). The gate's
-//! `sqlgate::Error` gathers them and decides the exit codes.
+//! The kinds of failure every layer shares: bad input ([`InputError`], naming the file, the
+//! record or line, and the problem), an output that cannot be written ([`OutputError`]), and a
+//! model server that fails ([`ServiceError`], e.g. an embeddings endpoint or a generator's
+//! chat model). The gate's `sqlgate::Error` gathers them and decides the exit codes.
 
 use std::fmt;
 use std::io;
@@ -64,6 +65,15 @@ pub struct OutputError {
     pub source: io::Error,
 }
 
+impl OutputError {
+    pub fn new(path: impl AsRef<Path>, source: io::Error) -> Self {
+        OutputError {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+}
+
 /// A step that reads an input and writes an output, where either can fail: a cache cut back
 /// to its last whole line, databases built from a `tables.json`.
 #[derive(Debug, thiserror::Error)]
@@ -74,11 +84,35 @@ pub enum FileError {
     Output(#[from] OutputError),
 }
 
-impl OutputError {
-    pub fn new(path: impl AsRef<Path>, source: io::Error) -> Self {
-        OutputError {
-            path: path.as_ref().to_path_buf(),
-            source,
+/// A model server a command needs gave no usable answer after the retries: unreachable,
+/// timing out, refusing the request. The message names the server's URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ServiceError(pub String);
+
+impl ServiceError {
+    /// The same failure, saying what was being asked: `--llm-url, case 3: ...`.
+    pub fn context(self, what: impl std::fmt::Display) -> ServiceError {
+        ServiceError(format!("{what}: {}", self.0))
+    }
+}
+
+/// Why a question to a model server has no answer: the server failed, or the answer it gave
+/// could not be written to the cache (which would ask it again next time).
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    #[error(transparent)]
+    Cache(#[from] OutputError),
+}
+
+impl AskError {
+    /// Says what was being asked, for a server's failure (a cache's names its file already).
+    pub fn context(self, what: impl std::fmt::Display) -> AskError {
+        match self {
+            AskError::Service(error) => AskError::Service(error.context(what)),
+            AskError::Cache(error) => AskError::Cache(error),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use super::cache::JsonlCache;
 use super::{Client, LlmError};
-use sqlgate_eval::error::FileError;
+use sqlgate_eval::error::{AskError, FileError, ServiceError};
 use sqlgate_eval::metrics::sqlmorph::Embedder;
 
 /// Sends a request again while it fails transiently (HTTP 429 or 5xx, a timeout, a refused
@@ -50,9 +50,9 @@ impl CachedEmbedder {
         })
     }
 
-    fn request(&self, inputs: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    fn request(&self, inputs: &[&str]) -> Result<Vec<Vec<f32>>, ServiceError> {
         if let Some(failure) = self.down.get() {
-            return Err(failure.clone());
+            return Err(ServiceError(failure.clone()));
         }
         self.retry
             .retry(&mut || self.client.embed(&self.model, inputs))
@@ -60,7 +60,7 @@ impl CachedEmbedder {
                 if error.retryable {
                     let _ = self.down.set(error.message.clone());
                 }
-                error.message
+                ServiceError(error.message)
             })
     }
 }
@@ -70,7 +70,7 @@ impl Embedder for CachedEmbedder {
         &self.model
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, AskError> {
         let keys: Vec<String> = texts
             .iter()
             .map(|t| JsonlCache::<Vec<f32>>::key(&[&self.model, t]))
@@ -81,21 +81,19 @@ impl Embedder for CachedEmbedder {
         if !missing.is_empty() {
             let inputs: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
             let vectors = self.request(&inputs)?;
-            self.cache
-                .put(
-                    missing
-                        .iter()
-                        .map(|&i| keys[i].clone())
-                        .zip(vectors)
-                        .collect(),
-                )
-                .map_err(|e| e.to_string())?;
+            self.cache.put(
+                missing
+                    .iter()
+                    .map(|&i| keys[i].clone())
+                    .zip(vectors)
+                    .collect(),
+            )?;
         }
         keys.iter()
             .map(|key| {
-                self.cache
-                    .get(key)
-                    .ok_or_else(|| "an embedding went missing from the cache".to_string())
+                self.cache.get(key).ok_or_else(|| {
+                    ServiceError("an embedding went missing from the cache".into()).into()
+                })
             })
             .collect()
     }

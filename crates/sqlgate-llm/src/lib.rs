@@ -13,7 +13,6 @@ mod embeddings;
 pub mod errors;
 mod headers;
 mod models;
-mod service;
 mod system_error;
 pub mod throttle;
 mod throttle_config;
@@ -30,7 +29,6 @@ pub use chat::{ChatReply, ChatRequest, Message};
 pub use errors::excerpt;
 pub use errors::{LlmError, LlmErrorKind, ServerState};
 pub use headers::HeaderSource;
-pub use service::{AskError, ServiceError};
 pub use system_error::{SystemError, SystemErrorKind};
 pub use throttle_config::ThrottleConfig;
 

@@ -2,8 +2,7 @@
 //! exit code. `sqlgate` (every subcommand) and the [`harness!`](crate::harness!) exit through
 //! [`Error::exit_code`], so the codes documented in the README table are the codes returned.
 
-use sqlgate_eval::error::{FileError, InputError, OutputError};
-use sqlgate_llm::{AskError, ServiceError};
+use sqlgate_eval::error::{AskError, FileError, InputError, OutputError, ServiceError};
 
 use crate::config::ConfigError;
 use crate::system::SetupError;

@@ -5,9 +5,10 @@
 //! original, meta text such as "The original question was:", SQL) is rejected and the template
 //! question kept. The prompt is a file users can change; [`DEFAULT_PROMPT`] is used without one.
 
+use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
-use sqlgate_llm::{AskError, ChatRequest, Client, Message, ServiceError};
+use sqlgate_llm::{ChatRequest, Client, Message};
 
 use super::Expansion;
 

@@ -7,10 +7,11 @@
 use std::collections::HashSet;
 
 use super::word_key;
+use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_eval::exec::schema::Schema;
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
-use sqlgate_llm::{AskError, ChatRequest, Client, Message, ServiceError};
+use sqlgate_llm::{ChatRequest, Client, Message};
 
 /// The paper's prompt template. Placeholders: `{num_queries}`, `{schema_definitions}`,
 /// `{sql_query}`.

@@ -13,8 +13,9 @@ use std::cell::{Cell, RefCell};
 
 use super::ident;
 use super::linker::{Mention, Segment};
+use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_llm::cache::JsonlCache;
-use sqlgate_llm::{AskError, ChatRequest, Client, Message, ServiceError};
+use sqlgate_llm::{ChatRequest, Client, Message};
 
 const INSTRUCTION: &str =
     "Abbreviate the database schema identifier to make it significantly shorter:";
