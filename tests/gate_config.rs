@@ -29,12 +29,8 @@ fn assert_located(config: &str, line: usize, column: usize, words: &str) {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("sqlgate.toml"), "{stderr}");
     assert!(
-        stderr.contains(&format!("line {line}")),
-        "expected line {line}: {stderr}"
-    );
-    assert!(
-        stderr.contains(&format!("column {column}")),
-        "expected column {column}: {stderr}"
+        stderr.contains(&format!("sqlgate.toml:{line}:{column}: ")),
+        "expected line {line}, column {column}: {stderr}"
     );
     assert!(stderr.contains(words), "expected `{words}`: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");

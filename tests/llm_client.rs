@@ -436,10 +436,13 @@ fn embedding_requests_are_retried_and_a_server_left_down_is_not_asked_again() {
         throttle(2),
     )
     .unwrap();
-    let first = embedder.embed(&["a".to_string()]).unwrap_err();
+    let first = embedder.embed(&["a".to_string()]).unwrap_err().to_string();
     assert!(first.contains("HTTP 503"), "{first}");
     assert!(first.contains("after 3 attempts"), "{first}");
     assert_eq!(down.finish().len(), 3);
     // The server is gone now; a later request fails at once with the first failure's reason.
-    assert_eq!(embedder.embed(&["b".to_string()]).unwrap_err(), first);
+    assert_eq!(
+        embedder.embed(&["b".to_string()]).unwrap_err().to_string(),
+        first
+    );
 }

@@ -324,7 +324,7 @@ fn max_memory_in_the_configuration_is_checked_at_load() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{value}: {stderr}");
         assert!(
-            stderr.contains(says) && stderr.contains("line 1"),
+            stderr.contains(says) && stderr.contains("sqlgate.toml:1:"),
             "{value}: {stderr}"
         );
     }

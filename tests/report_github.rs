@@ -440,5 +440,5 @@ fn summary_is_appended_to_the_step_summary_file() {
         "first\nsecond\n"
     );
     let error = github::append_step_summary(dir.path(), "x").expect_err("a folder is not a file");
-    assert_eq!(error.file, dir.path());
+    assert_eq!(error.path, dir.path());
 }

@@ -349,7 +349,7 @@ fn write_replaces_the_file_whole_and_creates_folders() {
     let blocked = dir.path().join("nested/reports/junit.xml/inner.xml");
     let error =
         junit::write(&blocked, &results, &summaries).expect_err("cannot write under a file");
-    assert_eq!(error.file, blocked);
+    assert_eq!(error.path, blocked);
 }
 
 fn schema() -> PathBuf {

@@ -339,7 +339,7 @@ fn pending_snapshots_are_written_beside_and_accepted_by_rename() {
 
     for bad in ["", "../escape", "a/b", ".hidden"] {
         let error = snapshot::write_pending(&snapshots, bad, &new).expect_err(bad);
-        assert!(error.message.contains("suite name"), "{error}");
+        assert!(error.to_string().contains("suite name"), "{error}");
     }
 }
 

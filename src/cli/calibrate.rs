@@ -7,8 +7,8 @@ use clap::{Args, ValueEnum};
 
 use super::score::{check_regimes, parse_regimes, RegimeList};
 use super::Source;
+use sqlgate::Error;
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::error::EXIT_OK;
 use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::metrics::sqlmorph;
 use sqlgate_generate::calibrate::{self, CalibrateError, Calibration, Settings};
@@ -41,7 +41,7 @@ enum OutputFormat {
     Json,
 }
 
-pub fn run(args: CalibrateArgs) -> Result<u8, InputError> {
+pub fn run(args: CalibrateArgs) -> Result<(), Error> {
     check_regimes("--regimes", &args.regimes.0, args.sqlmorph_compat)?;
     let benchmark = args.source.load()?;
     let settings = Settings {
@@ -64,7 +64,7 @@ pub fn run(args: CalibrateArgs) -> Result<u8, InputError> {
         OutputFormat::Json => serde_json::to_string_pretty(&calibration).unwrap_or_default(),
     };
     println!("{output}");
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 fn render_text(calibration: &Calibration, source: &str) -> String {

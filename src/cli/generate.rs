@@ -7,8 +7,8 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::{generator_client, Source};
 use crate::report::plural;
+use sqlgate::Error;
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::error::EXIT_OK;
 use sqlgate_eval::exec::{Backend, Engine, Limits};
 use sqlgate_eval::files::write_atomically;
 use sqlgate_eval::loaders::Case;
@@ -132,7 +132,7 @@ pub struct InfeasibleArgs {
     seed: u64,
 }
 
-pub fn run(command: GenerateCommand) -> Result<u8, InputError> {
+pub fn run(command: GenerateCommand) -> Result<(), Error> {
     match command {
         GenerateCommand::Errors(args) => errors(args),
         GenerateCommand::Infeasible(args) => infeasible(args),
@@ -142,9 +142,9 @@ pub fn run(command: GenerateCommand) -> Result<u8, InputError> {
     }
 }
 
-fn errors(args: ErrorsArgs) -> Result<u8, InputError> {
+fn errors(args: ErrorsArgs) -> Result<(), Error> {
     if args.depth == 0 {
-        return Err(InputError::file(&args.out, "--depth must be at least 1"));
+        return Err(Error::Usage("--depth must be at least 1".into()));
     }
     let bench = args.source.load()?;
     let family = family::errors_family(&bench, args.seed, args.depth);
@@ -164,10 +164,10 @@ fn errors(args: ErrorsArgs) -> Result<u8, InputError> {
             family.unparsed.join(", ")
         );
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
-fn infeasible(args: InfeasibleArgs) -> Result<u8, InputError> {
+fn infeasible(args: InfeasibleArgs) -> Result<(), Error> {
     let bench = args.source.load()?;
     // One schema per database, in order of first appearance.
     let mut schemas: Vec<(String, Schema)> = Vec::new();
@@ -220,14 +220,13 @@ fn infeasible(args: InfeasibleArgs) -> Result<u8, InputError> {
         plural(schemas.len(), "database"),
         args.out.display()
     );
-    Ok(EXIT_OK)
+    Ok(())
 }
 
-fn jqe(args: JqeArgs) -> Result<u8, InputError> {
+fn jqe(args: JqeArgs) -> Result<(), Error> {
     if args.rounds == 0 || args.per_pattern == 0 {
-        return Err(InputError::file(
-            &args.out,
-            "--rounds and --per-pattern must be at least 1",
+        return Err(Error::Usage(
+            "--rounds and --per-pattern must be at least 1".into(),
         ));
     }
     let options = jqe::Options {
@@ -309,9 +308,10 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
                 let seed = seeds.iter().find(|s| s.id == expansion.seed_id);
                 let (question, sql) =
                     seed.map_or(("", ""), |s| (s.question.as_str(), s.sql.as_str()));
-                match rewriter.rewrite(&expansion, question, sql).map_err(|e| {
-                    InputError::file(&args.out, format!("rewriting {}: {e}", expansion.id))
-                })? {
+                match rewriter
+                    .rewrite(&expansion, question, sql)
+                    .map_err(|e| e.context(format!("--llm-url, rewriting {}", expansion.id)))?
+                {
                     Rewrite::Accepted(text) => {
                         expansion.question = text;
                         rewrites.0 += 1;
@@ -340,14 +340,14 @@ fn jqe(args: JqeArgs) -> Result<u8, InputError> {
             rewrites.0, rewrites.1
         );
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
-fn rewriter(args: &JqeArgs) -> Result<Option<Rewriter>, InputError> {
+fn rewriter(args: &JqeArgs) -> Result<Option<Rewriter>, Error> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
         return Ok(None);
     };
-    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env, &args.out)?;
+    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env)?;
     let prompt = match &args.llm_prompt {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| InputError::file(path, format!("cannot read the prompt: {e}")))?,

@@ -10,6 +10,7 @@ use sqlgate::gate::record::{self, RunRecord};
 use sqlgate::gate::run::{self, Event};
 use sqlgate::gate::session::Session;
 use sqlgate::runner::{Ending, Outputs, Reporter as _};
+use sqlgate::Error;
 use sqlgate_eval::error::InputError;
 
 use super::test::{MessageFormat, Reporter};
@@ -36,7 +37,7 @@ pub struct MergeArgs {
     color: ColorChoice,
 }
 
-pub fn run(args: MergeArgs) -> Result<u8, InputError> {
+pub fn run(args: MergeArgs) -> Result<(), Error> {
     let shards = args
         .records
         .iter()
@@ -88,6 +89,5 @@ pub fn run(args: MergeArgs) -> Result<u8, InputError> {
         record_out: None,
         github: Some(reporter.command_stream()),
     };
-    let outcome = ending.conclude(&session, &report, &outputs, &mut reporter)?;
-    Ok(outcome.exit_code())
+    ending.conclude(&session, &report, &outputs, &mut reporter)
 }

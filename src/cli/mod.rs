@@ -16,7 +16,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use sqlgate_eval::error::{InputError, EXIT_BAD_INPUT, EXIT_OK};
+use sqlgate::error::{Error, EXIT_OK};
+use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::Backend;
 use sqlgate_eval::loaders::{self, Benchmark, GoldFormat, LoadOptions};
 
@@ -52,13 +53,15 @@ pub fn main() -> ExitCode {
     exit_quietly_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        // `--help` and `--version` print to stdout and succeed.
+        Err(help) if !help.use_stderr() => {
+            let _ = help.print();
+            return ExitCode::from(EXIT_OK);
+        }
         Err(error) => {
+            // Clap prints its own message, with usage and suggestions.
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() {
-                EXIT_BAD_INPUT
-            } else {
-                EXIT_OK
-            });
+            return ExitCode::from(Error::Usage(error.kind().to_string()).exit_code());
         }
     };
     let result = match cli.command {
@@ -70,10 +73,10 @@ pub fn main() -> ExitCode {
         Command::SchemaDb(args) => schema_db::run(args),
     };
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(()) => ExitCode::from(EXIT_OK),
         Err(error) => {
             eprintln!("error: {error}");
-            ExitCode::from(EXIT_BAD_INPUT)
+            ExitCode::from(error.exit_code())
         }
     }
 }

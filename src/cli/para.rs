@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::{generator_client, Source, EXIT_OK};
+use super::{generator_client, Source};
 use crate::report::plural;
+use sqlgate::Error;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::schema::Schema;
 use sqlgate_eval::files::write_atomically;
@@ -97,15 +98,12 @@ struct Tally {
     rejected: BTreeMap<&'static str, usize>,
 }
 
-pub fn run(args: ParaphraseArgs) -> Result<u8, InputError> {
+pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
     if args.k == 0 {
-        return Err(InputError::file(&args.out, "-k must be at least 1"));
+        return Err(Error::Usage("-k must be at least 1".into()));
     }
     if !(0.0..=1.0).contains(&args.min_cs) {
-        return Err(InputError::file(
-            &args.out,
-            "--min-cs must be between 0 and 1",
-        ));
+        return Err(Error::Usage("--min-cs must be between 0 and 1".into()));
     }
     let bench = args.source.load()?;
     let embedder = embedder(&args)?;
@@ -129,9 +127,9 @@ pub fn run(args: ParaphraseArgs) -> Result<u8, InputError> {
             },
             Some(paraphraser) => {
                 let schema = schema_text(&bench, case, &mut schemas, sql)?;
-                let reply = paraphraser.ask(&schema, sql, args.k).map_err(|e| {
-                    InputError::file(&args.out, format!("--llm-url, case {}: {e}", case.id))
-                })?;
+                let reply = paraphraser
+                    .ask(&schema, sql, args.k)
+                    .map_err(|e| e.context(format!("--llm-url, case {}", case.id)))?;
                 let parsed = parse_reply(&reply, sql, &case.question, args.k);
                 for (why, _) in &parsed.rejected {
                     *tally.rejected.entry(why).or_default() += 1;
@@ -140,9 +138,8 @@ pub fn run(args: ParaphraseArgs) -> Result<u8, InputError> {
             }
         };
         tally.generated += candidates.len();
-        let scores = similarities(embedder.as_ref(), &case.question, &candidates).map_err(|e| {
-            InputError::file(&args.out, format!("embeddings, case {}: {e}", case.id))
-        })?;
+        let scores = similarities(embedder.as_ref(), &case.question, &candidates)
+            .map_err(|e| e.context(format!("--embeddings-url, case {}", case.id)))?;
         let mut kept = 0;
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
             if cs < args.min_cs {
@@ -179,7 +176,7 @@ pub fn run(args: ParaphraseArgs) -> Result<u8, InputError> {
         carry_predictions(&bench, input, output, &kept_ids)?;
     }
     report(&args, &tally, embedder.model_id());
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 fn report(args: &ParaphraseArgs, tally: &Tally, embedder: &str) {
@@ -245,16 +242,11 @@ fn schema_text(
         .unwrap_or_default())
 }
 
-fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, InputError> {
+fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, Error> {
     let (Some(url), Some(model)) = (&args.embeddings_url, &args.embeddings_model) else {
         return Ok(Box::new(NgramEmbedder::default()));
     };
-    let client = generator_client::connect(
-        "--embeddings-url",
-        url,
-        &args.embeddings_api_key_env,
-        &args.out,
-    )?;
+    let client = generator_client::connect("--embeddings-url", url, &args.embeddings_api_key_env)?;
     let cache = args
         .embeddings_cache
         .clone()
@@ -265,11 +257,11 @@ fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, InputError> {
     )?))
 }
 
-fn paraphraser(args: &ParaphraseArgs) -> Result<Option<Paraphraser>, InputError> {
+fn paraphraser(args: &ParaphraseArgs) -> Result<Option<Paraphraser>, Error> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.model) else {
         return Ok(None);
     };
-    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env, &args.out)?;
+    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env)?;
     let prompt = match &args.prompt {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -278,7 +270,8 @@ fn paraphraser(args: &ParaphraseArgs) -> Result<Option<Paraphraser>, InputError>
                 return Err(InputError::file(
                     path,
                     format!("the prompt does not use the placeholder {missing}"),
-                ));
+                )
+                .into());
             }
             text
         }
@@ -311,7 +304,7 @@ fn carry_predictions(
     input: &Path,
     output: &Path,
     kept: &[(String, &Case)],
-) -> Result<(), InputError> {
+) -> Result<(), Error> {
     let predictions = loaders::load_predictions(input, None, bench)?;
     let answers: HashMap<&str, &Answer> = bench
         .cases
@@ -336,5 +329,5 @@ fn carry_predictions(
             text.push('\n');
         }
     }
-    write_atomically(output, text.as_bytes())
+    Ok(write_atomically(output, text.as_bytes())?)
 }

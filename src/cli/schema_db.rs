@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use sqlgate_eval::error::InputError;
-use sqlgate_eval::error::EXIT_OK;
+use sqlgate::Error;
 use sqlgate_eval::spider::schema_db::{build_databases, Outcome};
 
 #[derive(Args)]
@@ -24,7 +23,7 @@ pub struct SchemaDbArgs {
     force: bool,
 }
 
-pub fn run(args: SchemaDbArgs) -> Result<u8, InputError> {
+pub fn run(args: SchemaDbArgs) -> Result<(), Error> {
     let built = build_databases(&args.tables, &args.out, &args.db_ids, args.force)?;
     for database in built {
         let path = database.path.display();
@@ -33,5 +32,5 @@ pub fn run(args: SchemaDbArgs) -> Result<u8, InputError> {
             Outcome::Skipped => println!("skipped {path} (exists; --force replaces it)"),
         }
     }
-    Ok(EXIT_OK)
+    Ok(())
 }

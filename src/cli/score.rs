@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::{ArgAction, Args, ValueEnum};
 
 use crate::report::{score_json, score_text};
+use sqlgate::Error;
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::error::EXIT_OK;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use sqlgate_eval::exec::{Engine, Limits};
@@ -207,7 +207,7 @@ fn parse_timeout(text: &str) -> Result<TimeBound, String> {
     }
 }
 
-pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
+pub fn run(args: ScoreArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
     let esm = args.metrics.as_ref().is_some_and(|m| m.esm);
     let etm = args.metrics.as_ref().is_some_and(|m| m.etm);
@@ -215,9 +215,8 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
     check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
     let backend = args.server.backend(&args.gold)?;
     if backend.on_server() && etm {
-        return Err(InputError::file(
-            &args.gold,
-            "--metrics etm reads SQLite files; it cannot run with --engine postgres",
+        return Err(Error::Usage(
+            "--metrics etm reads SQLite files; it cannot run with --engine postgres".into(),
         ));
     }
     let options = LoadOptions {
@@ -269,9 +268,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
                 api_key_env: None,
                 timeout: Duration::from_secs(60),
             })
-            .map_err(|e| {
-                InputError::file(&args.embeddings_cache, format!("--embeddings-url: {}", e.0))
-            })?;
+            .map_err(|e| Error::Usage(format!("--embeddings-url: {}", e.0)))?;
             let throttle = Throttle::new(ThrottleConfig::default());
             let embedder =
                 CachedEmbedder::open(client, model, &args.embeddings_cache, Box::new(throttle))?;
@@ -341,7 +338,7 @@ pub fn run(args: ScoreArgs) -> Result<u8, InputError> {
             metric.name()
         );
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 /// Appends the cases of `extra` as infeasible ones (no gold), their ids prefixed with the

@@ -17,10 +17,9 @@ use sqlgate::gate::session::Session;
 use sqlgate::gate::TestResult;
 use sqlgate::runner::ending::Stream;
 use sqlgate::runner::{self, CacheSettings, Outputs, Selection, TestRunnerBuilder};
-use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
 
-use sqlgate_eval::error::{EXIT_NO_TESTS_RUN, EXIT_OK};
+use sqlgate::Error;
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -178,7 +177,7 @@ enum ListFormat {
     Terse,
 }
 
-pub fn run(args: TestArgs) -> Result<u8, InputError> {
+pub fn run(args: TestArgs) -> Result<(), Error> {
     let mut session = Session::open(
         &args.config,
         &args.profile,
@@ -228,7 +227,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
                 ),
             }
         }
-        return Ok(EXIT_OK);
+        return Ok(());
     }
     if runner.selected().is_empty() {
         let why = match args.partition {
@@ -238,8 +237,7 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
             ),
             _ => nothing_selected(runner.all(), &selection),
         };
-        eprintln!("error: no tests to run: {why}");
-        return Ok(EXIT_NO_TESTS_RUN);
+        return Err(Error::NoTestsRun(why));
     }
     let report = runner.run(&mut |event| runner::Reporter::event(&mut reporter, event));
     let outputs = Outputs {
@@ -251,13 +249,13 @@ pub fn run(args: TestArgs) -> Result<u8, InputError> {
     };
     let outcome = runner
         .ending()
-        .conclude(&session, &report, &outputs, &mut reporter)?;
+        .conclude(&session, &report, &outputs, &mut reporter);
     // Freeing every result and case one by one takes longer than the process's exit does;
     // everything the run writes is written and flushed by now.
     std::mem::forget(report);
     std::mem::forget(runner);
     std::mem::forget(session);
-    Ok(outcome.exit_code())
+    outcome
 }
 
 /// Why a selection runs nothing, and what would run something.

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::{generator_client, Source, EXIT_OK};
-use sqlgate_eval::error::InputError;
+use super::{generator_client, Source};
+use sqlgate::Error;
+use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::files::write_atomically;
 use sqlgate_eval::loaders::{self, Answer, Benchmark, Case};
@@ -76,7 +77,7 @@ pub enum LinkerStrategy {
     Contextual,
 }
 
-pub fn run(args: TqaArgs) -> Result<u8, InputError> {
+pub fn run(args: TqaArgs) -> Result<(), Error> {
     let wordnet = WordNet::open(&WordNet::locate(args.wordnet.as_deref()))?;
     let bench = args.source.load()?;
     match args.method {
@@ -98,10 +99,9 @@ fn seeds_by_db(bench: &Benchmark) -> BTreeMap<&str, Vec<&Case>> {
     by_db
 }
 
-fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, InputError> {
+fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(), Error> {
     let out = &args.out;
-    std::fs::create_dir_all(out)
-        .map_err(|e| InputError::file(out, format!("cannot create the folder: {e}")))?;
+    std::fs::create_dir_all(out).map_err(|e| OutputError::new(out, e))?;
     let engine = Engine::new(Limits::default());
     let llm = llm_lowering(args)?;
     let lowering = |identifier: &str| match &llm {
@@ -123,11 +123,8 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
         let original = bench.db_files(cases[0], false)?.remove(0);
         let (schema, map, levels, script) = naturalness::plan(db, &original, wordnet, &lowering)
             .map_err(|e| InputError::file(&original, e))?;
-        if let Some(error) = llm
-            .as_ref()
-            .and_then(|l| l.errors.borrow().first().cloned())
-        {
-            return Err(InputError::file(out, format!("--llm-url: {error}")));
+        if let Some(error) = llm.as_ref().and_then(TqaLlm::take_failure) {
+            return Err(error.context("--llm-url").into());
         }
         let script_name = format!("{db}.tqa.sql");
         write_atomically(&out.join(&script_name), script.as_bytes())?;
@@ -160,8 +157,8 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
                     k.mentions.clear();
                 }
             }
-            if let Some(error) = llm.errors.borrow().first() {
-                return Err(InputError::file(out, format!("--llm-url: {error}")));
+            if let Some(error) = llm.take_failure() {
+                return Err(error.context("--llm-url").into());
             }
         }
         let total = levels.total().max(1) as f64;
@@ -218,7 +215,7 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u
         "kept {kept_total} seeds in four settings (O/O, L/O, O/L, L/L), dropped {dropped_total}; families written to {}",
         out.display()
     );
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 /// The paper's mapping block: `Table old -> new:` then the renamed columns.
@@ -233,11 +230,11 @@ fn mapping_block(map: &RenameMap) -> String {
     text
 }
 
-fn llm_lowering(args: &TqaArgs) -> Result<Option<TqaLlm>, InputError> {
+fn llm_lowering(args: &TqaArgs) -> Result<Option<TqaLlm>, Error> {
     let (Some(url), Some(model)) = (&args.llm_url, &args.llm_model) else {
         return Ok(None);
     };
-    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env, &args.out)?;
+    let client = generator_client::connect("--llm-url", url, &args.llm_api_key_env)?;
     let cache = args
         .llm_cache
         .clone()
@@ -271,10 +268,9 @@ fn linker_family(
     }
 }
 
-fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, InputError> {
+fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(), Error> {
     let out = &args.out;
-    std::fs::create_dir_all(out)
-        .map_err(|e| InputError::file(out, format!("cannot create the folder: {e}")))?;
+    std::fs::create_dir_all(out).map_err(|e| OutputError::new(out, e))?;
     let (family_name, mutant_id, strategy, hiding) = linker_family(args.strategy);
     // Clap requires --llm-url for the model strategies.
     let llm = match hiding {
@@ -324,8 +320,8 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, In
             let mut fallbacks = serde_json::Map::new();
             if let (Some(hiding), Some(llm)) = (hiding, &llm) {
                 fallbacks = hide_with_model(llm, hiding, &seed, db, &mut result);
-                if let Some(error) = llm.errors.borrow().first() {
-                    return Err(InputError::file(out, format!("--llm-url: {error}")));
+                if let Some(error) = llm.take_failure() {
+                    return Err(error.context("--llm-url").into());
                 }
             }
             for (hidden, count, total) in [
@@ -387,7 +383,7 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<u8, In
             llm.fallbacks.get()
         );
     }
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 /// Rewrites the question, then the evidence (which sees the new question), of `result` with

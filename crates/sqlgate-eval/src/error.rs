@@ -1,23 +1,11 @@
-//! Errors in user input: every one names the file, the record or line, and the problem.
-//! The binary maps them to exit code 2.
+//! The kinds of failure every layer shares: bad input ([`InputError`], naming the file, the
+//! record or line, and the problem), an output that cannot be written ([`OutputError`]), and a
+//! model server that fails ([`ServiceError`], e.g. an embeddings endpoint or a generator's
+//! chat model). The gate's `sqlgate::Error` gathers them and decides the exit codes.
 
 use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
-
-/// Exit codes, documented in README; defined here so that every front end (`cli`, `harness`)
-/// uses the same ones.
-pub const EXIT_OK: u8 = 0;
-/// Malformed input or usage: a file, a flag or a database the run cannot use.
-pub const EXIT_BAD_INPUT: u8 = 2;
-/// `test`: at least one test failed (nextest's `TEST_RUN_FAILED`).
-pub const EXIT_TESTS_FAILED: u8 = 100;
-/// `test`: the filters select no test to run (nextest's `NO_TESTS_RUN`).
-pub const EXIT_NO_TESTS_RUN: u8 = 4;
-/// `test`, `merge`: the system could not be asked (sysexits' `EX_UNAVAILABLE`): unreachable
-/// or not serving its model when checked before asking, or stopped after consecutive
-/// connection failures. The cases it did not answer fail as `unavailable`; a rerun with
-/// `--record new` asks only those.
-pub const EXIT_SYSTEM_UNAVAILABLE: u8 = 69;
 
 /// Bad input: a malformed file, an unknown database, misaligned predictions...
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +58,75 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// An output (a JUnit report, a snapshot, a run record, a generated file...) that could not be
+/// written: a full disk, a missing permission, a folder where the file should go. Written
+/// atomically, it is left as it was.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct OutputError {
+    /// The file that could not be written.
+    pub path: PathBuf,
+    /// Why, as the system said.
+    pub source: io::Error,
+}
+
+impl OutputError {
+    /// The failure to write `path`.
+    pub fn new(path: impl AsRef<Path>, source: io::Error) -> Self {
+        OutputError {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// A step that reads an input and writes an output, where either can fail: a cache cut back
+/// to its last whole line, databases built from a `tables.json`.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The input could not be read or used.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The output could not be written.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+/// A model server a command needs gave no usable answer after the retries: unreachable,
+/// timing out, refusing the request. The message names the server's URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ServiceError(pub String);
+
+impl ServiceError {
+    /// The same failure, saying what was being asked: `--llm-url, case 3: ...`.
+    pub fn context(self, what: impl std::fmt::Display) -> ServiceError {
+        ServiceError(format!("{what}: {}", self.0))
+    }
+}
+
+/// Why a question to a model server has no answer: the server failed, or the answer it gave
+/// could not be written to the cache (which would ask it again next time).
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The server gave no usable answer.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    /// The answer could not be kept in the cache.
+    #[error(transparent)]
+    Cache(#[from] OutputError),
+}
+
+impl AskError {
+    /// Says what was being asked, for a server's failure (a cache's names its file already).
+    pub fn context(self, what: impl std::fmt::Display) -> AskError {
+        match self {
+            AskError::Service(error) => AskError::Service(error.context(what)),
+            AskError::Cache(error) => AskError::Cache(error),
+        }
+    }
+}
 
 /// True when `name` can be one component of a path (a suite's snapshot, a system's cassette,
 /// a database file) without reaching outside its folder.

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::error::InputError;
+use crate::error::OutputError;
 
 /// Distinguishes the temporary files of concurrent writes within one process.
 static WRITE_COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -18,8 +18,8 @@ static WRITE_COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// `/proc/self/fd/N`, often a shell's `> out.txt`) is written through the descriptor, after
 /// what was written there. Anything else (a FIFO, `/dev/null`) is written in place: renaming
 /// over it would replace the device node or pipe itself.
-pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), InputError> {
-    let fail = |error: io::Error| InputError::file(path, format!("cannot write: {error}"));
+pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), OutputError> {
+    let fail = |error: io::Error| OutputError::new(path, error);
     let target = match destination(path).map_err(fail)? {
         Destination::File(target) => target,
         Destination::Descriptor(fd) => return write_to_descriptor(fd, content).map_err(fail),
@@ -27,7 +27,7 @@ pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), InputError> {
     };
     let file_name = target
         .file_name()
-        .ok_or_else(|| InputError::file(path, "not a file path"))?;
+        .ok_or_else(|| fail(io::Error::other("not a file path")))?;
     let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(parent) = parent {
         fs::create_dir_all(parent).map_err(fail)?;
@@ -308,8 +308,8 @@ mod tests {
         let full = dir.path().join("full");
         symlink("/dev/full", &full).unwrap();
         let error = write_atomically(&full, b"lost").unwrap_err();
-        assert_eq!(error.file, full);
-        assert!(error.message.contains("cannot write"), "{error}");
+        assert_eq!(error.path, full);
+        assert_eq!(error.source.raw_os_error(), Some(libc::ENOSPC), "{error}");
         assert!(fs::symlink_metadata(&full)
             .unwrap()
             .file_type()

@@ -18,7 +18,7 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::InputError;
+use crate::error::OutputError;
 use crate::files::{sidecar, write_atomically, Stamp};
 
 /// The sqlgate version that writes entries, part of every key and header.
@@ -170,13 +170,12 @@ impl Store {
     /// until the folder holds at most its bound (writes in progress count, but stay). Returns
     /// how many files were removed. Only a store that was written to can have grown: one that
     /// was only read skips listing the folder.
-    pub fn evict(&self) -> Result<usize, InputError> {
+    pub fn evict(&self) -> Result<usize, OutputError> {
         if self.writes.load(Ordering::Relaxed) == 0 {
             return Ok(0);
         }
         let mut files = Vec::new();
-        collect_files(&self.dir, &mut files)
-            .map_err(|e| InputError::file(&self.dir, format!("cannot list the cache: {e}")))?;
+        collect_files(&self.dir, &mut files).map_err(|e| OutputError::new(&self.dir, e))?;
         let mut total: u64 = files.iter().map(|file| file.size).sum();
         let now = SystemTime::now();
         let (temporary, mut entries): (Vec<CacheFile>, Vec<CacheFile>) =

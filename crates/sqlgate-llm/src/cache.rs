@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::{FileError, InputError, OutputError};
 use sqlgate_eval::files::write_atomically;
 
 /// Answers kept in a JSONL file, one `{key, value}` a line, so that reruns and CI ask nothing
@@ -29,7 +29,7 @@ struct Line<V> {
 
 impl<V: Serialize + DeserializeOwned + Clone> JsonlCache<V> {
     /// Reads the cache at `path` (missing: empty).
-    pub fn open(path: &Path) -> Result<JsonlCache<V>, InputError> {
+    pub fn open(path: &Path) -> Result<JsonlCache<V>, FileError> {
         let mut entries = HashMap::new();
         match std::fs::read_to_string(path) {
             Ok(text) => {
@@ -46,10 +46,7 @@ impl<V: Serialize + DeserializeOwned + Clone> JsonlCache<V> {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                return Err(InputError::file(
-                    path,
-                    format!("cannot read the cache: {e}"),
-                ))
+                return Err(InputError::file(path, format!("cannot read the cache: {e}")).into())
             }
         }
         Ok(JsonlCache {
@@ -78,10 +75,10 @@ impl<V: Serialize + DeserializeOwned + Clone> JsonlCache<V> {
     }
 
     /// Records values, on disk first.
-    pub fn put(&self, values: Vec<(String, V)>) -> Result<(), String> {
-        let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", self.path.display());
+    pub fn put(&self, values: Vec<(String, V)>) -> Result<(), OutputError> {
+        let fail = |e: std::io::Error| OutputError::new(&self.path, e);
         if let Some(folder) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).map_err(|e| fail(&e))?;
+            std::fs::create_dir_all(folder).map_err(fail)?;
         }
         let mut text = String::new();
         for (key, value) in &values {
@@ -90,7 +87,7 @@ impl<V: Serialize + DeserializeOwned + Clone> JsonlCache<V> {
                     key: key.clone(),
                     value: value.clone(),
                 })
-                .map_err(|e| fail(&e))?,
+                .map_err(|e| fail(e.into()))?,
             );
             text.push('\n');
         }
@@ -98,8 +95,8 @@ impl<V: Serialize + DeserializeOwned + Clone> JsonlCache<V> {
             .create(true)
             .append(true)
             .open(&self.path)
-            .map_err(|e| fail(&e))?;
-        file.write_all(text.as_bytes()).map_err(|e| fail(&e))?;
+            .map_err(fail)?;
+        file.write_all(text.as_bytes()).map_err(fail)?;
         self.entries
             .lock()
             .unwrap_or_else(|p| p.into_inner())

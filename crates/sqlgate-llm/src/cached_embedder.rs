@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use super::cache::JsonlCache;
 use super::{Client, LlmError};
-use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::{AskError, FileError, ServiceError};
 use sqlgate_eval::metrics::sqlmorph::Embedder;
 
 /// Sends a request again while it fails transiently (HTTP 429 or 5xx, a timeout, a refused
@@ -42,7 +42,7 @@ impl CachedEmbedder {
         model: &str,
         path: &Path,
         retry: Box<dyn Retry>,
-    ) -> Result<CachedEmbedder, InputError> {
+    ) -> Result<CachedEmbedder, FileError> {
         Ok(CachedEmbedder {
             client,
             model: model.to_string(),
@@ -52,9 +52,9 @@ impl CachedEmbedder {
         })
     }
 
-    fn request(&self, inputs: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    fn request(&self, inputs: &[&str]) -> Result<Vec<Vec<f32>>, ServiceError> {
         if let Some(failure) = self.down.get() {
-            return Err(failure.clone());
+            return Err(ServiceError(failure.clone()));
         }
         self.retry
             .retry(&mut || self.client.embed(&self.model, inputs))
@@ -62,7 +62,7 @@ impl CachedEmbedder {
                 if error.retryable {
                     let _ = self.down.set(error.message.clone());
                 }
-                error.message
+                ServiceError(error.message)
             })
     }
 }
@@ -72,7 +72,7 @@ impl Embedder for CachedEmbedder {
         &self.model
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, AskError> {
         let keys: Vec<String> = texts
             .iter()
             .map(|t| JsonlCache::<Vec<f32>>::key(&[&self.model, t]))
@@ -93,9 +93,9 @@ impl Embedder for CachedEmbedder {
         }
         keys.iter()
             .map(|key| {
-                self.cache
-                    .get(key)
-                    .ok_or_else(|| "an embedding went missing from the cache".to_string())
+                self.cache.get(key).ok_or_else(|| {
+                    ServiceError("an embedding went missing from the cache".into()).into()
+                })
             })
             .collect()
     }

@@ -24,7 +24,7 @@ use crate::gate::{TestResult, TestStatus};
 use crate::runner::ending::Stream;
 use crate::runner::{CacheSettings, Chosen, Outputs, Reporter, TestRunnerBuilder};
 use crate::system::System;
-use sqlgate_eval::error::InputError;
+use crate::Error;
 
 /// What the harness runs: a configuration, a profile, and optionally a Rust system.
 pub struct Harness {
@@ -55,17 +55,18 @@ impl Harness {
     pub fn main(self) -> ! {
         match self.run(&Arguments::from_args()) {
             Ok(conclusion) => conclusion.exit(),
-            Err(error) => exit_bad_input(&error.to_string()),
+            Err(error) => exit_with(error),
         }
     }
 
     /// Lists or runs the tests `args` select. A run ends as `sqlgate test` ends, but leaves
     /// JUnit and GitHub outputs to cargo or nextest unless it ran every test.
-    pub fn run(self, args: &Arguments) -> Result<Conclusion, InputError> {
+    pub fn run(self, args: &Arguments) -> Result<Conclusion, Error> {
         let record = match std::env::var("SQLGATE_RECORD") {
-            Ok(mode) => Some(mode.parse::<RecordMode>().map_err(|error| {
-                InputError::file(&self.config, format!("SQLGATE_RECORD {error}"))
-            })?),
+            Ok(mode) => Some(
+                mode.parse::<RecordMode>()
+                    .map_err(|error| Error::Usage(format!("SQLGATE_RECORD {error}")))?,
+            ),
             Err(_) => None,
         };
         let session = Session::open(&self.config, &self.profile, record, self.system)?;
@@ -100,8 +101,11 @@ impl Harness {
             record_out: None,
             github: ending.whole.then_some(Stream::Stdout),
         };
-        ending.conclude(&session, &report, &outputs, &mut NotesOnStderr)?;
-        Ok(conclusion)
+        match ending.conclude(&session, &report, &outputs, &mut NotesOnStderr) {
+            // libtest-mimic has reported the failures, and exits as libtest does.
+            Ok(()) | Err(Error::TestsFailed(_)) => Ok(conclusion),
+            Err(error) => Err(error),
+        }
     }
 }
 
@@ -158,9 +162,10 @@ fn trials(tests: &[TestDesc], results: &HashMap<String, TestResult>) -> Vec<Tria
         .collect()
 }
 
-fn exit_bad_input(message: &str) -> ! {
-    eprintln!("error: {message}");
-    std::process::exit(i32::from(sqlgate_eval::error::EXIT_BAD_INPUT))
+/// Ends the process as `sqlgate test` ends on the same error, with the same exit code.
+fn exit_with(error: Error) -> ! {
+    eprintln!("error: {error}");
+    std::process::exit(i32::from(error.exit_code()))
 }
 
 /// The `main` of a `harness = false` test target:

@@ -10,6 +10,7 @@
 //! 2. `sqlgate-llm`: asking a model or system (the OpenAI-compatible client, [`SystemError`],
 //!    the throttle)
 //! 3. `sqlgate` (this crate): `config`, then `system` (systems and their cassette), then
+//!    `error` ([`Error`]: every layer's errors and the one place exit codes are decided), then
 //!    `gate` (named tests, verdicts, snapshots), then `report` (JUnit, GitHub outputs), then
 //!    `runner` (the run built from a plan, and its one ending), then `harness` (libtest-mimic)
 //! 4. `sqlgate-generate`: the generators (mutants, JQE, TQA, paraphrases, calibration)
@@ -50,6 +51,8 @@ pub mod config;
 
 pub mod system;
 
+pub mod error;
+
 // Not yet documented item by item; drop these allowances once they are.
 #[allow(missing_docs)]
 pub mod gate;
@@ -63,4 +66,5 @@ pub mod runner;
 #[allow(missing_docs)]
 pub mod harness;
 
+pub use error::Error;
 pub use system::{Reply, Request, System, SystemError, SystemErrorKind};

@@ -19,14 +19,14 @@
 //! A statement reads `CREATE TABLE "t" (\n  "c" TYPE,\n  ...\n)`: one item per line, indented by
 //! two spaces.
 
-use std::fmt::Display;
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
 use super::schema::{read_tables_json, TablesJsonEntry};
-use crate::error::{is_plain_name, InputError};
+use crate::error::{is_plain_name, FileError, InputError, OutputError};
 
 /// One `CREATE TABLE` statement of a database.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,19 +58,14 @@ pub struct Built {
 }
 
 /// Why a database could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// The entry describes a schema that cannot be built.
     #[error("{0}")]
     Schema(String),
     /// The file could not be written.
-    #[error("cannot write {}: {message}", path.display())]
-    Output {
-        /// The database file.
-        path: PathBuf,
-        /// The system's reason.
-        message: String,
-    },
+    #[error(transparent)]
+    Output(#[from] OutputError),
 }
 
 /// Builds the databases of `tables_json` (only those of `db_ids`, unless it is empty) into
@@ -82,13 +77,12 @@ pub fn build_databases(
     out_dir: &Path,
     db_ids: &[String],
     force: bool,
-) -> Result<Vec<Built>, InputError> {
+) -> Result<Vec<Built>, FileError> {
     let entries = read_tables_json(tables_json)?;
     if entries.is_empty() {
-        return Err(InputError::file(
-            tables_json,
-            "the file holds no databases: nothing to build",
-        ));
+        return Err(
+            InputError::file(tables_json, "the file holds no databases: nothing to build").into(),
+        );
     }
     let selected = select(&entries, db_ids, tables_json)?;
     let at_record = |record: usize, db_id: &str, message: String| {
@@ -105,8 +99,8 @@ pub fn build_databases(
         let db_id = &entry.db_id;
         let path = out_dir.join(db_id).join(format!("{db_id}.sqlite"));
         let outcome = write_database(&tables, &path, force).map_err(|error| match error {
-            BuildError::Schema(message) => at_record(record, db_id, message),
-            BuildError::Output { path, message } => InputError::file(path, message),
+            BuildError::Schema(message) => FileError::Input(at_record(record, db_id, message)),
+            BuildError::Output(error) => FileError::Output(error),
         })?;
         built.push(Built {
             db_id: db_id.clone(),
@@ -343,27 +337,24 @@ fn write_database(tables: &[CreateTable], path: &Path, force: bool) -> Result<Ou
     if path.exists() && !force {
         return Ok(Outcome::Skipped);
     }
-    let output = |error: &dyn Display| BuildError::Output {
-        path: path.to_path_buf(),
-        message: error.to_string(),
-    };
+    let output = |error: io::Error| BuildError::Output(OutputError::new(path, error));
     let folder = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    fs::create_dir_all(folder).map_err(|e| output(&e))?;
+    fs::create_dir_all(folder).map_err(output)?;
     // A hidden subfolder, removed on drop: database lookups skip subfolders, and whatever an
     // interruption leaves there (the file, its journal) never passes for a database.
     let staging = tempfile::Builder::new()
         .prefix(".schema-db-")
         .tempdir_in(folder)
-        .map_err(|e| output(&e))?;
+        .map_err(output)?;
     let staged = staging.path().join("database");
     create_tables(&staged, tables).map_err(|error| match error {
         CreateError::Rejected(message) => BuildError::Schema(message),
-        CreateError::Sqlite(error) => output(&error),
+        CreateError::Sqlite(error) => output(io::Error::other(error)),
     })?;
-    fs::rename(&staged, path).map_err(|e| output(&e))?;
+    fs::rename(&staged, path).map_err(output)?;
     Ok(Outcome::Written)
 }
 
@@ -603,10 +594,11 @@ mod tests {
                 .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
                 .expect("names")
         };
-        assert_eq!(build_database(&first, &path, false), Ok(Outcome::Written));
-        assert_eq!(build_database(&second, &path, false), Ok(Outcome::Skipped));
+        let build = |entry, force| build_database(entry, &path, force).expect("builds");
+        assert_eq!(build(&first, false), Outcome::Written);
+        assert_eq!(build(&second, false), Outcome::Skipped);
         assert_eq!(table_names(&path), ["first"]);
-        assert_eq!(build_database(&second, &path, true), Ok(Outcome::Written));
+        assert_eq!(build(&second, true), Outcome::Written);
         assert_eq!(table_names(&path), ["second"]);
         let left: Vec<_> = fs::read_dir(path.parent().expect("folder"))
             .expect("list")
@@ -627,22 +619,26 @@ mod tests {
             fs::write(&json, format!("[{}]", entries.join(","))).expect("write json");
         };
         let out = dir.path().join("out");
+        let input_error = |ids: &[String]| match build_databases(&json, &out, ids, false) {
+            Err(FileError::Input(error)) => error,
+            other => panic!("expected an input error, got {other:?}"),
+        };
 
         write(&["a", "b"]);
         let built = build_databases(&json, &out, &["b".to_string()], false).expect("built");
         assert_eq!(built.len(), 1);
         assert_eq!(built[0].path, out.join("b").join("b.sqlite"));
         assert!(built[0].path.is_file() && !out.join("a").exists());
-        let error = build_databases(&json, &out, &["c".to_string()], false).expect_err("c");
+        let error = input_error(&["c".to_string()]);
         assert!(error.message.contains("no database \"c\""), "{error}");
 
         write(&["a", "a"]);
-        let error = build_databases(&json, &out, &[], false).expect_err("duplicate");
+        let error = input_error(&[]);
         assert_eq!(error.record, Some(1));
         assert!(error.message.contains("also record 0"), "{error}");
 
         write(&["ok", "../up"]);
-        let error = build_databases(&json, &out, &[], false).expect_err("path");
+        let error = input_error(&[]);
         assert_eq!(error.record, Some(1));
         assert!(error.message.contains("not a plain file name"), "{error}");
         assert!(!out.join("ok").exists(), "bad input writes nothing");

@@ -4,6 +4,7 @@
 
 mod abstention;
 mod case;
+mod error;
 mod profile;
 mod suite;
 pub mod system;
@@ -15,11 +16,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use sqlgate_eval::error::{is_plain_name, InputError};
+use sqlgate_eval::error::is_plain_name;
 use sqlgate_eval::exec::memory::MaxMemory;
 
 pub use abstention::AbstentionConfig;
 pub use case::CaseConfig;
+pub use error::ConfigError;
 pub use profile::{ProfileConfig, RecordMode};
 pub use sqlgate_eval::scoring::Metric;
 pub use sqlgate_llm::ThrottleConfig;
@@ -75,20 +77,20 @@ pub type FamilyGates = BTreeMap<toml::Spanned<String>, Gates>;
 pub const DEFAULT_PROFILE: &str = "default";
 
 impl Config {
-    /// Reads and checks the configuration at `path`; an error names its line.
-    pub fn load(path: &Path) -> Result<Config, InputError> {
+    /// Reads and checks the configuration at `path`; an error names its line and column.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::file(path, format!("cannot read the configuration: {e}")))?;
+            .map_err(|e| ConfigError::file(path, format!("cannot read the configuration: {e}")))?;
         Config::parse(path, text)
     }
 
     /// Parses and checks `text`, read from `path` (relative paths start from its folder).
-    pub fn parse(path: &Path, text: String) -> Result<Config, InputError> {
+    pub fn parse(path: &Path, text: String) -> Result<Config, ConfigError> {
         let mut config: Config = toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?;
         config.path = path.to_path_buf();
         config.text = text;
         if config.suites.is_empty() {
-            return Err(InputError::file(
+            return Err(ConfigError::file(
                 path,
                 "no [[suite]]: the configuration gates nothing",
             ));
@@ -111,7 +113,7 @@ impl Config {
 
     /// Values that no run could use, each an error at its key: a threshold out of its metric's
     /// range (in every gate table, whichever profile runs), a negative penalty.
-    fn check_values(&self) -> Result<(), InputError> {
+    fn check_values(&self) -> Result<(), ConfigError> {
         let gate_tables = std::iter::once(&self.gate)
             .chain(self.suites.iter().map(|suite| &suite.get_ref().gate))
             .chain(self.profile.values().map(|profile| &profile.gate));
@@ -137,7 +139,7 @@ impl Config {
     }
 
     /// A profile's family gate on a family that no suite has would gate nothing.
-    fn check_profile_families(&self) -> Result<(), InputError> {
+    fn check_profile_families(&self) -> Result<(), ConfigError> {
         let gated = self.profile.values().flat_map(|p| p.family_gate.keys());
         for family in gated {
             let known = self
@@ -168,13 +170,13 @@ impl Config {
     }
 
     /// The named profile; `default` exists even when not written.
-    pub fn profile(&self, name: &str) -> Result<ProfileConfig, InputError> {
+    pub fn profile(&self, name: &str) -> Result<ProfileConfig, ConfigError> {
         match self.profile.get(name) {
             Some(profile) => Ok(profile.clone()),
             None if name == DEFAULT_PROFILE => Ok(ProfileConfig::default()),
             None => {
                 let known: Vec<&str> = self.profile.keys().map(String::as_str).collect();
-                Err(InputError::file(
+                Err(ConfigError::file(
                     &self.path,
                     format!(
                         "no profile `{name}` (profiles: {})",
@@ -190,7 +192,7 @@ impl Config {
     }
 
     /// The system a profile uses: the one it names, else the first `[[system]]`.
-    pub fn system(&self, profile: &ProfileConfig) -> Result<SystemConfig, InputError> {
+    pub fn system(&self, profile: &ProfileConfig) -> Result<SystemConfig, ConfigError> {
         let systems = self
             .systems
             .iter()
@@ -201,35 +203,27 @@ impl Config {
                 .into_iter()
                 .find(|s| &s.name == name)
                 .ok_or_else(|| {
-                    InputError::file(
+                    ConfigError::file(
                         &self.path,
                         format!("the profile names system `{name}`, which no [[system]] defines"),
                     )
                 }),
             None => systems.into_iter().next().ok_or_else(|| {
-                InputError::file(&self.path, "no [[system]]: nothing answers the questions")
+                ConfigError::file(&self.path, "no [[system]]: nothing answers the questions")
             }),
         }
     }
 
     /// An error at a byte span of the configuration text.
-    pub fn error_at(&self, span: Range<usize>, message: impl Into<String>) -> InputError {
-        located(&self.path, &self.text, span.start, message.into())
+    pub fn error_at(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
+        ConfigError::at(&self.path, &self.text, span.start, message)
     }
 }
 
-fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> InputError {
+fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
     let message = error.message().trim().to_string();
     match error.span() {
-        Some(span) => located(path, text, span.start, message),
-        None => InputError::file(path, message),
+        Some(span) => ConfigError::at(path, text, span.start, message),
+        None => ConfigError::file(path, message),
     }
-}
-
-/// An error naming the line and column of a byte offset.
-fn located(path: &Path, text: &str, offset: usize, message: String) -> InputError {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    InputError::file(path, format!("column {column}: {message}")).at_line(line)
 }

@@ -10,7 +10,6 @@ use serde::Deserialize;
 
 use super::Config;
 use super::{AbstentionConfig, ThrottleConfig};
-use sqlgate_eval::error::InputError;
 
 /// A `[[system]]` table as written: the keys every system has, read here so that a bad value
 /// is an error at its own line, and the type's own keys.
@@ -70,7 +69,7 @@ impl SystemConfig {
     pub(super) fn parse(
         config: &Config,
         entry: &toml::Spanned<SystemEntry>,
-    ) -> Result<SystemConfig, InputError> {
+    ) -> Result<SystemConfig, super::ConfigError> {
         let common = entry.get_ref().clone();
         let cassette = match common.cassette {
             Some(path) => config.resolve(&path),
@@ -101,7 +100,7 @@ impl SystemConfig {
 
     /// Reads the type's own keys into its configuration struct; an unknown or mistyped key is an
     /// error at its line.
-    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, InputError> {
+    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, super::ConfigError> {
         self.settings
             .clone()
             .try_into()
@@ -114,9 +113,9 @@ impl SystemConfig {
     }
 
     /// An error about this system at the line of `key`, else at its `[[system]]` header.
-    fn error_at_key(&self, key: &str, message: impl Into<String>) -> InputError {
+    fn error_at_key(&self, key: &str, message: impl Into<String>) -> super::ConfigError {
         let offset = self.key_offset(key).unwrap_or(self.span.start);
-        super::located(
+        super::ConfigError::at(
             &self.config_path,
             &self.config_text,
             offset,
@@ -153,9 +152,9 @@ impl SystemConfig {
     }
 
     /// An error about this system, located at its `[[system]]` entry.
-    pub fn error(&self, message: impl Into<String>) -> InputError {
+    pub fn error(&self, message: impl Into<String>) -> super::ConfigError {
         let message = format!("[[system]] `{}`: {}", self.name, message.into());
-        super::located(
+        super::ConfigError::at(
             &self.config_path,
             &self.config_text,
             self.span.start,

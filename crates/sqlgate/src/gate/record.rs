@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::json_message;
 use sqlgate_eval::metrics::ex::{Diagnostic, Verdict};
 
@@ -304,9 +304,8 @@ pub struct SuiteRecord {
 }
 
 impl RunRecord {
-    pub fn write(&self, path: &Path) -> Result<(), InputError> {
-        let json = serde_json::to_vec_pretty(self)
-            .map_err(|e| InputError::file(path, format!("cannot encode the run record: {e}")))?;
+    pub fn write(&self, path: &Path) -> Result<(), OutputError> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| OutputError::new(path, e.into()))?;
         sqlgate_eval::files::write_atomically(path, &json)
     }
 

@@ -11,13 +11,15 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::config::system::SystemType;
+use crate::config::ConfigError;
 use crate::config::{AbstentionConfig, RecordMode, ThrottleConfig};
 use crate::config::{Config, ProfileConfig};
 use crate::system::abstention::Abstention;
 use crate::system::answer::{answer_all, Answered};
 use crate::system::cassette::{record_key, Cassette, RecordedAnswer};
 use crate::system::{self, Request, System};
-use sqlgate_eval::error::InputError;
+use crate::Error;
+use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::exec::Backend;
 use sqlgate_eval::store::{Hasher, Store};
 use sqlgate_llm::throttle::{Asked, Throttle};
@@ -76,7 +78,7 @@ impl Session {
         profile_name: &str,
         record: Option<RecordMode>,
         system: Option<Arc<dyn System>>,
-    ) -> Result<Session, InputError> {
+    ) -> Result<Session, Error> {
         let config = Config::load(config_path)?;
         let profile = config.profile(profile_name)?;
         let suites = super::setup::suites(&config, &profile)?;
@@ -114,7 +116,7 @@ impl Session {
         let accepted_snapshots = accepted_snapshots?;
         let throttle = Throttle::new(throttle);
         let abstention =
-            Abstention::new(&abstention).map_err(|e| InputError::file(&config.path, e))?;
+            Abstention::new(&abstention).map_err(|e| ConfigError::file(&config.path, e))?;
         let accepted = accepted_snapshots
             .iter()
             .map(|snapshot| {
@@ -469,7 +471,7 @@ impl Session {
         report: &RunReport,
         whole_run: bool,
         accept: bool,
-    ) -> Result<Finished, InputError> {
+    ) -> Result<Finished, OutputError> {
         let complete = whole_run && !report.cancelled;
         let pruned_answers = match &self.cassette {
             Some(cassette) => cassette.finish(complete && accept)?,
@@ -573,7 +575,7 @@ fn load_system(
     profile: &ProfileConfig,
     suites: &[SuitePlan],
     system: Option<Arc<dyn System>>,
-) -> Result<LoadedSystem, InputError> {
+) -> Result<LoadedSystem, Error> {
     Ok(match system {
         // A Rust user's own system: recorded under the name `custom`.
         Some(system) => {

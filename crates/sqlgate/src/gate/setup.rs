@@ -9,7 +9,10 @@ use crate::config::Structural;
 use crate::config::{
     Config, EmbeddingsConfig, Gates, Metric, ProfileConfig, SuiteConfig, Threshold,
 };
-use sqlgate_eval::error::{is_plain_name, InputError};
+use sqlgate_eval::error::is_plain_name;
+
+use crate::config::ConfigError;
+use crate::Error;
 use sqlgate_eval::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use sqlgate_eval::exec::{Backend, Limits};
 use sqlgate_eval::loaders::{self, LoadOptions};
@@ -23,14 +26,14 @@ use sqlgate_llm::{CachedEmbedder, Client, ClientConfig};
 
 use super::plan::{FamilyGate, SuitePlan};
 
-pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, InputError> {
+pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, Error> {
     // Checked when the configuration was read.
     let penalty = profile.penalty.as_ref().map_or(0.0, |c| *c.get_ref());
     let mut plans: Vec<SuitePlan> = Vec::new();
     for entry in &config.suites {
         let suite = entry.get_ref();
         // A problem of the suite as a whole, at its `[[suite]]` header.
-        let suite_error = |message: String| config.error_at(entry.span(), message);
+        let suite_error = |message: String| Error::from(config.error_at(entry.span(), message));
         let backend = Backend::new(
             suite.engine,
             suite.dsn.as_deref(),
@@ -172,7 +175,7 @@ fn family_gates(
     config: &Config,
     suite: &SuiteConfig,
     profile: &ProfileConfig,
-) -> Result<Vec<FamilyGate>, InputError> {
+) -> Result<Vec<FamilyGate>, ConfigError> {
     let mut resolved: BTreeMap<(String, Metric), Threshold> = BTreeMap::new();
     let of_profile = profile
         .family_gate
@@ -220,7 +223,7 @@ fn family_gates(
 }
 
 /// A `[cases."<name>"]` that names no test is a typo that would silently gate nothing.
-fn check_case_names(config: &Config, plans: &[SuitePlan]) -> Result<(), InputError> {
+fn check_case_names(config: &Config, plans: &[SuitePlan]) -> Result<(), ConfigError> {
     let names: BTreeSet<String> = super::plan::list(plans)
         .into_iter()
         .map(|t| t.name)
@@ -244,7 +247,7 @@ fn computable_gates(
     config: &Config,
     scoring: &Scoring,
     gates: Gates,
-) -> Result<BTreeMap<Metric, Threshold>, InputError> {
+) -> Result<BTreeMap<Metric, Threshold>, ConfigError> {
     let mut computable = BTreeMap::new();
     for (metric, threshold) in gates {
         if !metric.get_ref().is_suite_metric() {
@@ -281,7 +284,7 @@ fn embedder(
     config: &Config,
     settings: &EmbeddingsConfig,
     suite_span: Range<usize>,
-) -> Result<Arc<dyn Embedder + Send>, InputError> {
+) -> Result<Arc<dyn Embedder + Send>, Error> {
     let timeout = timeout_from_secs(settings.timeout_secs).ok_or_else(|| {
         config.error_at(
             suite_span.clone(),

@@ -37,7 +37,7 @@ use rayon::prelude::*;
 
 use similar::TextDiff;
 
-use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::files::write_atomically;
 use sqlgate_eval::sqltext::{closing_quote, opening_quote};
 
@@ -473,7 +473,7 @@ pub fn unified_diff(accepted: &str, current: &str) -> String {
 }
 
 /// Writes `<dir>/<suite>.snap.new` for review. Callers skip this under CI.
-pub fn write_pending(dir: &Path, suite: &str, content: &str) -> Result<PathBuf, InputError> {
+pub fn write_pending(dir: &Path, suite: &str, content: &str) -> Result<PathBuf, OutputError> {
     let path = pending_path(dir, suite);
     check_suite_name(&path, suite)?;
     write_atomically(&path, content.as_bytes())?;
@@ -481,7 +481,7 @@ pub fn write_pending(dir: &Path, suite: &str, content: &str) -> Result<PathBuf, 
 }
 
 /// Writes `<dir>/<suite>.snap` directly (`--accept`), removing any pending file it supersedes.
-pub fn write_accepted(dir: &Path, suite: &str, content: &str) -> Result<PathBuf, InputError> {
+pub fn write_accepted(dir: &Path, suite: &str, content: &str) -> Result<PathBuf, OutputError> {
     let path = path(dir, suite);
     check_suite_name(&path, suite)?;
     write_atomically(&path, content.as_bytes())?;
@@ -491,35 +491,33 @@ pub fn write_accepted(dir: &Path, suite: &str, content: &str) -> Result<PathBuf,
 
 /// Accepts the pending snapshot of `suite` by renaming it over the accepted one, as
 /// `cargo insta accept` does. Returns false when nothing is pending.
-pub fn accept(dir: &Path, suite: &str) -> Result<bool, InputError> {
+pub fn accept(dir: &Path, suite: &str) -> Result<bool, OutputError> {
     let pending = pending_path(dir, suite);
     check_suite_name(&pending, suite)?;
     if !pending.is_file() {
         return Ok(false);
     }
-    fs::rename(&pending, path(dir, suite)).map_err(|error| {
-        InputError::file(&pending, format!("cannot accept the snapshot: {error}"))
-    })?;
+    let accepted = path(dir, suite);
+    fs::rename(&pending, &accepted).map_err(|error| OutputError::new(&accepted, error))?;
     Ok(true)
 }
 
-fn check_suite_name(path: &Path, suite: &str) -> Result<(), InputError> {
+fn check_suite_name(path: &Path, suite: &str) -> Result<(), OutputError> {
     let valid = !suite.is_empty() && !suite.starts_with('.') && !suite.contains(['/', '\\']);
     if valid {
         Ok(())
     } else {
-        Err(InputError::file(
+        let problem = format!("suite name `{suite}` cannot name a snapshot file");
+        Err(OutputError::new(
             path,
-            format!("suite name `{suite}` cannot name a snapshot file"),
+            io::Error::new(io::ErrorKind::InvalidInput, problem),
         ))
     }
 }
 
-fn remove_if_present(path: &Path) -> Result<(), InputError> {
+fn remove_if_present(path: &Path) -> Result<(), OutputError> {
     match fs::remove_file(path) {
-        Err(error) if error.kind() != io::ErrorKind::NotFound => {
-            Err(InputError::file(path, format!("cannot remove: {error}")))
-        }
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(OutputError::new(path, error)),
         _ => Ok(()),
     }
 }

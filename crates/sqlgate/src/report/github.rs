@@ -15,7 +15,7 @@ use similar::{ChangeTag, TextDiff};
 use crate::gate::snapshot::normalize_sql;
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::junit::{by_suite, format_metric, SuiteView};
-use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::OutputError;
 use sqlgate_eval::sqltext::{closing_quote, opening_quote};
 
 /// GitHub refuses a step summary over 1 MiB.
@@ -419,13 +419,13 @@ pub fn escape_property(text: &str) -> String {
 
 /// Appends `markdown` to the step summary file (`$GITHUB_STEP_SUMMARY`), which GitHub renders
 /// on the run's page once the step ends.
-pub fn append_step_summary(path: &Path, markdown: &str) -> Result<(), InputError> {
+pub fn append_step_summary(path: &Path, markdown: &str) -> Result<(), OutputError> {
     OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .and_then(|mut file| file.write_all(markdown.as_bytes()))
-        .map_err(|error| InputError::file(path, format!("cannot write the step summary: {error}")))
+        .map_err(|error| OutputError::new(path, error))
 }
 
 /// A table cell: pipes escaped, on one line, HTML-escaped.

@@ -16,7 +16,7 @@ use quick_junit::{
 };
 
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
-use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::OutputError;
 use sqlgate_eval::files::write_atomically;
 
 /// The name of the `<testsuites>` element.
@@ -46,10 +46,9 @@ pub fn write(
     path: &Path,
     results: &[TestResult],
     summaries: &[SuiteSummary],
-) -> Result<(), InputError> {
-    let xml = render(results, summaries).map_err(|error| {
-        InputError::file(path, format!("cannot serialize the JUnit report: {error}"))
-    })?;
+) -> Result<(), OutputError> {
+    let xml =
+        render(results, summaries).map_err(|e| OutputError::new(path, std::io::Error::other(e)))?;
     write_atomically(path, xml.as_bytes())
 }
 

@@ -1,11 +1,12 @@
 //! The one ending of every run (`sqlgate test`, `sqlgate merge`, the `harness!` front end):
 //! the run record, the cassette made durable, the snapshots compared, the cache bounded, the
-//! closing notes, JUnit and GitHub outputs, and the outcome that decides the exit code.
+//! closing notes, JUnit and GitHub outputs, and how the run went: passed, or the [`Error`]
+//! that decides the exit code.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sqlgate_eval::error::{InputError, EXIT_OK, EXIT_SYSTEM_UNAVAILABLE, EXIT_TESTS_FAILED};
+use sqlgate_eval::error::OutputError;
 use sqlgate_eval::store::Store;
 
 use crate::gate::partition::Partition;
@@ -15,6 +16,7 @@ use crate::gate::session::{Session, SnapshotAction};
 use crate::gate::{SuiteSummary, TestStatus};
 use crate::report::{family_text, github, junit, plural};
 use crate::system::SystemErrorKind;
+use crate::Error;
 
 use super::notes;
 use super::Reporter;
@@ -55,35 +57,17 @@ pub struct Outputs {
     pub github: Option<Stream>,
 }
 
-/// How the run went, which decides the exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Passed,
-    TestsFailed,
-    /// A case could not be asked: the system was unreachable.
-    SystemUnavailable,
-}
-
-impl Outcome {
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Outcome::Passed => EXIT_OK,
-            Outcome::TestsFailed => EXIT_TESTS_FAILED,
-            Outcome::SystemUnavailable => EXIT_SYSTEM_UNAVAILABLE,
-        }
-    }
-}
-
 impl Ending {
     /// Ends the run of `report`: writes everything it leaves and hands the summary and notes to
-    /// `reporter`.
+    /// `reporter`. A run whose tests did not all pass ends in [`Error::TestsFailed`] or
+    /// [`Error::SystemUnavailable`], after everything is written.
     pub fn conclude(
         self,
         session: &Session,
         report: &RunReport,
         outputs: &Outputs,
         reporter: &mut dyn Reporter,
-    ) -> Result<Outcome, InputError> {
+    ) -> Result<(), Error> {
         if let Some(path) = &outputs.record_out {
             let record = RunRecord {
                 inputs: session.inputs(self.store.as_deref())?,
@@ -174,7 +158,7 @@ impl Ending {
         if let Some(stream) = outputs.github {
             write_github_outputs(report, &summaries, stream)?;
         }
-        Ok(outcome(report))
+        outcome(report)
     }
 }
 
@@ -183,7 +167,7 @@ fn write_github_outputs(
     report: &RunReport,
     summaries: &[SuiteSummary],
     stream: Stream,
-) -> Result<(), InputError> {
+) -> Result<(), OutputError> {
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
         github::append_step_summary(
             Path::new(&path),
@@ -208,16 +192,17 @@ fn write_github_outputs(
 }
 
 /// A system that could not be reached says more than the failures it caused.
-fn outcome(report: &RunReport) -> Outcome {
-    let results = &report.results;
-    if results
-        .iter()
-        .any(|r| r.system_error == Some(SystemErrorKind::Unavailable))
-    {
-        Outcome::SystemUnavailable
-    } else if results.iter().any(|r| r.status == TestStatus::Failed) {
-        Outcome::TestsFailed
+fn outcome(report: &RunReport) -> Result<(), Error> {
+    let count = |keep: &dyn Fn(&crate::gate::TestResult) -> bool| {
+        report.results.iter().filter(|r| keep(r)).count()
+    };
+    let unavailable = count(&|r| r.system_error == Some(SystemErrorKind::Unavailable));
+    let failed = count(&|r| r.status == TestStatus::Failed);
+    if unavailable > 0 {
+        Err(Error::SystemUnavailable(unavailable))
+    } else if failed > 0 {
+        Err(Error::TestsFailed(failed))
     } else {
-        Outcome::Passed
+        Ok(())
     }
 }

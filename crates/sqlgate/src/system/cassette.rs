@@ -24,7 +24,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use super::{Reply, Request, SystemError};
-use sqlgate_eval::error::InputError;
+use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::json_message;
 use sqlgate_eval::store::Hasher;
 
@@ -277,25 +277,25 @@ impl Cassette {
     /// With `prune` (after a run that asked for every case), answers this run did not use are
     /// dropped: they belong to questions or system settings that no longer exist. Returns how
     /// many were.
-    pub fn finish(&self, prune: bool) -> Result<usize, InputError> {
+    pub fn finish(&self, prune: bool) -> Result<usize, OutputError> {
         let mut state = self.lock();
         let stale = |state: &State, key: &String| prune && !state.used.contains(key);
         if !state.dirty && !state.records.keys().any(|key| stale(&state, key)) {
             return Ok(0);
         }
-        let write_error =
-            |e: std::io::Error| InputError::file(&self.path, format!("cannot write: {e}"));
+        let write_error = |e: std::io::Error| OutputError::new(&self.path, e);
         let folder = match self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(folder) => folder,
             None => Path::new("."),
         };
         std::fs::create_dir_all(folder).map_err(write_error)?;
-        let lock_error = |e: std::io::Error| {
-            InputError::file(&self.journal_path, format!("cannot lock the journal: {e}"))
-        };
         // Held until `journal_lock` is dropped.
-        let _journal_lock = lock_journal(&self.journal_path).map_err(lock_error)?;
-        let mut merged = Cassette::open(&self.path)?.into_records();
+        let _journal_lock = lock_journal(&self.journal_path)
+            .map_err(|e| OutputError::new(&self.journal_path, e))?;
+        // What other runs wrote meanwhile; unreadable now, it cannot be merged into.
+        let mut merged = Cassette::open(&self.path)
+            .map_err(|e| write_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?
+            .into_records();
         merged.extend(
             state
                 .records
@@ -328,10 +328,7 @@ impl Cassette {
         state.journal = None;
         match std::fs::remove_file(&self.journal_path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(InputError::file(
-                    &self.journal_path,
-                    format!("cannot remove the merged journal: {e}"),
-                ))
+                return Err(OutputError::new(&self.journal_path, e))
             }
             _ => {}
         }

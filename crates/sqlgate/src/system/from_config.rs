@@ -13,8 +13,21 @@ use super::openai::{OpenAiConfig, OpenAiSystem};
 use super::replay::ReplaySystem;
 use super::System;
 use crate::config::system::{SystemConfig, SystemType};
+use crate::config::ConfigError;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::loaders::{Benchmark, PredFormat};
+
+/// A `[[system]]` that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// Its settings, at their place in `sqlgate.toml`: an unknown key, a malformed URL, an
+    /// empty command, a prompt file that cannot be read...
+    #[error(transparent)]
+    Settings(#[from] ConfigError),
+    /// What it answers from (a replayed predictions file, its cassette) cannot be loaded.
+    #[error(transparent)]
+    Load(#[from] InputError),
+}
 
 /// `type = "replay"`: a predictions file, or one per suite (`predictions = { demo = "..." }`).
 #[derive(Debug, Clone, Deserialize)]
@@ -35,7 +48,7 @@ enum Predictions {
 pub fn build(
     config: &SystemConfig,
     suites: &[(&str, &Benchmark)],
-) -> Result<Vec<Arc<dyn System>>, InputError> {
+) -> Result<Vec<Arc<dyn System>>, SetupError> {
     let invalid = |message: String| config.error(message);
     let shared: Arc<dyn System> = match config.kind {
         SystemType::Command => {
@@ -59,7 +72,7 @@ pub fn build(
 fn replay(
     config: &SystemConfig,
     suites: &[(&str, &Benchmark)],
-) -> Result<Vec<Arc<dyn System>>, InputError> {
+) -> Result<Vec<Arc<dyn System>>, SetupError> {
     let settings: ReplayConfig = config.settings()?;
     suites
         .iter()
@@ -71,7 +84,8 @@ fn replay(
                     .ok_or_else(|| config.error(format!("no predictions for suite `{name}`")))?,
                 Predictions::One(_) => {
                     return Err(config
-                        .error("with several suites, give `predictions = { <suite> = \"file\" }`"))
+                        .error("with several suites, give `predictions = { <suite> = \"file\" }`")
+                        .into())
                 }
             };
             let system = ReplaySystem::load(&config.resolve(path), settings.format, bench)?;

@@ -12,7 +12,7 @@ pub mod http;
 pub mod openai;
 pub mod replay;
 
-pub use from_config::{build, ReplayConfig};
+pub use from_config::{build, ReplayConfig, SetupError};
 
 use std::path::PathBuf;
 

@@ -76,7 +76,10 @@ pub(super) fn semantic_pairs(
         model: opts.embedder.model_id().to_string(),
         message,
     };
-    let vectors = opts.embedder.embed(&texts).map_err(embedding_error)?;
+    let vectors = opts
+        .embedder
+        .embed(&texts)
+        .map_err(|e| embedding_error(e.to_string()))?;
     if vectors.len() != texts.len() {
         return Err(embedding_error(format!(
             "{} vectors for {} texts",

@@ -1,5 +1,7 @@
 //! Text embeddings for semantic column matching (SC).
 
+use crate::error::AskError;
+
 /// Turns texts into vectors; SC compares column descriptors by cosine similarity.
 ///
 /// Implementations must be deterministic for a fixed model, since SC matching is only as
@@ -8,8 +10,9 @@ pub trait Embedder: Sync {
     /// Names the model in reports and cache keys, e.g. `text-embedding-3-small`.
     fn model_id(&self) -> &str;
 
-    /// One vector per text, in order.
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String>;
+    /// One vector per text, in order; `Err` when the model's server fails, or its vectors
+    /// cannot be cached.
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, AskError>;
 }
 
 /// The built-in offline embedder: hashed character n-grams, L2-normalised.
@@ -76,7 +79,7 @@ impl Embedder for NgramEmbedder {
         &self.model_id
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, AskError> {
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
     }
 }

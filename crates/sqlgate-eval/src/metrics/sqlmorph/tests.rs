@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::values::sqlite_cmp_rows;
 use super::*;
+use crate::error::{AskError, ServiceError};
 use crate::exec::value::py_str;
 use crate::exec::{ExecErrorKind, Execution};
 
@@ -180,7 +181,7 @@ impl Embedder for NameEmbedder {
         "test-names"
     }
 
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, AskError> {
         let name_of = |t: &str| -> String {
             let rest = t.strip_prefix("Column name: ").unwrap_or(t);
             rest.split(". Data type:")
@@ -489,8 +490,8 @@ impl Embedder for FailingEmbedder {
         "down"
     }
 
-    fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>, String> {
-        Err("connection refused".into())
+    fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>, AskError> {
+        Err(ServiceError("connection refused".into()).into())
     }
 }
 

@@ -5,6 +5,7 @@
 //! original, meta text such as "The original question was:", SQL) is rejected and the template
 //! question kept. The prompt is a file users can change; [`DEFAULT_PROMPT`] is used without one.
 
+use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::{ChatRequest, Client, Message};
@@ -57,13 +58,14 @@ pub enum Rewrite {
 
 impl Rewriter {
     /// The rewrite of `expansion`'s question, whose seed asked `question` with `sql`. `Err` is
-    /// an endpoint that still fails after the throttle's retries.
+    /// an endpoint that still fails after the throttle's retries, or a cache that cannot be
+    /// written.
     pub fn rewrite(
         &self,
         expansion: &Expansion,
         question: &str,
         sql: &str,
-    ) -> Result<Rewrite, String> {
+    ) -> Result<Rewrite, AskError> {
         let prompt = self
             .prompt
             .replace("{question}", question)
@@ -85,7 +87,7 @@ impl Rewriter {
                 let reply = self
                     .throttle
                     .call(|| self.client.chat(&request).map_err(Into::into))
-                    .map_err(|e| e.message)?;
+                    .map_err(|e| ServiceError(e.message))?;
                 self.cache.put(vec![(key, reply.content.clone())])?;
                 reply.content
             }

@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 
 use super::word_key;
+use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_eval::exec::schema::Schema;
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
@@ -56,8 +57,9 @@ pub struct Paraphraser {
 
 impl Paraphraser {
     /// The model's reply to the prompt for `sql` over `schema`, from the cache when asked
-    /// before; `Err` is an endpoint that still fails after the throttle's retries.
-    pub fn ask(&self, schema: &str, sql: &str, k: usize) -> Result<String, String> {
+    /// before; `Err` is an endpoint that still fails after the throttle's retries, or a cache
+    /// that cannot be written.
+    pub fn ask(&self, schema: &str, sql: &str, k: usize) -> Result<String, AskError> {
         let prompt = self
             .prompt
             .replace("{num_queries}", &k.to_string())
@@ -79,7 +81,7 @@ impl Paraphraser {
         let reply = self
             .throttle
             .call(|| self.client.chat(&request).map_err(Into::into))
-            .map_err(|e| e.message)?;
+            .map_err(|e| ServiceError(e.message))?;
         self.cache.put(vec![(key, reply.content.clone())])?;
         Ok(reply.content)
     }

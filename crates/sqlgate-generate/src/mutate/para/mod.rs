@@ -14,6 +14,7 @@ mod words;
 use std::collections::HashSet;
 
 use serde::Serialize;
+use sqlgate_eval::error::{AskError, ServiceError};
 
 use super::{labelled_stream, on_enough_stack, MutateError};
 use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
@@ -89,7 +90,7 @@ pub fn similarities(
     embedder: &dyn Embedder,
     original: &str,
     paraphrases: &[String],
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, AskError> {
     if paraphrases.is_empty() {
         return Ok(Vec::new());
     }
@@ -98,13 +99,16 @@ pub fn similarities(
     texts.extend(paraphrases.iter().cloned());
     let vectors = embedder.embed(&texts)?;
     if vectors.len() != texts.len() {
-        return Err(format!(
+        let problem = format!(
             "the embedder returned {} vectors for {} texts",
             vectors.len(),
             texts.len()
-        ));
+        );
+        return Err(ServiceError(problem).into());
     }
-    let (original, rest) = vectors.split_first().ok_or("no vectors")?;
+    let (original, rest) = vectors
+        .split_first()
+        .ok_or_else(|| ServiceError("no vectors".into()))?;
     Ok(rest.iter().map(|v| cosine(original, v)).collect())
 }
 

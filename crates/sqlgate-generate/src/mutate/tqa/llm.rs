@@ -13,6 +13,7 @@ use std::cell::{Cell, RefCell};
 
 use super::ident;
 use super::linker::{Mention, Segment};
+use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::{ChatRequest, Client, Message};
 
@@ -265,8 +266,8 @@ pub struct TqaLlm {
     pub fallbacks: Cell<usize>,
     /// Requests sent (cache misses).
     pub requests: Cell<usize>,
-    /// Requests that failed: the run stops on them.
-    pub errors: RefCell<Vec<String>>,
+    /// The first request that failed, or answer that could not be cached: the run stops on it.
+    failure: RefCell<Option<AskError>>,
 }
 
 impl TqaLlm {
@@ -278,7 +279,7 @@ impl TqaLlm {
             cache,
             fallbacks: Cell::new(0),
             requests: Cell::new(0),
-            errors: RefCell::new(Vec::new()),
+            failure: RefCell::new(None),
         }
     }
 
@@ -329,17 +330,24 @@ impl TqaLlm {
         match self.client.chat(&request) {
             Ok(reply) => {
                 if let Err(e) = self.cache.put(vec![(key, reply.content.clone())]) {
-                    self.errors.borrow_mut().push(e);
+                    self.fail(e.into());
                 }
                 Some(reply.content)
             }
             Err(e) => {
-                self.errors
-                    .borrow_mut()
-                    .push(format!("{what}: {}", e.message));
+                self.fail(ServiceError(format!("{what}: {}", e.message)).into());
                 None
             }
         }
+    }
+
+    fn fail(&self, error: AskError) {
+        self.failure.borrow_mut().get_or_insert(error);
+    }
+
+    /// The first failure since the last call, if any: the caller stops on it.
+    pub fn take_failure(&self) -> Option<AskError> {
+        self.failure.borrow_mut().take()
     }
 
     /// The N3 form of `identifier`: the model's validated answer, else the deterministic rule.
