@@ -27,7 +27,7 @@ fn calibrate_demo_table_has_one_row_per_operator() {
     let suite = demo("suite.toml");
     let regimes = "EC-EC-IE,EC-EC-PE,NC-PC";
     let report = sqlgate()
-        .args(&[
+        .args([
             "calibrate",
             "--gold",
             suite.to_str().unwrap(),
@@ -90,7 +90,7 @@ fn calibrate_demo_table_has_one_row_per_operator() {
 fn calibrate_text_prints_the_table_and_the_contradictions() {
     let suite = demo("suite.toml");
     let output = sqlgate()
-        .args(&["calibrate", "--gold", suite.to_str().unwrap()])
+        .args(["calibrate", "--gold", suite.to_str().unwrap()])
         .run();
     output.assert_success();
     let text = &output.stdout;
@@ -107,13 +107,13 @@ fn bad_regimes_exit_two() {
     let suite = suite.to_str().unwrap();
     for regimes in ["EC-EC", "NC-PC-IE"] {
         let output = sqlgate()
-            .args(&["calibrate", "--gold", suite, "--regimes", regimes])
+            .args(["calibrate", "--gold", suite, "--regimes", regimes])
             .run();
         assert_eq!(output.status.code(), Some(2), "{regimes}");
     }
     let pred = demo("predictions/gold.jsonl");
     let output = sqlgate()
-        .args(&[
+        .args([
             "score",
             "--gold",
             suite,
@@ -130,7 +130,7 @@ fn score_json(pred: &str, metrics: &str) -> Value {
     let suite = demo("suite.toml");
     let pred = demo(pred);
     sqlgate()
-        .args(&[
+        .args([
             "score",
             "--gold",
             suite.to_str().unwrap(),

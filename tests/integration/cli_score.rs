@@ -56,8 +56,7 @@ fn demo_sample_predictions_are_imperfect_and_classified() {
         "a fenced prediction was cleaned"
     );
     // Text output carries the overall EX and a breakdown by category.
-    let text = score(&suite, &pred, &[]);
-    let text = &text.stdout;
+    let text = score(&suite, &pred, &[]).stdout;
     assert!(text.contains(&format!("EX {ex:.3}")), "{text}");
     assert!(text.contains("category"), "{text}");
 }

@@ -89,7 +89,7 @@ fn score_reports_a_family_against_its_seeds() {
     ];
     let output = sqlgate()
         .current_dir(dir.path())
-        .args(&[&args[..], &["--format", "json"]].concat())
+        .args([&args[..], &["--format", "json"]].concat())
         .run();
     output.assert_success();
     let report: Value = serde_json::from_str(&output.stdout).unwrap();
@@ -138,8 +138,7 @@ fn score_reports_a_family_against_its_seeds() {
     assert!(close(&variant["cs"], 0.9));
     assert_eq!(variant["tags"]["seed"], "q01");
 
-    let text = sqlgate().current_dir(dir.path()).args(&args).run();
-    let text = &text.stdout;
+    let text = sqlgate().current_dir(dir.path()).args(args).run().stdout;
     assert!(text.contains("families against their seeds"), "{text}");
     assert!(
         text.contains("SQL2NL Pass@K (at least 3 variant(s) per seed): @1 0.500, @2 0.833"),
@@ -149,7 +148,7 @@ fn score_reports_a_family_against_its_seeds() {
 
     let bad = sqlgate()
         .current_dir(dir.path())
-        .args(&[
+        .args([
             "score",
             "--gold",
             gold.to_str().unwrap(),
@@ -181,7 +180,7 @@ fn gate_with_profile(
     );
     std::fs::write(dir.join("sqlgate.toml"), config).unwrap();
     // The wrong variants become known failures: what is left to fail is the gates.
-    sqlgate().current_dir(dir).args(&["test", "--accept"]).run();
+    sqlgate().current_dir(dir).args(["test", "--accept"]).run();
     let args = [
         &["test", "--no-fail-fast", "--junit", "junit.xml"][..],
         flags,

@@ -38,7 +38,7 @@ fn write_suite(dir: &Path) {
 fn empty_databases_and_idle_votes_are_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     write_suite(dir.path());
-    let run = sqlgate().current_dir(dir.path()).args(&["test"]).run();
+    let run = sqlgate().current_dir(dir.path()).args(["test"]).run();
     let text = &run.stdout;
     assert_eq!(run.status.code(), Some(0), "{text}");
     assert!(
@@ -53,7 +53,7 @@ fn empty_databases_and_idle_votes_are_warned_about() {
 
     let score = sqlgate()
         .current_dir(dir.path())
-        .args(&[
+        .args([
             "score",
             "--gold",
             "suite.toml",
@@ -78,7 +78,7 @@ fn a_database_with_rows_is_not_warned_about() {
         "CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x');",
     )
     .unwrap();
-    let run = sqlgate().current_dir(dir.path()).args(&["test"]).run();
+    let run = sqlgate().current_dir(dir.path()).args(["test"]).run();
     let text = &run.stdout;
     assert!(!text.contains("has no rows"), "{text}");
 }
@@ -156,7 +156,7 @@ fn every_reply_cut_short_is_counted_garbage_included() {
     for record in ["new", "none"] {
         let run = sqlgate()
             .current_dir(dir.path())
-            .args(&["test", "--record", record, "--junit", "junit.xml"])
+            .args(["test", "--record", record, "--junit", "junit.xml"])
             .run();
         let text = &run.stdout;
         assert_eq!(run.status.code(), Some(100), "{text}");

@@ -8,7 +8,7 @@ use crate::support::{demo, sqlgate};
 fn generate(out: &Path) {
     let gold = demo("suite.toml");
     let output = sqlgate()
-        .args(&[
+        .args([
             "generate",
             "errors",
             "--gold",
@@ -48,7 +48,7 @@ fn the_errors_family_is_deterministic_and_scores_as_a_suite() {
     let suite = first.path().join("suite.toml");
     let pred = first.path().join("predictions.jsonl");
     let output = sqlgate()
-        .args(&[
+        .args([
             "score",
             "--gold",
             suite.to_str().unwrap(),

@@ -397,7 +397,7 @@ fn bad_input_fails_cleanly() {
         let output = sqlgate()
             .current_dir(repo())
             .args(["generate", "paraphrase"])
-            .args(&[&base[..], extra].concat())
+            .args([&base[..], extra].concat())
             .run();
         assert_eq!(output.status.code(), Some(2), "{extra:?}");
         let stderr = &output.stderr;

@@ -119,6 +119,9 @@ fn libtest_json_events() {
     // come in the order the cases happened to run, so they are sorted by test name.
     let last = events.len() - 1;
     events[1..last].sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-    let events: String = events.iter().map(|(_, _, line)| format!("{line}\n")).collect();
+    let events: String = events
+        .iter()
+        .map(|(_, _, line)| format!("{line}\n"))
+        .collect();
     insta::assert_snapshot!("libtest_json", without_paths(&events, dir.path()));
 }

@@ -447,7 +447,7 @@ fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
             .run()
     };
     let first = test(&["--record", "new", "--accept"]);
-    let out = first.stdout.clone() + &&first.stderr;
+    let out = first.stdout.clone() + &first.stderr;
     assert!(first.status.success(), "{out}");
     assert!(out.contains("pg::gate::ex"), "{out}");
     let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();

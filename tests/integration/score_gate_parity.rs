@@ -15,9 +15,7 @@ use crate::support::{repo, shared_data, sqlgate};
 const REGIME: &str = "EC-EC-IE";
 
 fn score_json(args: &[&str]) -> Value {
-    let output = sqlgate()
-        .args(&[args, &["--format", "json"]].concat())
-        .run();
+    let output = sqlgate().args([args, &["--format", "json"]].concat()).run();
     output.assert_success();
     serde_json::from_str(&output.stdout).expect("score prints JSON")
 }
@@ -58,7 +56,7 @@ fn gate(suite_settings: &str, predictions: &Path) -> GateRun {
     .unwrap();
     let junit = dir.path().join("junit.xml");
     let output = sqlgate()
-        .args(&[
+        .args([
             "test",
             "--config",
             config.to_str().unwrap(),
@@ -352,7 +350,7 @@ fn a_database_missing_from_tables_json_is_bad_input() {
     let tables_path = files.path().join("tables.json");
     std::fs::write(&tables_path, serde_json::to_string(&without).unwrap()).unwrap();
     let output = sqlgate()
-        .args(&[
+        .args([
             "score",
             "--gold",
             gold.to_str().unwrap(),
@@ -417,7 +415,7 @@ fn a_metric_that_cannot_be_computed_scores_zero_and_is_counted_everywhere() {
         failed.len(),
         "counted in the summary"
     );
-    let text = sqlgate().args(&args).run();
+    let text = sqlgate().args(args).run();
     let stdout = &text.stdout;
     assert!(
         stdout.contains(&format!(
