@@ -118,7 +118,7 @@ fn an_undeclared_variable_never_reaches_the_program() {
         "{}",
         recorded.text()
     );
-    assert_eq!(fresh.status.code(), Some(100), "{}", fresh.text());
+    fresh.assert_code(100);
 }
 
 #[test]
@@ -126,19 +126,19 @@ fn a_passed_through_value_is_fingerprinted_and_written_nowhere() {
     let gate = Gate::new("env_passthrough = [\"MODEL\"]");
     let model = ("MODEL", "good-1f0c2e");
     let recorded = gate.sqlgate(&["test", "--record", "new"], &[model]);
-    assert_eq!(recorded.status.code(), Some(0), "{}", recorded.text());
+    recorded.assert_code(0);
     let replayed = gate.sqlgate(&["test"], &[CI, model]);
-    assert_eq!(replayed.status.code(), Some(0), "{}", replayed.text());
+    replayed.assert_code(0);
 
     let other = gate.sqlgate(&["test"], &[CI, ("MODEL", "good-other")]);
-    assert_eq!(other.status.code(), Some(100), "{}", other.text());
+    other.assert_code(100);
     assert!(
         other.text().contains("2 answers are not in the cassette"),
         "{}",
         other.text()
     );
     let unset = gate.sqlgate(&["test"], &[CI]);
-    assert_eq!(unset.status.code(), Some(100), "{}", unset.text());
+    unset.assert_code(100);
 
     for output in [&recorded, &replayed, &other] {
         assert!(!output.text().contains("1f0c2e"), "{}", output.text());
@@ -158,11 +158,11 @@ fn a_passed_through_value_is_fingerprinted_and_written_nowhere() {
 fn a_secret_reaches_the_program_but_not_the_fingerprint() {
     let gate = Gate::new("env_secrets = [\"TOKEN\"]");
     let recorded = gate.sqlgate(&["test", "--record", "new"], &[("TOKEN", "t-1")]);
-    assert_eq!(recorded.status.code(), Some(0), "{}", recorded.text());
+    recorded.assert_code(0);
     // A replay needs no key, and a new key invalidates nothing.
     for env in [&[CI][..], &[CI, ("TOKEN", "t-2")][..]] {
         let replayed = gate.sqlgate(&["test"], env);
-        assert_eq!(replayed.status.code(), Some(0), "{}", replayed.text());
+        replayed.assert_code(0);
     }
 }
 
@@ -170,7 +170,7 @@ fn a_secret_reaches_the_program_but_not_the_fingerprint() {
 fn a_cassette_line_that_does_not_say_what_was_answered_stops_the_run_at_its_line() {
     let gate = Gate::new("env = { MODEL = \"good\" }");
     let recorded = gate.sqlgate(&["test", "--record", "new"], &[]);
-    assert_eq!(recorded.status.code(), Some(0), "{}", recorded.text());
+    recorded.assert_code(0);
     let cassette = gate.cassette();
     let original = std::fs::read_to_string(&cassette).unwrap();
     let first_line = original.lines().next().unwrap().to_string();
@@ -178,7 +178,7 @@ fn a_cassette_line_that_does_not_say_what_was_answered_stops_the_run_at_its_line
     let misspelt = original.replacen("\"sql\"", "\"sqI\"", 1);
     std::fs::write(&cassette, misspelt).unwrap();
     let run = gate.sqlgate(&["test"], &[CI]);
-    assert_eq!(run.status.code(), Some(2), "{}", run.text());
+    run.assert_code(2);
     let stderr = &run.stderr;
     assert!(
         stderr.contains("agent.jsonl: line 1:") && stderr.contains("sqI"),
@@ -189,7 +189,7 @@ fn a_cassette_line_that_does_not_say_what_was_answered_stops_the_run_at_its_line
     let repeated = first_line.replace("SELECT a FROM t", "SELECT b FROM t");
     std::fs::write(&cassette, format!("{original}{repeated}\n")).unwrap();
     let run = gate.sqlgate(&["test"], &[CI]);
-    assert_eq!(run.status.code(), Some(2), "{}", run.text());
+    run.assert_code(2);
     let stderr = &run.stderr;
     assert!(
         stderr.contains("agent.jsonl: line 3:") && stderr.contains("line 1 too"),
@@ -201,7 +201,7 @@ fn a_cassette_line_that_does_not_say_what_was_answered_stops_the_run_at_its_line
 fn a_journal_line_that_answers_a_key_again_wins_and_is_said() {
     let gate = Gate::new("env = { MODEL = \"good\" }");
     let recorded = gate.sqlgate(&["test", "--record", "new"], &[]);
-    assert_eq!(recorded.status.code(), Some(0), "{}", recorded.text());
+    recorded.assert_code(0);
     let cassette = gate.cassette();
     let first_line = std::fs::read_to_string(&cassette)
         .unwrap()
@@ -249,12 +249,12 @@ fn run_records_answers_are_read_strictly_and_a_key_two_shards_answered_is_said()
             ],
             &[],
         );
-        assert_eq!(output.status.code(), Some(0), "{}", output.text());
+        output.assert_code(0);
         // Each shard on a machine of its own: its cassette stays there.
         std::fs::remove_file(gate.cassette()).unwrap();
     }
     let merged = gate.sqlgate(&["merge", "shard-1.json", "shard-2.json"], &[]);
-    assert_eq!(merged.status.code(), Some(0), "{}", merged.text());
+    merged.assert_code(0);
     assert!(
         merged.text().contains("shard-2.json: 1 answer(s)"),
         "{}",
@@ -267,7 +267,7 @@ fn run_records_answers_are_read_strictly_and_a_key_two_shards_answered_is_said()
     record["answers"][0]["reply"] = serde_json::json!({"sqI": "SELECT b FROM t"});
     std::fs::write(&path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
     let merged = gate.sqlgate(&["merge", "shard-1.json", "shard-2.json"], &[]);
-    assert_eq!(merged.status.code(), Some(2), "{}", merged.text());
+    merged.assert_code(2);
     let stderr = &merged.stderr;
     assert!(
         stderr.contains("shard-2.json: line ") && stderr.contains("sqI"),
@@ -281,7 +281,7 @@ fn run_records_answers_are_read_strictly_and_a_key_two_shards_answered_is_said()
     record["answers"][1]["reply"] = serde_json::json!({"sql": "SELECT b FROM t"});
     std::fs::write(&path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
     let merged = gate.sqlgate(&["merge", "shard-1.json", "shard-2.json"], &[]);
-    assert_eq!(merged.status.code(), Some(2), "{}", merged.text());
+    merged.assert_code(2);
     let stderr = &merged.stderr;
     assert!(
         stderr.contains("shard-2.json: line ")

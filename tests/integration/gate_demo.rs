@@ -103,7 +103,7 @@ fn junit_names(path: &Path) -> Vec<String> {
 fn the_demo_passes_against_its_accepted_snapshot() {
     let gate = Gate::new();
     let output = gate.sqlgate(&["--junit", "junit.xml"]);
-    assert_eq!(output.status.code(), Some(0), "{}", output.stdout);
+    output.assert_code(0);
     let (cases, failed) = junit_failures(&gate.path("junit.xml"));
     let listed = gate.sqlgate(&["--list", "--format", "terse"]).stdout;
     assert_eq!(
@@ -169,7 +169,7 @@ fn one_wrong_prediction_is_exactly_one_failing_test_and_one_snapshot_line() {
     assert_eq!(gate.sqlgate(&["--accept"]).status.code(), Some(100));
     assert!(!gate.path("snapshots/demo.snap.new").exists());
     let rerun = gate.sqlgate(&[]);
-    assert_eq!(rerun.status.code(), Some(0), "{}", rerun.stdout);
+    rerun.assert_code(0);
     assert!(rerun.stdout.contains("demo::bookshop::q02 (known failure)"));
 }
 
@@ -182,7 +182,7 @@ fn junit_to_standard_output_is_written_in_place() {
     let gate = Gate::new();
     std::os::unix::fs::symlink("/dev/stdout", gate.path("stdout.xml")).unwrap();
     let output = gate.sqlgate(&["--junit", "stdout.xml"]);
-    assert_eq!(output.status.code(), Some(0), "{}", output.stdout);
+    output.assert_code(0);
     assert!(output.stdout.contains("<testsuites"), "{}", output.stdout);
     assert!(gate.path("stdout.xml").is_symlink());
 
@@ -327,7 +327,7 @@ fn partitions_split_the_cases_between_shards_and_leave_gates_out() {
             let junit = format!("{kind}-{shard}.xml");
             let partition = format!("{kind}:{shard}/3");
             let output = gate.sqlgate(&["--partition", &partition, "--junit", &junit]);
-            assert_eq!(output.status.code(), Some(0), "{}", output.stdout);
+            output.assert_code(0);
             assert!(output.stdout.contains("no gate"), "{}", output.stdout);
             covered.extend(junit_names(&gate.path(&junit)));
         }
@@ -414,7 +414,7 @@ fn under_ci_nothing_pending_is_written() {
 fn a_strict_profile_fails_the_gate_and_only_the_gate() {
     let gate = Gate::new();
     let output = gate.sqlgate(&["--profile", "hospital", "--junit", "junit.xml"]);
-    assert_eq!(output.status.code(), Some(100), "{}", output.stdout);
+    output.assert_code(100);
     let (_, failed) = junit_failures(&gate.path("junit.xml"));
     assert_eq!(failed, ["demo::gate::ex"]);
     assert!(output.stdout.contains("does not meet >= 0.95"));
@@ -524,7 +524,7 @@ fn structural_metrics_gate_the_suite_and_are_recorded_per_case() {
     assert!(xml.contains("name=\"etm\" value=\"0\""), "{xml}");
     let lenient = Gate::with_suite_settings("structural = [\"etm\"]\ngate = { etm = \">= 0.2\" }");
     let output = lenient.sqlgate(&["--no-fail-fast"]);
-    assert_eq!(output.status.code(), Some(0), "{}", output.stdout);
+    output.assert_code(0);
     // ESM needs tables.json, which a native suite does not have: a clear error, exit 2.
     let esm = Gate::with_suite_settings("structural = [\"esm\"]");
     let output = esm.sqlgate(&[]);
@@ -652,7 +652,7 @@ fn an_apology_select_abstains_unless_the_system_says_otherwise() {
     let gate = Gate::new();
     gate.replace_prediction("q36", "SELECT 'Sorry, we do not record that.' AS answer");
     let output = gate.sqlgate(&["--no-fail-fast"]);
-    assert_eq!(output.status.code(), Some(0), "{}", output.stdout);
+    output.assert_code(0);
     let pending = std::fs::read_to_string(gate.path("snapshots/demo.snap.new")).unwrap();
     assert!(
         pending.contains("demo::bookshop::q36 | pass | abstained"),

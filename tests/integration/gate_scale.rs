@@ -72,7 +72,7 @@ fn shards_merged_gate_like_one_run() {
         gate.replace_prediction("q02", "SELECT 42");
     }
     let one_run = whole.sqlgate(&["test", "--accept", "--no-cache", "--junit", "one.xml"]);
-    assert_eq!(one_run.status.code(), Some(100), "{}", one_run.text());
+    one_run.assert_code(100);
 
     for shard in 1..=3 {
         let partition = format!("hash:{shard}/3");
@@ -90,7 +90,7 @@ fn shards_merged_gate_like_one_run() {
         "--junit",
         "merged.xml",
     ]);
-    assert_eq!(merged.status.code(), Some(100), "{}", merged.text());
+    merged.assert_code(100);
     assert!(merged.text().contains("demo::bookshop::q02"));
     assert_eq!(
         junit_without_times(&whole.path("one.xml")),
@@ -112,7 +112,7 @@ fn merge_refuses_shards_that_are_not_one_whole_run() {
         let mut all = vec!["merge"];
         all.extend_from_slice(args);
         let output = gate.sqlgate(&all);
-        assert_eq!(output.status.code(), Some(2), "{}", output.text());
+        output.assert_code(2);
         assert!(output.text().contains(why), "{why}: {}", output.text());
     };
     refused(&["shard-1.json"], "in no shard");
@@ -133,7 +133,7 @@ fn merge_refuses_shards_that_are_not_one_whole_run() {
     ]);
     refused(&["shard-1.json", "other.json"], "belongs to another run");
     let merged = gate.sqlgate(&["merge", "other.json", "shard-1.json"]);
-    assert_eq!(merged.status.code(), Some(2), "{}", merged.text());
+    merged.assert_code(2);
 }
 
 #[test]
@@ -162,7 +162,7 @@ fn unchanged_cases_reuse_their_verdicts_and_a_changed_one_is_evaluated() {
         cases.1
     );
     assert!(third.text().contains(&expected), "{}", third.text());
-    assert_eq!(third.status.code(), Some(100), "{}", third.text());
+    third.assert_code(100);
 
     let uncached = gate.sqlgate(&["test", "--no-cache"]);
     assert!(!uncached.text().contains("reused"), "{}", uncached.text());
