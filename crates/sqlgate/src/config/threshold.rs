@@ -140,4 +140,43 @@ mod tests {
         assert!(check("drop", "<= 5").is_ok() && check("drop", ">= -20").is_ok());
         assert!(check("drop", "<= 101").is_err() && check("pass@5", ">= 1.2").is_err());
     }
+
+    mod properties {
+        use proptest::num::f64::{NORMAL, SUBNORMAL, ZERO};
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        fn threshold() -> impl Strategy<Value = Threshold> {
+            let comparison = prop_oneof![Just(Comparison::AtLeast), Just(Comparison::AtMost)];
+            (comparison, NORMAL | SUBNORMAL | ZERO)
+                .prop_map(|(comparison, value)| Threshold { comparison, value })
+        }
+
+        proptest! {
+            #[test]
+            fn a_printed_threshold_parses_back_to_itself(threshold in threshold()) {
+                prop_assert_eq!(Threshold::parse(&threshold.to_string()), Ok(threshold));
+            }
+
+            #[test]
+            fn spaces_around_the_parts_change_nothing(
+                threshold in threshold(),
+                spaces in proptest::array::uniform3(" {0,2}"),
+            ) {
+                let [before, inside, after] = spaces;
+                let op = match threshold.comparison {
+                    Comparison::AtLeast => ">=",
+                    Comparison::AtMost => "<=",
+                };
+                let value = threshold.value;
+                let text = format!("{before}{op}{inside}{value}{after}");
+                prop_assert_eq!(Threshold::parse(&text), Ok(threshold));
+                if threshold.comparison == Comparison::AtLeast {
+                    // A bare number means `>=`.
+                    prop_assert_eq!(Threshold::parse(&format!("{before}{value}{after}")), Ok(threshold));
+                }
+            }
+        }
+    }
 }

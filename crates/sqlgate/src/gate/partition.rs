@@ -147,4 +147,62 @@ mod tests {
         assert_eq!(good.to_string(), "hash:2/5");
         assert_eq!(good.shard(), (2, 5));
     }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::{shards_of, Partition};
+
+        proptest! {
+            #[test]
+            fn every_case_is_in_exactly_one_shard(
+                names in proptest::collection::vec("[a-z0-9:_]{1,16}", 0..40),
+                total in 1u64..10,
+                kind in prop_oneof![Just("count"), Just("hash")],
+            ) {
+                // `shards_of` panics on a case owned by no shard or by two.
+                let shards = shards_of(&names, kind, total);
+                prop_assert!(shards.iter().all(|shard| (1..=total).contains(shard)));
+            }
+
+            #[test]
+            fn count_shards_are_even_and_earlier_ones_never_smaller(
+                cases in 0usize..120,
+                total in 1u64..16,
+            ) {
+                let names: Vec<String> = (0..cases).map(|i| format!("s::db::q{i}")).collect();
+                let shards = shards_of(&names, "count", total);
+                let sizes: Vec<usize> = (1..=total)
+                    .map(|shard| shards.iter().filter(|s| **s == shard).count())
+                    .collect();
+                prop_assert_eq!(sizes.iter().sum::<usize>(), cases);
+                prop_assert!(sizes.windows(2).all(|pair| pair[0] == pair[1] || pair[0] == pair[1] + 1), "{:?}", sizes);
+            }
+
+            #[test]
+            fn a_hashed_case_keeps_its_shard_wherever_it_is_listed(
+                name in "[a-z0-9:_]{1,16}",
+                positions in (0usize..1000, 0usize..1000),
+                total in 1u64..10,
+            ) {
+                let owner = |position: usize| {
+                    (1..=total).find(|&shard| Partition::Hash { shard, total }.contains(position, &name))
+                };
+                prop_assert_eq!(owner(positions.0), owner(positions.1));
+            }
+
+            #[test]
+            fn a_printed_partition_parses_back_to_itself(
+                (shard, total) in (1u64..=u64::MAX).prop_flat_map(|total| (1..=total, Just(total))),
+                hash in any::<bool>(),
+            ) {
+                let partition = if hash {
+                    Partition::Hash { shard, total }
+                } else {
+                    Partition::Count { shard, total }
+                };
+                prop_assert_eq!(partition.to_string().parse::<Partition>(), Ok(partition));
+            }
+        }
+    }
 }

@@ -1,0 +1,127 @@
+//! sqlgate's own outputs, whole, against committed insta snapshots (`snapshots/` beside this
+//! file): the terminal report of `sqlgate test`, its JUnit XML, the GitHub step summary and the
+//! libtest-json events, on the demo with one case answered wrong so that every failure section
+//! shows. What differs from run to run is redacted first: durations, the order in which cases
+//! running in parallel finish, the repository's and the temporary folder's paths.
+//!
+//! After an intended change of an output: `cargo insta review` (or `INSTA_UPDATE=always cargo
+//! test --test integration output_snapshots`), then commit the `.snap` files. Under `CI=true` a
+//! mismatch fails and nothing is written.
+
+use std::path::Path;
+
+use regex::Regex;
+
+use crate::support::{demo, demo_workspace, replace_prediction, repo, sqlgate};
+
+/// The demo gate in a temporary folder, with q02 answered `SELECT 1` (a regression against the
+/// accepted snapshot).
+fn failing_demo() -> tempfile::TempDir {
+    let dir = demo_workspace();
+    let config = format!(
+        "[[suite]]\nbenchmark = \"{}\"\nstructural = [\"etm\"]\ngate = {{ ex = \">= 0.6\" }}\n\n\
+         [[system]]\nname = \"sample\"\ntype = \"replay\"\npredictions = \"sample.jsonl\"\n",
+        demo("suite.toml").display()
+    );
+    std::fs::write(dir.path().join("sqlgate.toml"), config).unwrap();
+    replace_prediction(&dir.path().join("sample.jsonl"), "q02", "SELECT 1");
+    dir
+}
+
+/// `text` with the paths that differ between machines and runs replaced by `[repo]`/`[tmp]`.
+fn without_paths(text: &str, dir: &Path) -> String {
+    text.replace(&dir.display().to_string(), "[tmp]")
+        .replace(&repo().display().to_string(), "[repo]")
+}
+
+/// Durations written `[   0.208s]` become `[duration]`.
+fn without_durations(text: &str) -> String {
+    let duration = Regex::new(r"\[\s*\d+\.\d+s\]").unwrap();
+    duration.replace_all(text, "[duration]").into_owned()
+}
+
+/// The terminal report with its run-to-run differences taken out: the per-test lines (in the
+/// order the cases happened to finish) sorted, and the names under `slowest:` (which cases
+/// were slowest is timing) replaced by `[test]`.
+fn stable_terminal(text: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut finished: Vec<&str> = Vec::new();
+    let mut in_slowest = false;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("PASS [") || trimmed.starts_with("FAIL [") {
+            if out.iter().any(|l| l == "------------") {
+                out.push(line.to_string());
+            } else {
+                finished.push(line);
+            }
+            continue;
+        }
+        if line == "------------" {
+            finished.sort_by_key(|l| l.split_once("] ").map(|(_, name)| name));
+            out.extend(finished.drain(..).map(str::to_string));
+        }
+        if in_slowest && line.starts_with("  [") {
+            let (time, _name) = line.rsplit_once(' ').unwrap();
+            out.push(format!("{time} [test]"));
+            continue;
+        }
+        in_slowest = line == "slowest:";
+        out.push(line.to_string());
+    }
+    out.join("\n") + "\n"
+}
+
+#[test]
+fn terminal_report_junit_and_step_summary() {
+    let dir = failing_demo();
+    let summary = dir.path().join("summary.md");
+    let run = sqlgate()
+        .args(["test", "--junit", "junit.xml"])
+        .current_dir(dir.path())
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .run();
+    run.assert_code(100);
+    assert_eq!(run.stderr, "", "everything goes to stdout");
+    let terminal = stable_terminal(&without_durations(&without_paths(&run.stdout, dir.path())));
+    insta::assert_snapshot!("terminal", terminal);
+
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    let times = Regex::new(r#"\b(time|timestamp)="[^"]*""#).unwrap();
+    let junit = without_paths(&times.replace_all(&junit, "$1=\"[time]\""), dir.path());
+    insta::assert_snapshot!("junit", junit);
+
+    let summary = without_paths(&std::fs::read_to_string(&summary).unwrap(), dir.path());
+    insta::assert_snapshot!("step_summary", summary);
+}
+
+#[test]
+fn libtest_json_events() {
+    let dir = failing_demo();
+    let run = sqlgate()
+        .args(["test", "--message-format", "libtest-json"])
+        .current_dir(dir.path())
+        .run();
+    run.assert_code(100);
+    let exec_time = Regex::new(r#""exec_time":[0-9.e-]+"#).unwrap();
+    let mut events: Vec<(String, bool, String)> = run
+        .stdout
+        .lines()
+        .map(|line| {
+            let event: serde_json::Value =
+                serde_json::from_str(line).expect("every stdout line is a JSON event");
+            let name = event["name"].as_str().unwrap_or_default().to_string();
+            let redacted = exec_time.replace(line, r#""exec_time":"[time]""#);
+            (name, event["event"] != "started", redacted.into_owned())
+        })
+        .collect();
+    // The suite's `started` comes first and its result last; the tests' events in between
+    // come in the order the cases happened to run, so they are sorted by test name.
+    let last = events.len() - 1;
+    events[1..last].sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let events: String = events
+        .iter()
+        .map(|(_, _, line)| format!("{line}\n"))
+        .collect();
+    insta::assert_snapshot!("libtest_json", without_paths(&events, dir.path()));
+}

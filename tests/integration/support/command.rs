@@ -1,0 +1,119 @@
+//! One way to run the `sqlgate` binary cargo built for these tests, and to check what it did.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+
+/// The variables that switch `sqlgate` into CI behaviour (no pending snapshots, annotations, a
+/// step summary). The environment running the tests may set them, so every run starts without
+/// them; a test of that behaviour sets them itself.
+const CI_VARIABLES: [&str; 3] = ["CI", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"];
+
+/// `sqlgate` with no arguments yet, in the test process's folder, without [`CI_VARIABLES`].
+pub fn sqlgate() -> Sqlgate {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sqlgate"));
+    for variable in CI_VARIABLES {
+        command.env_remove(variable);
+    }
+    Sqlgate { command }
+}
+
+/// A `sqlgate` command being put together (the setters mirror [`Command`]'s).
+pub struct Sqlgate {
+    command: Command,
+}
+
+impl Sqlgate {
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Sqlgate {
+        self.command.arg(arg);
+        self
+    }
+
+    pub fn args(&mut self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> &mut Sqlgate {
+        self.command.args(args);
+        self
+    }
+
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Sqlgate {
+        self.command.current_dir(dir);
+        self
+    }
+
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Sqlgate {
+        self.command.env(key, value);
+        self
+    }
+
+    pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Sqlgate {
+        self.command.env_remove(key);
+        self
+    }
+
+    /// Runs it with an empty standard input, to its end; its exit status and output as text.
+    pub fn run(&mut self) -> Run {
+        let output = self
+            .command
+            .stdin(Stdio::null())
+            .output()
+            .expect("the sqlgate binary starts");
+        Run {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// The underlying command, for a test that spawns and waits for the process itself.
+    pub fn command(&mut self) -> &mut Command {
+        &mut self.command
+    }
+}
+
+/// How a finished `sqlgate` run ended and what it printed.
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The exit code (`None` when a signal ended the process).
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Standard output followed by standard error, for messages and checks that do not care
+    /// which stream a line went to.
+    pub fn text(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// Panics, showing both streams, unless the run exited with `code`.
+    pub fn assert_code(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "sqlgate exited with {:?}, not {code}\n--- stdout\n{}\n--- stderr\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// Panics, showing both streams, unless the run exited with 0.
+    pub fn assert_success(&self) -> &Run {
+        self.assert_code(0)
+    }
+
+    /// Standard output parsed as JSON; panics, showing both streams, if it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not JSON ({error})\n--- stdout\n{}\n--- stderr\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}

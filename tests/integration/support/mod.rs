@@ -1,0 +1,8 @@
+//! What the test modules share: running the `sqlgate` binary, and the demo fixtures.
+
+mod command;
+mod fixtures;
+
+pub use command::{sqlgate, Run, Sqlgate};
+pub use fixtures::{demo, demo_workspace, replace_prediction, repo};
+pub use sqlgate_test_support::shared_data;
