@@ -82,7 +82,10 @@ fn terminal_report_junit_and_step_summary() {
         .env("GITHUB_STEP_SUMMARY", &summary)
         .run();
     run.assert_code(100);
-    assert_eq!(run.stderr, "", "everything goes to stdout");
+    assert_eq!(
+        run.stderr, "error: test run failed: 1 test failed\n",
+        "the report goes to stdout, the reason for the exit code to stderr"
+    );
     let terminal = stable_terminal(&without_durations(&without_paths(&run.stdout, dir.path())));
     insta::assert_snapshot!("terminal", terminal);
 
