@@ -374,6 +374,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn a_backend_needs_a_url_exactly_for_postgres() {
         assert_eq!(
@@ -410,6 +411,7 @@ mod tests {
         assert!(garbage.contains("does not parse"), "{garbage}");
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn a_missing_password_variable_fails_the_query_saying_so() {
         let server = Server::new(
@@ -429,6 +431,18 @@ mod tests {
                 .contains("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
             "{}",
             error.message
+        );
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn a_build_without_postgres_refuses_the_engine_saying_why() {
+        let url = "postgres://reader@127.0.0.1:5432/{db}";
+        let error = Backend::new(EngineKind::Postgres, Some(url), None).unwrap_err();
+        assert!(error.contains("`postgres` feature"), "{error}");
+        assert_eq!(
+            Backend::new(EngineKind::Sqlite, None, None),
+            Ok(Backend::Sqlite)
         );
     }
 }

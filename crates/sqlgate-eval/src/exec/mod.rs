@@ -2,6 +2,11 @@
 
 pub mod engine;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+/// Without the `postgres` feature: the same API, and no server can be named.
+#[cfg(not(feature = "postgres"))]
+#[path = "postgres_disabled.rs"]
 pub mod postgres;
 pub mod result_cache;
 pub mod sandbox;
