@@ -76,7 +76,7 @@ fn finish_reason(raw: &Value) -> Option<&str> {
 
 impl Client {
     /// Asks for one completion. A 200 response without `choices[0].message.content` as text
-    /// is a [`Garbage`](LlmErrorKind::Garbage) error, unless the model was cut short: a
+    /// is a [`Garbage`](crate::LlmErrorKind::Garbage) error, unless the model was cut short: a
     /// reasoning model that spent its whole budget thinking sends no text, and that is an
     /// empty reply cut short (counted as such), not a broken response.
     pub fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {

@@ -7,7 +7,7 @@ use super::{excerpt, garbage, Client};
 
 impl Client {
     /// One vector per input, in the order of the inputs (no request for no inputs). A 200 response that does not hold
-    /// exactly one numeric vector per input is a [`Garbage`](LlmErrorKind::Garbage)
+    /// exactly one numeric vector per input is a [`Garbage`](crate::LlmErrorKind::Garbage)
     /// error.
     pub fn embed<S: AsRef<str>>(
         &self,

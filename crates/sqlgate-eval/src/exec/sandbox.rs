@@ -2,7 +2,7 @@
 //!
 //! Predicted SQL is hostile input. Defence in depth:
 //! - the file is opened read-only, and reads what `sqlite3` would read: committed WAL content
-//!   included, a hot journal left by a crashed writer refused (see [`open_uri`]);
+//!   included, a hot journal left by a crashed writer refused (see `open_uri`);
 //! - ATTACH is impossible (`SQLITE_LIMIT_ATTACHED = 0`) and loading extensions stays off;
 //! - an authorizer allows only reads, functions other than `load_extension`, recursive CTEs and
 //!   a few introspection PRAGMAs; everything else is denied at prepare time;

@@ -163,7 +163,7 @@ fn scripts_hash(scripts: &[BuildScript], contents: &[String]) -> String {
 /// Builds `target`, a copy of `original` changed by the SQL `script` (a TQA clone renamed by its
 /// `ALTER TABLE` statements), unless its stamp shows the same original and script built it.
 /// The original counts by its path and content (with its `-wal` file, as the cache hashes it):
-/// an edit that keeps its size and modification time still rebuilds. Like [`build_if_stale`], the copy is changed in a temporary file renamed
+/// an edit that keeps its size and modification time still rebuilds. Like `build_if_stale`, the copy is changed in a temporary file renamed
 /// into place on success.
 pub fn build_clone_if_stale(
     original: &Path,

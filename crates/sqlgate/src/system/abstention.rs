@@ -1,6 +1,6 @@
 //! When an answer is an abstention although the system did not say `{"abstain": true}`
-//! (`trustsql.md` A.5-A.6): an apology SELECT, a reply matching a pattern, or samples that do
-//! not agree enough (SQLPROMPT[VOTING]).
+//! (TrustSQL, appendix A.5-A.6): an apology SELECT, a reply matching a pattern, or samples
+//! that do not agree enough (SQLPROMPT's voting).
 
 use regex::Regex;
 

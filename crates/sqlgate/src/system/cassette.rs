@@ -48,7 +48,8 @@ pub fn case_hash(request: &Request) -> String {
 }
 
 /// One recorded answer: a reply, or a failure that asking again would not cure. Read strictly
-/// (see [`RecordLine`]): a record that does not say exactly what the system answered is refused.
+/// (as one line of the cassette file, every field named): a record that does not say exactly
+/// what the system answered is refused.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(into = "RecordLine", try_from = "RecordLine")]
 pub struct RecordedAnswer {

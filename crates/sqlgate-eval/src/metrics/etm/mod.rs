@@ -3,7 +3,7 @@
 //!
 //! For one pair: both strings are preprocessed (§3.1), both must pass `EXPLAIN QUERY PLAN` in
 //! the sandbox, both are parsed with sqlparser (SQLite dialect) and lowered to the ETM tree
-//! ([`tree`]), normalised independently with the database's schema facts ([`facts`]), and
+//! (`tree`), normalised independently with the database's schema facts (`facts`), and
 //! compared. Every verdict explains itself: the rules that fired on each side, where the
 //! harness departed from the reference (a guard or a defect it does not share), the
 //! normalised queries, and for a mismatch the first differing subtree.

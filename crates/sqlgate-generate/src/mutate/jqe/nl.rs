@@ -1,4 +1,4 @@
-//! Stage VI without an LLM (spec §6, [R] fallback): a deterministic template that appends the
+//! Stage VI without an LLM (spec §6, the rule-based fallback): a deterministic template that appends the
 //! added table and how it relates to the query's tables to the seed question.
 
 use super::expand::Jcc;
