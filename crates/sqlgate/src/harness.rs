@@ -32,10 +32,12 @@ pub struct Harness {
     pub config: PathBuf,
     /// `$SQLGATE_PROFILE`, else `default`.
     pub profile: String,
+    /// A Rust system answering instead of the configured `[[system]]`.
     pub system: Option<Arc<dyn System>>,
 }
 
 impl Harness {
+    /// The harness of the configuration at `config` (`$SQLGATE_CONFIG` overrides it).
     pub fn new(config: impl Into<PathBuf>) -> Harness {
         Harness {
             config: std::env::var_os("SQLGATE_CONFIG").map_or_else(|| config.into(), PathBuf::from),

@@ -53,17 +53,12 @@ pub mod system;
 
 pub mod error;
 
-// Not yet documented item by item; drop these allowances once they are.
-#[allow(missing_docs)]
 pub mod gate;
 
-#[allow(missing_docs)]
 pub mod report;
 
-#[allow(missing_docs)]
 pub mod runner;
 
-#[allow(missing_docs)]
 pub mod harness;
 
 pub use error::Error;

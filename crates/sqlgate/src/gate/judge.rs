@@ -20,11 +20,15 @@ use super::{TestResult, TestStatus};
 /// One case after the system answered and the answer was scored.
 #[derive(Debug, Clone)]
 pub struct CaseRun {
+    /// The test's name.
     pub test: String,
+    /// The case's index in its suite.
     pub case_index: usize,
+    /// The case's verdict and metric values, as `sqlgate score` computes them.
     pub score: CaseScore,
     /// EXP, EXR and F1 under the suite's regime, when it has one (0/0/0 without an answer).
     pub fine: Option<FineScores>,
+    /// How long the case took: asking the system, executing and scoring.
     pub duration: Duration,
     /// Why the system gave no usable answer, when it did not.
     pub system_error: Option<SystemErrorKind>,
@@ -280,7 +284,9 @@ pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
 /// `<family>::<metric>` (for reports), and each family's summary (for its gates).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SuiteMetrics {
+    /// Suite metrics by name, and family metrics as `<family>::<metric>`.
     pub values: BTreeMap<String, f64>,
+    /// Each generated family's summary against its seeds, by family name.
     pub families: BTreeMap<String, FamilySummary>,
     /// The feasible cases the suite metrics are means over.
     pub cases: usize,
@@ -291,6 +297,7 @@ pub struct SuiteMetrics {
 /// Feasible cases a metric could not be computed for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricErrors {
+    /// How many feasible cases have no value for the metric.
     pub cases: usize,
     /// The reason of the first such case, in case order.
     pub first: String,

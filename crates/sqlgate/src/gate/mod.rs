@@ -19,14 +19,18 @@ pub mod plan;
 pub mod record;
 pub mod reuse;
 pub mod run;
+#[allow(missing_docs)]
 pub mod session;
 pub mod setup;
 pub mod snapshot;
 
+/// A test's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestStatus {
+    /// The case answered correctly, or the gate held.
     Passed,
+    /// A wrong answer that is a regression, a `must_pass` case, or a gate that did not hold.
     Failed,
     /// Not run: filtered out or ignored.
     Skipped,
@@ -38,8 +42,11 @@ pub struct TestResult {
     /// `<suite>::<db>::<case-id>`, `<suite>::<db>::<case-id>::<family>::<mutant-id>`,
     /// `<suite>::gate::<metric>` or `<suite>::gate::<family>::<metric>`.
     pub name: String,
+    /// The suite the test belongs to.
     pub suite: String,
+    /// The verdict.
     pub status: TestStatus,
+    /// How long the test took (zero for one whose verdict was reused).
     pub duration: Duration,
     /// One line saying why it failed, with the metric values.
     pub message: Option<String>,
@@ -70,6 +77,7 @@ pub struct TestResult {
 }
 
 impl TestResult {
+    /// Whether the test is a suite or family gate rather than a case.
     pub fn is_gate(&self) -> bool {
         matches!(self.kind, TestKind::Gate(_) | TestKind::FamilyGate(_))
     }
@@ -78,6 +86,7 @@ impl TestResult {
 /// A suite's aggregate metrics and the verdicts of its gates, for reports.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SuiteSummary {
+    /// The suite's name, the first component of its test names.
     pub name: String,
     /// Suite metrics by name, and family metrics as `<family>::<metric>`.
     pub metrics: BTreeMap<String, f64>,

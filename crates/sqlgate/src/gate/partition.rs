@@ -8,12 +8,23 @@ use std::str::FromStr;
 
 use sha2::{Digest, Sha256};
 
+/// One shard of a run split across CI jobs (`--partition count:K/N` or `hash:K/N`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Partition {
     /// Shard `shard` (1-based) of `total`, round-robin.
-    Count { shard: u64, total: u64 },
+    Count {
+        /// The shard's 1-based number.
+        shard: u64,
+        /// How many shards there are.
+        total: u64,
+    },
     /// Shard `shard` (1-based) of `total`, by the hash of the test name.
-    Hash { shard: u64, total: u64 },
+    Hash {
+        /// The shard's 1-based number.
+        shard: u64,
+        /// How many shards there are.
+        total: u64,
+    },
 }
 
 impl Partition {
@@ -26,6 +37,7 @@ impl Partition {
         }
     }
 
+    /// The shard's 1-based number and the number of shards.
     pub fn shard(&self) -> (u64, u64) {
         match *self {
             Partition::Count { shard, total } | Partition::Hash { shard, total } => (shard, total),

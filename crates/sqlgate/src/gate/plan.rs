@@ -13,11 +13,13 @@ use sqlgate_eval::scoring::{CaseDatabases, Scoring};
 pub struct SuitePlan {
     /// The first component of every test name of the suite.
     pub name: String,
+    /// The suite's benchmark: its cases and their databases.
     pub bench: Benchmark,
     /// How its cases are scored, as `sqlgate score` would with the same settings.
     pub scoring: Scoring,
     /// Every case's database files, resolved when the plan was built.
     pub databases: Vec<CaseDatabases>,
+    /// Bounds on every query the suite executes (time, rows, bytes).
     pub limits: Limits,
     /// Where its databases are (SQLite files unless the suite names a server).
     pub backend: Backend,
@@ -65,8 +67,11 @@ impl SuitePlan {
 /// A threshold on one family's metric (`family_gate = { tqa-ll = { drop = "<= 10" } }`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FamilyGate {
+    /// The generated family the gate is on (`jqe`, `tqa-ll`, `para`...).
     pub family: String,
+    /// The family metric held to the threshold.
     pub metric: Metric,
+    /// The bound the metric must meet.
     pub threshold: Threshold,
 }
 
@@ -98,10 +103,13 @@ pub enum TestKind {
 /// One listed test.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestDesc {
+    /// The test's name, as `sqlgate test --list` prints it.
     pub name: String,
     /// Index of the suite in the plan.
     pub suite: usize,
+    /// What the test checks: a case, a mutant, or a gate.
     pub kind: TestKind,
+    /// Skipped unless asked for (`ignore = true` in the case's configuration).
     pub ignored: bool,
 }
 

@@ -32,39 +32,54 @@ use super::TestStatus;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseRecord {
+    /// The case's test name.
     pub test: String,
     /// The case's index in its suite.
     pub case: usize,
+    /// The execution verdict (correct, wrong, error...).
     pub verdict: Verdict,
+    /// Execution accuracy under the suite's mode: 1 or 0.
     pub ex: f64,
+    /// Defog's `exact_match`, in the modes that have it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exact: Option<bool>,
+    /// Why the prediction or the gold could not be executed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Named diagnostics (`<metric>_error`, mode details), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<(String, String)>,
     /// The predicted SQL as executed; absent when it abstained or gave no answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sql: Option<String>,
+    /// Markdown fences or prose were stripped from the raw answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cleaned: bool,
+    /// EXP, EXR and F1 by SQLMorph regime.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fine: BTreeMap<String, FineScores>,
+    /// Spider exact set match (1 or 0), when the suite computes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub esm: Option<u8>,
+    /// Enhanced Tree Matching (1 or 0), when the suite computes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etm: Option<u8>,
+    /// Why the system gave no usable answer, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_error: Option<SystemErrorKind>,
+    /// The reply was cut short by the system's token limit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reply_truncated: bool,
+    /// The failure's details for the report (diff of the results, ETM's explanation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// How long the case took, in seconds.
     pub seconds: f64,
     /// Run records only: the case's test verdict in that run, and the cassette key of its
     /// answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TestStatus>,
+    /// The cassette key of the answer the case was scored on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_key: Option<String>,
     /// What the family metrics read (query shape, schema errors, retrieval, samples), when
@@ -74,6 +89,7 @@ pub struct CaseRecord {
 }
 
 impl CaseRecord {
+    /// The record of a case as it was run.
     pub fn of(run: &CaseRun) -> CaseRecord {
         let score = &run.score;
         CaseRecord {
@@ -228,10 +244,13 @@ fn interned(code: &str) -> &'static str {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunInputs {
+    /// The sqlgate version that wrote the record.
     pub sqlgate: String,
     /// The configuration file's content.
     pub config: String,
+    /// The profile the run used.
     pub profile: String,
+    /// The name of the system under test.
     pub system: String,
     /// The system's fingerprint, per suite.
     pub fingerprints: Vec<String>,
@@ -246,6 +265,7 @@ pub struct RunInputs {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunRecord {
+    /// What the run read: a merge refuses records of other inputs.
     pub inputs: RunInputs,
     /// `count:K/N` or `hash:K/N` of a shard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -296,19 +316,24 @@ fn one_answer_per_key<'de, D: Deserializer<'de>>(
     deserializer.deserialize_seq(Answers)
 }
 
+/// One suite's cases in a run record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SuiteRecord {
+    /// The suite's name.
     pub name: String,
+    /// The cases the run evaluated, in case order.
     pub cases: Vec<CaseRecord>,
 }
 
 impl RunRecord {
+    /// Writes the record as JSON, atomically (`--record-out`).
     pub fn write(&self, path: &Path) -> Result<(), OutputError> {
         let json = serde_json::to_vec_pretty(self).map_err(|e| OutputError::new(path, e.into()))?;
         sqlgate_eval::files::write_atomically(path, &json)
     }
 
+    /// Reads a record written by [`RunRecord::write`]; anything else is an input error.
     pub fn read(path: &Path) -> Result<RunRecord, InputError> {
         let bytes =
             std::fs::read(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
@@ -325,6 +350,7 @@ impl RunRecord {
 
 /// Shards checked to be one whole run: per suite, every case run exactly once.
 pub struct MergedRun {
+    /// What the shards read (the same for every shard).
     pub inputs: RunInputs,
     /// Per suite of the plan, every case's run in case order.
     pub case_runs: Vec<Vec<CaseRun>>,

@@ -55,6 +55,7 @@ pub struct Reuse<'a> {
 }
 
 impl<'a> Reuse<'a> {
+    /// Reuse of `suite`'s verdicts kept in `store`.
     pub fn new(store: &'a Arc<Store>, suite: &'a SuitePlan) -> Reuse<'a> {
         let settings = settings(store, suite);
         let earlier = match settings {

@@ -21,7 +21,12 @@ use super::{TestResult, TestStatus};
 
 /// A test's verdict as it becomes known.
 pub enum Event<'a> {
-    Started { total: usize },
+    /// The run starts `total` tests.
+    Started {
+        /// How many tests will run.
+        total: usize,
+    },
+    /// A test's verdict is known.
     Finished(&'a TestResult),
 }
 
@@ -30,12 +35,15 @@ pub type AnswerFn<'a> = dyn Fn(usize, &[usize]) -> Vec<Answered> + Sync + 'a;
 
 /// What a run produced.
 pub struct RunReport {
+    /// Every test's result, in plan order.
     pub results: Vec<TestResult>,
     /// Per suite: the evaluated cases (every case of the suite when it was run whole).
     pub case_runs: Vec<Vec<CaseRun>>,
+    /// Per suite: its metric values and families, for the gates and reports.
     pub metrics: Vec<SuiteMetrics>,
     /// True when `--max-fail` stopped the run before every selected test ran.
     pub cancelled: bool,
+    /// What the run computed and what it reused.
     pub work: Work,
 }
 
@@ -55,6 +63,7 @@ pub struct Work {
 }
 
 impl RunReport {
+    /// How many tests failed.
     pub fn failed(&self) -> usize {
         self.results
             .iter()

@@ -26,6 +26,8 @@ use sqlgate_llm::{CachedEmbedder, Client, ClientConfig};
 
 use super::plan::{FamilyGate, SuitePlan};
 
+/// Plans every suite of `config` under `profile`: loads its benchmark and families, checks its
+/// databases and resolves its gates.
 pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, Error> {
     // Checked when the configuration was read.
     let penalty = profile.penalty.as_ref().map_or(0.0, |c| *c.get_ref());

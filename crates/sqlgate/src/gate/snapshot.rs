@@ -276,7 +276,9 @@ fn yaml_string(value: &str) -> String {
 /// An accepted snapshot file: its text as written, and its entries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Accepted {
+    /// The file's text, as written.
     pub text: String,
+    /// Its entries, one per case.
     pub entries: Vec<SnapshotEntry>,
 }
 

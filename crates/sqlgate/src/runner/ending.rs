@@ -38,7 +38,9 @@ pub struct Ending {
 /// Where a stream of workflow commands goes: stdout may carry JSON events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
+    /// Standard output.
     Stdout,
+    /// Standard error.
     Stderr,
 }
 

@@ -22,6 +22,7 @@ pub use ending::{Ending, Outputs};
 
 /// Where a run's events and closing notes go.
 pub trait Reporter {
+    /// A test started or finished.
     fn event(&mut self, event: Event<'_>);
     /// After the run: every reported test (ignored ones too), how many the filters left out, and
     /// the notes a reader must see.
@@ -31,9 +32,11 @@ pub trait Reporter {
 /// What a selection makes of a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chosen {
+    /// The test runs.
     Run,
     /// Named by the filters but `ignore = true`: reported as skipped, as libtest and nextest do.
     Ignored,
+    /// Not named by the filters: counted, not reported.
     FilteredOut,
 }
 
@@ -42,9 +45,11 @@ pub enum Chosen {
 pub struct Selection {
     /// A test runs when its name contains any filter (or equals one, with `exact`); none = all.
     pub filters: Vec<String>,
+    /// A filter must equal the whole name (`--exact`).
     pub exact: bool,
     /// Run only the ignored tests (`--ignored`), or those too (`--include-ignored`).
     pub ignored_only: bool,
+    /// Run ignored tests as well as the others (`--include-ignored`).
     pub include_ignored: bool,
 }
 
@@ -80,6 +85,7 @@ impl Selection {
 /// Where earlier runs' query results and verdicts are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheSettings {
+    /// The cache folder.
     pub dir: PathBuf,
     /// The folder's size bound; the least recently used entries go first.
     pub max_bytes: u64,
@@ -88,6 +94,7 @@ pub struct CacheSettings {
 impl CacheSettings {
     /// The folder beside the configuration when none is given.
     pub const DEFAULT_DIR: &str = ".sqlgate/cache";
+    /// The folder's size bound when none is given, in MiB.
     pub const DEFAULT_MIB: u64 = 1024;
 
     /// `dir` (default: [`Self::DEFAULT_DIR`] beside the configuration), bounded to `mib` MiB.
@@ -122,6 +129,7 @@ impl Default for TestRunnerBuilder<'_> {
 }
 
 impl<'a> TestRunnerBuilder<'a> {
+    /// A builder that runs every test, without a cache.
     pub fn new() -> Self {
         Self::default()
     }
@@ -156,6 +164,7 @@ impl<'a> TestRunnerBuilder<'a> {
         self
     }
 
+    /// The runner of `session`'s tests as chosen.
     pub fn build(self, session: &Session) -> TestRunner<'_> {
         let all = session.tests();
         let mut selected = Vec::new();
