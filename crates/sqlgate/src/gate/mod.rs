@@ -19,7 +19,6 @@ pub mod plan;
 pub mod record;
 pub mod reuse;
 pub mod run;
-#[allow(missing_docs)]
 pub mod session;
 pub mod setup;
 pub mod snapshot;
@@ -44,7 +43,7 @@ pub struct TestResult {
     pub name: String,
     /// The suite the test belongs to.
     pub suite: String,
-    /// The verdict.
+    /// Passed, failed or skipped.
     pub status: TestStatus,
     /// How long the test took (zero for one whose verdict was reused).
     pub duration: Duration,

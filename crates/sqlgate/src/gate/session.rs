@@ -30,11 +30,18 @@ use super::record::{CaseRecord, MergedRun, RunInputs, SuiteRecord};
 use super::run::{self, RunReport};
 use super::snapshot::{self, SnapshotEntry};
 
+/// An opened configuration ready to run: its suites planned, its system loaded, its cassette
+/// and accepted snapshots read. Runs, merges and snapshot updates all go through it.
 pub struct Session {
+    /// The configuration as read from `sqlgate.toml`.
     pub config: Config,
+    /// The profile chosen (`--profile`, `$SQLGATE_PROFILE`, else `default`).
     pub profile_name: String,
+    /// That profile's settings.
     pub profile: ProfileConfig,
+    /// Every suite of the configuration, planned: benchmark loaded, thresholds resolved.
     pub suites: Vec<SuitePlan>,
+    /// The system under test, as reports and run records name it.
     pub system_name: String,
     /// The system answering each suite.
     systems: Vec<Arc<dyn System>>,
@@ -57,8 +64,11 @@ pub struct Session {
 /// How far a suite's answers are.
 #[derive(Debug, Clone, Copy)]
 pub struct AnswerProgress<'a> {
+    /// The suite whose answers these are.
     pub suite: &'a str,
+    /// Answers in so far, from the system or the cassette.
     pub answered: usize,
+    /// Answers the suite's run needs.
     pub total: usize,
     /// Answers that came from the system itself rather than the cassette.
     pub asked: usize,
@@ -68,6 +78,7 @@ pub struct AnswerProgress<'a> {
     pub elapsed: std::time::Duration,
 }
 
+/// Called as a suite's answers come in, e.g. to draw a progress bar.
 pub type AnswerProgressFn = dyn Fn(&AnswerProgress<'_>) + Send + Sync;
 
 impl Session {
@@ -153,6 +164,7 @@ impl Session {
         })
     }
 
+    /// Every test, suite by suite: its cases in benchmark order, then its gates.
     pub fn tests(&self) -> Vec<TestDesc> {
         plan::list(&self.suites)
     }
@@ -332,6 +344,7 @@ impl Session {
         Ok(report)
     }
 
+    /// The folder of the accepted snapshots, resolved against the configuration's folder.
     pub fn snapshot_dir(&self) -> PathBuf {
         self.config.resolve(&self.config.snapshots)
     }
@@ -542,14 +555,20 @@ pub struct Finished {
 
 /// What happened to a suite's snapshot after a run.
 pub struct SnapshotOutcome {
+    /// The suite's name.
     pub suite: String,
+    /// Which tests regressed, improved or changed since the accepted snapshot.
     pub diff: snapshot::SnapshotDiff,
+    /// The unified diff of the snapshot files, for the run's notes (empty when equal).
     pub diff_text: String,
+    /// Whether the snapshot was left alone, accepted, or written as pending.
     pub action: SnapshotAction,
 }
 
+/// What was done with a suite's snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SnapshotAction {
+    /// The run matches the accepted snapshot: nothing written.
     Unchanged,
     /// `--accept`: written as the accepted snapshot.
     Accepted,
