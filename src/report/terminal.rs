@@ -114,6 +114,8 @@ impl TerminalReporter {
                     bar.inc(1);
                 }
             }
+            // Events the terminal does not show yet (the enum may grow).
+            _ => {}
         }
     }
 

@@ -13,56 +13,50 @@ use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::FamilySummary;
 
 fn result(name: &str, status: TestStatus) -> TestResult {
-    let suite = name.split("::").next().unwrap_or_default().to_string();
-    TestResult {
-        name: name.to_string(),
-        suite,
-        status,
-        duration: Duration::from_millis(2),
-        message: None,
-        detail: None,
-        properties: BTreeMap::new(),
-        source: None,
-        gold_sql: Vec::new(),
-        predicted_sql: None,
-        kind: TestKind::Case(0),
-        verdict: None,
-        system_error: None,
-        reply_truncated: false,
-        known_failure: false,
-        threshold: None,
-    }
+    let suite = name.split("::").next().unwrap_or_default();
+    let mut result = TestResult::new(name, suite, TestKind::Case(0), status);
+    result.duration = Duration::from_millis(2);
+    result
 }
 
 fn failing_case(name: &str, line: usize, gold: &str, predicted: Option<&str>) -> TestResult {
-    TestResult {
-        message: Some(
-            "regression: correct in the accepted snapshot: incorrect (ex = 0)".to_string(),
-        ),
-        detail: Some(format!(
-            "question:  q {name}?\ngold:      {gold}\npredicted: {predicted:?}"
-        )),
-        properties: BTreeMap::from([("verdict".to_string(), "incorrect".to_string())]),
-        verdict: Some(Verdict::Incorrect),
-        source: Some(SourceRef {
-            file: PathBuf::from("/repo/benchmarks/demo/cases.jsonl"),
-            record: line - 1,
-            line: Some(line),
-        }),
-        gold_sql: vec![gold.to_string()],
-        predicted_sql: predicted.map(str::to_string),
-        ..result(name, TestStatus::Failed)
-    }
+    let mut failing = result(name, TestStatus::Failed);
+    failing.message =
+        Some("regression: correct in the accepted snapshot: incorrect (ex = 0)".to_string());
+    failing.detail = Some(format!(
+        "question:  q {name}?\ngold:      {gold}\npredicted: {predicted:?}"
+    ));
+    failing.properties = BTreeMap::from([("verdict".to_string(), "incorrect".to_string())]);
+    failing.verdict = Some(Verdict::Incorrect);
+    failing.source = Some(SourceRef {
+        file: PathBuf::from("/repo/benchmarks/demo/cases.jsonl"),
+        record: line - 1,
+        line: Some(line),
+    });
+    failing.gold_sql = vec![gold.to_string()];
+    failing.predicted_sql = predicted.map(str::to_string);
+    failing
 }
 
 fn failing_gate(suite: &str, threshold: &str) -> TestResult {
-    TestResult {
-        message: Some(format!("ex = 0.5 does not meet {threshold}")),
-        properties: BTreeMap::from([("threshold".to_string(), threshold.to_string())]),
-        kind: TestKind::Gate(Metric::Ex),
-        threshold: Some(Threshold::parse(threshold).unwrap()),
-        ..result(&format!("{suite}::gate::ex"), TestStatus::Failed)
-    }
+    let name = format!("{suite}::gate::ex");
+    let mut gate = gate(
+        &name,
+        TestKind::Gate(Metric::Ex),
+        threshold,
+        TestStatus::Failed,
+    );
+    gate.message = Some(format!("ex = 0.5 does not meet {threshold}"));
+    gate.properties = BTreeMap::from([("threshold".to_string(), threshold.to_string())]);
+    gate
+}
+
+/// A gate test with its threshold.
+fn gate(name: &str, kind: TestKind, threshold: &str, status: TestStatus) -> TestResult {
+    let mut gate = result(name, status);
+    gate.kind = kind;
+    gate.threshold = Some(Threshold::parse(threshold).unwrap());
+    gate
 }
 
 fn run() -> (Vec<TestResult>, Vec<SuiteSummary>) {
@@ -82,20 +76,20 @@ fn run() -> (Vec<TestResult>, Vec<SuiteSummary>) {
         ),
         result("demo::bookshop::q04", TestStatus::Skipped),
         failing_gate("demo", ">= 0.9"),
-        TestResult {
-            kind: TestKind::Gate(Metric::Ex),
-            threshold: Some(Threshold::parse(">= 0.8").unwrap()),
-            ..result("spider::gate::ex", TestStatus::Passed)
-        },
+        gate(
+            "spider::gate::ex",
+            TestKind::Gate(Metric::Ex),
+            ">= 0.8",
+            TestStatus::Passed,
+        ),
     ];
     let summaries = vec![
         SuiteSummary::from_results("demo", BTreeMap::from([("ex".to_string(), 0.5)]), &results),
-        SuiteSummary {
-            name: "spider".to_string(),
-            metrics: BTreeMap::from([("ex".to_string(), 0.8125), ("exact".to_string(), 0.25)]),
-            gates: vec![("ex".to_string(), ">= 0.8".to_string(), TestStatus::Passed)],
-            ..SuiteSummary::default()
-        },
+        SuiteSummary::from_results(
+            "spider",
+            BTreeMap::from([("ex".to_string(), 0.8125), ("exact".to_string(), 0.25)]),
+            &results,
+        ),
     ];
     (results, summaries)
 }
@@ -234,11 +228,12 @@ fn summary_has_counts_metrics_gates_and_each_failure_with_its_sql_diff() {
 
 #[test]
 fn summary_shows_family_gates_and_each_family_against_its_seeds() {
-    let gate = TestResult {
-        kind: TestKind::FamilyGate(0),
-        threshold: Some(Threshold::parse("<= 10").unwrap()),
-        ..result("tqa::gate::tqa-ll::drop", TestStatus::Failed)
-    };
+    let gate = gate(
+        "tqa::gate::tqa-ll::drop",
+        TestKind::FamilyGate(0),
+        "<= 10",
+        TestStatus::Failed,
+    );
     let mut ll = FamilySummary::default();
     ll.n = 34;
     ll.seeds = 34;
@@ -324,10 +319,9 @@ fn summary_stays_under_githubs_limit_and_says_what_it_left_out() {
 #[test]
 fn summary_of_absurdly_many_suites_is_cut_with_a_note() {
     let summaries: Vec<SuiteSummary> = (0..40_000)
-        .map(|i| SuiteSummary {
-            name: format!("suite-{i:05}"),
-            metrics: BTreeMap::from([("ex".to_string(), 0.5)]),
-            ..SuiteSummary::default()
+        .map(|i| {
+            let metrics = BTreeMap::from([("ex".to_string(), 0.5)]);
+            SuiteSummary::from_results(&format!("suite-{i:05}"), metrics, &[])
         })
         .collect();
     let markdown = github::step_summary(&[], &summaries);

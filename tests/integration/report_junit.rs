@@ -38,40 +38,33 @@ fn demo_results() -> (Vec<TestResult>, Vec<SuiteSummary>) {
                 (false, _) => (TestStatus::Failed, "incorrect"),
             };
             let ex = if correct { "1" } else { "0" };
-            TestResult {
-                name: format!("demo::{}::{}", case.db, case.id),
-                suite: "demo".to_string(),
-                status,
-                duration: Duration::from_millis(3),
-                message: (!correct).then(|| format!("regression: {verdict} (ex = {ex})")),
-                detail: (!correct).then(|| {
-                    format!(
-                        "question:  {}\ngold:      {}\npredicted: {}",
-                        case.question,
-                        case.gold.join(" ; "),
-                        predicted.as_deref().unwrap_or("(abstained)")
-                    )
-                }),
-                properties: BTreeMap::from([
-                    ("ex".to_string(), ex.to_string()),
-                    ("verdict".to_string(), verdict.to_string()),
-                ]),
-                source: Some(case.source.clone()),
-                gold_sql: case.gold.clone(),
-                predicted_sql: predicted,
-                kind: TestKind::Case(0),
-                verdict: Some(if correct && verdict == "abstained" {
-                    Verdict::Abstained
-                } else if correct {
-                    Verdict::Correct
-                } else {
-                    Verdict::Incorrect
-                }),
-                system_error: None,
-                reply_truncated: false,
-                known_failure: false,
-                threshold: None,
-            }
+            let name = format!("demo::{}::{}", case.db, case.id);
+            let mut result = TestResult::new(name, "demo", TestKind::Case(0), status);
+            result.duration = Duration::from_millis(3);
+            result.message = (!correct).then(|| format!("regression: {verdict} (ex = {ex})"));
+            result.detail = (!correct).then(|| {
+                format!(
+                    "question:  {}\ngold:      {}\npredicted: {}",
+                    case.question,
+                    case.gold.join(" ; "),
+                    predicted.as_deref().unwrap_or("(abstained)")
+                )
+            });
+            result.properties = BTreeMap::from([
+                ("ex".to_string(), ex.to_string()),
+                ("verdict".to_string(), verdict.to_string()),
+            ]);
+            result.source = Some(case.source.clone());
+            result.gold_sql = case.gold.clone();
+            result.verdict = Some(if correct && verdict == "abstained" {
+                Verdict::Abstained
+            } else if correct {
+                Verdict::Correct
+            } else {
+                Verdict::Incorrect
+            });
+            result.predicted_sql = predicted;
+            result
         })
         .collect();
     let passed = results
@@ -81,11 +74,10 @@ fn demo_results() -> (Vec<TestResult>, Vec<SuiteSummary>) {
     let ex = passed as f64 / results.len() as f64;
     results.push(gate_result("demo", "ex", ">= 0.95", ex >= 0.95, ex));
     results.push(odd_result());
-    results.push(TestResult {
-        status: TestStatus::Skipped,
-        message: Some("ignored".to_string()),
-        ..plain("other::db::skipped", "other")
-    });
+    let mut skipped = plain("other::db::skipped", "other");
+    skipped.status = TestStatus::Skipped;
+    skipped.message = Some("ignored".to_string());
+    results.push(skipped);
     let summaries = vec![
         SuiteSummary::from_results("demo", BTreeMap::from([("ex".to_string(), ex)]), &results),
         SuiteSummary::from_results("other", BTreeMap::from([("ex".to_string(), 0.0)]), &results),
@@ -94,65 +86,48 @@ fn demo_results() -> (Vec<TestResult>, Vec<SuiteSummary>) {
 }
 
 fn plain(name: &str, suite: &str) -> TestResult {
-    TestResult {
-        name: name.to_string(),
-        suite: suite.to_string(),
-        status: TestStatus::Passed,
-        duration: Duration::from_micros(1500),
-        message: None,
-        detail: None,
-        properties: BTreeMap::new(),
-        source: None,
-        gold_sql: Vec::new(),
-        predicted_sql: None,
-        kind: TestKind::Case(0),
-        verdict: None,
-        system_error: None,
-        reply_truncated: false,
-        known_failure: false,
-        threshold: None,
-    }
+    let mut result = TestResult::new(name, suite, TestKind::Case(0), TestStatus::Passed);
+    result.duration = Duration::from_micros(1500);
+    result
 }
 
 fn gate_result(suite: &str, metric: &str, threshold: &str, passed: bool, value: f64) -> TestResult {
-    TestResult {
-        status: if passed {
-            TestStatus::Passed
-        } else {
-            TestStatus::Failed
-        },
-        message: (!passed).then(|| format!("{metric} = {value:.4} does not meet {threshold}")),
-        properties: BTreeMap::from([
-            ("threshold".to_string(), threshold.to_string()),
-            (metric.to_string(), format!("{value:.4}")),
-        ]),
-        kind: TestKind::Gate(metric.parse().unwrap()),
-        threshold: Some(Threshold::parse(threshold).unwrap()),
-        ..plain(&format!("{suite}::gate::{metric}"), suite)
-    }
+    let mut result = plain(&format!("{suite}::gate::{metric}"), suite);
+    result.status = if passed {
+        TestStatus::Passed
+    } else {
+        TestStatus::Failed
+    };
+    result.message = (!passed).then(|| format!("{metric} = {value:.4} does not meet {threshold}"));
+    result.properties = BTreeMap::from([
+        ("threshold".to_string(), threshold.to_string()),
+        (metric.to_string(), format!("{value:.4}")),
+    ]);
+    result.kind = TestKind::Gate(metric.parse().unwrap());
+    result.threshold = Some(Threshold::parse(threshold).unwrap());
+    result
 }
 
 /// Characters XML must escape or cannot hold, a multi-line message, and a JUnit `error`.
 fn odd_result() -> TestResult {
-    TestResult {
-        status: TestStatus::Failed,
-        message: Some("gold_error: <no such table> & \"quotes\"\nsecond line".to_string()),
-        detail: Some(
-            "question:  Who's <first>? ]]> \u{1b}[31mred\u{1b}[0m\ngold:      SELECT 1 -- é ✓"
-                .to_string(),
-        ),
-        properties: BTreeMap::from([
-            ("verdict".to_string(), "gold_error".to_string()),
-            ("note".to_string(), "a < b & c > \"d\"".to_string()),
-        ]),
-        verdict: Some(Verdict::GoldError),
-        source: Some(SourceRef {
-            file: PathBuf::from("suites/other/cases.jsonl"),
-            record: 4,
-            line: None,
-        }),
-        ..plain("other::db::odd <case>", "other")
-    }
+    let mut result = plain("other::db::odd <case>", "other");
+    result.status = TestStatus::Failed;
+    result.message = Some("gold_error: <no such table> & \"quotes\"\nsecond line".to_string());
+    result.detail = Some(
+        "question:  Who's <first>? ]]> \u{1b}[31mred\u{1b}[0m\ngold:      SELECT 1 -- é ✓"
+            .to_string(),
+    );
+    result.properties = BTreeMap::from([
+        ("verdict".to_string(), "gold_error".to_string()),
+        ("note".to_string(), "a < b & c > \"d\"".to_string()),
+    ]);
+    result.verdict = Some(Verdict::GoldError);
+    result.source = Some(SourceRef {
+        file: PathBuf::from("suites/other/cases.jsonl"),
+        record: 4,
+        line: None,
+    });
+    result
 }
 
 fn attribute<'a>(node: roxmltree::Node<'a, '_>, name: &str) -> &'a str {

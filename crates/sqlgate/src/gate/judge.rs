@@ -19,6 +19,7 @@ use super::{TestResult, TestStatus};
 
 /// One case after the system answered and the answer was scored.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CaseRun {
     /// The test's name.
     pub test: String,
@@ -283,6 +284,7 @@ pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
 /// A suite's aggregate metrics: suite metrics by name and family metrics as
 /// `<family>::<metric>` (for reports), and each family's summary (for its gates).
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SuiteMetrics {
     /// Suite metrics by name, and family metrics as `<family>::<metric>`.
     pub values: BTreeMap<String, f64>,
@@ -296,6 +298,7 @@ pub struct SuiteMetrics {
 
 /// Feasible cases a metric could not be computed for.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MetricErrors {
     /// How many feasible cases have no value for the metric.
     pub cases: usize,

@@ -23,7 +23,10 @@ pub mod session;
 pub mod setup;
 pub mod snapshot;
 
-/// A test's verdict.
+/// A test's verdict; a run fails when any test is `Failed`.
+///
+/// Exhaustive on purpose: these are libtest's and JUnit's three outcomes, and every reporter
+/// must say how it shows each one; a fourth should fail to compile where it is not handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestStatus {
@@ -35,8 +38,10 @@ pub enum TestStatus {
     Skipped,
 }
 
-/// The verdict of one named test.
+/// The verdict of one named test. Built outside this crate with [`TestResult::new`], then its
+/// fields set: more facts about a test may come.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct TestResult {
     /// `<suite>::<db>::<case-id>`, `<suite>::<db>::<case-id>::<family>::<mutant-id>`,
     /// `<suite>::gate::<metric>` or `<suite>::gate::<family>::<metric>`.
@@ -76,14 +81,44 @@ pub struct TestResult {
 }
 
 impl TestResult {
+    /// The test `name` of `suite`, ended with `status`, of which nothing else is known yet: no
+    /// time, message, properties, SQL or verdict.
+    pub fn new(
+        name: impl Into<String>,
+        suite: impl Into<String>,
+        kind: TestKind,
+        status: TestStatus,
+    ) -> TestResult {
+        TestResult {
+            name: name.into(),
+            suite: suite.into(),
+            status,
+            duration: Duration::ZERO,
+            message: None,
+            detail: None,
+            properties: BTreeMap::new(),
+            source: None,
+            gold_sql: Vec::new(),
+            predicted_sql: None,
+            kind,
+            verdict: None,
+            system_error: None,
+            reply_truncated: false,
+            known_failure: false,
+            threshold: None,
+        }
+    }
+
     /// Whether the test is a suite or family gate rather than a case.
     pub fn is_gate(&self) -> bool {
         matches!(self.kind, TestKind::Gate(_) | TestKind::FamilyGate(_))
     }
 }
 
-/// A suite's aggregate metrics and the verdicts of its gates, for reports.
+/// A suite's aggregate metrics and the verdicts of its gates, for reports. Built with
+/// [`SuiteSummary::from_results`].
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SuiteSummary {
     /// The suite's name, the first component of its test names.
     pub name: String,

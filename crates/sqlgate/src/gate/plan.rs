@@ -88,9 +88,11 @@ pub fn family_metric_key(family: &str, metric: Metric) -> String {
     format!("{family}::{metric}")
 }
 
-/// What kind of test a name stands for.
+/// What kind of test a name stands for. More kinds may come: code outside this crate matching
+/// on it keeps a `_` arm (or asks [`TestResult::is_gate`](super::TestResult::is_gate)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TestKind {
     /// A case: its index in the suite's benchmark.
     Case(usize),
@@ -102,6 +104,7 @@ pub enum TestKind {
 
 /// One listed test.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TestDesc {
     /// The test's name, as `sqlgate test --list` prints it.
     pub name: String,

@@ -31,6 +31,7 @@ use super::TestStatus;
 /// One evaluated case.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct CaseRecord {
     /// The case's test name.
     pub test: String,
@@ -243,6 +244,7 @@ fn interned(code: &str) -> &'static str {
 /// What a run was run on: two records belong to one run when these are equal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RunInputs {
     /// The sqlgate version that wrote the record.
     pub sqlgate: String,
@@ -264,6 +266,7 @@ pub struct RunInputs {
 /// A run's (or a shard's) record: `sqlgate test --record-out FILE`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RunRecord {
     /// What the run read: a merge refuses records of other inputs.
     pub inputs: RunInputs,
@@ -319,6 +322,7 @@ fn one_answer_per_key<'de, D: Deserializer<'de>>(
 /// One suite's cases in a run record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SuiteRecord {
     /// The suite's name.
     pub name: String,
@@ -349,6 +353,7 @@ impl RunRecord {
 }
 
 /// Shards checked to be one whole run: per suite, every case run exactly once.
+#[non_exhaustive]
 pub struct MergedRun {
     /// What the shards read (the same for every shard).
     pub inputs: RunInputs,

@@ -1,7 +1,7 @@
 //! The run: given the selected tests, get answers for the cases they need, evaluate the cases in parallel,
 //! then the gates, reporting each verdict as an event the moment it is known.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
@@ -19,7 +19,9 @@ use super::plan::{SuitePlan, TestDesc, TestKind};
 use super::reuse::Reuse;
 use super::{TestResult, TestStatus};
 
-/// A test's verdict as it becomes known.
+/// A test's verdict as it becomes known. More events may come (e.g. a suite starting): a
+/// [`Reporter`](crate::runner::Reporter) outside this crate ignores the ones it does not show.
+#[non_exhaustive]
 pub enum Event<'a> {
     /// The run starts `total` tests.
     Started {
@@ -34,6 +36,7 @@ pub enum Event<'a> {
 pub type AnswerFn<'a> = dyn Fn(usize, &[usize]) -> Vec<Answered> + Sync + 'a;
 
 /// What a run produced.
+#[non_exhaustive]
 pub struct RunReport {
     /// Every test's result, in plan order.
     pub results: Vec<TestResult>,
@@ -49,6 +52,7 @@ pub struct RunReport {
 
 /// How much work a run did, and how much it found already done.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Work {
     /// Cases evaluated or reused.
     pub cases: usize,
@@ -215,26 +219,10 @@ pub fn sort_in_plan_order(results: &mut [TestResult], plan: &[TestDesc]) {
 
 /// The result of a test marked `ignore = true` that this run leaves out.
 pub fn ignored(suite: &str, test: &TestDesc) -> TestResult {
-    TestResult {
-        name: test.name.clone(),
-        suite: suite.to_string(),
-        status: TestStatus::Skipped,
-        duration: Default::default(),
-        message: Some(
-            "ignored (`ignore = true`): run it with --ignored or --include-ignored".into(),
-        ),
-        detail: None,
-        properties: BTreeMap::new(),
-        source: None,
-        gold_sql: Vec::new(),
-        predicted_sql: None,
-        kind: test.kind,
-        verdict: None,
-        system_error: None,
-        reply_truncated: false,
-        known_failure: false,
-        threshold: None,
-    }
+    let mut result = TestResult::new(&test.name, suite, test.kind, TestStatus::Skipped);
+    result.message =
+        Some("ignored (`ignore = true`): run it with --ignored or --include-ignored".into());
+    result
 }
 
 /// `--max-fail`: stop starting tests once this many have failed (`None`: run everything).
@@ -331,22 +319,8 @@ fn skipped(suite: &SuitePlan, kind: TestKind) -> TestResult {
             (suite.family_gate_test_name(gate), Some(gate.threshold))
         }
     };
-    TestResult {
-        name,
-        suite: suite.name.clone(),
-        status: TestStatus::Skipped,
-        duration: Default::default(),
-        message: Some("not run: the run stopped at its --max-fail limit".to_string()),
-        detail: None,
-        properties: BTreeMap::new(),
-        source: None,
-        gold_sql: Vec::new(),
-        predicted_sql: None,
-        kind,
-        verdict: None,
-        system_error: None,
-        reply_truncated: false,
-        known_failure: false,
-        threshold,
-    }
+    let mut result = TestResult::new(name, &suite.name, kind, TestStatus::Skipped);
+    result.message = Some("not run: the run stopped at its --max-fail limit".to_string());
+    result.threshold = threshold;
+    result
 }

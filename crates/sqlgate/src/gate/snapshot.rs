@@ -61,6 +61,7 @@ pub struct SnapshotEntry {
 
 /// How the current run differs from the accepted snapshot; every list holds test names, sorted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SnapshotDiff {
     /// Passed in the accepted snapshot, fails now.
     pub regressions: Vec<String>,
@@ -275,6 +276,7 @@ fn yaml_string(value: &str) -> String {
 
 /// An accepted snapshot file: its text as written, and its entries.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Accepted {
     /// The file's text, as written.
     pub text: String,
