@@ -40,12 +40,6 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             suite.password_env.as_deref(),
         )
         .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
-        if backend.on_server() && suite.structural.contains(&Structural::Etm) {
-            return Err(suite_error(
-                "[[suite]] structural etm reads SQLite files; it cannot run with engine `postgres`"
-                    .to_string(),
-            ));
-        }
         let options = LoadOptions {
             db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
