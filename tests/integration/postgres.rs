@@ -397,7 +397,8 @@ fn values_map_like_psycopg2_through_pandas() {
 
 /// `sqlgate test` on a PostgreSQL suite: a command system reads the schema from the request
 /// (read from the server) and answers from the gold; JUnit, the snapshot and the cassette are
-/// written, and a replay under `--record none` gives the same outcome.
+/// written, and a replay under `--record none` gives the same outcome. ETM runs there too, and a
+/// role that can do more than read is warned about after the run.
 #[test]
 fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
     let Some(pg) = defog_server() else { return };
@@ -430,16 +431,18 @@ fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
     // Keeps the restaurants questions whole (none spans lines).
     let rows: Vec<&str> = lines.filter(|l| l.contains(",restaurants,")).collect();
     std::fs::write(&gold, format!("{header}\n{}\n", rows.join("\n"))).unwrap();
-    std::fs::write(
-        dir.path().join("sqlgate.toml"),
-        format!(
-            "[gate]\nex = \">= 1.0\"\n\n[[suite]]\nname = \"pg\"\nbenchmark = \"restaurants.csv\"\n\
-             engine = \"postgres\"\ndsn = \"{}\"\n\n[[system]]\nname = \"agent\"\ntype = \"command\"\n\
-             command = [\"python3\", \"agent.py\"]\n",
-            pg.reader_template()
-        ),
-    )
-    .unwrap();
+    let configure = |dsn: &str| {
+        std::fs::write(
+            dir.path().join("sqlgate.toml"),
+            format!(
+                "[gate]\nex = \">= 1.0\"\n\n[[suite]]\nname = \"pg\"\nbenchmark = \"restaurants.csv\"\n\
+                 engine = \"postgres\"\ndsn = \"{dsn}\"\nstructural = [\"etm\"]\n\n[[system]]\n\
+                 name = \"agent\"\ntype = \"command\"\ncommand = [\"python3\", \"agent.py\"]\n"
+            ),
+        )
+        .unwrap();
+    };
+    configure(&pg.reader_template());
     let test = |extra: &[&str]| {
         sqlgate()
             .current_dir(dir.path())
@@ -463,6 +466,7 @@ fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
         .is_file());
     let snapshot = std::fs::read_to_string(dir.path().join("snapshots/pg.snap")).unwrap();
     assert!(snapshot.contains("pg::restaurants::0"), "{snapshot}");
+    assert!(!out.contains("warning:"), "{out}");
     // `--record none` never calls the system: the cassette answers, matching the snapshot.
     let replay = test(&["--record", "none"]);
     assert!(
@@ -470,6 +474,21 @@ fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
         "{}{}",
         &replay.stdout,
         &replay.stderr
+    );
+    configure(&format!(
+        "postgres://postgres@127.0.0.1:{}/{{db}}",
+        pg.port()
+    ));
+    let as_admin = test(&["--record", "none"]);
+    let out = as_admin.stdout.clone() + &as_admin.stderr;
+    assert!(as_admin.status.success(), "{out}");
+    // With the run's other warnings, after its summary.
+    assert!(
+        as_admin
+            .stdout
+            .contains("warning: postgres://postgres@127.0.0.1:")
+            && as_admin.stdout.contains("is a superuser"),
+        "{out}"
     );
 }
 

@@ -130,9 +130,7 @@ impl Session {
             .collect::<Result<Vec<_>, _>>()?;
         let warnings = suites
             .iter()
-            // Server databases are names, not files to look into.
-            .filter(|suite| !suite.bench.on_server)
-            .flat_map(|suite| sqlgate_eval::scoring::empty_database_warnings(&suite.databases))
+            .flat_map(|suite| suite.warnings.iter().cloned())
             .collect();
         Ok(Session {
             answer_progress: None,

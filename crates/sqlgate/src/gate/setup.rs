@@ -53,9 +53,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         }
         bench.check_ids()?;
         bench.check_databases()?;
-        for warning in sqlgate_eval::scoring::check_server(&bench, &backend)? {
-            eprintln!("warning: {warning}");
-        }
+        let server_warnings = sqlgate_eval::scoring::check_server(&bench, &backend)?;
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
         // The name is the snapshot's file name.
         if !is_plain_name(&name) || name.contains("::") {
@@ -144,10 +142,17 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             ..Scoring::new(mode)
         };
         let gates = computable_gates(config, &scoring, gates)?;
+        let databases = scoring.databases(&bench)?;
+        let mut warnings = server_warnings;
+        // Server databases are names, not files to look into.
+        if !backend.on_server() {
+            warnings.extend(sqlgate_eval::scoring::empty_database_warnings(&databases));
+        }
         plans.push(SuitePlan {
             must_pass: tests_of_suite(|c| c.must_pass),
             ignored: tests_of_suite(|c| c.ignore),
-            databases: scoring.databases(&bench)?,
+            databases,
+            warnings,
             scoring,
             limits,
             backend,
