@@ -212,11 +212,6 @@ impl Schema {
     }
 }
 
-/// A string literal of `text` for SQL.
-fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
 /// A double-quoted identifier of `name`, for SQLite and PostgreSQL.
 pub(crate) fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -252,52 +247,48 @@ fn flag(value: &Value) -> bool {
 fn sqlite_catalog<E>(
     mut rows: impl FnMut(&str) -> Result<Vec<Vec<Value>>, E>,
 ) -> Result<Schema, E> {
-    let names: Vec<String> = rows(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
-         ORDER BY name",
-    )?
-    .iter()
-    .map(|row| text(&row[0]))
-    .collect();
+    const TABLES: &str = "sqlite_master AS m";
+    const USER_TABLES: &str = "m.type = 'table' AND m.name NOT LIKE 'sqlite_%'";
+    let columns = rows(&format!(
+        "SELECT m.name, c.name, c.type, c.pk, c.\"notnull\" \
+         FROM {TABLES}, pragma_table_info(m.name) AS c WHERE {USER_TABLES} \
+         ORDER BY m.name, c.cid"
+    ))?;
     let mut schema = Schema::default();
-    for name in &names {
-        let columns = rows(&format!(
-            "SELECT name, type, pk, \"notnull\" FROM pragma_table_info({}) ORDER BY cid",
-            literal(name)
-        ))?
-        .iter()
-        .map(|row| Column {
-            name: text(&row[0]),
-            decl_type: text(&row[1]),
-            primary_key: flag(&row[2]),
-            not_null: flag(&row[3]),
-        })
-        .collect();
-        schema.tables.push(Table {
-            name: name.clone(),
-            columns,
+    for row in columns {
+        let table = text(&row[0]);
+        if schema.tables.last().is_none_or(|t| t.name != table) {
+            schema.tables.push(Table {
+                name: table,
+                columns: Vec::new(),
+            });
+        }
+        let last = schema.tables.last_mut().expect("pushed above");
+        last.columns.push(Column {
+            name: text(&row[1]),
+            decl_type: text(&row[2]),
+            primary_key: flag(&row[3]),
+            not_null: flag(&row[4]),
         });
     }
-    for name in &names {
-        let keys = rows(&format!(
-            "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list({}) \
-             ORDER BY id, seq",
-            literal(name)
-        ))?;
-        for row in keys {
-            let (target, from) = (text(&row[0]), text(&row[1]));
-            // A foreign key without a target column references the target's primary key.
-            let to = match &row[2] {
-                Value::Null => schema.single_primary_key(&target).map(|c| c.name.clone()),
-                to => Some(text(to)),
-            };
-            if let (Some(table), Some(to)) = (schema.table(&target), to) {
-                let to = ColRef::new(&table.name, &to);
-                schema.foreign_keys.push(ForeignKey {
-                    from: ColRef::new(name, &from),
-                    to,
-                });
-            }
+    let keys = rows(&format!(
+        "SELECT m.name, f.\"table\", f.\"from\", f.\"to\" \
+         FROM {TABLES}, pragma_foreign_key_list(m.name) AS f WHERE {USER_TABLES} \
+         ORDER BY m.name, f.id, f.seq"
+    ))?;
+    for row in keys {
+        let (name, target, from) = (text(&row[0]), text(&row[1]), text(&row[2]));
+        // A foreign key without a target column references the target's primary key.
+        let to = match &row[3] {
+            Value::Null => schema.single_primary_key(&target).map(|c| c.name.clone()),
+            to => Some(text(to)),
+        };
+        if let (Some(table), Some(to)) = (schema.table(&target), to) {
+            let to = ColRef::new(&table.name, &to);
+            schema.foreign_keys.push(ForeignKey {
+                from: ColRef::new(&name, &from),
+                to,
+            });
         }
     }
     Ok(schema)

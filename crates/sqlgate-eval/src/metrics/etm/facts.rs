@@ -87,11 +87,7 @@ impl Facts {
             table_facts
                 .unique
                 .extend(unique.get(&table.name).into_iter().flatten().cloned());
-            table_facts.has_rows =
-                !rows(&format!("SELECT 1 FROM {} LIMIT 1", quoted(&table.name)))?
-                    .rows
-                    .is_empty();
-            table_facts.iso_dates = iso_date_columns(engine, &rows, &table.name, &table_facts)?;
+            read_contents(engine, &rows, &table.name, &mut table_facts)?;
             facts.tables.insert(key, table_facts);
         }
         // The catalog lists a table's last declared key first; in reverse, the last one wins,
@@ -145,24 +141,26 @@ fn unique_columns(
     Ok(unique)
 }
 
-/// Rule 17's guard: columns declared as dates, or holding only ISO-8601 text.
-fn iso_date_columns(
+/// Whether the table has rows, and rule 17's guard: its columns declared as dates or holding
+/// only ISO-8601 text. One query per table, each check stopping at its first witness.
+fn read_contents(
     engine: EngineKind,
     rows: &Rows<'_>,
     name: &str,
-    facts: &TableFacts,
-) -> Result<HashSet<String>, ExecError> {
-    let mut columns = HashSet::new();
-    for column in &facts.columns {
+    facts: &mut TableFacts,
+) -> Result<(), ExecError> {
+    let table = quoted(name);
+    let declared_date = |column: &String| {
         let declared = facts
             .declared_types
             .get(column)
             .map_or(String::new(), |t| t.to_uppercase());
-        if declared.contains("DATE") || declared.contains("TIME") {
-            columns.insert(column.clone());
-            continue;
-        }
-        // Only text values that are not dates disqualify a column; a table without rows has none.
+        declared.contains("DATE") || declared.contains("TIME")
+    };
+    let (declared, undeclared): (Vec<&String>, Vec<&String>) =
+        facts.columns.iter().partition(|c| declared_date(c));
+    // Only text values that are not dates disqualify a column; a table without rows has none.
+    let checks = undeclared.iter().map(|column| {
         let col = quoted(column);
         let not_a_date = match engine {
             EngineKind::Sqlite => format!(
@@ -173,13 +171,30 @@ fn iso_date_columns(
                  'character'::regtype) AND {col}::text ~ '^[0-9]{{4}}-[0-1][0-9]-[0-3][0-9]'"
             ),
         };
-        let sql = format!(
-            "SELECT 1 FROM {table} WHERE {col} IS NOT NULL AND NOT ({not_a_date}) LIMIT 1",
-            table = quoted(name),
-        );
-        if rows(&sql)?.rows.is_empty() {
-            columns.insert(column.clone());
+        format!("EXISTS (SELECT 1 FROM {table} WHERE {col} IS NOT NULL AND NOT ({not_a_date}))")
+    });
+    let sql = format!(
+        "SELECT {}",
+        std::iter::once(format!("EXISTS (SELECT 1 FROM {table})"))
+            .chain(checks)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let result = rows(&sql)?;
+    let found: Vec<bool> = match result.rows.as_slice() {
+        [row] => row
+            .iter()
+            .map(|v| matches!(v, Value::Int(n) if *n != 0))
+            .collect(),
+        _ => Vec::new(),
+    };
+    facts.has_rows = found.first().copied().unwrap_or(false);
+    let mut iso_dates: HashSet<String> = declared.into_iter().cloned().collect();
+    for (column, not_dates) in undeclared.into_iter().zip(found.into_iter().skip(1)) {
+        if !not_dates {
+            iso_dates.insert(column.clone());
         }
     }
-    Ok(columns)
+    facts.iso_dates = iso_dates;
+    Ok(())
 }
