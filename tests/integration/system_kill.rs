@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sqlgate::config::Seconds;
 use sqlgate::config::{RecordMode, ThrottleConfig};
 use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::Cassette;
@@ -53,7 +54,7 @@ fn journal_path(dir: &Path) -> PathBuf {
 fn record(dir: &Path) {
     let config = CommandConfig {
         command: vec!["sh".into(), dir.join("system.sh").display().to_string()],
-        timeout_secs: 30.0,
+        timeout_secs: Seconds::new(30.0).unwrap(),
         env: BTreeMap::from([(
             "CALL_LOG".to_string(),
             dir.join("calls.log").display().to_string(),

@@ -9,6 +9,7 @@ mod profile;
 mod suite;
 pub mod system;
 mod threshold;
+mod values;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -28,6 +29,7 @@ pub use sqlgate_llm::ThrottleConfig;
 pub use suite::{EmbeddingsConfig, Structural, SuiteConfig};
 pub use system::SystemConfig;
 pub use threshold::{Comparison, Threshold};
+pub use values::{Penalty, Seconds};
 
 /// The whole configuration file.
 #[derive(Debug, Deserialize)]
@@ -111,8 +113,8 @@ impl Config {
         Ok(config)
     }
 
-    /// Values that no run could use, each an error at its key: a threshold out of its metric's
-    /// range (in every gate table, whichever profile runs), a negative penalty.
+    /// Thresholds that no run could use, each an error at its key: out of its metric's range
+    /// (in every gate table, whichever profile runs).
     fn check_values(&self) -> Result<(), ConfigError> {
         let gate_tables = std::iter::once(&self.gate)
             .chain(self.suites.iter().map(|suite| &suite.get_ref().gate))
@@ -123,17 +125,6 @@ impl Config {
                 .map_err(|problem| {
                     self.error_at(metric.span(), format!("gate `{metric}`: {problem}"))
                 })?;
-        }
-        for (name, profile) in &self.profile {
-            if let Some(penalty) = &profile.penalty {
-                let c = *penalty.get_ref();
-                if !(c >= 0.0 && c.is_finite()) {
-                    return Err(self.error_at(
-                        penalty.span(),
-                        format!("[profile.{name}] penalty must be a non-negative number, got {c}"),
-                    ));
-                }
-            }
         }
         Ok(())
     }

@@ -106,9 +106,23 @@ impl SystemConfig {
             .try_into()
             .map_err(|e: toml::de::Error| {
                 let message = e.message().trim().to_string();
-                // The key an error message names (`unknown field `x``).
-                let key = message.split('`').nth(1).unwrap_or_default().to_string();
-                self.error_at_key(&key, message)
+                // A bad value: the error ends with the path of its key (`in `timeout_secs``).
+                let path = e.to_string();
+                let path = path
+                    .lines()
+                    .last()
+                    .and_then(|line| line.strip_prefix("in `")?.strip_suffix('`'));
+                match path {
+                    Some(path) => {
+                        let key = path.split('.').next().unwrap_or(path);
+                        self.error_at_key(key, format!("`{path}`: {message}"))
+                    }
+                    // An unknown key: the message names it (`unknown field `x``).
+                    None => {
+                        let key = message.split('`').nth(1).unwrap_or_default().to_string();
+                        self.error_at_key(&key, message)
+                    }
+                }
             })
     }
 

@@ -13,7 +13,6 @@ use sqlgate_eval::error::is_plain_name;
 
 use crate::config::ConfigError;
 use crate::Error;
-use sqlgate_eval::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use sqlgate_eval::exec::{Backend, Limits};
 use sqlgate_eval::loaders::{self, LoadOptions};
 use sqlgate_eval::metrics::ex::ModeOptions;
@@ -27,8 +26,7 @@ use sqlgate_llm::{CachedEmbedder, Client, ClientConfig};
 use super::plan::{FamilyGate, SuitePlan};
 
 pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, Error> {
-    // Checked when the configuration was read.
-    let penalty = profile.penalty.as_ref().map_or(0.0, |c| *c.get_ref());
+    let penalty = profile.penalty.map_or(0.0, |c| c.value());
     let mut plans: Vec<SuitePlan> = Vec::new();
     for entry in &config.suites {
         let suite = entry.get_ref();
@@ -64,16 +62,8 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         if plans.iter().any(|p| p.name == name) {
             return Err(suite_error(format!("two suites are named `{name}`")));
         }
-        let timeout = match &suite.timeout {
-            Some(secs) => Some(timeout_from_secs(*secs.get_ref()).ok_or_else(|| {
-                config.error_at(
-                    secs.span(),
-                    format!(
-                        "[[suite]] timeout must be a number of seconds in (0, {}], not {secs}",
-                        MAX_TIMEOUT.as_secs()
-                    ),
-                )
-            })?),
+        let timeout = match suite.timeout {
+            Some(secs) => Some(secs.duration()),
             None => Limits::default().timeout,
         };
         let limits = Limits {
@@ -284,15 +274,7 @@ fn embedder(
     settings: &EmbeddingsConfig,
     suite_span: Range<usize>,
 ) -> Result<Arc<dyn Embedder + Send>, Error> {
-    let timeout = timeout_from_secs(settings.timeout_secs).ok_or_else(|| {
-        config.error_at(
-            suite_span.clone(),
-            format!(
-                "[[suite]] embeddings: timeout_secs must be a number of seconds in (0, {}]",
-                MAX_TIMEOUT.as_secs()
-            ),
-        )
-    })?;
+    let timeout = settings.timeout_secs.duration();
     settings.throttle.check().map_err(|problem| {
         config.error_at(
             suite_span.clone(),

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::answer::{parse_answer, timeout};
+use super::answer::parse_answer;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use crate::config::Seconds;
 use sqlgate_eval::store::Hasher;
 
 /// Answers longer than this are not answers.
@@ -21,8 +22,8 @@ const STDOUT_LIMIT: usize = 16 << 20;
 /// The end of stderr quoted when the command fails.
 const STDERR_TAIL: usize = 2000;
 
-fn default_timeout_secs() -> f64 {
-    60.0
+fn default_timeout_secs() -> Seconds {
+    Seconds::new(60.0).expect("a minute is a valid time bound")
 }
 
 /// What every program gets from sqlgate's environment to run at all (find programs, a home, a
@@ -47,7 +48,7 @@ pub struct CommandConfig {
     pub command: Vec<String>,
     /// Seconds the program may take for one case before it is killed.
     #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: f64,
+    pub timeout_secs: Seconds,
     /// Variables set for the program, with fixed values (fingerprinted).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -90,7 +91,7 @@ impl CommandSystem {
         if config.command.is_empty() {
             return Err("`command` must name a program".into());
         }
-        let timeout = timeout(config.timeout_secs)?;
+        let timeout = config.timeout_secs.duration();
         check_declared_names(config)?;
         let passed_through: Vec<(String, Option<OsString>)> = config
             .env_passthrough
@@ -203,7 +204,7 @@ impl CommandSystem {
             format!(
                 "`{}` gave no answer within {} s; {what_then}",
                 self.command_line(),
-                self.config.timeout_secs
+                self.config.timeout_secs.secs()
             ),
         )
     }

@@ -10,16 +10,17 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
-use super::answer::{parse_answer, timeout};
+use super::answer::parse_answer;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use crate::config::Seconds;
 use sqlgate_eval::store::Hasher;
 use sqlgate_llm::errors;
 
 /// Answers longer than this are not answers.
 const BODY_LIMIT: u64 = 16 << 20;
 
-fn default_timeout_secs() -> f64 {
-    60.0
+fn default_timeout_secs() -> Seconds {
+    Seconds::new(60.0).expect("a minute is a valid time bound")
 }
 
 /// An `http` system's configuration.
@@ -30,7 +31,7 @@ pub struct HttpConfig {
     pub url: String,
     /// Seconds one request may take, answer included.
     #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: f64,
+    pub timeout_secs: Seconds,
     /// Headers sent with every request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -56,7 +57,7 @@ impl HttpSystem {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("`url` {:?}: expected http or https", config.url));
         }
-        let timeout = timeout(config.timeout_secs)?;
+        let timeout = config.timeout_secs.duration();
         let client = sqlgate_llm::http_client_builder()
             .timeout(timeout)
             .build()

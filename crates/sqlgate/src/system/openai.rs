@@ -9,8 +9,8 @@ use regex::Regex;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::answer::timeout;
 use super::{Reply, Request, System, SystemError};
+use crate::config::Seconds;
 use sqlgate_eval::model_output::clean_sql;
 use sqlgate_llm::{
     excerpt, ChatRequest, Client, ClientConfig, ConfigError, HeaderSource, LlmErrorKind, Message,
@@ -87,7 +87,7 @@ pub struct OpenAiConfig {
     pub max_tokens: u32,
     /// Seconds one request may take, answer included.
     #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: f64,
+    pub timeout_secs: Seconds,
     /// A reply containing this text (any case) is an abstention.
     #[serde(default = "default_abstain_marker")]
     pub abstain_marker: String,
@@ -97,8 +97,8 @@ fn default_max_tokens() -> u32 {
     512
 }
 
-fn default_timeout_secs() -> f64 {
-    60.0
+fn default_timeout_secs() -> Seconds {
+    Seconds::new(60.0).expect("a minute is a valid time bound")
 }
 
 fn default_abstain_marker() -> String {
@@ -121,7 +121,7 @@ impl OpenAiSystem {
         let client = Client::new(&ClientConfig {
             base_url: config.base_url.clone(),
             api_key_env: config.api_key_env.clone(),
-            timeout: timeout(config.timeout_secs).map_err(ConfigError)?,
+            timeout: config.timeout_secs.duration(),
         })?
         .with_headers(&config.headers)?;
         if config.abstain_marker.trim().is_empty() {
