@@ -97,6 +97,15 @@ fn a_bad_value_of_a_system_type_is_located_at_its_key() {
 }
 
 #[test]
+fn a_system_no_profile_runs_is_checked_all_the_same() {
+    // The first system runs; the second one's mistyped key is found when the file is read.
+    let config = demo_gate(
+        "\n[[system]]\nname = \"later\"\ntype = \"http\"\nurl = \"http://127.0.0.1:9\"\nheader = 1\n",
+    );
+    assert_located(&config, 13, 1, "[[system]] `later`: unknown field `header`");
+}
+
+#[test]
 fn an_unknown_system_type_is_located_at_its_value() {
     let config = format!(
         "{}\n[[system]]\nname = \"s\"\ntype = \"grpc\"\n",

@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
+use sqlgate::config::system::openai::{OpenAiConfig, PromptSource, DEFAULT_PROMPT};
 use sqlgate::config::Seconds;
-use sqlgate::system::openai::{OpenAiConfig, OpenAiSystem, PromptSource, DEFAULT_PROMPT};
+use sqlgate::system::openai::OpenAiSystem;
 use sqlgate::system::{Reply, Request, System, SystemError, SystemErrorKind};
 
 use crate::llm_support::{chat_completion, Canned, Recorded, TestServer};

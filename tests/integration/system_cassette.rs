@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use sqlgate::config::system::CommandConfig;
 use sqlgate::config::Seconds;
 use sqlgate::config::{RecordMode, ThrottleConfig};
 use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::{record_key, Cassette};
-use sqlgate::system::command::{CommandConfig, CommandSystem};
+use sqlgate::system::command::CommandSystem;
 use sqlgate::system::{Reply, Request, SystemError, SystemErrorKind};
 use sqlgate_llm::throttle::Throttle;
 

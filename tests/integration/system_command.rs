@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use sqlgate::config::system::CommandConfig;
 use sqlgate::config::Seconds;
-use sqlgate::system::command::{CommandConfig, CommandSystem, BASIC_ENV};
+use sqlgate::system::command::{CommandSystem, BASIC_ENV};
 use sqlgate::system::{Request, System, SystemErrorKind};
 
 fn request(id: &str) -> Request {

@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use sqlgate::config::system::HttpConfig;
 use sqlgate::config::Seconds;
-use sqlgate::system::http::{HttpConfig, HttpSystem};
+use sqlgate::system::http::HttpSystem;
 use sqlgate::system::{Request, ServerState, System, SystemErrorKind};
 use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::ThrottleConfig;

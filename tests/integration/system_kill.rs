@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sqlgate::config::system::CommandConfig;
 use sqlgate::config::Seconds;
 use sqlgate::config::{RecordMode, ThrottleConfig};
 use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::Cassette;
-use sqlgate::system::command::{CommandConfig, CommandSystem};
+use sqlgate::system::command::CommandSystem;
 use sqlgate::system::Request;
 use sqlgate_llm::throttle::Throttle;
 

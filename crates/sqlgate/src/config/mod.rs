@@ -45,9 +45,12 @@ pub struct Config {
     /// Each `[[suite]]` keeps its place in the file for errors found after parsing.
     #[serde(default, rename = "suite")]
     pub suites: Vec<toml::Spanned<SuiteConfig>>,
-    /// The `[[system]]` tables, each with its place in the file.
+    /// The `[[system]]` tables as written, each with its place in the file.
     #[serde(default, rename = "system")]
-    pub systems: Vec<toml::Spanned<system::SystemEntry>>,
+    system_entries: Vec<toml::Spanned<system::SystemEntry>>,
+    /// The `[[system]]` tables, read and checked once.
+    #[serde(skip)]
+    pub systems: Vec<SystemConfig>,
     /// Suite thresholds for every suite, by metric: `ex = ">= 0.62"`.
     #[serde(default)]
     pub gate: Gates,
@@ -100,8 +103,9 @@ impl Config {
         config.check_values()?;
         config.check_profile_families()?;
         let mut names = std::collections::HashSet::new();
-        for system in &config.systems {
-            let system = SystemConfig::parse(&config, system)?;
+        let mut systems = Vec::new();
+        for entry in &config.system_entries {
+            let system = SystemConfig::parse(&config, entry)?;
             // The name picks the system and its cassette file.
             if !is_plain_name(&system.name) {
                 return Err(system.error("the name must be a plain file name"));
@@ -109,7 +113,9 @@ impl Config {
             if !names.insert(system.name.clone()) {
                 return Err(system.error("another [[system]] has this name"));
             }
+            systems.push(system);
         }
+        config.systems = systems;
         Ok(config)
     }
 
@@ -183,15 +189,11 @@ impl Config {
     }
 
     /// The system a profile uses: the one it names, else the first `[[system]]`.
-    pub fn system(&self, profile: &ProfileConfig) -> Result<SystemConfig, ConfigError> {
-        let systems = self
-            .systems
-            .iter()
-            .map(|s| SystemConfig::parse(self, s))
-            .collect::<Result<Vec<_>, _>>()?;
+    pub fn system(&self, profile: &ProfileConfig) -> Result<&SystemConfig, ConfigError> {
         match &profile.system {
-            Some(name) => systems
-                .into_iter()
+            Some(name) => self
+                .systems
+                .iter()
                 .find(|s| &s.name == name)
                 .ok_or_else(|| {
                     ConfigError::file(
@@ -199,7 +201,7 @@ impl Config {
                         format!("the profile names system `{name}`, which no [[system]] defines"),
                     )
                 }),
-            None => systems.into_iter().next().ok_or_else(|| {
+            None => self.systems.first().ok_or_else(|| {
                 ConfigError::file(&self.path, "no [[system]]: nothing answers the questions")
             }),
         }

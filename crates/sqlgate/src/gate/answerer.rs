@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::config::system::SystemType;
+use crate::config::system::SystemKind;
 use crate::config::ThrottleConfig;
 use crate::config::{AbstentionConfig, Config, ConfigError, ProfileConfig, RecordMode};
 use crate::system::abstention::Abstention;
@@ -287,14 +287,14 @@ fn load_system(
         None => {
             let system_config = config.system(profile)?;
             let cassette = match system_config.kind {
-                SystemType::Replay => None,
+                SystemKind::Replay(_) => None,
                 _ => Some(Cassette::open(&system_config.cassette)?),
             };
             let named: Vec<(&str, &sqlgate_eval::loaders::Benchmark)> = suites
                 .iter()
                 .map(|suite| (suite.name.as_str(), &suite.bench))
                 .collect();
-            let systems = system::build(&system_config, &named)?;
+            let systems = system::build(system_config, &named)?;
             let name = system_config.name.clone();
             let throttle = system_config.throttle.clone();
             LoadedSystem {
