@@ -92,7 +92,7 @@ fn a_bad_value_of_a_system_type_is_located_at_its_key() {
         &config,
         8,
         1,
-        "[[system]] `s`: `timeout_secs`: a time bound must be a number of seconds in (0, 86400], not 0",
+        "[[system]] `s`: `timeout_secs`: must be a number of seconds in (0, 86400], not 0",
     );
 }
 
@@ -266,7 +266,7 @@ fn a_negative_penalty_is_located_in_any_profile() {
         &demo_gate("\n[profile.ci]\npenalty = -5\n"),
         10,
         11,
-        "penalty must be a non-negative number, got -5",
+        "`penalty`: must be a non-negative number, got -5",
     );
     assert_located(
         &demo_gate("\n[profile.ci]\npenalty = \"high\"\n"),
@@ -282,7 +282,7 @@ fn a_suite_timeout_out_of_range_is_located_at_its_value() {
         &format!("{}timeout = 0\n{}", demo_suite(), replay_system()),
         3,
         11,
-        "a time bound must be a number of seconds in (0, 86400], not 0",
+        "`timeout`: must be a number of seconds in (0, 86400], not 0",
     );
     // Inside an inline table too.
     let embeddings = format!(
@@ -295,7 +295,7 @@ fn a_suite_timeout_out_of_range_is_located_at_its_value() {
         &embeddings,
         4,
         80,
-        "a time bound must be a number of seconds in (0, 86400], not -1",
+        "`timeout_secs`: must be a number of seconds in (0, 86400], not -1",
     );
 }
 

@@ -216,7 +216,44 @@ impl Config {
 fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
     let message = error.message().trim().to_string();
     match error.span() {
-        Some(span) => ConfigError::at(path, text, span.start, message),
+        Some(span) => {
+            // A bad value is named by its key: "`timeout`: must be a number of seconds...".
+            let message = match key_of_value(text, span.start) {
+                Some(key) => format!("`{key}`: {message}"),
+                None => message,
+            };
+            ConfigError::at(path, text, span.start, message)
+        }
         None => ConfigError::file(path, message),
+    }
+}
+
+/// The key written before the value at `offset` (`key = value`, also inside an inline table),
+/// or `None` when no value starts there.
+fn key_of_value(text: &str, offset: usize) -> Option<&str> {
+    let before = text.get(..offset)?.trim_end_matches([' ', '\t']);
+    let before = before.strip_suffix('=')?.trim_end_matches([' ', '\t']);
+    let start = before
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .map_or(0, |at| at + 1);
+    let key = &before[start..];
+    (!key.is_empty()).then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_of_value;
+
+    #[test]
+    fn a_value_is_named_by_the_key_before_it() {
+        let text = "timeout = 0\nembeddings = { model = \"m\", timeout_secs = -1 }\n[gate]\n";
+        assert_eq!(key_of_value(text, text.find('0').unwrap()), Some("timeout"));
+        assert_eq!(
+            key_of_value(text, text.find("-1").unwrap()),
+            Some("timeout_secs")
+        );
+        // A key, a table header: no value starts there.
+        assert_eq!(key_of_value(text, text.find("embeddings").unwrap()), None);
+        assert_eq!(key_of_value(text, text.find("[gate]").unwrap()), None);
     }
 }

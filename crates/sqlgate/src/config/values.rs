@@ -23,7 +23,7 @@ impl Seconds {
             .map(|duration| Seconds { secs, duration })
             .ok_or_else(|| {
                 format!(
-                    "a time bound must be a number of seconds in (0, {}], not {secs}",
+                    "must be a number of seconds in (0, {}], not {secs}",
                     MAX_TIMEOUT.as_secs()
                 )
             })
@@ -72,7 +72,7 @@ impl TryFrom<f64> for Penalty {
     fn try_from(c: f64) -> Result<Penalty, String> {
         match c >= 0.0 && c.is_finite() {
             true => Ok(Penalty(c)),
-            false => Err(format!("penalty must be a non-negative number, got {c}")),
+            false => Err(format!("must be a non-negative number, got {c}")),
         }
     }
 }
