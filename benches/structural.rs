@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::metrics::{esm, etm};
 
 struct Pair {
@@ -57,11 +58,12 @@ fn demo_pairs() -> Vec<Pair> {
 
 fn run_etm(pairs: &[Pair]) -> usize {
     let evaluator = etm::Evaluator::new(false);
+    let runner = Engine::new(Limits::default());
     pairs
         .iter()
         .filter(|p| {
             evaluator
-                .score(&p.gold, &p.pred, &p.db_file)
+                .score(&p.gold, &p.pred, &p.db_file, &runner)
                 .is_ok_and(|v| v.etm)
         })
         .count()

@@ -214,11 +214,6 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
     let regimes = args.metrics.map(|list| list.regimes).unwrap_or_default();
     check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
     let backend = args.server.backend(&args.gold)?;
-    if backend.on_server() && etm {
-        return Err(Error::Usage(
-            "--metrics etm reads SQLite files; it cannot run with --engine postgres".into(),
-        ));
-    }
     let options = LoadOptions {
         db_dir: args.db_dir,
         tables: args.tables,

@@ -130,7 +130,8 @@ impl Reporter {
             MessageFormat::Human => Reporter::Terminal(TerminalReporter::new(
                 format!(
                     "system {}, profile {}",
-                    session.system_name, session.profile_name
+                    session.system_name(),
+                    session.profile_name
                 ),
                 color,
             )),

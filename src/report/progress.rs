@@ -8,7 +8,7 @@ use std::time::Duration;
 use indicatif::ProgressBar;
 
 use crate::report::plural;
-use sqlgate::gate::session::AnswerProgress;
+use sqlgate::gate::answerer::AnswerProgress;
 
 /// How often a plain progress line is printed.
 const LINE_EVERY: Duration = Duration::from_secs(10);

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::metrics::etm::Evaluator;
 
 struct Pair {
@@ -82,6 +83,7 @@ fn etm_agrees_with_the_reference_on_spider_dev_except_for_documented_departures(
     };
     let db_dir = data.join("spider-dev/schema-db");
     let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
+    let runner = Engine::new(Limits::default());
     let mut problems = Vec::new();
     let mut report = Vec::new();
     let mut causes: BTreeMap<(u16, &str), usize> = BTreeMap::new();
@@ -91,8 +93,8 @@ fn etm_agrees_with_the_reference_on_spider_dev_except_for_documented_departures(
         let (mut harness_agree, mut compat_agree) = (0, 0);
         for (index, pair) in pairs.iter().enumerate() {
             let db = db_dir.join(&pair.db).join(format!("{}.sqlite", pair.db));
-            let verdict = harness.score(&pair.gold, &pair.pred, &db).unwrap();
-            let compat_verdict = compat.score(&pair.gold, &pair.pred, &db).unwrap();
+            let verdict = harness.score(&pair.gold, &pair.pred, &db, &runner).unwrap();
+            let compat_verdict = compat.score(&pair.gold, &pair.pred, &db, &runner).unwrap();
             compat_agree += usize::from(compat_verdict.etm == pair.reference);
             if verdict.etm == pair.reference {
                 harness_agree += 1;

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use proptest::sample::select;
+use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::loaders::{self, load_predictions, LoadOptions};
 use sqlgate_eval::metrics::esm::{self, ForeignKeyMap};
 use sqlgate_eval::metrics::etm::{self, Status};
@@ -101,6 +102,12 @@ fn esm_evaluator() -> &'static esm::Evaluator {
             HashMap::from([("concert_singer".to_string(), schema)]),
         )
     })
+}
+
+/// Runs ETM's catalog and plan queries on the fixture database, for every case.
+fn etm_runner() -> &'static Engine {
+    static RUNNER: OnceLock<Engine> = OnceLock::new();
+    RUNNER.get_or_init(|| Engine::new(Limits::default()))
 }
 
 fn etm_evaluators() -> &'static [etm::Evaluator; 2] {
@@ -215,7 +222,7 @@ fn check_prediction_path(sql: &str) -> Result<(), TestCaseError> {
     let _ = clean_sql(sql);
     let _ = mutants_of("q", sql, 42);
     let [sound, compat] = etm_evaluators();
-    let verdict = sound.score(sql, sql, database()).unwrap();
+    let verdict = sound.score(sql, sql, database(), etm_runner()).unwrap();
     prop_assert!(
         matches!(
             verdict.status,
@@ -227,9 +234,9 @@ fn check_prediction_path(sql: &str) -> Result<(), TestCaseError> {
     if sqltext::check(sql).is_err() {
         prop_assert_eq!(verdict.status, Status::GoldUnparsed);
     }
-    let _ = compat.score(sql, sql, database()).unwrap();
+    let _ = compat.score(sql, sql, database(), etm_runner()).unwrap();
     let _ = sound
-        .score(sql, "SELECT name FROM singer", database())
+        .score(sql, "SELECT name FROM singer", database(), etm_runner())
         .unwrap();
     if let Ok(score) = esm_evaluator().score(sql, sql, "concert_singer") {
         prop_assert!(score.esm, "ESM of {sql} with itself");
@@ -261,7 +268,7 @@ proptest! {
         // Against the query without its alias, in both modes: any verdict, no crash.
         let plain = sql.replacen(" AS ", " , ", 1);
         for evaluator in etm_evaluators() {
-            let _ = evaluator.score(&sql, &plain, database()).unwrap();
+            let _ = evaluator.score(&sql, &plain, database(), etm_runner()).unwrap();
         }
         let _ = esm_evaluator().score(&sql, &plain, "concert_singer");
     }

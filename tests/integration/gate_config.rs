@@ -83,6 +83,29 @@ fn an_unknown_key_of_a_system_type() {
 }
 
 #[test]
+fn a_bad_value_of_a_system_type_is_located_at_its_key() {
+    let config = format!(
+        "{}\n[[system]]\nname = \"s\"\ntype = \"command\"\ncommand = [\"true\"]\ntimeout_secs = 0\n",
+        demo_suite()
+    );
+    assert_located(
+        &config,
+        8,
+        1,
+        "[[system]] `s`: `timeout_secs`: must be a number of seconds in (0, 86400], not 0",
+    );
+}
+
+#[test]
+fn a_system_no_profile_runs_is_checked_all_the_same() {
+    // The first system runs; the second one's mistyped key is found when the file is read.
+    let config = demo_gate(
+        "\n[[system]]\nname = \"later\"\ntype = \"http\"\nurl = \"http://127.0.0.1:9\"\nheader = 1\n",
+    );
+    assert_located(&config, 13, 1, "[[system]] `later`: unknown field `header`");
+}
+
+#[test]
 fn an_unknown_system_type_is_located_at_its_value() {
     let config = format!(
         "{}\n[[system]]\nname = \"s\"\ntype = \"grpc\"\n",
@@ -238,12 +261,12 @@ fn family_gates_are_checked_at_their_keys() {
 
 #[test]
 fn a_negative_penalty_is_located_in_any_profile() {
-    // `ci` is not the profile that runs: its penalty is checked all the same.
+    // `ci` is not the profile that runs: its penalty is checked all the same, at its value.
     assert_located(
         &demo_gate("\n[profile.ci]\npenalty = -5\n"),
         10,
         11,
-        "[profile.ci] penalty must be a non-negative number, got -5",
+        "`penalty`: must be a non-negative number, got -5",
     );
     assert_located(
         &demo_gate("\n[profile.ci]\npenalty = \"high\"\n"),
@@ -259,7 +282,20 @@ fn a_suite_timeout_out_of_range_is_located_at_its_value() {
         &format!("{}timeout = 0\n{}", demo_suite(), replay_system()),
         3,
         11,
-        "[[suite]] timeout must be a number of seconds in (0, 86400], not 0",
+        "`timeout`: must be a number of seconds in (0, 86400], not 0",
+    );
+    // Inside an inline table too.
+    let embeddings = format!(
+        "{}regime = \"SC-EC-PE\"\nembeddings = {{ base_url = \"http://127.0.0.1:9/v1\", \
+         model = \"m\", timeout_secs = -1 }}\n{}",
+        demo_suite(),
+        replay_system()
+    );
+    assert_located(
+        &embeddings,
+        4,
+        80,
+        "`timeout_secs`: must be a number of seconds in (0, 86400], not -1",
     );
 }
 

@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
-use sqlgate::system::openai::{OpenAiConfig, OpenAiSystem, PromptSource, DEFAULT_PROMPT};
+use sqlgate::config::system::openai::{OpenAiConfig, PromptSource, DEFAULT_PROMPT};
+use sqlgate::config::Seconds;
+use sqlgate::system::openai::OpenAiSystem;
 use sqlgate::system::{Reply, Request, System, SystemError, SystemErrorKind};
 
 use crate::llm_support::{chat_completion, Canned, Recorded, TestServer};
@@ -168,7 +170,7 @@ fn timeout_secs_bounds_the_call() {
         Canned::chat("SELECT 1").after(std::time::Duration::from_millis(1600))
     ]);
     let config = OpenAiConfig {
-        timeout_secs: 1.0,
+        timeout_secs: Seconds::new(1.0).unwrap(),
         ..config(&server.base_url)
     };
     let error = system(config).answer(&request()).unwrap_err();
@@ -209,7 +211,7 @@ fn defaults_apply_and_unknown_fields_are_refused() {
     assert_eq!(config.temperature, 0.0);
     assert_eq!(config.seed, 0);
     assert_eq!(config.max_tokens, 512);
-    assert_eq!(config.timeout_secs, 60.0);
+    assert_eq!(config.timeout_secs.secs(), 60.0);
     assert_eq!(config.abstain_marker, "not_answerable");
     assert_eq!(config.api_key_env, None);
     assert_eq!(config.system_prompt, None);
@@ -286,7 +288,7 @@ fn the_fingerprint_follows_behaviour_not_location() {
     let elsewhere = OpenAiConfig {
         base_url: "https://api.example.org/v1".into(),
         api_key_env: Some("OTHER_KEY".into()),
-        timeout_secs: 5.0,
+        timeout_secs: Seconds::new(5.0).unwrap(),
         ..base.clone()
     };
     assert_eq!(reference, fingerprint_of(elsewhere, here));
@@ -415,25 +417,26 @@ fn timeout_secs_may_be_fractional() {
     let parsed: OpenAiConfig =
         toml::from_str("base_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\ntimeout_secs = 1.5")
             .unwrap();
-    assert_eq!(parsed.timeout_secs, 1.5);
+    assert_eq!(parsed.timeout_secs.secs(), 1.5);
     let server = TestServer::start(vec![
         Canned::chat("SELECT 1").after(std::time::Duration::from_millis(800))
     ]);
     let short = OpenAiConfig {
-        timeout_secs: 0.3,
+        timeout_secs: Seconds::new(0.3).unwrap(),
         ..config(&server.base_url)
     };
     let error = system(short).answer(&request()).unwrap_err();
     server.finish();
     assert_eq!(error.kind, SystemErrorKind::Timeout, "{}", error.message);
     assert!(error.message.contains("within 0.3s"), "{}", error.message);
-    for bad in [0.0, -1.0, f64::NAN, 1e9] {
-        let refused = OpenAiConfig {
-            timeout_secs: bad,
-            ..config("http://127.0.0.1:1/v1")
-        };
-        let error = OpenAiSystem::new(refused, Path::new(".")).unwrap_err();
-        assert!(error.to_string().contains("timeout_secs"), "{error}");
+    for bad in ["0", "-1", "nan", "1e9"] {
+        let text =
+            format!("base_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\ntimeout_secs = {bad}");
+        let error = toml::from_str::<OpenAiConfig>(&text).unwrap_err();
+        assert!(
+            error.message().contains("number of seconds"),
+            "{bad}: {error}"
+        );
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use sqlgate_eval::exec::postgres::Server;
 use sqlgate_eval::exec::{Backend, Engine, ExecErrorKind, Limits};
+use sqlgate_eval::metrics::etm::Facts;
 use sqlgate_test_support::postgres::{defog_server, PgServer};
 
 use crate::support::{shared_data, sqlgate, Run};
@@ -396,7 +397,8 @@ fn values_map_like_psycopg2_through_pandas() {
 
 /// `sqlgate test` on a PostgreSQL suite: a command system reads the schema from the request
 /// (read from the server) and answers from the gold; JUnit, the snapshot and the cassette are
-/// written, and a replay under `--record none` gives the same outcome.
+/// written, and a replay under `--record none` gives the same outcome. ETM runs there too, and a
+/// role that can do more than read is warned about after the run.
 #[test]
 fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
     let Some(pg) = defog_server() else { return };
@@ -429,16 +431,18 @@ fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
     // Keeps the restaurants questions whole (none spans lines).
     let rows: Vec<&str> = lines.filter(|l| l.contains(",restaurants,")).collect();
     std::fs::write(&gold, format!("{header}\n{}\n", rows.join("\n"))).unwrap();
-    std::fs::write(
-        dir.path().join("sqlgate.toml"),
-        format!(
-            "[gate]\nex = \">= 1.0\"\n\n[[suite]]\nname = \"pg\"\nbenchmark = \"restaurants.csv\"\n\
-             engine = \"postgres\"\ndsn = \"{}\"\n\n[[system]]\nname = \"agent\"\ntype = \"command\"\n\
-             command = [\"python3\", \"agent.py\"]\n",
-            pg.reader_template()
-        ),
-    )
-    .unwrap();
+    let configure = |dsn: &str| {
+        std::fs::write(
+            dir.path().join("sqlgate.toml"),
+            format!(
+                "[gate]\nex = \">= 1.0\"\n\n[[suite]]\nname = \"pg\"\nbenchmark = \"restaurants.csv\"\n\
+                 engine = \"postgres\"\ndsn = \"{dsn}\"\nstructural = [\"etm\"]\n\n[[system]]\n\
+                 name = \"agent\"\ntype = \"command\"\ncommand = [\"python3\", \"agent.py\"]\n"
+            ),
+        )
+        .unwrap();
+    };
+    configure(&pg.reader_template());
     let test = |extra: &[&str]| {
         sqlgate()
             .current_dir(dir.path())
@@ -462,6 +466,7 @@ fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
         .is_file());
     let snapshot = std::fs::read_to_string(dir.path().join("snapshots/pg.snap")).unwrap();
     assert!(snapshot.contains("pg::restaurants::0"), "{snapshot}");
+    assert!(!out.contains("warning:"), "{out}");
     // `--record none` never calls the system: the cassette answers, matching the snapshot.
     let replay = test(&["--record", "none"]);
     assert!(
@@ -469,6 +474,21 @@ fn sqlgate_test_runs_a_postgres_suite_end_to_end() {
         "{}{}",
         &replay.stdout,
         &replay.stderr
+    );
+    configure(&format!(
+        "postgres://postgres@127.0.0.1:{}/{{db}}",
+        pg.port()
+    ));
+    let as_admin = test(&["--record", "none"]);
+    let out = as_admin.stdout.clone() + &as_admin.stderr;
+    assert!(as_admin.status.success(), "{out}");
+    // With the run's other warnings, after its summary.
+    assert!(
+        as_admin
+            .stdout
+            .contains("warning: postgres://postgres@127.0.0.1:")
+            && as_admin.stdout.contains("is a superuser"),
+        "{out}"
     );
 }
 
@@ -591,6 +611,75 @@ fn the_server_schema_matches_the_sqlite_build() {
         let ddl = on_server.ddl();
         assert!(ddl.starts_with("CREATE TABLE "), "{ddl}");
     }
+}
+
+/// ETM on the server reads the schema facts the SQLite build of each database gives (the
+/// declared types aside, each engine's own), and scores end to end: gold as prediction
+/// matches wherever the gold is SQL, and a prediction with an extra column never does.
+#[test]
+fn etm_runs_on_the_server_with_the_facts_of_the_sqlite_build() {
+    let Some(pg) = defog_server() else { return };
+    let on_server = engine(&pg.reader_template(), Limits::default());
+    let on_sqlite = Engine::new(Limits::default());
+    let defog = shared_data().unwrap().join("defog");
+    for db in sqlgate_test_support::postgres::DEFOG_DATABASES {
+        let server_facts = Facts::read(&on_server, Path::new(db)).unwrap();
+        let file_facts = Facts::read(&on_sqlite, &defog.join(format!("{db}.sqlite"))).unwrap();
+        // Each table as (name, columns, NOT NULL, UNIQUE, foreign keys, has rows, ISO dates).
+        let comparable = |facts: &Facts| {
+            let sorted = |items: Vec<String>| {
+                let mut items = items;
+                items.sort();
+                items
+            };
+            let mut tables: Vec<_> = facts
+                .tables
+                .iter()
+                .map(|(name, t)| {
+                    let keys = t.foreign_keys.iter().map(|(k, v)| format!("{k} -> {v}"));
+                    (
+                        name.clone(),
+                        t.columns.clone(),
+                        sorted(t.non_null.iter().cloned().collect()),
+                        sorted(t.unique.iter().cloned().collect()),
+                        sorted(keys.collect()),
+                        t.has_rows,
+                        sorted(t.iso_dates.iter().cloned().collect()),
+                    )
+                })
+                .collect();
+            tables.sort();
+            tables
+        };
+        assert_eq!(comparable(&server_facts), comparable(&file_facts), "{db}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let statuses = |name: &str, sql: fn(&str) -> String| -> Vec<(u64, String)> {
+        let pred = predictions(dir.path(), name, sql);
+        json(&score(pg, &pred, &["--metrics", "etm"]))["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let status = c["etm_detail"]["status"].as_str().unwrap().to_string();
+                (c["etm"].as_u64().unwrap(), status)
+            })
+            .collect()
+    };
+    let gold = statuses("gold.jsonl", str::to_string);
+    for ((id, _, alternatives), (etm, status)) in cases().iter().zip(&gold) {
+        // sql-eval's `{a,b}` column sets are not SQL: no engine plans such a gold.
+        if alternatives[0].contains('{') {
+            assert_eq!(status, "invalid_gold", "{id}");
+        } else {
+            assert_eq!((*etm, status.as_str()), (1, "match"), "{id}");
+        }
+    }
+    let extra = statuses("extra.jsonl", |sql| {
+        format!("SELECT q.*, 'x' AS extra FROM ({sql}) AS q")
+    });
+    assert!(extra.iter().all(|(etm, _)| *etm == 0));
+    assert!(extra.iter().any(|(_, status)| status == "nomatch"));
 }
 
 /// `sqlgate generate jqe` on the server: the schema graph comes from the catalog and every

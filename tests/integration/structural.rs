@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::metrics::{esm, etm};
 
 use crate::support::{shared_data, sqlgate};
@@ -148,6 +149,7 @@ fn no_query_of_the_shared_data_makes_the_structural_metrics_panic() {
     };
     let etm = etm::Evaluator::new(false);
     let compat = etm::Evaluator::new(true);
+    let runner = Engine::new(Limits::default());
     // Spider: every gold and prediction, as gold and as prediction of its neighbour.
     let spider = data.join("spider-dev");
     let esm =
@@ -162,8 +164,8 @@ fn no_query_of_the_shared_data_makes_the_structural_metrics_panic() {
             .join(format!("{db}.sqlite"));
         for (gold, pred) in [(a, b), (b, a), (a, a)] {
             let _ = esm.score(gold, pred, db);
-            let verdict = etm.score(gold, pred, &file).unwrap();
-            let _ = compat.score(gold, pred, &file).unwrap();
+            let verdict = etm.score(gold, pred, &file, &runner).unwrap();
+            let _ = compat.score(gold, pred, &file, &runner).unwrap();
             if gold == pred && verdict.status != etm::Status::InvalidGold {
                 assert!(verdict.etm, "{gold}: {}", verdict.explain());
             }
@@ -190,8 +192,8 @@ fn no_query_of_the_shared_data_makes_the_structural_metrics_panic() {
         assert!(!alternatives.is_empty(), "{}", case.id);
         for gold in &alternatives {
             for pred in &alternatives {
-                let verdict = etm.score(gold, pred, &file).unwrap();
-                let _ = compat.score(gold, pred, &file).unwrap();
+                let verdict = etm.score(gold, pred, &file, &runner).unwrap();
+                let _ = compat.score(gold, pred, &file, &runner).unwrap();
                 if gold == pred && verdict.status != etm::Status::InvalidGold {
                     assert!(verdict.etm, "{gold}: {}", verdict.explain());
                 }

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use sqlgate::config::system::CommandConfig;
+use sqlgate::config::Seconds;
 use sqlgate::config::{RecordMode, ThrottleConfig};
 use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::{record_key, Cassette};
-use sqlgate::system::command::{CommandConfig, CommandSystem};
+use sqlgate::system::command::CommandSystem;
 use sqlgate::system::{Reply, Request, SystemError, SystemErrorKind};
 use sqlgate_llm::throttle::Throttle;
 
@@ -45,7 +47,7 @@ impl Fixture {
         std::fs::write(&script, SCRIPT).unwrap();
         let config = CommandConfig {
             command: vec!["sh".into(), script.display().to_string()],
-            timeout_secs: 1.0,
+            timeout_secs: Seconds::new(1.0).unwrap(),
             env: BTreeMap::from([(
                 "CALL_LOG".to_string(),
                 dir.path().join("calls.log").display().to_string(),

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sqlgate::system::command::{CommandConfig, CommandSystem, BASIC_ENV};
+use sqlgate::config::system::CommandConfig;
+use sqlgate::config::Seconds;
+use sqlgate::system::command::{CommandSystem, BASIC_ENV};
 use sqlgate::system::{Request, System, SystemErrorKind};
 
 fn request(id: &str) -> Request {
@@ -30,7 +32,7 @@ fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
 fn config(script: &Path, timeout_secs: f64) -> CommandConfig {
     CommandConfig {
         command: vec!["sh".into(), script.display().to_string()],
-        timeout_secs,
+        timeout_secs: Seconds::new(timeout_secs).unwrap(),
         ..CommandConfig::default()
     }
 }
@@ -151,7 +153,7 @@ fn a_failing_program_is_an_exit_error_quoting_stderr() {
 fn a_missing_program_is_a_transport_error_never_recorded() {
     let config = CommandConfig {
         command: vec!["./surely-no-such-program-here".into()],
-        timeout_secs: 5.0,
+        timeout_secs: Seconds::new(5.0).unwrap(),
         ..CommandConfig::default()
     };
     let error = CommandSystem::new(&config)
@@ -334,7 +336,7 @@ fn the_fingerprint_follows_the_script_and_the_environment() {
 #[test]
 fn configuration_is_checked() {
     let parsed: CommandConfig = toml::from_str(r#"command = ["python3", "agent.py"]"#).unwrap();
-    assert_eq!(parsed.timeout_secs, 60.0);
+    assert_eq!(parsed.timeout_secs.secs(), 60.0);
     assert!(parsed.env.is_empty());
     assert!(toml::from_str::<CommandConfig>("command = [\"x\"]\ntimeout = 3").is_err());
 
@@ -343,17 +345,14 @@ fn configuration_is_checked() {
         ..parsed.clone()
     };
     assert!(CommandSystem::new(&empty).is_err());
-    let no_time = CommandConfig {
-        timeout_secs: 0.0,
-        ..parsed.clone()
-    };
-    assert!(CommandSystem::new(&no_time).is_err());
-    for bad in [-1.0, f64::NAN, 1e12] {
-        let config = CommandConfig {
-            timeout_secs: bad,
-            ..parsed.clone()
-        };
-        assert!(CommandSystem::new(&config).is_err(), "{bad}");
+    // A time bound out of range is refused while the settings are read.
+    for bad in ["0", "-1", "nan", "1e12"] {
+        let text = format!("command = [\"true\"]\ntimeout_secs = {bad}");
+        let error = toml::from_str::<CommandConfig>(&text).unwrap_err();
+        assert!(
+            error.message().contains("number of seconds"),
+            "{bad}: {error}"
+        );
     }
 }
 

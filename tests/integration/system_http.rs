@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sqlgate::system::http::{HttpConfig, HttpSystem};
+use sqlgate::config::system::HttpConfig;
+use sqlgate::config::Seconds;
+use sqlgate::system::http::HttpSystem;
 use sqlgate::system::{Request, ServerState, System, SystemErrorKind};
 use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::ThrottleConfig;
@@ -85,7 +87,7 @@ fn serve(script: Vec<Scripted>) -> (String, JoinHandle<Vec<Received>>) {
 fn config(url: &str) -> HttpConfig {
     HttpConfig {
         url: url.into(),
-        timeout_secs: 10.0,
+        timeout_secs: Seconds::new(10.0).unwrap(),
         headers: BTreeMap::new(),
         headers_env: BTreeMap::new(),
     }
@@ -251,7 +253,7 @@ fn a_slow_server_times_out() {
     slow.delay = Duration::from_secs(2);
     let (url, server) = serve(vec![slow]);
     let mut config = config(&url);
-    config.timeout_secs = 0.3;
+    config.timeout_secs = Seconds::new(0.3).unwrap();
     let error = HttpSystem::new(&config)
         .unwrap()
         .answer(&request("q1"))

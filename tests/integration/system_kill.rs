@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sqlgate::config::system::CommandConfig;
+use sqlgate::config::Seconds;
 use sqlgate::config::{RecordMode, ThrottleConfig};
 use sqlgate::system::answer::answer_all;
 use sqlgate::system::cassette::Cassette;
-use sqlgate::system::command::{CommandConfig, CommandSystem};
+use sqlgate::system::command::CommandSystem;
 use sqlgate::system::Request;
 use sqlgate_llm::throttle::Throttle;
 
@@ -53,7 +55,7 @@ fn journal_path(dir: &Path) -> PathBuf {
 fn record(dir: &Path) {
     let config = CommandConfig {
         command: vec!["sh".into(), dir.join("system.sh").display().to_string()],
-        timeout_secs: 30.0,
+        timeout_secs: Seconds::new(30.0).unwrap(),
         env: BTreeMap::from([(
             "CALL_LOG".to_string(),
             dir.join("calls.log").display().to_string(),

@@ -282,6 +282,13 @@ impl QueryRunner for Engine {
     fn pred(&self, db: &Path, sql: &str) -> Execution {
         self.shared(db, sql, Source::Prediction)
     }
+
+    fn engine(&self) -> EngineKind {
+        match self.backend {
+            Backend::Sqlite => EngineKind::Sqlite,
+            Backend::Postgres(_) => EngineKind::Postgres,
+        }
+    }
 }
 
 fn changed(db: &Path) -> ExecError {

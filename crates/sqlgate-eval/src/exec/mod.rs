@@ -29,6 +29,9 @@ pub trait QueryRunner: Sync {
     fn gold(&self, db: &Path, sql: &str) -> Execution;
     /// Runs a predicted query on `db` (an implementation may share a gold query's result).
     fn pred(&self, db: &Path, sql: &str) -> Execution;
+    /// The engine the queries run on: a metric that reads the catalog or asks for a plan
+    /// speaks its dialect.
+    fn engine(&self) -> EngineKind;
 }
 
 /// Runs queries through another runner and notes whether every outcome it handed out was
@@ -69,6 +72,10 @@ impl QueryRunner for Witness<'_> {
 
     fn pred(&self, db: &Path, sql: &str) -> Execution {
         self.saw(self.runner.pred(db, sql))
+    }
+
+    fn engine(&self) -> EngineKind {
+        self.runner.engine()
     }
 }
 

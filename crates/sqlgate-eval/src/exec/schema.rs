@@ -7,6 +7,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::{EngineKind, ExecError, QueryRunner, Value};
+
 /// A column `table.column`; names keep their spelling and compare case-insensitively via `key`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ColRef {
@@ -129,48 +131,26 @@ impl Schema {
     /// Reads tables, columns and foreign keys of a SQLite file (opened read-only).
     pub fn read(db: &Path) -> Result<Schema, rusqlite::Error> {
         let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        let names: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")?
-            .query_map([], |row| row.get(0))?
-            .collect::<Result<_, _>>()?;
-        let mut schema = Schema::default();
-        for name in &names {
-            let columns: Vec<Column> = conn
-                .prepare(
-                    "SELECT name, type, pk, \"notnull\" FROM pragma_table_info(?1) ORDER BY cid",
-                )?
-                .query_map([name], |row| {
-                    Ok(Column {
-                        name: row.get(0)?,
-                        decl_type: row.get(1)?,
-                        primary_key: row.get::<_, i64>(2)? > 0,
-                        not_null: row.get(3)?,
-                    })
-                })?
-                .collect::<Result<_, _>>()?;
-            schema.tables.push(Table {
-                name: name.clone(),
-                columns,
-            });
+        sqlite_catalog(|sql| {
+            let mut stmt = conn.prepare(sql)?;
+            let width = stmt.column_count();
+            let rows = stmt.query_map([], |row| {
+                (0..width)
+                    .map(|i| Ok(catalog_value(row.get_ref(i)?)))
+                    .collect::<Result<Vec<Value>, rusqlite::Error>>()
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// Reads tables, columns and foreign keys through `runner`, from its engine's catalog:
+    /// SQLite's PRAGMAs, or PostgreSQL's `pg_catalog` for the schemas on the search path.
+    pub fn query(runner: &dyn QueryRunner, db: &Path) -> Result<Schema, ExecError> {
+        let rows = |sql: &str| runner.gold(db, sql).result.map(|set| set.rows.clone());
+        match runner.engine() {
+            EngineKind::Sqlite => sqlite_catalog(rows),
+            EngineKind::Postgres => postgres_catalog(rows),
         }
-        for name in &names {
-            let rows: Vec<(String, String, Option<String>)> = conn
-                .prepare("SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?1) ORDER BY id, seq")?
-                .query_map([name], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
-                .collect::<Result<_, _>>()?;
-            for (target, from, to) in rows {
-                // A foreign key without a target column references the target's primary key.
-                let to = to.or_else(|| schema.single_primary_key(&target).map(|c| c.name.clone()));
-                if let (Some(table), Some(to)) = (schema.table(&target), to) {
-                    let to = ColRef::new(&table.name, &to);
-                    schema.foreign_keys.push(ForeignKey {
-                        from: ColRef::new(name, &from),
-                        to,
-                    });
-                }
-            }
-        }
-        Ok(schema)
     }
 
     /// `CREATE TABLE` statements with the declared types, NOT NULL, primary and foreign keys:
@@ -230,4 +210,138 @@ impl Schema {
             _ => None,
         }
     }
+}
+
+/// A double-quoted identifier of `name`, for SQLite and PostgreSQL.
+pub(crate) fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A catalog cell read directly from SQLite (names, declared types, flags).
+fn catalog_value(value: rusqlite::types::ValueRef<'_>) -> Value {
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(n) => Value::Int(n),
+        ValueRef::Real(x) => Value::Real(x),
+        ValueRef::Text(bytes) => Value::Text(String::from_utf8_lossy(bytes).into_owned()),
+        ValueRef::Blob(bytes) => Value::Blob(bytes.to_vec()),
+    }
+}
+
+/// The text of a catalog cell: a name or a declared type (NULL reads as empty).
+fn text(value: &Value) -> String {
+    match value {
+        Value::Text(text) => text.clone(),
+        Value::Int(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// A catalog flag: SQLite's integers and PostgreSQL's booleans both read as integers.
+fn flag(value: &Value) -> bool {
+    matches!(value, Value::Int(n) if *n > 0)
+}
+
+/// The schema from SQLite's catalog, each query's rows given by `rows`.
+fn sqlite_catalog<E>(
+    mut rows: impl FnMut(&str) -> Result<Vec<Vec<Value>>, E>,
+) -> Result<Schema, E> {
+    const TABLES: &str = "sqlite_master AS m";
+    const USER_TABLES: &str = "m.type = 'table' AND m.name NOT LIKE 'sqlite_%'";
+    let columns = rows(&format!(
+        "SELECT m.name, c.name, c.type, c.pk, c.\"notnull\" \
+         FROM {TABLES}, pragma_table_info(m.name) AS c WHERE {USER_TABLES} \
+         ORDER BY m.name, c.cid"
+    ))?;
+    let mut schema = Schema::default();
+    for row in columns {
+        let table = text(&row[0]);
+        if schema.tables.last().is_none_or(|t| t.name != table) {
+            schema.tables.push(Table {
+                name: table,
+                columns: Vec::new(),
+            });
+        }
+        let last = schema.tables.last_mut().expect("pushed above");
+        last.columns.push(Column {
+            name: text(&row[1]),
+            decl_type: text(&row[2]),
+            primary_key: flag(&row[3]),
+            not_null: flag(&row[4]),
+        });
+    }
+    let keys = rows(&format!(
+        "SELECT m.name, f.\"table\", f.\"from\", f.\"to\" \
+         FROM {TABLES}, pragma_foreign_key_list(m.name) AS f WHERE {USER_TABLES} \
+         ORDER BY m.name, f.id, f.seq"
+    ))?;
+    for row in keys {
+        let (name, target, from) = (text(&row[0]), text(&row[1]), text(&row[2]));
+        // A foreign key without a target column references the target's primary key.
+        let to = match &row[3] {
+            Value::Null => schema.single_primary_key(&target).map(|c| c.name.clone()),
+            to => Some(text(to)),
+        };
+        if let (Some(table), Some(to)) = (schema.table(&target), to) {
+            let to = ColRef::new(&table.name, &to);
+            schema.foreign_keys.push(ForeignKey {
+                from: ColRef::new(&name, &from),
+                to,
+            });
+        }
+    }
+    Ok(schema)
+}
+
+/// The schema from PostgreSQL's catalog (tables of the schemas on the search path), each
+/// query's rows given by `rows`.
+pub(super) fn postgres_catalog<E>(
+    mut rows: impl FnMut(&str) -> Result<Vec<Vec<Value>>, E>,
+) -> Result<Schema, E> {
+    let columns = rows(
+        "SELECT c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod), \
+                a.attnotnull, \
+                EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conrelid = c.oid \
+                        AND k.contype = 'p' AND a.attnum = ANY (k.conkey)) \
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+         JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+         WHERE c.relkind IN ('r', 'p') AND n.nspname = ANY (current_schemas(false)) \
+         ORDER BY c.relname, a.attnum",
+    )?;
+    let mut schema = Schema::default();
+    for row in columns {
+        let table = text(&row[0]);
+        if schema.tables.last().is_none_or(|t| t.name != table) {
+            schema.tables.push(Table {
+                name: table,
+                columns: Vec::new(),
+            });
+        }
+        let last = schema.tables.last_mut().expect("pushed above");
+        last.columns.push(Column {
+            name: text(&row[1]),
+            decl_type: text(&row[2]),
+            primary_key: flag(&row[4]),
+            not_null: flag(&row[3]),
+        });
+    }
+    let keys = rows(
+        "SELECT src.relname::text, sa.attname::text, dst.relname::text, da.attname::text \
+         FROM pg_constraint k \
+         JOIN pg_class src ON src.oid = k.conrelid JOIN pg_class dst ON dst.oid = k.confrelid \
+         JOIN pg_namespace n ON n.oid = src.relnamespace \
+         CROSS JOIN LATERAL unnest(k.conkey, k.confkey) AS pair(from_col, to_col) \
+         JOIN pg_attribute sa ON sa.attrelid = src.oid AND sa.attnum = pair.from_col \
+         JOIN pg_attribute da ON da.attrelid = dst.oid AND da.attnum = pair.to_col \
+         WHERE k.contype = 'f' AND n.nspname = ANY (current_schemas(false)) \
+         ORDER BY src.relname, k.conname, sa.attnum",
+    )?;
+    for row in keys {
+        schema.foreign_keys.push(ForeignKey {
+            from: ColRef::new(&text(&row[0]), &text(&row[1])),
+            to: ColRef::new(&text(&row[2]), &text(&row[3])),
+        });
+    }
+    Ok(schema)
 }

@@ -52,7 +52,7 @@ pub fn score_case(
     let mut score = execution(scoring, case, databases, response, runner);
     if case.feasible {
         add_fine_scores(scoring, case, databases, &mut score, runner);
-        add_structural(scoring, case, databases, &mut score);
+        add_structural(scoring, case, databases, &mut score, runner);
         if scoring.robustness {
             let (samples, retrieved) = match response {
                 Response::Answer(prediction) => {
@@ -220,6 +220,7 @@ fn add_structural(
     case: &Case,
     databases: &CaseDatabases,
     score: &mut CaseScore,
+    runner: &dyn QueryRunner,
 ) {
     let Some(gold) = case.gold.first() else {
         return;
@@ -241,7 +242,7 @@ fn add_structural(
         }
     }
     if let Some(evaluator) = &scoring.etm {
-        match evaluator.score(gold, &sql, &databases.main) {
+        match evaluator.score(gold, &sql, &databases.main, runner) {
             Ok(verdict) => {
                 score.etm = Some(u8::from(verdict.etm));
                 score.etm_detail = Some(verdict);

@@ -9,6 +9,7 @@ mod profile;
 mod suite;
 pub mod system;
 mod threshold;
+mod values;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -28,6 +29,7 @@ pub use sqlgate_llm::ThrottleConfig;
 pub use suite::{EmbeddingsConfig, Structural, SuiteConfig};
 pub use system::SystemConfig;
 pub use threshold::{Comparison, Threshold};
+pub use values::{Penalty, Seconds};
 
 /// The whole configuration file.
 #[derive(Debug, Deserialize)]
@@ -43,9 +45,12 @@ pub struct Config {
     /// Each `[[suite]]` keeps its place in the file for errors found after parsing.
     #[serde(default, rename = "suite")]
     pub suites: Vec<toml::Spanned<SuiteConfig>>,
-    /// The `[[system]]` tables, each with its place in the file.
+    /// The `[[system]]` tables as written, each with its place in the file.
     #[serde(default, rename = "system")]
-    pub systems: Vec<toml::Spanned<system::SystemEntry>>,
+    system_entries: Vec<toml::Spanned<system::SystemEntry>>,
+    /// The `[[system]]` tables, read and checked once.
+    #[serde(skip)]
+    pub systems: Vec<SystemConfig>,
     /// Suite thresholds for every suite, by metric: `ex = ">= 0.62"`.
     #[serde(default)]
     pub gate: Gates,
@@ -98,8 +103,9 @@ impl Config {
         config.check_values()?;
         config.check_profile_families()?;
         let mut names = std::collections::HashSet::new();
-        for system in &config.systems {
-            let system = SystemConfig::parse(&config, system)?;
+        let mut systems = Vec::new();
+        for entry in &config.system_entries {
+            let system = SystemConfig::parse(&config, entry)?;
             // The name picks the system and its cassette file.
             if !is_plain_name(&system.name) {
                 return Err(system.error("the name must be a plain file name"));
@@ -107,12 +113,14 @@ impl Config {
             if !names.insert(system.name.clone()) {
                 return Err(system.error("another [[system]] has this name"));
             }
+            systems.push(system);
         }
+        config.systems = systems;
         Ok(config)
     }
 
-    /// Values that no run could use, each an error at its key: a threshold out of its metric's
-    /// range (in every gate table, whichever profile runs), a negative penalty.
+    /// Thresholds that no run could use, each an error at its key: out of its metric's range
+    /// (in every gate table, whichever profile runs).
     fn check_values(&self) -> Result<(), ConfigError> {
         let gate_tables = std::iter::once(&self.gate)
             .chain(self.suites.iter().map(|suite| &suite.get_ref().gate))
@@ -123,17 +131,6 @@ impl Config {
                 .map_err(|problem| {
                     self.error_at(metric.span(), format!("gate `{metric}`: {problem}"))
                 })?;
-        }
-        for (name, profile) in &self.profile {
-            if let Some(penalty) = &profile.penalty {
-                let c = *penalty.get_ref();
-                if !(c >= 0.0 && c.is_finite()) {
-                    return Err(self.error_at(
-                        penalty.span(),
-                        format!("[profile.{name}] penalty must be a non-negative number, got {c}"),
-                    ));
-                }
-            }
         }
         Ok(())
     }
@@ -192,15 +189,11 @@ impl Config {
     }
 
     /// The system a profile uses: the one it names, else the first `[[system]]`.
-    pub fn system(&self, profile: &ProfileConfig) -> Result<SystemConfig, ConfigError> {
-        let systems = self
-            .systems
-            .iter()
-            .map(|s| SystemConfig::parse(self, s))
-            .collect::<Result<Vec<_>, _>>()?;
+    pub fn system(&self, profile: &ProfileConfig) -> Result<&SystemConfig, ConfigError> {
         match &profile.system {
-            Some(name) => systems
-                .into_iter()
+            Some(name) => self
+                .systems
+                .iter()
                 .find(|s| &s.name == name)
                 .ok_or_else(|| {
                     ConfigError::file(
@@ -208,7 +201,7 @@ impl Config {
                         format!("the profile names system `{name}`, which no [[system]] defines"),
                     )
                 }),
-            None => systems.into_iter().next().ok_or_else(|| {
+            None => self.systems.first().ok_or_else(|| {
                 ConfigError::file(&self.path, "no [[system]]: nothing answers the questions")
             }),
         }
@@ -223,7 +216,44 @@ impl Config {
 fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
     let message = error.message().trim().to_string();
     match error.span() {
-        Some(span) => ConfigError::at(path, text, span.start, message),
+        Some(span) => {
+            // A bad value is named by its key: "`timeout`: must be a number of seconds...".
+            let message = match key_of_value(text, span.start) {
+                Some(key) => format!("`{key}`: {message}"),
+                None => message,
+            };
+            ConfigError::at(path, text, span.start, message)
+        }
         None => ConfigError::file(path, message),
+    }
+}
+
+/// The key written before the value at `offset` (`key = value`, also inside an inline table),
+/// or `None` when no value starts there.
+fn key_of_value(text: &str, offset: usize) -> Option<&str> {
+    let before = text.get(..offset)?.trim_end_matches([' ', '\t']);
+    let before = before.strip_suffix('=')?.trim_end_matches([' ', '\t']);
+    let start = before
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .map_or(0, |at| at + 1);
+    let key = &before[start..];
+    (!key.is_empty()).then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_of_value;
+
+    #[test]
+    fn a_value_is_named_by_the_key_before_it() {
+        let text = "timeout = 0\nembeddings = { model = \"m\", timeout_secs = -1 }\n[gate]\n";
+        assert_eq!(key_of_value(text, text.find('0').unwrap()), Some("timeout"));
+        assert_eq!(
+            key_of_value(text, text.find("-1").unwrap()),
+            Some("timeout_secs")
+        );
+        // A key, a table header: no value starts there.
+        assert_eq!(key_of_value(text, text.find("embeddings").unwrap()), None);
+        assert_eq!(key_of_value(text, text.find("[gate]").unwrap()), None);
     }
 }

@@ -11,9 +11,8 @@ use serde::{Deserialize, Serialize};
 pub struct ProfileConfig {
     /// The `[[system]]` to run (default: the first).
     pub system: Option<String>,
-    /// TrustSQL's penalty `c` for a wrong answer in this deployment (used by the RS(c) metric),
-    /// with its place in the file.
-    pub penalty: Option<toml::Spanned<f64>>,
+    /// TrustSQL's penalty `c` for a wrong answer in this deployment (used by the RS(c) metric).
+    pub penalty: Option<super::Penalty>,
     /// Thresholds overriding the top-level and suite ones, for every suite.
     #[serde(default)]
     pub gate: super::Gates,

@@ -35,8 +35,8 @@ pub struct SuiteConfig {
     pub password_env: Option<String>,
     /// Comparison mode (default: the benchmark format's own evaluator).
     pub mode: Option<Mode>,
-    /// Per-query time bound in seconds (default 30), with its place in the file.
-    pub timeout: Option<toml::Spanned<f64>>,
+    /// Per-query time bound in seconds (default 30).
+    pub timeout: Option<super::Seconds>,
     /// Rows a query may return before it fails as too large.
     pub max_rows: Option<usize>,
     /// Test-suite mode: keep DISTINCT in both queries (`--keep_distinct`).
@@ -92,12 +92,12 @@ pub struct EmbeddingsConfig {
     pub api_key_env: Option<String>,
     /// Seconds one request may take, answer included.
     #[serde(default = "default_embeddings_timeout")]
-    pub timeout_secs: f64,
+    pub timeout_secs: super::Seconds,
     /// Retries, backoff and rate limit of the requests, as a system's `throttle`.
     #[serde(default)]
     pub throttle: super::ThrottleConfig,
 }
 
-fn default_embeddings_timeout() -> f64 {
-    60.0
+fn default_embeddings_timeout() -> super::Seconds {
+    super::Seconds::new(60.0).expect("a minute is a valid time bound")
 }

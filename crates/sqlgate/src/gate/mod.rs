@@ -13,6 +13,8 @@ use sqlgate_eval::scoring::FamilySummary;
 
 pub use plan::{FamilyGate, TestKind};
 
+pub mod accepted;
+pub mod answerer;
 pub mod judge;
 pub mod partition;
 pub mod plan;

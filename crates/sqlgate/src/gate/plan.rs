@@ -35,6 +35,9 @@ pub struct SuitePlan {
     pub ignored: BTreeSet<String>,
     /// Gates over a metric some cases could not compute judge the number instead of failing.
     pub allow_metric_errors: bool,
+    /// Found while loading the suite: what the server's role may do beyond reading, databases
+    /// without a row. The session shows them with the run's other warnings.
+    pub warnings: Vec<String>,
 }
 
 impl SuitePlan {

@@ -4,34 +4,30 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::config::system::SystemType;
-use crate::config::ConfigError;
-use crate::config::{AbstentionConfig, RecordMode, ThrottleConfig};
+use crate::config::RecordMode;
 use crate::config::{Config, ProfileConfig};
-use crate::system::abstention::Abstention;
-use crate::system::answer::{answer_all, Answered};
-use crate::system::cassette::{record_key, Cassette, RecordedAnswer};
-use crate::system::{self, Request, System};
+use crate::system::answer::Answered;
+use crate::system::cassette::RecordedAnswer;
+use crate::system::System;
 use crate::Error;
 use sqlgate_eval::error::{InputError, OutputError};
-use sqlgate_eval::exec::Backend;
 use sqlgate_eval::store::{Hasher, Store};
-use sqlgate_llm::throttle::{Asked, Throttle};
+use sqlgate_llm::throttle::Asked;
 
-use super::judge::{self, CaseRun};
+use super::accepted::{running_in_ci, AcceptedSnapshots, SnapshotOutcome};
+use super::answerer::{AnswerProgressFn, Answerer};
+use super::judge;
 use super::plan::{self, SuitePlan, TestDesc, TestKind};
 use super::record::{CaseRecord, MergedRun, RunInputs, SuiteRecord};
 use super::run::{self, RunReport};
-use super::snapshot::{self, SnapshotEntry};
 
-/// An opened configuration ready to run: its suites planned, its system loaded, its cassette
-/// and accepted snapshots read. Runs, merges and snapshot updates all go through it.
+/// A gate session, by job: what was loaded (the configuration, the profile, the suites'
+/// plans), what answers (the [`Answerer`]: systems, cassette, throttle), and what the run ends
+/// against (the [`AcceptedSnapshots`]).
 pub struct Session {
     /// The configuration as read from `sqlgate.toml`.
     pub config: Config,
@@ -41,45 +37,9 @@ pub struct Session {
     pub profile: ProfileConfig,
     /// Every suite of the configuration, planned: benchmark loaded, thresholds resolved.
     pub suites: Vec<SuitePlan>,
-    /// The system under test, as reports and run records name it.
-    pub system_name: String,
-    /// The system answering each suite.
-    systems: Vec<Arc<dyn System>>,
-    /// `None` for a replayed predictions file, which is a recording itself.
-    cassette: Option<Cassette>,
-    throttle: Throttle,
-    abstention: Abstention,
-    record: RecordMode,
-    /// Per suite: case test name -> correct in the accepted snapshot.
-    accepted: Vec<HashMap<String, bool>>,
-    /// Per suite: the accepted snapshot as read when the session opened.
-    accepted_snapshots: Vec<Option<snapshot::Accepted>>,
-    /// Per suite and database: the schema DDL given to systems.
-    schemas: Vec<HashMap<String, (PathBuf, String)>>,
-    answer_progress: Option<Box<AnswerProgressFn>>,
-    /// Found while opening or running; a set, so a warning repeated per suite shows once.
-    warnings: Mutex<BTreeSet<String>>,
+    answerer: Answerer,
+    snapshots: AcceptedSnapshots,
 }
-
-/// How far a suite's answers are.
-#[derive(Debug, Clone, Copy)]
-pub struct AnswerProgress<'a> {
-    /// The suite whose answers these are.
-    pub suite: &'a str,
-    /// Answers in so far, from the system or the cassette.
-    pub answered: usize,
-    /// Answers the suite's run needs.
-    pub total: usize,
-    /// Answers that came from the system itself rather than the cassette.
-    pub asked: usize,
-    /// Answers that are system errors (not recorded, timeouts, garbage...).
-    pub errors: usize,
-    /// Since the suite's answers were first asked for.
-    pub elapsed: std::time::Duration,
-}
-
-/// Called as a suite's answers come in, e.g. to draw a progress bar.
-pub type AnswerProgressFn = dyn Fn(&AnswerProgress<'_>) + Send + Sync;
 
 impl Session {
     /// Opens `config_path` under `profile`. `system` replaces the configured one (a Rust user's
@@ -104,64 +64,29 @@ impl Session {
         let snapshot_dir = config.resolve(&config.snapshots);
         // The accepted snapshots are read while the system loads (a replay system parses every
         // prediction).
-        let (loaded, accepted_snapshots) = std::thread::scope(|scope| {
-            let snapshots = scope.spawn(|| {
-                suites
-                    .iter()
-                    .map(|suite| snapshot::read(&snapshot::path(&snapshot_dir, &suite.name)))
-                    .collect::<Result<Vec<_>, InputError>>()
-            });
-            let loaded = load_system(&config, &profile, &suites, system);
+        let (answerer, snapshots) = std::thread::scope(|scope| {
+            let snapshots = scope.spawn(|| AcceptedSnapshots::read(&snapshot_dir, &suites));
+            let answerer = Answerer::open(&config, &profile, &suites, system, record);
             let snapshots = snapshots
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (loaded, snapshots)
+            (answerer, snapshots)
         });
-        let LoadedSystem {
-            systems,
-            name: system_name,
-            cassette,
-            throttle,
-            abstention,
-        } = loaded?;
-        let accepted_snapshots = accepted_snapshots?;
-        let throttle = Throttle::new(throttle);
-        let abstention =
-            Abstention::new(&abstention).map_err(|e| ConfigError::file(&config.path, e))?;
-        let accepted = accepted_snapshots
-            .iter()
-            .map(|snapshot| {
-                let entries = snapshot.iter().flat_map(|s| &s.entries);
-                entries.map(|e| (e.name.clone(), e.passed)).collect()
-            })
-            .collect();
-        let schemas = suites
-            .iter()
-            .map(schemas_of)
-            .collect::<Result<Vec<_>, _>>()?;
-        let warnings = suites
-            .iter()
-            // Server databases are names, not files to look into.
-            .filter(|suite| !suite.bench.on_server)
-            .flat_map(|suite| sqlgate_eval::scoring::empty_database_warnings(&suite.databases))
-            .collect();
+        let answerer = answerer?;
+        let snapshots = snapshots?;
         Ok(Session {
-            answer_progress: None,
-            warnings: Mutex::new(warnings),
             config,
             profile_name: profile_name.to_string(),
             profile,
             suites,
-            system_name,
-            systems,
-            cassette,
-            throttle,
-            abstention,
-            record,
-            accepted,
-            accepted_snapshots,
-            schemas,
+            answerer,
+            snapshots,
         })
+    }
+
+    /// The name of the system answering (`custom` for a Rust user's own).
+    pub fn system_name(&self) -> &str {
+        self.answerer.name()
     }
 
     /// Every test, suite by suite: its cases in benchmark order, then its gates.
@@ -171,7 +96,7 @@ impl Session {
 
     /// Per suite: case test name -> correct in the accepted snapshot.
     pub fn accepted(&self) -> &[HashMap<String, bool>] {
-        &self.accepted
+        self.snapshots.passed()
     }
 
     /// What this session runs on, for run records: two shards with equal inputs are parts of
@@ -200,8 +125,8 @@ impl Session {
             sqlgate: sqlgate_eval::store::VERSION.to_string(),
             config: Hasher::new().field(config).hex(),
             profile: self.profile_name.clone(),
-            system: self.system_name.clone(),
-            fingerprints: self.systems.iter().map(|s| s.fingerprint()).collect(),
+            system: self.answerer.name().to_string(),
+            fingerprints: self.answerer.fingerprints(),
             plan: plan.hex(),
         })
     }
@@ -255,16 +180,12 @@ impl Session {
             .enumerate()
             .zip(&report.case_runs)
             .map(|((index, suite), runs)| {
-                let fingerprint = self.systems[index].fingerprint();
                 let cases = runs
                     .iter()
-                    .map(|run| {
-                        let request = self.request(index, run.case_index);
-                        CaseRecord {
-                            status: status.get(run.test.as_str()).copied(),
-                            reply_key: Some(record_key(&fingerprint, &request)),
-                            ..CaseRecord::of(run)
-                        }
+                    .map(|run| CaseRecord {
+                        status: status.get(run.test.as_str()).copied(),
+                        reply_key: Some(self.answerer.reply_key(suite, index, run.case_index)),
+                        ..CaseRecord::of(run)
                     })
                     .collect();
                 SuiteRecord {
@@ -277,10 +198,7 @@ impl Session {
 
     /// The answers this session asked the system for, as cassette records.
     pub fn recorded_answers(&self) -> Vec<RecordedAnswer> {
-        self.cassette
-            .as_ref()
-            .map(Cassette::recorded)
-            .unwrap_or_default()
+        self.answerer.recorded_answers()
     }
 
     /// The report of a run put together from its shards: each case judged against the
@@ -291,14 +209,14 @@ impl Session {
         merged: MergedRun,
         tests: &[TestDesc],
     ) -> Result<RunReport, InputError> {
-        if let Some(cassette) = &self.cassette {
+        if let Some(cassette) = self.answerer.cassette() {
             // The shards looked these answers up: an accepting merge keeps them.
             for key in &merged.reply_keys {
                 cassette.keep(key);
             }
         }
         if !merged.answers.is_empty() {
-            let cassette = self.cassette.as_ref().ok_or_else(|| {
+            let cassette = self.answerer.cassette().ok_or_else(|| {
                 InputError::file(
                     &self.config.path,
                     "the shards recorded answers, but the system has no cassette (replay)",
@@ -324,7 +242,7 @@ impl Session {
                     .iter()
                     .any(|t| t.suite == index && t.kind == TestKind::Case(run.case_index));
                 if selected {
-                    let accepted = self.accepted[index].get(&run.test).copied();
+                    let accepted = self.accepted()[index].get(&run.test).copied();
                     report.results.push(judge::judge_case(suite, run, accepted));
                 }
             }
@@ -346,134 +264,35 @@ impl Session {
 
     /// The folder of the accepted snapshots, resolved against the configuration's folder.
     pub fn snapshot_dir(&self) -> PathBuf {
-        self.config.resolve(&self.config.snapshots)
+        self.snapshots.dir().to_path_buf()
     }
 
     /// The system's answers for cases of a suite, from the cassette or the system, with the
     /// time each took.
     pub fn answers(&self, suite: usize, cases: &[usize]) -> Vec<Answered> {
-        let plan = &self.suites[suite];
-        let requests: Vec<Request> = cases
-            .iter()
-            .map(|&index| self.request(suite, index))
-            .collect();
-        let system = self.systems[suite].as_ref();
-        let [answered_count, asked_count, error_count] = [(); 3].map(|_| AtomicUsize::new(0));
-        let started = Instant::now();
-        let progress = |_index: usize, answered: &Answered| {
-            // Each count is read as this answer leaves it.
-            let count = |counter: &AtomicUsize, this: bool| {
-                counter.fetch_add(usize::from(this), Ordering::Relaxed) + usize::from(this)
-            };
-            let progress = AnswerProgress {
-                suite: &plan.name,
-                answered: count(&answered_count, true),
-                total: requests.len(),
-                asked: count(&asked_count, !answered.elapsed.is_zero()),
-                errors: count(&error_count, answered.reply.is_err()),
-                elapsed: started.elapsed(),
-            };
-            if let Some(show) = &self.answer_progress {
-                show(&progress);
-            }
-        };
-        let answers = match &self.cassette {
-            Some(cassette) => answer_all(
-                system,
-                &requests,
-                cassette,
-                self.record,
-                &self.throttle,
-                &progress,
-            ),
-            None => requests
-                .iter()
-                .enumerate()
-                .map(|(index, request)| {
-                    let start = Instant::now();
-                    let answered = Answered {
-                        reply: system.answer(request),
-                        elapsed: start.elapsed(),
-                    };
-                    progress(index, &answered);
-                    answered
-                })
-                .collect(),
-        };
-        let without_samples = answers
-            .iter()
-            .all(|a| a.reply.as_ref().map_or(true, |r| r.samples.is_empty()));
-        if self.abstention.votes() && without_samples && !answers.is_empty() {
-            self.warn(format!(
-                "`abstention.vote` is set, but none of the {} answers of suite `{}` carried \
-                 samples: nothing was voted on",
-                answers.len(),
-                plan.name
-            ));
-        }
-        // The cassette keeps what the system said; the system's reading of it, cleaning and
-        // the abstention rules apply after, to recorded and new replies alike.
-        answers
-            .into_iter()
-            .map(|answered| {
-                // A reply cut short is counted as such even when it reads as garbage.
-                let truncated = answered.reply.as_ref().is_ok_and(|reply| reply.truncated);
-                Answered {
-                    reply: answered
-                        .reply
-                        .and_then(|reply| system.interpret(reply))
-                        .map(|reply| self.abstention.apply(reply.clean()))
-                        .map_err(|mut error| {
-                            error.truncated |= truncated;
-                            error
-                        }),
-                    elapsed: answered.elapsed,
-                }
-            })
-            .collect()
+        self.answerer.answers(&self.suites[suite], suite, cases)
     }
 
     /// What asking the system took (questions, attempts, the concurrency it settled at), or
     /// `None` when it was asked nothing and not stopped.
     pub fn asked(&self) -> Option<Asked> {
-        let asked = self.throttle.asked();
-        (asked.questions > 0 || asked.stopped.is_some()).then_some(asked)
+        self.answerer.asked()
     }
 
     /// Shows how far the answers are while a system is being asked (a progress bar, or
     /// periodic lines).
     pub fn show_answer_progress(&mut self, show: Box<AnswerProgressFn>) {
-        self.answer_progress = Some(show);
+        self.answerer.show_progress(show);
     }
 
     /// Things the run found that do not fail a test but that a reader must know: databases
-    /// without rows, rules that did nothing, cassette lines dropped or not journaled.
+    /// without rows, a server role that can write, rules that did nothing, cassette lines
+    /// dropped or not journaled. A warning repeated per suite shows once.
     pub fn warnings(&self) -> Vec<String> {
-        let mut warnings: Vec<String> = self
-            .warnings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect();
-        if let Some(cassette) = &self.cassette {
-            warnings.extend(cassette.warnings());
-        }
+        let loading: BTreeSet<&String> = self.suites.iter().flat_map(|s| &s.warnings).collect();
+        let mut warnings: Vec<String> = loading.into_iter().cloned().collect();
+        warnings.extend(self.answerer.warnings());
         warnings
-    }
-
-    fn warn(&self, warning: String) {
-        self.warnings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(warning);
-    }
-
-    /// What the system is asked about a case.
-    fn request(&self, suite: usize, case: usize) -> Request {
-        let case = &self.suites[suite].bench.cases[case];
-        let (path, schema) = self.schemas[suite][&case.db].clone();
-        Request::new(case, path, schema)
     }
 
     /// After a run: makes the cassette durable and compares each fully-run suite with its
@@ -486,62 +305,18 @@ impl Session {
         accept: bool,
     ) -> Result<Finished, OutputError> {
         let complete = whole_run && !report.cancelled;
-        let pruned_answers = match &self.cassette {
+        let pruned_answers = match self.answerer.cassette() {
             Some(cassette) => cassette.finish(complete && accept)?,
             None => 0,
         };
-        let mut finished = Finished {
-            snapshots: Vec::new(),
-            pruned_answers,
+        let snapshots = match complete {
+            true => self.snapshots.compare(&self.suites, report, accept)?,
+            false => Vec::new(),
         };
-        if !complete {
-            return Ok(finished);
-        }
-        let dir = self.snapshot_dir();
-        let ci = running_in_ci();
-        let mut outcomes = Vec::new();
-        for ((suite, runs), accepted) in self
-            .suites
-            .iter()
-            .zip(&report.case_runs)
-            .zip(&self.accepted_snapshots)
-        {
-            let current: Vec<SnapshotEntry> = runs.par_iter().map(snapshot_entry).collect();
-            let current_body = snapshot::body(&current);
-            let rendered = snapshot::with_front_matter(&suite.name, &current_body);
-            let (diff, diff_text) = match accepted {
-                // The file as sqlgate wrote it, unchanged: nothing to compare.
-                Some(accepted) if accepted.text == rendered => {
-                    (snapshot::SnapshotDiff::default(), String::new())
-                }
-                _ => {
-                    let entries = accepted.as_ref().map_or(&[][..], |a| &a.entries[..]);
-                    (
-                        snapshot::compare(entries, &current),
-                        snapshot::unified_diff(&snapshot::body(entries), &current_body),
-                    )
-                }
-            };
-            let action = if diff.is_empty() && accepted.is_some() {
-                SnapshotAction::Unchanged
-            } else if accept {
-                snapshot::write_accepted(&dir, &suite.name, &rendered)?;
-                SnapshotAction::Accepted
-            } else if ci {
-                SnapshotAction::Differs
-            } else {
-                snapshot::write_pending(&dir, &suite.name, &rendered)?;
-                SnapshotAction::Pending
-            };
-            outcomes.push(SnapshotOutcome {
-                suite: suite.name.clone(),
-                diff_text,
-                diff,
-                action,
-            });
-        }
-        finished.snapshots = outcomes;
-        Ok(finished)
+        Ok(Finished {
+            snapshots,
+            pruned_answers,
+        })
     }
 }
 
@@ -551,159 +326,4 @@ pub struct Finished {
     pub snapshots: Vec<SnapshotOutcome>,
     /// Cassette answers dropped because no case of the accepted run used them.
     pub pruned_answers: usize,
-}
-
-/// What happened to a suite's snapshot after a run.
-pub struct SnapshotOutcome {
-    /// The suite's name.
-    pub suite: String,
-    /// Which tests regressed, improved or changed since the accepted snapshot.
-    pub diff: snapshot::SnapshotDiff,
-    /// The unified diff of the snapshot files, for the run's notes (empty when equal).
-    pub diff_text: String,
-    /// Whether the snapshot was left alone, accepted, or written as pending.
-    pub action: SnapshotAction,
-}
-
-/// What was done with a suite's snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SnapshotAction {
-    /// The run matches the accepted snapshot: nothing written.
-    Unchanged,
-    /// `--accept`: written as the accepted snapshot.
-    Accepted,
-    /// Written as `<suite>.snap.new` for `cargo insta review` or `sqlgate test --accept`.
-    Pending,
-    /// Under CI nothing pending is written.
-    Differs,
-}
-
-/// The run's system, one per suite, and what comes with it.
-struct LoadedSystem {
-    systems: Vec<Arc<dyn System>>,
-    name: String,
-    cassette: Option<Cassette>,
-    throttle: ThrottleConfig,
-    abstention: AbstentionConfig,
-}
-
-/// Builds the profile's system for `suites`, or wraps a Rust user's own `system` (recorded
-/// under the name `custom`).
-fn load_system(
-    config: &Config,
-    profile: &ProfileConfig,
-    suites: &[SuitePlan],
-    system: Option<Arc<dyn System>>,
-) -> Result<LoadedSystem, Error> {
-    Ok(match system {
-        // A Rust user's own system: recorded under the name `custom`.
-        Some(system) => {
-            let path = config
-                .resolve(&config.snapshots)
-                .join("predictions")
-                .join("custom.jsonl");
-            let systems = suites.iter().map(|_| Arc::clone(&system)).collect();
-            let cassette = Some(Cassette::open(&path)?);
-            let name = "custom".to_string();
-            LoadedSystem {
-                systems,
-                name,
-                cassette,
-                throttle: ThrottleConfig::default(),
-                abstention: AbstentionConfig::default(),
-            }
-        }
-        None => {
-            let system_config = config.system(profile)?;
-            let cassette = match system_config.kind {
-                SystemType::Replay => None,
-                _ => Some(Cassette::open(&system_config.cassette)?),
-            };
-            let named: Vec<(&str, &sqlgate_eval::loaders::Benchmark)> = suites
-                .iter()
-                .map(|suite| (suite.name.as_str(), &suite.bench))
-                .collect();
-            let systems = system::build(&system_config, &named)?;
-            let name = system_config.name.clone();
-            let throttle = system_config.throttle.clone();
-            LoadedSystem {
-                systems,
-                name,
-                cassette,
-                throttle,
-                abstention: system_config.abstention.clone(),
-            }
-        }
-    })
-}
-
-fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
-    SnapshotEntry {
-        name: run.test.clone(),
-        passed: run.correct(),
-        verdict: run.score.verdict.as_str().to_string(),
-        metrics: [
-            ("ex".to_string(), judge::format_metric(run.score.ex)),
-            (
-                "region".to_string(),
-                run.score.region().as_str().to_string(),
-            ),
-        ]
-        .into_iter()
-        .chain(judge::fine_metrics(run))
-        .chain(judge::structural_metrics(run))
-        .chain(judge::metric_error_flags(run))
-        .collect(),
-        sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
-        system_error: run.system_error.map(|kind| kind.as_str().to_string()),
-    }
-}
-
-fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, InputError> {
-    let mut schemas = HashMap::new();
-    for case in &suite.bench.cases {
-        if !schemas.contains_key(&case.db) {
-            let path = suite.bench.db_files(case, false)?.remove(0);
-            let ddl = match &suite.backend {
-                Backend::Sqlite => system::schema_ddl(&path)?,
-                Backend::Postgres(server) => server
-                    .schema(&case.db)
-                    .map(|schema| schema.ddl())
-                    .map_err(|message| case.source.error(message))?,
-            };
-            schemas.insert(case.db.clone(), (path, ddl));
-        }
-    }
-    Ok(schemas)
-}
-
-/// Whether this is a CI run, read as insta reads it: `CI` set to anything but `false`, `0` or
-/// the empty string (Azure Pipelines sets `TF_BUILD` instead).
-pub fn running_in_ci() -> bool {
-    ci_from(
-        std::env::var("CI").ok().as_deref(),
-        std::env::var_os("TF_BUILD").is_some(),
-    )
-}
-
-fn ci_from(ci: Option<&str>, tf_build: bool) -> bool {
-    match ci {
-        Some("false" | "0" | "") => false,
-        Some(_) => true,
-        None => tf_build,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ci_is_detected_like_insta() {
-        assert!(super::ci_from(Some("true"), false));
-        assert!(super::ci_from(Some("1"), false));
-        assert!(!super::ci_from(Some("false"), true));
-        assert!(!super::ci_from(Some("0"), false));
-        assert!(!super::ci_from(Some(""), false));
-        assert!(!super::ci_from(None, false));
-        assert!(super::ci_from(None, true));
-    }
 }

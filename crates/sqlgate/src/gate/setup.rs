@@ -13,7 +13,6 @@ use sqlgate_eval::error::is_plain_name;
 
 use crate::config::ConfigError;
 use crate::Error;
-use sqlgate_eval::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
 use sqlgate_eval::exec::{Backend, Limits};
 use sqlgate_eval::loaders::{self, LoadOptions};
 use sqlgate_eval::metrics::ex::ModeOptions;
@@ -29,8 +28,7 @@ use super::plan::{FamilyGate, SuitePlan};
 /// Plans every suite of `config` under `profile`: loads its benchmark and families, checks its
 /// databases and resolves its gates.
 pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>, Error> {
-    // Checked when the configuration was read.
-    let penalty = profile.penalty.as_ref().map_or(0.0, |c| *c.get_ref());
+    let penalty = profile.penalty.map_or(0.0, |c| c.value());
     let mut plans: Vec<SuitePlan> = Vec::new();
     for entry in &config.suites {
         let suite = entry.get_ref();
@@ -42,12 +40,6 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             suite.password_env.as_deref(),
         )
         .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
-        if backend.on_server() && suite.structural.contains(&Structural::Etm) {
-            return Err(suite_error(
-                "[[suite]] structural etm reads SQLite files; it cannot run with engine `postgres`"
-                    .to_string(),
-            ));
-        }
         let options = LoadOptions {
             db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
@@ -61,9 +53,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         }
         bench.check_ids()?;
         bench.check_databases()?;
-        for warning in sqlgate_eval::scoring::check_server(&bench, &backend)? {
-            eprintln!("warning: {warning}");
-        }
+        let server_warnings = sqlgate_eval::scoring::check_server(&bench, &backend)?;
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
         // The name is the snapshot's file name.
         if !is_plain_name(&name) || name.contains("::") {
@@ -74,16 +64,8 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         if plans.iter().any(|p| p.name == name) {
             return Err(suite_error(format!("two suites are named `{name}`")));
         }
-        let timeout = match &suite.timeout {
-            Some(secs) => Some(timeout_from_secs(*secs.get_ref()).ok_or_else(|| {
-                config.error_at(
-                    secs.span(),
-                    format!(
-                        "[[suite]] timeout must be a number of seconds in (0, {}], not {secs}",
-                        MAX_TIMEOUT.as_secs()
-                    ),
-                )
-            })?),
+        let timeout = match suite.timeout {
+            Some(secs) => Some(secs.duration()),
             None => Limits::default().timeout,
         };
         let limits = Limits {
@@ -152,10 +134,17 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             ..Scoring::new(mode)
         };
         let gates = computable_gates(config, &scoring, gates)?;
+        let databases = scoring.databases(&bench)?;
+        let mut warnings = server_warnings;
+        // Server databases are names, not files to look into.
+        if !backend.on_server() {
+            warnings.extend(sqlgate_eval::scoring::empty_database_warnings(&databases));
+        }
         plans.push(SuitePlan {
             must_pass: tests_of_suite(|c| c.must_pass),
             ignored: tests_of_suite(|c| c.ignore),
-            databases: scoring.databases(&bench)?,
+            databases,
+            warnings,
             scoring,
             limits,
             backend,
@@ -287,15 +276,7 @@ fn embedder(
     settings: &EmbeddingsConfig,
     suite_span: Range<usize>,
 ) -> Result<Arc<dyn Embedder + Send>, Error> {
-    let timeout = timeout_from_secs(settings.timeout_secs).ok_or_else(|| {
-        config.error_at(
-            suite_span.clone(),
-            format!(
-                "[[suite]] embeddings: timeout_secs must be a number of seconds in (0, {}]",
-                MAX_TIMEOUT.as_secs()
-            ),
-        )
-    })?;
+    let timeout = settings.timeout_secs.duration();
     settings.throttle.check().map_err(|problem| {
         config.error_at(
             suite_span.clone(),

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use sqlgate_eval::error::OutputError;
 use sqlgate_eval::store::Store;
 
+use crate::gate::accepted::SnapshotAction;
 use crate::gate::partition::Partition;
 use crate::gate::record::RunRecord;
 use crate::gate::run::RunReport;
-use crate::gate::session::{Session, SnapshotAction};
+use crate::gate::session::Session;
 use crate::gate::{SuiteSummary, TestStatus};
 use crate::report::{family_text, github, junit, plural};
 use crate::system::SystemErrorKind;

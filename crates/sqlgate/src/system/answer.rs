@@ -127,14 +127,6 @@ fn call_concurrently<T: Send>(
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A system's `timeout_secs` as a duration: positive, and at most a day (beyond that a
-/// deadline could overflow the clock).
-pub(crate) fn timeout(secs: f64) -> Result<Duration, String> {
-    sqlgate_eval::exec::sandbox::timeout_from_secs(secs).ok_or_else(|| {
-        format!("`timeout_secs` must be a number of seconds in (0, 86400], not {secs}")
-    })
-}
-
 /// The answer document of `command` and `http` systems:
 /// `{"sql": "..."}` or `{"abstain": true}`, optionally with `samples` and `retrieved`.
 #[derive(Deserialize)]

@@ -10,20 +10,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
-use super::answer::{parse_answer, timeout};
+use super::answer::parse_answer;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use crate::config::system::CommandConfig;
 use sqlgate_eval::store::Hasher;
 
 /// Answers longer than this are not answers.
 const STDOUT_LIMIT: usize = 16 << 20;
 /// The end of stderr quoted when the command fails.
 const STDERR_TAIL: usize = 2000;
-
-fn default_timeout_secs() -> f64 {
-    60.0
-}
 
 /// What every program gets from sqlgate's environment to run at all (find programs, a home, a
 /// locale, a place for temporary files; `SYSTEMROOT`, `TEMP`, `TMP` on Windows). Not
@@ -38,41 +33,6 @@ pub const BASIC_ENV: [&str; 8] = [
     "TEMP",
     "TMP",
 ];
-
-/// A `command` system's configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CommandConfig {
-    /// The program and its arguments.
-    pub command: Vec<String>,
-    /// Seconds the program may take for one case before it is killed.
-    #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: f64,
-    /// Variables set for the program, with fixed values (fingerprinted).
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Variables passed on from sqlgate's environment when set; their values are fingerprinted
-    /// (never written anywhere), so a recording replays only under the same values.
-    #[serde(default)]
-    pub env_passthrough: Vec<String>,
-    /// Credentials passed on from sqlgate's environment when set, never fingerprinted: a new
-    /// key does not invalidate the recordings, and a replay needs none.
-    #[serde(default)]
-    pub env_secrets: Vec<String>,
-}
-
-impl Default for CommandConfig {
-    /// What a `[[system]]` giving no key but `command` reads as.
-    fn default() -> CommandConfig {
-        CommandConfig {
-            command: Vec::new(),
-            timeout_secs: default_timeout_secs(),
-            env: BTreeMap::new(),
-            env_passthrough: Vec::new(),
-            env_secrets: Vec::new(),
-        }
-    }
-}
 
 /// Runs a program per case.
 pub struct CommandSystem {
@@ -90,7 +50,7 @@ impl CommandSystem {
         if config.command.is_empty() {
             return Err("`command` must name a program".into());
         }
-        let timeout = timeout(config.timeout_secs)?;
+        let timeout = config.timeout_secs.duration();
         check_declared_names(config)?;
         let passed_through: Vec<(String, Option<OsString>)> = config
             .env_passthrough
@@ -203,7 +163,7 @@ impl CommandSystem {
             format!(
                 "`{}` gave no answer within {} s; {what_then}",
                 self.command_line(),
-                self.config.timeout_secs
+                self.config.timeout_secs.secs()
             ),
         )
     }

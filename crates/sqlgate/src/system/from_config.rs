@@ -1,21 +1,19 @@
 //! Builds the configured system, one per suite (a replayed predictions file belongs to one
 //! benchmark; the other types serve every suite).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use serde::Deserialize;
-
-use super::command::{CommandConfig, CommandSystem};
-use super::http::{HttpConfig, HttpSystem};
-use super::openai::{OpenAiConfig, OpenAiSystem};
+use super::command::CommandSystem;
+use super::http::HttpSystem;
+use super::openai::OpenAiSystem;
 use super::replay::ReplaySystem;
 use super::System;
-use crate::config::system::{SystemConfig, SystemType};
+use crate::config::system::replay::Predictions;
+use crate::config::system::{ReplayConfig, SystemConfig, SystemKind};
 use crate::config::ConfigError;
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::loaders::{Benchmark, PredFormat};
+use sqlgate_eval::loaders::Benchmark;
 
 /// A `[[system]]` that cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -29,51 +27,29 @@ pub enum SetupError {
     Load(#[from] InputError),
 }
 
-/// `type = "replay"`: a predictions file, or one per suite (`predictions = { demo = "..." }`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReplayConfig {
-    predictions: Predictions,
-    format: Option<PredFormat>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum Predictions {
-    One(PathBuf),
-    PerSuite(BTreeMap<String, PathBuf>),
-}
-
 /// The system answering each suite, aligned with `suites` (each a name and its benchmark).
 pub fn build(
     config: &SystemConfig,
     suites: &[(&str, &Benchmark)],
 ) -> Result<Vec<Arc<dyn System>>, SetupError> {
     let invalid = |message: String| config.error(message);
-    let shared: Arc<dyn System> = match config.kind {
-        SystemType::Command => {
-            Arc::new(CommandSystem::new(&config.settings::<CommandConfig>()?).map_err(invalid)?)
-        }
-        SystemType::Http => {
-            Arc::new(HttpSystem::new(&config.settings::<HttpConfig>()?).map_err(invalid)?)
-        }
-        SystemType::Openai => {
-            let settings: OpenAiConfig = config.settings()?;
-            Arc::new(
-                OpenAiSystem::new(settings, &config.resolve(Path::new("")))
-                    .map_err(|e| invalid(e.0))?,
-            )
-        }
-        SystemType::Replay => return replay(config, suites),
+    let shared: Arc<dyn System> = match &config.kind {
+        SystemKind::Command(settings) => Arc::new(CommandSystem::new(settings).map_err(invalid)?),
+        SystemKind::Http(settings) => Arc::new(HttpSystem::new(settings).map_err(invalid)?),
+        SystemKind::Openai(settings) => Arc::new(
+            OpenAiSystem::new(settings.clone(), &config.resolve(Path::new("")))
+                .map_err(|e| invalid(e.0))?,
+        ),
+        SystemKind::Replay(settings) => return replay(config, settings, suites),
     };
     Ok(suites.iter().map(|_| Arc::clone(&shared)).collect())
 }
 
 fn replay(
     config: &SystemConfig,
+    settings: &ReplayConfig,
     suites: &[(&str, &Benchmark)],
 ) -> Result<Vec<Arc<dyn System>>, SetupError> {
-    let settings: ReplayConfig = config.settings()?;
     suites
         .iter()
         .map(|&(name, bench)| {

@@ -1,44 +1,21 @@
 //! The `http` system: the JSON request is POSTed to a URL, which answers `{"sql": "..."}` or
 //! `{"abstain": true}`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::time::Duration;
 
+use super::answer::parse_answer;
+use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use crate::config::system::HttpConfig;
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Url;
-use serde::{Deserialize, Serialize};
-
-use super::answer::{parse_answer, timeout};
-use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use sqlgate_eval::store::Hasher;
 use sqlgate_llm::errors;
 
 /// Answers longer than this are not answers.
 const BODY_LIMIT: u64 = 16 << 20;
-
-fn default_timeout_secs() -> f64 {
-    60.0
-}
-
-/// An `http` system's configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HttpConfig {
-    /// The endpoint the request document is POSTed to.
-    pub url: String,
-    /// Seconds one request may take, answer included.
-    #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: f64,
-    /// Headers sent with every request.
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    /// Headers whose values come from environment variables (header → variable), for
-    /// secrets that must not be written in configuration.
-    #[serde(default)]
-    pub headers_env: BTreeMap<String, String>,
-}
 
 /// POSTs each case to a URL.
 pub struct HttpSystem {
@@ -56,7 +33,7 @@ impl HttpSystem {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("`url` {:?}: expected http or https", config.url));
         }
-        let timeout = timeout(config.timeout_secs)?;
+        let timeout = config.timeout_secs.duration();
         let client = sqlgate_llm::http_client_builder()
             .timeout(timeout)
             .build()

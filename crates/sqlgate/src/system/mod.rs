@@ -12,7 +12,7 @@ pub mod http;
 pub mod openai;
 pub mod replay;
 
-pub use from_config::{build, ReplayConfig, SetupError};
+pub use from_config::{build, SetupError};
 
 use std::path::PathBuf;
 

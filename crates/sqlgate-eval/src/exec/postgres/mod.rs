@@ -32,7 +32,7 @@ use postgres::{Client, NoTls};
 
 use super::memory::{self, ResultCharge};
 use super::sandbox::{result_bytes, Limits, MAX_SQL_BYTES};
-use super::schema::{ColRef, Column, ForeignKey, Schema, Table};
+use super::schema::{postgres_catalog, Schema};
 use super::{ExecError, ExecErrorKind, Execution, ResultSet};
 
 /// Functions a prediction may not call: they read or write server files, move large objects
@@ -229,18 +229,21 @@ impl Server {
         })?
     }
 
-    /// Tables, columns and foreign keys of `db`'s visible schemas, from `information_schema`
-    /// and `pg_catalog`.
+    /// Tables, columns and foreign keys of `db`'s visible schemas, from `pg_catalog`.
     pub fn schema(&self, db: &str) -> Result<Schema, String> {
-        self.with_client(db, |client| {
-            read_schema(client).map_err(|e| {
-                format!(
-                    "cannot read the schema of {}: {}",
-                    self.url(db),
-                    error_text(&e)
-                )
-            })
-        })?
+        let limits = Limits::default();
+        postgres_catalog(|sql| {
+            self.execute(db, sql, &limits)
+                .result
+                .map(|set| set.rows.clone())
+        })
+        .map_err(|error| {
+            format!(
+                "cannot read the schema of {}: {}",
+                self.url(db),
+                error.message
+            )
+        })
     }
 }
 
@@ -530,56 +533,6 @@ fn reader_warnings(client: &mut Client) -> Result<Vec<String>, postgres::Error> 
 
 /// The base tables of the schemas on the search path, with their columns (declared type as
 /// `format_type` spells it), primary keys, NOT NULL and foreign keys.
-fn read_schema(client: &mut Client) -> Result<Schema, postgres::Error> {
-    let columns = client.query(
-        "SELECT c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod), \
-                a.attnotnull, \
-                EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conrelid = c.oid \
-                        AND k.contype = 'p' AND a.attnum = ANY (k.conkey)) \
-         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-         JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
-         WHERE c.relkind IN ('r', 'p') AND n.nspname = ANY (current_schemas(false)) \
-         ORDER BY c.relname, a.attnum",
-        &[],
-    )?;
-    let mut schema = Schema::default();
-    for row in columns {
-        let table: String = row.get(0);
-        if schema.tables.last().is_none_or(|t| t.name != table) {
-            schema.tables.push(Table {
-                name: table,
-                columns: Vec::new(),
-            });
-        }
-        let last = schema.tables.last_mut().expect("pushed above");
-        last.columns.push(Column {
-            name: row.get(1),
-            decl_type: row.get(2),
-            primary_key: row.get(4),
-            not_null: row.get(3),
-        });
-    }
-    let keys = client.query(
-        "SELECT src.relname::text, sa.attname::text, dst.relname::text, da.attname::text \
-         FROM pg_constraint k \
-         JOIN pg_class src ON src.oid = k.conrelid JOIN pg_class dst ON dst.oid = k.confrelid \
-         JOIN pg_namespace n ON n.oid = src.relnamespace \
-         CROSS JOIN LATERAL unnest(k.conkey, k.confkey) AS pair(from_col, to_col) \
-         JOIN pg_attribute sa ON sa.attrelid = src.oid AND sa.attnum = pair.from_col \
-         JOIN pg_attribute da ON da.attrelid = dst.oid AND da.attnum = pair.to_col \
-         WHERE k.contype = 'f' AND n.nspname = ANY (current_schemas(false)) \
-         ORDER BY src.relname, k.conname, sa.attnum",
-        &[],
-    )?;
-    for row in keys {
-        schema.foreign_keys.push(ForeignKey {
-            from: ColRef::new(&row.get::<_, String>(0), &row.get::<_, String>(1)),
-            to: ColRef::new(&row.get::<_, String>(2), &row.get::<_, String>(3)),
-        });
-    }
-    Ok(schema)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,14 @@
-//! Schema facts of one database (`etm.md` §2), read once from SQLite: columns, primary and
-//! foreign keys, NOT NULL and single-column UNIQUE columns, plus what the guards need (declared
-//! types, whether a table has rows, whether a text column holds only ISO-8601 dates).
+//! Schema facts of one database (`etm.md` §2), read once through the run's query runner from
+//! its engine's catalog (SQLite or PostgreSQL): columns, primary and foreign keys, NOT NULL and
+//! single-column UNIQUE columns, plus what the guards need (declared types, whether a table has
+//! rows, whether a text column holds only ISO-8601 dates).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
-use rusqlite::{Connection, OpenFlags};
-
-use crate::exec::schema::Schema;
+use crate::exec::schema::{quoted, Schema};
+use crate::exec::{EngineKind, ExecError, QueryRunner, ResultSet, Value};
 
 #[derive(Debug, Clone, Default)]
 pub struct TableFacts {
@@ -56,11 +57,12 @@ impl Facts {
                 .any(|t| t.columns.iter().any(|c| c == name))
     }
 
-    /// Reads the facts of the SQLite database at `path`.
-    pub fn read(path: &Path) -> Result<Facts, rusqlite::Error> {
-        let schema = Schema::read(path)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags)?;
+    /// Reads the facts of the database `db` through `runner`, in its engine's catalog.
+    pub fn read(runner: &dyn QueryRunner, db: &Path) -> Result<Facts, ExecError> {
+        let engine = runner.engine();
+        let rows = |sql: &str| runner.gold(db, sql).result;
+        let schema = Schema::query(runner, db)?;
+        let unique = unique_columns(engine, &rows)?;
         let mut facts = Facts::default();
         for table in &schema.tables {
             let mut table_facts = TableFacts::default();
@@ -81,15 +83,15 @@ impl Facts {
                 table_facts.non_null.insert(single.clone());
                 table_facts.unique.insert(single.clone());
             }
-            read_unique_indexes(&conn, &table.name, &mut table_facts)?;
-            table_facts.has_rows = conn
-                .prepare(&format!("SELECT 1 FROM {} LIMIT 1", quoted(&table.name)))?
-                .exists([])?;
-            table_facts.iso_dates = iso_date_columns(&conn, &table.name, &table_facts)?;
-            facts.tables.insert(table.name.to_lowercase(), table_facts);
+            let key = table.name.to_lowercase();
+            table_facts
+                .unique
+                .extend(unique.get(&table.name).into_iter().flatten().cloned());
+            read_contents(engine, &rows, &table.name, &mut table_facts)?;
+            facts.tables.insert(key, table_facts);
         }
-        // PRAGMA lists a table's last declared key first; in reverse, the last one wins, as in
-        // the reference.
+        // The catalog lists a table's last declared key first; in reverse, the last one wins,
+        // as in the reference.
         for key in schema.foreign_keys.iter().rev() {
             if let Some(table) = facts.tables.get_mut(&key.from.table.to_lowercase()) {
                 let target = format!("{}.{}", key.to.table, key.to.column).to_lowercase();
@@ -102,62 +104,97 @@ impl Facts {
     }
 }
 
-fn quoted(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
+/// A query's rows through the runner, or why there are none.
+type Rows<'a> = dyn Fn(&str) -> Result<Arc<ResultSet>, ExecError> + 'a;
 
-fn read_unique_indexes(
-    conn: &Connection,
-    name: &str,
-    facts: &mut TableFacts,
-) -> Result<(), rusqlite::Error> {
-    let mut stmt = conn.prepare(&format!("PRAGMA index_list({})", quoted(name)))?;
-    let indexes: Vec<(String, bool)> = stmt
-        .query_map([], |row| {
-            Ok((row.get::<_, String>(1)?, row.get::<_, bool>(2)?))
-        })?
-        .collect::<Result<_, _>>()?;
-    for (index, unique) in indexes {
-        if !unique {
-            continue;
+/// Each table's columns that a single-column UNIQUE index (or constraint) covers, lowercased.
+fn unique_columns(
+    engine: EngineKind,
+    rows: &Rows<'_>,
+) -> Result<HashMap<String, HashSet<String>>, ExecError> {
+    let sql = match engine {
+        // An index on an expression has no column name.
+        EngineKind::Sqlite => {
+            "SELECT m.name, max(ii.name) FROM sqlite_master AS m, pragma_index_list(m.name) AS il, \
+             pragma_index_info(il.name) AS ii WHERE m.type = 'table' AND il.\"unique\" \
+             GROUP BY m.name, il.name HAVING count(*) = 1 AND max(ii.name) IS NOT NULL"
         }
-        let mut info = conn.prepare(&format!("PRAGMA index_info({})", quoted(&index)))?;
-        let columns: Vec<Option<String>> = info
-            .query_map([], |row| row.get(2))?
-            .collect::<Result<_, _>>()?;
-        if let [Some(column)] = columns.as_slice() {
-            facts.unique.insert(column.to_lowercase());
+        // indkey[0] is 0 for an index on an expression, which no attribute matches.
+        EngineKind::Postgres => {
+            "SELECT c.relname::text, a.attname::text FROM pg_index i \
+             JOIN pg_class c ON c.oid = i.indrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] \
+             WHERE i.indisunique AND i.indnkeyatts = 1 \
+             AND n.nspname = ANY (current_schemas(false))"
+        }
+    };
+    let mut unique: HashMap<String, HashSet<String>> = HashMap::new();
+    for row in &rows(sql)?.rows {
+        if let [Value::Text(table), Value::Text(column)] = row.as_slice() {
+            unique
+                .entry(table.clone())
+                .or_default()
+                .insert(column.to_lowercase());
         }
     }
-    Ok(())
+    Ok(unique)
 }
 
-/// Rule 17's guard: columns declared as dates, or holding only ISO-8601 text.
-fn iso_date_columns(
-    conn: &Connection,
+/// Whether the table has rows, and rule 17's guard: its columns declared as dates or holding
+/// only ISO-8601 text. One query per table, each check stopping at its first witness.
+fn read_contents(
+    engine: EngineKind,
+    rows: &Rows<'_>,
     name: &str,
-    facts: &TableFacts,
-) -> Result<HashSet<String>, rusqlite::Error> {
-    let mut columns = HashSet::new();
-    for column in &facts.columns {
+    facts: &mut TableFacts,
+) -> Result<(), ExecError> {
+    let table = quoted(name);
+    let declared_date = |column: &String| {
         let declared = facts
             .declared_types
             .get(column)
             .map_or(String::new(), |t| t.to_uppercase());
-        if declared.contains("DATE") || declared.contains("TIME") {
-            columns.insert(column.clone());
-            continue;
-        }
-        // Only text values that are not dates disqualify a column; a table without rows has none.
-        let sql = format!(
-            "SELECT 1 FROM {table} WHERE {col} IS NOT NULL AND NOT (typeof({col}) = 'text' \
-             AND {col} GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*') LIMIT 1",
-            table = quoted(name),
-            col = quoted(column),
-        );
-        if !conn.prepare(&sql)?.exists([])? {
-            columns.insert(column.clone());
+        declared.contains("DATE") || declared.contains("TIME")
+    };
+    let (declared, undeclared): (Vec<&String>, Vec<&String>) =
+        facts.columns.iter().partition(|c| declared_date(c));
+    // Only text values that are not dates disqualify a column; a table without rows has none.
+    let checks = undeclared.iter().map(|column| {
+        let col = quoted(column);
+        let not_a_date = match engine {
+            EngineKind::Sqlite => format!(
+                "typeof({col}) = 'text' AND {col} GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
+            ),
+            EngineKind::Postgres => format!(
+                "pg_typeof({col}) IN ('text'::regtype, 'character varying'::regtype, \
+                 'character'::regtype) AND {col}::text ~ '^[0-9]{{4}}-[0-1][0-9]-[0-3][0-9]'"
+            ),
+        };
+        format!("EXISTS (SELECT 1 FROM {table} WHERE {col} IS NOT NULL AND NOT ({not_a_date}))")
+    });
+    let sql = format!(
+        "SELECT {}",
+        std::iter::once(format!("EXISTS (SELECT 1 FROM {table})"))
+            .chain(checks)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let result = rows(&sql)?;
+    let found: Vec<bool> = match result.rows.as_slice() {
+        [row] => row
+            .iter()
+            .map(|v| matches!(v, Value::Int(n) if *n != 0))
+            .collect(),
+        _ => Vec::new(),
+    };
+    facts.has_rows = found.first().copied().unwrap_or(false);
+    let mut iso_dates: HashSet<String> = declared.into_iter().cloned().collect();
+    for (column, not_dates) in undeclared.into_iter().zip(found.into_iter().skip(1)) {
+        if !not_dates {
+            iso_dates.insert(column.clone());
         }
     }
-    Ok(columns)
+    facts.iso_dates = iso_dates;
+    Ok(())
 }

@@ -1,9 +1,10 @@
 //! Enhanced Tree Matching (ETM, `etm.md` §2-§7): two queries match when their trees are equal
 //! after normalisation rules 100-108 and equivalence rules 1-26 reach a fixpoint.
 //!
-//! For one pair: both strings are preprocessed (§3.1), both must pass `EXPLAIN QUERY PLAN` in
-//! the sandbox, both are parsed with sqlparser (SQLite dialect) and lowered to the ETM tree
-//! (`tree`), normalised independently with the database's schema facts (`facts`), and
+//! For one pair: both strings are preprocessed (§3.1), both must be planned by the run's
+//! engine through its query runner (`EXPLAIN QUERY PLAN` on SQLite, `EXPLAIN` on PostgreSQL),
+//! both are parsed with sqlparser (SQLite dialect) and lowered to the ETM tree (`tree`),
+//! normalised independently with the database's schema facts (`facts`), and
 //! compared. Every verdict explains itself: the rules that fired on each side, where the
 //! harness departed from the reference (a guard or a defect it does not share), the
 //! normalised queries, and for a mismatch the first differing subtree.
@@ -33,7 +34,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
-use crate::exec::{Engine, Limits};
+use crate::exec::{EngineKind, QueryRunner};
 use crate::sqltext;
 
 pub use facts::Facts;
@@ -50,9 +51,9 @@ pub enum Status {
     Match,
     /// The normalised trees differ.
     Nomatch,
-    /// The gold query fails `EXPLAIN QUERY PLAN` on the database.
+    /// The gold query cannot be planned on the database (`EXPLAIN QUERY PLAN`, `EXPLAIN`).
     InvalidGold,
-    /// The prediction fails `EXPLAIN QUERY PLAN` on the database.
+    /// The prediction cannot be planned on the database (`EXPLAIN QUERY PLAN`, `EXPLAIN`).
     InvalidPred,
     /// The gold query does not parse, or is too long or deep to parse.
     GoldUnparsed,
@@ -147,20 +148,17 @@ impl Verdict {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read the database {}: {message}", path.display())]
 pub struct EtmError {
-    /// The database file.
+    /// The database: a SQLite file, or a PostgreSQL database's name.
     pub path: PathBuf,
-    /// SQLite's message.
+    /// The engine's message.
     pub message: String,
 }
 
-/// Scores pairs. Each database's schema facts are read once; queries are planned on the
-/// engine's per-thread sandboxed connections.
+/// Scores pairs. Each database's schema facts are read once; queries are planned through the
+/// run's query runner, on its engine. One evaluator serves the databases of one engine.
 #[derive(serde::Serialize)]
 pub struct Evaluator {
     compat: bool,
-    /// Reads schemas; caches what it read.
-    #[serde(skip)]
-    engine: Engine,
     #[serde(skip)]
     facts: Mutex<HashMap<PathBuf, Arc<Facts>>>,
 }
@@ -170,53 +168,59 @@ impl Evaluator {
     pub fn new(compat: bool) -> Evaluator {
         Evaluator {
             compat,
-            engine: Engine::new(Limits::default()),
             facts: Mutex::new(HashMap::new()),
         }
     }
 
-    fn facts(&self, path: &Path) -> Result<Arc<Facts>, EtmError> {
-        let mut cache = self.facts.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = cache.get(path) {
+    fn facts(&self, runner: &dyn QueryRunner, db: &Path) -> Result<Arc<Facts>, EtmError> {
+        if let Some(found) = self.cached_facts().get(db) {
             return Ok(Arc::clone(found));
         }
-        let facts = Arc::new(Facts::read(path).map_err(|e| EtmError {
-            path: path.to_path_buf(),
-            message: e.to_string(),
+        // Read without the lock: other threads go on scoring pairs on other databases.
+        let facts = Arc::new(Facts::read(runner, db).map_err(|error| EtmError {
+            path: db.to_path_buf(),
+            message: error.message,
         })?);
-        cache.insert(path.to_path_buf(), Arc::clone(&facts));
+        self.cached_facts()
+            .insert(db.to_path_buf(), Arc::clone(&facts));
         Ok(facts)
     }
 
-    /// ETM of one pair on the database file `db`.
+    fn cached_facts(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<Facts>>> {
+        self.facts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// ETM of one pair on the database `db`, its queries run by `runner`.
     /// A query too long or too deep to parse safely ([`sqltext::check`]) is unparsed, before
     /// anything else reads it.
-    pub fn score(&self, gold: &str, pred: &str, db: &Path) -> Result<Verdict, EtmError> {
+    pub fn score(
+        &self,
+        gold: &str,
+        pred: &str,
+        db: &Path,
+        runner: &dyn QueryRunner,
+    ) -> Result<Verdict, EtmError> {
         let depth = match checked_depth(gold, pred) {
             Ok(depth) => depth,
             Err((status, message)) => return Ok(Verdict::failed(status, message)),
         };
-        let facts = self.facts(db)?;
+        let facts = self.facts(runner, db)?;
         let gold = preprocess(gold, &facts);
         let pred = preprocess(pred, &facts);
-        if let Err(message) = self.plans(db, &gold) {
-            return Ok(Verdict::failed(Status::InvalidGold, message));
+        let explain = |sql: &str| match runner.engine() {
+            EngineKind::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
+            EngineKind::Postgres => format!("EXPLAIN {sql}"),
+        };
+        if let Err(error) = runner.gold(db, &explain(&gold)).result {
+            return Ok(Verdict::failed(Status::InvalidGold, error.message));
         }
-        if let Err(message) = self.plans(db, &pred) {
-            return Ok(Verdict::failed(Status::InvalidPred, message));
+        if let Err(error) = runner.pred(db, &explain(&pred)).result {
+            return Ok(Verdict::failed(Status::InvalidPred, error.message));
         }
         Ok(
             sqltext::run(depth, || compare(&gold, &pred, &facts, self.compat))
                 .unwrap_or_else(|error| Verdict::failed(Status::InternalError, error.to_string())),
         )
-    }
-
-    /// Step 2: `EXPLAIN QUERY PLAN` must succeed.
-    fn plans(&self, db: &Path, sql: &str) -> Result<(), String> {
-        let plan = self
-            .engine
-            .execute(db, &format!("EXPLAIN QUERY PLAN {sql}"));
-        plan.result.map(|_| ()).map_err(|error| error.message)
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::tests::fixture;
+use super::tests::{fixture, runner};
 use super::{Evaluator, Status, Verdict};
 
 /// The databases, by the name their file gets.
@@ -46,7 +46,9 @@ fn database(dir: &Path, db: &str) -> PathBuf {
 fn score(db: &str, gold: &str, pred: &str, compat: bool) -> Verdict {
     let dir = tempfile::tempdir().unwrap();
     let path = database(dir.path(), db);
-    let verdict = Evaluator::new(compat).score(gold, pred, &path).unwrap();
+    let verdict = Evaluator::new(compat)
+        .score(gold, pred, &path, &runner())
+        .unwrap();
     // A pair that never reaches the rules would pass every "does not fire" test.
     assert!(
         matches!(verdict.status, Status::Match | Status::Nomatch),

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::exec::{Engine, Limits};
 
 const FIXTURE: &str = "
 CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, name TEXT, location TEXT, capacity INTEGER);
@@ -24,6 +25,11 @@ pub(super) fn fixture(dir: &Path) -> PathBuf {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(FIXTURE).unwrap();
     path
+}
+
+/// A runner on SQLite files, with the run's default bounds.
+pub(super) fn runner() -> Engine {
+    Engine::new(Limits::default())
 }
 
 const S: &str = "SELECT name FROM singer";
@@ -169,7 +175,7 @@ fn spec_vectors_give_the_harness_and_the_reference_verdicts() {
             (&harness, expected, "harness"),
             (&compat, reference, "compat"),
         ] {
-            let verdict = evaluator.score(&gold, &pred, &db).unwrap();
+            let verdict = evaluator.score(&gold, &pred, &db, &runner()).unwrap();
             if verdict.etm != want {
                 wrong.push(format!(
                     "#{} {mode}: want {want}, got {} ({})\n  gold {:?}\n  pred {:?}",
@@ -214,7 +220,7 @@ fn hostile_predictions_end_in_a_verdict() {
     ];
     for pred in &hostile {
         let verdict = evaluator
-            .score("SELECT name FROM singer", pred, &db)
+            .score("SELECT name FROM singer", pred, &db, &runner())
             .unwrap();
         assert!(!verdict.etm, "{pred:.80}: {}", verdict.explain());
     }
@@ -234,7 +240,7 @@ fn queries_too_long_or_deep_to_parse_safely_are_unparsed_not_a_crash() {
     let db = fixture(dir.path());
     let evaluator = Evaluator::new(false);
     let deep = format!("SELECT 1{} FROM singer", "+1".repeat(140_000));
-    let verdict = evaluator.score(S, &deep, &db).unwrap();
+    let verdict = evaluator.score(S, &deep, &db, &runner()).unwrap();
     assert_eq!(verdict.status, Status::PredUnparsed);
     assert_eq!(
         verdict.message.as_deref(),
@@ -242,12 +248,14 @@ fn queries_too_long_or_deep_to_parse_safely_are_unparsed_not_a_crash() {
     );
     let list = vec!["\"x\""; 400_000].join(",");
     let long = format!("SELECT name FROM singer WHERE name IN ({list})");
-    let verdict = Evaluator::new(true).score(&long, S, &db).unwrap();
+    let verdict = Evaluator::new(true)
+        .score(&long, S, &db, &runner())
+        .unwrap();
     assert_eq!(verdict.status, Status::GoldUnparsed);
     assert!(verdict.message.unwrap().starts_with("too long ("));
     // Deep within the bound, and valid for SQLite: compared on a large stack.
     let within = format!("SELECT age{} FROM singer", "+1".repeat(900));
-    let verdict = evaluator.score(&within, &within, &db).unwrap();
+    let verdict = evaluator.score(&within, &within, &db, &runner()).unwrap();
     assert_eq!(verdict.status, Status::Match, "{}", verdict.explain());
 }
 
@@ -269,7 +277,7 @@ fn aliases_spelled_like_tables_or_columns_end_in_a_verdict() {
     ];
     let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
     for sql in pairs {
-        let verdict = harness.score(sql, sql, &db).unwrap();
+        let verdict = harness.score(sql, sql, &db, &runner()).unwrap();
         assert_eq!(
             verdict.status,
             Status::Match,
@@ -282,7 +290,7 @@ fn aliases_spelled_like_tables_or_columns_end_in_a_verdict() {
             .iter()
             .any(|d| d.defect == "alias-loop"));
         // The reference fails such a pair on its recursion limit and scores it 0.
-        let verdict = compat.score(sql, sql, &db).unwrap();
+        let verdict = compat.score(sql, sql, &db, &runner()).unwrap();
         assert_eq!(verdict.status, Status::InternalError, "{sql}");
         assert!(!verdict.etm);
     }
@@ -292,6 +300,7 @@ fn aliases_spelled_like_tables_or_columns_end_in_a_verdict() {
             "SELECT name AS singer FROM singer",
             "SELECT name FROM singer",
             &db,
+            &runner(),
         )
         .unwrap();
     assert!(verdict.etm, "{}", verdict.explain());
@@ -300,6 +309,7 @@ fn aliases_spelled_like_tables_or_columns_end_in_a_verdict() {
             "SELECT age AS age FROM singer GROUP BY age",
             "SELECT age FROM singer GROUP BY age",
             &db,
+            &runner(),
         )
         .unwrap();
     assert!(verdict.etm, "{}", verdict.explain());
@@ -323,7 +333,7 @@ fn pairs_where_compat_disagreed_with_the_reference() {
     let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
     let both = |gold: &str, pred: &str| {
         [&harness, &compat].map(|evaluator| {
-            let verdict = evaluator.score(gold, pred, &db).unwrap();
+            let verdict = evaluator.score(gold, pred, &db, &runner()).unwrap();
             (verdict.etm, verdict.explain())
         })
     };
@@ -378,7 +388,7 @@ fn preprocess_word_by_word(sql: &str, facts: &Facts) -> String {
 #[test]
 fn preprocessing_in_one_pass_gives_the_reference_loop_result() {
     let dir = tempfile::tempdir().unwrap();
-    let facts = Facts::read(&fixture(dir.path())).unwrap();
+    let facts = Facts::read(&runner(), &fixture(dir.path())).unwrap();
     // Every string of up to 5 characters over an alphabet of quotes, names and spaces.
     let alphabet = ['"', '\'', '`', 'a', ' ', 'x'];
     let mut strings = vec![String::new()];

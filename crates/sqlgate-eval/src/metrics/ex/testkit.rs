@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::exec::{ExecError, ExecErrorKind, Execution, ResultSet, Value};
+use crate::exec::{EngineKind, ExecError, ExecErrorKind, Execution, ResultSet, Value};
 
 use super::{evaluate, CaseInput, Mode, ModeOptions, Outcome, QueryRunner};
 
@@ -118,6 +118,10 @@ impl QueryRunner for FakeRunner {
     fn pred(&self, _db: &Path, sql: &str) -> Execution {
         lookup(&self.pred, sql)
     }
+
+    fn engine(&self) -> EngineKind {
+        EngineKind::Sqlite
+    }
 }
 
 /// Runs queries on real SQLite files with the `ignore` decoding policy.
@@ -176,6 +180,10 @@ impl QueryRunner for SqliteRunner {
 
     fn pred(&self, db: &Path, sql: &str) -> Execution {
         Self::run(db, sql)
+    }
+
+    fn engine(&self) -> EngineKind {
+        EngineKind::Sqlite
     }
 }
 

@@ -1,6 +1,11 @@
-//! `[[system]]`: the system under test. Keys common to every type are read here; the keys of
-//! each type are read by that type's own configuration struct (`system::command`, ...), with
-//! errors located in this file.
+//! `[[system]]`: the system under test, read once when the configuration is read. Keys common
+//! to every type are read here; the keys of each type by that type's own settings struct
+//! ([`command`], [`http`], [`openai`], [`replay`]), with errors located in this file.
+
+pub mod command;
+pub mod http;
+pub mod openai;
+pub mod replay;
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -10,6 +15,10 @@ use serde::Deserialize;
 
 use super::Config;
 use super::{AbstentionConfig, ThrottleConfig};
+pub use command::CommandConfig;
+pub use http::HttpConfig;
+pub use openai::OpenAiConfig;
+pub use replay::ReplayConfig;
 
 /// A `[[system]]` table as written: the keys every system has, read here so that a bad value
 /// is an error at its own line, and the type's own keys.
@@ -26,7 +35,7 @@ pub struct SystemEntry {
     /// Answers that count as abstentions (apology SELECTs by default).
     #[serde(default)]
     abstention: AbstentionConfig,
-    /// The type's own keys, read by [`SystemConfig::settings`].
+    /// The type's own keys, read into its [`SystemKind`].
     #[serde(flatten)]
     settings: toml::Table,
 }
@@ -45,21 +54,39 @@ pub enum SystemType {
     Replay,
 }
 
+/// What a `[[system]]` is, with the settings of its type.
+#[derive(Debug, Clone)]
+pub enum SystemKind {
+    /// `type = "command"`.
+    Command(CommandConfig),
+    /// `type = "http"`.
+    Http(HttpConfig),
+    /// `type = "openai"`.
+    Openai(OpenAiConfig),
+    /// `type = "replay"`.
+    Replay(ReplayConfig),
+}
+
 /// A `[[system]]` table, checked, with its defaults filled in.
 #[derive(Debug, Clone)]
 pub struct SystemConfig {
     /// The name profiles and `--system` pick it by; also its cassette's file name.
     pub name: String,
-    /// What the system is.
-    pub kind: SystemType,
+    /// What the system is, with its type's settings.
+    pub kind: SystemKind,
     /// Where its answers are recorded.
     pub cassette: PathBuf,
     /// Concurrency, rate limit and retries of its calls.
     pub throttle: ThrottleConfig,
     /// Answers that count as abstentions.
     pub abstention: AbstentionConfig,
-    /// The type's own keys, read by [`SystemConfig::settings`].
-    settings: toml::Table,
+    place: Place,
+}
+
+/// Where a `[[system]]` is written, for errors about it.
+#[derive(Debug, Clone)]
+struct Place {
+    name: String,
     span: Range<usize>,
     config_path: PathBuf,
     config_text: String,
@@ -78,38 +105,77 @@ impl SystemConfig {
                 .join("predictions")
                 .join(format!("{}.jsonl", common.name)),
         };
-        let system = SystemConfig {
-            name: common.name,
-            kind: common.kind,
-            cassette,
-            throttle: common.throttle,
-            abstention: common.abstention,
-            settings: common.settings,
+        let place = Place {
+            name: common.name.clone(),
             span: entry.span(),
             config_path: config.path.clone(),
             config_text: config.text.clone(),
         };
-        if let Err(problem) = system.abstention.checked_pattern() {
-            return Err(system.error_at_key("abstention", problem));
+        let settings = common.settings;
+        let kind = match common.kind {
+            SystemType::Command => SystemKind::Command(place.settings(settings)?),
+            SystemType::Http => SystemKind::Http(place.settings(settings)?),
+            SystemType::Openai => SystemKind::Openai(place.settings(settings)?),
+            SystemType::Replay => SystemKind::Replay(place.settings(settings)?),
+        };
+        if let Err(problem) = common.abstention.checked_pattern() {
+            return Err(place.error_at_key("abstention", problem));
         }
-        if let Err(problem) = system.throttle.check() {
-            return Err(system.error_at_key("throttle", format!("throttle: {problem}")));
+        if let Err(problem) = common.throttle.check() {
+            return Err(place.error_at_key("throttle", format!("throttle: {problem}")));
         }
-        Ok(system)
+        Ok(SystemConfig {
+            name: common.name,
+            kind,
+            cassette,
+            throttle: common.throttle,
+            abstention: common.abstention,
+            place,
+        })
     }
 
-    /// Reads the type's own keys into its configuration struct; an unknown or mistyped key is an
+    /// An error about this system, located at its `[[system]]` entry.
+    pub fn error(&self, message: impl Into<String>) -> super::ConfigError {
+        self.place.error(message)
+    }
+
+    /// A path from the configuration, relative to its folder.
+    pub fn resolve(&self, path: &std::path::Path) -> PathBuf {
+        self.place
+            .config_path
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join(path)
+    }
+}
+
+impl Place {
+    /// Reads the type's own keys into its settings struct; an unknown or mistyped key is an
     /// error at its line.
-    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, super::ConfigError> {
-        self.settings
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                let message = e.message().trim().to_string();
-                // The key an error message names (`unknown field `x``).
-                let key = message.split('`').nth(1).unwrap_or_default().to_string();
-                self.error_at_key(&key, message)
-            })
+    fn settings<T: DeserializeOwned>(
+        &self,
+        settings: toml::Table,
+    ) -> Result<T, super::ConfigError> {
+        settings.try_into().map_err(|e: toml::de::Error| {
+            let message = e.message().trim().to_string();
+            // A bad value: the error ends with the path of its key (`in `timeout_secs``).
+            let path = e.to_string();
+            let path = path
+                .lines()
+                .last()
+                .and_then(|line| line.strip_prefix("in `")?.strip_suffix('`'));
+            match path {
+                Some(path) => {
+                    let key = path.split('.').next().unwrap_or(path);
+                    self.error_at_key(key, format!("`{path}`: {message}"))
+                }
+                // An unknown key: the message names it (`unknown field `x``).
+                None => {
+                    let key = message.split('`').nth(1).unwrap_or_default().to_string();
+                    self.error_at_key(&key, message)
+                }
+            }
+        })
     }
 
     /// An error about this system at the line of `key`, else at its `[[system]]` header.
@@ -151,8 +217,8 @@ impl SystemConfig {
         None
     }
 
-    /// An error about this system, located at its `[[system]]` entry.
-    pub fn error(&self, message: impl Into<String>) -> super::ConfigError {
+    /// An error about this system, located at its `[[system]]` header.
+    fn error(&self, message: impl Into<String>) -> super::ConfigError {
         let message = format!("[[system]] `{}`: {}", self.name, message.into());
         super::ConfigError::at(
             &self.config_path,
@@ -160,13 +226,5 @@ impl SystemConfig {
             self.span.start,
             message,
         )
-    }
-
-    /// A path from the configuration, relative to its folder.
-    pub fn resolve(&self, path: &std::path::Path) -> PathBuf {
-        self.config_path
-            .parent()
-            .unwrap_or(std::path::Path::new("."))
-            .join(path)
     }
 }

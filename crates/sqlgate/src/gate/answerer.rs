@@ -1,0 +1,332 @@
+//! What answers a session's questions: the system of each suite, its cassette, the throttle on
+//! asking it, the abstention rules applied to what it says, and the schema text each request
+//! shows.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::config::system::SystemKind;
+use crate::config::ThrottleConfig;
+use crate::config::{AbstentionConfig, Config, ConfigError, ProfileConfig, RecordMode};
+use crate::system::abstention::Abstention;
+use crate::system::answer::{answer_all, Answered};
+use crate::system::cassette::{record_key, Cassette, RecordedAnswer};
+use crate::system::{self, Request, System};
+use crate::Error;
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::exec::Backend;
+use sqlgate_llm::throttle::{Asked, Throttle};
+
+use super::plan::SuitePlan;
+
+/// How far a suite's answers are.
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerProgress<'a> {
+    /// The suite whose answers these are.
+    pub suite: &'a str,
+    /// Answers in so far, from the system or the cassette.
+    pub answered: usize,
+    /// Answers the suite's run needs.
+    pub total: usize,
+    /// Answers that came from the system itself rather than the cassette.
+    pub asked: usize,
+    /// Answers that are system errors (not recorded, timeouts, garbage...).
+    pub errors: usize,
+    /// Since the suite's answers were first asked for.
+    pub elapsed: std::time::Duration,
+}
+
+/// Called as a suite's answers come in, e.g. to draw a progress bar.
+pub type AnswerProgressFn = dyn Fn(&AnswerProgress<'_>) + Send + Sync;
+
+/// The run's system, one per suite, and what comes with it.
+pub struct Answerer {
+    /// The system's name in the configuration (`custom` for a Rust user's own).
+    name: String,
+    /// The system answering each suite.
+    systems: Vec<Arc<dyn System>>,
+    /// `None` for a replayed predictions file, which is a recording itself.
+    cassette: Option<Cassette>,
+    throttle: Throttle,
+    abstention: Abstention,
+    record: RecordMode,
+    /// Per suite and database: the database's path and the schema DDL given to systems.
+    schemas: Vec<HashMap<String, (PathBuf, String)>>,
+    progress: Option<Box<AnswerProgressFn>>,
+    /// Found while answering; a set, so a warning repeated per suite shows once.
+    warnings: Mutex<BTreeSet<String>>,
+}
+
+impl Answerer {
+    /// The profile's system for `suites`, or a Rust user's own `system` (recorded under the
+    /// name `custom`), answering under `record`.
+    pub(super) fn open(
+        config: &Config,
+        profile: &ProfileConfig,
+        suites: &[SuitePlan],
+        system: Option<Arc<dyn System>>,
+        record: RecordMode,
+    ) -> Result<Answerer, Error> {
+        let LoadedSystem {
+            systems,
+            name,
+            cassette,
+            throttle,
+            abstention,
+        } = load_system(config, profile, suites, system)?;
+        let abstention =
+            Abstention::new(&abstention).map_err(|e| ConfigError::file(&config.path, e))?;
+        let schemas = suites
+            .iter()
+            .map(schemas_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Answerer {
+            name,
+            systems,
+            cassette,
+            throttle: Throttle::new(throttle),
+            abstention,
+            record,
+            schemas,
+            progress: None,
+            warnings: Mutex::default(),
+        })
+    }
+
+    /// The system's name in the configuration (`custom` for a Rust user's own).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What identifies the system answering each suite (its settings), for run records.
+    pub(super) fn fingerprints(&self) -> Vec<String> {
+        self.systems.iter().map(|s| s.fingerprint()).collect()
+    }
+
+    /// The cassette key of the answer to `case` of suite number `suite`.
+    pub(super) fn reply_key(&self, plan: &SuitePlan, suite: usize, case: usize) -> String {
+        record_key(
+            &self.systems[suite].fingerprint(),
+            &self.request(plan, suite, case),
+        )
+    }
+
+    /// The cassette, unless the system replays a predictions file.
+    pub(super) fn cassette(&self) -> Option<&Cassette> {
+        self.cassette.as_ref()
+    }
+
+    /// The answers this session asked the system for, as cassette records.
+    pub(super) fn recorded_answers(&self) -> Vec<RecordedAnswer> {
+        self.cassette
+            .as_ref()
+            .map(Cassette::recorded)
+            .unwrap_or_default()
+    }
+
+    /// Shows how far the answers are while a system is being asked.
+    pub(super) fn show_progress(&mut self, show: Box<AnswerProgressFn>) {
+        self.progress = Some(show);
+    }
+
+    /// The system's answers for cases of suite number `suite` (planned by `plan`), from the
+    /// cassette or the system, with the time each took.
+    pub(super) fn answers(&self, plan: &SuitePlan, suite: usize, cases: &[usize]) -> Vec<Answered> {
+        let requests: Vec<Request> = cases
+            .iter()
+            .map(|&index| self.request(plan, suite, index))
+            .collect();
+        let system = self.systems[suite].as_ref();
+        let [answered_count, asked_count, error_count] = [(); 3].map(|_| AtomicUsize::new(0));
+        let started = Instant::now();
+        let progress = |_index: usize, answered: &Answered| {
+            // Each count is read as this answer leaves it.
+            let count = |counter: &AtomicUsize, this: bool| {
+                counter.fetch_add(usize::from(this), Ordering::Relaxed) + usize::from(this)
+            };
+            let progress = AnswerProgress {
+                suite: &plan.name,
+                answered: count(&answered_count, true),
+                total: requests.len(),
+                asked: count(&asked_count, !answered.elapsed.is_zero()),
+                errors: count(&error_count, answered.reply.is_err()),
+                elapsed: started.elapsed(),
+            };
+            if let Some(show) = &self.progress {
+                show(&progress);
+            }
+        };
+        let answers = match &self.cassette {
+            Some(cassette) => answer_all(
+                system,
+                &requests,
+                cassette,
+                self.record,
+                &self.throttle,
+                &progress,
+            ),
+            None => requests
+                .iter()
+                .enumerate()
+                .map(|(index, request)| {
+                    let start = Instant::now();
+                    let answered = Answered {
+                        reply: system.answer(request),
+                        elapsed: start.elapsed(),
+                    };
+                    progress(index, &answered);
+                    answered
+                })
+                .collect(),
+        };
+        let without_samples = answers
+            .iter()
+            .all(|a| a.reply.as_ref().map_or(true, |r| r.samples.is_empty()));
+        if self.abstention.votes() && without_samples && !answers.is_empty() {
+            self.warn(format!(
+                "`abstention.vote` is set, but none of the {} answers of suite `{}` carried \
+                 samples: nothing was voted on",
+                answers.len(),
+                plan.name
+            ));
+        }
+        // The cassette keeps what the system said; the system's reading of it, cleaning and
+        // the abstention rules apply after, to recorded and new replies alike.
+        answers
+            .into_iter()
+            .map(|answered| {
+                // A reply cut short is counted as such even when it reads as garbage.
+                let truncated = answered.reply.as_ref().is_ok_and(|reply| reply.truncated);
+                Answered {
+                    reply: answered
+                        .reply
+                        .and_then(|reply| system.interpret(reply))
+                        .map(|reply| self.abstention.apply(reply.clean()))
+                        .map_err(|mut error| {
+                            error.truncated |= truncated;
+                            error
+                        }),
+                    elapsed: answered.elapsed,
+                }
+            })
+            .collect()
+    }
+
+    /// What asking the system took (questions, attempts, the concurrency it settled at), or
+    /// `None` when it was asked nothing and not stopped.
+    pub(super) fn asked(&self) -> Option<Asked> {
+        let asked = self.throttle.asked();
+        (asked.questions > 0 || asked.stopped.is_some()).then_some(asked)
+    }
+
+    /// What answering found that a reader must know: rules that did nothing, cassette lines
+    /// dropped or not journaled.
+    pub(super) fn warnings(&self) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        if let Some(cassette) = &self.cassette {
+            warnings.extend(cassette.warnings());
+        }
+        warnings
+    }
+
+    fn warn(&self, warning: String) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(warning);
+    }
+
+    /// What the system is asked about a case.
+    fn request(&self, plan: &SuitePlan, suite: usize, case: usize) -> Request {
+        let case = &plan.bench.cases[case];
+        let (path, schema) = self.schemas[suite][&case.db].clone();
+        Request::new(case, path, schema)
+    }
+}
+
+/// The system of each suite, as the configuration or the Rust user gives it.
+struct LoadedSystem {
+    systems: Vec<Arc<dyn System>>,
+    name: String,
+    cassette: Option<Cassette>,
+    throttle: ThrottleConfig,
+    abstention: AbstentionConfig,
+}
+
+/// Builds the profile's system for `suites`, or wraps a Rust user's own `system` (recorded
+/// under the name `custom`).
+fn load_system(
+    config: &Config,
+    profile: &ProfileConfig,
+    suites: &[SuitePlan],
+    system: Option<Arc<dyn System>>,
+) -> Result<LoadedSystem, Error> {
+    Ok(match system {
+        // A Rust user's own system: recorded under the name `custom`.
+        Some(system) => {
+            let path = config
+                .resolve(&config.snapshots)
+                .join("predictions")
+                .join("custom.jsonl");
+            let systems = suites.iter().map(|_| Arc::clone(&system)).collect();
+            let cassette = Some(Cassette::open(&path)?);
+            let name = "custom".to_string();
+            LoadedSystem {
+                systems,
+                name,
+                cassette,
+                throttle: ThrottleConfig::default(),
+                abstention: AbstentionConfig::default(),
+            }
+        }
+        None => {
+            let system_config = config.system(profile)?;
+            let cassette = match system_config.kind {
+                SystemKind::Replay(_) => None,
+                _ => Some(Cassette::open(&system_config.cassette)?),
+            };
+            let named: Vec<(&str, &sqlgate_eval::loaders::Benchmark)> = suites
+                .iter()
+                .map(|suite| (suite.name.as_str(), &suite.bench))
+                .collect();
+            let systems = system::build(system_config, &named)?;
+            let name = system_config.name.clone();
+            let throttle = system_config.throttle.clone();
+            LoadedSystem {
+                systems,
+                name,
+                cassette,
+                throttle,
+                abstention: system_config.abstention.clone(),
+            }
+        }
+    })
+}
+
+/// Each database's path and schema DDL, as requests show them.
+fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, InputError> {
+    let mut schemas = HashMap::new();
+    for case in &suite.bench.cases {
+        if !schemas.contains_key(&case.db) {
+            let path = suite.bench.db_files(case, false)?.remove(0);
+            let ddl = match &suite.backend {
+                Backend::Sqlite => system::schema_ddl(&path)?,
+                Backend::Postgres(server) => server
+                    .schema(&case.db)
+                    .map(|schema| schema.ddl())
+                    .map_err(|message| case.source.error(message))?,
+            };
+            schemas.insert(case.db.clone(), (path, ddl));
+        }
+    }
+    Ok(schemas)
+}
