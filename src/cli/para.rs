@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{generator_client, Source};
-use crate::report::plural;
+use sqlgate::report::plural;
 use sqlgate::Error;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::schema::Schema;

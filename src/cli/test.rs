@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use crate::report::libtest_json::LibtestJsonReporter;
-use crate::report::plural;
 use crate::report::progress::AnswerMeter;
 use crate::report::terminal::{ColorChoice, TerminalReporter};
 use sqlgate::config::{Config, RecordMode, DEFAULT_PROFILE};
@@ -15,6 +14,7 @@ use sqlgate::gate::plan::TestDesc;
 use sqlgate::gate::run::Event;
 use sqlgate::gate::session::Session;
 use sqlgate::gate::TestResult;
+use sqlgate::report::plural;
 use sqlgate::runner::ending::Stream;
 use sqlgate::runner::{self, CacheSettings, Outputs, Selection, TestRunnerBuilder};
 use sqlgate_eval::exec::memory::{self, MaxMemory};

@@ -6,5 +6,3 @@ pub mod progress;
 pub mod score_json;
 pub mod score_text;
 pub mod terminal;
-
-pub use sqlgate::report::{family_text, github, junit, plural};

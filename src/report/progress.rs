@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use indicatif::ProgressBar;
 
-use crate::report::plural;
 use sqlgate::gate::answerer::AnswerProgress;
+use sqlgate::report::plural;
 
 /// How often a plain progress line is printed.
 const LINE_EVERY: Duration = Duration::from_secs(10);

@@ -76,7 +76,11 @@ pub fn render(summary: &Summary, source: &str) -> String {
     }
     render_reliability(&mut out, &summary.reliability);
     if !summary.families.is_empty() {
-        let _ = write!(out, "\n{}", super::family_text::render(&summary.families));
+        let _ = write!(
+            out,
+            "\n{}",
+            sqlgate::report::family_text::render(&summary.families)
+        );
     }
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();

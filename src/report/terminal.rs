@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::report::plural;
 use crate::report::progress::AnswerMeter;
 use sqlgate::gate::run::Event;
 use sqlgate::gate::{TestResult, TestStatus};
+use sqlgate::report::plural;
 
 const SLOWEST_SHOWN: usize = 5;
 

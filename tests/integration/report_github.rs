@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sqlgate::config::{Metric, Threshold};
 use sqlgate::gate::{SuiteSummary, TestKind, TestResult, TestStatus};
-use sqlgate_cli::report::github::{self, STEP_SUMMARY_LIMIT};
+use sqlgate::report::github::{self, STEP_SUMMARY_LIMIT};
 use sqlgate_eval::loaders::SourceRef;
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::FamilySummary;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sqlgate::config::Threshold;
 use sqlgate::gate::{SuiteSummary, TestKind, TestResult, TestStatus};
-use sqlgate_cli::report::junit;
+use sqlgate::report::junit;
 use sqlgate_eval::loaders::{self, Answer, LoadOptions, SourceRef};
 use sqlgate_eval::metrics::ex::Verdict;
 
