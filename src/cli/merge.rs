@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::report::terminal::ColorChoice;
 use sqlgate::gate::record::{self, RunRecord};
-use sqlgate::gate::run::{self, Event};
+use sqlgate::gate::run::{self, Baseline, Event};
 use sqlgate::gate::session::Session;
 use sqlgate::runner::{Ending, Outputs, Reporter as _};
 use sqlgate::Error;
@@ -61,7 +61,12 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
     let tests: Vec<_> = all.iter().filter(|t| !t.ignored).cloned().collect();
     let mut reporter = Reporter::new(args.message_format, &session, args.color);
     reporter.event(Event::Started { total: tests.len() });
-    let mut report = session.merged_report(merged, &tests)?;
+    let baseline = if args.accept {
+        Baseline::ThisRun
+    } else {
+        Baseline::Accepted(session.accepted())
+    };
+    let mut report = session.merged_report(merged, &tests, baseline)?;
     for result in &report.results {
         reporter.event(Event::Finished(result));
     }
@@ -73,6 +78,7 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
     run::sort_in_plan_order(&mut report.results, &all);
     let ending = Ending {
         whole: true,
+        accept: args.accept,
         partition: None,
         store: None,
         filtered_out: 0,
@@ -83,7 +89,6 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
         )],
     };
     let outputs = Outputs {
-        accept: args.accept,
         junit: args.junit,
         profile_junit: true,
         record_out: None,

@@ -206,6 +206,7 @@ pub fn run(args: TestArgs) -> Result<(), Error> {
         .partition(args.partition)
         .max_fail(max_fail)
         .cache(args.cache.settings(&session.config))
+        .accept(args.accept)
         .build(&session);
     if args.list {
         // Like libtest, `--list` shows ignored tests too (marked), unless `--ignored` asks for
@@ -242,7 +243,6 @@ pub fn run(args: TestArgs) -> Result<(), Error> {
     }
     let report = runner.run(&mut |event| runner::Reporter::event(&mut reporter, event));
     let outputs = Outputs {
-        accept: args.accept,
         junit: args.junit,
         profile_junit: true,
         record_out: args.record_out,

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::report::progress::AnswerMeter;
+use sqlgate::config::Threshold;
+use sqlgate::gate::judge::format_metric;
 use sqlgate::gate::run::Event;
 use sqlgate::gate::{TestResult, TestStatus};
 use sqlgate::report::plural;
@@ -203,6 +205,9 @@ impl TerminalReporter {
         if result.known_failure {
             line.push_str(" (known failure)");
         }
+        if let Some(threshold) = result.threshold {
+            line.push_str(&gate_value(result.status, result.value, threshold));
+        }
         line
     }
 
@@ -225,6 +230,19 @@ impl TerminalReporter {
                 }
             }
         }
+    }
+}
+
+/// A gate's value beside its threshold: `  0.765 >= 0.6` when it holds, `  0.512, needs >= 0.6`
+/// when it does not.
+fn gate_value(status: TestStatus, value: Option<f64>, threshold: Threshold) -> String {
+    match (status, value) {
+        (TestStatus::Passed, Some(value)) => format!("  {} {threshold}", format_metric(value)),
+        (TestStatus::Failed, Some(value)) => {
+            format!("  {}, needs {threshold}", format_metric(value))
+        }
+        (TestStatus::Failed, None) => format!("  not computed, needs {threshold}"),
+        _ => format!("  needs {threshold}"),
     }
 }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::support::{repo, shared_data, sqlgate};
+use sqlgate_test_support::skip::without_tool;
 
 fn wordnet_installed() -> bool {
     let dir = std::env::var_os("SQLGATE_WORDNET")
@@ -15,7 +16,7 @@ fn wordnet_installed() -> bool {
         .unwrap_or_else(|| PathBuf::from("/usr/share/wordnet"));
     let found = dir.join("index.noun").is_file();
     if !found {
-        eprintln!("skipping: WordNet 3.0 not found (apt-get install wordnet-base)");
+        without_tool("WordNet 3.0 (apt-get install wordnet-base)");
     }
     found
 }
@@ -151,7 +152,6 @@ fn defog_clones_keep_every_gold_result_and_reruns_are_identical() {
         return;
     }
     let Some(data) = shared_data() else {
-        eprintln!("skipping: shared data absent");
         return;
     };
     let gold = data.join("defog/questions.csv");

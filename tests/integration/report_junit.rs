@@ -12,6 +12,7 @@ use sqlgate::gate::{SuiteSummary, TestKind, TestResult, TestStatus};
 use sqlgate::report::junit;
 use sqlgate_eval::loaders::{self, Answer, LoadOptions, SourceRef};
 use sqlgate_eval::metrics::ex::Verdict;
+use sqlgate_test_support::skip::without_tool;
 
 use crate::support::{demo, repo};
 
@@ -337,7 +338,7 @@ fn xmllint(document: &Path) -> Option<std::process::Output> {
     match output {
         Ok(output) => Some(output),
         Err(_) => {
-            eprintln!("note: xmllint is not installed (apt-get install libxml2-utils); schema check skipped");
+            without_tool("xmllint (apt-get install libxml2-utils)");
             None
         }
     }
@@ -398,7 +399,7 @@ fn junitparser_reads_every_case() {
         .args(["-c", "import junitparser"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("note: python3 with junitparser is not installed (pip install junitparser); check skipped");
+        without_tool("python3 with junitparser (pip install junitparser)");
         return;
     }
     let output = Command::new("python3")

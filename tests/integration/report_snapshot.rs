@@ -9,6 +9,7 @@ use sqlgate::gate::snapshot::{self, normalize_sql, SnapshotEntry};
 use sqlgate_eval::loaders::{self, Answer, LoadOptions};
 
 use crate::support::{demo, sqlgate};
+use sqlgate_test_support::skip::without_tool;
 
 fn entry(name: &str, passed: bool, verdict: &str, ex: &str, sql: Option<&str>) -> SnapshotEntry {
     SnapshotEntry {
@@ -380,7 +381,7 @@ fn cargo_insta(root: &Path, args: &[&str]) -> String {
 #[test]
 fn cargo_insta_finds_and_accepts_pending_snapshots_unchanged() {
     if !cargo_insta_available() {
-        eprintln!("note: cargo-insta is not installed (cargo install cargo-insta); check skipped");
+        without_tool("cargo-insta (cargo install --locked cargo-insta)");
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");

@@ -1,5 +1,6 @@
-//! Tests that need `../shared/data` skip visibly where it is absent, and fail where it is
-//! expected (`SQLGATE_REQUIRE_SHARED_DATA`, set by `.ci/run`).
+//! Tests that need `../shared/data` skip visibly where it is absent (each skip printed, and
+//! counted when the binary exits), and fail where it is expected (`SQLGATE_REQUIRE_SHARED_DATA`,
+//! set by `.ci/run`).
 
 use std::process::Command;
 
@@ -36,6 +37,10 @@ fn absent_data_skips_visibly_unless_required() {
     assert!(
         text.contains("skipped: shared_data::probe_for_shared_data needs"),
         "the skip is printed past libtest's capture: {text}"
+    );
+    assert!(
+        text.contains("note: 1 check was skipped, lacking: "),
+        "the binary's skips are counted as it exits: {text}"
     );
     let (passed, _) = probe(Some("0"));
     assert!(passed);

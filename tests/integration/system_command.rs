@@ -260,7 +260,7 @@ fn children_left_running_after_answering_are_killed_and_the_answer_kept() {
 #[cfg(target_os = "linux")]
 fn children_that_left_the_process_group_are_killed_too() {
     if !Path::new("/usr/bin/setsid").exists() && !Path::new("/bin/setsid").exists() {
-        eprintln!("skipped: no setsid");
+        sqlgate_test_support::skip::without_tool("setsid (util-linux)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,7 @@
 //! eviction removes those that killed runs left (an hour old).
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -41,6 +42,9 @@ pub struct Store {
     too_large: AtomicUsize,
     hits: AtomicUsize,
     writes: AtomicUsize,
+    /// Entry paths this process wrote: a later hit on one is work shared within the run, not
+    /// work an earlier run left.
+    written: Mutex<HashSet<PathBuf>>,
 }
 
 impl Store {
@@ -56,6 +60,7 @@ impl Store {
             too_large: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
+            written: Mutex::new(HashSet::new()),
         }
     }
 
@@ -99,14 +104,32 @@ impl Store {
         self.writes.fetch_add(1, Ordering::Relaxed);
         let mut content = self.header().into_bytes();
         content.extend_from_slice(body);
-        if let Err(error) = write_atomically(&self.entry_path(kind, key), &content) {
-            let mut failures = self
-                .write_failures
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            failures.0 += 1;
-            failures.1.get_or_insert_with(|| error.to_string());
+        let path = self.entry_path(kind, key);
+        match write_atomically(&path, &content) {
+            Ok(()) => {
+                self.written
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(path);
+            }
+            Err(error) => {
+                let mut failures = self
+                    .write_failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                failures.0 += 1;
+                failures.1.get_or_insert_with(|| error.to_string());
+            }
         }
+    }
+
+    /// Whether this process wrote the entry under `key` of `kind`.
+    pub fn written_by_this_run(&self, kind: &str, key: &str) -> bool {
+        let path = self.entry_path(kind, key);
+        self.written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&path)
     }
 
     /// The SHA-256 of a file's content and of its `-wal` file when there is one (a database

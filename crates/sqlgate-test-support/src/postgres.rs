@@ -2,10 +2,9 @@
 //! user, `pg_ctl` on a free port of 127.0.0.1, stopped when dropped (also while a panic
 //! unwinds) or, for the shared server of a test binary, when the process exits.
 //!
-//! Where PostgreSQL is not installed the caller skips and a `skipped:` line is printed, unless
-//! `SQLGATE_REQUIRE_SHARED_DATA` is set (as under CI), in which case this panics.
+//! Where PostgreSQL is not installed the caller skips, counted by [`crate::skip`], unless
+//! `SQLGATE_REQUIRE_TOOLS` is set (as under CI), in which case this panics.
 
-use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,7 +29,9 @@ impl PgServer {
     /// Starts a new empty server, or `None` (printed as skipped) when PostgreSQL is missing.
     pub fn start() -> Option<PgServer> {
         let Some(bin) = binaries() else {
-            skip("PostgreSQL (initdb, pg_ctl, psql, pg_dump: Debian's `postgresql` package)");
+            crate::skip::without_tool(
+                "PostgreSQL (initdb, pg_ctl, psql, pg_dump: Debian's `postgresql` package)",
+            );
             return None;
         };
         // SAFETY: geteuid has no preconditions.
@@ -238,19 +239,6 @@ fn binaries() -> Option<PathBuf> {
         return Some(dir);
     }
     std::env::split_paths(&std::env::var_os("PATH")?).find(|dir| has_all(dir))
-}
-
-fn skip(what: &str) {
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("a test")
-        .to_string();
-    assert!(
-        !super::required(),
-        "{test}: {what} is missing and {} is set",
-        super::REQUIRE_SHARED_DATA
-    );
-    let _ = writeln!(std::io::stderr(), "skipped: {test} needs {what}");
 }
 
 /// Makes `dir` the OS user `user`'s, so the server (which refuses to run as root) can use it.

@@ -97,7 +97,6 @@ impl Harness {
         // A process running part of the plan (nextest runs one test per process) leaves the
         // run's reports to its runner.
         let outputs = Outputs {
-            accept: false,
             junit: None,
             profile_junit: ending.whole,
             record_out: None,

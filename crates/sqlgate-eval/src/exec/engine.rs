@@ -130,6 +130,7 @@ pub struct Engine {
 struct Counts {
     executed: AtomicUsize,
     from_disk: AtomicUsize,
+    shared_in_run: AtomicUsize,
 }
 
 /// How much work an engine did and how much it found done.
@@ -139,8 +140,11 @@ pub struct EngineStats {
     pub distinct: usize,
     /// Of those, executed on a database.
     pub executed: usize,
-    /// Of those, read from the on-disk cache.
+    /// Of those, read from the on-disk cache as an earlier run left it.
     pub from_disk: usize,
+    /// Of those, read from the on-disk cache where another engine of this run (another
+    /// suite's) had put it.
+    pub shared_in_run: usize,
 }
 
 impl Engine {
@@ -188,6 +192,7 @@ impl Engine {
                 .len(),
             executed: self.counts.executed.load(Ordering::Relaxed),
             from_disk: self.counts.from_disk.load(Ordering::Relaxed),
+            shared_in_run: self.counts.shared_in_run.load(Ordering::Relaxed),
         }
     }
 
@@ -254,13 +259,18 @@ impl Engine {
         };
         // Other threads asking for the same query wait for it instead of executing it again.
         cell.get(|| {
-            if let Some(stored) = self
+            if let Some(cached) = self
                 .disk
                 .as_ref()
                 .and_then(|d| d.get(db, sql, &self.limits))
             {
-                self.counts.from_disk.fetch_add(1, Ordering::Relaxed);
-                return stored;
+                let count = if cached.this_run {
+                    &self.counts.shared_in_run
+                } else {
+                    &self.counts.from_disk
+                };
+                count.fetch_add(1, Ordering::Relaxed);
+                return cached.execution;
             }
             let (execution, unchanged) = self.execute_checked(db, sql, source);
             self.counts.executed.fetch_add(1, Ordering::Relaxed);

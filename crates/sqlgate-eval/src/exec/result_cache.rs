@@ -34,11 +34,14 @@ impl ResultCache {
     }
 
     /// The stored execution of `sql` on `db` under `limits`.
-    pub fn get(&self, db: &Path, sql: &str, limits: &Limits) -> Option<Execution> {
+    pub fn get(&self, db: &Path, sql: &str, limits: &Limits) -> Option<Cached> {
         let key = self.key(db, sql, limits)?;
         let body = self.store.get(KIND, &key)?;
         let stored: Stored = serde_json::from_slice(&body).ok()?;
-        Some(stored.into_execution())
+        Some(Cached {
+            execution: stored.into_execution(),
+            this_run: self.store.written_by_this_run(KIND, &key),
+        })
     }
 
     /// The database's stamp when the cache hashed its content: a result read at another
@@ -72,6 +75,14 @@ impl ResultCache {
         ));
         Some(hasher.hex())
     }
+}
+
+/// A result found in the cache.
+pub struct Cached {
+    /// The execution as stored.
+    pub execution: Execution,
+    /// Whether this run stored it (another suite of the run needed it first).
+    pub this_run: bool,
 }
 
 #[derive(Serialize, Deserialize)]

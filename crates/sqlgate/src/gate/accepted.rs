@@ -97,6 +97,7 @@ impl AcceptedSnapshots {
                 diff_text,
                 diff,
                 action,
+                first: accepted.is_none(),
             });
         }
         Ok(outcomes)
@@ -114,6 +115,8 @@ pub struct SnapshotOutcome {
     pub diff_text: String,
     /// Whether the snapshot was left alone, accepted, or written as pending.
     pub action: SnapshotAction,
+    /// No snapshot of the suite had been accepted before this run.
+    pub first: bool,
 }
 
 /// What was done with a suite's snapshot.

@@ -181,6 +181,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         reply_truncated: run.reply_truncated,
         known_failure,
         threshold: None,
+        value: None,
     }
 }
 
@@ -474,6 +475,7 @@ fn gate_result(
     if let Ok(v) = value {
         properties.insert(label.to_string(), format_metric(v));
     }
+    let value = value.ok();
     TestResult {
         name,
         suite: suite.name.clone(),
@@ -495,6 +497,7 @@ fn gate_result(
         reply_truncated: false,
         known_failure: false,
         threshold: Some(threshold),
+        value,
     }
 }
 

@@ -80,6 +80,9 @@ pub struct TestResult {
     /// A gate's threshold (also its `threshold` property).
     #[serde(skip)]
     pub threshold: Option<Threshold>,
+    /// A gate's value, when it could be computed (also the property named by its metric).
+    #[serde(skip)]
+    pub value: Option<f64>,
 }
 
 impl TestResult {
@@ -108,6 +111,7 @@ impl TestResult {
             reply_truncated: false,
             known_failure: false,
             threshold: None,
+            value: None,
         }
     }
 

@@ -62,8 +62,10 @@ pub struct Work {
     pub distinct_queries: usize,
     /// Of those, executed on a database.
     pub executed: usize,
-    /// Of those, results read from the cache.
+    /// Of those, results read from the cache as an earlier run left them.
     pub from_disk: usize,
+    /// Of those, results another suite of this run had executed and cached.
+    pub shared_in_run: usize,
 }
 
 impl RunReport {
@@ -76,15 +78,35 @@ impl RunReport {
     }
 }
 
-/// Runs the selected tests. `accepted[suite]` maps case test names to their correctness in the
-/// accepted snapshot.
+/// What each case is judged against.
+#[derive(Debug, Clone, Copy)]
+pub enum Baseline<'a> {
+    /// Per suite: case test name -> correct in the accepted snapshot.
+    Accepted(&'a [HashMap<String, bool>]),
+    /// The outcomes this run accepts (`--accept` over every test): a wrong answer is a known
+    /// failure, as the next run will judge it.
+    ThisRun,
+}
+
+impl Baseline<'_> {
+    /// Whether the case of `run`, in suite number `suite`, was correct in the baseline (`None`:
+    /// not in it).
+    pub fn of(&self, suite: usize, run: &CaseRun) -> Option<bool> {
+        match self {
+            Baseline::Accepted(accepted) => accepted[suite].get(&run.test).copied(),
+            Baseline::ThisRun => Some(run.correct()),
+        }
+    }
+}
+
+/// Runs the selected tests, judging each case against `baseline`.
 /// With a `store`, query results and unchanged cases' verdicts come from earlier runs and go to
 /// later ones.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     suites: &[SuitePlan],
     tests: &[TestDesc],
-    accepted: &[HashMap<String, bool>],
+    baseline: Baseline<'_>,
     answers: &AnswerFn<'_>,
     max_fail: Option<usize>,
     store: Option<&Arc<Store>>,
@@ -140,7 +162,7 @@ pub fn run(
             &needed,
             &replies,
             &selected_cases,
-            &accepted[index],
+            &|run: &CaseRun| baseline.of(index, run),
             &engine,
             reuse.as_ref(),
             &stop,
@@ -159,6 +181,7 @@ pub fn run(
         report.work.distinct_queries += stats.distinct;
         report.work.executed += stats.executed;
         report.work.from_disk += stats.from_disk;
+        report.work.shared_in_run += stats.shared_in_run;
         let (metrics, gate_results) = if complete {
             conclude_suite(suite, &gates, &runs)
         } else {
@@ -256,7 +279,7 @@ fn evaluate(
     needed: &[usize],
     replies: &[Answered],
     selected: &BTreeSet<usize>,
-    accepted: &HashMap<String, bool>,
+    baseline: &(dyn Fn(&CaseRun) -> Option<bool> + Sync),
     engine: &Engine,
     reuse: Option<&Reuse<'_>>,
     stop: &StopAfter,
@@ -288,7 +311,7 @@ fn evaluate(
                     };
                     let result = selected
                         .contains(&case)
-                        .then(|| judge::judge_case(suite, &run, accepted.get(&run.test).copied()));
+                        .then(|| judge::judge_case(suite, &run, baseline(&run)));
                     if result
                         .as_ref()
                         .is_some_and(|r| r.status == TestStatus::Failed)

@@ -23,7 +23,7 @@ use super::answerer::{AnswerProgressFn, Answerer};
 use super::judge;
 use super::plan::{self, SuitePlan, TestDesc, TestKind};
 use super::record::{CaseRecord, MergedRun, RunInputs, SuiteRecord};
-use super::run::{self, RunReport};
+use super::run::{self, Baseline, RunReport};
 
 /// A gate session, by job: what was loaded (the configuration, the profile, the suites'
 /// plans), what answers (the [`Answerer`]: systems, cassette, throttle), and what the run ends
@@ -82,6 +82,11 @@ impl Session {
             answerer,
             snapshots,
         })
+    }
+
+    /// Whether the system replays a predictions file (it has no cassette to record into).
+    pub fn replays(&self) -> bool {
+        self.answerer.cassette().is_none()
     }
 
     /// The name of the system answering (`custom` for a Rust user's own).
@@ -201,13 +206,14 @@ impl Session {
         self.answerer.recorded_answers()
     }
 
-    /// The report of a run put together from its shards: each case judged against the
-    /// accepted snapshot, then every suite's metrics and gates. The shards' recorded answers
+    /// The report of a run put together from its shards: each case judged against
+    /// `baseline`, then every suite's metrics and gates. The shards' recorded answers
     /// go to the cassette.
     pub fn merged_report(
         &self,
         merged: MergedRun,
         tests: &[TestDesc],
+        baseline: Baseline<'_>,
     ) -> Result<RunReport, InputError> {
         if let Some(cassette) = self.answerer.cassette() {
             // The shards looked these answers up: an accepting merge keeps them.
@@ -242,7 +248,7 @@ impl Session {
                     .iter()
                     .any(|t| t.suite == index && t.kind == TestKind::Case(run.case_index));
                 if selected {
-                    let accepted = self.accepted()[index].get(&run.test).copied();
+                    let accepted = baseline.of(index, run);
                     report.results.push(judge::judge_case(suite, run, accepted));
                 }
             }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use sqlgate_eval::error::OutputError;
 use sqlgate_eval::store::Store;
 
-use crate::gate::accepted::SnapshotAction;
 use crate::gate::partition::Partition;
 use crate::gate::record::RunRecord;
 use crate::gate::run::RunReport;
@@ -26,6 +25,8 @@ use super::Reporter;
 pub struct Ending {
     /// Every runnable test ran: the snapshots are compared.
     pub whole: bool,
+    /// Accept the run's outcomes as the new snapshots (its cases were judged against them).
+    pub accept: bool,
     /// The shard this run was, if any.
     pub partition: Option<Partition>,
     /// The cache the run read and kept verdicts in.
@@ -47,8 +48,6 @@ pub enum Stream {
 
 /// What a finished run writes, besides its events.
 pub struct Outputs {
-    /// Accept the run's outcomes as the new snapshots.
-    pub accept: bool,
     /// JUnit XML here (else the profile's `junit`, if any).
     pub junit: Option<PathBuf>,
     /// Also the profile's `junit`: a run that leaves the report to its runner (nextest's one
@@ -80,9 +79,9 @@ impl Ending {
             };
             record.write(path)?;
         }
-        let finished = session.finish(report, self.whole, outputs.accept)?;
+        let finished = session.finish(report, self.whole, self.accept)?;
         let mut notes: Vec<String> = session.asked().iter().map(notes::asking).collect();
-        notes.extend(notes::missing_answers(&report.results));
+        notes.extend(notes::missing_answers(&report.results, session.replays()));
         notes.extend(notes::replies(&report.results));
         notes.extend(
             session
@@ -117,20 +116,9 @@ impl Ending {
             let path = session
                 .snapshot_dir()
                 .join(format!("{}.snap", outcome.suite));
-            let note = match outcome.action {
-                SnapshotAction::Unchanged => continue,
-                SnapshotAction::Accepted => format!("snapshot accepted: {}", path.display()),
-                SnapshotAction::Pending => format!(
-                    "snapshot differs: review {}.new with `cargo insta review`, or accept with \
-                     `sqlgate test --accept`",
-                    path.display()
-                ),
-                SnapshotAction::Differs => format!(
-                    "snapshot differs from {} (CI: nothing pending written)",
-                    path.display()
-                ),
-            };
-            notes.push(format!("{note}\n{}", outcome.diff_text.trim_end()));
+            if let Some(note) = notes::snapshot(outcome, &path) {
+                notes.push(note);
+            }
         }
         let summaries: Vec<SuiteSummary> = session
             .suites

@@ -14,7 +14,7 @@ use sqlgate_eval::store::{self, Store};
 use crate::config::Config;
 use crate::gate::partition::Partition;
 use crate::gate::plan::{TestDesc, TestKind};
-use crate::gate::run::{self, Event, RunReport};
+use crate::gate::run::{self, Baseline, Event, RunReport};
 use crate::gate::session::Session;
 use crate::gate::TestResult;
 
@@ -115,6 +115,7 @@ pub struct TestRunnerBuilder<'a> {
     partition: Option<Partition>,
     max_fail: Option<usize>,
     cache: Option<CacheSettings>,
+    accept: bool,
 }
 
 impl Default for TestRunnerBuilder<'_> {
@@ -124,6 +125,7 @@ impl Default for TestRunnerBuilder<'_> {
             partition: None,
             max_fail: None,
             cache: None,
+            accept: false,
         }
     }
 }
@@ -164,6 +166,14 @@ impl<'a> TestRunnerBuilder<'a> {
         self
     }
 
+    /// The run will accept its outcomes as the snapshots (`--accept`): when it runs every test,
+    /// each case is judged against the outcome it accepts, so a wrong answer is a known failure
+    /// (its [`Ending`] accepts them).
+    pub fn accept(mut self, accept: bool) -> Self {
+        self.accept = accept;
+        self
+    }
+
     /// The runner of `session`'s tests as chosen.
     pub fn build(self, session: &Session) -> TestRunner<'_> {
         let all = session.tests();
@@ -192,6 +202,7 @@ impl<'a> TestRunnerBuilder<'a> {
             partition: self.partition,
             max_fail: self.max_fail,
             store,
+            accept: self.accept,
         }
     }
 }
@@ -207,6 +218,8 @@ pub struct TestRunner<'s> {
     partition: Option<Partition>,
     max_fail: Option<usize>,
     store: Option<Arc<Store>>,
+    /// The run accepts its outcomes as the snapshots.
+    accept: bool,
 }
 
 impl TestRunner<'_> {
@@ -230,10 +243,15 @@ impl TestRunner<'_> {
     pub fn run(&self, on_event: &mut dyn FnMut(Event<'_>)) -> RunReport {
         let session = self.session;
         let answers = |suite: usize, cases: &[usize]| session.answers(suite, cases);
+        let baseline = if self.accept && self.whole() {
+            Baseline::ThisRun
+        } else {
+            Baseline::Accepted(session.accepted())
+        };
         let mut report = run::run(
             &session.suites,
             &self.selected,
-            session.accepted(),
+            baseline,
             &answers,
             self.max_fail,
             self.store.as_ref(),
@@ -248,11 +266,16 @@ impl TestRunner<'_> {
         report
     }
 
+    /// Whether every runnable test runs: snapshots compare (and accept) whole suites only.
+    fn whole(&self) -> bool {
+        self.selected.len() == self.all.iter().filter(|t| !t.ignored).count()
+    }
+
     /// How this run ends: what it covered and the cache it kept.
     pub fn ending(&self) -> Ending {
         Ending {
-            // Snapshots compare whole suites only.
-            whole: self.selected.len() == self.all.iter().filter(|t| !t.ignored).count(),
+            whole: self.whole(),
+            accept: self.accept,
             partition: self.partition,
             store: self.store.clone(),
             filtered_out: self.all.len() - self.selected.len() - self.ignored.len(),

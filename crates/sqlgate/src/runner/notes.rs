@@ -2,9 +2,11 @@
 //! without answers, replies cut short.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use sqlgate_llm::throttle::Asked;
 
+use crate::gate::accepted::{SnapshotAction, SnapshotOutcome};
 use crate::gate::plan::TestKind;
 use crate::gate::run::{RunReport, Work};
 use crate::gate::{TestResult, TestStatus};
@@ -48,9 +50,13 @@ pub(super) fn asking(asked: &Asked) -> String {
 
 /// How much of the run's work was found done: reused verdicts and cached results.
 pub(super) fn work(work: &Work) -> String {
+    let shared = match work.shared_in_run {
+        0 => String::new(),
+        n => format!(", {n} shared within this run"),
+    };
     format!(
         "reused {} of {} (inputs unchanged since an earlier run); {} distinct queries: {} \
-         executed, {} results from the cache",
+         executed{shared}, {} results from an earlier run's cache",
         work.reused,
         plural(work.cases, "case verdict"),
         work.distinct_queries,
@@ -124,8 +130,9 @@ pub(super) fn replies(results: &[TestResult]) -> Vec<String> {
     notes
 }
 
-/// Says plainly how many cases had no answer at all, and what to do about it.
-pub(super) fn missing_answers(results: &[TestResult]) -> Vec<String> {
+/// Says plainly how many cases had no answer at all, and what to do about it. A replay
+/// system (`replays`) answers from its predictions file, not a cassette.
+pub(super) fn missing_answers(results: &[TestResult], replays: bool) -> Vec<String> {
     let count = |kinds: &[SystemErrorKind]| {
         results
             .iter()
@@ -135,12 +142,20 @@ pub(super) fn missing_answers(results: &[TestResult]) -> Vec<String> {
     let mut notes = Vec::new();
     let not_recorded = count(&[SystemErrorKind::NotRecorded]);
     if not_recorded > 0 {
+        let answers = plural(not_recorded, "answer");
         let verb = if not_recorded == 1 { "is" } else { "are" };
-        notes.push(format!(
-            "{} {verb} not in the cassette (the system's fingerprint changed: its model, prompt, \
-             settings or passed-through environment?); record with `sqlgate test --record new`",
-            plural(not_recorded, "answer")
-        ));
+        notes.push(if replays {
+            format!(
+                "{answers} {verb} missing from the predictions file: those cases fail; add \
+                 their predictions to the file"
+            )
+        } else {
+            format!(
+                "{answers} {verb} not in the cassette (the system's fingerprint changed: its \
+                 model, prompt, settings or passed-through environment?); record with \
+                 `sqlgate test --record new`"
+            )
+        });
     }
     let not_asked = count(&[SystemErrorKind::Unavailable]);
     if not_asked > 0 {
@@ -164,4 +179,46 @@ pub(super) fn missing_answers(results: &[TestResult]) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// What became of a suite's snapshot `path`, and what to do next; `None` when it matched. A
+/// suite's first run has nothing to differ from: it says how a baseline is made instead.
+pub(super) fn snapshot(outcome: &SnapshotOutcome, file: &Path) -> Option<String> {
+    let path = file.display();
+    let note = match (outcome.action, outcome.first) {
+        (SnapshotAction::Unchanged, _) => return None,
+        (SnapshotAction::Accepted, _) => format!("snapshot accepted: {path}; commit it"),
+        (SnapshotAction::Pending, true) => {
+            return Some(format!(
+                "no snapshot accepted yet for `{}`: until one is, every wrong answer fails. If \
+                 this run shows the system as it is today, `sqlgate test --accept` makes it the \
+                 baseline ({path}, to commit); this run's is in {path}.new",
+                outcome.suite
+            ))
+        }
+        (SnapshotAction::Differs, true) => {
+            return Some(format!(
+                "no accepted snapshot {path} in this checkout (CI: nothing pending written): \
+                 every wrong answer fails; run `sqlgate test --accept` where you work and commit \
+                 the snapshot"
+            ))
+        }
+        (SnapshotAction::Pending, false) if in_cargo_project(file) => format!(
+            "snapshot differs: review {path}.new with `cargo insta review`, or accept with \
+             `sqlgate test --accept`"
+        ),
+        (SnapshotAction::Pending, false) => format!(
+            "snapshot differs: the diff below is also in {path}.new; accept it with `sqlgate \
+             test --accept`"
+        ),
+        (SnapshotAction::Differs, false) => {
+            format!("snapshot differs from {path} (CI: nothing pending written)")
+        }
+    };
+    Some(format!("{note}\n{}", outcome.diff_text.trim_end()))
+}
+
+/// Whether `cargo insta review` can find `file`: it looks in the Cargo project around it.
+fn in_cargo_project(file: &Path) -> bool {
+    file.ancestors().any(|dir| dir.join("Cargo.toml").is_file())
 }

@@ -460,7 +460,9 @@ pub fn for_tests() -> Option<&'static WordNet> {
         .get_or_init(|| match WordNet::open(&WordNet::locate(None)) {
             Ok(wordnet) => Some(wordnet),
             Err(e) => {
-                eprintln!("skipping: {e}");
+                sqlgate_test_support::skip::without_tool(&format!(
+                    "WordNet 3.0 (apt-get install wordnet-base): {e}"
+                ));
                 None
             }
         })
