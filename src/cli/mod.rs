@@ -3,6 +3,7 @@
 mod calibrate;
 mod generate;
 mod generator_client;
+mod init;
 mod merge;
 mod para;
 mod schema_db;
@@ -34,6 +35,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Start gating your own benchmark: write `sqlgate.toml`, a GitHub workflow and
+    /// `.gitignore`'s entry, then print the steps to a committed baseline.
+    Init(init::InitArgs),
     /// Run every case, mutant and threshold of `sqlgate.toml` as a named test.
     Test(test::TestArgs),
     /// Gate a run from its shards' run records (`sqlgate test --partition ... --record-out`).
@@ -65,6 +69,7 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Init(args) => init::run(args),
         Command::Test(args) => test::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Score(args) => score::run(args),

@@ -8,6 +8,7 @@ mod llm_support;
 mod support;
 
 mod calibrate;
+mod cli_init;
 mod cli_score;
 mod etm_reference;
 mod exit_codes;

@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::repo;
+use crate::support::{repo, sqlgate};
 use sqlgate_test_support::skip::without_tool;
 
 fn actionlint(dir: &Path) -> Option<std::process::Output> {
@@ -54,6 +54,38 @@ fn workflows_and_action_pass_actionlint() {
     assert!(
         !output.status.success() && report.contains("profil"),
         "{report}"
+    );
+}
+
+/// The workflow `sqlgate init` writes into a team's repository passes actionlint as the
+/// repository's own do, and splices no expression into a script.
+#[test]
+fn the_workflow_init_writes_passes_actionlint() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .status();
+    assert!(init.expect("git runs").success());
+    sqlgate()
+        .args(["init", "--benchmark"])
+        .arg(crate::support::demo("suite.toml"))
+        .current_dir(dir.path())
+        .run()
+        .assert_success();
+    let workflow = std::fs::read_to_string(dir.path().join(".github/workflows/sqlgate.yml"))
+        .expect("init wrote the workflow");
+    for script in run_scripts(&workflow) {
+        assert!(!script.contains("${{"), "spliced into a script:\n{script}");
+    }
+    let Some(output) = actionlint(dir.path()) else {
+        return;
+    };
+    assert!(
+        output.status.success(),
+        "{}{}\n{workflow}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
     );
 }
 

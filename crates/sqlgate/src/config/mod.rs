@@ -202,7 +202,12 @@ impl Config {
                     )
                 }),
             None => self.systems.first().ok_or_else(|| {
-                ConfigError::file(&self.path, "no [[system]]: nothing answers the questions")
+                ConfigError::file(
+                    &self.path,
+                    "no [[system]]: nothing answers the questions; configure one: a `replay` \
+                     of a predictions file, or a `command`, `http` or `openai` system \
+                     (docs/systems.md)",
+                )
             }),
         }
     }

@@ -50,7 +50,17 @@ impl Session {
         record: Option<RecordMode>,
         system: Option<Arc<dyn System>>,
     ) -> Result<Session, Error> {
-        let config = Config::load(config_path)?;
+        Session::with_config(Config::load(config_path)?, profile_name, record, system)
+    }
+
+    /// Opens a session on a configuration already read (`sqlgate init` measures the one it is
+    /// about to write), as [`Session::open`] does.
+    pub fn with_config(
+        config: Config,
+        profile_name: &str,
+        record: Option<RecordMode>,
+        system: Option<Arc<dyn System>>,
+    ) -> Result<Session, Error> {
         let profile = config.profile(profile_name)?;
         let suites = super::setup::suites(&config, &profile)?;
         let record = match record {
