@@ -102,8 +102,8 @@ impl Action {
     /// Runs the release workflow's packing step on `binary`, built for `target` where the
     /// workflow's build step leaves it; returns the folder it uploads.
     fn release(&self, target: &str, binary: &Path) -> PathBuf {
-        let workflow = std::fs::read_to_string(repo().join(".github/workflows/release.yml"))
-            .expect("reads");
+        let workflow =
+            std::fs::read_to_string(repo().join(".github/workflows/release.yml")).expect("reads");
         let pack = script_containing(&workflow, "install.sh pack");
         let built = self.root().join("target").join(target).join("dist");
         std::fs::create_dir_all(&built).expect("mkdir");
@@ -170,7 +170,13 @@ fn file_names(dir: &Path) -> Vec<String> {
         return Vec::new();
     };
     let mut names: Vec<String> = entries
-        .map(|entry| entry.expect("lists").file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            entry
+                .expect("lists")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     names.sort();
     names
@@ -264,7 +270,10 @@ fn a_pinned_release_installs_without_a_build() {
     );
     let checksum = sha256_hex(&std::fs::read(assets.join(&archive)).expect("reads"));
     let sha256_file = std::fs::read_to_string(assets.join(format!("{archive}.sha256")));
-    assert_eq!(sha256_file.expect("reads"), format!("{checksum}  {archive}\n"));
+    assert_eq!(
+        sha256_file.expect("reads"),
+        format!("{checksum}  {archive}\n")
+    );
     let pin = std::fs::read_to_string(assets.join(format!("{target}.pin"))).expect("reads");
     assert_eq!(pin, format!("{VERSION} {target} {checksum}\n"));
     action.pin(&pin);
@@ -275,7 +284,10 @@ fn a_pinned_release_installs_without_a_build() {
     assert_eq!(server.requests(), [format!("/v{VERSION}/{archive}")]);
     let root = action.install_root();
     let shown = root.display();
-    assert_eq!(install.github_output, format!("root={shown}\ninstalled=true\n"));
+    assert_eq!(
+        install.github_output,
+        format!("root={shown}\ninstalled=true\n")
+    );
     assert_eq!(install.github_path, format!("{shown}/bin\n"));
     assert_eq!(file_names(&root.join("bin")), ["sqlgate"]);
     assert!(install.scratch_left.is_empty(), "{install:#?}");
@@ -325,7 +337,10 @@ fn a_download_that_does_not_match_its_pin_is_refused() {
         "{stderr}"
     );
     assert_eq!(server.requests().len(), 1);
-    assert!(!install.github_output.contains("installed="), "{install:#?}");
+    assert!(
+        !install.github_output.contains("installed="),
+        "{install:#?}"
+    );
     assert_eq!(install.github_path, "");
     assert_eq!(file_names(&bin), ["sqlgate"]);
     let kept = std::fs::read_to_string(bin.join("sqlgate")).expect("reads");
@@ -344,7 +359,10 @@ fn a_missing_archive_falls_back_to_a_build() {
     assert!(install.output.status.success(), "{install:#?}");
     let root = action.install_root();
     let shown = root.display();
-    assert_eq!(install.github_output, format!("root={shown}\ninstalled=false\n"));
+    assert_eq!(
+        install.github_output,
+        format!("root={shown}\ninstalled=false\n")
+    );
     let stderr = install.stderr();
     assert!(
         stderr.contains("sqlgate: not installed: could not download") && stderr.contains("404"),
@@ -372,7 +390,9 @@ fn a_version_without_a_pin_falls_back_without_downloading() {
     assert!(install.github_output.ends_with("installed=false\n"));
     let stderr = install.stderr();
     assert!(
-        stderr.contains(&format!("not installed: no checksum pinned for {VERSION} {target}")),
+        stderr.contains(&format!(
+            "not installed: no checksum pinned for {VERSION} {target}"
+        )),
         "{stderr}"
     );
     assert_eq!(server.requests(), Vec::<String>::new());

@@ -95,7 +95,10 @@ fn action_installs_sqlgate_and_never_runs_cargo_run() {
     let build = script_containing(&action, "cargo install");
     assert!(build.contains("--locked") && build.contains("--path \"$GITHUB_ACTION_PATH\""));
     let key = script_containing(&action, "key=");
-    assert!(key.contains("source-hash") && key.contains("version"), "{key}");
+    assert!(
+        key.contains("source-hash") && key.contains("version"),
+        "{key}"
+    );
     assert!(gate_script().contains("\"$SQLGATE_BIN\" test"));
 }
 
