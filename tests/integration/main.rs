@@ -29,6 +29,7 @@ mod generate_tqa;
 mod harness_reuse;
 mod hostile_inputs;
 mod hostile_sql;
+mod install_script;
 mod llm_client;
 mod llm_openai;
 mod memory_budget;

@@ -1,10 +1,12 @@
 //! The composite action and the workflows: actionlint (skipped when absent), inputs reaching the
-//! script only through the environment, and the script itself run against a stub `cargo`.
+//! scripts only through the environment, how the action installs sqlgate, and its gate script
+//! run against a stub `sqlgate`. The install script itself: `install_script`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::workflow::{run_scripts, script_containing};
 use crate::support::{repo, sqlgate};
 use sqlgate_test_support::skip::without_tool;
 
@@ -89,77 +91,72 @@ fn the_workflow_init_writes_passes_actionlint() {
     );
 }
 
-/// The `run: |` blocks of a YAML file, de-indented.
-fn run_scripts(yaml: &str) -> Vec<String> {
-    let mut scripts = Vec::new();
-    let mut lines = yaml.lines().peekable();
-    while let Some(line) = lines.next() {
-        if line.trim_start() != "run: |" {
-            continue;
-        }
-        let key_indent = line.len() - line.trim_start().len();
-        let mut script = Vec::new();
-        while let Some(next) =
-            lines.next_if(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > key_indent)
-        {
-            script.push(next);
-        }
-        let indent = script
-            .iter()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| l.len() - l.trim_start().len())
-            .min();
-        let indent = indent.unwrap_or(0);
-        scripts.push(
-            script
-                .iter()
-                .map(|l| l.get(indent..).unwrap_or(""))
-                .collect::<Vec<_>>()
-                .join("\n")
-                + "\n",
-        );
-    }
-    scripts
-}
-
 #[test]
 fn inputs_reach_scripts_only_through_the_environment() {
-    for file in [
-        "action.yml",
-        ".github/workflows/sqlgate-demo.yml",
-        ".github/workflows/ci.yml",
-    ] {
-        let yaml = std::fs::read_to_string(repo().join(file)).expect("reads");
+    let mut files = vec![repo().join("action.yml")];
+    for entry in std::fs::read_dir(repo().join(".github/workflows")).expect("lists") {
+        files.push(entry.expect("lists").path());
+    }
+    assert!(files.len() >= 5, "the action and four workflows: {files:?}");
+    for file in files {
+        let yaml = std::fs::read_to_string(&file).expect("reads");
         for script in run_scripts(&yaml) {
             assert!(
                 !script.contains("${{"),
-                "{file}: an expression is spliced into a script:\n{script}"
+                "{}: an expression is spliced into a script:\n{script}",
+                file.display()
             );
         }
     }
+}
+
+/// The action's step that runs `sqlgate test` or `merge`.
+fn gate_script() -> String {
     let action = std::fs::read_to_string(repo().join("action.yml")).expect("reads");
-    assert_eq!(run_scripts(&action).len(), 1, "one script step");
+    script_containing(&action, "SQLGATE_COMMAND")
+}
+
+#[test]
+fn action_installs_sqlgate_and_never_runs_cargo_run() {
+    let action = std::fs::read_to_string(repo().join("action.yml")).expect("reads");
+    assert!(!action.contains("cargo run"), "{action}");
+    let install = "bash \"$GITHUB_ACTION_PATH/dist/install.sh\"\n";
+    assert!(run_scripts(&action).iter().any(|script| script == install));
+    // The fallback: a locked build of the action's own sources, keyed on them.
+    let build = script_containing(&action, "cargo install");
+    assert!(build.contains("--locked") && build.contains("--path \"$GITHUB_ACTION_PATH\""));
+    let key = script_containing(&action, "key=");
+    assert!(
+        key.contains("source-hash") && key.contains("version"),
+        "{key}"
+    );
+    assert!(gate_script().contains("\"$SQLGATE_BIN\" test"));
+}
+
+/// A stub `sqlgate` in a new `bin` folder of `dir` that records its arguments, one per line, in
+/// `dir/args`.
+fn stub_sqlgate(dir: &Path) -> std::path::PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let stub = bin.join("sqlgate");
+    std::fs::write(
+        &stub,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n",
+            dir.join("args").display()
+        ),
+    )
+    .expect("writes");
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    stub
 }
 
 #[test]
 fn action_script_passes_inputs_as_single_arguments() {
-    let action = std::fs::read_to_string(repo().join("action.yml")).expect("reads");
-    let script = run_scripts(&action).remove(0);
+    let script = gate_script();
     let dir = tempfile::tempdir().expect("temp dir");
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).expect("mkdir");
+    let sqlgate = stub_sqlgate(dir.path());
     let args_file = dir.path().join("args");
-    // A stub `cargo` that records its arguments, one per line.
-    std::fs::write(
-        bin.join("cargo"),
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n",
-            args_file.display()
-        ),
-    )
-    .expect("writes");
-    let executable = std::fs::Permissions::from_mode(0o755);
-    std::fs::set_permissions(bin.join("cargo"), executable).expect("chmod");
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).expect("mkdir");
     let output_file = dir.path().join("github_output");
@@ -168,16 +165,8 @@ fn action_script_passes_inputs_as_single_arguments() {
     let status = Command::new("bash")
         .args(["-e", "-c", &script])
         .current_dir(&work)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
         .env("GITHUB_OUTPUT", &output_file)
-        .env("GITHUB_ACTION_PATH", "/actions/sqlgate")
+        .env("SQLGATE_BIN", &sqlgate)
         .env("SQLGATE_PROFILE", hostile)
         .env("SQLGATE_JUNIT", "out/junit.xml")
         .env("SQLGATE_ARGS", "demo::  --no-fail-fast")
@@ -186,17 +175,11 @@ fn action_script_passes_inputs_as_single_arguments() {
     assert!(status.success());
     let work = work.canonicalize().expect("canonical");
     let junit = format!("{}/out/junit.xml", work.display());
-    let args = std::fs::read_to_string(&args_file).expect("cargo was called");
+    let args = std::fs::read_to_string(&args_file).expect("sqlgate was run");
     let args: Vec<&str> = args.lines().collect();
     assert_eq!(
         args,
         [
-            "run",
-            "--release",
-            "--locked",
-            "--manifest-path",
-            "/actions/sqlgate/Cargo.toml",
-            "--",
             "test",
             "--profile",
             hostile,
@@ -213,22 +196,10 @@ fn action_script_passes_inputs_as_single_arguments() {
 
 #[test]
 fn action_script_merges_the_run_records_its_glob_matches() {
-    let action = std::fs::read_to_string(repo().join("action.yml")).expect("reads");
-    let script = run_scripts(&action).remove(0);
+    let script = gate_script();
     let dir = tempfile::tempdir().expect("temp dir");
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).expect("mkdir");
+    let sqlgate = stub_sqlgate(dir.path());
     let args_file = dir.path().join("args");
-    std::fs::write(
-        bin.join("cargo"),
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n",
-            args_file.display()
-        ),
-    )
-    .expect("writes");
-    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod");
     let work = dir.path().join("work");
     std::fs::create_dir_all(work.join("shards")).expect("mkdir");
     for name in ["shard-2.json", "shard-1.json", "shard-$(touch pwned).json"] {
@@ -237,16 +208,8 @@ fn action_script_merges_the_run_records_its_glob_matches() {
     let status = Command::new("bash")
         .args(["-e", "-c", &script])
         .current_dir(&work)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
         .env("GITHUB_OUTPUT", dir.path().join("github_output"))
-        .env("GITHUB_ACTION_PATH", "/actions/sqlgate")
+        .env("SQLGATE_BIN", &sqlgate)
         .env("SQLGATE_PROFILE", "ci")
         .env("SQLGATE_JUNIT", "/tmp/junit.xml")
         .env("SQLGATE_ARGS", "")
@@ -255,11 +218,11 @@ fn action_script_merges_the_run_records_its_glob_matches() {
         .status()
         .expect("bash runs");
     assert!(status.success());
-    let args = std::fs::read_to_string(&args_file).expect("cargo was called");
+    let args = std::fs::read_to_string(&args_file).expect("sqlgate was run");
     let args: Vec<&str> = args.lines().collect();
-    assert_eq!(args[5..9], ["--", "merge", "--junit", "/tmp/junit.xml"]);
+    assert_eq!(args[..3], ["merge", "--junit", "/tmp/junit.xml"]);
     // Each record one argument (the glob's order follows the locale).
-    let mut records = args[9..].to_vec();
+    let mut records = args[3..].to_vec();
     records.sort_unstable();
     assert_eq!(
         records,

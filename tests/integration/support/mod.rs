@@ -2,6 +2,7 @@
 
 mod command;
 mod fixtures;
+pub mod workflow;
 
 pub use command::{sqlgate, Run, Sqlgate};
 pub use fixtures::{demo, demo_workspace, replace_prediction, repo};
