@@ -1,6 +1,7 @@
 //! The `sqlgate` command line.
 
 mod calibrate;
+mod diff;
 mod generate;
 mod generator_client;
 mod init;
@@ -42,6 +43,8 @@ enum Command {
     Test(test::TestArgs),
     /// Gate a run from its shards' run records (`sqlgate test --partition ... --record-out`).
     Merge(merge::MergeArgs),
+    /// Compare two run records (or snapshots): regressions, fixes, metric changes beyond noise.
+    Diff(diff::DiffArgs),
     /// Score a predictions file against a gold set, offline, like the official evaluators.
     Score(score::ScoreArgs),
     /// Generate a family of mutant cases from a benchmark, written to disk.
@@ -72,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::Init(args) => init::run(args),
         Command::Test(args) => test::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Diff(args) => diff::run(args),
         Command::Score(args) => score::run(args),
         Command::Generate(command) => generate::run(command),
         Command::Calibrate(args) => calibrate::run(args),

@@ -10,6 +10,7 @@ mod support;
 mod calibrate;
 mod cli_init;
 mod cli_score;
+mod diff;
 mod etm_reference;
 mod exit_codes;
 mod family_metrics;

@@ -11,8 +11,9 @@
 //!    the throttle)
 //! 3. `sqlgate` (this crate): `config`, then `system` (systems and their cassette), then
 //!    `error` ([`Error`]: every layer's errors and the one place exit codes are decided), then
-//!    `gate` (named tests, verdicts, snapshots), then `report` (JUnit, GitHub outputs), then
-//!    `runner` (the run built from a plan, and its one ending), then `harness` (libtest-mimic)
+//!    `gate` (named tests, verdicts, snapshots), then `diff` (two runs compared), then
+//!    `report` (JUnit, GitHub outputs), then `runner` (the run built from a plan, and its one
+//!    ending), then `harness` (libtest-mimic)
 //! 4. `sqlgate-generate`: the generators (mutants, JQE, TQA, paraphrases, calibration)
 //! 5. `sqlgate-cli`: the `sqlgate` command and its reporters
 //!
@@ -54,6 +55,8 @@ pub mod system;
 pub mod error;
 
 pub mod gate;
+
+pub mod diff;
 
 pub mod report;
 

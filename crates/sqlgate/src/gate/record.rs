@@ -37,6 +37,10 @@ pub struct CaseRecord {
     pub test: String,
     /// The case's index in its suite.
     pub case: usize,
+    /// The question has no SQL answer (correct means abstaining); such cases take no part in
+    /// the suite's means. Written so a record alone tells `sqlgate diff` what was correct.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub infeasible: bool,
     /// The execution verdict (correct, wrong, error...).
     pub verdict: Verdict,
     /// Execution accuracy under the suite's mode: 1 or 0.
@@ -96,6 +100,7 @@ impl CaseRecord {
         CaseRecord {
             test: run.test.clone(),
             case: run.case_index,
+            infeasible: !score.feasible,
             verdict: score.verdict,
             ex: score.ex,
             exact: score.exact,
@@ -186,7 +191,7 @@ impl CaseRecord {
 impl CaseRecord {
     /// Fields that no evaluation sets together: a record holding them was edited or corrupted,
     /// and which of them to believe cannot be told.
-    fn contradiction(&self) -> Option<String> {
+    pub fn contradiction(&self) -> Option<String> {
         let unit = |value: f64| (0.0..=1.0).contains(&value);
         if self.ex != 0.0 && self.ex != 1.0 {
             return Some(format!("ex = {} is neither 0 nor 1", self.ex));

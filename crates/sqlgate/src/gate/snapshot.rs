@@ -141,12 +141,13 @@ fn render_line(entry: &SnapshotEntry) -> String {
     for (key, value) in ex.into_iter().chain(others) {
         fields.push(format!("{}={}", escape(key, true), escape(value, true)));
     }
-    fields.push(sql_text(entry));
+    fields.push(answer_text(entry));
     fields.join(FIELD_SEPARATOR)
 }
 
-/// How an answer is written in a snapshot line.
-fn sql_text(entry: &SnapshotEntry) -> String {
+/// How an answer is written in a snapshot line: the normalized SQL, `abstain`, `""`, or the
+/// kind of error in angle brackets.
+pub fn answer_text(entry: &SnapshotEntry) -> String {
     match entry.sql.as_deref().map(normalize_sql) {
         None => match &entry.system_error {
             Some(kind) => format!("<{kind}>"),
@@ -450,7 +451,7 @@ pub fn compare(accepted: &[SnapshotEntry], current: &[SnapshotEntry]) -> Snapsho
         let list = match (old.passed, entry.passed) {
             (true, false) => &mut diff.regressions,
             (false, true) => &mut diff.improvements,
-            _ if sql_text(old) != sql_text(entry) => &mut diff.sql_changed,
+            _ if answer_text(old) != answer_text(entry) => &mut diff.sql_changed,
             _ if old.verdict != entry.verdict || old.metrics != entry.metrics => {
                 &mut diff.other_changed
             }
