@@ -5,6 +5,7 @@ mod generate;
 mod generator_client;
 mod merge;
 mod para;
+mod report;
 mod schema_db;
 mod score;
 mod test;
@@ -38,6 +39,8 @@ enum Command {
     Test(test::TestArgs),
     /// Gate a run from its shards' run records (`sqlgate test --partition ... --record-out`).
     Merge(merge::MergeArgs),
+    /// Write the HTML report of a run from its run records (`--record-out`).
+    Report(report::ReportArgs),
     /// Score a predictions file against a gold set, offline, like the official evaluators.
     Score(score::ScoreArgs),
     /// Generate a family of mutant cases from a benchmark, written to disk.
@@ -67,6 +70,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Test(args) => test::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Report(args) => report::run(args),
         Command::Score(args) => score::run(args),
         Command::Generate(command) => generate::run(command),
         Command::Calibrate(args) => calibrate::run(args),
