@@ -104,7 +104,10 @@ pub(super) fn view(input: &ReportInput) -> CasesView {
             CaseRow {
                 name: result.name.clone(),
                 suite: result.suite.clone(),
-                status: status_class(result.status),
+                status: match *rank {
+                    2 => "known",
+                    _ => status_class(result.status),
+                },
                 standing: STANDINGS[*rank],
                 rank: *rank,
                 verdict: result

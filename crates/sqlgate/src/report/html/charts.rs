@@ -98,6 +98,7 @@ pub fn bars(chart: &BarChart) -> String {
             .build_cartesian_2d(low..high, 0.0..n.max(1.0))?;
         plot.configure_mesh()
             .disable_y_mesh()
+            .light_line_style(TRANSPARENT)
             .y_labels(0)
             .x_desc(chart.axis)
             .x_label_formatter(&|v| trim_number(*v, 2))
@@ -233,6 +234,7 @@ pub fn line(chart: &LineChart) -> String {
         let by_number = |x: &f64| trim_number(*x, 2);
         let mut mesh = plot.configure_mesh();
         mesh.x_desc(chart.x_axis)
+            .light_line_style(TRANSPARENT)
             .y_desc(chart.y_axis)
             .y_label_formatter(&|v| trim_number(*v, 2))
             .label_style((FONT, 11));
@@ -300,6 +302,7 @@ pub fn scatter(chart: &Scatter) -> String {
             .y_label_area_size(44)
             .build_cartesian_2d(-0.02..1.02, -0.02..1.02)?;
         plot.configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc(chart.x_axis)
             .y_desc(chart.y_axis)
             .label_style((FONT, 11))
