@@ -23,13 +23,19 @@ struct Demo {
 impl Demo {
     fn new() -> Demo {
         let dir = tempfile::tempdir().unwrap();
-        copy_tree(&repo().join("benchmarks/demo"), &dir.path().join("benchmarks/demo"));
+        copy_tree(
+            &repo().join("benchmarks/demo"),
+            &dir.path().join("benchmarks/demo"),
+        );
         std::fs::create_dir_all(dir.path().join("snapshots")).unwrap();
         for entry in std::fs::read_dir(repo().join("snapshots")).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "snap") {
-                std::fs::copy(&path, dir.path().join("snapshots").join(path.file_name().unwrap()))
-                    .unwrap();
+                std::fs::copy(
+                    &path,
+                    dir.path().join("snapshots").join(path.file_name().unwrap()),
+                )
+                .unwrap();
             }
         }
         let config = std::fs::read_to_string(repo().join("sqlgate.toml")).unwrap();
@@ -47,7 +53,12 @@ impl Demo {
             "SELECT title || '{}' AS title FROM books WHERE genre = 'Poetry'",
             HOSTILE.replace('\'', "''")
         );
-        demo.edit_line("benchmarks/demo/predictions/sample.jsonl", "q01", "sql", &sql);
+        demo.edit_line(
+            "benchmarks/demo/predictions/sample.jsonl",
+            "q01",
+            "sql",
+            &sql,
+        );
         demo
     }
 
@@ -96,7 +107,8 @@ impl Demo {
 
     /// The demo's report, written by `sqlgate test --html` (the regression fails the run).
     fn report(&self) -> String {
-        self.sqlgate(&["test", "--html", "report.html"]).assert_code(100);
+        self.sqlgate(&["test", "--html", "report.html"])
+            .assert_code(100);
         std::fs::read_to_string(self.path("report.html")).unwrap()
     }
 }
@@ -136,14 +148,20 @@ fn the_page_names_no_outside_resource_and_keeps_markup_as_text() {
     let html = demo.report();
     // The template's two scripts, and no other element that could load or run anything.
     assert_eq!(html.matches("<script").count(), 2, "scripts");
-    for forbidden in ["<img", "<link", "<iframe", "<object", "<embed", "@import", "url("] {
+    for forbidden in [
+        "<img", "<link", "<iframe", "<object", "<embed", "@import", "url(",
+    ] {
         assert!(!html.contains(forbidden), "the page holds {forbidden}");
     }
     assert!(!html.contains("://"), "the page names an address");
-    let attribute = regex::Regex::new(r#"(?i)\b(src|href|action|xlink:href)\s*=\s*"([^"]*)""#)
-        .unwrap();
+    let attribute =
+        regex::Regex::new(r#"(?i)\b(src|href|action|xlink:href)\s*=\s*"([^"]*)""#).unwrap();
     for found in attribute.captures_iter(&html) {
-        assert!(found[2].starts_with('#'), "a link out of the page: {}", &found[0]);
+        assert!(
+            found[2].starts_with('#'),
+            "a link out of the page: {}",
+            &found[0]
+        );
     }
     // The hostile question, predicted SQL and result cell are all there, as text.
     assert!(!html.contains("data-pwned','1')</script>"));
@@ -154,9 +172,16 @@ fn the_page_names_no_outside_resource_and_keeps_markup_as_text() {
         html.matches(escaped).count()
     );
     // The regression comes first among the cases, with its result rows side by side.
-    let cases = &sections(&html).into_iter().find(|(id, _)| id == "cases").unwrap().1;
+    let cases = &sections(&html)
+        .into_iter()
+        .find(|(id, _)| id == "cases")
+        .unwrap()
+        .1;
     let first = cases.split("<details class=\"c\"").nth(1).unwrap();
-    assert!(first.starts_with(" data-rank=\"0\" open>"), "the first regression is open");
+    assert!(
+        first.starts_with(" data-rank=\"0\" open>"),
+        "the first regression is open"
+    );
     assert!(first.contains("demo::bookshop::q01") && first.contains("regression"));
     assert!(first.contains("class=\"differs\""), "marked cells: {first}");
 }
@@ -177,15 +202,32 @@ fn chromium_renders_every_test_and_a_chart_per_section() {
     assert!(console.is_empty(), "console messages: {console:?}");
     // The page's script marks the root element when it finishes, and with any error it met.
     let root = text.split("<head>").next().unwrap();
-    assert!(root.contains("data-ready=\"true\""), "the script did not finish: {root}");
+    assert!(
+        root.contains("data-ready=\"true\""),
+        "the script did not finish: {root}"
+    );
     assert!(!root.contains("data-errors"), "script errors: {root}");
-    assert!(!root.contains("data-pwned"), "markup from the data ran: {root}");
+    assert!(
+        !root.contains("data-pwned"),
+        "markup from the data ran: {root}"
+    );
     for name in demo.test_names() {
         assert!(text.contains(&name), "{name} is not on the page");
     }
     let ids: Vec<String> = sections(&text).into_iter().map(|(id, _)| id).collect();
-    for part in ["run", "gates", "metrics", "families", "abstention", "fine", "cases"] {
-        assert!(ids.iter().any(|id| id == part), "no section {part}: {ids:?}");
+    for part in [
+        "run",
+        "gates",
+        "metrics",
+        "families",
+        "abstention",
+        "fine",
+        "cases",
+    ] {
+        assert!(
+            ids.iter().any(|id| id == part),
+            "no section {part}: {ids:?}"
+        );
     }
     for (id, body) in sections(&text) {
         assert!(body.contains("<svg"), "section {id} has no chart");
@@ -198,10 +240,17 @@ fn chromium_renders_every_test_and_a_chart_per_section() {
             false => demo.path(&format!("{id}.png")),
         };
         let argument = format!("--screenshot={}", shot.display());
-        chromium(&page, &[&argument, "--window-size=1280,1500"], &format!("#only={id}"))
-            .expect("chromium ran before");
+        chromium(
+            &page,
+            &[&argument, "--window-size=1280,1500"],
+            &format!("#only={id}"),
+        )
+        .expect("chromium ran before");
         let png = std::fs::read(&shot).unwrap();
-        assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{id}: no screenshot");
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 10_000,
+            "{id}: no screenshot"
+        );
     }
 }
 
@@ -211,7 +260,12 @@ fn chromium(page: &Path, arguments: &[&str], fragment: &str) -> Option<Output> {
     // To files, not pipes: a page's DOM outgrows a pipe's buffer while chromium waits.
     let (out, err) = (profile.path().join("out"), profile.path().join("err"));
     let spawned = Command::new("chromium")
-        .args(["--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars"])
+        .args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--hide-scrollbars",
+        ])
         .args(["--enable-logging=stderr", "--v=0", "--no-first-run"])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(arguments)
@@ -239,7 +293,11 @@ fn chromium(page: &Path, arguments: &[&str], fragment: &str) -> Option<Output> {
         stdout: std::fs::read(&out).unwrap(),
         stderr: std::fs::read(&err).unwrap(),
     };
-    assert!(output.status.success(), "chromium: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     Some(output)
 }
 
@@ -247,14 +305,21 @@ fn chromium(page: &Path, arguments: &[&str], fragment: &str) -> Option<Output> {
 fn a_report_from_run_records_shows_the_gates_history() {
     let demo = Demo::new();
     // An earlier whole run, then this one's shards.
-    demo.sqlgate(&["test", "--record-out", "earlier.json"]).assert_code(100);
+    demo.sqlgate(&["test", "--record-out", "earlier.json"])
+        .assert_code(100);
     for shard in 1..=2 {
         let partition = format!("hash:{shard}/2");
         let record = format!("shard-{shard}.json");
         demo.sqlgate(&["test", "--partition", &partition, "--record-out", &record]);
     }
     let report = sqlgate()
-        .args(["report", "shard-1.json", "shard-2.json", "--html", "merged.html"])
+        .args([
+            "report",
+            "shard-1.json",
+            "shard-2.json",
+            "--html",
+            "merged.html",
+        ])
         .args(["--history", "earlier.json"])
         .current_dir(demo.dir.path())
         .run();
@@ -262,7 +327,11 @@ fn a_report_from_run_records_shows_the_gates_history() {
     let html = std::fs::read_to_string(demo.path("merged.html")).unwrap();
     assert!(html.contains("sqlgate report from 2 run records"), "origin");
     assert!(html.contains("demo::gate::ex") && html.contains("History over the earlier runs"));
-    let gates = &sections(&html).into_iter().find(|(id, _)| id == "gates").unwrap().1;
+    let gates = &sections(&html)
+        .into_iter()
+        .find(|(id, _)| id == "gates")
+        .unwrap()
+        .1;
     // The history's x axis names the earlier run (its date, without GITHUB_SHA) and this one.
     assert!(gates.contains("this run"), "{gates:.3000}");
     // A shard's record holds no gate outcome: it is no history.
@@ -272,7 +341,11 @@ fn a_report_from_run_records_shows_the_gates_history() {
         .current_dir(demo.dir.path())
         .run();
     refused.assert_code(2);
-    assert!(refused.text().contains("holds no gate outcomes"), "{}", refused.text());
+    assert!(
+        refused.text().contains("holds no gate outcomes"),
+        "{}",
+        refused.text()
+    );
     // The report of the records matches the one `sqlgate test` wrote, section for section.
     let direct = demo.report();
     let cases = |html: &str| {

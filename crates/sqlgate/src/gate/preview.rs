@@ -96,15 +96,16 @@ mod tests {
     fn a_preview_keeps_the_first_rows_and_counts_the_rest() {
         let result = ResultSet {
             columns: vec!["a".into(), "b".into()],
-            rows: (0..8)
-                .map(|i| vec![Value::Int(i), Value::Null])
-                .collect(),
+            rows: (0..8).map(|i| vec![Value::Int(i), Value::Null]).collect(),
             lossy_text: false,
         };
         let preview = rows(&result);
         assert_eq!(preview.rows.len(), ROWS);
         assert_eq!(preview.total, 8);
         assert_eq!(preview.rows[1], vec!["1".to_string(), "NULL".to_string()]);
-        assert_eq!(cell(&Value::Text("x".repeat(200))).chars().count(), CELL_CHARS);
+        assert_eq!(
+            cell(&Value::Text("x".repeat(200))).chars().count(),
+            CELL_CHARS
+        );
     }
 }

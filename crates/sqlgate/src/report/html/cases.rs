@@ -115,17 +115,16 @@ pub(super) fn view(input: &ReportInput) -> CasesView {
                     .map_or_else(|| "not run".to_string(), |v| v.as_str().to_string()),
                 ex: result.properties.get("ex").cloned().unwrap_or_default(),
                 message: result.message.clone(),
-                detail: (at < DETAILED_CASES)
-                    .then_some(case)
-                    .flatten()
-                    .map(|(suite_index, suite, index)| {
+                detail: (at < DETAILED_CASES).then_some(case).flatten().map(
+                    |(suite_index, suite, index)| {
                         let run = input
                             .report
                             .case_runs
                             .get(suite_index)
                             .and_then(|runs| find_run(runs, index));
                         detail(suite, index, result, run)
-                    }),
+                    },
+                ),
             }
         })
         .collect();

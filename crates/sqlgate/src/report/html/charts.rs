@@ -82,7 +82,13 @@ pub fn bars(chart: &BarChart) -> String {
             .groups
             .iter()
             .flat_map(|g| g.bars.iter().flatten())
-            .flat_map(|b| [Some(b.value), b.interval.map(|i| i.0), b.interval.map(|i| i.1)])
+            .flat_map(|b| {
+                [
+                    Some(b.value),
+                    b.interval.map(|i| i.0),
+                    b.interval.map(|i| i.1),
+                ]
+            })
             .flatten();
         let reference = chart.reference.as_ref().map(|r| r.0);
         let (low, high) = chart
@@ -119,10 +125,7 @@ pub fn bars(chart: &BarChart) -> String {
                 .collect();
             let drawn = plot.draw_series(placed.iter().map(|(top, bar)| {
                 let value = bar.value.clamp(low, high);
-                Rectangle::new(
-                    [(base, *top), (value, top - slot * 0.85)],
-                    color.filled(),
-                )
+                Rectangle::new([(base, *top), (value, top - slot * 0.85)], color.filled())
             }))?;
             if chart.series.len() > 1 {
                 drawn.label(*name).legend(move |(x, y)| {
@@ -170,7 +173,8 @@ pub fn bars(chart: &BarChart) -> String {
                 .position(SeriesLabelPosition::LowerRight)
                 .draw()?;
         }
-        let style = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+        let style =
+            TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
         for (g, group) in chart.groups.iter().enumerate() {
             let (x, y) = plot.backend_coord(&(low, n - g as f64 - 0.5));
             root.draw(&Text::new(cut(&group.label), (x - 6, y), style.clone()))?;

@@ -42,7 +42,9 @@ pub struct RunFacts {
 impl RunFacts {
     /// The commit of a GitHub Actions run (`GITHUB_SHA`), if any.
     pub fn commit_from_env() -> Option<String> {
-        std::env::var("GITHUB_SHA").ok().filter(|sha| !sha.is_empty())
+        std::env::var("GITHUB_SHA")
+            .ok()
+            .filter(|sha| !sha.is_empty())
     }
 
     /// Now, in seconds since the Unix epoch.
@@ -78,9 +80,10 @@ impl EarlierRun {
         let label = match (&record.commit, record.ended) {
             (Some(commit), _) => commit.chars().take(8).collect(),
             (None, Some(ended)) => date(ended),
-            (None, None) => path
-                .file_stem()
-                .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into()),
+            (None, None) => path.file_stem().map_or_else(
+                || path.display().to_string(),
+                |s| s.to_string_lossy().into(),
+            ),
         };
         Ok(EarlierRun {
             label,

@@ -68,7 +68,9 @@ pub(super) fn absent_note(result: &TestResult, run: Option<&CaseRun>) -> &'stati
         None => "the run holds no evaluation of this case",
         Some(run) if run.correct() => "result rows are shown for wrong answers only",
         Some(run) if !run.score.feasible => "an infeasible question has no gold result",
-        Some(run) if run.score.sql.is_none() => "no predicted SQL ran: there are no rows to compare",
+        Some(run) if run.score.sql.is_none() => {
+            "no predicted SQL ran: there are no rows to compare"
+        }
         Some(run) if run.score.error.is_some() => {
             "the predicted or the gold SQL failed (see the error): there are no rows to compare"
         }

@@ -141,7 +141,10 @@ fn metrics_view(
         .collect();
     let chart = (!rates.is_empty()).then(|| {
         charts::bars(&BarChart {
-            title: &format!("{}: metrics over {} feasible cases", suite.name, metrics.cases),
+            title: &format!(
+                "{}: metrics over {} feasible cases",
+                suite.name, metrics.cases
+            ),
             axis: "mean",
             series: &["mean"],
             groups: rates,
