@@ -269,7 +269,11 @@ fn a_profile_overrides_a_family_gate() {
 /// The first status word (`PASS`, `FAIL`) printed for the test named exactly `test`.
 fn status<'a>(text: &'a str, test: &str) -> &'a str {
     text.lines()
-        .find(|line| line.ends_with(&format!("] {test}")))
+        .find(|line| {
+            // A gate's line goes on with its value and threshold.
+            let tail = line.split_once(&format!("] {test}")).map(|(_, tail)| tail);
+            tail.is_some_and(|tail| tail.is_empty() || tail.starts_with("  "))
+        })
         .and_then(|line| line.split_whitespace().next())
         .unwrap_or("missing")
 }
