@@ -151,7 +151,7 @@ def sqlgate(folder, *args, threads=None):
 
 
 def reuse_line(output):
-    match = re.search(r"reused .*? from the cache", output.replace("\n", " "))
+    match = re.search(r"reused .*? cache", output.replace("\n", " "))
     return match.group(0) if match else "(no cache note)"
 
 

@@ -88,8 +88,8 @@ pub struct CaseRecord {
     /// the suite has families: a merged or reused case gives the same family numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub robustness: Option<Robustness>,
-    /// A wrong answer's first result rows beside the gold's (absent in records of sqlgate
-    /// before 0.1 kept them).
+    /// A wrong answer's first result rows beside the gold's (absent in records written before
+    /// sqlgate kept them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<ResultsPreview>,
 }
@@ -280,8 +280,8 @@ pub struct RunRecord {
     /// `count:K/N` or `hash:K/N` of a shard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
-    /// When the run ended, in seconds since the Unix epoch (absent in records of sqlgate
-    /// before 0.1 wrote it).
+    /// When the run ended, in seconds since the Unix epoch (absent in records written before
+    /// sqlgate kept it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<u64>,
     /// The commit the run ran on (`GITHUB_SHA`), when known.
