@@ -31,9 +31,10 @@ pub struct ResultsPreview {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RowsPreview {
-    /// The first [`COLUMNS`] column names.
+    /// The first 12 column names.
     pub columns: Vec<String>,
-    /// The first [`ROWS`] rows, each cell as text (`NULL` for SQL NULL).
+    /// The first [`ROWS`] rows (of their first 12 columns), each cell as text (`NULL` for
+    /// SQL NULL).
     pub rows: Vec<Vec<String>>,
     /// How many rows the result has.
     pub total: usize,
