@@ -232,24 +232,29 @@ fn chromium_renders_every_test_and_a_chart_per_section() {
     for (id, body) in sections(&text) {
         assert!(body.contains("<svg"), "section {id} has no chart");
     }
-    // A screenshot of each section; `SQLGATE_UPDATE_SCREENSHOTS=1` keeps them as the docs'.
+    // A screenshot of the page; with `SQLGATE_UPDATE_SCREENSHOTS=1`, one of each section as
+    // the docs' (a browser per section is too much work for every test run).
     let keep = std::env::var_os("SQLGATE_UPDATE_SCREENSHOTS").is_some_and(|v| v != "0");
-    for (id, _) in sections(&html) {
-        let shot = match keep {
-            true => repo().join(format!("docs/report/{id}.png")),
-            false => demo.path(&format!("{id}.png")),
-        };
+    let shots: Vec<(String, PathBuf)> = match keep {
+        true => sections(&html)
+            .into_iter()
+            .map(|(id, _)| {
+                (
+                    format!("#only={id}"),
+                    repo().join(format!("docs/report/{id}.png")),
+                )
+            })
+            .collect(),
+        false => vec![(String::new(), demo.path("page.png"))],
+    };
+    for (fragment, shot) in shots {
         let argument = format!("--screenshot={}", shot.display());
-        chromium(
-            &page,
-            &[&argument, "--window-size=1280,1500"],
-            &format!("#only={id}"),
-        )
-        .expect("chromium ran before");
+        chromium(&page, &[&argument, "--window-size=1280,1500"], &fragment)
+            .expect("chromium ran before");
         let png = std::fs::read(&shot).unwrap();
         assert!(
             png.starts_with(b"\x89PNG") && png.len() > 10_000,
-            "{id}: no screenshot"
+            "{fragment}: no screenshot"
         );
     }
 }

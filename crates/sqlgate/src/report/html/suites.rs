@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::gate::judge::{CaseRun, SuiteMetrics};
 use crate::gate::plan::SuitePlan;
-use crate::gate::SuiteSummary;
 use crate::report::junit::format_metric;
 use sqlgate_eval::metrics::reliability::{self, Region, Regions};
 use sqlgate_eval::scoring::FamilySummary;
@@ -103,27 +102,22 @@ pub(super) fn sections(input: &ReportInput) -> SuiteSections {
         if runs.is_empty() {
             continue;
         }
-        let summary = input.summaries.iter().find(|s| s.name == suite.name);
-        sections.metrics.push(metrics_view(suite, metrics, summary));
+        sections.metrics.push(metrics_view(suite, metrics));
         if !metrics.families.is_empty() {
             sections
                 .families
                 .push(families_view(&suite.name, &metrics.families));
         }
         sections.abstention.push(abstention_view(suite, runs));
-        if let Some(view) = fine_view(suite, runs, summary) {
+        if let Some(view) = fine_view(suite, runs, metrics) {
             sections.fine.push(view);
         }
     }
     sections
 }
 
-fn metrics_view(
-    suite: &SuitePlan,
-    metrics: &SuiteMetrics,
-    summary: Option<&SuiteSummary>,
-) -> MetricsView {
-    let values = summary.map_or(&metrics.values, |s| &s.metrics);
+fn metrics_view(suite: &SuitePlan, metrics: &SuiteMetrics) -> MetricsView {
+    let values = &metrics.values;
     let suite_metrics: Vec<(String, String)> = values
         .iter()
         .filter(|(name, _)| !name.contains("::"))
@@ -362,11 +356,7 @@ fn abstention_view(suite: &SuitePlan, runs: &[CaseRun]) -> AbstentionView {
 
 /// EXP against EXR for the failing cases (SQLMorph Fig. 5's shape), when the suite has a
 /// regime. Cases sharing a point (rounded to 0.01) are one circle, sized by their number.
-fn fine_view(
-    suite: &SuitePlan,
-    runs: &[CaseRun],
-    summary: Option<&SuiteSummary>,
-) -> Option<FineView> {
+fn fine_view(suite: &SuitePlan, runs: &[CaseRun], metrics: &SuiteMetrics) -> Option<FineView> {
     let regime = suite.regime()?;
     let failing: Vec<(f64, f64)> = runs
         .iter()
@@ -381,7 +371,7 @@ fn fine_view(
     let means = ["exp", "exr", "f1"]
         .iter()
         .filter_map(|name| {
-            let value = summary?.metrics.get(*name)?;
+            let value = metrics.values.get(*name)?;
             Some((name.to_string(), format_metric(*value)))
         })
         .collect();
