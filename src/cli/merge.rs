@@ -13,7 +13,7 @@ use sqlgate::runner::{Ending, Outputs, Reporter as _};
 use sqlgate::Error;
 use sqlgate_eval::error::InputError;
 
-use super::test::{MessageFormat, Reporter};
+use super::test::{HtmlArgs, MessageFormat, Reporter};
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -26,6 +26,12 @@ pub struct MergeArgs {
     /// Write JUnit XML here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    #[command(flatten)]
+    html: HtmlArgs,
+    /// Write the merged run's record here: every case and the gates' outcome, for a later
+    /// report's gate history (JSON).
+    #[arg(long, value_name = "FILE")]
+    record_out: Option<PathBuf>,
     /// Accept the run's outcomes as the new snapshots.
     #[arg(long)]
     accept: bool,
@@ -91,8 +97,11 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
     let outputs = Outputs {
         junit: args.junit,
         profile_junit: true,
-        record_out: None,
+        record_out: args.record_out,
         github: Some(reporter.command_stream()),
+        html: args
+            .html
+            .output(format!("sqlgate merge of {} run records", shards.len())),
     };
     ending.conclude(&session, &report, &outputs, &mut reporter)
 }

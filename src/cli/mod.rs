@@ -7,6 +7,7 @@ mod generator_client;
 mod init;
 mod merge;
 mod para;
+mod report;
 mod schema_db;
 mod score;
 mod test;
@@ -45,6 +46,8 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Compare two run records (or snapshots): regressions, fixes, metric changes beyond noise.
     Diff(diff::DiffArgs),
+    /// Write the HTML report of a run from its run records (`--record-out`).
+    Report(report::ReportArgs),
     /// Score a predictions file against a gold set, offline, like the official evaluators.
     Score(score::ScoreArgs),
     /// Generate a family of mutant cases from a benchmark, written to disk.
@@ -76,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Test(args) => test::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Report(args) => report::run(args),
         Command::Score(args) => score::run(args),
         Command::Generate(command) => generate::run(command),
         Command::Calibrate(args) => calibrate::run(args),

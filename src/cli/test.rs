@@ -16,7 +16,7 @@ use sqlgate::gate::session::Session;
 use sqlgate::gate::TestResult;
 use sqlgate::report::plural;
 use sqlgate::runner::ending::Stream;
-use sqlgate::runner::{self, CacheSettings, Outputs, Selection, TestRunnerBuilder};
+use sqlgate::runner::{self, CacheSettings, HtmlOutput, Outputs, Selection, TestRunnerBuilder};
 use sqlgate_eval::exec::memory::{self, MaxMemory};
 
 use sqlgate::Error;
@@ -59,6 +59,8 @@ pub struct TestArgs {
     /// Write JUnit XML here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    #[command(flatten)]
+    html: HtmlArgs,
     /// When the system is called: `none` replays the cassette only (default under CI), `new`
     /// asks for missing answers (default otherwise), `all` asks again for every case.
     #[arg(long, value_enum)]
@@ -88,6 +90,29 @@ pub struct TestArgs {
     max_memory: Option<MaxMemory>,
     #[command(flatten)]
     cache: CacheArgs,
+}
+
+/// The HTML report.
+#[derive(Args)]
+pub(crate) struct HtmlArgs {
+    /// Write the HTML report here: one self-contained page (docs/report.md).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Earlier whole runs' records (`--record-out`), oldest first: the gates' history in the
+    /// HTML report.
+    #[arg(long, value_name = "RECORD", num_args = 1.., requires = "html")]
+    history: Vec<PathBuf>,
+}
+
+impl HtmlArgs {
+    /// The report to write, if asked for; `origin` says how the results came to be.
+    pub(crate) fn output(self, origin: String) -> Option<HtmlOutput> {
+        self.html.map(|path| HtmlOutput {
+            path,
+            history: self.history,
+            origin,
+        })
+    }
 }
 
 /// Where earlier runs' query results and verdicts are kept.
@@ -242,11 +267,16 @@ pub fn run(args: TestArgs) -> Result<(), Error> {
         return Err(Error::NoTestsRun(why));
     }
     let report = runner.run(&mut |event| runner::Reporter::event(&mut reporter, event));
+    let origin = match args.partition {
+        Some(partition) => format!("sqlgate test, partition {partition} (its share of the cases)"),
+        None => "sqlgate test".to_string(),
+    };
     let outputs = Outputs {
         junit: args.junit,
         profile_junit: true,
         record_out: args.record_out,
         github: Some(reporter.command_stream()),
+        html: args.html.output(origin),
     };
     let outcome = runner
         .ending()

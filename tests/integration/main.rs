@@ -41,6 +41,7 @@ mod reference_parity;
 mod reliability;
 mod report_action;
 mod report_github;
+mod report_html;
 mod report_junit;
 mod report_snapshot;
 mod reuse_property;

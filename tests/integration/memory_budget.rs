@@ -206,9 +206,11 @@ fn the_gate_takes_its_budget_from_the_configuration_or_the_flag() {
         dir.path(),
         &[("sort", "SELECT x.id FROM t x, t y ORDER BY random()")],
     );
+    // A time bound far past the default 30 s: on a busy machine the sort must still reach
+    // the memory budget before its time is up.
     std::fs::write(
         dir.path().join("sqlgate.toml"),
-        "max_memory = 256\n\n[[suite]]\nbenchmark = \"suite.toml\"\n\n\
+        "max_memory = 256\n\n[[suite]]\nbenchmark = \"suite.toml\"\ntimeout = 600\n\n\
          [[system]]\nname = \"replay\"\ntype = \"replay\"\npredictions = \"predictions.jsonl\"\n",
     )
     .unwrap();
@@ -244,9 +246,11 @@ fn an_out_of_memory_failure_is_never_reused() {
             ("ordinary", ORDINARY),
         ],
     );
+    // A time bound far past the default 30 s: on a busy machine the sort must still reach
+    // the memory budget before its time is up.
     std::fs::write(
         dir.path().join("sqlgate.toml"),
-        "max_memory = 256\n\n[[suite]]\nbenchmark = \"suite.toml\"\n\n\
+        "max_memory = 256\n\n[[suite]]\nbenchmark = \"suite.toml\"\ntimeout = 600\n\n\
          [[system]]\nname = \"replay\"\ntype = \"replay\"\npredictions = \"predictions.jsonl\"\n",
     )
     .unwrap();

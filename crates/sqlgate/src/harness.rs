@@ -101,6 +101,7 @@ impl Harness {
             profile_junit: ending.whole,
             record_out: None,
             github: ending.whole.then_some(Stream::Stdout),
+            html: None,
         };
         match ending.conclude(&session, &report, &outputs, &mut NotesOnStderr) {
             // libtest-mimic has reported the failures, and exits as libtest does.

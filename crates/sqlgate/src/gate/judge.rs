@@ -12,9 +12,12 @@ use sqlgate_eval::exec::QueryRunner;
 use sqlgate_eval::loaders::{Answer, Prediction};
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::metrics::reliability::{self, Region};
-use sqlgate_eval::scoring::{self, CaseScore, ComputedMetric, FamilySummary, FineScores, Response};
+use sqlgate_eval::scoring::{
+    self, CaseScore, ComputedMetric, FamilySummary, FineScores, Response, Tally,
+};
 
 use super::plan::{family_metric_key, SuitePlan, TestKind};
+use super::preview::{self, ResultsPreview};
 use super::{TestResult, TestStatus};
 
 /// One case after the system answered and the answer was scored.
@@ -38,6 +41,8 @@ pub struct CaseRun {
     /// For a case that is not correct, the lines a reviewer reads: question, gold, predicted
     /// SQL, error (kept with the run, so a reused or merged case shows the same).
     pub detail: Option<String>,
+    /// For a wrong answer that ran, the first rows of its result beside the gold's.
+    pub preview: Option<ResultsPreview>,
 }
 
 impl CaseRun {
@@ -101,9 +106,17 @@ pub fn evaluate_case(
             Err(error) => error.truncated,
         },
         detail: None,
+        preview: None,
     };
     if !run.correct() {
         run.detail = Some(failure_detail(case, &run));
+        if run.score.feasible && run.score.error.is_none() {
+            run.preview = run
+                .score
+                .sql
+                .as_deref()
+                .and_then(|sql| preview::of(case, databases, sql, runner));
+        }
     }
     run
 }
@@ -180,6 +193,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         system_error: run.system_error,
         reply_truncated: run.reply_truncated,
         known_failure,
+        regression: status == TestStatus::Failed && accepted == Some(true),
         threshold: None,
         value: None,
     }
@@ -291,6 +305,8 @@ pub struct SuiteMetrics {
     pub values: BTreeMap<String, f64>,
     /// Each generated family's summary against its seeds, by family name.
     pub families: BTreeMap<String, FamilySummary>,
+    /// EX per value of each tag family (`db`, `category`, `hardness`, `joins`...), for reports.
+    pub breakdown: BTreeMap<String, BTreeMap<String, Tally>>,
     /// The feasible cases the suite metrics are means over.
     pub cases: usize,
     /// The metrics that could not be computed for some of those cases (they scored 0).
@@ -359,6 +375,7 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
     SuiteMetrics {
         values: metrics,
         families: summary.families,
+        breakdown: summary.breakdown,
         cases: summary.n,
         errors,
     }
@@ -496,6 +513,7 @@ fn gate_result(
         system_error: None,
         reply_truncated: false,
         known_failure: false,
+        regression: false,
         threshold: Some(threshold),
         value,
     }

@@ -18,6 +18,7 @@ pub mod answerer;
 pub mod judge;
 pub mod partition;
 pub mod plan;
+pub mod preview;
 pub mod record;
 pub mod reuse;
 pub mod run;
@@ -77,6 +78,8 @@ pub struct TestResult {
     pub reply_truncated: bool,
     /// A case that passed because it already failed in the accepted snapshot (also a property).
     pub known_failure: bool,
+    /// A case that was correct in the accepted snapshot and fails now.
+    pub regression: bool,
     /// A gate's threshold (also its `threshold` property).
     #[serde(skip)]
     pub threshold: Option<Threshold>,
@@ -110,6 +113,7 @@ impl TestResult {
             system_error: None,
             reply_truncated: false,
             known_failure: false,
+            regression: false,
             threshold: None,
             value: None,
         }

@@ -26,7 +26,8 @@ use sqlgate_eval::spider::Hardness;
 
 use super::judge::CaseRun;
 use super::plan::SuitePlan;
-use super::TestStatus;
+use super::preview::ResultsPreview;
+use super::{SuiteSummary, TestStatus};
 
 /// One evaluated case.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,6 +92,10 @@ pub struct CaseRecord {
     /// the suite has families: a merged or reused case gives the same family numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub robustness: Option<Robustness>,
+    /// A wrong answer's first result rows beside the gold's (absent in records written before
+    /// sqlgate kept them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<ResultsPreview>,
 }
 
 impl CaseRecord {
@@ -122,6 +127,7 @@ impl CaseRecord {
             status: None,
             reply_key: None,
             robustness: score.robustness.clone(),
+            preview: run.preview.clone(),
         }
     }
 
@@ -184,6 +190,7 @@ impl CaseRecord {
             system_error: self.system_error,
             reply_truncated: self.reply_truncated,
             detail: self.detail.clone(),
+            preview: self.preview.clone(),
         })
     }
 }
@@ -278,6 +285,17 @@ pub struct RunRecord {
     /// `count:K/N` or `hash:K/N` of a shard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// When the run ended, in seconds since the Unix epoch (absent in records written before
+    /// sqlgate kept it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<u64>,
+    /// The commit the run ran on (`GITHUB_SHA`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// A whole run's suite metrics and gates, for later reports' gate history (absent in a
+    /// shard's record, which has neither, and in a filtered or stopped run's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outcome: Vec<SuiteOutcome>,
     /// The cases this run evaluated, per suite (in the plan's suite order).
     pub suites: Vec<SuiteRecord>,
     /// The answers this run asked the system for (cassette records, one per key): `merge`
@@ -322,6 +340,30 @@ fn one_answer_per_key<'de, D: Deserializer<'de>>(
     }
 
     deserializer.deserialize_seq(Answers)
+}
+
+/// A suite's metrics and gate verdicts as a whole run concluded them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SuiteOutcome {
+    /// The suite's name.
+    pub name: String,
+    /// Suite metrics by name, and family metrics as `<family>::<metric>`.
+    pub metrics: BTreeMap<String, f64>,
+    /// Each gate: `(metric, threshold, status)` as [`SuiteSummary::gates`].
+    pub gates: Vec<(String, String, TestStatus)>,
+}
+
+impl SuiteOutcome {
+    /// The outcome a report's summary of a suite records.
+    pub fn of(summary: &SuiteSummary) -> SuiteOutcome {
+        SuiteOutcome {
+            name: summary.name.clone(),
+            metrics: summary.metrics.clone(),
+            gates: summary.gates.clone(),
+        }
+    }
 }
 
 /// One suite's cases in a run record.

@@ -104,6 +104,11 @@ impl Session {
         self.answerer.name()
     }
 
+    /// The system's fingerprint, per suite (in suite order).
+    pub fn fingerprints(&self) -> Vec<String> {
+        self.answerer.fingerprints()
+    }
+
     /// Every test, suite by suite: its cases in benchmark order, then its gates.
     pub fn tests(&self) -> Vec<TestDesc> {
         plan::list(&self.suites)

@@ -1,8 +1,9 @@
 //! What a finished run writes for machines and reviewers: JUnit XML, GitHub Actions outputs,
-//! the families' tables. The `sqlgate` command and the `harness!` front end share them.
+//! the families' tables, the HTML report. The `sqlgate` command and the `harness!` front end share them.
 
 pub mod family_text;
 pub mod github;
+pub mod html;
 pub mod junit;
 
 /// `1 test`, `2 tests`: a count with its noun (regular plurals only).

@@ -10,10 +10,12 @@ use sqlgate_eval::error::OutputError;
 use sqlgate_eval::store::Store;
 
 use crate::gate::partition::Partition;
-use crate::gate::record::RunRecord;
+use crate::gate::plan::SuitePlan;
+use crate::gate::record::{RunRecord, SuiteOutcome};
 use crate::gate::run::RunReport;
 use crate::gate::session::Session;
 use crate::gate::{SuiteSummary, TestStatus};
+use crate::report::html::{self, EarlierRun, ReportInput, RunFacts};
 use crate::report::{family_text, github, junit, plural};
 use crate::system::SystemErrorKind;
 use crate::Error;
@@ -57,6 +59,18 @@ pub struct Outputs {
     pub record_out: Option<PathBuf>,
     /// The job summary and annotations under GitHub Actions: `None` writes neither.
     pub github: Option<Stream>,
+    /// The HTML report, if asked for.
+    pub html: Option<HtmlOutput>,
+}
+
+/// Where the HTML report goes, and what it says besides the run.
+pub struct HtmlOutput {
+    /// The page's path.
+    pub path: PathBuf,
+    /// Earlier whole runs' records, oldest first: the gates' history.
+    pub history: Vec<PathBuf>,
+    /// How the results came to be (`sqlgate test`, merged from N run records...).
+    pub origin: String,
 }
 
 impl Ending {
@@ -70,10 +84,30 @@ impl Ending {
         outputs: &Outputs,
         reporter: &mut dyn Reporter,
     ) -> Result<(), Error> {
+        // Read first: a history that cannot be read stops the run before it writes anything.
+        let history = match &outputs.html {
+            Some(html) => html
+                .history
+                .iter()
+                .map(|path| EarlierRun::read(path))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
+        let summaries = summaries(&session.suites, report);
+        let ended = RunFacts::now();
         if let Some(path) = &outputs.record_out {
+            // Only a whole run's metrics are the suite's: a shard's or a filtered run's are
+            // means over some of its cases.
+            let whole = self.whole && self.partition.is_none() && !report.cancelled;
             let record = RunRecord {
                 inputs: session.inputs(self.store.as_deref())?,
                 partition: self.partition.map(|p| p.to_string()),
+                ended,
+                commit: RunFacts::commit_from_env(),
+                outcome: match whole {
+                    true => summaries.iter().map(SuiteOutcome::of).collect(),
+                    false => Vec::new(),
+                },
                 suites: session.case_records(report),
                 answers: session.recorded_answers(),
             };
@@ -120,15 +154,6 @@ impl Ending {
                 notes.push(note);
             }
         }
-        let summaries: Vec<SuiteSummary> = session
-            .suites
-            .iter()
-            .zip(&report.metrics)
-            .map(|(suite, metrics)| {
-                SuiteSummary::from_results(&suite.name, metrics.values.clone(), &report.results)
-                    .with_families(metrics.families.clone())
-            })
-            .collect();
         for summary in summaries.iter().filter(|s| !s.families.is_empty()) {
             notes.push(format!(
                 "{}: families against their seeds (drop = A_orig - A_family in points)\n{}",
@@ -149,8 +174,46 @@ impl Ending {
         if let Some(stream) = outputs.github {
             write_github_outputs(report, &summaries, stream)?;
         }
+        if let Some(html) = &outputs.html {
+            let run = RunFacts {
+                system: session.system_name().to_string(),
+                fingerprints: session
+                    .suites
+                    .iter()
+                    .map(|suite| suite.name.clone())
+                    .zip(session.fingerprints())
+                    .collect(),
+                profile: session.profile_name.clone(),
+                commit: RunFacts::commit_from_env(),
+                ended,
+                sqlgate: sqlgate_eval::store::VERSION.to_string(),
+                origin: html.origin.clone(),
+            };
+            html::write(
+                &html.path,
+                &ReportInput {
+                    suites: &session.suites,
+                    report,
+                    summaries: &summaries,
+                    run: &run,
+                    history: &history,
+                },
+            )?;
+        }
         outcome(report)
     }
+}
+
+/// Each suite's metrics, gates and families, as the reports show them.
+pub fn summaries(suites: &[SuitePlan], report: &RunReport) -> Vec<SuiteSummary> {
+    suites
+        .iter()
+        .zip(&report.metrics)
+        .map(|(suite, metrics)| {
+            SuiteSummary::from_results(&suite.name, metrics.values.clone(), &report.results)
+                .with_families(metrics.families.clone())
+        })
+        .collect()
 }
 
 /// Under GitHub Actions: the job summary, and annotations on the worst regressions.

@@ -18,7 +18,7 @@ use crate::gate::run::{self, Baseline, Event, RunReport};
 use crate::gate::session::Session;
 use crate::gate::TestResult;
 
-pub use ending::{Ending, Outputs};
+pub use ending::{Ending, HtmlOutput, Outputs};
 
 /// Where a run's events and closing notes go.
 pub trait Reporter {
