@@ -234,3 +234,92 @@ fn action_script_merges_the_run_records_its_glob_matches() {
     );
     assert!(!work.join("pwned").exists());
 }
+
+/// The action's comparison step, run with a stub `sqlgate` printing a diff and a stub `gh`
+/// that logs its arguments and lists `comments` (JSON lines of `id body`) as the API would.
+/// Returns the log of `gh` calls and the job summary.
+fn run_diff_step(token: &str, existing: Option<u64>) -> (String, String) {
+    let action = std::fs::read_to_string(repo().join("action.yml")).expect("reads");
+    let script = script_containing(&action, "sqlgate diff skipped");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let write_exe = |name: &str, body: String| {
+        let path = bin.join(name);
+        std::fs::write(&path, body).expect("writes");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    };
+    let sqlgate = write_exe(
+        "sqlgate",
+        "#!/bin/sh\n[ \"$1 $4 $5\" = 'diff --format markdown' ] || exit 9\necho \"1 regression: $2\"\n"
+            .into(),
+    );
+    let log = dir.path().join("gh.log");
+    // Listing prints the id of the comment carrying the marker, as `--jq` would select it.
+    let listed = existing.map_or(String::new(), |id| format!("echo {id}\n"));
+    write_exe(
+        "gh",
+        format!(
+            "#!/bin/sh\nprintf '%s ' \"$@\" >> '{log}'\necho >> '{log}'\n\
+             case \"$*\" in *--paginate*) {listed};; *body=@*) for a; do last=$a; done; cat \"${{last#body=@}}\" > '{log}.body';; esac\n",
+            log = log.display()
+        ),
+    );
+    let runner_temp = dir.path().join("tmp");
+    std::fs::create_dir_all(&runner_temp).expect("mkdir");
+    std::fs::write(runner_temp.join("sqlgate-head.json"), "{}").expect("writes");
+    std::fs::write(dir.path().join("base.json"), "{}").expect("writes");
+    let summary = dir.path().join("summary.md");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("bash")
+        .args(["-e", "-c", &script])
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("RUNNER_TEMP", &runner_temp)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_REPOSITORY", "team/app")
+        .env("SQLGATE_BIN", &sqlgate)
+        .env("SQLGATE_DIFF_BASE", "base.json")
+        .env("SQLGATE_PULL_REQUEST", "7")
+        .env("GH_TOKEN", token)
+        .output()
+        .expect("bash runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let body = std::fs::read_to_string(dir.path().join("gh.log.body")).unwrap_or_default();
+    let summary = std::fs::read_to_string(&summary).expect("summary written");
+    if !calls.is_empty() {
+        assert_eq!(body, summary, "the comment is the summary");
+    }
+    (calls, summary)
+}
+
+#[test]
+fn the_diff_goes_to_the_summary_and_one_pull_request_comment() {
+    let (calls, summary) = run_diff_step("", None);
+    assert!(calls.is_empty(), "no token, no comment: {calls}");
+    assert_eq!(summary, "<!-- sqlgate diff -->\n1 regression: base.json\n");
+
+    let (calls, _) = run_diff_step("token", None);
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls[0].starts_with("api --paginate repos/team/app/issues/7/comments"));
+    assert!(calls[1].starts_with("api --method POST repos/team/app/issues/7/comments"));
+
+    let (calls, _) = run_diff_step("token", Some(42));
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls[1].starts_with("api --method PATCH repos/team/app/issues/comments/42"),
+        "the earlier comment is updated: {calls:?}"
+    );
+}
