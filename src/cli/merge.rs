@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::report::terminal::ColorChoice;
 use sqlgate::gate::record::{self, RunRecord};
-use sqlgate::gate::run::{self, Baseline, Event};
+use sqlgate::gate::run::{self, Event};
 use sqlgate::gate::session::Session;
 use sqlgate::runner::{Ending, Outputs, Reporter as _};
 use sqlgate::Error;
@@ -67,12 +67,7 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
     let tests: Vec<_> = all.iter().filter(|t| !t.ignored).cloned().collect();
     let mut reporter = Reporter::new(args.message_format, &session, args.color);
     reporter.event(Event::Started { total: tests.len() });
-    let baseline = if args.accept {
-        Baseline::ThisRun
-    } else {
-        Baseline::Accepted(session.accepted())
-    };
-    let mut report = session.merged_report(merged, &tests, baseline)?;
+    let mut report = session.merged_report(merged, &tests, session.baseline(args.accept))?;
     for result in &report.results {
         reporter.event(Event::Finished(result));
     }

@@ -7,7 +7,7 @@ use clap::Args;
 
 use sqlgate::config::RecordMode;
 use sqlgate::gate::record::{self, RunRecord};
-use sqlgate::gate::run::{self, Baseline};
+use sqlgate::gate::run;
 use sqlgate::gate::session::Session;
 use sqlgate::report::html::{self, EarlierRun, ReportInput, RunFacts};
 use sqlgate::runner::ending::summaries;
@@ -53,8 +53,7 @@ pub fn run(args: ReportArgs) -> Result<(), Error> {
     merged.answers.clear();
     let all = session.tests();
     let tests: Vec<_> = all.iter().filter(|t| !t.ignored).cloned().collect();
-    let mut report =
-        session.merged_report(merged, &tests, Baseline::Accepted(session.accepted()))?;
+    let mut report = session.merged_report(merged, &tests, session.baseline(false))?;
     report.results.extend(
         all.iter()
             .filter(|t| t.ignored)

@@ -40,13 +40,26 @@ impl Workspace {
     }
 
     fn test(&self, args: &[&str]) -> Run {
-        sqlgate()
+        self.test_with_ci(None, args)
+    }
+
+    /// `sqlgate test` as CI runs it (`CI=true`).
+    fn test_in_ci(&self) -> Run {
+        self.test_with_ci(Some("true"), &[])
+    }
+
+    fn test_with_ci(&self, ci: Option<&str>, args: &[&str]) -> Run {
+        let mut command = sqlgate();
+        command
             .arg("test")
             .args(args)
             .current_dir(self.dir.path())
             .env_remove("CI")
-            .env_remove("GITHUB_ACTIONS")
-            .run()
+            .env_remove("GITHUB_ACTIONS");
+        if let Some(ci) = ci {
+            command.env("CI", ci);
+        }
+        command.run()
     }
 }
 
@@ -142,7 +155,7 @@ fn a_first_run_says_how_a_baseline_is_made_and_accepting_it_makes_ci_pass() {
     let workspace = Workspace::new(&["demo"]);
     std::fs::remove_file(workspace.path("snapshots/demo.snap")).unwrap();
 
-    let in_ci = workspace_in_ci(&workspace);
+    let in_ci = workspace.test_in_ci();
     in_ci.assert_code(100);
     assert!(
         in_ci
@@ -169,16 +182,7 @@ fn a_first_run_says_how_a_baseline_is_made_and_accepting_it_makes_ci_pass() {
 
     workspace.test(&["--accept"]).assert_code(0);
     assert!(workspace.path("snapshots/demo.snap").is_file());
-    workspace_in_ci(&workspace).assert_code(0);
-}
-
-fn workspace_in_ci(workspace: &Workspace) -> Run {
-    sqlgate()
-        .arg("test")
-        .current_dir(workspace.dir.path())
-        .env("CI", "true")
-        .env_remove("GITHUB_ACTIONS")
-        .run()
+    workspace.test_in_ci().assert_code(0);
 }
 
 #[test]

@@ -17,10 +17,9 @@ pub const REQUIRE_SHARED_DATA: &str = "SQLGATE_REQUIRE_SHARED_DATA";
 /// PostgreSQL, Chromium): a missing one then fails the tests that need it.
 pub const REQUIRE_TOOLS: &str = "SQLGATE_REQUIRE_TOOLS";
 
-/// What the skipped checks of this process lacked, in the order first met.
-static MISSING: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// How many checks this process skipped, and what they lacked, in the order first met.
+static SKIPPED: Mutex<(usize, Vec<String>)> = Mutex::new((0, Vec::new()));
 static SUMMARY_AT_EXIT: Once = Once::new();
-static SKIPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The calling test lacks the shared data at `what`: fails under [`REQUIRE_SHARED_DATA`],
 /// else says so and counts the skip.
@@ -44,11 +43,12 @@ fn skip(variable: &str, what: &str) {
         "{test}: {what} is missing and {variable} is set"
     );
     let _ = writeln!(std::io::stderr(), "skipped: {test} needs {what}");
-    SKIPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut missing = MISSING.lock().unwrap_or_else(|p| p.into_inner());
-    if !missing.iter().any(|m| m == what) {
-        missing.push(what.to_string());
+    let mut skipped = SKIPPED.lock().unwrap_or_else(|p| p.into_inner());
+    skipped.0 += 1;
+    if !skipped.1.iter().any(|m| m == what) {
+        skipped.1.push(what.to_string());
     }
+    drop(skipped);
     SUMMARY_AT_EXIT.call_once(|| {
         #[cfg(unix)]
         // SAFETY: registers a function without arguments that C's `exit` calls once; it only
@@ -62,8 +62,9 @@ fn skip(variable: &str, what: &str) {
 /// Runs as the test binary exits, after libtest's own summary.
 #[cfg(unix)]
 extern "C" fn print_summary() {
-    let skips = SKIPS.load(std::sync::atomic::Ordering::Relaxed);
-    let missing = MISSING.lock().unwrap_or_else(|p| p.into_inner());
+    let skipped = SKIPPED.lock().unwrap_or_else(|p| p.into_inner());
+    let (skips, missing) = &*skipped;
+    let skips = *skips;
     let _ = writeln!(
         std::io::stderr(),
         "note: {skips} check{} skipped, lacking: {}. `CI=true bash .ci/run` installs them \

@@ -114,6 +114,16 @@ impl Session {
         plan::list(&self.suites)
     }
 
+    /// What a run's cases are judged against: the outcomes it accepts when it `accepts` them
+    /// (a whole run only), else the accepted snapshots.
+    pub fn baseline(&self, accepts: bool) -> Baseline<'_> {
+        if accepts {
+            Baseline::ThisRun
+        } else {
+            Baseline::Accepted(self.accepted())
+        }
+    }
+
     /// Per suite: case test name -> correct in the accepted snapshot.
     pub fn accepted(&self) -> &[HashMap<String, bool>] {
         self.snapshots.passed()

@@ -14,7 +14,7 @@ use sqlgate_eval::store::{self, Store};
 use crate::config::Config;
 use crate::gate::partition::Partition;
 use crate::gate::plan::{TestDesc, TestKind};
-use crate::gate::run::{self, Baseline, Event, RunReport};
+use crate::gate::run::{self, Event, RunReport};
 use crate::gate::session::Session;
 use crate::gate::TestResult;
 
@@ -243,11 +243,7 @@ impl TestRunner<'_> {
     pub fn run(&self, on_event: &mut dyn FnMut(Event<'_>)) -> RunReport {
         let session = self.session;
         let answers = |suite: usize, cases: &[usize]| session.answers(suite, cases);
-        let baseline = if self.accept && self.whole() {
-            Baseline::ThisRun
-        } else {
-            Baseline::Accepted(session.accepted())
-        };
+        let baseline = session.baseline(self.accept && self.whole());
         let mut report = run::run(
             &session.suites,
             &self.selected,
