@@ -1,5 +1,6 @@
 //! The `sqlgate` command line.
 
+mod audit;
 mod calibrate;
 mod diff;
 mod generate;
@@ -55,6 +56,9 @@ enum Command {
     Generate(generate::GenerateCommand),
     /// Score single-error mutants of a gold set: how each SQLMorph metric reacts to each error.
     Calibrate(calibrate::CalibrateArgs),
+    /// Audit a benchmark's gold queries: errors, timeouts, empty results, ties cut by LIMIT,
+    /// nondeterminism, disagreeing alternatives, errors the cases cannot see, duplicates.
+    Audit(audit::AuditArgs),
     /// Build schema-only SQLite databases (no rows) from a Spider `tables.json`.
     SchemaDb(schema_db::SchemaDbArgs),
 }
@@ -83,6 +87,7 @@ pub fn main() -> ExitCode {
         Command::Score(args) => score::run(args),
         Command::Generate(command) => generate::run(command),
         Command::Calibrate(args) => calibrate::run(args),
+        Command::Audit(args) => audit::run(args),
         Command::SchemaDb(args) => schema_db::run(args),
     };
     match result {

@@ -192,9 +192,9 @@ enum OutputFormat {
 
 /// A time bound, or none (`--timeout none`).
 #[derive(Clone, Copy)]
-struct TimeBound(Option<Duration>);
+pub(super) struct TimeBound(pub(super) Option<Duration>);
 
-fn parse_timeout(text: &str) -> Result<TimeBound, String> {
+pub(super) fn parse_timeout(text: &str) -> Result<TimeBound, String> {
     if text == "none" {
         return Ok(TimeBound(None));
     }

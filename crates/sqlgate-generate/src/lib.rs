@@ -4,10 +4,14 @@
 //! - `mutate`: SQLMorph's single-error SQL mutants, Join Query Expansion, Textual Query
 //!   Augmentation, SQL2NL's schema-aligned paraphrases and infeasible questions;
 //! - `calibrate`: the fine-grained metrics measured on single-error mutants (SQLMorph
-//!   Tables IX and X).
+//!   Tables IX and X);
+//! - `audit`: what is wrong with a benchmark's gold queries (errors, ties cut by LIMIT,
+//!   nondeterminism, disagreeing alternatives, errors the case cannot see, duplicates).
 
 #![warn(missing_docs)]
 
 pub mod mutate;
 
 pub mod calibrate;
+
+pub mod audit;

@@ -26,7 +26,8 @@ pub const EXIT_SERVICE_UNAVAILABLE: u8 = 69;
 /// which covers reading too: this code says the inputs were fine and the run itself was not
 /// at fault, only where its results go.
 pub const EXIT_OUTPUT_FAILED: u8 = 73;
-/// `test`, `merge`: at least one test failed (nextest's `TEST_RUN_FAILED`).
+/// `test`, `merge`: at least one test failed (nextest's `TEST_RUN_FAILED`); `audit --strict`:
+/// the gold has findings.
 pub const EXIT_TESTS_FAILED: u8 = 100;
 
 /// Why a command did not end with [`EXIT_OK`].
@@ -59,6 +60,9 @@ pub enum Error {
     /// `test`, `merge`: some tests failed.
     #[error("test run failed: {} failed", count_tests(*.0))]
     TestsFailed(usize),
+    /// `audit --strict`: the gold has findings.
+    #[error("the audit has {} (--strict)", crate::report::plural(*.0, "finding"))]
+    AuditFindings(usize),
 }
 
 impl Error {
@@ -71,7 +75,7 @@ impl Error {
             Error::NoTestsRun(_) => EXIT_NO_TESTS_RUN,
             Error::Service(_) | Error::SystemUnavailable(_) => EXIT_SERVICE_UNAVAILABLE,
             Error::Output(_) => EXIT_OUTPUT_FAILED,
-            Error::TestsFailed(_) => EXIT_TESTS_FAILED,
+            Error::TestsFailed(_) | Error::AuditFindings(_) => EXIT_TESTS_FAILED,
         }
     }
 }

@@ -103,6 +103,18 @@ impl Sandbox {
     /// Opens `path` read-only for SQL from `source`. Fails when the file is missing or is not
     /// a database.
     pub fn open(path: &Path, source: Source) -> Result<Sandbox, ExecError> {
+        Sandbox::open_with(path, source, "")
+    }
+
+    /// Opens `path` like [`Sandbox::open`], with `PRAGMA reverse_unordered_selects = ON`: rows
+    /// that no ORDER BY orders come back in another order (the gold audit looks for results
+    /// that depend on it).
+    pub fn open_reversing_unordered(path: &Path, source: Source) -> Result<Sandbox, ExecError> {
+        Sandbox::open_with(path, source, " PRAGMA reverse_unordered_selects = ON;")
+    }
+
+    /// Opens `path`, running `pragmas` before the authorizer, which would refuse them, is set.
+    fn open_with(path: &Path, source: Source, pragmas: &str) -> Result<Sandbox, ExecError> {
         memory::bound_sqlite();
         // A file that is not a database is a fact of its content; any other failure to open
         // (missing, unreadable, out of file handles) is of the moment.
@@ -133,7 +145,7 @@ impl Sandbox {
             Source::Prediction => "MEMORY",
         };
         conn.execute_batch(&format!(
-            "PRAGMA temp_store = {temp_store}; PRAGMA query_only = ON; PRAGMA trusted_schema = OFF;"
+            "PRAGMA temp_store = {temp_store}; PRAGMA query_only = ON; PRAGMA trusted_schema = OFF;{pragmas}"
         ))
         .map_err(open_error)?;
         // Reading the schema once here turns "file is not a database" and a hot journal into

@@ -1,0 +1,161 @@
+//! One case's audit: each gold alternative run on every database of its folder, then checked
+//! for every kind of finding that is about one case.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sqlgate_eval::exec::{Engine, ExecErrorKind, QueryRunner, ResultSet};
+use sqlgate_eval::loaders::Case;
+use sqlgate_eval::metrics::ex::Verdict;
+
+use super::order::OrderProbe;
+use super::runs::{reversed_scan, Scorer};
+use super::{volatile, weak, Finding, Kind, Settings};
+
+/// A gold alternative's result on one database.
+struct Ran<'a> {
+    file: &'a Path,
+    rows: Arc<ResultSet>,
+}
+
+/// The findings about `case` on `files`, in the order found.
+pub(super) fn audit_case(
+    settings: &Settings,
+    engine: &Engine,
+    case: &Case,
+    files: &[PathBuf],
+) -> Vec<Finding> {
+    let scorer = Scorer {
+        settings,
+        engine,
+        case,
+    };
+    let mut findings = Vec::new();
+    let mut add = |kind: Kind, alternative: usize, detail: String| {
+        let prefix = if case.gold.len() > 1 {
+            format!("alternative {}: ", alternative + 1)
+        } else {
+            String::new()
+        };
+        findings.push(Finding {
+            id: case.id.clone(),
+            db: case.db.clone(),
+            kind,
+            detail: format!("{prefix}{detail}"),
+        });
+    };
+    let mut runs_everywhere = !files.is_empty();
+    for (alternative, gold) in case.gold.iter().enumerate() {
+        let mut ran = Vec::new();
+        let mut failed = Vec::new();
+        for file in files {
+            match engine.gold(file, gold).result {
+                Ok(rows) => ran.push(Ran { file, rows }),
+                Err(error) => failed.push((file, error)),
+            }
+        }
+        runs_everywhere &= failed.is_empty();
+        for kind in [Kind::Timeout, Kind::Error] {
+            let first = failed
+                .iter()
+                .find(|(_, e)| (e.kind == ExecErrorKind::Timeout) == (kind == Kind::Timeout));
+            if let Some((file, error)) = first {
+                add(kind, alternative, format!("on {}: {}", name(file), error.message));
+            }
+        }
+        if ran.is_empty() {
+            continue;
+        }
+        if ran.iter().all(|r| r.rows.rows.is_empty()) {
+            let detail = format!("no row on any of the {} database(s) it runs on", ran.len());
+            add(Kind::Empty, alternative, detail);
+        }
+        if let Some(detail) = order_ties(&scorer, gold, &ran) {
+            add(Kind::OrderTies, alternative, detail);
+        }
+        if let Some(detail) = nondeterminism(&scorer, gold, &ran) {
+            add(Kind::Nondeterministic, alternative, detail);
+        }
+        if alternative > 0 {
+            if let Some(detail) = disagreement(&scorer, gold, &ran) {
+                add(Kind::AlternativesDisagree, alternative, detail);
+            }
+        }
+    }
+    if runs_everywhere {
+        if let Some(detail) = weak::passing_mutants(&scorer, files) {
+            findings.push(Finding {
+                id: case.id.clone(),
+                db: case.db.clone(),
+                kind: Kind::Weak,
+                detail,
+            });
+        }
+    }
+    findings
+}
+
+/// A LIMIT through ties, or tied rows the mode compares in order, on the first database
+/// where either shows.
+fn order_ties(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
+    let probe = OrderProbe::of(gold)?;
+    ran.iter().find_map(|r| {
+        let unlimited = scorer.engine.gold(r.file, &probe.sql).result.ok()?;
+        let cut = probe
+            .has_cut()
+            .then(|| probe.cut_through_ties(&unlimited))
+            .flatten();
+        let found = cut.or_else(|| {
+            scorer
+                .order_matters(gold, r.file, &r.rows)
+                .then(|| probe.partial_order(&unlimited))
+                .flatten()
+        });
+        found.map(|detail| format!("on {}: {detail}", name(r.file)))
+    })
+}
+
+/// A call to chance or the clock, or rows the mode scores as different from the gold's own
+/// when run again or with unordered scans reversed.
+fn nondeterminism(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
+    if let Some(call) = volatile::first_volatile_call(gold) {
+        return Some(format!("calls {call}, whose value changes between executions"));
+    }
+    let engine = scorer.engine;
+    ran.iter().find_map(|r| {
+        let again = scorer.verdict_under(gold, r.file, |db, sql| engine.execute(db, sql));
+        if again == Verdict::Incorrect {
+            return Some(format!(
+                "on {}: a second execution returns rows the mode scores as different",
+                name(r.file)
+            ));
+        }
+        let reversed = scorer.verdict_under(gold, r.file, |db, sql| reversed_scan(engine, db, sql));
+        (reversed == Verdict::Incorrect).then(|| {
+            format!(
+                "on {}: with PRAGMA reverse_unordered_selects = ON the mode scores the rows as \
+                 different (the result depends on the order SQLite scans in)",
+                name(r.file)
+            )
+        })
+    })
+}
+
+/// Where the mode scores this alternative incorrect against the first one.
+fn disagreement(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
+    let first = &scorer.case.gold[..1];
+    ran.iter()
+        .find(|r| scorer.verdict(first, r.file, gold) == Verdict::Incorrect)
+        .map(|r| {
+            format!(
+                "scored as a prediction against alternative 1, it is incorrect on {}",
+                name(r.file)
+            )
+        })
+}
+
+/// A database file's name, for findings.
+fn name(file: &Path) -> String {
+    file.file_name()
+        .map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned())
+}

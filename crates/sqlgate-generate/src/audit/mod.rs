@@ -1,0 +1,137 @@
+//! The gold audit (`sqlgate audit`): what makes a benchmark case unable to tell a right query
+//! from a wrong one, or pass and fail by chance. Every gold alternative runs on every database
+//! of its case's folder (a plain database folder, or a distilled test-suite folder); each check
+//! compares results as the suite's mode does, by scoring through [`ex::evaluate`] itself.
+
+mod case_audit;
+mod duplicate;
+mod order;
+mod runs;
+mod volatile;
+mod weak;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use sqlgate_eval::error::InputError;
+use sqlgate_eval::exec::Engine;
+use sqlgate_eval::loaders::Benchmark;
+use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
+
+/// How the audit compares results and draws mutants.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The comparison mode of the suite whose gold is audited.
+    pub mode: Mode,
+    /// The mode's options, as the suite scores with them.
+    pub mode_options: ModeOptions,
+    /// The mutation run seed of the `weak` check's single-error mutants.
+    pub seed: u64,
+}
+
+/// What is wrong with a gold query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A gold alternative does not run.
+    Error,
+    /// A gold alternative runs past the time bound.
+    Timeout,
+    /// A gold alternative returns no row on any database.
+    Empty,
+    /// A LIMIT cuts through ties, or the mode compares rows in an order that is not total.
+    OrderTies,
+    /// The result depends on the execution: two runs, the scan order, the clock or chance.
+    Nondeterministic,
+    /// Gold alternatives the mode scores as different from the first one.
+    AlternativesDisagree,
+    /// Single-error mutants the case cannot tell from its gold.
+    Weak,
+    /// One question on one database with several different golds.
+    Duplicate,
+}
+
+impl Kind {
+    /// Every kind, in report order.
+    pub const ALL: [Kind; 8] = [
+        Kind::Error,
+        Kind::Timeout,
+        Kind::Empty,
+        Kind::OrderTies,
+        Kind::Nondeterministic,
+        Kind::AlternativesDisagree,
+        Kind::Weak,
+        Kind::Duplicate,
+    ];
+
+    /// The name used in the JSON output and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Error => "error",
+            Kind::Timeout => "timeout",
+            Kind::Empty => "empty",
+            Kind::OrderTies => "order_ties",
+            Kind::Nondeterministic => "nondeterministic",
+            Kind::AlternativesDisagree => "alternatives_disagree",
+            Kind::Weak => "weak",
+            Kind::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// One finding about one case's gold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The case's id.
+    pub id: String,
+    /// The case's database.
+    pub db: String,
+    /// What is wrong.
+    pub kind: Kind,
+    /// What was seen, for a person to check.
+    pub detail: String,
+}
+
+/// Audits every case's gold on every database of its folder, in parallel. Findings come in
+/// case order, then kind order.
+pub fn audit(
+    bench: &Benchmark,
+    settings: &Settings,
+    engine: &Engine,
+) -> Result<Vec<Finding>, InputError> {
+    let files = bench
+        .cases
+        .iter()
+        .map(|case| bench.db_files(case, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut per_case: Vec<Vec<Finding>> = bench
+        .cases
+        .par_iter()
+        .zip(&files)
+        .map(|(case, files)| case_audit::audit_case(settings, engine, case, files))
+        .collect();
+    for (index, finding) in duplicate::findings(&bench.cases) {
+        per_case[index].push(finding);
+    }
+    Ok(per_case
+        .into_iter()
+        .flat_map(|mut findings| {
+            findings.sort_by_key(|f| f.kind);
+            findings
+        })
+        .collect())
+}
+
+/// How many findings of each kind, in [`Kind::ALL`] order, kinds without findings left out.
+pub fn counts(findings: &[Finding]) -> Vec<(Kind, usize)> {
+    let mut counts: BTreeMap<Kind, usize> = BTreeMap::new();
+    for finding in findings {
+        *counts.entry(finding.kind).or_default() += 1;
+    }
+    counts.into_iter().collect()
+}

@@ -1,0 +1,121 @@
+//! Scoring one query against gold as the suite's mode does, on one database, with the
+//! prediction side run another way: a second time, under `reverse_unordered_selects`, or as
+//! given rows.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sqlgate_eval::exec::sandbox::Source;
+use sqlgate_eval::exec::{Engine, EngineKind, Execution, QueryRunner, ResultSet, Sandbox};
+use sqlgate_eval::loaders::Case;
+use sqlgate_eval::metrics::ex::{self, CaseInput, Verdict};
+
+use super::Settings;
+
+/// Runs gold queries on the engine (once per run) and the prediction side through `pred`.
+struct SplitRunner<'a, P> {
+    engine: &'a Engine,
+    pred: P,
+}
+
+impl<P: Fn(&Path, &str) -> Execution + Sync> QueryRunner for SplitRunner<'_, P> {
+    fn gold(&self, db: &Path, sql: &str) -> Execution {
+        self.engine.gold(db, sql)
+    }
+
+    fn pred(&self, db: &Path, sql: &str) -> Execution {
+        (self.pred)(db, sql)
+    }
+
+    fn engine(&self) -> EngineKind {
+        self.engine.engine()
+    }
+}
+
+/// One case's scoring context on one database.
+pub(super) struct Scorer<'a> {
+    pub settings: &'a Settings,
+    pub engine: &'a Engine,
+    pub case: &'a Case,
+}
+
+impl Scorer<'_> {
+    /// The mode's verdict on `pred_sql` against `gold` on `file`, the prediction executed by
+    /// the engine like any prediction.
+    pub fn verdict(&self, gold: &[String], file: &Path, pred_sql: &str) -> Verdict {
+        self.verdict_with(gold, file, pred_sql, self.engine)
+    }
+
+    /// The mode's verdict on `sql` against itself when its prediction side runs through
+    /// `pred` (a second execution, another scan order, given rows).
+    pub fn verdict_under(
+        &self,
+        sql: &str,
+        file: &Path,
+        pred: impl Fn(&Path, &str) -> Execution + Sync,
+    ) -> Verdict {
+        let runner = SplitRunner {
+            engine: self.engine,
+            pred,
+        };
+        let gold = [sql.to_string()];
+        self.verdict_with(&gold, file, sql, &runner)
+    }
+
+    fn verdict_with(
+        &self,
+        gold: &[String],
+        file: &Path,
+        pred_sql: &str,
+        runner: &dyn QueryRunner,
+    ) -> Verdict {
+        let files = [file.to_path_buf()];
+        let input = case_input(self.case, gold, &files);
+        ex::evaluate(
+            self.settings.mode,
+            &self.settings.mode_options,
+            &input,
+            pred_sql,
+            runner,
+        )
+        .verdict
+    }
+
+    /// Whether the mode cares about row order for `sql` on `file`: the gold's own rows
+    /// reversed would score incorrect. Unknowable (false) with fewer than two distinct rows.
+    pub fn order_matters(&self, sql: &str, file: &Path, rows: &ResultSet) -> bool {
+        let reversed = Arc::new(ResultSet {
+            rows: rows.rows.iter().rev().cloned().collect(),
+            ..rows.clone()
+        });
+        let verdict = self.verdict_under(sql, file, |_, _| Execution {
+            result: Ok(Arc::clone(&reversed)),
+            elapsed: Default::default(),
+        });
+        verdict == Verdict::Incorrect
+    }
+}
+
+/// What EX compares a query against: the case with `gold` as its alternatives, on `files`.
+fn case_input<'a>(case: &'a Case, gold: &'a [String], files: &'a [PathBuf]) -> CaseInput<'a> {
+    CaseInput {
+        gold,
+        question: &case.question,
+        category: case.tags.get("category").map(String::as_str),
+        db: &case.db,
+        db_files: files,
+        ignore_order: case.tags.get("ignore_order").map(|v| v == "true"),
+    }
+}
+
+/// `sql` executed on `db` with `PRAGMA reverse_unordered_selects = ON`, in the gold's sandbox
+/// and limits.
+pub(super) fn reversed_scan(engine: &Engine, db: &Path, sql: &str) -> Execution {
+    match Sandbox::open_reversing_unordered(db, Source::Gold) {
+        Ok(sandbox) => sandbox.execute(sql, engine.limits()),
+        Err(error) => Execution {
+            result: Err(error),
+            elapsed: Default::default(),
+        },
+    }
+}
