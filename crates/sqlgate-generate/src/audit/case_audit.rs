@@ -60,7 +60,11 @@ pub(super) fn audit_case(
                 .iter()
                 .find(|(_, e)| (e.kind == ExecErrorKind::Timeout) == (kind == Kind::Timeout));
             if let Some((file, error)) = first {
-                add(kind, alternative, format!("on {}: {}", name(file), error.message));
+                add(
+                    kind,
+                    alternative,
+                    format!("on {}: {}", name(file), error.message),
+                );
             }
         }
         if ran.is_empty() {
@@ -119,7 +123,9 @@ fn order_ties(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
 /// when run again or with unordered scans reversed.
 fn nondeterminism(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
     if let Some(call) = volatile::first_volatile_call(gold) {
-        return Some(format!("calls {call}, whose value changes between executions"));
+        return Some(format!(
+            "calls {call}, whose value changes between executions"
+        ));
     }
     let engine = scorer.engine;
     ran.iter().find_map(|r| {
@@ -156,6 +162,8 @@ fn disagreement(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
 
 /// A database file's name, for findings.
 fn name(file: &Path) -> String {
-    file.file_name()
-        .map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned())
+    file.file_name().map_or_else(
+        || file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }

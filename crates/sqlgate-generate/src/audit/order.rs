@@ -44,7 +44,9 @@ impl OrderProbe {
     /// The probe of `sql`, or None when its outer query has no ORDER BY or its keys cannot be
     /// read (a DISTINCT query ordered by a column it does not return, a non-literal LIMIT).
     pub fn of(sql: &str) -> Option<OrderProbe> {
-        on_enough_stack(sql, |query| Ok(probe(query))).ok().flatten()
+        on_enough_stack(sql, |query| Ok(probe(query)))
+            .ok()
+            .flatten()
     }
 
     /// Whether the query has a LIMIT or OFFSET (only then can a cut fall between ties).

@@ -87,7 +87,10 @@ mod tests {
             ("SELECT a FROM t ORDER BY RANDOM() LIMIT 1", "RANDOM()"),
             ("SELECT hex(randomblob(4))", "randomblob(4)"),
             ("SELECT * FROM t WHERE d < date('now')", "date('now')"),
-            ("SELECT * FROM t WHERE d < DATETIME('NOW', '-1 day')", "DATETIME('NOW', '-1 day')"),
+            (
+                "SELECT * FROM t WHERE d < DATETIME('NOW', '-1 day')",
+                "DATETIME('NOW', '-1 day')",
+            ),
             ("SELECT strftime('%Y', 'now')", "strftime('%Y', 'now')"),
             ("SELECT date()", "date()"),
             ("SELECT * FROM t WHERE d < CURRENT_DATE", "CURRENT_DATE"),
