@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use super::score::{parse_timeout, TimeBound};
 use super::value_enums::ModeArg;
 use super::Source;
+use sqlgate::gate::session::Session;
 use sqlgate::report::plural;
 use sqlgate::Error;
 use sqlgate_eval::exec::{Engine, Limits};
@@ -111,10 +112,38 @@ fn counts_in_parentheses(findings: &[Finding]) -> String {
 }
 
 /// The line `sqlgate test` prints for a suite with `audit = true`.
-pub(super) fn suite_line(suite: &str, findings: &[Finding], command: &str) -> String {
+fn suite_line(suite: &str, findings: &[Finding], command: &str) -> String {
     format!(
         "audit: suite {suite} has {}{} — {command} for details",
         plural(findings.len(), "finding"),
         counts_in_parentheses(findings)
     )
+}
+
+/// For each suite of the session with `audit = true`: its gold's findings in one line, with
+/// the command that lists them. Generated families are left out: their golds are the seeds'.
+pub(super) fn suite_lines(session: &Session) -> Result<Vec<String>, Error> {
+    let mut lines = Vec::new();
+    for (plan, entry) in session.suites.iter().zip(&session.config.suites) {
+        let suite = entry.get_ref();
+        if !suite.audit {
+            continue;
+        }
+        let mut bench = plan.bench.clone();
+        bench.cases.retain(|case| !case.tags.contains_key("family"));
+        let settings = Settings {
+            mode: plan.scoring.mode,
+            mode_options: plan.scoring.mode_options.clone(),
+            seed: DEFAULT_SEED,
+        };
+        let findings = audit::audit(&bench, &settings, &plan.engine())?;
+        let command = format!(
+            "sqlgate audit --gold {} --db-dir {} --mode {}",
+            session.config.resolve(&suite.benchmark).display(),
+            bench.db_dir.display(),
+            plan.scoring.mode.name()
+        );
+        lines.push(suite_line(&plan.name, &findings, &command));
+    }
+    Ok(lines)
 }

@@ -14,7 +14,7 @@ use sqlgate::gate::plan::TestDesc;
 use sqlgate::gate::run::Event;
 use sqlgate::gate::session::Session;
 use sqlgate::gate::TestResult;
-use sqlgate::report::plural;
+use sqlgate::report::{github, plural};
 use sqlgate::runner::ending::Stream;
 use sqlgate::runner::{self, CacheSettings, HtmlOutput, Outputs, Selection, TestRunnerBuilder};
 use sqlgate_eval::exec::memory::{self, MaxMemory};
@@ -266,6 +266,13 @@ pub fn run(args: TestArgs) -> Result<(), Error> {
         };
         return Err(Error::NoTestsRun(why));
     }
+    let audits = super::audit::suite_lines(&session)?;
+    for line in &audits {
+        match reporter.command_stream() {
+            Stream::Stdout => println!("{line}"),
+            Stream::Stderr => eprintln!("{line}"),
+        }
+    }
     let report = runner.run(&mut |event| runner::Reporter::event(&mut reporter, event));
     let origin = match args.partition {
         Some(partition) => format!("sqlgate test, partition {partition} (its share of the cases)"),
@@ -281,12 +288,29 @@ pub fn run(args: TestArgs) -> Result<(), Error> {
     let outcome = runner
         .ending()
         .conclude(&session, &report, &outputs, &mut reporter);
+    append_audits_to_step_summary(&audits);
     // Freeing every result and case one by one takes longer than the process's exit does;
     // everything the run writes is written and flushed by now.
     std::mem::forget(report);
     std::mem::forget(runner);
     std::mem::forget(session);
     outcome
+}
+
+/// The suites' audit lines in the GitHub job summary, after the run's; information only, so a
+/// summary that cannot be written is a warning, not a failure.
+fn append_audits_to_step_summary(audits: &[String]) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        return;
+    };
+    if audits.is_empty() {
+        return;
+    }
+    let items: Vec<String> = audits.iter().map(|line| format!("- {line}\n")).collect();
+    let markdown = format!("\n### Gold audit\n\n{}", items.concat());
+    if let Err(error) = github::append_step_summary(std::path::Path::new(&path), &markdown) {
+        eprintln!("warning: {error}");
+    }
 }
 
 /// Why a selection runs nothing, and what would run something.

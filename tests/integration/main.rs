@@ -7,6 +7,7 @@
 mod llm_support;
 mod support;
 
+mod audit;
 mod calibrate;
 mod cli_init;
 mod cli_score;

@@ -68,6 +68,10 @@ pub struct SuiteConfig {
     /// that is down) gates on its number instead of failing; the warning still shows.
     #[serde(default)]
     pub allow_metric_errors: bool,
+    /// `sqlgate test` audits the suite's gold first and says how many findings it has
+    /// (`sqlgate audit`); findings never change the verdict.
+    #[serde(default)]
+    pub audit: bool,
 }
 
 /// A structural metric a suite can compute.
