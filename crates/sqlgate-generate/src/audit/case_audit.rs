@@ -147,17 +147,33 @@ fn nondeterminism(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
     })
 }
 
-/// Where the mode scores this alternative incorrect against the first one.
+/// Where the mode scores this alternative incorrect against the first one, and what each
+/// returns there.
 fn disagreement(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
     let first = &scorer.case.gold[..1];
     ran.iter()
         .find(|r| scorer.verdict(first, r.file, gold) == Verdict::Incorrect)
         .map(|r| {
+            let theirs = match &scorer.engine.gold(r.file, &first[0]).result {
+                Ok(rows) => shape(rows),
+                Err(error) => error.message.clone(),
+            };
             format!(
-                "scored as a prediction against alternative 1, it is incorrect on {}",
-                name(r.file)
+                "scored as a prediction against alternative 1, it is incorrect on {}: it \
+                 returns {}, alternative 1 {theirs}",
+                name(r.file),
+                shape(&r.rows)
             )
         })
+}
+
+/// `3 rows of (name, aid)`.
+fn shape(rows: &ResultSet) -> String {
+    let count = match rows.rows.len() {
+        1 => "1 row".to_string(),
+        n => format!("{n} rows"),
+    };
+    format!("{count} of ({})", rows.columns.join(", "))
 }
 
 /// A database file's name, for findings.

@@ -320,3 +320,54 @@ fn literal(expr: &Expr) -> Option<usize> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::OrderProbe;
+
+    fn probe_sql(sql: &str) -> Option<String> {
+        OrderProbe::of(sql).map(|probe| probe.sql)
+    }
+
+    #[test]
+    fn only_the_outer_limit_goes_and_missing_keys_are_appended() {
+        assert_eq!(
+            probe_sql(
+                "SELECT name FROM t WHERE s IN (SELECT s FROM t ORDER BY s LIMIT 1) \
+                 ORDER BY s DESC LIMIT 3 OFFSET 1"
+            )
+            .as_deref(),
+            Some(
+                "SELECT name, s AS sqlgate_order_key_0 FROM t WHERE s IN (SELECT s FROM t \
+                 ORDER BY s LIMIT 1) ORDER BY s DESC"
+            )
+        );
+    }
+
+    #[test]
+    fn keys_the_query_returns_are_read_from_its_columns() {
+        for sql in [
+            "SELECT name, count(*) FROM t GROUP BY name ORDER BY count(*) DESC LIMIT 1",
+            "SELECT name, count(*) AS n FROM t GROUP BY name ORDER BY n DESC LIMIT 1",
+            "SELECT name, count(*) FROM t GROUP BY name ORDER BY 2 DESC LIMIT 1",
+            "SELECT DISTINCT t.name FROM t ORDER BY name LIMIT 1",
+        ] {
+            let probe = OrderProbe::of(sql).unwrap_or_else(|| panic!("no probe: {sql}"));
+            assert_eq!(probe.appended, 0, "{sql}");
+            assert!(!probe.sql.contains("LIMIT"), "{}", probe.sql);
+        }
+    }
+
+    #[test]
+    fn unreadable_orders_give_no_probe() {
+        for sql in [
+            "SELECT name FROM t",
+            "SELECT DISTINCT name FROM t ORDER BY s LIMIT 1",
+            "SELECT * FROM t ORDER BY 2 LIMIT 1",
+            "SELECT name FROM t ORDER BY s LIMIT (SELECT 1)",
+            "SELECT a FROM t UNION SELECT b FROM u ORDER BY lower(a) LIMIT 1",
+        ] {
+            assert_eq!(OrderProbe::of(sql), None, "{sql}");
+        }
+    }
+}
