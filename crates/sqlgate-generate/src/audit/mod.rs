@@ -1,7 +1,7 @@
 //! The gold audit (`sqlgate audit`): what makes a benchmark case unable to tell a right query
 //! from a wrong one, or pass and fail by chance. Every gold alternative runs on every database
 //! of its case's folder (a plain database folder, or a distilled test-suite folder); each check
-//! compares results as the suite's mode does, by scoring through [`ex::evaluate`] itself.
+//! compares results as the suite's mode does, by scoring through [`sqlgate_eval::metrics::ex::evaluate`] itself.
 
 mod case_audit;
 mod duplicate;
