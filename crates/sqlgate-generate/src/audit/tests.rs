@@ -125,12 +125,16 @@ fn chance_the_clock_and_the_scan_order_are_nondeterministic() {
             "",
             &["SELECT name FROM scores WHERE score > (SELECT score FROM scores ORDER BY score LIMIT 1)"],
         ),
+        // A quoted name hides the call from the parsed query; a second execution shows it.
+        case("hidden", "", &["SELECT hex(\"randomblob\"(16))"]),
         // Without "order by" anywhere testsuite compares bags: the scan order cannot matter.
         case("bag", "", &["SELECT name FROM scores WHERE score > 1"]),
         case("sorted", "", &["SELECT name FROM scores ORDER BY name"]),
     ]);
     assert!(detail(&findings, "chance", Kind::Nondeterministic).contains("random()"));
     assert!(detail(&findings, "clock", Kind::Nondeterministic).contains("date('now')"));
+    let hidden = detail(&findings, "hidden", Kind::Nondeterministic);
+    assert!(hidden.contains("a second execution"), "{hidden}");
     let scan = detail(&findings, "scan", Kind::Nondeterministic);
     assert!(scan.contains("reverse_unordered_selects"), "{scan}");
     for clean in ["bag", "sorted"] {

@@ -41,6 +41,8 @@ pub(super) fn first_volatile_call(sql: &str) -> Option<String> {
     found.ok().flatten()
 }
 
+/// Whether the call reads chance or the clock. Names are matched as printed, so a quoted
+/// name (`"random"()`) is not: the audit's second execution catches what such a call changes.
 fn is_volatile(function: &Function) -> bool {
     let name = function.name.to_string().to_lowercase();
     let args = plain_args(&function.args);
