@@ -121,6 +121,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
                 pair_budget: timeout,
                 ..ModeOptions::default()
             },
+            every_database: suite.every_database,
             regimes: suite.regime.into_iter().collect(),
             sqlmorph_compat: false,
             embedder: suite
@@ -135,6 +136,9 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         };
         let gates = computable_gates(config, &scoring, gates)?;
         let databases = scoring.databases(&bench)?;
+        if let Some(problem) = scoring.every_database_problem(&bench, &databases) {
+            return Err(suite_error(format!("[[suite]] `{name}`: {problem}")));
+        }
         let mut warnings = server_warnings;
         // Server databases are names, not files to look into.
         if !backend.on_server() {
