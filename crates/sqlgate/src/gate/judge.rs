@@ -222,7 +222,7 @@ fn failure_message(
             .score
             .failed_on
             .as_deref()
-            .map_or_else(String::new, |db| format!(" {}", failed_on(case, db)));
+            .map_or_else(String::new, |db| format!(" on {}", failed_on(case, db)));
         format!("{verdict}{on} (ex = {})", format_metric(run.score.ex))
     };
     let why = if must_pass {
@@ -235,14 +235,14 @@ fn failure_message(
     format!("{why}: {what}")
 }
 
-/// Where a case that ran on every database of its folder failed: `on academic_3.sqlite
-/// (passes on the original)`, or `on the original academic.sqlite`. The original runs first,
-/// so a failure elsewhere means it passed there.
+/// The database a case that ran on every database of its folder failed on:
+/// `academic_3.sqlite (passes on the original)`, or `the original academic.sqlite`. The
+/// original runs first, so a failure elsewhere means it passed there.
 fn failed_on(case: &sqlgate_eval::loaders::Case, db: &str) -> String {
     if db == format!("{}.sqlite", case.db) {
-        format!("on the original {db}")
+        format!("the original {db}")
     } else {
-        format!("on {db} (passes on the original)")
+        format!("{db} (passes on the original)")
     }
 }
 

@@ -40,6 +40,13 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             suite.password_env.as_deref(),
         )
         .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
+        if suite.every_database && backend.on_server() {
+            return Err(suite_error(
+                "[[suite]] every_database runs cases on the files of a database folder, which \
+                 the postgres engine does not have"
+                    .to_string(),
+            ));
+        }
         let options = LoadOptions {
             db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
