@@ -101,7 +101,9 @@ impl Workspace {
         let doc = roxmltree::Document::parse(&xml).unwrap();
         let case = doc
             .descendants()
-            .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(&format!("shop::{id}")))
+            .find(|n| {
+                n.has_tag_name("testcase") && n.attribute("name") == Some(&format!("shop::{id}"))
+            })
             .unwrap_or_else(|| panic!("no test shop::{id} in {xml}"));
         let message = case
             .children()
@@ -163,7 +165,10 @@ fn assert_fails_on_the_second_variant(workspace: &Workspace, run: &Run) {
     assert_eq!(failed_on.as_deref(), Some("shop_2.sqlite"));
     assert_eq!(workspace.junit_failure("count"), (None, None));
     let line = workspace.snapshot_line("cheap");
-    assert!(line.contains(" | fail | incorrect | ex=0 | failed_on=shop_2.sqlite | "), "{line}");
+    assert!(
+        line.contains(" | fail | incorrect | ex=0 | failed_on=shop_2.sqlite | "),
+        "{line}"
+    );
     assert!(!workspace.snapshot_line("count").contains("failed_on"));
 }
 
@@ -205,7 +210,11 @@ fn a_rerun_reuses_verdicts_until_the_folder_changes() {
     workspace.database("shop_1.sqlite", "('c', 8), ('d', 30)");
     let changed = workspace.test();
     assert_eq!(reused(&changed), (0, 2));
-    assert!(changed.stdout.contains("incorrect on shop_1.sqlite"), "{}", changed.text());
+    assert!(
+        changed.stdout.contains("incorrect on shop_1.sqlite"),
+        "{}",
+        changed.text()
+    );
 
     // A new file in the folder is a new set of databases.
     assert_eq!(reused(&workspace.test()), (2, 2));
@@ -224,21 +233,39 @@ fn every_database_needs_database_folders_and_files() {
     run.assert_code(2);
     let text = run.text();
     assert!(text.contains("sqlgate.toml"), "{text}");
-    assert!(text.contains("`shop`: every_database needs each database in a folder"), "{text}");
+    assert!(
+        text.contains("`shop`: every_database needs each database in a folder"),
+        "{text}"
+    );
     assert!(text.contains("runs on ./db/shop.sqlite"), "{text}");
     let gold = workspace.path("suite.toml");
     let pred = workspace.path("predictions.jsonl");
     let score = sqlgate()
-        .args(["score", "--gold", gold.to_str().unwrap(), "--every-database"])
+        .args([
+            "score",
+            "--gold",
+            gold.to_str().unwrap(),
+            "--every-database",
+        ])
         .args(["--pred", pred.to_str().unwrap()])
         .run();
     score.assert_code(2);
-    assert!(score.text().contains("--every-database: every_database needs"), "{}", score.text());
+    assert!(
+        score
+            .text()
+            .contains("--every-database: every_database needs"),
+        "{}",
+        score.text()
+    );
 
     let on_server = Workspace::new(
         "every_database = true\nengine = \"postgres\"\ndsn = \"postgres://reader@127.0.0.1:9/{db}\"",
     );
     let run = on_server.test();
     run.assert_code(2);
-    assert!(run.text().contains("the postgres engine does not have"), "{}", run.text());
+    assert!(
+        run.text().contains("the postgres engine does not have"),
+        "{}",
+        run.text()
+    );
 }

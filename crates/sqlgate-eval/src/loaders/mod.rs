@@ -115,7 +115,11 @@ impl Benchmark {
     pub fn in_folder(&self, case: &Case, file: &Path) -> bool {
         !self.on_server
             && case.db_file.is_none()
-            && file == self.db_dir.join(&case.db).join(format!("{}.sqlite", case.db))
+            && file
+                == self
+                    .db_dir
+                    .join(&case.db)
+                    .join(format!("{}.sqlite", case.db))
     }
 
     /// Resolves every case's database, failing on the first case whose database is missing.

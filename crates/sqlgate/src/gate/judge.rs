@@ -111,14 +111,10 @@ pub fn evaluate_case(
     if !run.correct() {
         run.detail = Some(failure_detail(case, &run));
         if run.score.feasible && run.score.error.is_none() {
-            run.preview = run
-                .score
-                .sql
-                .as_deref()
-                .and_then(|sql| {
-                    let failed_on = run.score.failed_on.as_deref();
-                    preview::of(case, databases, failed_on, sql, runner)
-                });
+            run.preview = run.score.sql.as_deref().and_then(|sql| {
+                let failed_on = run.score.failed_on.as_deref();
+                preview::of(case, databases, failed_on, sql, runner)
+            });
         }
     }
     run

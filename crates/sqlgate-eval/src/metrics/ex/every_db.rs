@@ -95,7 +95,11 @@ mod tests {
             let outcome = case.run(mode, pred, &SqliteRunner);
             assert_eq!(outcome.verdict, Verdict::Incorrect, "{mode:?}");
             assert_eq!(outcome.score, 0.0, "{mode:?}");
-            assert_eq!(outcome.failed_on.as_deref(), Some("shop_2.sqlite"), "{mode:?}");
+            assert_eq!(
+                outcome.failed_on.as_deref(),
+                Some("shop_2.sqlite"),
+                "{mode:?}"
+            );
             // The original alone accepts it.
             let mut original = TestCase::new(&case.gold[0]);
             original.db_files = case.db_files[..1].to_vec();

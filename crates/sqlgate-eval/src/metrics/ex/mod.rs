@@ -221,8 +221,10 @@ impl Outcome {
 
 /// How a database of a folder is named in outcomes and reports: its file name.
 fn database_label(db: &Path) -> String {
-    db.file_name()
-        .map_or_else(|| db.display().to_string(), |name| name.to_string_lossy().into_owned())
+    db.file_name().map_or_else(
+        || db.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
 }
 
 /// Evaluates one prediction against a case under `mode`, reproducing the reference
