@@ -1,7 +1,7 @@
 //! `every_database`: a suite on a distilled folder (`db/shop/shop.sqlite` and two variants)
 //! runs each case on every database. A prediction that matches its gold on the original but not
 //! on a variant fails, in defog mode with the key and in testsuite mode without it; the FAIL
-//! line, the JUnit failure and the snapshot line name the variant; `score --every-database`
+//! line, the JUnit failure, the snapshot line and `merge` name the variant; `score --every-database`
 //! gives the same EX; an unchanged rerun reuses the verdicts and a regenerated variant is seen.
 
 use std::path::PathBuf;
@@ -78,6 +78,7 @@ impl Workspace {
     fn test(&self) -> Run {
         sqlgate()
             .args(["test", "--no-fail-fast", "--junit", "junit.xml"])
+            .args(["--record-out", "record.json"])
             .current_dir(self.dir.path())
             .run()
     }
@@ -177,6 +178,12 @@ fn defog_mode_on_every_database_fails_a_case_where_a_variant_tells() {
     let workspace = Workspace::new("mode = \"defog\"\nevery_database = true");
     let run = workspace.test();
     assert_fails_on_the_second_variant(&workspace, &run);
+    // The run record keeps the database: `merge` reports the same.
+    let merged = sqlgate()
+        .args(["merge", "record.json", "--junit", "junit.xml"])
+        .current_dir(workspace.dir.path())
+        .run();
+    assert_fails_on_the_second_variant(&workspace, &merged);
 
     let every = workspace.score(&["--mode", "defog", "--every-database"]);
     assert_eq!(every["summary"]["ex"], 0.5);
