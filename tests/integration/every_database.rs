@@ -119,6 +119,24 @@ impl Workspace {
         (message, failed_on)
     }
 
+    /// The suite's `ex` in the JUnit report.
+    fn junit_ex(&self) -> String {
+        let xml = std::fs::read_to_string(self.path("junit.xml")).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let suite = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testsuite") && n.attribute("name") == Some("shop"))
+            .unwrap();
+        suite
+            .children()
+            .filter(|n| n.has_tag_name("properties"))
+            .flat_map(|p| p.children())
+            .find(|n| n.has_tag_name("property") && n.attribute("name") == Some("ex"))
+            .and_then(|n| n.attribute("value"))
+            .unwrap_or_else(|| panic!("no suite ex in {xml}"))
+            .to_string()
+    }
+
     /// The pending snapshot's line of test `shop::shop::<id>`.
     fn snapshot_line(&self, id: &str) -> String {
         let snapshot = std::fs::read_to_string(self.path("snapshots/shop.snap.new")).unwrap();
@@ -187,6 +205,7 @@ fn defog_mode_on_every_database_fails_a_case_where_a_variant_tells() {
 
     let every = workspace.score(&["--mode", "defog", "--every-database"]);
     assert_eq!(every["summary"]["ex"], 0.5);
+    assert_eq!(workspace.junit_ex(), "0.5");
     assert_eq!(case(&every, "cheap")["failed_on"], "shop_2.sqlite");
     // The original alone cannot tell the prediction from the gold.
     let original = workspace.score(&["--mode", "defog"]);
@@ -201,6 +220,7 @@ fn testsuite_mode_runs_every_database_without_the_key() {
     assert_fails_on_the_second_variant(&workspace, &run);
     let score = workspace.score(&["--mode", "testsuite"]);
     assert_eq!(score["summary"]["ex"], 0.5);
+    assert_eq!(workspace.junit_ex(), "0.5");
     assert_eq!(case(&score, "cheap")["failed_on"], "shop_2.sqlite");
 }
 
