@@ -27,6 +27,7 @@ fn score(id: String, tags: BTreeMap<String, String>, correct: bool, at: usize) -
         ex: f64::from(u8::from(correct)),
         exact: None,
         error: None,
+        failed_on: None,
         diagnostics: Vec::new(),
         sql: Some("SELECT 1".to_string()),
         cleaned: false,

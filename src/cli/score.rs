@@ -62,6 +62,11 @@ pub struct ScoreArgs {
     /// Keep DISTINCT in `testsuite` mode (the reference's `--keep_distinct`).
     #[arg(long)]
     keep_distinct: bool,
+    /// Run every case on every database of its folder (`<db>/<db>.sqlite` and the
+    /// `<db>_<k>.sqlite` beside it) in any mode: correct only where correct on all of them,
+    /// as `every_database = true` in a `[[suite]]` (always so in `testsuite` mode).
+    #[arg(long)]
+    every_database: bool,
     /// TrustSQL: score predictions as a raw file, without the official post-processing step
     /// that removes DISTINCT from Spider-family predictions.
     #[arg(long)]
@@ -288,6 +293,7 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
     let scoring = Scoring {
         mode,
         mode_options,
+        every_database: args.every_database,
         regimes,
         sqlmorph_compat: args.sqlmorph_compat,
         embedder,
@@ -297,6 +303,9 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         ..Scoring::new(mode)
     };
     let databases = scoring.databases(&benchmark)?;
+    if let Some(problem) = scoring.every_database_problem(&benchmark, &databases) {
+        return Err(Error::Usage(format!("--every-database: {problem}")));
+    }
     // Server databases are names, not files to look into.
     if !benchmark.on_server {
         for warning in scoring::empty_database_warnings(&databases) {

@@ -13,6 +13,7 @@ mod cli_init;
 mod cli_score;
 mod diff;
 mod etm_reference;
+mod every_database;
 mod exit_codes;
 mod family_metrics;
 mod fuzz_properties;

@@ -44,15 +44,16 @@ pub(super) fn server_database(case: &Case) -> Result<PathBuf, InputError> {
     Ok(PathBuf::from(&case.db))
 }
 
-/// The files a case runs on; with `testsuite` and the nested layout, every file of the
-/// database's folder whose name contains `.sqlite`, sorted by name for determinism.
+/// The files a case runs on; with `every_file` and the nested layout, every file of the
+/// database's folder whose name contains `.sqlite`: the original `<db>.sqlite` first, then the
+/// others sorted by name for determinism.
 pub(super) fn db_files(
     db_dir: &Path,
     case: &Case,
-    testsuite: bool,
+    every_file: bool,
 ) -> Result<Vec<PathBuf>, InputError> {
     let file = resolve(db_dir, case)?;
-    if !testsuite || case.db_file.is_some() || file == flat_path(db_dir, &case.db) {
+    if !every_file || case.db_file.is_some() || file == flat_path(db_dir, &case.db) {
         // A flat folder holds every database side by side: only the case's own file counts.
         return Ok(vec![file]);
     }
@@ -68,7 +69,8 @@ pub(super) fn db_files(
             files.push(path);
         }
     }
-    files.sort();
+    // `.` sorts before `_`, but a name such as `<db>-extra.sqlite` would sort before the original.
+    files.sort_by(|a, b| (a != &file, a).cmp(&(b != &file, b)));
     Ok(files)
 }
 

@@ -98,15 +98,28 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
-    /// The database file(s) a case runs on. With `testsuite`, the nested layout
-    /// `<db_dir>/<db>/` yields every file of that folder whose name contains `.sqlite`, sorted
-    /// by name (spec `evaluators.md` §2.3); otherwise, and for the flat layout, the one file.
+    /// The database file(s) a case runs on. With `every_file` (`testsuite` mode,
+    /// `every_database`), the nested layout `<db_dir>/<db>/` yields every file of that folder
+    /// whose name contains `.sqlite` (spec `evaluators.md` §2.3): the original `<db>.sqlite`
+    /// first, then the others sorted by name; otherwise, and for the flat layout, the one file.
     /// On a server, the one database is the case's `db` name.
-    pub fn db_files(&self, case: &Case, testsuite: bool) -> Result<Vec<PathBuf>, InputError> {
+    pub fn db_files(&self, case: &Case, every_file: bool) -> Result<Vec<PathBuf>, InputError> {
         if self.on_server {
             return databases::server_database(case).map(|db| vec![db]);
         }
-        databases::db_files(&self.db_dir, case, testsuite)
+        databases::db_files(&self.db_dir, case, every_file)
+    }
+
+    /// Whether a case's database is the original of a folder, `<db_dir>/<db>/<db>.sqlite`,
+    /// which may hold other databases of the same schema beside it (a test-suite folder).
+    pub fn in_folder(&self, case: &Case, file: &Path) -> bool {
+        !self.on_server
+            && case.db_file.is_none()
+            && file
+                == self
+                    .db_dir
+                    .join(&case.db)
+                    .join(format!("{}.sqlite", case.db))
     }
 
     /// Resolves every case's database, failing on the first case whose database is missing.

@@ -125,6 +125,7 @@ fn execution(
         ex: outcome.score,
         exact: outcome.exact,
         error: outcome.error,
+        failed_on: outcome.failed_on,
         diagnostics: outcome.diagnostics,
         sql,
         cleaned,
@@ -149,6 +150,7 @@ fn unscored(verdict: Verdict) -> Outcome {
         exact: None,
         error: None,
         diagnostics: Vec::new(),
+        failed_on: None,
     }
 }
 

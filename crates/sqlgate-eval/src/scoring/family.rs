@@ -499,6 +499,7 @@ mod tests {
             ex: if correct { 1.0 } else { 0.0 },
             exact: None,
             error: None,
+            failed_on: None,
             diagnostics: Vec::new(),
             sql: Some("SELECT 1".to_string()),
             cleaned: false,

@@ -44,6 +44,11 @@ pub struct Scoring {
     pub mode: Mode,
     /// The mode's switches (DISTINCT kept, BIRD's pair budget, TrustSQL's raw input).
     pub mode_options: ModeOptions,
+    /// EX runs every case on every database of its folder (`<db_dir>/<db>/*.sqlite`), in any
+    /// mode; `testsuite` always does. Written only when set, so that turning it on is a new
+    /// reuse key and leaving it off keeps the old ones.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub every_database: bool,
     /// SQLMorph regimes of the fine-grained EXP/EXR/F1; empty: not computed.
     pub regimes: Vec<Regime>,
     /// Fine-grained metrics as the SQLMorph reference implementation computes them.
@@ -85,6 +90,7 @@ impl Scoring {
         Scoring {
             mode,
             mode_options: ModeOptions::default(),
+            every_database: false,
             regimes: Vec::new(),
             sqlmorph_compat: false,
             embedder: None,
@@ -112,7 +118,7 @@ impl Scoring {
     /// Every case's database files, resolved once, before anything is scored; with ESM, every
     /// database of a feasible case must be in `tables.json`.
     pub fn databases(&self, bench: &Benchmark) -> Result<Vec<CaseDatabases>, InputError> {
-        let testsuite_folders = self.mode == Mode::Testsuite;
+        let folders = self.every_database_files();
         // Many cases share a database: each is looked up on disk once.
         let mut resolved: HashMap<(&str, Option<&Path>), CaseDatabases> = HashMap::new();
         bench
@@ -136,12 +142,49 @@ impl Scoring {
                 }
                 let databases = CaseDatabases {
                     main: bench.db_files(case, false)?.remove(0),
-                    evaluated: bench.db_files(case, testsuite_folders)?,
+                    evaluated: bench.db_files(case, folders)?,
                 };
                 resolved.insert(key, databases.clone());
                 Ok(databases)
             })
             .collect()
+    }
+
+    /// Whether EX runs on every database of a case's folder.
+    pub fn every_database_files(&self) -> bool {
+        self.every_database || self.mode == Mode::Testsuite
+    }
+
+    /// Why `every_database` cannot apply to the benchmark, naming the first case concerned:
+    /// its databases are on a server, or a case's database is not in a folder of its own
+    /// (`<db_dir>/<db>/<db>.sqlite`), so there is nothing beside it to run on.
+    pub fn every_database_problem(
+        &self,
+        bench: &Benchmark,
+        databases: &[CaseDatabases],
+    ) -> Option<String> {
+        if !self.every_database {
+            return None;
+        }
+        if bench.on_server {
+            return Some(
+                "every_database runs cases on the files of a database folder, which a server \
+                 engine does not have"
+                    .to_string(),
+            );
+        }
+        let (case, files) = bench
+            .cases
+            .iter()
+            .zip(databases)
+            .find(|(case, files)| !bench.in_folder(case, &files.main))?;
+        Some(format!(
+            "every_database needs each database in a folder of its own with its variants \
+             (`<db_dir>/<db>/<db>.sqlite`, `<db_dir>/<db>/<db>_1.sqlite`...), but case `{}` \
+             runs on {}",
+            case.id,
+            files.main.display()
+        ))
     }
 }
 
@@ -197,7 +240,8 @@ pub fn empty_database_warnings(databases: &[CaseDatabases]) -> Vec<String> {
 pub struct CaseDatabases {
     /// The database itself (fine-grained metrics and ETM read it).
     pub main: PathBuf,
-    /// The files EX runs on: in `testsuite` mode, every database of its test suite.
+    /// The files EX runs on: in `testsuite` mode and with `every_database`, every database
+    /// of its folder, the original first.
     pub evaluated: Vec<PathBuf>,
 }
 
@@ -243,6 +287,10 @@ pub struct CaseScore {
     pub exact: Option<bool>,
     /// `"<class>: <message>"` when an execution failed.
     pub error: Option<String>,
+    /// When the case ran on several databases and is not correct: the file name of the first
+    /// one where it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_on: Option<String>,
     /// Notes on the case, among them `<metric>_error` for a metric that scored 0 because it
     /// could not be computed.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -42,6 +42,11 @@ pub struct SuiteConfig {
     /// Test-suite mode: keep DISTINCT in both queries (`--keep_distinct`).
     #[serde(default)]
     pub keep_distinct: bool,
+    /// Run every case on every database of its folder (`<db_dir>/<db>/<db>.sqlite` and the
+    /// `<db>_<k>.sqlite` beside it, as `sqlgate distill` writes), in any mode: a case is
+    /// correct only where it is correct on all of them. Always so in `testsuite` mode.
+    #[serde(default)]
+    pub every_database: bool,
     /// SQLMorph regime (`EC-PC-PE`...) whose EXP, EXR and F1 each case reports, for gates
     /// such as `f1 = ">= 0.8"` and for snapshots (default: none, EX only).
     pub regime: Option<Regime>,

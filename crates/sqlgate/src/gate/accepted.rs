@@ -149,6 +149,13 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
         .chain(judge::fine_metrics(run))
         .chain(judge::structural_metrics(run))
         .chain(judge::metric_error_flags(run))
+        // Which database of its folder the case failed on, a word like the metrics.
+        .chain(
+            run.score
+                .failed_on
+                .clone()
+                .map(|db| ("failed_on".to_string(), db)),
+        )
         .collect(),
         sql: run.score.sql.as_deref().map(snapshot::normalize_sql),
         system_error: run.system_error.map(|kind| kind.as_str().to_string()),

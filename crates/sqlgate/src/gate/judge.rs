@@ -111,11 +111,10 @@ pub fn evaluate_case(
     if !run.correct() {
         run.detail = Some(failure_detail(case, &run));
         if run.score.feasible && run.score.error.is_none() {
-            run.preview = run
-                .score
-                .sql
-                .as_deref()
-                .and_then(|sql| preview::of(case, databases, sql, runner));
+            run.preview = run.score.sql.as_deref().and_then(|sql| {
+                let failed_on = run.score.failed_on.as_deref();
+                preview::of(case, databases, failed_on, sql, runner)
+            });
         }
     }
     run
@@ -164,6 +163,9 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     if let Some(cs) = run.score.cs {
         properties.insert("cs".to_string(), format_metric(cs));
     }
+    if let Some(db) = &run.score.failed_on {
+        properties.insert("failed_on".to_string(), db.clone());
+    }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
     // A metric that could not be computed scored 0 above; its property says why.
@@ -175,7 +177,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
             "no answer ({}): a case without an answer never passes, whatever the snapshot says",
             kind.as_str()
         ),
-        None => failure_message(run, accepted, must_pass),
+        None => failure_message(case, run, accepted, must_pass),
     });
     TestResult {
         name: run.test.clone(),
@@ -199,7 +201,12 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     }
 }
 
-fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> String {
+fn failure_message(
+    case: &sqlgate_eval::loaders::Case,
+    run: &CaseRun,
+    accepted: Option<bool>,
+    must_pass: bool,
+) -> String {
     let what = if !run.score.feasible {
         "answered an infeasible question instead of abstaining".to_string()
     } else {
@@ -207,7 +214,12 @@ fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> St
         let verdict = run
             .system_error
             .map_or(run.score.verdict.as_str(), SystemErrorKind::as_str);
-        format!("{verdict} (ex = {})", format_metric(run.score.ex))
+        let on = run
+            .score
+            .failed_on
+            .as_deref()
+            .map_or_else(String::new, |db| format!(" on {}", failed_on(case, db)));
+        format!("{verdict}{on} (ex = {})", format_metric(run.score.ex))
     };
     let why = if must_pass {
         "must pass"
@@ -217,6 +229,17 @@ fn failure_message(run: &CaseRun, accepted: Option<bool>, must_pass: bool) -> St
         "not correct"
     };
     format!("{why}: {what}")
+}
+
+/// The database a case that ran on every database of its folder failed on:
+/// `academic_3.sqlite (passes on the original)`, or `the original academic.sqlite`. The
+/// original runs first, so a failure elsewhere means it passed there.
+fn failed_on(case: &sqlgate_eval::loaders::Case, db: &str) -> String {
+    if db == format!("{}.sqlite", case.db) {
+        format!("the original {db}")
+    } else {
+        format!("{db} (passes on the original)")
+    }
 }
 
 fn failure_detail(case: &sqlgate_eval::loaders::Case, run: &CaseRun) -> String {
@@ -235,6 +258,9 @@ fn failure_detail(case: &sqlgate_eval::loaders::Case, run: &CaseRun) -> String {
         "predicted: {}",
         score.sql.as_deref().unwrap_or(&no_sql)
     ));
+    if let Some(db) = &score.failed_on {
+        lines.push(format!("database:  {}", failed_on(case, db)));
+    }
     if let Some(error) = &score.error {
         lines.push(format!("error:     {error}"));
     }

@@ -2,6 +2,8 @@
 //! report). Read back from the engine after scoring: both queries ran while the case was
 //! scored, and a run executes each distinct query once, so this reads the run's results.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use sqlgate_eval::exec::{QueryRunner, ResultSet, Value};
@@ -43,14 +45,18 @@ pub struct RowsPreview {
 }
 
 /// The preview of a wrong answer `sql` to `case`, when both it and the gold ran without error
-/// on the case's first database.
+/// on the database it failed on (`failed_on`, a file name of its folder), else its first one.
 pub fn of(
     case: &Case,
     databases: &CaseDatabases,
+    failed_on: Option<&str>,
     sql: &str,
     runner: &dyn QueryRunner,
 ) -> Option<ResultsPreview> {
-    let db = databases.evaluated.first().unwrap_or(&databases.main);
+    let named = |db: &&PathBuf| failed_on.is_some_and(|name| db.file_name() == Some(name.as_ref()));
+    let db = (databases.evaluated.iter().find(named))
+        .or(databases.evaluated.first())
+        .unwrap_or(&databases.main);
     let gold = runner.gold(db, case.gold.first()?).result.ok()?;
     let predicted = runner.pred(db, sql).result.ok()?;
     Some(ResultsPreview {

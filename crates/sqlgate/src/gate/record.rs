@@ -52,6 +52,9 @@ pub struct CaseRecord {
     /// Why the prediction or the gold could not be executed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The database the case was not correct on, when it ran on several (`academic_3.sqlite`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_on: Option<String>,
     /// Named diagnostics (`<metric>_error`, mode details), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<(String, String)>,
@@ -110,6 +113,7 @@ impl CaseRecord {
             ex: score.ex,
             exact: score.exact,
             error: score.error.clone(),
+            failed_on: score.failed_on.clone(),
             diagnostics: score
                 .diagnostics
                 .iter()
@@ -153,6 +157,7 @@ impl CaseRecord {
             ex: self.ex,
             exact: self.exact,
             error: self.error.clone(),
+            failed_on: self.failed_on.clone(),
             diagnostics: self
                 .diagnostics
                 .iter()

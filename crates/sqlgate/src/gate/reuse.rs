@@ -1,5 +1,6 @@
 //! Verdict reuse: a case whose inputs are all unchanged since a run that evaluated it (the
-//! answer, the case's gold and tags, its databases' content, the suite's mode and metric
+//! answer, the case's gold and tags, its databases' content (with `every_database` or in
+//! `testsuite` mode: every file of its folder, named), the suite's mode and metric
 //! settings, the limits, the sqlgate version) takes that run's [`CaseRecord`] without
 //! executing anything.
 //!
@@ -190,6 +191,12 @@ impl<'a> Reuse<'a> {
         }
         for file in std::iter::once(&databases.main).chain(&databases.evaluated) {
             hasher.field(self.store.file_hash(file)?);
+        }
+        // A verdict on several databases names the one it failed on: a renamed file counts.
+        if databases.evaluated.len() > 1 {
+            for file in &databases.evaluated {
+                hasher.field(file.file_name()?.as_encoded_bytes());
+            }
         }
         // The whole reply as scored: every field a metric reads.
         hasher.field(serde_json::to_vec(reply).ok()?);

@@ -40,6 +40,13 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             suite.password_env.as_deref(),
         )
         .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
+        if suite.every_database && backend.on_server() {
+            return Err(suite_error(
+                "[[suite]] every_database runs cases on the files of a database folder, which \
+                 the postgres engine does not have"
+                    .to_string(),
+            ));
+        }
         let options = LoadOptions {
             db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
@@ -121,6 +128,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
                 pair_budget: timeout,
                 ..ModeOptions::default()
             },
+            every_database: suite.every_database,
             regimes: suite.regime.into_iter().collect(),
             sqlmorph_compat: false,
             embedder: suite
@@ -135,6 +143,9 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         };
         let gates = computable_gates(config, &scoring, gates)?;
         let databases = scoring.databases(&bench)?;
+        if let Some(problem) = scoring.every_database_problem(&bench, &databases) {
+            return Err(suite_error(format!("[[suite]] `{name}`: {problem}")));
+        }
         let mut warnings = server_warnings;
         // Server databases are names, not files to look into.
         if !backend.on_server() {

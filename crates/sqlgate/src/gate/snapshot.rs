@@ -631,6 +631,27 @@ mod tests {
     }
 
     #[test]
+    fn lines_without_the_failing_database_are_still_read() {
+        // Written before `every_database`: no `failed_on` word.
+        let old = "---\nsource: sqlgate test\nexpression: suite s\n---\n\
+                   s::db::q1 | fail | incorrect | ex=0 | region=III | SELECT 1\n";
+        let entries = parse(Path::new("s.snap"), old).unwrap();
+        assert_eq!(entries[0].metrics.get("failed_on"), None);
+        let now_line = "---\nsource: sqlgate test\nexpression: suite s\n---\n\
+                        s::db::q1 | fail | incorrect | ex=0 | failed_on=db_2.sqlite | region=III | SELECT 1\n";
+        let now = parse(Path::new("s.snap"), now_line).unwrap();
+        assert_eq!(
+            now[0].metrics.get("failed_on").map(String::as_str),
+            Some("db_2.sqlite")
+        );
+        assert_eq!(render("s", &now), now_line);
+        // Failing on a named database is a change to review, not a regression.
+        let diff = compare(&entries, &now);
+        assert_eq!(diff.other_changed, ["s::db::q1"]);
+        assert!(diff.regressions.is_empty());
+    }
+
+    #[test]
     fn metric_values_with_white_space_other_than_spaces_read_back() {
         let entry = SnapshotEntry {
             name: "s::db::q1".to_string(),

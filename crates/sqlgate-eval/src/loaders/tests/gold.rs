@@ -402,6 +402,8 @@ fn db_dir_option_and_testsuite_folder() {
     let dbs = dir.path().join("dbs");
     let main = make_db(&dbs, "suite/suite.sqlite");
     let variant = make_db(&dbs, "suite/suite_2.sqlite");
+    // Sorts before the original by name, yet comes after it.
+    let before = make_db(&dbs, "suite/suite-a.sqlite");
     let journal = write(&dbs, "suite/suite.sqlite-journal", "");
     write(&dbs, "suite/notes.txt", "not a database");
     std::fs::create_dir_all(dbs.join("suite/old.sqlite.d")).unwrap();
@@ -429,7 +431,7 @@ fn db_dir_option_and_testsuite_folder() {
     );
     assert_eq!(
         bench.db_files(nested_case, true).unwrap(),
-        [main, journal, variant]
+        [main, before, journal, variant]
     );
     // In the flat layout the folder holds other databases: only the case's own counts.
     assert_eq!(bench.db_files(flat_case, true).unwrap(), [flat]);

@@ -3,6 +3,7 @@
 
 mod bird;
 mod defog;
+mod every_db;
 mod result_eq;
 mod spider2;
 pub mod sqlparse;
@@ -92,7 +93,9 @@ pub struct CaseInput<'a> {
     pub category: Option<&'a str>,
     /// Database name (selects the TrustSQL family: atis, advising, mimic_iv or spider).
     pub db: &'a str,
-    /// Database files: every file of the test-suite folder for `testsuite`, else one.
+    /// Database files: every file of the database's folder, the original first, in `testsuite`
+    /// mode and with `every_database`; else one. With several, the case is correct only where
+    /// it is correct on each of them.
     pub db_files: &'a [PathBuf],
     /// Spider 2.0 `ignore_order` for this case (default true).
     pub ignore_order: Option<bool>,
@@ -148,6 +151,9 @@ pub struct Outcome {
     pub error: Option<String>,
     /// Notes on the comparison that do not change its score.
     pub diagnostics: Vec<Diagnostic>,
+    /// When the case ran on several databases and is not correct: the file name of the first
+    /// database where it is not (`academic_3.sqlite`), the one whose verdict this is.
+    pub failed_on: Option<String>,
 }
 
 impl Verdict {
@@ -184,6 +190,7 @@ impl Outcome {
             exact: None,
             error: None,
             diagnostics: Vec::new(),
+            failed_on: None,
         }
     }
 
@@ -202,6 +209,22 @@ impl Outcome {
         });
         self
     }
+
+    /// The outcome as the verdict on `db`, one of several databases the case ran on.
+    fn failed_on(self, db: &Path) -> Self {
+        Outcome {
+            failed_on: Some(database_label(db)),
+            ..self
+        }
+    }
+}
+
+/// How a database of a folder is named in outcomes and reports: its file name.
+fn database_label(db: &Path) -> String {
+    db.file_name().map_or_else(
+        || db.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
 }
 
 /// Evaluates one prediction against a case under `mode`, reproducing the reference
@@ -229,6 +252,10 @@ pub fn evaluate(
     }
     match mode {
         Mode::Testsuite => testsuite::evaluate(opts, case, pred_sql, runner),
+        // Every other mode compares on one database; `every_database` applies it to each.
+        _ if case.db_files.len() > 1 => every_db::evaluate(case, |on_one| {
+            evaluate(mode, opts, on_one, pred_sql, runner)
+        }),
         Mode::Bird => bird::evaluate(opts, case, pred_sql, runner, bird::Rows::Positional),
         Mode::BirdRowsorted => bird::evaluate(opts, case, pred_sql, runner, bird::Rows::Sorted),
         Mode::Spider2 => spider2::evaluate(case, pred_sql, runner),

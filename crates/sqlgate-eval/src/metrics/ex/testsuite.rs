@@ -1,5 +1,6 @@
 //! Mode `testsuite`: taoyds/test-suite-sql-eval `exec_eval.py` (spec §2).
 
+use std::path::Path;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -70,7 +71,8 @@ fn execution_text(sql: &str) -> String {
     CUR_YEAR.replace_all(sql, "2020").into_owned()
 }
 
-/// Gold then prediction on each database file, stopping at the first failing one (§2.2).
+/// Gold then prediction on each database file, stopping at the first failing one (§2.2),
+/// which the outcome names when there are several.
 fn on_every_db(
     case: &CaseInput,
     gold: &str,
@@ -79,20 +81,41 @@ fn on_every_db(
     runner: &dyn QueryRunner,
     preds: &mut PredRuns,
 ) -> Outcome {
+    let several = case.db_files.len() > 1;
     for db in case.db_files {
-        let gold_rows = match usable(Side::Gold, &runner.gold(db, gold), Decoding::Ignore) {
-            Ok(rows) => rows,
-            Err(failure) => return failed(failure),
-        };
-        let pred_rows = match usable(Side::Pred, &preds.get(db, pred), Decoding::Ignore) {
-            Ok(rows) => rows,
-            Err(failure) => return failed(failure),
-        };
-        if !result_eq(&gold_rows.rows, &pred_rows.rows, order_matters) {
-            return Outcome::new(Verdict::Incorrect, 0.0);
+        let outcome = on_one_db(db, gold, pred, order_matters, runner, preds);
+        if outcome.verdict != Verdict::Correct {
+            return if several {
+                outcome.failed_on(db)
+            } else {
+                outcome
+            };
         }
     }
     Outcome::new(Verdict::Correct, 1.0)
+}
+
+fn on_one_db(
+    db: &Path,
+    gold: &str,
+    pred: &str,
+    order_matters: bool,
+    runner: &dyn QueryRunner,
+    preds: &mut PredRuns,
+) -> Outcome {
+    let gold_rows = match usable(Side::Gold, &runner.gold(db, gold), Decoding::Ignore) {
+        Ok(rows) => rows,
+        Err(failure) => return failed(failure),
+    };
+    let pred_rows = match usable(Side::Pred, &preds.get(db, pred), Decoding::Ignore) {
+        Ok(rows) => rows,
+        Err(failure) => return failed(failure),
+    };
+    if result_eq(&gold_rows.rows, &pred_rows.rows, order_matters) {
+        Outcome::new(Verdict::Correct, 1.0)
+    } else {
+        Outcome::new(Verdict::Incorrect, 0.0)
+    }
 }
 
 /// A failed execution scores 0; the diagnostic says what the reference would have done.
