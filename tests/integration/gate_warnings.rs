@@ -83,6 +83,53 @@ fn a_database_with_rows_is_not_warned_about() {
     assert!(!text.contains("has no rows"), "{text}");
 }
 
+/// A test-suite folder: a schema-only original, and the same schema with or without rows
+/// beside it.
+fn write_folder(dir: &Path, variant_rows: bool) {
+    let folder = dir.join("dbs/nothing");
+    std::fs::create_dir_all(&folder).unwrap();
+    for (file, rows) in [
+        ("nothing.sqlite", false),
+        ("nothing_1.sqlite", variant_rows),
+    ] {
+        let db = rusqlite::Connection::open(folder.join(file)).unwrap();
+        db.execute_batch("CREATE TABLE t(a INTEGER, b TEXT);")
+            .unwrap();
+        if rows {
+            db.execute_batch("INSERT INTO t VALUES (1, 'x');").unwrap();
+        }
+    }
+    std::fs::write(dir.join("gold.txt"), "SELECT a FROM t\tnothing\n").unwrap();
+    std::fs::write(dir.join("pred.txt"), "SELECT a FROM t WHERE b = 'y'\n").unwrap();
+}
+
+#[test]
+fn a_schema_only_original_is_judged_with_the_rest_of_its_folder() {
+    for variant_rows in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        write_folder(dir.path(), variant_rows);
+        let score = sqlgate()
+            .current_dir(dir.path())
+            .args(["score", "--gold", "gold.txt", "--pred", "pred.txt"])
+            .args(["--db-dir", "dbs", "--mode", "testsuite"])
+            .run();
+        let stderr = &score.stderr;
+        assert_eq!(score.status.code(), Some(0), "{stderr}");
+        if variant_rows {
+            // The variant with a row tells the wrong query from its gold.
+            assert!(!stderr.contains("has no rows"), "{stderr}");
+            assert!(score.stdout.contains("0.000"), "{}", score.stdout);
+        } else {
+            assert!(
+                stderr.contains(
+                    "nothing.sqlite and the 1 other databases of its folder have no rows"
+                ),
+                "{stderr}"
+            );
+        }
+    }
+}
+
 /// An OpenAI-format server answering each question with a fixed `content` (`None`: null, as a
 /// reasoning model sends when thinking used its whole budget) and `finish_reason`.
 fn serve_choices(choices: &'static [(&'static str, Option<&'static str>, &'static str)]) -> String {

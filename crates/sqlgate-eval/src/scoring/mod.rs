@@ -215,21 +215,36 @@ pub fn check_server(bench: &Benchmark, backend: &Backend) -> Result<Vec<String>,
 
 /// Warnings for databases on which execution accuracy says nothing: ones without a row in any
 /// table (schema-only copies), where every query returns an empty result, so a wrong query
-/// "matches" its gold as often as a right one.
+/// "matches" its gold as often as a right one. A case that also runs on the other databases of
+/// its folder (a distilled suite beside a schema-only original) is judged by those too.
 pub fn empty_database_warnings(databases: &[CaseDatabases]) -> Vec<String> {
-    let mut cases_by_db: BTreeMap<&Path, usize> = BTreeMap::new();
+    let mut cases_by_db: BTreeMap<&Path, (usize, &[PathBuf])> = BTreeMap::new();
     for case in databases {
-        *cases_by_db.entry(&case.main).or_insert(0) += 1;
+        cases_by_db
+            .entry(&case.main)
+            .or_insert((0, &case.evaluated))
+            .0 += 1;
     }
+    let without_rows = |db: &Path| matches!(crate::exec::schema::holds_rows(db), Ok(false));
     cases_by_db
         .into_iter()
         // A database that cannot be read fails its cases' executions, which say why.
-        .filter(|(db, _)| matches!(crate::exec::schema::holds_rows(db), Ok(false)))
-        .map(|(db, cases)| {
+        .filter(|(db, (_, evaluated))| {
+            without_rows(db) && evaluated.iter().all(|f| without_rows(f))
+        })
+        .map(|(db, (cases, evaluated))| {
+            let which = if evaluated.len() > 1 {
+                format!(
+                    "{} and the {} other databases of its folder have",
+                    db.display(),
+                    evaluated.len() - 1
+                )
+            } else {
+                format!("{} has", db.display())
+            };
             format!(
-                "{} has no rows in any table, so EX there compares empty results and cannot \
-                 tell a right query from a wrong one (cases on it: {cases})",
-                db.display()
+                "{which} no rows in any table, so EX there compares empty results and cannot \
+                 tell a right query from a wrong one (cases on it: {cases})"
             )
         })
         .collect()
