@@ -134,10 +134,13 @@ fn pairs(bench: &Benchmark) -> (Vec<Case>, Vec<Prediction>) {
     (cases, predictions)
 }
 
-/// A runner that notes the distinct (database, SQL) executions asked of it, in order.
+/// One execution: a database file and the SQL run on it.
+type Query = (PathBuf, String);
+
+/// A runner that notes the distinct executions asked of it, in order.
 struct Recorder<'a> {
     engine: &'a Engine,
-    seen: Mutex<(HashSet<(PathBuf, String)>, Vec<(PathBuf, String)>)>,
+    seen: Mutex<(HashSet<Query>, Vec<Query>)>,
 }
 
 impl Recorder<'_> {
@@ -167,7 +170,7 @@ impl QueryRunner for Recorder<'_> {
 }
 
 /// Raw execution of `queries`: prepare and step each on its database's one connection.
-fn raw_sqlite(queries: &[(PathBuf, String)], connections: &HashMap<PathBuf, Connection>) -> usize {
+fn raw_sqlite(queries: &[Query], connections: &HashMap<PathBuf, Connection>) -> usize {
     let mut cells = 0;
     for (db, sql) in queries {
         let Ok(mut stmt) = connections[db].prepare(sql) else {
