@@ -14,6 +14,11 @@ use rusqlite::InterruptHandle;
 struct Pending {
     next_id: u64,
     deadlines: BTreeMap<(Instant, u64), InterruptHandle>,
+    /// When the watchdog thread wakes by itself (`None`: only when notified). A deadline at or
+    /// after it needs no notification: the thread looks at every deadline when it wakes. Most
+    /// queries end long before their bound, so waking the thread for each one would cost every
+    /// query a context switch.
+    wakes_at: Option<Instant>,
 }
 
 struct Watchdog {
@@ -33,7 +38,9 @@ pub fn arm(deadline: Instant, handle: InterruptHandle) -> Armed {
     let key = (deadline, pending.next_id);
     pending.next_id += 1;
     pending.deadlines.insert(key, handle);
-    watchdog.changed.notify_one();
+    if pending.wakes_at.is_none_or(|wakes_at| deadline < wakes_at) {
+        watchdog.changed.notify_one();
+    }
     Armed { key }
 }
 
@@ -64,6 +71,7 @@ impl Watchdog {
                 Some((&(deadline, _), _)) => Some(deadline - now),
                 None => None,
             };
+            pending.wakes_at = wait.map(|wait| now + wait);
             pending = match wait {
                 Some(wait) => {
                     self.changed
@@ -87,6 +95,7 @@ fn watchdog() -> &'static Watchdog {
             pending: Mutex::new(Pending {
                 next_id: 0,
                 deadlines: BTreeMap::new(),
+                wakes_at: None,
             }),
             changed: Condvar::new(),
         }));

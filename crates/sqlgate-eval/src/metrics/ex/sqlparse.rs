@@ -51,62 +51,104 @@ pub struct Token<'a> {
 /// Rules matched with the regex crate (leftmost-first, like Python's backtracking `re` for
 /// these lookaround-free patterns), anchored at the current position.
 struct Rules {
-    line_comment: Regex,
-    block_comment: Regex,
-    newline: Regex,
-    space: Regex,
-    backtick: Regex,
-    acute: Regex,
-    dollar_tag: Regex,
-    percent_placeholder: Regex,
-    sigil_placeholder: Regex,
-    short_keyword: Regex,
-    at_name: Regex,
-    leading_name: Regex,
-    hex: Regex,
-    exp_float: Regex,
-    float: Regex,
-    single_quoted: Regex,
-    double_quoted: Regex,
-    double_quoted_fallback: Regex,
-    bracketed: Regex,
-    multiword_keyword: Regex,
-    word: Regex,
-    comparison: Regex,
-    operator: Regex,
+    line_comment: Rule,
+    block_comment: Rule,
+    newline: Rule,
+    space: Rule,
+    backtick: Rule,
+    acute: Rule,
+    dollar_tag: Rule,
+    percent_placeholder: Rule,
+    sigil_placeholder: Rule,
+    short_keyword: Rule,
+    at_name: Rule,
+    leading_name: Rule,
+    hex: Rule,
+    exp_float: Rule,
+    float: Rule,
+    single_quoted: Rule,
+    double_quoted: Rule,
+    double_quoted_fallback: Rule,
+    bracketed: Rule,
+    multiword_keyword: Rule,
+    word: Rule,
+    comparison: Rule,
+    operator: Rule,
 }
 
-fn anchored(pattern: &str) -> Regex {
+/// A rule's pattern, and the ASCII bytes a match can start with. Trying a regex costs far more
+/// than looking at one byte, and most rules cannot start at most tokens, so a rule runs only
+/// where it could match: at a byte it can start with, or at any non-ASCII character (where
+/// case folding and Unicode classes make the sets hard to state).
+struct Rule {
+    regex: Regex,
+    starts: fn(u8) -> bool,
+}
+
+impl Rule {
+    /// The end of the rule's non-empty match at the start of `rest`.
+    fn at(&self, rest: &str) -> Option<usize> {
+        match rest.as_bytes().first() {
+            Some(&b) if b.is_ascii() && !(self.starts)(b) => None,
+            _ => self.regex.find(rest).map(|m| m.end()).filter(|&n| n > 0),
+        }
+    }
+}
+
+fn anchored(pattern: &str, starts: fn(u8) -> bool) -> Rule {
     // The patterns are constants of this file; a typo is a programming error caught by tests.
-    Regex::new(&format!("^(?i:{pattern})")).expect("valid lexer pattern")
+    Rule {
+        regex: Regex::new(&format!("^(?i:{pattern})")).expect("valid lexer pattern"),
+        starts,
+    }
 }
 
 static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
-    line_comment: anchored(r"(?:--|# ).*?(?:\r\n|\r|\n|$)"),
-    block_comment: anchored(r"/\*[\s\S]*?\*/"),
-    newline: anchored(r"\r\n|\r|\n"),
-    space: anchored(r"\s+"),
-    backtick: anchored(r"`(?:``|[^`])*`"),
-    acute: anchored(r"´(?:´´|[^´])*´"),
-    dollar_tag: anchored(r"\$(?:[_A-ZÀ-Ü]\w*)?\$"),
-    percent_placeholder: anchored(r"%(?:\(\w+\))?s"),
-    sigil_placeholder: anchored(r"[$:?]\w+"),
-    short_keyword: anchored(r"(?:CASE|IN|VALUES|USING)\b"),
-    at_name: anchored(r"(?:@|##|#)[A-ZÀ-Ü]\w+"),
-    leading_name: anchored(r"[A-ZÀ-Ü]\w*"),
-    hex: anchored(r"-?0x[\dA-F]+"),
-    exp_float: anchored(r"-?\d*(?:\.\d+)?E-?\d+"),
-    float: anchored(r"-?(?:\d+(?:\.\d*)|\.\d+)"),
-    single_quoted: anchored(r"'(?:''|\\\\|\\'|[^'])*'"),
-    double_quoted: anchored(r#""(?:""|\\\\|\\"|[^"])*""#),
-    double_quoted_fallback: anchored(r#"""|".*?[^\\]""#),
-    bracketed: anchored(r"\[[^\]]+\]"),
+    line_comment: anchored(r"(?:--|# ).*?(?:\r\n|\r|\n|$)", |b| {
+        matches!(b, b'-' | b'#')
+    }),
+    block_comment: anchored(r"/\*[\s\S]*?\*/", |b| b == b'/'),
+    newline: anchored(r"\r\n|\r|\n", |b| matches!(b, b'\r' | b'\n')),
+    // `\s` holds the ASCII bytes 9 to 13 and the space.
+    space: anchored(r"\s+", |b| matches!(b, b'\t'..=b'\r' | b' ')),
+    backtick: anchored(r"`(?:``|[^`])*`", |b| b == b'`'),
+    acute: anchored(r"´(?:´´|[^´])*´", |_| false),
+    dollar_tag: anchored(r"\$(?:[_A-ZÀ-Ü]\w*)?\$", |b| b == b'$'),
+    percent_placeholder: anchored(r"%(?:\(\w+\))?s", |b| b == b'%'),
+    sigil_placeholder: anchored(r"[$:?]\w+", |b| matches!(b, b'$' | b':' | b'?')),
+    short_keyword: anchored(r"(?:CASE|IN|VALUES|USING)\b", |b| {
+        matches!(b.to_ascii_uppercase(), b'C' | b'I' | b'V' | b'U')
+    }),
+    at_name: anchored(r"(?:@|##|#)[A-ZÀ-Ü]\w+", |b| matches!(b, b'@' | b'#')),
+    leading_name: anchored(r"[A-ZÀ-Ü]\w*", |b| b.is_ascii_alphabetic()),
+    hex: anchored(r"-?0x[\dA-F]+", |b| matches!(b, b'-' | b'0')),
+    // The digits and the fraction are optional: `E5` is a float.
+    exp_float: anchored(r"-?\d*(?:\.\d+)?E-?\d+", |b| {
+        matches!(b, b'-' | b'.' | b'0'..=b'9' | b'e' | b'E')
+    }),
+    float: anchored(r"-?(?:\d+(?:\.\d*)|\.\d+)", |b| {
+        matches!(b, b'-' | b'.' | b'0'..=b'9')
+    }),
+    single_quoted: anchored(r"'(?:''|\\\\|\\'|[^'])*'", |b| b == b'\''),
+    double_quoted: anchored(r#""(?:""|\\\\|\\"|[^"])*""#, |b| b == b'"'),
+    double_quoted_fallback: anchored(r#"""|".*?[^\\]""#, |b| b == b'"'),
+    bracketed: anchored(r"\[[^\]]+\]", |b| b == b'['),
     multiword_keyword: anchored(
         r"(?:(?:(?:LEFT\s+|RIGHT\s+|FULL\s+)?(?:INNER\s+|OUTER\s+|STRAIGHT\s+)?|(?:CROSS\s+|NATURAL\s+)?)?JOIN\b|END(?:\s+IF|\s+LOOP|\s+WHILE)?\b|NOT\s+NULL\b|UNION\s+ALL\b|CREATE(?:\s+OR\s+REPLACE)?\b|DOUBLE\s+PRECISION\b|GROUP\s+BY\b|ORDER\s+BY\b)",
+        |b| b.is_ascii_alphabetic(),
     ),
-    word: anchored(r"[0-9_A-ZÀ-Ü][_$#\w]*"),
-    comparison: anchored(r"[<>=~!]+"),
-    operator: anchored(r"[+/@#%^&|`?^-]+"),
+    word: anchored(r"[0-9_A-ZÀ-Ü][_$#\w]*", |b| {
+        b.is_ascii_alphanumeric() || b == b'_'
+    }),
+    comparison: anchored(r"[<>=~!]+", |b| {
+        matches!(b, b'<' | b'>' | b'=' | b'~' | b'!')
+    }),
+    operator: anchored(r"[+/@#%^&|`?^-]+", |b| {
+        matches!(
+            b,
+            b'+' | b'/' | b'@' | b'#' | b'%' | b'^' | b'&' | b'|' | b'`' | b'?' | b'-'
+        )
+    }),
 });
 
 fn is_word_char(c: char) -> bool {
@@ -141,7 +183,7 @@ fn next_token(sql: &str, pos: usize) -> (usize, Kind) {
     let rules = &*RULES;
     let rest = &sql[pos..];
     let prev = sql[..pos].chars().next_back();
-    let at = |re: &Regex| re.find(rest).map(|m| m.end()).filter(|&n| n > 0);
+    let at = |rule: &Rule| rule.at(rest);
 
     if let Some(n) = at(&rules.line_comment) {
         return (n, Kind::LineComment);
@@ -224,7 +266,7 @@ fn next_token(sql: &str, pos: usize) -> (usize, Kind) {
 
 /// `(\$(?:[_A-ZÀ-Ü]\w*)?\$)[\s\S]*?\1`: a dollar-quoted literal closed by the same tag.
 fn dollar_quoted(rest: &str) -> Option<usize> {
-    let tag = RULES.dollar_tag.find(rest)?.as_str();
+    let tag = &rest[..RULES.dollar_tag.at(rest)?];
     let close = rest[tag.len()..].find(tag)?;
     Some(tag.len() + close + tag.len())
 }
@@ -233,9 +275,9 @@ fn dollar_quoted(rest: &str) -> Option<usize> {
 /// one digit when the digit run is directly followed by a letter.
 fn number(rest: &str) -> Option<usize> {
     let rules = &*RULES;
-    for re in [&rules.hex, &rules.exp_float, &rules.float] {
-        if let Some(m) = re.find(rest) {
-            return Some(m.end());
+    for rule in [&rules.hex, &rules.exp_float, &rules.float] {
+        if let Some(end) = rule.at(rest) {
+            return Some(end);
         }
     }
     let sign = usize::from(rest.starts_with('-'));
@@ -337,6 +379,54 @@ mod tests {
 
     fn texts(sql: &str) -> Vec<&str> {
         tokenize(sql).iter().map(|t| t.text).collect()
+    }
+
+    #[test]
+    fn a_rule_is_skipped_only_at_bytes_it_cannot_start_with() {
+        let r = &*RULES;
+        let rules = [
+            &r.line_comment,
+            &r.block_comment,
+            &r.newline,
+            &r.space,
+            &r.backtick,
+            &r.acute,
+            &r.dollar_tag,
+            &r.percent_placeholder,
+            &r.sigil_placeholder,
+            &r.short_keyword,
+            &r.at_name,
+            &r.leading_name,
+            &r.hex,
+            &r.exp_float,
+            &r.float,
+            &r.single_quoted,
+            &r.double_quoted,
+            &r.double_quoted_fallback,
+            &r.bracketed,
+            &r.multiword_keyword,
+            &r.word,
+            &r.comparison,
+            &r.operator,
+        ];
+        // Every ASCII byte, followed by each pair of characters that some rule continues with.
+        let next = "a0x.eE-*/ \n'\"`]$#sN(´";
+        for rule in rules {
+            for first in 0u8..128 {
+                for second in next.chars() {
+                    for third in next.chars() {
+                        let text = format!("{}{second}{third}", first as char);
+                        let matched = rule.regex.find(&text).is_some_and(|m| m.end() > 0);
+                        assert_eq!(
+                            rule.at(&text).is_some(),
+                            matched,
+                            "{:?} on {text:?}",
+                            rule.regex
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
