@@ -11,3 +11,5 @@
 pub mod mutate;
 
 pub mod calibrate;
+
+pub mod distill;
