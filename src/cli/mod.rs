@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod diff;
+mod distill;
 mod generate;
 mod generator_client;
 mod init;
@@ -57,6 +58,9 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Build schema-only SQLite databases (no rows) from a Spider `tables.json`.
     SchemaDb(schema_db::SchemaDbArgs),
+    /// Counterexample databases per schema that tell each gold from its near misses, written
+    /// as test-suite folders for `score --mode testsuite` (see docs/distill.md).
+    Distill(distill::DistillArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -84,6 +88,7 @@ pub fn main() -> ExitCode {
         Command::Generate(command) => generate::run(command),
         Command::Calibrate(args) => calibrate::run(args),
         Command::SchemaDb(args) => schema_db::run(args),
+        Command::Distill(args) => distill::run(args),
     };
     match result {
         Ok(()) => ExitCode::from(EXIT_OK),

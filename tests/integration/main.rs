@@ -11,6 +11,7 @@ mod calibrate;
 mod cli_init;
 mod cli_score;
 mod diff;
+mod distill;
 mod etm_reference;
 mod exit_codes;
 mod family_metrics;

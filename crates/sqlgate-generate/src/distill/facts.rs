@@ -110,7 +110,14 @@ fn parents_first(schema: &Schema) -> Vec<usize> {
         order.push(at);
     }
     for at in 0..schema.tables.len() {
-        visit(at, schema, &index_of, &mut placed, &mut visiting, &mut order);
+        visit(
+            at,
+            schema,
+            &index_of,
+            &mut placed,
+            &mut visiting,
+            &mut order,
+        );
     }
     order
 }
@@ -139,11 +146,19 @@ mod tests {
             .map(|&i| facts.schema.tables[i].name.as_str())
             .collect();
         assert_eq!(names, ["customers", "orders"]);
-        for column in ["customers.id", "customers.email", "customers.name", "orders.id"] {
+        for column in [
+            "customers.id",
+            "customers.email",
+            "customers.name",
+            "orders.id",
+        ] {
             assert!(facts.unique.contains(column), "{column} is unique");
         }
         assert!(!facts.unique.contains("orders.customer"));
-        assert!(facts.ddl.iter().any(|sql| sql.contains("CHECK (amount >= 0)")));
+        assert!(facts
+            .ddl
+            .iter()
+            .any(|sql| sql.contains("CHECK (amount >= 0)")));
         assert!(facts.ddl.last().unwrap().contains("CREATE UNIQUE INDEX"));
         assert!(!facts.holds_rows);
     }

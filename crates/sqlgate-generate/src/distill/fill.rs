@@ -130,7 +130,11 @@ fn draw(
     })
 }
 
-fn parent_keys(conn: &Connection, table: &str, column: &str) -> Result<Vec<Value>, rusqlite::Error> {
+fn parent_keys(
+    conn: &Connection,
+    table: &str,
+    column: &str,
+) -> Result<Vec<Value>, rusqlite::Error> {
     let c = quoted(column);
     conn.prepare_cached(&format!(
         "SELECT DISTINCT {c} FROM {} WHERE {c} IS NOT NULL ORDER BY {c}",
@@ -174,7 +178,9 @@ mod tests {
             candidate(&facts, &pools, 7, "hr", index, &path).unwrap();
             let conn = Connection::open(&path).unwrap();
             let broken: i64 = conn
-                .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0))
+                .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                    r.get(0)
+                })
                 .unwrap();
             assert_eq!(broken, 0);
             let bad_pay: i64 = conn
@@ -188,7 +194,8 @@ mod tests {
             let copy = Connection::open_in_memory().unwrap();
             copy.execute_batch(SCHEMA).unwrap();
             copy.execute_batch("PRAGMA foreign_keys = ON").unwrap();
-            copy.execute("ATTACH ?1 AS c", [path.to_string_lossy()]).unwrap();
+            copy.execute("ATTACH ?1 AS c", [path.to_string_lossy()])
+                .unwrap();
             copy.execute_batch(
                 "INSERT INTO main.dept SELECT * FROM c.dept;
                  INSERT INTO main.emp SELECT * FROM c.emp ORDER BY boss IS NOT NULL, id;",

@@ -206,7 +206,12 @@ fn distill_database(
         .par_iter()
         .enumerate()
         .try_for_each(|(i, path)| fill::candidate(&facts, &pools, options.seed, db, i, path))
-        .map_err(|e| InputError::file(original, format!("cannot build a database with its schema: {e}")))?;
+        .map_err(|e| {
+            InputError::file(
+                original,
+                format!("cannot build a database with its schema: {e}"),
+            )
+        })?;
     let trials: Vec<Trial> = paths.par_iter().map(|p| try_database(p, &golds)).collect();
 
     let safe = |t: &Trial| {
@@ -222,7 +227,13 @@ fn distill_database(
     let covered = flat(&on_original);
     let kills: Vec<Vec<bool>> = usable.iter().map(|&c| flat(&trials[c])).collect();
     let nonempty: Vec<Vec<bool>> = usable.iter().map(|&c| trials[c].nonempty.clone()).collect();
-    let chosen = select::greedy(&kills, &covered, options.per_db, &nonempty, &on_original.nonempty);
+    let chosen = select::greedy(
+        &kills,
+        &covered,
+        options.per_db,
+        &nonempty,
+        &on_original.nonempty,
+    );
     let kept: Vec<PathBuf> = chosen.iter().map(|&k| paths[usable[k]].clone()).collect();
     report.kept = kept.len();
     write::suite_folder(out, db, original, &kept)?;

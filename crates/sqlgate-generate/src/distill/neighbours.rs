@@ -120,7 +120,8 @@ impl VisitorMut for Sites {
         if self.miss != NearMiss::OrderDirectionFlip {
             return ControlFlow::Continue(());
         }
-        if let Some(OrderByKind::Expressions(items)) = query.order_by.as_mut().map(|o| &mut o.kind) {
+        if let Some(OrderByKind::Expressions(items)) = query.order_by.as_mut().map(|o| &mut o.kind)
+        {
             for item in items {
                 if self.hit() {
                     item.options.sort = match item.options.sort {
@@ -289,7 +290,10 @@ mod tests {
         let swapped = of(gold, "aggregate_substitute");
         assert_eq!(swapped.len(), 4, "count(*) stays, max gets four others");
         assert!(swapped.iter().any(|s| s.contains("ORDER BY AVG(age)")));
-        assert_eq!(of(gold, "equals_to_like"), [gold.replace("= 'Rome'", "LIKE 'Rome'")]);
+        assert_eq!(
+            of(gold, "equals_to_like"),
+            [gold.replace("= 'Rome'", "LIKE 'Rome'")]
+        );
         let all = neighbours(gold);
         assert!(all.iter().any(|n| n.operator == "where_remove"));
         let texts: HashSet<&str> = all.iter().map(|n| n.sql.as_str()).collect();
@@ -298,7 +302,8 @@ mod tests {
 
     #[test]
     fn rewrites_wrap_swap_and_realias() {
-        let gold = "SELECT T1.a FROM t AS T1 JOIN u AS T2 ON T1.id = T2.id WHERE T1.x = 1 AND T2.y = 2";
+        let gold =
+            "SELECT T1.a FROM t AS T1 JOIN u AS T2 ON T1.id = T2.id WHERE T1.x = 1 AND T2.y = 2";
         let rewrites = rewrites(gold);
         let named = |name: &str| rewrites.iter().find(|(n, _)| *n == name).unwrap().1.clone();
         assert!(named("cte_wrapper").starts_with("WITH distill_wrapped AS (SELECT T1.a"));

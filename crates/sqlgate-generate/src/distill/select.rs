@@ -75,7 +75,10 @@ mod tests {
     fn a_gold_empty_on_every_kept_database_gets_one_where_it_returns_rows() {
         let kills = vec![vec![true], vec![false], vec![false]];
         let nonempty = vec![vec![false, true], vec![false, false], vec![true, true]];
-        assert_eq!(greedy(&kills, &[false], 5, &nonempty, &[false, false]), [0, 2]);
+        assert_eq!(
+            greedy(&kills, &[false], 5, &nonempty, &[false, false]),
+            [0, 2]
+        );
         assert_eq!(greedy(&kills, &[false], 5, &nonempty, &[true, false]), [0]);
         let never = vec![vec![false]; 3];
         assert_eq!(greedy(&kills, &[false], 5, &never, &[false]), [0]);

@@ -57,7 +57,10 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
         Ok(runner) => runner,
         Err(_) => {
             return Trial {
-                kills: golds.iter().map(|g| vec![false; g.neighbours.len()]).collect(),
+                kills: golds
+                    .iter()
+                    .map(|g| vec![false; g.neighbours.len()])
+                    .collect(),
                 nonempty: vec![false; golds.len()],
                 gold_runs: vec![false; golds.len()],
                 rejects_rewrite: None,
@@ -75,7 +78,15 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
             db_files: &files,
             ignore_order: None,
         };
-        let score = |sql: &str| evaluate(Mode::Testsuite, &ModeOptions::default(), &case, sql, &runner);
+        let score = |sql: &str| {
+            evaluate(
+                Mode::Testsuite,
+                &ModeOptions::default(),
+                &case,
+                sql,
+                &runner,
+            )
+        };
         let first = &entry.gold[0];
         let gold_runs = score(first).verdict == Verdict::Correct;
         trial.gold_runs.push(gold_runs);

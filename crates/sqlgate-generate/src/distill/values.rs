@@ -57,10 +57,15 @@ impl Kind {
                 .into_iter()
                 .map(Value::Real)
                 .collect(),
-            Kind::Date => ["2000-01-01", "2010-06-15", "2010-06-15 12:00:00", "2020-12-31"]
-                .into_iter()
-                .map(|d| Value::Text(d.into()))
-                .collect(),
+            Kind::Date => [
+                "2000-01-01",
+                "2010-06-15",
+                "2010-06-15 12:00:00",
+                "2020-12-31",
+            ]
+            .into_iter()
+            .map(|d| Value::Text(d.into()))
+            .collect(),
             Kind::Text => ["a", "b", "B", "ab"]
                 .into_iter()
                 .map(|t| Value::Text(t.into()))
@@ -134,11 +139,15 @@ impl Literals {
     }
 
     fn note_pattern(&mut self, column: &Expr, pattern: &Expr) {
-        let (Some(name), Some(Value::Text(pattern))) = (column_name(column), literal_value(pattern))
+        let (Some(name), Some(Value::Text(pattern))) =
+            (column_name(column), literal_value(pattern))
         else {
             return;
         };
-        let core: String = pattern.chars().filter(|c| !matches!(c, '%' | '_')).collect();
+        let core: String = pattern
+            .chars()
+            .filter(|c| !matches!(c, '%' | '_'))
+            .collect();
         self.by_column
             .entry(name)
             .or_default()
@@ -291,7 +300,9 @@ fn sampled(
         .query_map([], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
     let extremes: Vec<Value> = conn
-        .prepare(&format!("SELECT min({c}), max({c}) FROM {t} WHERE {c} IS NOT NULL"))?
+        .prepare(&format!(
+            "SELECT min({c}), max({c}) FROM {t} WHERE {c} IS NOT NULL"
+        ))?
         .query_row([], |row| Ok(vec![row.get(0)?, row.get(1)?]))?;
     let mut rng = labelled_stream(seed, db, &["pool", key]);
     values.shuffle(&mut rng);
@@ -362,7 +373,10 @@ mod tests {
         let label = pools.of("ITEM", "label");
         assert!(label.contains(&Value::Text("x".into())));
         assert!(label.contains(&Value::Text(String::new())));
-        assert!(!label.contains(&Value::Null), "NULLs are the filler's choice");
+        assert!(
+            !label.contains(&Value::Null),
+            "NULLs are the filler's choice"
+        );
     }
 
     #[test]
@@ -371,8 +385,12 @@ mod tests {
         facts.holds_rows = false;
         let literals = Literals::gather(["SELECT 1 FROM item WHERE label = 'zz'"], ["\"Rome\""]);
         let pools = Pools::build(&conn, &facts, &literals, 1, "shop").unwrap();
-        assert!(pools.of("item", "label").contains(&Value::Text("zz".into())));
-        assert!(pools.of("item", "label").contains(&Value::Text("Rome".into())));
+        assert!(pools
+            .of("item", "label")
+            .contains(&Value::Text("zz".into())));
+        assert!(pools
+            .of("item", "label")
+            .contains(&Value::Text("Rome".into())));
         assert!(!pools.of("item", "price").contains(&Value::Real(9.5)));
         assert!(pools.of("item", "id").contains(&Value::Integer(3)));
     }

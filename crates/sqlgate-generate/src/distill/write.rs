@@ -43,7 +43,11 @@ pub fn suite_folder(
 fn is_numbered(path: &Path, db: &str) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix(db)?.strip_prefix('_')?.strip_suffix(".sqlite"))
+        .and_then(|n| {
+            n.strip_prefix(db)?
+                .strip_prefix('_')?
+                .strip_suffix(".sqlite")
+        })
         .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
 }
 
