@@ -93,6 +93,12 @@ fn print_table(r: &DatabaseReport) {
             r.broken_golds.join(", ")
         );
     }
+    if !r.rewrites_rejected_by_original.is_empty() {
+        println!(
+            "  equivalent rewrites the original itself rejects: {}",
+            r.rewrites_rejected_by_original.join(", ")
+        );
+    }
     if !r.empty_everywhere.is_empty() {
         println!(
             "  golds returning no row anywhere: {}",

@@ -110,6 +110,9 @@ pub struct DatabaseReport {
     pub candidates: usize,
     /// Candidates set aside: a gold failed there, or an equivalent rewrite was told apart.
     pub unsafe_candidates: usize,
+    /// Equivalent rewrites the original itself tells apart from their gold (gold id, rewrite):
+    /// ties that the gold's ORDER BY ... LIMIT cuts through on the original.
+    pub rewrites_rejected_by_original: Vec<String>,
     /// Databases kept beside the original.
     pub kept: usize,
     /// Golds with no row on the original nor on any candidate.
@@ -191,6 +194,11 @@ fn distill_database(
         candidates: options.candidates,
         ..Default::default()
     };
+    report.rewrites_rejected_by_original = on_original
+        .rejected_rewrites
+        .iter()
+        .map(|(id, name)| format!("{id} ({name})"))
+        .collect();
     for (entry, runs) in golds.iter_mut().zip(&on_original.gold_runs) {
         if !runs {
             report.broken_golds.push(entry.id.clone());
@@ -215,7 +223,7 @@ fn distill_database(
     let trials: Vec<Trial> = paths.par_iter().map(|p| try_database(p, &golds)).collect();
 
     let safe = |t: &Trial| {
-        t.rejects_rewrite.is_none()
+        t.rejected_rewrites.is_empty()
             && t.gold_runs
                 .iter()
                 .zip(&on_original.gold_runs)

@@ -47,8 +47,9 @@ pub struct Trial {
     pub nonempty: Vec<bool>,
     /// Per gold: it runs and scores against itself here.
     pub gold_runs: Vec<bool>,
-    /// The equivalent rewrite this database wrongly tells apart, if any: (gold id, rewrite).
-    pub rejects_rewrite: Option<(String, &'static str)>,
+    /// The equivalent rewrites this database tells apart from their gold: (gold id, rewrite).
+    /// Only ties or an unstable order can do that (a LIMIT cutting through equal keys).
+    pub rejected_rewrites: Vec<(String, &'static str)>,
 }
 
 /// Tries every gold and neighbour on the SQLite file `db`.
@@ -63,7 +64,7 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
                     .collect(),
                 nonempty: vec![false; golds.len()],
                 gold_runs: vec![false; golds.len()],
-                rejects_rewrite: None,
+                rejected_rewrites: Vec::new(),
             }
         }
     };
@@ -98,13 +99,9 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
             trial.kills.push(vec![false; entry.neighbours.len()]);
             continue;
         }
-        if trial.rejects_rewrite.is_none() {
-            if let Some((name, _)) = entry
-                .rewrites
-                .iter()
-                .find(|(_, sql)| score(sql).verdict != Verdict::Correct)
-            {
-                trial.rejects_rewrite = Some((entry.id.clone(), name));
+        for (name, sql) in &entry.rewrites {
+            if score(sql).verdict != Verdict::Correct {
+                trial.rejected_rewrites.push((entry.id.clone(), name));
             }
         }
         trial.kills.push(
