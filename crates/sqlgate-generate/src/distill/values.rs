@@ -212,6 +212,11 @@ fn literal_value(expr: &Expr) -> Option<Value> {
             _ => None,
         },
         Expr::Nested(inner) => literal_value(inner),
+        // Spider writes text as "x", which SQLite reads as a string when no column has that
+        // name (and the parser as a quoted identifier).
+        Expr::Identifier(ident) if ident.quote_style == Some('"') => {
+            Some(Value::Text(ident.value.clone()))
+        }
         _ => None,
     }
 }
@@ -334,7 +339,7 @@ mod tests {
         let literals = Literals::gather(
             [
                 "SELECT name FROM t WHERE t.age > 30 AND city = 'Paris' AND title LIKE '%war%' \
-                 AND code IN ('A', 'B')",
+                 AND code IN ('A', 'B') AND country = \"Spain\"",
             ],
             ["How many singers are from \"France\"?"],
         );
@@ -346,6 +351,7 @@ mod tests {
         assert!(literals.of("city").contains(&Value::Text("PARIS".into())));
         assert!(literals.of("title").contains(&Value::Text("war".into())));
         assert!(literals.of("code").contains(&Value::Text("B".into())));
+        assert!(literals.of("country").contains(&Value::Text("Spain".into())));
         assert_eq!(literals.words, [Value::Text("France".into())]);
     }
 
