@@ -351,7 +351,9 @@ mod tests {
         assert!(literals.of("city").contains(&Value::Text("PARIS".into())));
         assert!(literals.of("title").contains(&Value::Text("war".into())));
         assert!(literals.of("code").contains(&Value::Text("B".into())));
-        assert!(literals.of("country").contains(&Value::Text("Spain".into())));
+        assert!(literals
+            .of("country")
+            .contains(&Value::Text("Spain".into())));
         assert_eq!(literals.words, [Value::Text("France".into())]);
     }
 
