@@ -3,6 +3,7 @@
 mod audit;
 mod calibrate;
 mod diff;
+mod distill;
 mod generate;
 mod generator_client;
 mod init;
@@ -61,6 +62,9 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Build schema-only SQLite databases (no rows) from a Spider `tables.json`.
     SchemaDb(schema_db::SchemaDbArgs),
+    /// Counterexample databases per schema that tell each gold from its near misses, written
+    /// as test-suite folders for `score --mode testsuite` (see docs/distill.md).
+    Distill(distill::DistillArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -89,6 +93,7 @@ pub fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Audit(args) => audit::run(args),
         Command::SchemaDb(args) => schema_db::run(args),
+        Command::Distill(args) => distill::run(args),
     };
     match result {
         Ok(()) => ExitCode::from(EXIT_OK),

@@ -12,6 +12,7 @@ mod calibrate;
 mod cli_init;
 mod cli_score;
 mod diff;
+mod distill;
 mod etm_reference;
 mod every_database;
 mod exit_codes;

@@ -173,6 +173,28 @@ pub fn mutants_of(seed_id: &str, sql: &str, run_seed: u64) -> Result<Mutants, Mu
     mutants_to_depth(seed_id, sql, 1, run_seed)
 }
 
+/// Every variant of every operator applied once to `sql` (up to `cap` per operator), in
+/// registry order: the neighbours `distill` must tell apart from the gold, where
+/// [`mutants_of`] draws one variant per operator.
+pub fn every_variant(sql: &str, cap: usize) -> Result<Vec<(Operator, String)>, MutateError> {
+    on_enough_stack(sql, |gold| {
+        let mut found = Vec::new();
+        for op in Operator::ALL {
+            let variants = operators::variant_count(op, &mut gold.clone());
+            for choice in 0..variants.min(cap) {
+                let mut mutated = gold.clone();
+                operators::apply(op, &mut mutated, choice);
+                match checked(&gold, &gold, op, mutated) {
+                    Ok((_, sql)) => found.push((op, sql)),
+                    Err(error) if error.rejection().is_some() => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        Ok(found)
+    })
+}
+
 /// Depth 1 to `max_depth` (spec §9.1.5): depth d+1 applies every operator that conflicts with
 /// none already in the chain to each depth-d mutant. Mutants come depth by depth; a chain's
 /// result is the same as [`chain`] gives for it.

@@ -1,0 +1,295 @@
+//! `sqlgate distill`: for every database of a benchmark, a small set of generated databases
+//! with its schema that tells each gold apart from as many of its neighbours (single-error
+//! mutants and near misses) as any generated database can, written as test-suite folders that
+//! `score --mode testsuite` reads (Zhong et al., "Semantic Evaluation for Text-to-SQL with
+//! Distilled Test Suites", 2020, for any SQLite schema).
+//!
+//! One module a step: [`facts`] reads the schema, [`values`] the value pools, [`fill`] builds
+//! candidates, [`neighbours`] lists what each gold must be told apart from, [`trial`] runs them
+//! on a candidate, [`select`] keeps the best few, [`write`] writes the folder.
+
+pub mod facts;
+pub mod fill;
+pub mod neighbours;
+pub mod select;
+pub mod trial;
+pub mod values;
+pub mod write;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+use sqlgate_eval::error::{InputError, OutputError};
+use sqlgate_eval::loaders::{Benchmark, Case};
+
+use facts::Facts;
+use trial::{try_database, GoldEntry, Trial};
+use values::{Literals, Pools};
+
+/// How much to generate and keep.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Databases kept per schema by the greedy choice (more may be added so every gold
+    /// returns rows somewhere).
+    pub per_db: usize,
+    /// The run seed: the same seed writes the same bytes.
+    pub seed: u64,
+    /// Candidate databases generated per schema.
+    pub candidates: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            per_db: 10,
+            seed: crate::mutate::DEFAULT_SEED,
+            candidates: 200,
+        }
+    }
+}
+
+/// Why distilling stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum DistillError {
+    /// A benchmark or database that cannot be used.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// An output that cannot be written.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+/// What one operator's neighbours did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OperatorCounts {
+    /// Neighbours made by the operator.
+    pub mutants: usize,
+    /// Of those, the ones execution on the original alone accepts.
+    pub accepted_by_original: usize,
+    /// Of those accepted, the ones a kept database rejects.
+    pub rejected_by_suite: usize,
+}
+
+/// A neighbour the original accepts and the suite rejects, with the database that rejects it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejection {
+    /// The case id.
+    pub case: String,
+    /// The operator that made the neighbour.
+    pub operator: &'static str,
+    /// The gold (first alternative).
+    pub gold: String,
+    /// The neighbour.
+    pub mutant: String,
+    /// The first kept database (file name) on which the two differ.
+    pub database: String,
+}
+
+/// What distilling one database did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DatabaseReport {
+    /// The database's name.
+    pub db: String,
+    /// Golds of the database.
+    pub golds: usize,
+    /// Golds that fail on the original (their neighbours are not counted).
+    pub broken_golds: Vec<String>,
+    /// Neighbours of the golds that run.
+    pub neighbours: usize,
+    /// Neighbours the original alone tells apart.
+    pub killed_by_original: usize,
+    /// Neighbours the written suite (original and kept databases) tells apart.
+    pub killed_by_suite: usize,
+    /// Neighbours no database (original or candidate) tells apart: likely equivalent.
+    pub survivors: usize,
+    /// Candidates generated.
+    pub candidates: usize,
+    /// Candidates set aside: a gold failed there, or an equivalent rewrite was told apart.
+    pub unsafe_candidates: usize,
+    /// Equivalent rewrites the original itself tells apart from their gold (gold id, rewrite):
+    /// ties that the gold's ORDER BY ... LIMIT cuts through on the original.
+    pub rewrites_rejected_by_original: Vec<String>,
+    /// Databases kept beside the original.
+    pub kept: usize,
+    /// Golds with no row on the original nor on any candidate.
+    pub empty_everywhere: Vec<String>,
+    /// Counts per operator, by name.
+    pub operators: BTreeMap<&'static str, OperatorCounts>,
+    /// The neighbours the suite adds to what the original rejects.
+    pub rejections: Vec<Rejection>,
+    /// Wall time, in seconds.
+    pub seconds: f64,
+}
+
+/// Distills every database the benchmark's golds use into `out/<db>/`, databases in name order.
+pub fn distill(
+    bench: &Benchmark,
+    out: &Path,
+    options: &Options,
+) -> Result<Vec<DatabaseReport>, DistillError> {
+    if bench.on_server {
+        return Err(InputError::file(
+            &bench.db_dir,
+            "distill builds SQLite databases; it cannot read a server's schema",
+        )
+        .into());
+    }
+    let mut by_db: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
+    for case in bench.cases.iter().filter(|c| !c.gold.is_empty()) {
+        by_db.entry(case.db.as_str()).or_default().push(case);
+    }
+    if by_db.is_empty() {
+        return Err(InputError::file(&bench.db_dir, "no case has a gold query to distill").into());
+    }
+    by_db
+        .into_iter()
+        .map(|(db, cases)| {
+            let original = bench
+                .db_files(cases[0], false)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| InputError::file(&bench.db_dir, format!("no file for `{db}`")))?;
+            distill_database(db, &cases, &original, out, options)
+        })
+        .collect()
+}
+
+fn distill_database(
+    db: &str,
+    cases: &[&Case],
+    original: &Path,
+    out: &Path,
+    options: &Options,
+) -> Result<DatabaseReport, DistillError> {
+    let start = Instant::now();
+    let unreadable =
+        |e: rusqlite::Error| InputError::file(original, format!("cannot read its schema: {e}"));
+    let facts = Facts::read(original).map_err(unreadable)?;
+    let literals = Literals::gather(
+        cases.iter().flat_map(|c| c.gold.iter().map(String::as_str)),
+        cases.iter().map(|c| c.question.as_str()),
+    );
+    let conn = Connection::open_with_flags(original, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(unreadable)?;
+    let pools = Pools::build(&conn, &facts, &literals, options.seed, db).map_err(unreadable)?;
+    drop(conn);
+
+    let mut golds: Vec<GoldEntry> = cases
+        .par_iter()
+        .map(|case| GoldEntry {
+            id: case.id.clone(),
+            gold: case.gold.clone(),
+            neighbours: neighbours::neighbours(&case.gold[0]),
+            rewrites: neighbours::rewrites(&case.gold[0]),
+        })
+        .collect();
+    let on_original = try_database(original, &golds);
+    let mut report = DatabaseReport {
+        db: db.to_string(),
+        golds: golds.len(),
+        candidates: options.candidates,
+        ..Default::default()
+    };
+    report.rewrites_rejected_by_original = on_original
+        .rejected_rewrites
+        .iter()
+        .map(|(id, name)| format!("{id} ({name})"))
+        .collect();
+    for (entry, runs) in golds.iter_mut().zip(&on_original.gold_runs) {
+        if !runs {
+            report.broken_golds.push(entry.id.clone());
+            entry.neighbours.clear();
+        }
+    }
+
+    let scratch = tempfile::tempdir().map_err(|e| OutputError::new(std::env::temp_dir(), e))?;
+    let paths: Vec<PathBuf> = (0..options.candidates)
+        .map(|i| scratch.path().join(format!("candidate_{i}.sqlite")))
+        .collect();
+    paths
+        .par_iter()
+        .enumerate()
+        .try_for_each(|(i, path)| fill::candidate(&facts, &pools, options.seed, db, i, path))
+        .map_err(|e| {
+            InputError::file(
+                original,
+                format!("cannot build a database with its schema: {e}"),
+            )
+        })?;
+    let trials: Vec<Trial> = paths.par_iter().map(|p| try_database(p, &golds)).collect();
+
+    let safe = |t: &Trial| {
+        t.rejected_rewrites.is_empty()
+            && t.gold_runs
+                .iter()
+                .zip(&on_original.gold_runs)
+                .all(|(here, there)| *here || !*there)
+    };
+    let usable: Vec<usize> = (0..trials.len()).filter(|&c| safe(&trials[c])).collect();
+    report.unsafe_candidates = trials.len() - usable.len();
+    let flat = |t: &Trial| t.kills.iter().flatten().copied().collect::<Vec<bool>>();
+    let covered = flat(&on_original);
+    let kills: Vec<Vec<bool>> = usable.iter().map(|&c| flat(&trials[c])).collect();
+    let nonempty: Vec<Vec<bool>> = usable.iter().map(|&c| trials[c].nonempty.clone()).collect();
+    let chosen = select::greedy(
+        &kills,
+        &covered,
+        options.per_db,
+        &nonempty,
+        &on_original.nonempty,
+    );
+    let kept: Vec<PathBuf> = chosen.iter().map(|&k| paths[usable[k]].clone()).collect();
+    report.kept = kept.len();
+    write::suite_folder(out, db, original, &kept)?;
+
+    for (g, entry) in golds.iter().enumerate() {
+        let anywhere = on_original.nonempty[g] || trials.iter().any(|t| t.nonempty[g]);
+        if !anywhere && on_original.gold_runs[g] {
+            report.empty_everywhere.push(entry.id.clone());
+        }
+    }
+    count(&mut report, &golds, &on_original, &trials, &usable, &chosen);
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Fills the report's neighbour counts from the trials.
+fn count(
+    report: &mut DatabaseReport,
+    golds: &[GoldEntry],
+    on_original: &Trial,
+    trials: &[Trial],
+    usable: &[usize],
+    chosen: &[usize],
+) {
+    for (g, entry) in golds.iter().enumerate() {
+        for (n, neighbour) in entry.neighbours.iter().enumerate() {
+            let by_original = on_original.kills[g][n];
+            let killer = chosen.iter().position(|&k| trials[usable[k]].kills[g][n]);
+            let by_any = by_original || trials.iter().any(|t| t.kills[g][n]);
+            report.neighbours += 1;
+            report.killed_by_original += usize::from(by_original);
+            report.killed_by_suite += usize::from(by_original || killer.is_some());
+            report.survivors += usize::from(!by_any);
+            let counts = report.operators.entry(neighbour.operator).or_default();
+            counts.mutants += 1;
+            if !by_original {
+                counts.accepted_by_original += 1;
+                if let Some(k) = killer {
+                    counts.rejected_by_suite += 1;
+                    report.rejections.push(Rejection {
+                        case: entry.id.clone(),
+                        operator: neighbour.operator,
+                        gold: entry.gold[0].clone(),
+                        mutant: neighbour.sql.clone(),
+                        database: format!("{}_{}.sqlite", report.db, k + 1),
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! A gold's neighbours: queries one error away that a counterexample database should tell
+//! apart from it. Every variant of the 15 mutation operators (up to a cap each), plus near
+//! misses they do not make: ORDER BY direction flipped, any aggregate for any other, `=` on a
+//! text literal loosened to LIKE. Also the gold's equivalent rewrites (a CTE wrapper, tables
+//! re-aliased, AND operands swapped): a database that tells one of those apart from the gold
+//! would fail correct answers, so `distill` never keeps it.
+
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
+    OrderByKind, OrderBySort, Query, TableFactor, VisitMut, VisitorMut,
+};
+
+use crate::mutate::{every_variant, parse_query};
+
+/// Variants kept per operator and gold.
+pub const VARIANT_CAP: usize = 12;
+
+/// One query near a gold, and what made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Neighbour {
+    /// The mutation operator's name, or the near miss's.
+    pub operator: &'static str,
+    /// The neighbour's SQL.
+    pub sql: String,
+}
+
+/// The near misses the 15 operators do not make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NearMiss {
+    OrderDirectionFlip,
+    AggregateSubstitute,
+    EqualsToLike,
+}
+
+impl NearMiss {
+    const ALL: [NearMiss; 3] = [
+        NearMiss::OrderDirectionFlip,
+        NearMiss::AggregateSubstitute,
+        NearMiss::EqualsToLike,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            NearMiss::OrderDirectionFlip => "order_direction_flip",
+            NearMiss::AggregateSubstitute => "aggregate_substitute",
+            NearMiss::EqualsToLike => "equals_to_like",
+        }
+    }
+}
+
+const AGGREGATES: [&str; 5] = ["COUNT", "SUM", "AVG", "MIN", "MAX"];
+
+/// The neighbours of `gold`, each SQL once (and never the gold itself); none when the gold does
+/// not parse.
+pub fn neighbours(gold: &str) -> Vec<Neighbour> {
+    let mut found: Vec<Neighbour> = every_variant(gold, VARIANT_CAP)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(op, sql)| Neighbour {
+            operator: op.name(),
+            sql,
+        })
+        .collect();
+    if let Ok(query) = parse_query(gold) {
+        for miss in NearMiss::ALL {
+            for site in 0..VARIANT_CAP {
+                let mut mutated = query.clone();
+                let mut walker = Sites::new(miss, Some(site));
+                let _ = mutated.visit(&mut walker);
+                if !walker.applied {
+                    break;
+                }
+                found.push(Neighbour {
+                    operator: miss.name(),
+                    sql: mutated.to_string(),
+                });
+            }
+        }
+    }
+    let printed = parse_query(gold).map(|q| q.to_string()).unwrap_or_default();
+    let mut seen = HashSet::from([gold.trim().to_string(), printed]);
+    found.retain(|n| seen.insert(n.sql.clone()) && parse_query(&n.sql).is_ok());
+    found
+}
+
+/// Walks the sites of one near miss, rewriting the `target`-th.
+struct Sites {
+    miss: NearMiss,
+    target: Option<usize>,
+    seen: usize,
+    applied: bool,
+}
+
+impl Sites {
+    fn new(miss: NearMiss, target: Option<usize>) -> Sites {
+        Sites {
+            miss,
+            target,
+            seen: 0,
+            applied: false,
+        }
+    }
+
+    /// Whether the next site is the one to rewrite.
+    fn hit(&mut self) -> bool {
+        let hit = self.target == Some(self.seen);
+        self.seen += 1;
+        self.applied |= hit;
+        hit
+    }
+}
+
+impl VisitorMut for Sites {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if self.miss != NearMiss::OrderDirectionFlip {
+            return ControlFlow::Continue(());
+        }
+        if let Some(OrderByKind::Expressions(items)) = query.order_by.as_mut().map(|o| &mut o.kind)
+        {
+            for item in items {
+                if self.hit() {
+                    item.options.sort = match item.options.sort {
+                        Some(OrderBySort::Desc) => Some(OrderBySort::Asc),
+                        _ => Some(OrderBySort::Desc),
+                    };
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match self.miss {
+            NearMiss::AggregateSubstitute => {
+                if let Expr::Function(function) = expr {
+                    let name = function.name.to_string().to_uppercase();
+                    let star = matches!(&function.args, FunctionArguments::List(list)
+                        if list.args.iter().any(|a| matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Wildcard))));
+                    if AGGREGATES.contains(&name.as_str()) && !star {
+                        for other in AGGREGATES.iter().filter(|a| **a != name) {
+                            if self.hit() {
+                                function.name = ObjectName::from(vec![Ident::new(*other)]);
+                            }
+                        }
+                    }
+                }
+            }
+            NearMiss::EqualsToLike => {
+                if let Some(like) = loosened(expr) {
+                    if self.hit() {
+                        *expr = like;
+                    }
+                }
+            }
+            NearMiss::OrderDirectionFlip => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// `column = 'text'` (either side) as `column LIKE 'text'`.
+fn loosened(expr: &Expr) -> Option<Expr> {
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::Eq,
+        right,
+    } = expr
+    else {
+        return None;
+    };
+    let (column, text) = if is_text_literal(right) {
+        (left, right)
+    } else if is_text_literal(left) {
+        (right, left)
+    } else {
+        return None;
+    };
+    Some(Expr::Like {
+        negated: false,
+        any: false,
+        expr: column.clone(),
+        pattern: text.clone(),
+        escape_char: None,
+    })
+}
+
+fn is_text_literal(expr: &Expr) -> bool {
+    matches!(expr, Expr::Value(v) if matches!(v.value, sqlparser::ast::Value::SingleQuotedString(_)))
+}
+
+/// Equivalent rewrites of `gold` (name, SQL) that differ from it in text.
+pub fn rewrites(gold: &str) -> Vec<(&'static str, String)> {
+    let Ok(query) = parse_query(gold) else {
+        return Vec::new();
+    };
+    let body = gold.trim().trim_end_matches(';');
+    let mut found = vec![(
+        "cte_wrapper",
+        format!("WITH distill_wrapped AS ({body}) SELECT * FROM distill_wrapped"),
+    )];
+    let mut swapped = query.clone();
+    let _ = swapped.visit(&mut SwapAnd);
+    found.push(("and_swapped", swapped.to_string()));
+    let mut realiased = query.clone();
+    let mut aliases = Realias::default();
+    let _ = realiased.visit(&mut aliases);
+    if !aliases.renamed.is_empty() {
+        let _ = realiased.visit(&mut aliases);
+        found.push(("tables_realiased", realiased.to_string()));
+    }
+    let printed = query.to_string();
+    found.retain(|(_, sql)| *sql != printed && parse_query(sql).is_ok());
+    found
+}
+
+struct SwapAnd;
+
+impl VisitorMut for SwapAnd {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } = expr
+        {
+            std::mem::swap(left, right);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Renames every table alias `a` to `a_r` (first walk), then every `a.column` (second walk).
+#[derive(Default)]
+struct Realias {
+    renamed: HashSet<String>,
+}
+
+impl VisitorMut for Realias {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table {
+            alias: Some(alias), ..
+        } = factor
+        {
+            let old = alias.name.value.to_lowercase();
+            if !old.ends_with("_r") {
+                alias.name = Ident::new(format!("{}_r", alias.name.value));
+                self.renamed.insert(old);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::CompoundIdentifier(parts) = expr {
+            if parts.len() == 2 && self.renamed.contains(&parts[0].value.to_lowercase()) {
+                parts[0] = Ident::new(format!("{}_r", parts[0].value));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(gold: &str, operator: &str) -> Vec<String> {
+        neighbours(gold)
+            .into_iter()
+            .filter(|n| n.operator == operator)
+            .map(|n| n.sql)
+            .collect()
+    }
+
+    #[test]
+    fn near_misses_flip_order_swap_aggregates_and_loosen_equality() {
+        let gold = "SELECT name, count(*) FROM t WHERE city = 'Rome' GROUP BY name \
+                    ORDER BY max(age) DESC, name";
+        assert_eq!(of(gold, "order_direction_flip").len(), 2);
+        assert!(of(gold, "order_direction_flip")[0].contains("max(age) ASC"));
+        let swapped = of(gold, "aggregate_substitute");
+        assert_eq!(swapped.len(), 4, "count(*) stays, max gets four others");
+        assert!(swapped.iter().any(|s| s.contains("ORDER BY AVG(age)")));
+        assert_eq!(
+            of(gold, "equals_to_like"),
+            [gold.replace("= 'Rome'", "LIKE 'Rome'")]
+        );
+        let all = neighbours(gold);
+        assert!(all.iter().any(|n| n.operator == "where_remove"));
+        let texts: HashSet<&str> = all.iter().map(|n| n.sql.as_str()).collect();
+        assert_eq!(texts.len(), all.len(), "each neighbour once");
+    }
+
+    #[test]
+    fn rewrites_wrap_swap_and_realias() {
+        let gold =
+            "SELECT T1.a FROM t AS T1 JOIN u AS T2 ON T1.id = T2.id WHERE T1.x = 1 AND T2.y = 2";
+        let rewrites = rewrites(gold);
+        let named = |name: &str| rewrites.iter().find(|(n, _)| *n == name).unwrap().1.clone();
+        assert!(named("cte_wrapper").starts_with("WITH distill_wrapped AS (SELECT T1.a"));
+        assert!(named("and_swapped").ends_with("WHERE T2.y = 2 AND T1.x = 1"));
+        assert_eq!(
+            named("tables_realiased"),
+            "SELECT T1_r.a FROM t AS T1_r JOIN u AS T2_r ON T1_r.id = T2_r.id \
+             WHERE T1_r.x = 1 AND T2_r.y = 2"
+        );
+    }
+}

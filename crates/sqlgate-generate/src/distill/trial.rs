@@ -1,0 +1,164 @@
+//! One candidate database tried against every gold of its schema: which neighbours it tells
+//! apart from their gold, on which golds it returns rows, and whether it is safe to keep. The
+//! comparison is `score --mode testsuite` itself ([`evaluate`] with [`Mode::Testsuite`]), so a
+//! neighbour this database "kills" is one the scored suite fails; every query runs in the
+//! read-only, time-bounded sandbox.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use sqlgate_eval::exec::sandbox::Source;
+use sqlgate_eval::exec::{EngineKind, Execution, Limits, QueryRunner, Sandbox};
+use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions, Verdict};
+
+use super::neighbours::Neighbour;
+
+/// Bounds on one query on a candidate: a few rows per table, so a query past a second is a
+/// runaway neighbour (a cartesian product of its own making), not work.
+pub fn limits() -> Limits {
+    Limits {
+        timeout: Some(Duration::from_secs(2)),
+        max_rows: 100_000,
+        max_bytes: 64 << 20,
+    }
+}
+
+/// A gold with what it must be told apart from and what it must not.
+#[derive(Debug, Clone)]
+pub struct GoldEntry {
+    /// The case id.
+    pub id: String,
+    /// The gold alternatives (the first is the one mutated).
+    pub gold: Vec<String>,
+    /// Its neighbours.
+    pub neighbours: Vec<Neighbour>,
+    /// Its equivalent rewrites (name, SQL).
+    pub rewrites: Vec<(&'static str, String)>,
+}
+
+/// What one database says about every gold of its schema.
+#[derive(Debug, Clone, Default)]
+pub struct Trial {
+    /// Per gold, per neighbour: the database tells the neighbour apart from the gold.
+    pub kills: Vec<Vec<bool>>,
+    /// Per gold: its first alternative returns at least one row.
+    pub nonempty: Vec<bool>,
+    /// Per gold: it runs and scores against itself here.
+    pub gold_runs: Vec<bool>,
+    /// The equivalent rewrites this database tells apart from their gold: (gold id, rewrite).
+    /// Only ties or an unstable order can do that (a LIMIT cutting through equal keys).
+    pub rejected_rewrites: Vec<(String, &'static str)>,
+}
+
+/// Tries every gold and neighbour on the SQLite file `db`.
+pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
+    let runner = match FileRunner::open(db) {
+        Ok(runner) => runner,
+        Err(_) => {
+            return Trial {
+                kills: golds
+                    .iter()
+                    .map(|g| vec![false; g.neighbours.len()])
+                    .collect(),
+                nonempty: vec![false; golds.len()],
+                gold_runs: vec![false; golds.len()],
+                rejected_rewrites: Vec::new(),
+            }
+        }
+    };
+    let files = [db.to_path_buf()];
+    let mut trial = Trial::default();
+    for entry in golds {
+        let case = CaseInput {
+            gold: &entry.gold,
+            question: "",
+            category: None,
+            db: "",
+            db_files: &files,
+            ignore_order: None,
+        };
+        let score = |sql: &str| {
+            evaluate(
+                Mode::Testsuite,
+                &ModeOptions::default(),
+                &case,
+                sql,
+                &runner,
+            )
+        };
+        let first = &entry.gold[0];
+        let gold_runs = score(first).verdict == Verdict::Correct;
+        trial.gold_runs.push(gold_runs);
+        let rows = runner.run(db, first).result;
+        trial
+            .nonempty
+            .push(rows.is_ok_and(|rows| !rows.rows.is_empty()));
+        if !gold_runs {
+            trial.kills.push(vec![false; entry.neighbours.len()]);
+            continue;
+        }
+        for (name, sql) in &entry.rewrites {
+            if score(sql).verdict != Verdict::Correct {
+                trial.rejected_rewrites.push((entry.id.clone(), name));
+            }
+        }
+        trial.kills.push(
+            entry
+                .neighbours
+                .iter()
+                .map(|n| {
+                    let verdict = score(&n.sql).verdict;
+                    verdict != Verdict::Correct && !verdict.is_gold_failure()
+                })
+                .collect(),
+        );
+    }
+    trial
+}
+
+/// Runs queries on one file through one sandbox, each distinct SQL once.
+struct FileRunner {
+    sandbox: Mutex<Sandbox>,
+    path: PathBuf,
+    done: Mutex<HashMap<String, Execution>>,
+    limits: Limits,
+}
+
+impl FileRunner {
+    fn open(db: &Path) -> Result<FileRunner, sqlgate_eval::exec::ExecError> {
+        Ok(FileRunner {
+            sandbox: Mutex::new(Sandbox::open(db, Source::Prediction)?),
+            path: db.to_path_buf(),
+            done: Mutex::new(HashMap::new()),
+            limits: limits(),
+        })
+    }
+
+    fn run(&self, db: &Path, sql: &str) -> Execution {
+        debug_assert_eq!(db, self.path);
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(execution) = done.get(sql) {
+            return execution.clone();
+        }
+        let sandbox = self.sandbox.lock().unwrap_or_else(|p| p.into_inner());
+        let execution = sandbox.execute(sql, &self.limits);
+        done.insert(sql.to_string(), execution.clone());
+        execution
+    }
+}
+
+impl QueryRunner for FileRunner {
+    fn gold(&self, db: &Path, sql: &str) -> Execution {
+        self.run(db, sql)
+    }
+
+    fn pred(&self, db: &Path, sql: &str) -> Execution {
+        self.run(db, sql)
+    }
+
+    fn engine(&self) -> EngineKind {
+        EngineKind::Sqlite
+    }
+}

@@ -1,0 +1,108 @@
+//! `sqlgate distill`: counterexample databases for every database of a benchmark, written as
+//! test-suite folders (the work is `sqlgate_generate::distill`; this file parses and prints).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use sqlgate::Error;
+use sqlgate_eval::error::OutputError;
+use sqlgate_generate::distill::{distill, DatabaseReport, DistillError, Options};
+
+use super::Source;
+
+#[derive(Args)]
+pub struct DistillArgs {
+    #[command(flatten)]
+    source: Source,
+    /// Output folder: `<out>/<db>/<db>.sqlite` (the original) and `<db>_<k>.sqlite`.
+    #[arg(long)]
+    out: PathBuf,
+    /// Databases kept per schema by the greedy choice (one more for a gold that returns rows
+    /// nowhere else).
+    #[arg(long, default_value_t = Options::default().per_db)]
+    per_db: usize,
+    /// Run seed: the same seed writes the same bytes.
+    #[arg(long, default_value_t = Options::default().seed)]
+    seed: u64,
+    /// Candidate databases generated per schema.
+    #[arg(long, default_value_t = Options::default().candidates)]
+    candidates: usize,
+    /// Output format of the summary.
+    #[arg(long, value_enum, default_value = "text")]
+    format: DistillFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DistillFormat {
+    /// A table per database.
+    Text,
+    /// `{"databases": [...]}` with the counts and every rejection the suite adds.
+    Json,
+}
+
+pub fn run(args: DistillArgs) -> Result<(), Error> {
+    let bench = args.source.load()?;
+    let options = Options {
+        per_db: args.per_db,
+        seed: args.seed,
+        candidates: args.candidates,
+    };
+    let reports = distill(&bench, &args.out, &options).map_err(|e| match e {
+        DistillError::Input(e) => Error::from(e),
+        DistillError::Output(e) => Error::from(e),
+    })?;
+    match args.format {
+        DistillFormat::Json => {
+            let json = serde_json::json!({ "databases": reports });
+            let text = serde_json::to_string_pretty(&json)
+                .map_err(|e| OutputError::new("stdout", std::io::Error::other(e)))?;
+            println!("{text}");
+        }
+        DistillFormat::Text => {
+            for report in &reports {
+                print_table(report);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_table(r: &DatabaseReport) {
+    println!(
+        "{}: {} golds, {} neighbours; kept {} of {} databases ({} unsafe) in {:.1} s",
+        r.db, r.golds, r.neighbours, r.kept, r.candidates, r.unsafe_candidates, r.seconds
+    );
+    println!(
+        "  killed by the original alone {}, by the suite {}, survivors {}",
+        r.killed_by_original, r.killed_by_suite, r.survivors
+    );
+    println!(
+        "  {:<26} {:>8} {:>22} {:>18}",
+        "operator", "mutants", "accepted by original", "rejected by suite"
+    );
+    for (operator, c) in &r.operators {
+        println!(
+            "  {operator:<26} {:>8} {:>22} {:>18}",
+            c.mutants, c.accepted_by_original, c.rejected_by_suite
+        );
+    }
+    if !r.broken_golds.is_empty() {
+        println!(
+            "  golds failing on the original: {}",
+            r.broken_golds.join(", ")
+        );
+    }
+    if !r.rewrites_rejected_by_original.is_empty() {
+        println!(
+            "  equivalent rewrites the original itself rejects: {}",
+            r.rewrites_rejected_by_original.join(", ")
+        );
+    }
+    if !r.empty_everywhere.is_empty() {
+        println!(
+            "  golds returning no row anywhere: {}",
+            r.empty_everywhere.join(", ")
+        );
+    }
+}

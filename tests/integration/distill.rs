@@ -1,0 +1,236 @@
+//! `distill`: on a crafted suite, wrong queries that pass EX on the original (a LEFT JOIN adding
+//! zero groups, SUM for COUNT, a dropped WHERE predicate) fail `score --mode testsuite` on the
+//! distilled folder, while the gold and its equivalent rewrites still pass; the same seed writes
+//! the same bytes; bad input exits 2. On Defog (shared data) every gold passes on every
+//! distilled database.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::support::{shared_data, sqlgate};
+
+const SCHEMA: &str = "
+CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customer(id),
+                     qty INTEGER NOT NULL, amount INTEGER NOT NULL, status TEXT NOT NULL);";
+
+/// On this data every customer has orders, every qty is 1 and every order above 5 is open.
+const DATA: &str = "
+INSERT INTO customer VALUES (1, 'ann'), (2, 'bob');
+INSERT INTO orders VALUES (1, 1, 1, 10, 'open'), (2, 1, 1, 3, 'closed'), (3, 2, 1, 8, 'open');";
+
+/// (id, gold, a wrong query the original accepts, an equivalent rewrite).
+const CASES: [(&str, &str, &str, &str); 3] = [
+    (
+        "per_customer",
+        "SELECT c.name, count(o.id) FROM customer AS c JOIN orders AS o ON o.customer_id = c.id GROUP BY c.name",
+        "SELECT c.name, count(o.id) FROM customer AS c LEFT JOIN orders AS o ON o.customer_id = c.id GROUP BY c.name",
+        "SELECT x.name, count(y.id) FROM customer AS x JOIN orders AS y ON y.customer_id = x.id GROUP BY x.name",
+    ),
+    (
+        "open_items",
+        "SELECT count(qty) FROM orders WHERE status = 'open'",
+        "SELECT sum(qty) FROM orders WHERE status = 'open'",
+        "WITH q AS (SELECT count(qty) FROM orders WHERE status = 'open') SELECT * FROM q",
+    ),
+    (
+        "big_open",
+        "SELECT id FROM orders WHERE amount > 5 AND status = 'open'",
+        "SELECT id FROM orders WHERE amount > 5",
+        "SELECT id FROM orders WHERE status = 'open' AND amount > 5",
+    ),
+];
+
+/// The suite, its database built here: a `[databases]` script would be built into whatever
+/// `--db-dir` names, and a flat `<out>/shop.sqlite` would hide the distilled folder.
+fn suite(dir: &Path) -> PathBuf {
+    fs::create_dir(dir.join("build")).unwrap();
+    let conn = rusqlite::Connection::open(dir.join("build/shop.sqlite")).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    conn.execute_batch(DATA).unwrap();
+    fs::write(
+        dir.join("suite.toml"),
+        "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"build\"\n",
+    )
+    .unwrap();
+    let cases: Vec<String> = CASES
+        .iter()
+        .map(|(id, gold, _, _)| {
+            serde_json::json!({"id": id, "db": "shop", "question": id, "gold": gold}).to_string()
+        })
+        .collect();
+    fs::write(dir.join("cases.jsonl"), cases.join("\n")).unwrap();
+    dir.join("suite.toml")
+}
+
+fn predictions(
+    dir: &Path,
+    name: &str,
+    pick: impl Fn(&(&str, &str, &str, &str)) -> String,
+) -> PathBuf {
+    let lines: Vec<String> = CASES
+        .iter()
+        .map(|case| serde_json::json!({"id": case.0, "sql": pick(case)}).to_string())
+        .collect();
+    let path = dir.join(format!("{name}.jsonl"));
+    fs::write(&path, lines.join("\n")).unwrap();
+    path
+}
+
+/// Each case's EX under `score --mode testsuite` on the folder `db_dir`.
+fn ex(suite: &Path, pred: &Path, db_dir: &Path) -> Vec<(String, i64)> {
+    let report = sqlgate()
+        .arg("score")
+        .arg("--gold")
+        .arg(suite)
+        .arg("--pred")
+        .arg(pred)
+        .arg("--db-dir")
+        .arg(db_dir)
+        .args(["--mode", "testsuite", "--format", "json"])
+        .run()
+        .assert_success()
+        .json();
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_string(),
+                c["ex"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn distill(suite: &Path, out: &Path, seed: &str) -> serde_json::Value {
+    sqlgate()
+        .arg("distill")
+        .arg("--gold")
+        .arg(suite)
+        .arg("--out")
+        .arg(out)
+        .args(["--candidates", "60", "--seed", seed, "--format", "json"])
+        .run()
+        .assert_success()
+        .json()
+}
+
+#[test]
+fn distill_rejects_wrong_queries_the_original_accepts_and_keeps_rewrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    let report = distill(&suite, &out, "5");
+    let shop = &report["databases"][0];
+    assert_eq!(shop["db"], "shop");
+    assert!(shop["kept"].as_u64().unwrap() >= 1, "{shop}");
+    assert!(shop["killed_by_suite"].as_u64() > shop["killed_by_original"].as_u64());
+
+    let gold = predictions(dir.path(), "gold", |c| c.1.to_string());
+    let wrong = predictions(dir.path(), "wrong", |c| c.2.to_string());
+    let rewritten = predictions(dir.path(), "rewritten", |c| c.3.to_string());
+    let build = dir.path().join("build");
+    for (id, ex) in ex(&suite, &wrong, &build) {
+        assert_eq!(ex, 1, "{id}: the wrong query passes on the original alone");
+    }
+    for (id, ex) in ex(&suite, &wrong, &out) {
+        assert_eq!(ex, 0, "{id}: the distilled suite rejects the wrong query");
+    }
+    for pred in [&gold, &rewritten] {
+        for (id, ex) in ex(&suite, pred, &out) {
+            assert_eq!(
+                ex,
+                1,
+                "{id}: {} passes on the distilled suite",
+                pred.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn distill_writes_the_same_bytes_for_a_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let files = |out: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<_> = fs::read_dir(out.join("shop"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().into_string().unwrap(),
+                    fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    distill(&suite, &dir.path().join("a"), "9");
+    distill(&suite, &dir.path().join("b"), "9");
+    let a = files(&dir.path().join("a"));
+    assert!(a.len() >= 2);
+    assert_eq!(a, files(&dir.path().join("b")));
+}
+
+#[test]
+fn distill_names_a_missing_gold_file_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.toml");
+    let run = sqlgate()
+        .arg("distill")
+        .arg("--gold")
+        .arg(&missing)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .run();
+    run.assert_code(2);
+    assert!(run.text().contains("nope.toml"), "{}", run.text());
+}
+
+#[test]
+fn distill_on_defog_keeps_every_gold_passing_on_every_database() {
+    let Some(data) = shared_data() else {
+        return;
+    };
+    let defog = data.join("defog");
+    let questions = defog.join("questions.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    sqlgate()
+        .arg("distill")
+        .arg("--gold")
+        .arg(&questions)
+        .arg("--db-dir")
+        .arg(&defog)
+        .arg("--out")
+        .arg(&out)
+        .args(["--candidates", "12", "--per-db", "3"])
+        .run()
+        .assert_success();
+    let options = sqlgate_eval::loaders::LoadOptions {
+        db_dir: Some(defog.clone()),
+        ..Default::default()
+    };
+    let bench = sqlgate_eval::loaders::load(&questions, &options).unwrap();
+    let lines: Vec<String> = bench
+        .cases
+        .iter()
+        .map(|case| serde_json::json!({"id": case.id, "sql": case.gold[0]}).to_string())
+        .collect();
+    let pred = dir.path().join("gold.jsonl");
+    fs::write(&pred, lines.join("\n")).unwrap();
+    let scored = ex(&questions, &pred, &out);
+    assert_eq!(scored.len(), 135);
+    for (id, ex) in scored {
+        assert_eq!(ex, 1, "gold {id} fails on a distilled database");
+    }
+    for db in ["academic", "advising", "atis", "geography", "restaurants"] {
+        assert!(
+            out.join(db).join(format!("{db}_1.sqlite")).is_file(),
+            "{db}"
+        );
+    }
+}
