@@ -7,7 +7,8 @@ use clap::{Args, ValueEnum};
 
 use sqlgate::Error;
 use sqlgate_eval::error::OutputError;
-use sqlgate_generate::distill::{distill, DatabaseReport, DistillError, Options};
+use sqlgate_eval::loaders::{self, Answer, Prediction};
+use sqlgate_generate::distill::{distill, DatabaseReport, DistillError, KnownAnswers, Options};
 
 use super::Source;
 
@@ -28,6 +29,11 @@ pub struct DistillArgs {
     /// Candidate databases generated per schema.
     #[arg(long, default_value_t = Options::default().candidates)]
     candidates: usize,
+    /// Predictions (any format `score --pred` reads; repeatable) whose answers the suite must
+    /// also tell apart from their gold: a system's past wrong answers, other systems'
+    /// predictions. Counted under the operator `prediction`.
+    #[arg(long = "predictions", value_name = "FILE")]
+    predictions: Vec<PathBuf>,
     /// Output format of the summary.
     #[arg(long, value_enum, default_value = "text")]
     format: DistillFormat,
@@ -48,7 +54,20 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
         seed: args.seed,
         candidates: args.candidates,
     };
-    let reports = distill(&bench, &args.out, &options).map_err(|e| match e {
+    let mut answers = KnownAnswers::new();
+    for file in &args.predictions {
+        let slots = loaders::load_prediction_slots(file, None, &bench)?;
+        for (case, slot) in bench.cases.iter().zip(slots) {
+            if let Some(Prediction {
+                answer: Answer::Sql(sql),
+                ..
+            }) = slot
+            {
+                answers.entry(case.id.clone()).or_default().push(sql);
+            }
+        }
+    }
+    let reports = distill(&bench, &args.out, &options, &answers).map_err(|e| match e {
         DistillError::Input(e) => Error::from(e),
         DistillError::Output(e) => Error::from(e),
     })?;

@@ -151,6 +151,50 @@ fn distill_rejects_wrong_queries_the_original_accepts_and_keeps_rewrites() {
 }
 
 #[test]
+fn distill_also_tells_known_answers_apart_from_their_gold() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    // Right on the original, where every qty is 1; no operator adds this predicate.
+    let seen = "SELECT c.name, count(o.id) FROM customer AS c JOIN orders AS o \
+                ON o.customer_id = c.id WHERE o.qty = 1 GROUP BY c.name";
+    let answers = predictions(dir.path(), "seen", |c| {
+        if c.0 == "per_customer" { seen } else { c.1 }.to_string()
+    });
+    let report = sqlgate()
+        .arg("distill")
+        .arg("--gold")
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .arg("--predictions")
+        .arg(&answers)
+        .args(["--candidates", "60", "--seed", "5", "--format", "json"])
+        .run()
+        .assert_success()
+        .json();
+    let shop = &report["databases"][0];
+    // The answers equal to their gold are not neighbours; the other one is, and is rejected.
+    let counts = &shop["operators"]["prediction"];
+    assert_eq!(counts["mutants"], 1, "{shop}");
+    assert_eq!(counts["accepted_by_original"], 1, "{shop}");
+    assert_eq!(counts["rejected_by_suite"], 1, "{shop}");
+    let rejected = shop["rejections"].as_array().unwrap();
+    assert!(
+        rejected
+            .iter()
+            .any(|r| r["operator"] == "prediction" && r["mutant"] == seen),
+        "{shop}"
+    );
+    let scores = ex(&suite, &answers, &out);
+    assert!(
+        scores.contains(&("per_customer".to_string(), 0)),
+        "{scores:?}"
+    );
+    assert!(scores.contains(&("big_open".to_string(), 1)), "{scores:?}");
+}
+
+#[test]
 fn distill_writes_the_same_bytes_for_a_seed() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path());

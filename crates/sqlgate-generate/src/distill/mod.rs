@@ -125,11 +125,20 @@ pub struct DatabaseReport {
     pub seconds: f64,
 }
 
+/// Answers systems gave, per case id (a system's past wrong answers, other systems'
+/// predictions): each becomes one more neighbour of its case's gold, named
+/// [`PREDICTION_OPERATOR`], so the suite also tells apart the errors systems really make.
+pub type KnownAnswers = BTreeMap<String, Vec<String>>;
+
+/// The operator name of a neighbour taken from [`KnownAnswers`].
+pub const PREDICTION_OPERATOR: &str = "prediction";
+
 /// Distills every database the benchmark's golds use into `out/<db>/`, databases in name order.
 pub fn distill(
     bench: &Benchmark,
     out: &Path,
     options: &Options,
+    answers: &KnownAnswers,
 ) -> Result<Vec<DatabaseReport>, DistillError> {
     if bench.on_server {
         return Err(InputError::file(
@@ -153,7 +162,7 @@ pub fn distill(
                 .into_iter()
                 .next()
                 .ok_or_else(|| InputError::file(&bench.db_dir, format!("no file for `{db}`")))?;
-            distill_database(db, &cases, &original, out, options)
+            distill_database(db, &cases, &original, out, options, answers)
         })
         .collect()
 }
@@ -164,13 +173,23 @@ fn distill_database(
     original: &Path,
     out: &Path,
     options: &Options,
+    answers: &KnownAnswers,
 ) -> Result<DatabaseReport, DistillError> {
     let start = Instant::now();
     let unreadable =
         |e: rusqlite::Error| InputError::file(original, format!("cannot read its schema: {e}"));
     let facts = Facts::read(original).map_err(unreadable)?;
+    // Known answers' literals join the golds': a value only a wrong answer mentions is often
+    // the one that tells it apart.
+    let known = cases
+        .iter()
+        .flat_map(|c| answers.get(&c.id).into_iter().flatten());
     let literals = Literals::gather(
-        cases.iter().flat_map(|c| c.gold.iter().map(String::as_str)),
+        cases
+            .iter()
+            .flat_map(|c| c.gold.iter())
+            .chain(known)
+            .map(String::as_str),
         cases.iter().map(|c| c.question.as_str()),
     );
     let conn = Connection::open_with_flags(original, OpenFlags::SQLITE_OPEN_READ_ONLY)
@@ -183,7 +202,11 @@ fn distill_database(
         .map(|case| GoldEntry {
             id: case.id.clone(),
             gold: case.gold.clone(),
-            neighbours: neighbours::neighbours(&case.gold[0]),
+            neighbours: with_answers(
+                neighbours::neighbours(&case.gold[0]),
+                &case.gold,
+                answers.get(&case.id).map_or(&[], Vec::as_slice),
+            ),
             rewrites: neighbours::rewrites(&case.gold[0]),
         })
         .collect();
@@ -255,6 +278,29 @@ fn distill_database(
     count(&mut report, &golds, &on_original, &trials, &usable, &chosen);
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// `found` and then each answer that is neither a gold alternative nor already a neighbour
+/// (compared as written, trimmed).
+fn with_answers(
+    mut found: Vec<neighbours::Neighbour>,
+    gold: &[String],
+    answers: &[String],
+) -> Vec<neighbours::Neighbour> {
+    let mut seen: std::collections::HashSet<String> = gold
+        .iter()
+        .chain(found.iter().map(|n| &n.sql))
+        .map(|sql| sql.trim().to_string())
+        .collect();
+    for answer in answers {
+        if !answer.trim().is_empty() && seen.insert(answer.trim().to_string()) {
+            found.push(neighbours::Neighbour {
+                operator: PREDICTION_OPERATOR,
+                sql: answer.trim().to_string(),
+            });
+        }
+    }
+    found
 }
 
 /// Fills the report's neighbour counts from the trials.
