@@ -5,7 +5,7 @@
 
 mod case_audit;
 mod duplicate;
-mod order;
+pub(crate) mod order;
 mod runs;
 mod volatile;
 mod weak;

@@ -17,7 +17,7 @@ use crate::mutate::on_enough_stack;
 
 /// The probe of one query's order: the query without its LIMIT, its keys made visible.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct OrderProbe {
+pub(crate) struct OrderProbe {
     /// The outer query without LIMIT and OFFSET, the appended keys last.
     pub sql: String,
     keys: Vec<KeyColumn>,

@@ -108,7 +108,8 @@ pub struct DatabaseReport {
     pub survivors: usize,
     /// Candidates generated.
     pub candidates: usize,
-    /// Candidates set aside: a gold failed there, or an equivalent rewrite was told apart.
+    /// Candidates set aside: a gold failed there, an equivalent rewrite was told apart, or a
+    /// gold's ORDER BY left its rows' order open (ties).
     pub unsafe_candidates: usize,
     /// Equivalent rewrites the original itself tells apart from their gold (gold id, rewrite):
     /// ties that the gold's ORDER BY ... LIMIT cuts through on the original.
@@ -247,6 +248,7 @@ fn distill_database(
 
     let safe = |t: &Trial| {
         t.rejected_rewrites.is_empty()
+            && t.open_orders.is_empty()
             && t.gold_runs
                 .iter()
                 .zip(&on_original.gold_runs)

@@ -14,6 +14,7 @@ use sqlgate_eval::exec::{EngineKind, Execution, Limits, QueryRunner, Sandbox};
 use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions, Verdict};
 
 use super::neighbours::Neighbour;
+use crate::audit::order::OrderProbe;
 
 /// Bounds on one query on a candidate: a few rows per table, so a query past a second is a
 /// runaway neighbour (a cartesian product of its own making), not work.
@@ -50,6 +51,10 @@ pub struct Trial {
     /// The equivalent rewrites this database tells apart from their gold: (gold id, rewrite).
     /// Only ties or an unstable order can do that (a LIMIT cutting through equal keys).
     pub rejected_rewrites: Vec<(String, &'static str)>,
+    /// The golds whose ORDER BY leaves their rows' order open here (a LIMIT cutting through
+    /// tied keys, or tied rows compared in order): a correct answer that breaks the tie the
+    /// other way would fail, so such a database is never kept.
+    pub open_orders: Vec<String>,
 }
 
 /// Tries every gold and neighbour on the SQLite file `db`.
@@ -65,6 +70,7 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
                 nonempty: vec![false; golds.len()],
                 gold_runs: vec![false; golds.len()],
                 rejected_rewrites: Vec::new(),
+                open_orders: Vec::new(),
             }
         }
     };
@@ -99,6 +105,13 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
             trial.kills.push(vec![false; entry.neighbours.len()]);
             continue;
         }
+        if entry
+            .gold
+            .iter()
+            .any(|gold| order_is_open(&runner, db, gold))
+        {
+            trial.open_orders.push(entry.id.clone());
+        }
         for (name, sql) in &entry.rewrites {
             if score(sql).verdict != Verdict::Correct {
                 trial.rejected_rewrites.push((entry.id.clone(), name));
@@ -116,6 +129,16 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
         );
     }
     trial
+}
+
+/// Whether `gold`'s ORDER BY leaves the order of its rows on `db` to the engine.
+fn order_is_open(runner: &FileRunner, db: &Path, gold: &str) -> bool {
+    let Some(probe) = OrderProbe::of(gold) else {
+        return false;
+    };
+    runner.run(db, &probe.sql).result.is_ok_and(|rows| {
+        probe.cut_through_ties(&rows).is_some() || probe.partial_order(&rows).is_some()
+    })
 }
 
 /// Runs queries on one file through one sandbox, each distinct SQL once.
@@ -160,5 +183,54 @@ impl QueryRunner for FileRunner {
 
     fn engine(&self) -> EngineKind {
         EngineKind::Sqlite
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn database(dir: &Path, rows: &str) -> PathBuf {
+        let path = dir.join(format!("{}.sqlite", rows.len()));
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "CREATE TABLE t(name TEXT, score INTEGER); INSERT INTO t VALUES {rows};"
+        ))
+        .unwrap();
+        path
+    }
+
+    fn gold(sql: &str) -> GoldEntry {
+        GoldEntry {
+            id: sql.to_string(),
+            gold: vec![sql.to_string()],
+            neighbours: Vec::new(),
+            rewrites: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_database_where_a_gold_order_is_open_is_flagged() {
+        let dir = tempfile::tempdir().unwrap();
+        let golds = [
+            gold("SELECT name FROM t ORDER BY score DESC LIMIT 1"),
+            gold("SELECT name, score FROM t ORDER BY score"),
+            gold("SELECT name FROM t WHERE score > 1"),
+        ];
+        // Two rows tie on the top score: LIMIT 1 keeps either, and the full order is open.
+        let tied = try_database(
+            &database(dir.path(), "('a', 3), ('b', 3), ('c', 1)"),
+            &golds,
+        );
+        assert_eq!(
+            tied.open_orders,
+            vec![golds[0].id.clone(), golds[1].id.clone()]
+        );
+        // Distinct scores: every order is settled.
+        let total = try_database(
+            &database(dir.path(), "('a', 3), ('b', 2), ('c', 1), ('d', 0)"),
+            &golds,
+        );
+        assert!(total.open_orders.is_empty(), "{:?}", total.open_orders);
     }
 }
