@@ -1,6 +1,9 @@
 //! Mode `testsuite`: taoyds/test-suite-sql-eval `exec_eval.py` (spec §2).
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -24,17 +27,16 @@ pub(super) fn evaluate(
     ));
     let mut preds = PredRuns::new(runner);
     any_alternative(case.gold, |gold| {
-        let gold = preprocess(gold, opts.keep_distinct);
-        let order_matters = order_matters(&gold);
+        let gold = prepared_gold(gold, opts.keep_distinct);
         let outcome = on_every_db(
             case,
-            &execution_text(&gold),
+            &gold.text,
             &pred,
-            order_matters,
+            gold.order_matters,
             runner,
             &mut preds,
         );
-        if order_matters && !has_top_level_order_by(&gold) {
+        if gold.order_by_not_top_level {
             outcome.with_diagnostic(
                 "order_by_not_top_level",
                 "the gold's \"order by\" is not the outer query's ORDER BY, yet it makes row order matter",
@@ -43,6 +45,54 @@ pub(super) fn evaluate(
             outcome
         }
     })
+}
+
+/// A gold query as it runs and decides the comparison.
+struct PreparedGold {
+    /// The text executed.
+    text: String,
+    order_matters: bool,
+    /// Order matters, yet the outer query has no ORDER BY.
+    order_by_not_top_level: bool,
+}
+
+/// How many prepared golds each thread keeps.
+const RECENT_GOLDS: usize = 8;
+
+thread_local! {
+    /// The golds this thread prepared last, by their text and `keep_distinct`: a case's
+    /// predictions are mostly scored one after another on one thread (the parallel scoring
+    /// hands each thread runs of neighbouring cases), and each would lex the same gold again.
+    static RECENT: RefCell<VecDeque<((String, bool), Rc<PreparedGold>)>> =
+        const { RefCell::new(VecDeque::new()) };
+}
+
+/// The gold as testsuite mode prepares it (a pure function of its arguments, kept for the
+/// next predictions of the case).
+fn prepared_gold(gold: &str, keep_distinct: bool) -> Rc<PreparedGold> {
+    let found = RECENT.with_borrow(|recent| {
+        recent
+            .iter()
+            .find(|((text, keep), _)| text == gold && *keep == keep_distinct)
+            .map(|(_, prepared)| Rc::clone(prepared))
+    });
+    if let Some(prepared) = found {
+        return prepared;
+    }
+    let preprocessed = preprocess(gold, keep_distinct);
+    let order_matters = order_matters(&preprocessed);
+    let prepared = Rc::new(PreparedGold {
+        text: execution_text(&preprocessed),
+        order_matters,
+        order_by_not_top_level: order_matters && !has_top_level_order_by(&preprocessed),
+    });
+    RECENT.with_borrow_mut(|recent| {
+        if recent.len() == RECENT_GOLDS {
+            recent.pop_front();
+        }
+        recent.push_back(((gold.to_string(), keep_distinct), Rc::clone(&prepared)));
+    });
+    prepared
 }
 
 /// Spec §2.1 steps 2 and 3, applied to both sides.
