@@ -242,21 +242,20 @@ impl Engine {
                 .and_then(|disk| disk.stamp(db))
                 .unwrap_or_else(|| Stamp::of(db))
         });
-        let (mut execution, unchanged) =
-            with_sandbox(db, source, first, |sandbox| match sandbox {
-                Ok(open) => {
-                    let execution = open.sandbox.execute(sql, &self.limits);
-                    // Checked after reading: a change before or during this execution shows.
-                    (execution, open.still_first(db))
-                }
-                Err(error) => {
-                    let execution = Execution {
-                        result: Err(error),
-                        elapsed: Default::default(),
-                    };
-                    (execution, Stamp::of(db) == first)
-                }
-            });
+        let (mut execution, unchanged) = with_sandbox(db, source, first, |sandbox| match sandbox {
+            Ok(open) => {
+                let execution = open.sandbox.execute(sql, &self.limits);
+                // Checked after reading: a change before or during this execution shows.
+                (execution, open.still_first(db))
+            }
+            Err(error) => {
+                let execution = Execution {
+                    result: Err(error),
+                    elapsed: Default::default(),
+                };
+                (execution, Stamp::of(db) == first)
+            }
+        });
         if !unchanged {
             execution.result = Err(changed(db));
         }
@@ -303,7 +302,9 @@ impl Engine {
 /// The map behind `mutex`; a thread that panicked holding it left it whole (entries are
 /// inserted complete).
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl QueryRunner for Engine {
