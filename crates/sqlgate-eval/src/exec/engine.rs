@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
 
 use super::postgres::Server;
 use super::result_cache::ResultCache;
@@ -343,31 +344,48 @@ struct OpenSandbox {
     /// The stamp the engine first saw the file at.
     stamp: Stamp,
     sandbox: Sandbox,
-    /// The connection's data version when the file was last seen at `stamp` after a read.
-    version_at_stamp: Option<u32>,
+    /// When the file was last seen at `stamp` after a read: the connection's data version and
+    /// the file's size and modification time.
+    seen_at_stamp: Option<Seen>,
+}
+
+#[derive(PartialEq)]
+struct Seen {
+    version: u32,
+    size: u64,
+    modified: SystemTime,
 }
 
 impl OpenSandbox {
     /// Whether everything this connection has read is of the state `stamp` names.
     ///
-    /// The first time, and whenever SQLite's data version moved (or on an `immutable`
-    /// connection, which has none), by the file's stamp, as every execution did before: equal
-    /// now means no commit since the engine first saw the file (the change counter only grows),
-    /// so the read that just ended saw that state. The version is taken before the stamp: a
-    /// commit after the stamp is then a commit after that read, which the next read's own
-    /// check sees. Otherwise, an unmoved version says the same without touching the file:
-    /// every read transaction since compared the header's change counter (the WAL index in WAL
-    /// mode) with what the connection last read and found it equal. A version that moved
-    /// without a commit (SQLite also resets its cache after an I/O error) falls back to the
-    /// stamp, so it is never taken for a change.
+    /// The first time, and whenever a quick look finds a difference (and always on an
+    /// `immutable` connection), by the file's stamp, as every execution did before: equal now
+    /// means no write since the engine first saw the file, so the read that just ended saw that
+    /// state. The quick look is taken before the stamp, so a write after it shows at the next
+    /// look. It is what the stamp reads of the file, by other means: the size and modification
+    /// time from one `stat` of the path (a write that SQLite did not make, a replaced file),
+    /// and SQLite's data version instead of the header's change counter: every read
+    /// transaction compares that counter (the WAL index in WAL mode, the `-wal` file's
+    /// appearance too) with what the connection read last, and moves the version when they
+    /// differ; SQLite's page cache relies on that same check. A version that moved for another
+    /// reason (SQLite also resets its cache after an I/O error) falls back to the stamp, so it
+    /// is never taken for a change.
     fn still_first(&mut self, db: &Path) -> bool {
-        let version = self.sandbox.data_version();
-        if version.is_some() && version == self.version_at_stamp {
+        let seen = self.sandbox.data_version().and_then(|version| {
+            let meta = std::fs::metadata(db).ok()?;
+            Some(Seen {
+                version,
+                size: meta.len(),
+                modified: meta.modified().ok()?,
+            })
+        });
+        if seen.is_some() && seen == self.seen_at_stamp {
             return true;
         }
         let unchanged = Stamp::of(db) == self.stamp;
         if unchanged {
-            self.version_at_stamp = version;
+            self.seen_at_stamp = seen;
         }
         unchanged
     }
@@ -401,7 +419,7 @@ fn with_sandbox<T>(
                 let open = OpenSandbox {
                     stamp,
                     sandbox,
-                    version_at_stamp: None,
+                    seen_at_stamp: None,
                 };
                 f(Ok(sandboxes.entry(db.to_path_buf()).or_insert(open)))
             }
