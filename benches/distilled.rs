@@ -326,12 +326,13 @@ impl Timing {
         times[times.len() / 2]
     }
 
-    /// The median, and the CPUs kept busy on average.
+    /// The median, the CPU time a round used and the CPUs kept busy on average.
     fn describe(&self) -> String {
         let wall: Duration = self.wall.iter().sum();
         format!(
-            "{:.2} ms ({:.2} CPUs busy)",
+            "{:.2} ms ({:.2} ms CPU a round, {:.2} CPUs busy)",
             self.median().as_secs_f64() * 1e3,
+            self.cpu.as_secs_f64() * 1e3 / self.wall.len() as f64,
             self.cpu.as_secs_f64() / wall.as_secs_f64()
         )
     }
