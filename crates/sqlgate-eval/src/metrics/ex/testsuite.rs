@@ -59,11 +59,14 @@ struct PreparedGold {
 /// How many prepared golds each thread keeps.
 const RECENT_GOLDS: usize = 8;
 
+/// A prepared gold, by its text and `keep_distinct`.
+type RecentGold = ((String, bool), Rc<PreparedGold>);
+
 thread_local! {
     /// The golds this thread prepared last, by their text and `keep_distinct`: a case's
     /// predictions are mostly scored one after another on one thread (the parallel scoring
     /// hands each thread runs of neighbouring cases), and each would lex the same gold again.
-    static RECENT: RefCell<VecDeque<((String, bool), Rc<PreparedGold>)>> =
+    static RECENT: RefCell<VecDeque<RecentGold>> =
         const { RefCell::new(VecDeque::new()) };
 }
 
