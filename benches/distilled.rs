@@ -14,8 +14,9 @@
 //! - `sqlgate/1-thread`, `sqlgate/2-threads`: `scoring::score_all` in `testsuite` mode with a
 //!   fresh engine, as `sqlgate score --mode testsuite --db-dir OUT` runs it.
 //!
-//! Last, rounds that time raw execution and 2-thread scoring one after the other print the
-//! medians and the ratio scoring / (raw / 2): the target is 1.2 at most.
+//! Last, rounds that time raw execution, 1-thread and 2-thread scoring one after the other print
+//! the medians, how many CPUs the 2-thread scoring kept busy (CPU time of the process over wall
+//! time), and the ratio 2-thread scoring / (raw / 2): the target is 1.2 at most.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -208,11 +209,6 @@ impl Workload {
     }
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
 fn distilled_benchmarks(c: &mut Criterion) {
     let mut bench = benchmark();
     let folder = tempfile::tempdir().unwrap();
@@ -286,23 +282,72 @@ fn distilled_benchmarks(c: &mut Criterion) {
     });
     group.finish();
 
-    let (mut raw, mut scored) = (Vec::new(), Vec::new());
+    // Raw execution, then scoring on one and on two threads, round after round: the machine's
+    // load drifts, and each round sees the three under about the same. Each also notes the CPU
+    // time the process used: on a loaded machine, wall time over CPU time says how much of it
+    // waited for a core.
+    let mut rounds = [Timing::default(), Timing::default(), Timing::default()];
     for _ in 0..ROUNDS {
-        let start = Instant::now();
-        std::hint::black_box(raw_sqlite(&queries, &connections));
-        raw.push(start.elapsed());
-        let start = Instant::now();
-        assert_eq!(two_threads.install(|| workload.score()), correct);
-        scored.push(start.elapsed());
+        rounds[0].time(|| {
+            std::hint::black_box(raw_sqlite(&queries, &connections));
+        });
+        rounds[1].time(|| assert_eq!(one_thread.install(|| workload.score()), correct));
+        rounds[2].time(|| assert_eq!(two_threads.install(|| workload.score()), correct));
     }
-    let (raw, scored) = (median(raw), median(scored));
+    let [raw, one, two] = rounds;
     println!(
-        "distilled: medians of {ROUNDS} rounds: raw {:.2} ms (one thread), scoring {:.2} ms \
+        "distilled: medians of {ROUNDS} rounds: raw {} (one thread), scoring {} (1 thread), {} \
          (2 threads); scoring / (raw / 2) = {:.2}",
-        raw.as_secs_f64() * 1e3,
-        scored.as_secs_f64() * 1e3,
-        scored.as_secs_f64() / (raw.as_secs_f64() / 2.0)
+        raw.describe(),
+        one.describe(),
+        two.describe(),
+        two.median().as_secs_f64() / (raw.median().as_secs_f64() / 2.0)
     );
+}
+
+/// Wall times of rounds, and the CPU time they used in all.
+#[derive(Default)]
+struct Timing {
+    wall: Vec<Duration>,
+    cpu: Duration,
+}
+
+impl Timing {
+    fn time(&mut self, f: impl FnOnce()) {
+        let (start, cpu) = (Instant::now(), process_cpu_time());
+        f();
+        self.wall.push(start.elapsed());
+        self.cpu += process_cpu_time() - cpu;
+    }
+
+    fn median(&self) -> Duration {
+        let mut times = self.wall.clone();
+        times.sort();
+        times[times.len() / 2]
+    }
+
+    /// The median, the CPU time a round used and the CPUs kept busy on average.
+    fn describe(&self) -> String {
+        let wall: Duration = self.wall.iter().sum();
+        format!(
+            "{:.2} ms ({:.2} ms CPU a round, {:.2} CPUs busy)",
+            self.median().as_secs_f64() * 1e3,
+            self.cpu.as_secs_f64() * 1e3 / self.wall.len() as f64,
+            self.cpu.as_secs_f64() / wall.as_secs_f64()
+        )
+    }
+}
+
+/// CPU time all threads of this process used so far (user and system).
+fn process_cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: the call writes one timespec through the pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+    assert_eq!(rc, 0, "no process CPU clock");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 criterion_group!(benches, distilled_benchmarks);

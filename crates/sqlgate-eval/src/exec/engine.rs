@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
 
 use super::postgres::Server;
 use super::result_cache::ResultCache;
@@ -15,8 +16,14 @@ use super::sandbox::{Limits, Sandbox, Source};
 use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
 use crate::files::Stamp;
 
-/// Executions by (database, SQL); each computed once, by the first thread to ask.
-type Executions = Mutex<HashMap<(PathBuf, String), Arc<SharedExecution>>>;
+/// What a run knows of one database: when it first read it, and its distinct executions by
+/// SQL, each computed once, by the first thread to ask.
+#[derive(Default)]
+struct Database {
+    /// The file's stamp when this engine first read it (SQLite).
+    first_seen: OnceLock<Stamp>,
+    executions: Mutex<HashMap<String, Arc<SharedExecution>>>,
+}
 
 /// One distinct query's execution: the thread that claims it executes it; the others wait.
 #[derive(Default)]
@@ -117,11 +124,11 @@ impl Backend {
 pub struct Engine {
     limits: Limits,
     backend: Backend,
-    executions: Executions,
+    /// Every database the run asked about, by path: one lookup of a borrowed path per
+    /// execution, then a map of its own queries.
+    databases: Mutex<HashMap<PathBuf, Arc<Database>>>,
     /// Results of earlier runs, when the run keeps them.
     disk: Option<ResultCache>,
-    /// Each database's stamp when this engine first read it (SQLite).
-    first_seen: Mutex<HashMap<PathBuf, Stamp>>,
     counts: Counts,
 }
 
@@ -158,9 +165,8 @@ impl Engine {
         Engine {
             limits,
             backend,
-            executions: Mutex::new(HashMap::new()),
+            databases: Mutex::default(),
             disk: None,
-            first_seen: Mutex::new(HashMap::new()),
             counts: Counts::default(),
         }
     }
@@ -185,11 +191,10 @@ impl Engine {
     /// What the engine executed and what it found cached so far.
     pub fn stats(&self) -> EngineStats {
         EngineStats {
-            distinct: self
-                .executions
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .len(),
+            distinct: lock(&self.databases)
+                .values()
+                .map(|database| lock(&database.executions).len())
+                .sum(),
             executed: self.counts.executed.load(Ordering::Relaxed),
             from_disk: self.counts.from_disk.load(Ordering::Relaxed),
             shared_in_run: self.counts.shared_in_run.load(Ordering::Relaxed),
@@ -201,41 +206,57 @@ impl Engine {
     /// A database that another process changes during the run fails every later execution:
     /// results read before and after the change would be compared as if from one state.
     pub fn execute(&self, db: &Path, sql: &str) -> Execution {
-        self.execute_checked(db, sql, Source::Prediction).0
+        self.execute_checked(db, &self.database(db), sql, Source::Prediction)
+            .0
+    }
+
+    /// What this run knows of `db`.
+    fn database(&self, db: &Path) -> Arc<Database> {
+        let mut databases = lock(&self.databases);
+        if let Some(database) = databases.get(db) {
+            return Arc::clone(database);
+        }
+        Arc::clone(databases.entry(db.to_path_buf()).or_default())
     }
 
     /// The execution, and whether the database was unchanged throughout (only then may the
     /// result be kept for other runs; a server's never is, as nothing tells when its data
     /// changed).
-    fn execute_checked(&self, db: &Path, sql: &str, source: Source) -> (Execution, bool) {
+    fn execute_checked(
+        &self,
+        db: &Path,
+        database: &Database,
+        sql: &str,
+        source: Source,
+    ) -> (Execution, bool) {
         if let Backend::Postgres(server) = &self.backend {
             return (
                 server.execute(&db.to_string_lossy(), sql, &self.limits),
                 false,
             );
         }
-        let first = *self
-            .first_seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .entry(db.to_path_buf())
-            // With a cache, the stamp its content hash was read at: results read from other
-            // content than the hash names fail as changed, and are kept nowhere.
-            .or_insert_with(|| {
-                self.disk
-                    .as_ref()
-                    .and_then(|disk| disk.stamp(db))
-                    .unwrap_or_else(|| Stamp::of(db))
-            });
-        let mut execution = with_sandbox(db, source, first, |sandbox| match sandbox {
-            Ok(sandbox) => sandbox.execute(sql, &self.limits),
-            Err(error) => Execution {
-                result: Err(error),
-                elapsed: Default::default(),
-            },
+        // With a cache, the stamp its content hash was read at: results read from other
+        // content than the hash names fail as changed, and are kept nowhere.
+        let first = *database.first_seen.get_or_init(|| {
+            self.disk
+                .as_ref()
+                .and_then(|disk| disk.stamp(db))
+                .unwrap_or_else(|| Stamp::of(db))
         });
-        // Checked after reading: a change before or during this execution shows here.
-        let unchanged = Stamp::of(db) == first;
+        let (mut execution, unchanged) = with_sandbox(db, source, first, |sandbox| match sandbox {
+            Ok(open) => {
+                let execution = open.sandbox.execute(sql, &self.limits);
+                // Checked after reading: a change before or during this execution shows.
+                (execution, open.still_first(db))
+            }
+            Err(error) => {
+                let execution = Execution {
+                    result: Err(error),
+                    elapsed: Default::default(),
+                };
+                (execution, Stamp::of(db) == first)
+            }
+        });
         if !unchanged {
             execution.result = Err(changed(db));
         }
@@ -246,16 +267,13 @@ impl Engine {
     /// disk, or executed now (and kept on disk when the run has a cache). Predictions are kept
     /// too: shards sharing a cache, or two systems giving the same SQL, execute it once.
     fn shared(&self, db: &Path, sql: &str, source: Source) -> Execution {
+        let database = self.database(db);
         let cell = {
-            let mut executions = self
-                .executions
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            Arc::clone(
-                executions
-                    .entry((db.to_path_buf(), sql.to_string()))
-                    .or_default(),
-            )
+            let mut executions = lock(&database.executions);
+            match executions.get(sql) {
+                Some(cell) => Arc::clone(cell),
+                None => Arc::clone(executions.entry(sql.to_string()).or_default()),
+            }
         };
         // Other threads asking for the same query wait for it instead of executing it again.
         cell.get(|| {
@@ -272,7 +290,7 @@ impl Engine {
                 count.fetch_add(1, Ordering::Relaxed);
                 return cached.execution;
             }
-            let (execution, unchanged) = self.execute_checked(db, sql, source);
+            let (execution, unchanged) = self.execute_checked(db, &database, sql, source);
             self.counts.executed.fetch_add(1, Ordering::Relaxed);
             if let (Some(disk), true) = (&self.disk, unchanged) {
                 disk.put(db, sql, &self.limits, &execution);
@@ -280,6 +298,14 @@ impl Engine {
             execution
         })
     }
+}
+
+/// The map behind `mutex`; a thread that panicked holding it left it whole (entries are
+/// inserted complete).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl QueryRunner for Engine {
@@ -315,36 +341,90 @@ fn changed(db: &Path) -> ExecError {
 /// A connection is reused while its files are unchanged (a database opened `immutable` that
 /// was rebuilt needs a new connection).
 struct OpenSandbox {
+    /// The stamp the engine first saw the file at.
     stamp: Stamp,
     sandbox: Sandbox,
+    /// When the file was last seen at `stamp` after a read: the connection's data version and
+    /// the file's size and modification time.
+    seen_at_stamp: Option<Seen>,
+}
+
+#[derive(PartialEq)]
+struct Seen {
+    version: u32,
+    size: u64,
+    modified: SystemTime,
+}
+
+impl OpenSandbox {
+    /// Whether everything this connection has read is of the state `stamp` names.
+    ///
+    /// The first time, and whenever a quick look finds a difference (and always on an
+    /// `immutable` connection), by the file's stamp, as every execution did before: equal now
+    /// means no write since the engine first saw the file, so the read that just ended saw that
+    /// state. The quick look is taken before the stamp, so a write after it shows at the next
+    /// look. It is what the stamp reads of the file, by other means: the size and modification
+    /// time from one `stat` of the path (a write that SQLite did not make, a replaced file),
+    /// and SQLite's data version instead of the header's change counter: every read
+    /// transaction compares that counter (the WAL index in WAL mode, the `-wal` file's
+    /// appearance too) with what the connection read last, and moves the version when they
+    /// differ; SQLite's page cache relies on that same check. A version that moved for another
+    /// reason (SQLite also resets its cache after an I/O error) falls back to the stamp, so it
+    /// is never taken for a change.
+    fn still_first(&mut self, db: &Path) -> bool {
+        let seen = self.sandbox.data_version().and_then(|version| {
+            let meta = std::fs::metadata(db).ok()?;
+            Some(Seen {
+                version,
+                size: meta.len(),
+                modified: meta.modified().ok()?,
+            })
+        });
+        if seen.is_some() && seen == self.seen_at_stamp {
+            return true;
+        }
+        let unchanged = Stamp::of(db) == self.stamp;
+        if unchanged {
+            self.seen_at_stamp = seen;
+        }
+        unchanged
+    }
 }
 
 thread_local! {
-    static SANDBOXES: RefCell<HashMap<(PathBuf, Source), OpenSandbox>> =
-        RefCell::new(HashMap::new());
+    /// This thread's connections to each database: for gold SQL, then for predictions.
+    static SANDBOXES: RefCell<[HashMap<PathBuf, OpenSandbox>; 2]> = RefCell::default();
 }
 
 fn with_sandbox<T>(
     db: &Path,
     source: Source,
     stamp: Stamp,
-    f: impl FnOnce(Result<&Sandbox, ExecError>) -> T,
+    f: impl FnOnce(Result<&mut OpenSandbox, ExecError>) -> T,
 ) -> T {
     SANDBOXES.with(|cell| {
         let mut sandboxes = cell.borrow_mut();
-        let key = (db.to_path_buf(), source);
-        if sandboxes.get(&key).is_some_and(|open| open.stamp != stamp) {
-            sandboxes.remove(&key);
+        let sandboxes = &mut sandboxes[match source {
+            Source::Gold => 0,
+            Source::Prediction => 1,
+        }];
+        if sandboxes.get(db).is_some_and(|open| open.stamp != stamp) {
+            sandboxes.remove(db);
         }
-        if !sandboxes.contains_key(&key) {
-            match Sandbox::open(db, source) {
-                Ok(sandbox) => {
-                    sandboxes.insert(key.clone(), OpenSandbox { stamp, sandbox });
-                }
-                Err(error) => return f(Err(error)),
+        if let Some(open) = sandboxes.get_mut(db) {
+            return f(Ok(open));
+        }
+        match Sandbox::open(db, source) {
+            Ok(sandbox) => {
+                let open = OpenSandbox {
+                    stamp,
+                    sandbox,
+                    seen_at_stamp: None,
+                };
+                f(Ok(sandboxes.entry(db.to_path_buf()).or_insert(open)))
             }
+            Err(error) => f(Err(error)),
         }
-        f(Ok(&sandboxes[&key].sandbox))
     })
 }
 

@@ -86,6 +86,8 @@ const INTROSPECTION_PRAGMAS: &[&str] = &[
 pub struct Sandbox {
     conn: Connection,
     path: PathBuf,
+    /// Opened `immutable`: SQLite then takes no lock and never looks for changes to the file.
+    immutable: bool,
     /// Set by the authorizer when it refuses an action of the current statement.
     denied: Arc<AtomicBool>,
 }
@@ -132,7 +134,7 @@ impl Sandbox {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let uri = open_uri(path).map_err(|why| ExecError {
+        let (uri, immutable) = open_uri(path).map_err(|why| ExecError {
             kind: ExecErrorKind::Runtime,
             message: format!("cannot open database {}: {why}", path.display()),
         })?;
@@ -180,8 +182,33 @@ impl Sandbox {
         Ok(Sandbox {
             conn,
             path: path.to_path_buf(),
+            immutable,
             denied,
         })
+    }
+
+    /// SQLite's data version of the file (`SQLITE_FCNTL_DATA_VERSION`) as of this connection's
+    /// last read, without reading the file; `None` on an `immutable` connection, which never
+    /// looks for changes. Each read transaction starts by comparing the header's change
+    /// counter (or the WAL index) with what the connection read last, and a difference moves
+    /// the version: SQLite's page cache relies on that same check to stay correct while other
+    /// processes write.
+    pub fn data_version(&self) -> Option<u32> {
+        if self.immutable {
+            return None;
+        }
+        let mut version: u32 = 0;
+        // SAFETY: the handle is this open connection's, and this file control writes one
+        // unsigned int through the pointer.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_file_control(
+                self.conn.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_DATA_VERSION,
+                (&mut version as *mut u32).cast(),
+            )
+        };
+        (rc == rusqlite::ffi::SQLITE_OK).then_some(version)
     }
 
     /// The database file this connection reads.
@@ -363,14 +390,15 @@ fn authorize(context: AuthContext<'_>) -> Authorization {
     }
 }
 
-/// A read-only `file:` URI for `path` that reads what `sqlite3` would read, or why not.
+/// A read-only `file:` URI for `path` that reads what `sqlite3` would read, and whether it
+/// opens the file `immutable`; or why not.
 ///
 /// `immutable` (no locks, no side files) is exact only for a WAL database without a `-wal`
 /// file; opening such a database otherwise would create `-wal` and `-shm` files beside it.
 /// Every other database is opened with locks, so committed WAL content is read, a writer's
 /// uncommitted changes are not, and a hot journal left by a crashed writer makes SQLite refuse
 /// (it cannot roll back read-only): the caller names it.
-fn open_uri(path: &Path) -> Result<String, String> {
+fn open_uri(path: &Path) -> Result<(String, bool), String> {
     let mut header = [0u8; 100];
     let read = std::fs::File::open(path)
         .and_then(|mut file| std::io::Read::read(&mut file, &mut header))
@@ -395,7 +423,7 @@ fn open_uri(path: &Path) -> Result<String, String> {
     } else {
         "?mode=ro"
     });
-    Ok(uri)
+    Ok((uri, immutable))
 }
 
 /// Converts a cell, dropping invalid UTF-8 bytes (Python's `errors="ignore"`), and returns the
@@ -447,5 +475,48 @@ mod tests {
         };
         assert_eq!(temp_store(Source::Gold), 0);
         assert_eq!(temp_store(Source::Prediction), 2);
+    }
+
+    #[test]
+    fn the_data_version_moves_exactly_when_another_connection_commits() {
+        for journal_mode in ["DELETE", "WAL"] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("t.sqlite");
+            let writer = Connection::open(&db).unwrap();
+            writer
+                .execute_batch(&format!(
+                    "PRAGMA journal_mode = {journal_mode}; CREATE TABLE t(x); INSERT INTO t VALUES (1);"
+                ))
+                .unwrap();
+            let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
+            let count = |sandbox: &Sandbox| {
+                let rows = sandbox.execute("SELECT count(*) FROM t", &Limits::default());
+                rows.result.unwrap().rows[0][0].clone()
+            };
+            assert_eq!(count(&sandbox), Value::Int(1));
+            let seen = sandbox.data_version();
+            assert!(seen.is_some(), "{journal_mode}");
+            assert_eq!(count(&sandbox), Value::Int(1));
+            assert_eq!(sandbox.data_version(), seen, "{journal_mode}: no commit");
+            // An update in place: same size, and likely the same modification time.
+            writer.execute("UPDATE t SET x = 2", []).unwrap();
+            assert_eq!(sandbox.data_version(), seen, "{journal_mode}: not read yet");
+            assert_eq!(count(&sandbox), Value::Int(1));
+            assert_ne!(sandbox.data_version(), seen, "{journal_mode}: a commit");
+        }
+    }
+
+    #[test]
+    fn an_immutable_connection_has_no_data_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.sqlite");
+        let writer = Connection::open(&db).unwrap();
+        writer
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(x);")
+            .unwrap();
+        drop(writer);
+        let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
+        assert!(sandbox.immutable);
+        assert_eq!(sandbox.data_version(), None);
     }
 }
