@@ -266,12 +266,33 @@ impl Filler<'_> {
                 }
                 self.ensure_parents(instance.table, &row, rng)?;
                 if self.conn.execute(&insert, params_from_iter(&row)).is_ok() {
-                    anchors.entry((w, i)).or_insert(row);
+                    if !anchors.contains_key(&(w, i)) {
+                        // As stored: a column's affinity turns -1.0 into -1, and a joined
+                        // column of another type must get the stored value.
+                        let stored = self.stored(instance.table).unwrap_or(row);
+                        anchors.insert((w, i), stored);
+                    }
                     break;
                 }
             }
         }
         Ok(())
+    }
+
+    /// The row of table `at` inserted last, as SQLite stored it.
+    fn stored(&self, at: usize) -> Option<Vec<Value>> {
+        let table = &self.facts.schema.tables[at];
+        let names: Vec<String> = table.columns.iter().map(|c| quoted(&c.name)).collect();
+        let sql = format!(
+            "SELECT {} FROM {} WHERE rowid = last_insert_rowid()",
+            names.join(", "),
+            quoted(&table.name)
+        );
+        self.conn
+            .query_row(&sql, [], |r| {
+                (0..names.len()).map(|k| r.get(k)).collect::<Result<_, _>>()
+            })
+            .ok()
     }
 
     /// Adds a parent row for every foreign key value of `row` its parent table lacks (a
