@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use rand::{Rng, RngExt};
@@ -266,11 +267,10 @@ impl Filler<'_> {
                 }
                 self.ensure_parents(instance.table, &row, rng)?;
                 if self.conn.execute(&insert, params_from_iter(&row)).is_ok() {
-                    if !anchors.contains_key(&(w, i)) {
-                        // As stored: a column's affinity turns -1.0 into -1, and a joined
-                        // column of another type must get the stored value.
-                        let stored = self.stored(instance.table).unwrap_or(row);
-                        anchors.insert((w, i), stored);
+                    // As stored: a column's affinity turns -1.0 into -1, and a joined
+                    // column of another type must get the stored value.
+                    if let Entry::Vacant(slot) = anchors.entry((w, i)) {
+                        slot.insert(self.stored(instance.table).unwrap_or(row));
                     }
                     break;
                 }
