@@ -19,6 +19,9 @@ pub struct Facts {
     pub fill_order: Vec<usize>,
     /// Single columns a primary key or unique index keeps distinct (lowercased `table.column`).
     pub unique: HashSet<String>,
+    /// Columns of a multi-column primary key or unique index (lowercased `table.column`):
+    /// rows sharing all their other values need a new value there.
+    pub compound: HashSet<String>,
     /// Whether any table holds a row (schema-only copies hold none).
     pub holds_rows: bool,
 }
@@ -36,25 +39,33 @@ impl Facts {
             )?
             .query_map([], |row| row.get(0))?
             .collect::<Result<Vec<String>, _>>()?;
-        let unique = unique_columns(&conn, &schema)?;
+        let (unique, compound) = unique_columns(&conn, &schema)?;
         let holds_rows = sqlgate_eval::exec::schema::holds_rows(db)?;
         Ok(Facts {
             fill_order: parents_first(&schema),
             schema,
             ddl,
             unique,
+            compound,
             holds_rows,
         })
     }
 }
 
-/// Columns that a single-column primary key or unique index (declared or automatic) covers.
-fn unique_columns(conn: &Connection, schema: &Schema) -> Result<HashSet<String>, rusqlite::Error> {
+/// Columns that a single-column primary key or unique index (declared or automatic) covers,
+/// and those that a multi-column one covers.
+type KeyColumns = (HashSet<String>, HashSet<String>);
+
+fn unique_columns(conn: &Connection, schema: &Schema) -> Result<KeyColumns, rusqlite::Error> {
     let mut unique = HashSet::new();
+    let mut compound = HashSet::new();
     for table in &schema.tables {
         let keys: Vec<_> = table.columns.iter().filter(|c| c.primary_key).collect();
-        if let [key] = keys.as_slice() {
-            unique.insert(ColRef::new(&table.name, &key.name).key());
+        match keys.as_slice() {
+            [key] => {
+                unique.insert(ColRef::new(&table.name, &key.name).key());
+            }
+            keys => compound.extend(keys.iter().map(|k| ColRef::new(&table.name, &k.name).key())),
         }
         let indexes: Vec<String> = conn
             .prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1")?
@@ -67,10 +78,17 @@ fn unique_columns(conn: &Connection, schema: &Schema) -> Result<HashSet<String>,
                 .collect::<Result<_, _>>()?;
             if let [Some(column)] = columns.as_slice() {
                 unique.insert(ColRef::new(&table.name, column).key());
+            } else {
+                compound.extend(
+                    columns
+                        .iter()
+                        .flatten()
+                        .map(|c| ColRef::new(&table.name, c).key()),
+                );
             }
         }
     }
-    Ok(unique)
+    Ok((unique, compound))
 }
 
 /// Table indexes with every referenced table before its referencing ones; a cycle (or a
@@ -155,6 +173,7 @@ mod tests {
             assert!(facts.unique.contains(column), "{column} is unique");
         }
         assert!(!facts.unique.contains("orders.customer"));
+        assert!(facts.compound.is_empty());
         assert!(facts
             .ddl
             .iter()

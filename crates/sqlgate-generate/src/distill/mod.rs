@@ -10,6 +10,7 @@
 
 pub mod facts;
 pub mod fill;
+pub mod hints;
 pub mod neighbours;
 pub mod select;
 pub mod trial;
@@ -193,6 +194,7 @@ fn distill_database(
             .map(String::as_str),
         cases.iter().map(|c| c.question.as_str()),
     );
+    let hints = hints::Hints::gather(cases.iter().map(|c| c.gold[0].as_str()), &facts.schema);
     let conn = Connection::open_with_flags(original, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(unreadable)?;
     let pools = Pools::build(&conn, &facts, &literals, options.seed, db).map_err(unreadable)?;
@@ -237,7 +239,9 @@ fn distill_database(
     paths
         .par_iter()
         .enumerate()
-        .try_for_each(|(i, path)| fill::candidate(&facts, &pools, options.seed, db, i, path))
+        .try_for_each(|(i, path)| {
+            fill::candidate(&facts, &pools, &hints, options.seed, db, i, path)
+        })
         .map_err(|e| {
             InputError::file(
                 original,

@@ -4,10 +4,11 @@
 //! both cases boundary values (0, a negative, the empty string). Pools are small on purpose, so
 //! rows share values: duplicates and ties are what separate `COUNT` from `COUNT(DISTINCT)`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ops::ControlFlow;
 
 use rand::seq::SliceRandom;
+use rand::{Rng, RngExt};
 use rusqlite::types::Value;
 use rusqlite::Connection;
 use sqlparser::ast::{BinaryOperator, Expr, Visit, Visitor};
@@ -195,7 +196,7 @@ fn column_name(expr: &Expr) -> Option<String> {
 }
 
 /// A literal's value (`'x'`, `3`, `-2.5`).
-fn literal_value(expr: &Expr) -> Option<Value> {
+pub(super) fn literal_value(expr: &Expr) -> Option<Value> {
     use sqlparser::ast::Value as Ast;
     match expr {
         Expr::Value(v) => match &v.value {
@@ -274,10 +275,47 @@ impl Pools {
                 };
                 pool.extend(kind.boundaries());
                 pool.extend(literals.of(&column.name).iter().cloned());
-                by_column.insert(key, distinct(pool));
+                by_column.insert(key, pool);
             }
         }
+        // A literal compared with a child's key is a value its parent's key must hold (an
+        // airport code compared through the flights that reference it), and the reverse.
+        for key in &facts.schema.foreign_keys {
+            let (from, to) = (key.from.key(), key.to.key());
+            let shared: Vec<Value> = [&key.from.column, &key.to.column]
+                .into_iter()
+                .flat_map(|c| literals.of(c).iter().cloned())
+                .collect();
+            for side in [from, to] {
+                if let Some(pool) = by_column.get_mut(&side) {
+                    pool.extend(shared.iter().cloned());
+                }
+            }
+        }
+        let by_column = by_column
+            .into_iter()
+            .map(|(key, pool)| (key, distinct(pool)))
+            .collect();
         Ok(Pools { by_column })
+    }
+
+    /// These pools with every column outside `unique` narrowed to one or two of its values
+    /// (drawn from `rng`): rows then share names and amounts, so two ids with the same name,
+    /// and groups of several rows, are common.
+    pub fn narrowed(&self, unique: &HashSet<String>, most: usize, rng: &mut impl Rng) -> Pools {
+        let by_column = self
+            .by_column
+            .iter()
+            .map(|(key, pool)| {
+                let mut pool = pool.clone();
+                if !unique.contains(key) && pool.len() > 1 {
+                    pool.shuffle(rng);
+                    pool.truncate(rng.random_range(1..=most));
+                }
+                (key.clone(), pool)
+            })
+            .collect();
+        Pools { by_column }
     }
 
     /// The pool of `table.column` (empty for a column the schema does not have).
