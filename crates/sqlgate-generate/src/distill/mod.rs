@@ -6,7 +6,7 @@
 //!
 //! One module a step: [`facts`] reads the schema, [`values`] the value pools, [`fill`] builds
 //! candidates, [`neighbours`] lists what each gold must be told apart from, [`trial`] runs them
-//! on a candidate, [`select`] keeps the best few, [`write`] writes the folder.
+//! on a candidate, [`select`] keeps the best few, [`write`](mod@write) writes the folder.
 
 pub mod facts;
 pub mod fill;
