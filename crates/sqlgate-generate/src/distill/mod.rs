@@ -202,15 +202,17 @@ fn distill_database(
 
     let mut golds: Vec<GoldEntry> = cases
         .par_iter()
-        .map(|case| GoldEntry {
-            id: case.id.clone(),
-            gold: case.gold.clone(),
-            neighbours: with_answers(
-                neighbours::neighbours(&case.gold[0]),
-                &case.gold,
-                answers.get(&case.id).map_or(&[], Vec::as_slice),
-            ),
-            rewrites: neighbours::rewrites(&case.gold[0]),
+        .map(|case| {
+            GoldEntry::new(
+                case.id.clone(),
+                case.gold.clone(),
+                with_answers(
+                    neighbours::neighbours(&case.gold[0]),
+                    &case.gold,
+                    answers.get(&case.id).map_or(&[], Vec::as_slice),
+                ),
+                neighbours::rewrites(&case.gold[0]),
+            )
         })
         .collect();
     let on_original = try_database(original, &golds);

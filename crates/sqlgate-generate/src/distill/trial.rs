@@ -37,6 +37,28 @@ pub struct GoldEntry {
     pub neighbours: Vec<Neighbour>,
     /// Its equivalent rewrites (name, SQL).
     pub rewrites: Vec<(&'static str, String)>,
+    /// The order probes of its alternatives that have an ORDER BY, parsed once for every
+    /// candidate.
+    order_probes: Vec<OrderProbe>,
+}
+
+impl GoldEntry {
+    /// A gold with its neighbours and rewrites.
+    pub fn new(
+        id: String,
+        gold: Vec<String>,
+        neighbours: Vec<Neighbour>,
+        rewrites: Vec<(&'static str, String)>,
+    ) -> GoldEntry {
+        let order_probes = gold.iter().filter_map(|sql| OrderProbe::of(sql)).collect();
+        GoldEntry {
+            id,
+            gold,
+            neighbours,
+            rewrites,
+            order_probes,
+        }
+    }
 }
 
 /// What one database says about every gold of its schema.
@@ -106,9 +128,9 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
             continue;
         }
         if entry
-            .gold
+            .order_probes
             .iter()
-            .any(|gold| order_is_open(&runner, db, gold))
+            .any(|probe| order_is_open(&runner, db, probe))
         {
             trial.open_orders.push(entry.id.clone());
         }
@@ -131,11 +153,8 @@ pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
     trial
 }
 
-/// Whether `gold`'s ORDER BY leaves the order of its rows on `db` to the engine.
-fn order_is_open(runner: &FileRunner, db: &Path, gold: &str) -> bool {
-    let Some(probe) = OrderProbe::of(gold) else {
-        return false;
-    };
+/// Whether the probed gold's ORDER BY leaves the order of its rows on `db` to the engine.
+fn order_is_open(runner: &FileRunner, db: &Path, probe: &OrderProbe) -> bool {
     runner.run(db, &probe.sql).result.is_ok_and(|rows| {
         probe.cut_through_ties(&rows).is_some() || probe.partial_order(&rows).is_some()
     })
@@ -201,12 +220,12 @@ mod tests {
     }
 
     fn gold(sql: &str) -> GoldEntry {
-        GoldEntry {
-            id: sql.to_string(),
-            gold: vec![sql.to_string()],
-            neighbours: Vec::new(),
-            rewrites: Vec::new(),
-        }
+        GoldEntry::new(
+            sql.to_string(),
+            vec![sql.to_string()],
+            Vec::new(),
+            Vec::new(),
+        )
     }
 
     #[test]
