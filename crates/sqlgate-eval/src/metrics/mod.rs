@@ -3,6 +3,7 @@
 pub mod esm;
 pub mod etm;
 pub mod ex;
+pub mod noise;
 pub mod reliability;
 pub mod retrieval;
 pub mod sql2nl;
