@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use sqlgate::diff::bootstrap::Bootstrap;
+use sqlgate_eval::metrics::bootstrap::Bootstrap;
 use sqlgate::diff::{self, markdown, outcome, text};
 use sqlgate::Error;
 

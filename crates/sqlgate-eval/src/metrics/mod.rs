@@ -1,8 +1,10 @@
 //! Metrics computed from executions and from the SQL itself.
 
+pub mod bootstrap;
 pub mod esm;
 pub mod etm;
 pub mod ex;
+pub mod noise;
 pub mod reliability;
 pub mod retrieval;
 pub mod sql2nl;
