@@ -153,7 +153,11 @@ fn the_cassette_keeps_every_sample_and_replays_them() {
     let replayed = gate.sqlgate(&["test", "--record", "none"]);
     replayed.assert_success();
     assert!(!replayed.text().contains("asked "), "{}", replayed.text());
-    assert!(!replayed.text().contains("snapshot differs"), "{}", replayed.text());
+    assert!(
+        !replayed.text().contains("snapshot differs"),
+        "{}",
+        replayed.text()
+    );
 }
 
 #[test]
@@ -163,7 +167,13 @@ fn a_run_record_merges_to_the_same_verdicts() {
     gate.configure(3, 4, 500, "");
     let run = gate.sqlgate(&["test", "--record-out", "run.json", "--junit", "run.xml"]);
     let merged = gate.sqlgate(&["merge", "run.json", "--junit", "merged.xml"]);
-    assert_eq!(run.code(), merged.code(), "{}\n{}", run.text(), merged.text());
+    assert_eq!(
+        run.code(),
+        merged.code(),
+        "{}\n{}",
+        run.text(),
+        merged.text()
+    );
     let properties = |file: &str| -> Vec<String> {
         std::fs::read_to_string(gate.path(file))
             .unwrap()
@@ -196,7 +206,11 @@ fn pass_rules_and_bad_settings() {
     gate.configure(0, 1, 800, "");
     let zero = gate.sqlgate(&["test"]);
     zero.assert_code(2);
-    assert!(zero.text().contains("`samples` must be at least 1"), "{}", zero.text());
+    assert!(
+        zero.text().contains("`samples` must be at least 1"),
+        "{}",
+        zero.text()
+    );
     // `all`: a case with any wrong sample fails; p = 0.8 over 5 samples leaves few all-correct.
     gate.configure(5, 1, 800, r#"pass_rule = "all""#);
     let all = gate.sqlgate(&["test", "--junit", "all.xml"]);
@@ -204,4 +218,3 @@ fn pass_rules_and_bad_settings() {
     let junit = std::fs::read_to_string(gate.path("all.xml")).unwrap();
     assert!(junit.contains("flaky"), "{junit}");
 }
-

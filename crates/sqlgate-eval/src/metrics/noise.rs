@@ -19,7 +19,9 @@ impl PassCount {
 }
 
 fn ln_choose(n: u32, k: u32) -> f64 {
-    (1..=k).map(|i| (f64::from(n - k + i) / f64::from(i)).ln()).sum()
+    (1..=k)
+        .map(|i| (f64::from(n - k + i) / f64::from(i)).ln())
+        .sum()
 }
 
 /// One-sided Fisher.
@@ -62,7 +64,13 @@ pub fn regression_p(pairs: &[(PassCount, PassCount)], _seed: u64) -> f64 {
             let sum: f64 = differences
                 .iter()
                 .enumerate()
-                .map(|(i, d)| if signs >> i & 1 == 1 { -d.abs() } else { d.abs() })
+                .map(|(i, d)| {
+                    if signs >> i & 1 == 1 {
+                        -d.abs()
+                    } else {
+                        d.abs()
+                    }
+                })
                 .sum();
             sum <= observed + 1e-12
         })

@@ -169,7 +169,15 @@ mod tests {
     #[test]
     fn names_round_trip_and_pass_at_k_carries_its_k() {
         for name in [
-            "ex", "rs", "drop", "qvt", "recall", "fpr", "pass@1", "pass@10", "pass_rate",
+            "ex",
+            "rs",
+            "drop",
+            "qvt",
+            "recall",
+            "fpr",
+            "pass@1",
+            "pass@10",
+            "pass_rate",
             "regression_p",
         ] {
             assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);

@@ -21,8 +21,8 @@ use serde::Serialize;
 use sqlgate_eval::scoring::Metric;
 
 use crate::gate::record::RunInputs;
-use sqlgate_eval::metrics::bootstrap::{Bootstrap, Interval};
 use outcome::{CaseOutcome, InputKind, RunOutcomes, CASE_MEANS};
+use sqlgate_eval::metrics::bootstrap::{Bootstrap, Interval};
 
 /// How two sides differ.
 #[derive(Debug, Clone, Serialize)]

@@ -137,8 +137,14 @@ pub enum SnapshotAction {
 
 /// A case as its snapshot line has it; a sampled one carries `pass_rate` and `samples`.
 fn accepted_case(entry: &SnapshotEntry) -> AcceptedCase {
-    let samples = entry.metrics.get("samples").and_then(|n| n.parse::<u32>().ok());
-    let rate = entry.metrics.get("pass_rate").and_then(|r| r.parse::<f64>().ok());
+    let samples = entry
+        .metrics
+        .get("samples")
+        .and_then(|n| n.parse::<u32>().ok());
+    let rate = entry
+        .metrics
+        .get("pass_rate")
+        .and_then(|r| r.parse::<f64>().ok());
     let passes = match (samples, rate) {
         (Some(samples), Some(rate)) if samples > 0 && (0.0..=1.0).contains(&rate) => {
             Some(sqlgate_eval::metrics::noise::PassCount {

@@ -161,7 +161,11 @@ pub fn combine_samples(mut runs: Vec<CaseRun>, rule: PassRule) -> CaseRun {
     shown.sampled = Some(sampled);
     let correct = shown.correct();
     let feasible = shown.score.feasible;
-    let outcomes = &shown.sampled.as_ref().map(|s| s.outcomes.clone()).unwrap_or_default();
+    let outcomes = &shown
+        .sampled
+        .as_ref()
+        .map(|s| s.outcomes.clone())
+        .unwrap_or_default();
     let pick = outcomes
         .iter()
         .position(|o| !correct && o.missing())
@@ -385,7 +389,10 @@ pub fn sample_properties(run: &CaseRun) -> Vec<(String, String)> {
         ("pass_rate".to_string(), format_metric(count.rate())),
         ("samples".to_string(), count.samples.to_string()),
     ];
-    for k in REPORTED_K.into_iter().filter(|&k| 1 < k && k <= count.samples) {
+    for k in REPORTED_K
+        .into_iter()
+        .filter(|&k| 1 < k && k <= count.samples)
+    {
         let n = u64::from(count.samples);
         if let Some(value) = sql2nl::pass_at_k(n, u64::from(count.passed), u64::from(k)) {
             properties.push((format!("pass@{k}"), format_metric(value)));
@@ -578,6 +585,37 @@ pub struct AgainstBaseline {
     /// The one-sided p-value that the head is worse (the paired sign-flip permutation test
     /// on the cases' pass rates).
     pub p: f64,
+}
+
+impl AgainstBaseline {
+    /// `against the accepted snapshot (39 cases): ΔEX = -0.123, 95% interval [-0.180, -0.060]
+    /// (seeded paired bootstrap); p = 0.0003 that it is worse (...)`.
+    pub fn sentence(&self) -> String {
+        let interval = self.interval.map_or_else(String::new, |i| {
+            format!(
+                ", 95% interval [{}, {}] (seeded paired bootstrap)",
+                signed(i.low),
+                signed(i.high)
+            )
+        });
+        format!(
+            "against the accepted snapshot ({} case{}): ΔEX = {}{interval}; p = {} that it is \
+             worse (one-sided paired sign-flip test on the cases' pass rates)",
+            self.cases,
+            if self.cases == 1 { "" } else { "s" },
+            signed(self.delta_ex),
+            format_p(self.p),
+        )
+    }
+}
+
+/// A change with its sign, to 3 decimals: `+0.050`, `-0.123`, `0.000`.
+fn signed(value: f64) -> String {
+    let text = format!("{value:+.3}");
+    match text.as_str() {
+        "+0.000" | "-0.000" => "0.000".to_string(),
+        _ => text,
+    }
 }
 
 /// The seed of the regression test's Monte Carlo flips and bootstrap resamples: fixed, so the
@@ -903,7 +941,146 @@ fn gate_result(
 
 #[cfg(test)]
 mod tests {
-    use super::format_metric;
+    use std::time::Duration;
+
+    use super::{combine_samples, evaluate_case, format_metric, judge_case, AcceptedCase};
+    use crate::config::PassRule;
+    use crate::gate::fixtures::suite;
+    use crate::gate::plan::SuitePlan;
+    use crate::gate::TestStatus;
+    use crate::system::answer::Answered;
+    use crate::system::{Reply, SystemError, SystemErrorKind};
+    use sqlgate_eval::metrics::noise::PassCount;
+
+    const RIGHT: &str = "SELECT max(price) FROM items";
+    const WRONG: &str = "SELECT min(price) FROM items";
+
+    /// Case `a` of the fixture suite answered once per entry: `Some(sql)`, or no answer.
+    fn sampled(suite: &SuitePlan, answers: &[Option<&str>], rule: PassRule) -> super::CaseRun {
+        let engine = suite.engine();
+        let runs = answers
+            .iter()
+            .map(|answer| {
+                let reply = match answer {
+                    Some(sql) => Ok(Reply::sql(*sql)),
+                    None => Err(SystemError::new(SystemErrorKind::Timeout, "no answer")),
+                };
+                let answered = Answered {
+                    reply,
+                    elapsed: Duration::from_millis(10),
+                };
+                evaluate_case(suite, 0, &answered, &engine)
+            })
+            .collect();
+        combine_samples(runs, rule)
+    }
+
+    #[test]
+    fn a_sampled_case_is_judged_by_its_rule_and_shows_a_sample_of_its_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let answers = [Some(WRONG), Some(RIGHT), Some(RIGHT)];
+        let run = sampled(&suite, &answers, PassRule::Majority);
+        assert!(run.correct() && run.flaky());
+        assert_eq!(
+            run.score.sql.as_deref(),
+            Some(RIGHT),
+            "a right sample shown"
+        );
+        assert!(
+            run.duration >= Duration::from_millis(30),
+            "every sample's time"
+        );
+        assert_eq!(
+            run.pass_count(),
+            Some(PassCount {
+                passed: 2,
+                samples: 3
+            })
+        );
+        let all = sampled(&suite, &answers, PassRule::All);
+        assert!(!all.correct());
+        assert_eq!(
+            all.score.sql.as_deref(),
+            Some(WRONG),
+            "a wrong sample shown"
+        );
+        assert!(all.detail.is_some());
+        let steady = sampled(&suite, &[Some(RIGHT), Some(RIGHT)], PassRule::Majority);
+        assert!(steady.correct() && !steady.flaky());
+        let once = sampled(&suite, &[Some(WRONG)], PassRule::Any);
+        assert!(once.sampled.is_none() && !once.correct());
+    }
+
+    #[test]
+    fn a_failing_sampled_case_without_an_answer_shows_it_and_never_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let run = sampled(
+            &suite,
+            &[Some(WRONG), None, Some(RIGHT)],
+            PassRule::Majority,
+        );
+        assert_eq!(run.missing_samples(), 1);
+        assert_eq!(run.system_error, Some(SystemErrorKind::Timeout));
+        let was = AcceptedCase {
+            correct: false,
+            passes: None,
+        };
+        let result = judge_case(&suite, &run, Some(was));
+        assert_eq!(result.status, TestStatus::Failed, "not a known failure");
+        assert!(result.message.unwrap().starts_with("no answer (timeout)"));
+        // Passing by its rule even counting the missing sample as wrong, it passes.
+        let run = sampled(
+            &suite,
+            &[Some(RIGHT), None, Some(RIGHT)],
+            PassRule::Majority,
+        );
+        let result = judge_case(&suite, &run, None);
+        assert_eq!(result.status, TestStatus::Passed);
+        assert_eq!(result.properties["samples_without_answer"], "1");
+    }
+
+    #[test]
+    fn a_drop_fails_only_beyond_noise() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let accepted = |passed, samples| AcceptedCase {
+            correct: true,
+            passes: Some(PassCount { passed, samples }),
+        };
+        // 3 of 3 down to 1 of 3: p = 0.2, noise.
+        let run = sampled(
+            &suite,
+            &[Some(RIGHT), Some(WRONG), Some(WRONG)],
+            PassRule::Majority,
+        );
+        let result = judge_case(&suite, &run, Some(accepted(3, 3)));
+        assert_eq!(result.status, TestStatus::Passed);
+        assert_eq!(result.properties["within_noise"], "true");
+        assert_eq!(result.properties["drop_p"], "0.2");
+        assert!(result.flaky && !result.regression);
+        // 12 of 12 down to 0 of 12: far beyond noise.
+        let run = sampled(&suite, &[Some(WRONG); 12], PassRule::Majority);
+        let result = judge_case(&suite, &run, Some(accepted(12, 12)));
+        assert_eq!(result.status, TestStatus::Failed);
+        assert!(result.regression);
+        let message = result.message.unwrap();
+        assert!(
+            message.starts_with("regression: 0 of 12 samples correct, 12 of 12"),
+            "{message}"
+        );
+        // `must_pass` cases and known failures keep their rules.
+        let known = AcceptedCase {
+            correct: false,
+            passes: Some(PassCount {
+                passed: 0,
+                samples: 12,
+            }),
+        };
+        let result = judge_case(&suite, &run, Some(known));
+        assert!(result.status == TestStatus::Passed && result.known_failure);
+    }
 
     #[test]
     fn metrics_format_compactly() {

@@ -16,6 +16,8 @@ pub use plan::{FamilyGate, TestKind};
 
 pub mod accepted;
 pub mod answerer;
+#[cfg(test)]
+mod fixtures;
 pub mod judge;
 pub mod partition;
 pub mod plan;

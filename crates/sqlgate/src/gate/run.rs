@@ -55,9 +55,9 @@ pub struct RunReport {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Work {
-    /// Cases evaluated or reused.
+    /// Answers evaluated or reused (a case's, or each sample of a sampled case).
     pub cases: usize,
-    /// Cases that took an earlier run's verdict without executing anything.
+    /// Answers that took an earlier run's verdict without executing anything.
     pub reused: usize,
     /// Distinct (database, SQL) pairs the evaluated cases needed.
     pub distinct_queries: usize,
@@ -177,7 +177,11 @@ pub fn run(
         let complete = runs.len() == needed.len();
         let of_baseline = |run: &CaseRun| baseline.of(index, run);
         let stats = engine.stats();
-        report.work.cases += runs.len();
+        // Verdicts are reused per answer: each sample of a sampled case counts.
+        report.work.cases += runs
+            .iter()
+            .map(|run| run.sampled.as_ref().map_or(1, |s| s.outcomes.len()))
+            .sum::<usize>();
         if let Some(reuse) = reuse {
             report.work.reused += reuse.reused();
             reuse.finish();

@@ -9,7 +9,6 @@ use sqlgate_llm::throttle::Asked;
 use crate::gate::accepted::{SnapshotAction, SnapshotOutcome};
 use crate::gate::plan::TestKind;
 use crate::gate::run::{RunReport, Work};
-use crate::gate::judge::format_p;
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::plural;
 use crate::system::SystemErrorKind;
@@ -224,37 +223,12 @@ fn in_cargo_project(file: &Path) -> bool {
     file.ancestors().any(|dir| dir.join("Cargo.toml").is_file())
 }
 
-/// `demo: against the accepted snapshot (39 cases): ΔEX = -0.123, 95% interval [-0.18,
-/// -0.06] (paired bootstrap); p = 0.0003 that it is worse (paired sign-flip test)`, and how
-/// many cases were flaky.
+/// `demo: against the accepted snapshot (39 cases): ΔEX = ...`, and how many cases were flaky.
 pub(super) fn against_baseline(summary: &SuiteSummary) -> Option<String> {
     let against = summary.against_baseline?;
-    let interval = against.interval.map_or_else(String::new, |i| {
-        format!(
-            ", 95% interval [{}, {}] (seeded paired bootstrap)",
-            signed(i.low),
-            signed(i.high)
-        )
-    });
     let flaky = match summary.flaky {
         0 => String::new(),
         n => format!("; {} whose samples disagree", plural(n, "flaky case")),
     };
-    Some(format!(
-        "{}: against the accepted snapshot ({}): ΔEX = {}{interval}; p = {} that it is worse \
-         (one-sided paired sign-flip test on the cases' pass rates){flaky}",
-        summary.name,
-        plural(against.cases, "case"),
-        signed(against.delta_ex),
-        format_p(against.p),
-    ))
-}
-
-/// A change with its sign, to 3 decimals: `+0.050`, `-0.123`, `0.000`.
-fn signed(value: f64) -> String {
-    let text = format!("{value:+.3}");
-    match text.as_str() {
-        "+0.000" | "-0.000" => "0.000".to_string(),
-        _ => text,
-    }
+    Some(format!("{}: {}{flaky}", summary.name, against.sentence()))
 }

@@ -65,7 +65,10 @@ impl System for ReplaySystem {
         let not_there = |what: String| {
             SystemError::new(
                 SystemErrorKind::NotRecorded,
-                format!("the predictions file has no {what} for case `{}`", request.id),
+                format!(
+                    "the predictions file has no {what} for case `{}`",
+                    request.id
+                ),
             )
         };
         let reply = self
