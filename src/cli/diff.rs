@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use sqlgate::diff::bootstrap::Bootstrap;
 use sqlgate::diff::{self, markdown, outcome, text};
 use sqlgate::Error;
+use sqlgate_eval::metrics::bootstrap::Bootstrap;
 
 #[derive(Args)]
 pub struct DiffArgs {

@@ -129,12 +129,20 @@ impl TerminalReporter {
         }
         let count = |status| results.iter().filter(|r| r.status == status).count();
         let known = results.iter().filter(|r| r.known_failure).count();
+        let flaky = results.iter().filter(|r| r.flaky).count();
         let failed = count(TestStatus::Failed);
         let mut out = String::from("------------\n");
-        let known = if known > 0 {
-            format!(" ({})", plural(known, "known failure"))
-        } else {
+        let mut passed_notes = Vec::new();
+        if known > 0 {
+            passed_notes.push(plural(known, "known failure"));
+        }
+        if flaky > 0 {
+            passed_notes.push(format!("{flaky} flaky"));
+        }
+        let known = if passed_notes.is_empty() {
             String::new()
+        } else {
+            format!(" ({})", passed_notes.join(", "))
         };
         out.push_str(&format!(
             "{:>12} [{}] {} run: {} passed{known}, {} failed, {} skipped\n",
@@ -204,6 +212,14 @@ impl TerminalReporter {
         );
         if result.known_failure {
             line.push_str(" (known failure)");
+        }
+        if result.flaky {
+            let property = |key: &str| result.properties.get(key).map_or("?", String::as_str);
+            line.push_str(&format!(
+                " (flaky: pass rate {} of {} samples)",
+                property("pass_rate"),
+                property("samples")
+            ));
         }
         if let Some(threshold) = result.threshold {
             line.push_str(&gate_value(result.status, result.value, threshold));

@@ -48,6 +48,7 @@ mod report_html;
 mod report_junit;
 mod report_snapshot;
 mod reuse_property;
+mod sampled;
 mod sandbox;
 mod schema_db;
 mod score_gate_parity;

@@ -12,8 +12,9 @@ use crate::metrics::retrieval::{self, CaseFact, DeltaEx, RetrievalSummary};
 use crate::metrics::sql2nl::{self, share, QueryShape};
 use crate::scoring::Metric;
 
-/// The K of the Pass@K tables (the paper's Table 3), those at most the fewest variants a seed has.
-const REPORTED_K: [u32; 4] = [1, 2, 5, 10];
+/// The K of the Pass@K tables (the SQL2NL paper's Table 3): a family's, those at most the
+/// fewest variants a seed has; a sampled case's, those at most its samples.
+pub const REPORTED_K: [u32; 4] = [1, 2, 5, 10];
 
 /// The seed of the breakdowns' bootstrap (spec B.4: fixed, default 0).
 const BOOTSTRAP_SEED: u64 = 0;

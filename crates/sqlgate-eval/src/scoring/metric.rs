@@ -35,11 +35,17 @@ pub enum Metric {
     Recall,
     /// The false-positive rate of the replies' `retrieved`.
     Fpr,
+    /// With sampled answers: the mean over cases of the share of a case's samples that are
+    /// correct (the expected EX of one answer).
+    PassRate,
+    /// The one-sided p-value that the run is worse than the accepted snapshot (a paired test
+    /// over the cases in both); a gate `">= 0.05"` fails on a drop beyond noise.
+    RegressionP,
 }
 
 impl Metric {
     /// The metrics with a fixed name (every one but `pass@K`).
-    const NAMED: [Metric; 11] = [
+    const NAMED: [Metric; 13] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -51,6 +57,8 @@ impl Metric {
         Metric::Qvt,
         Metric::Recall,
         Metric::Fpr,
+        Metric::PassRate,
+        Metric::RegressionP,
     ];
 
     /// Whether the metric is measured over a suite's cases (`gate`).
@@ -64,6 +72,9 @@ impl Metric {
                 | Metric::Esm
                 | Metric::Etm
                 | Metric::Rs
+                | Metric::PassRate
+                | Metric::PassAt(_)
+                | Metric::RegressionP
         )
     }
 
@@ -98,6 +109,8 @@ impl Metric {
             Metric::PassAt(_) => "pass@",
             Metric::Recall => "recall",
             Metric::Fpr => "fpr",
+            Metric::PassRate => "pass_rate",
+            Metric::RegressionP => "regression_p",
         }
     }
 }
@@ -156,7 +169,16 @@ mod tests {
     #[test]
     fn names_round_trip_and_pass_at_k_carries_its_k() {
         for name in [
-            "ex", "rs", "drop", "qvt", "recall", "fpr", "pass@1", "pass@10",
+            "ex",
+            "rs",
+            "drop",
+            "qvt",
+            "recall",
+            "fpr",
+            "pass@1",
+            "pass@10",
+            "pass_rate",
+            "regression_p",
         ] {
             assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);
         }
@@ -170,6 +192,7 @@ mod tests {
             .contains("unknown metric `exx`"));
         assert!(Metric::Ex.is_suite_metric() && Metric::Ex.is_family_metric());
         assert!(!Metric::Drop.is_suite_metric() && Metric::PassAt(3).is_family_metric());
+        assert!(Metric::PassAt(3).is_suite_metric() && !Metric::RegressionP.is_family_metric());
         assert!(!Metric::Etm.is_family_metric());
     }
 }

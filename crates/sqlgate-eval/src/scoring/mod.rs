@@ -31,7 +31,7 @@ use crate::spider::Hardness;
 
 pub use case::{score_all, score_case, Response};
 pub use case_facts::{Robustness, SchemaCache};
-pub use family::FamilySummary;
+pub use family::{FamilySummary, REPORTED_K};
 pub use metric::Metric;
 pub use summary::{summarize, HardnessMeans, Summary, Tally};
 

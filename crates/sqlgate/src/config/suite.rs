@@ -73,6 +73,14 @@ pub struct SuiteConfig {
     /// that is down) gates on its number instead of failing; the warning still shows.
     #[serde(default)]
     pub allow_metric_errors: bool,
+    /// When the system samples (`samples = N`): which share of a case's samples must be
+    /// correct for it to pass (`majority`, `all`, `any` or `">= 0.6"`; default `majority`).
+    #[serde(default)]
+    pub pass_rule: super::PassRule,
+    /// When the system samples: the level of the tests telling a drop in a case's pass rate
+    /// (against the accepted snapshot) from noise (default 0.05).
+    #[serde(default)]
+    pub alpha: super::Alpha,
     /// `sqlgate test` audits the suite's gold first and says how many findings it has
     /// (`sqlgate audit`); findings never change the verdict.
     #[serde(default)]

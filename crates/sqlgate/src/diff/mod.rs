@@ -10,7 +10,6 @@
 //! the suite's gates compare. [`text`] and [`markdown`] render a [`Diff`]; its JSON is its
 //! `Serialize` form (docs/diff.md).
 
-pub mod bootstrap;
 pub mod markdown;
 pub mod outcome;
 pub mod text;
@@ -22,8 +21,8 @@ use serde::Serialize;
 use sqlgate_eval::scoring::Metric;
 
 use crate::gate::record::RunInputs;
-use bootstrap::{Bootstrap, Interval};
 use outcome::{CaseOutcome, InputKind, RunOutcomes, CASE_MEANS};
+use sqlgate_eval::metrics::bootstrap::{Bootstrap, Interval};
 
 /// How two sides differ.
 #[derive(Debug, Clone, Serialize)]

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use sqlgate_eval::error::{InputError, OutputError};
 
-use super::judge::{self, CaseRun};
+use super::judge::{self, AcceptedCase, CaseRun};
 use super::plan::SuitePlan;
 use super::run::RunReport;
 use super::snapshot::{self, SnapshotEntry};
@@ -19,8 +19,8 @@ pub struct AcceptedSnapshots {
     dir: PathBuf,
     /// Per suite: the accepted snapshot as read, `None` before the first accepted run.
     snapshots: Vec<Option<snapshot::Accepted>>,
-    /// Per suite: case test name -> correct in the accepted snapshot.
-    passed: Vec<HashMap<String, bool>>,
+    /// Per suite: case test name -> the case in the accepted snapshot.
+    passed: Vec<HashMap<String, AcceptedCase>>,
 }
 
 impl AcceptedSnapshots {
@@ -34,7 +34,9 @@ impl AcceptedSnapshots {
             .iter()
             .map(|snapshot| {
                 let entries = snapshot.iter().flat_map(|s| &s.entries);
-                entries.map(|e| (e.name.clone(), e.passed)).collect()
+                entries
+                    .map(|e| (e.name.clone(), accepted_case(e)))
+                    .collect()
             })
             .collect();
         Ok(AcceptedSnapshots {
@@ -49,8 +51,8 @@ impl AcceptedSnapshots {
         &self.dir
     }
 
-    /// Per suite: case test name -> correct in the accepted snapshot.
-    pub fn passed(&self) -> &[HashMap<String, bool>] {
+    /// Per suite: case test name -> the case in the accepted snapshot.
+    pub fn passed(&self) -> &[HashMap<String, AcceptedCase>] {
         &self.passed
     }
 
@@ -133,6 +135,32 @@ pub enum SnapshotAction {
     Differs,
 }
 
+/// A case as its snapshot line has it; a sampled one carries `pass_rate` and `samples`.
+fn accepted_case(entry: &SnapshotEntry) -> AcceptedCase {
+    let samples = entry
+        .metrics
+        .get("samples")
+        .and_then(|n| n.parse::<u32>().ok());
+    let rate = entry
+        .metrics
+        .get("pass_rate")
+        .and_then(|r| r.parse::<f64>().ok());
+    let passes = match (samples, rate) {
+        (Some(samples), Some(rate)) if samples > 0 && (0.0..=1.0).contains(&rate) => {
+            Some(sqlgate_eval::metrics::noise::PassCount {
+                // The rate is written with 4 decimals: the nearest count is the one written.
+                passed: (rate * f64::from(samples)).round() as u32,
+                samples,
+            })
+        }
+        _ => None,
+    };
+    AcceptedCase {
+        correct: entry.passed,
+        passes,
+    }
+}
+
 fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
     SnapshotEntry {
         name: run.test.clone(),
@@ -146,6 +174,7 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
             ),
         ]
         .into_iter()
+        .chain(judge::snapshot_sample_metrics(run))
         .chain(judge::fine_metrics(run))
         .chain(judge::structural_metrics(run))
         .chain(judge::metric_error_flags(run))

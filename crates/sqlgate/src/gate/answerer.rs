@@ -53,6 +53,8 @@ pub struct Answerer {
     throttle: Throttle,
     abstention: Abstention,
     record: RecordMode,
+    /// How many times each question is asked.
+    samples: u32,
     /// Per suite and database: the database's path and the schema DDL given to systems.
     schemas: Vec<HashMap<String, (PathBuf, String)>>,
     progress: Option<Box<AnswerProgressFn>>,
@@ -76,6 +78,8 @@ impl Answerer {
             cassette,
             throttle,
             abstention,
+            samples,
+            warnings,
         } = load_system(config, profile, suites, system)?;
         let abstention =
             Abstention::new(&abstention).map_err(|e| ConfigError::file(&config.path, e))?;
@@ -90,9 +94,10 @@ impl Answerer {
             throttle: Throttle::new(throttle),
             abstention,
             record,
+            samples,
             schemas,
             progress: None,
-            warnings: Mutex::default(),
+            warnings: Mutex::new(warnings.into_iter().collect()),
         })
     }
 
@@ -101,17 +106,23 @@ impl Answerer {
         &self.name
     }
 
+    /// How many times each question is asked (1: not sampled).
+    pub fn samples(&self) -> u32 {
+        self.samples
+    }
+
     /// What identifies the system answering each suite (its settings), for run records.
     pub(super) fn fingerprints(&self) -> Vec<String> {
         self.systems.iter().map(|s| s.fingerprint()).collect()
     }
 
-    /// The cassette key of the answer to `case` of suite number `suite`.
-    pub(super) fn reply_key(&self, plan: &SuitePlan, suite: usize, case: usize) -> String {
-        record_key(
-            &self.systems[suite].fingerprint(),
-            &self.request(plan, suite, case),
-        )
+    /// The cassette keys of the answers to `case` of suite number `suite`, one per sample.
+    pub(super) fn reply_keys(&self, plan: &SuitePlan, suite: usize, case: usize) -> Vec<String> {
+        let fingerprint = self.systems[suite].fingerprint();
+        self.requests(plan, suite, case)
+            .iter()
+            .map(|request| record_key(&fingerprint, request))
+            .collect()
     }
 
     /// The cassette, unless the system replays a predictions file.
@@ -133,11 +144,17 @@ impl Answerer {
     }
 
     /// The system's answers for cases of suite number `suite` (planned by `plan`), from the
-    /// cassette or the system, with the time each took.
-    pub(super) fn answers(&self, plan: &SuitePlan, suite: usize, cases: &[usize]) -> Vec<Answered> {
+    /// cassette or the system, with the time each took: per case, one answer per sample.
+    pub(super) fn answers(
+        &self,
+        plan: &SuitePlan,
+        suite: usize,
+        cases: &[usize],
+    ) -> Vec<Vec<Answered>> {
+        // Every sample is a request of its own: asked, recorded and replayed like a case.
         let requests: Vec<Request> = cases
             .iter()
-            .map(|&index| self.request(plan, suite, index))
+            .flat_map(|&index| self.requests(plan, suite, index))
             .collect();
         let system = self.systems[suite].as_ref();
         let [answered_count, asked_count, error_count] = [(); 3].map(|_| AtomicUsize::new(0));
@@ -212,6 +229,9 @@ impl Answerer {
                     elapsed: answered.elapsed,
                 }
             })
+            .collect::<Vec<_>>()
+            .chunks(self.samples as usize)
+            .map(<[Answered]>::to_vec)
             .collect()
     }
 
@@ -245,11 +265,17 @@ impl Answerer {
             .insert(warning);
     }
 
-    /// What the system is asked about a case.
-    fn request(&self, plan: &SuitePlan, suite: usize, case: usize) -> Request {
+    /// What the system is asked about a case: once, or once per sample.
+    fn requests(&self, plan: &SuitePlan, suite: usize, case: usize) -> Vec<Request> {
         let case = &plan.bench.cases[case];
         let (path, schema) = self.schemas[suite][&case.db].clone();
-        Request::new(case, path, schema)
+        let request = Request::new(case, path, schema);
+        match self.samples {
+            1 => vec![request],
+            samples => (0..samples)
+                .map(|k| request.clone().with_sample(k))
+                .collect(),
+        }
     }
 }
 
@@ -260,6 +286,9 @@ struct LoadedSystem {
     cassette: Option<Cassette>,
     throttle: ThrottleConfig,
     abstention: AbstentionConfig,
+    samples: u32,
+    /// What the configuration lets through but a reader must know.
+    warnings: Vec<String>,
 }
 
 /// Builds the profile's system for `suites`, or wraps a Rust user's own `system` (recorded
@@ -286,6 +315,8 @@ fn load_system(
                 cassette,
                 throttle: ThrottleConfig::default(),
                 abstention: AbstentionConfig::default(),
+                samples: 1,
+                warnings: Vec::new(),
             }
         }
         None => {
@@ -307,9 +338,27 @@ fn load_system(
                 cassette,
                 throttle,
                 abstention: system_config.abstention.clone(),
+                samples: system_config.samples,
+                warnings: sampling_warnings(system_config),
             }
         }
     })
+}
+
+/// Samples of a model asked at temperature 0 differ only as far as the server is not
+/// deterministic: the pass rates then measure the server, not the model's spread.
+fn sampling_warnings(system: &crate::config::system::SystemConfig) -> Vec<String> {
+    match &system.kind {
+        SystemKind::Openai(openai) if system.samples > 1 && openai.temperature == 0.0 => {
+            vec![format!(
+                "system `{}` asks each question {} times at temperature 0: its samples differ \
+                 only where the server is not deterministic; set `temperature` to sample the \
+                 model's answers",
+                system.name, system.samples
+            )]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Each database's path and schema DDL, as requests show them.

@@ -5,15 +5,20 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::config::{Metric, Threshold};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Metric, PassRule, Threshold};
 use crate::system::answer::Answered;
 use crate::system::SystemErrorKind;
 use sqlgate_eval::exec::QueryRunner;
 use sqlgate_eval::loaders::{Answer, Prediction};
+use sqlgate_eval::metrics::bootstrap::{Bootstrap, Interval};
 use sqlgate_eval::metrics::ex::Verdict;
+use sqlgate_eval::metrics::noise::{self, PassCount};
 use sqlgate_eval::metrics::reliability::{self, Region};
+use sqlgate_eval::metrics::sql2nl;
 use sqlgate_eval::scoring::{
-    self, CaseScore, ComputedMetric, FamilySummary, FineScores, Response, Tally,
+    self, CaseScore, ComputedMetric, FamilySummary, FineScores, Response, Tally, REPORTED_K,
 };
 
 use super::plan::{family_metric_key, SuitePlan, TestKind};
@@ -43,17 +48,136 @@ pub struct CaseRun {
     pub detail: Option<String>,
     /// For a wrong answer that ran, the first rows of its result beside the gold's.
     pub preview: Option<ResultsPreview>,
+    /// A case asked several times: every sample's outcome. The fields above are those of the
+    /// sample shown (the first whose correctness is the case's verdict).
+    pub sampled: Option<Sampled>,
+}
+
+/// The outcomes of a case's sampled answers, and the rule that judges them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Sampled {
+    /// Each sample's outcome, in sample order.
+    pub outcomes: Vec<SampleOutcome>,
+    /// Which share of the samples must be correct.
+    pub rule: PassRule,
+}
+
+/// One sampled answer's outcome: enough to tell whether it was correct and whether it was an
+/// answer at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SampleOutcome {
+    /// The sample's verdict.
+    pub verdict: Verdict,
+    /// Why the system gave this sample no usable answer, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_error: Option<SystemErrorKind>,
+}
+
+impl SampleOutcome {
+    /// The outcome of a sample's run.
+    pub fn of(run: &CaseRun) -> SampleOutcome {
+        SampleOutcome {
+            verdict: run.score.verdict,
+            system_error: run.system_error,
+        }
+    }
+
+    /// Correct means: EX = 1 on a feasible case, an abstention on an infeasible one.
+    fn correct(self, feasible: bool) -> bool {
+        if feasible {
+            self.verdict == Verdict::Correct
+        } else {
+            self.verdict == Verdict::Abstained
+        }
+    }
+
+    /// No answer at all (not recorded, an outage): no evidence about the system.
+    fn missing(self) -> bool {
+        self.system_error.is_some_and(|kind| kind.is_transient())
+    }
 }
 
 impl CaseRun {
-    /// Correct means: a feasible case answered with EX = 1, or an infeasible case abstained on.
+    /// Correct means: a feasible case answered with EX = 1, or an infeasible case abstained on;
+    /// a sampled case, enough correct samples for its pass rule.
     pub fn correct(&self) -> bool {
+        if let Some(count) = self.pass_count() {
+            let rule = self.sampled.as_ref().map(|s| s.rule).unwrap_or_default();
+            return rule.passes(count.passed, count.samples);
+        }
         if self.score.feasible {
             self.score.ex == 1.0
         } else {
             self.score.verdict == Verdict::Abstained
         }
     }
+
+    /// A sampled case's correct samples out of its samples (a sample without an answer counts
+    /// as not correct); `None` for a case asked once.
+    pub fn pass_count(&self) -> Option<PassCount> {
+        let sampled = self.sampled.as_ref()?;
+        let feasible = self.score.feasible;
+        Some(PassCount {
+            passed: sampled
+                .outcomes
+                .iter()
+                .filter(|o| o.correct(feasible))
+                .count() as u32,
+            samples: sampled.outcomes.len() as u32,
+        })
+    }
+
+    /// The case's samples disagree: some correct, some not.
+    pub fn flaky(&self) -> bool {
+        self.pass_count()
+            .is_some_and(|count| count.passed > 0 && count.passed < count.samples)
+    }
+
+    /// Samples the system gave no answer for.
+    pub fn missing_samples(&self) -> usize {
+        self.sampled
+            .iter()
+            .flat_map(|s| &s.outcomes)
+            .filter(|o| o.missing())
+            .count()
+    }
+}
+
+/// A case asked once per sample, from each sample's run (in sample order): the case's verdict
+/// by `rule`, shown through one sample. The sample shown is one whose correctness is the
+/// verdict's (the first), so a failing case shows a wrong answer, and a failing case with a
+/// sample the system did not answer shows that sample (no answer never passes). The case's
+/// time is all its samples'. A case asked once is its only run.
+pub fn combine_samples(mut runs: Vec<CaseRun>, rule: PassRule) -> CaseRun {
+    if runs.len() == 1 {
+        return runs.remove(0);
+    }
+    let outcomes: Vec<SampleOutcome> = runs.iter().map(SampleOutcome::of).collect();
+    let duration = runs.iter().map(|run| run.duration).sum();
+    let sampled = Sampled { outcomes, rule };
+    let mut shown = runs.remove(0);
+    shown.sampled = Some(sampled);
+    let correct = shown.correct();
+    let feasible = shown.score.feasible;
+    let outcomes = &shown
+        .sampled
+        .as_ref()
+        .map(|s| s.outcomes.clone())
+        .unwrap_or_default();
+    let pick = outcomes
+        .iter()
+        .position(|o| !correct && o.missing())
+        .or_else(|| outcomes.iter().position(|o| o.correct(feasible) == correct))
+        .unwrap_or(0);
+    if pick > 0 {
+        let sampled = shown.sampled.take();
+        shown = runs.swap_remove(pick - 1);
+        shown.sampled = sampled;
+    }
+    shown.duration = duration;
+    shown
 }
 
 /// Scores one case's answer through the scoring pipeline `sqlgate score` uses.
@@ -107,6 +231,7 @@ pub fn evaluate_case(
         },
         detail: None,
         preview: None,
+        sampled: None,
     };
     if !run.correct() {
         run.detail = Some(failure_detail(case, &run));
@@ -120,17 +245,49 @@ pub fn evaluate_case(
     run
 }
 
-/// `accepted`: whether the case was correct in the accepted snapshot (`None`: not in it).
-pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> TestResult {
+/// A case as the accepted snapshot has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptedCase {
+    /// The case was correct.
+    pub correct: bool,
+    /// A sampled case's correct samples out of its samples.
+    pub passes: Option<PassCount>,
+}
+
+impl AcceptedCase {
+    /// The accepted pass count; a case accepted unsampled counts as one sample.
+    fn pass_count(self) -> PassCount {
+        self.passes.unwrap_or(PassCount {
+            passed: u32::from(self.correct),
+            samples: 1,
+        })
+    }
+}
+
+/// `accepted`: the case in the accepted snapshot (`None`: not in it).
+pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCase>) -> TestResult {
     let case = &suite.bench.cases[run.case_index];
     let correct = run.correct();
     let must_pass = suite.must_pass.contains(&run.test);
+    let was_correct = accepted.map(|a| a.correct);
     // No answer (not recorded, a timeout, an HTTP or connection failure) is no evidence about
     // the system: it never passes as a known failure. An answer it did give, even unusable
     // garbage, is judged like any wrong answer.
     let no_answer = run.system_error.filter(|kind| kind.is_transient());
-    let known_failure = !correct && !must_pass && accepted == Some(false) && no_answer.is_none();
-    let status = if correct || known_failure {
+    let judged = !correct && !must_pass && no_answer.is_none();
+    let known_failure = judged && was_correct == Some(false);
+    // A sampled case correct in the accepted snapshot regresses only when its pass rate
+    // dropped beyond noise: the exact test at `alpha`, shared by the suite's cases.
+    let drop = match (run.pass_count(), accepted) {
+        (Some(now), Some(accepted)) if accepted.correct && !correct => {
+            let p = noise::pass_rate_drop_p(accepted.pass_count(), now);
+            let beyond = noise::case_drop_significant(p, suite.alpha, suite.bench.cases.len());
+            Some((accepted.pass_count(), now, p, beyond))
+        }
+        _ => None,
+    };
+    let within_noise = judged && drop.is_some_and(|(_, _, _, beyond)| !beyond);
+    let status = if correct || known_failure || within_noise {
         TestStatus::Passed
     } else {
         TestStatus::Failed
@@ -166,6 +323,13 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     if let Some(db) = &run.score.failed_on {
         properties.insert("failed_on".to_string(), db.clone());
     }
+    properties.extend(sample_properties(run));
+    if let Some((_, _, p, _)) = drop {
+        properties.insert("drop_p".to_string(), format_p(p));
+    }
+    if within_noise {
+        properties.insert("within_noise".to_string(), "true".to_string());
+    }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
     // A metric that could not be computed scored 0 above; its property says why.
@@ -177,7 +341,20 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
             "no answer ({}): a case without an answer never passes, whatever the snapshot says",
             kind.as_str()
         ),
-        None => failure_message(case, run, accepted, must_pass),
+        None => match drop {
+            Some((before, now, p, _)) => format!(
+                "regression: {} of {} samples correct, {} of {} in the accepted snapshot; the \
+                 drop is beyond noise (p = {}, below alpha {} over the suite's {} cases)",
+                now.passed,
+                now.samples,
+                before.passed,
+                before.samples,
+                format_p(p),
+                suite.alpha,
+                suite.bench.cases.len()
+            ),
+            None => failure_message(case, run, was_correct, must_pass),
+        },
     });
     TestResult {
         name: run.test.clone(),
@@ -195,16 +372,68 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
         system_error: run.system_error,
         reply_truncated: run.reply_truncated,
         known_failure,
-        regression: status == TestStatus::Failed && accepted == Some(true),
+        regression: status == TestStatus::Failed && was_correct == Some(true),
+        flaky: run.flaky(),
         threshold: None,
         value: None,
+    }
+}
+
+/// A sampled case's pass rate, sample count, Pass@K (the unbiased estimator, at the K of the
+/// Pass@K tables up to the sample count) and, when its samples disagree, `flaky`.
+pub fn sample_properties(run: &CaseRun) -> Vec<(String, String)> {
+    let Some(count) = run.pass_count() else {
+        return Vec::new();
+    };
+    let mut properties = vec![
+        ("pass_rate".to_string(), format_metric(count.rate())),
+        ("samples".to_string(), count.samples.to_string()),
+    ];
+    for k in REPORTED_K
+        .into_iter()
+        .filter(|&k| 1 < k && k <= count.samples)
+    {
+        let n = u64::from(count.samples);
+        if let Some(value) = sql2nl::pass_at_k(n, u64::from(count.passed), u64::from(k)) {
+            properties.push((format!("pass@{k}"), format_metric(value)));
+        }
+    }
+    if run.flaky() {
+        properties.push(("flaky".to_string(), "true".to_string()));
+    }
+    let missing = run.missing_samples();
+    if missing > 0 {
+        properties.push(("samples_without_answer".to_string(), missing.to_string()));
+    }
+    properties
+}
+
+/// A sampled case's pass rate and sample count, for its snapshot line: what the next run's
+/// regression test compares with (Pass@K and `flaky` follow from them).
+pub fn snapshot_sample_metrics(run: &CaseRun) -> Vec<(String, String)> {
+    run.pass_count()
+        .map(|count| {
+            vec![
+                ("pass_rate".to_string(), format_metric(count.rate())),
+                ("samples".to_string(), count.samples.to_string()),
+            ]
+        })
+        .unwrap_or_default()
+}
+
+/// A p-value for people: 4 significant digits, small ones in scientific notation.
+pub fn format_p(p: f64) -> String {
+    if p >= 0.001 {
+        format_metric(p)
+    } else {
+        format!("{p:.1e}")
     }
 }
 
 fn failure_message(
     case: &sqlgate_eval::loaders::Case,
     run: &CaseRun,
-    accepted: Option<bool>,
+    was_correct: Option<bool>,
     must_pass: bool,
 ) -> String {
     let what = if !run.score.feasible {
@@ -223,7 +452,7 @@ fn failure_message(
     };
     let why = if must_pass {
         "must pass"
-    } else if accepted == Some(true) {
+    } else if was_correct == Some(true) {
         "regression: correct in the accepted snapshot"
     } else {
         "not correct"
@@ -337,6 +566,138 @@ pub struct SuiteMetrics {
     pub cases: usize,
     /// The metrics that could not be computed for some of those cases (they scored 0).
     pub errors: BTreeMap<ComputedMetric, MetricErrors>,
+    /// The run against its baseline, over the feasible cases in both, when there are some.
+    pub against_baseline: Option<AgainstBaseline>,
+}
+
+/// How a run compares with its baseline (the accepted snapshot) over the feasible cases in
+/// both: the change in EX and whether it is beyond noise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct AgainstBaseline {
+    /// The cases compared.
+    pub cases: usize,
+    /// The mean change of the cases' pass rates (EX of one answer; a case asked once has a
+    /// pass rate of 0 or 1): head minus baseline.
+    pub delta_ex: f64,
+    /// The seeded paired bootstrap's 95% interval of `delta_ex`.
+    pub interval: Option<Interval>,
+    /// The one-sided p-value that the head is worse (the paired sign-flip permutation test
+    /// on the cases' pass rates).
+    pub p: f64,
+}
+
+impl AgainstBaseline {
+    /// `against the accepted snapshot (39 cases): ΔEX = -0.123, 95% interval [-0.180, -0.060]
+    /// (seeded paired bootstrap); p = 0.0003 that it is worse (...)`.
+    pub fn sentence(&self) -> String {
+        let interval = self.interval.map_or_else(String::new, |i| {
+            format!(
+                ", 95% interval [{}, {}] (seeded paired bootstrap)",
+                signed(i.low),
+                signed(i.high)
+            )
+        });
+        format!(
+            "against the accepted snapshot ({} case{}): ΔEX = {}{interval}; p = {} that it is \
+             worse (one-sided paired sign-flip test on the cases' pass rates)",
+            self.cases,
+            if self.cases == 1 { "" } else { "s" },
+            signed(self.delta_ex),
+            format_p(self.p),
+        )
+    }
+}
+
+/// A change with its sign, to 3 decimals: `+0.050`, `-0.123`, `0.000`.
+fn signed(value: f64) -> String {
+    let text = format!("{value:+.3}");
+    match text.as_str() {
+        "+0.000" | "-0.000" => "0.000".to_string(),
+        _ => text,
+    }
+}
+
+/// The seed of the regression test's Monte Carlo flips and bootstrap resamples: fixed, so the
+/// same runs give the same numbers.
+const NOISE_SEED: u64 = 0;
+
+/// The run against the baseline over the feasible cases the baseline has, or `None` when it
+/// has none of them.
+fn against_baseline(
+    runs: &[CaseRun],
+    baseline: &dyn Fn(&CaseRun) -> Option<AcceptedCase>,
+) -> Option<AgainstBaseline> {
+    let pairs: Vec<(PassCount, PassCount)> = runs
+        .iter()
+        .filter(|run| run.score.feasible)
+        .filter_map(|run| {
+            let accepted = baseline(run)?;
+            let now = run.pass_count().unwrap_or(PassCount {
+                passed: u32::from(run.correct()),
+                samples: 1,
+            });
+            Some((accepted.pass_count(), now))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let differences: Vec<f64> = pairs
+        .iter()
+        .map(|(before, now)| now.rate() - before.rate())
+        .collect();
+    let bootstrap = Bootstrap {
+        seed: NOISE_SEED,
+        ..Bootstrap::default()
+    };
+    Some(AgainstBaseline {
+        cases: pairs.len(),
+        delta_ex: differences.iter().sum::<f64>() / pairs.len() as f64,
+        interval: bootstrap
+            .intervals(&differences, 1)
+            .and_then(|intervals| intervals.first().copied()),
+        p: noise::regression_p(&pairs, NOISE_SEED),
+    })
+}
+
+/// A sampled suite's mean pass rate and Pass@K over its feasible cases: at the K of the
+/// tables up to the fewest samples, and at the K its gates ask for (when every case has that
+/// many samples).
+fn sampled_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> Vec<(String, f64)> {
+    let counts: Vec<PassCount> = runs
+        .iter()
+        .filter(|run| run.score.feasible)
+        .filter_map(CaseRun::pass_count)
+        .collect();
+    let Some(fewest) = counts.iter().map(|c| c.samples).min() else {
+        return Vec::new();
+    };
+    let n = counts.len() as f64;
+    let mut metrics = vec![(
+        Metric::PassRate.to_string(),
+        counts.iter().map(|c| c.rate()).sum::<f64>() / n,
+    )];
+    let gated = suite.gates.keys().filter_map(|metric| match metric {
+        Metric::PassAt(k) => Some(*k),
+        _ => None,
+    });
+    let ks: std::collections::BTreeSet<u32> = REPORTED_K
+        .into_iter()
+        .filter(|&k| k > 1)
+        .chain(gated)
+        .filter(|&k| k <= fewest)
+        .collect();
+    for k in ks {
+        let problems: Vec<(u64, u64)> = counts
+            .iter()
+            .map(|c| (u64::from(c.samples), u64::from(c.passed)))
+            .collect();
+        if let Some(value) = sql2nl::mean_pass_at_k(&problems, u64::from(k)) {
+            metrics.push((Metric::PassAt(k).to_string(), value));
+        }
+    }
+    metrics
 }
 
 /// Feasible cases a metric could not be computed for.
@@ -351,19 +712,33 @@ pub struct MetricErrors {
 
 /// Aggregate metrics of a suite's evaluated cases, from the functions `sqlgate score`
 /// aggregates with: means over the feasible ones, `rs`, TrustSQL's RS(`penalty`) in percent
-/// over every case, and each family's metrics against its seeds.
-pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
+/// over every case, and each family's metrics against its seeds; with sampled answers, the
+/// mean pass rate and Pass@K; against the `baseline`, the change in EX and its p-value.
+pub fn suite_metrics(
+    suite: &SuitePlan,
+    runs: &[CaseRun],
+    baseline: &dyn Fn(&CaseRun) -> Option<AcceptedCase>,
+) -> SuiteMetrics {
     let scores: Vec<&CaseScore> = runs.iter().map(|r| &r.score).collect();
     let mut metrics = BTreeMap::new();
     if !runs.is_empty() {
         let regions: Vec<Region> = scores.iter().map(|s| s.region()).collect();
         metrics.insert("rs".to_string(), reliability::rs(&regions, suite.penalty));
     }
+    // Sampled suites and suites gating on it compare with their baseline; others keep
+    // today's rules (and skip the resampling).
+    let compared = suite.samples > 1 || suite.gates.contains_key(&Metric::RegressionP);
+    let against_baseline = compared.then(|| against_baseline(runs, baseline)).flatten();
+    if let Some(against) = &against_baseline {
+        metrics.insert(Metric::RegressionP.to_string(), against.p);
+    }
+    metrics.extend(sampled_metrics(suite, runs));
     let summary = scoring::summarize(&suite.scoring, &scores, &[]);
     if summary.n == 0 {
         return SuiteMetrics {
             values: metrics,
             families: summary.families,
+            against_baseline,
             ..SuiteMetrics::default()
         };
     }
@@ -404,6 +779,7 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
         breakdown: summary.breakdown,
         cases: summary.n,
         errors,
+        against_baseline,
     }
 }
 
@@ -418,7 +794,7 @@ pub fn judge_gate(
         .values
         .get(&metric.to_string())
         .copied()
-        .ok_or_else(|| "not for this suite".to_string());
+        .ok_or_else(|| missing_reason(suite, metric));
     let threshold = suite.gates[&metric];
     let mut result = gate_result(
         suite,
@@ -454,6 +830,23 @@ pub fn judge_gate(
         }
     }
     result
+}
+
+/// Why a suite has no value for `metric`.
+fn missing_reason(suite: &SuitePlan, metric: Metric) -> String {
+    match metric {
+        Metric::RegressionP => "no feasible case of the suite is in the accepted snapshot: \
+                                accept a baseline with `sqlgate test --accept`"
+            .to_string(),
+        Metric::PassRate if suite.samples == 1 => {
+            "the system is asked each question once: set `samples` on the [[system]]".to_string()
+        }
+        Metric::PassAt(k) if k > suite.samples => format!(
+            "pass@{k} needs at least {k} samples per case; the system gives {}",
+            suite.samples
+        ),
+        _ => "not for this suite".to_string(),
+    }
 }
 
 /// The metric whose per-case failures a gate on `metric` averages in (none for EX and RS,
@@ -540,6 +933,7 @@ fn gate_result(
         reply_truncated: false,
         known_failure: false,
         regression: false,
+        flaky: false,
         threshold: Some(threshold),
         value,
     }
@@ -547,7 +941,146 @@ fn gate_result(
 
 #[cfg(test)]
 mod tests {
-    use super::format_metric;
+    use std::time::Duration;
+
+    use super::{combine_samples, evaluate_case, format_metric, judge_case, AcceptedCase};
+    use crate::config::PassRule;
+    use crate::gate::fixtures::suite;
+    use crate::gate::plan::SuitePlan;
+    use crate::gate::TestStatus;
+    use crate::system::answer::Answered;
+    use crate::system::{Reply, SystemError, SystemErrorKind};
+    use sqlgate_eval::metrics::noise::PassCount;
+
+    const RIGHT: &str = "SELECT max(price) FROM items";
+    const WRONG: &str = "SELECT min(price) FROM items";
+
+    /// Case `a` of the fixture suite answered once per entry: `Some(sql)`, or no answer.
+    fn sampled(suite: &SuitePlan, answers: &[Option<&str>], rule: PassRule) -> super::CaseRun {
+        let engine = suite.engine();
+        let runs = answers
+            .iter()
+            .map(|answer| {
+                let reply = match answer {
+                    Some(sql) => Ok(Reply::sql(*sql)),
+                    None => Err(SystemError::new(SystemErrorKind::Timeout, "no answer")),
+                };
+                let answered = Answered {
+                    reply,
+                    elapsed: Duration::from_millis(10),
+                };
+                evaluate_case(suite, 0, &answered, &engine)
+            })
+            .collect();
+        combine_samples(runs, rule)
+    }
+
+    #[test]
+    fn a_sampled_case_is_judged_by_its_rule_and_shows_a_sample_of_its_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let answers = [Some(WRONG), Some(RIGHT), Some(RIGHT)];
+        let run = sampled(&suite, &answers, PassRule::Majority);
+        assert!(run.correct() && run.flaky());
+        assert_eq!(
+            run.score.sql.as_deref(),
+            Some(RIGHT),
+            "a right sample shown"
+        );
+        assert!(
+            run.duration >= Duration::from_millis(30),
+            "every sample's time"
+        );
+        assert_eq!(
+            run.pass_count(),
+            Some(PassCount {
+                passed: 2,
+                samples: 3
+            })
+        );
+        let all = sampled(&suite, &answers, PassRule::All);
+        assert!(!all.correct());
+        assert_eq!(
+            all.score.sql.as_deref(),
+            Some(WRONG),
+            "a wrong sample shown"
+        );
+        assert!(all.detail.is_some());
+        let steady = sampled(&suite, &[Some(RIGHT), Some(RIGHT)], PassRule::Majority);
+        assert!(steady.correct() && !steady.flaky());
+        let once = sampled(&suite, &[Some(WRONG)], PassRule::Any);
+        assert!(once.sampled.is_none() && !once.correct());
+    }
+
+    #[test]
+    fn a_failing_sampled_case_without_an_answer_shows_it_and_never_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let run = sampled(
+            &suite,
+            &[Some(WRONG), None, Some(RIGHT)],
+            PassRule::Majority,
+        );
+        assert_eq!(run.missing_samples(), 1);
+        assert_eq!(run.system_error, Some(SystemErrorKind::Timeout));
+        let was = AcceptedCase {
+            correct: false,
+            passes: None,
+        };
+        let result = judge_case(&suite, &run, Some(was));
+        assert_eq!(result.status, TestStatus::Failed, "not a known failure");
+        assert!(result.message.unwrap().starts_with("no answer (timeout)"));
+        // Passing by its rule even counting the missing sample as wrong, it passes.
+        let run = sampled(
+            &suite,
+            &[Some(RIGHT), None, Some(RIGHT)],
+            PassRule::Majority,
+        );
+        let result = judge_case(&suite, &run, None);
+        assert_eq!(result.status, TestStatus::Passed);
+        assert_eq!(result.properties["samples_without_answer"], "1");
+    }
+
+    #[test]
+    fn a_drop_fails_only_beyond_noise() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let accepted = |passed, samples| AcceptedCase {
+            correct: true,
+            passes: Some(PassCount { passed, samples }),
+        };
+        // 3 of 3 down to 1 of 3: p = 0.2, noise.
+        let run = sampled(
+            &suite,
+            &[Some(RIGHT), Some(WRONG), Some(WRONG)],
+            PassRule::Majority,
+        );
+        let result = judge_case(&suite, &run, Some(accepted(3, 3)));
+        assert_eq!(result.status, TestStatus::Passed);
+        assert_eq!(result.properties["within_noise"], "true");
+        assert_eq!(result.properties["drop_p"], "0.2");
+        assert!(result.flaky && !result.regression);
+        // 12 of 12 down to 0 of 12: far beyond noise.
+        let run = sampled(&suite, &[Some(WRONG); 12], PassRule::Majority);
+        let result = judge_case(&suite, &run, Some(accepted(12, 12)));
+        assert_eq!(result.status, TestStatus::Failed);
+        assert!(result.regression);
+        let message = result.message.unwrap();
+        assert!(
+            message.starts_with("regression: 0 of 12 samples correct, 12 of 12"),
+            "{message}"
+        );
+        // `must_pass` cases and known failures keep their rules.
+        let known = AcceptedCase {
+            correct: false,
+            passes: Some(PassCount {
+                passed: 0,
+                samples: 12,
+            }),
+        };
+        let result = judge_case(&suite, &run, Some(known));
+        assert!(result.status == TestStatus::Passed && result.known_failure);
+    }
 
     #[test]
     fn metrics_format_compactly() {

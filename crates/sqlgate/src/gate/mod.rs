@@ -11,10 +11,13 @@ use sqlgate_eval::loaders::SourceRef;
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::FamilySummary;
 
+pub use judge::AgainstBaseline;
 pub use plan::{FamilyGate, TestKind};
 
 pub mod accepted;
 pub mod answerer;
+#[cfg(test)]
+mod fixtures;
 pub mod judge;
 pub mod partition;
 pub mod plan;
@@ -80,6 +83,8 @@ pub struct TestResult {
     pub known_failure: bool,
     /// A case that was correct in the accepted snapshot and fails now.
     pub regression: bool,
+    /// A sampled case whose samples disagree: some correct, some not (also a property).
+    pub flaky: bool,
     /// A gate's threshold (also its `threshold` property).
     #[serde(skip)]
     pub threshold: Option<Threshold>,
@@ -114,6 +119,7 @@ impl TestResult {
             reply_truncated: false,
             known_failure: false,
             regression: false,
+            flaky: false,
             threshold: None,
             value: None,
         }
@@ -139,6 +145,11 @@ pub struct SuiteSummary {
     pub gates: Vec<(String, String, TestStatus)>,
     /// Each generated family against its seeds, for the family tables.
     pub families: BTreeMap<String, FamilySummary>,
+    /// The run against the accepted snapshot, when the suite samples or gates on
+    /// `regression_p` and the snapshot has some of its cases.
+    pub against_baseline: Option<AgainstBaseline>,
+    /// Cases whose sampled answers disagree.
+    pub flaky: usize,
 }
 
 impl SuiteSummary {
@@ -164,12 +175,24 @@ impl SuiteSummary {
                 Some((label, threshold, result.status))
             })
             .collect();
+        let flaky = results
+            .iter()
+            .filter(|result| result.suite == suite && result.flaky)
+            .count();
         SuiteSummary {
             name: suite.to_string(),
             metrics,
             gates,
             families: BTreeMap::new(),
+            against_baseline: None,
+            flaky,
         }
+    }
+
+    /// The summary with the run's comparison with its baseline.
+    pub fn with_against_baseline(mut self, against: Option<AgainstBaseline>) -> Self {
+        self.against_baseline = against;
+        self
     }
 
     /// The summary with its families' tables.

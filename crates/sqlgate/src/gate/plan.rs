@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::config::{Metric, Threshold};
+use crate::config::{Metric, PassRule, Threshold};
 use sqlgate_eval::exec::{Backend, Engine, Limits};
 use sqlgate_eval::loaders::{Benchmark, Case};
 use sqlgate_eval::metrics::sqlmorph::Regime;
@@ -35,6 +35,12 @@ pub struct SuitePlan {
     pub ignored: BTreeSet<String>,
     /// Gates over a metric some cases could not compute judge the number instead of failing.
     pub allow_metric_errors: bool,
+    /// How many times the system is asked each question (1: not sampled).
+    pub samples: u32,
+    /// Which share of a sampled case's answers must be correct.
+    pub pass_rule: PassRule,
+    /// The level of the tests telling a sampled case's drop from noise.
+    pub alpha: f64,
     /// Found while loading the suite: what the server's role may do beyond reading, databases
     /// without a row. The session shows them with the run's other warnings.
     pub warnings: Vec<String>,

@@ -24,7 +24,7 @@ use crate::system::SystemErrorKind;
 use sqlgate_eval::scoring::{CaseScore, FineScores, Robustness};
 use sqlgate_eval::spider::Hardness;
 
-use super::judge::CaseRun;
+use super::judge::{CaseRun, SampleOutcome, Sampled};
 use super::plan::SuitePlan;
 use super::preview::ResultsPreview;
 use super::{SuiteSummary, TestStatus};
@@ -88,9 +88,16 @@ pub struct CaseRecord {
     /// answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TestStatus>,
-    /// The cassette key of the answer the case was scored on.
+    /// The cassette key of the answer the case was scored on (a sampled case's first sample).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_key: Option<String>,
+    /// Run records only: a sampled case's cassette keys of its further samples, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample_keys: Vec<String>,
+    /// A sampled case: every sample's outcome, in sample order (the fields above are those of
+    /// the sample shown). Judged again by the suite's `pass_rule`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<SampleOutcome>,
     /// What the family metrics read (query shape, schema errors, retrieval, samples), when
     /// the suite has families: a merged or reused case gives the same family numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,6 +137,12 @@ impl CaseRecord {
             seconds: run.duration.as_secs_f64(),
             status: None,
             reply_key: None,
+            sample_keys: Vec::new(),
+            samples: run
+                .sampled
+                .as_ref()
+                .map(|sampled| sampled.outcomes.clone())
+                .unwrap_or_default(),
             robustness: score.robustness.clone(),
             preview: run.preview.clone(),
         }
@@ -196,6 +209,10 @@ impl CaseRecord {
             reply_truncated: self.reply_truncated,
             detail: self.detail.clone(),
             preview: self.preview.clone(),
+            sampled: (!self.samples.is_empty()).then(|| Sampled {
+                outcomes: self.samples.clone(),
+                rule: suite.pass_rule,
+            }),
         })
     }
 }
@@ -230,6 +247,9 @@ impl CaseRecord {
         }
         if self.esm.into_iter().chain(self.etm).any(|value| value > 1) {
             return Some("esm and etm are 0 or 1".to_string());
+        }
+        if self.samples.len() == 1 {
+            return Some("a sampled case has at least two samples".to_string());
         }
         if !self.seconds.is_finite() || self.seconds < 0.0 {
             return Some(format!("seconds = {} is not a duration", self.seconds));
@@ -518,7 +538,7 @@ pub fn merge(
             .iter()
             .flat_map(|(_, shard)| &shard.suites)
             .flat_map(|suite| &suite.cases)
-            .filter_map(|case| case.reply_key.clone())
+            .flat_map(|case| case.reply_key.iter().chain(&case.sample_keys).cloned())
             .collect(),
         answers: shards
             .iter()

@@ -35,11 +35,34 @@ use super::record::CaseRecord;
 /// The entry kind (subfolder) of verdict indexes.
 const KIND: &str = "verdicts";
 
-/// A kept verdict: the hash of the inputs it was computed from, and the case's record.
+/// A kept verdict: the hash of the inputs it was computed from, and the case's record (of one
+/// sample, when the case is sampled).
 #[derive(Serialize, Deserialize)]
 struct Kept {
     inputs: String,
     record: CaseRecord,
+    /// Which sample of a sampled case the record is of (0: the case's own answer).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    sample: usize,
+}
+
+fn is_zero(sample: &usize) -> bool {
+    *sample == 0
+}
+
+impl Kept {
+    /// The verdict's entry in the index: its test, and its sample past the first.
+    fn entry(&self) -> String {
+        entry(&self.record.test, self.sample)
+    }
+}
+
+/// `<test>`, or `<test>#<k>` for sample k > 0 of a sampled case.
+fn entry(test: &str, sample: usize) -> String {
+    match sample {
+        0 => test.to_string(),
+        k => format!("{test}#{k}"),
+    }
 }
 
 /// Reuses and keeps the verdicts of one suite's cases.
@@ -48,9 +71,10 @@ pub struct Reuse<'a> {
     suite: &'a SuitePlan,
     /// The suite's scoring settings, hashed; `None`: this suite never reuses.
     settings: Option<String>,
-    /// The suite's index as earlier runs left it, by test name.
+    /// The suite's index as earlier runs left it, by entry (test name, and sample past the
+    /// first).
     earlier: HashMap<String, Kept>,
-    /// What this run learnt, by test name: a verdict to keep, or `None` to forget the old one.
+    /// What this run learnt, by entry: a verdict to keep, or `None` to forget the old one.
     learnt: Mutex<Vec<(String, Option<Kept>)>>,
     reused: AtomicUsize,
 }
@@ -81,15 +105,22 @@ impl<'a> Reuse<'a> {
         self.reused.load(Ordering::Relaxed)
     }
 
-    /// The case's run: an earlier one when its inputs are unchanged, else evaluated now (and
-    /// kept for later runs).
-    pub fn evaluate(&self, case_index: usize, answered: &Answered, engine: &Engine) -> CaseRun {
+    /// The run of the case's `sample` (0 for a case asked once): an earlier one when its
+    /// inputs are unchanged, else evaluated now (and kept for later runs).
+    pub fn evaluate(
+        &self,
+        case_index: usize,
+        sample: usize,
+        answered: &Answered,
+        engine: &Engine,
+    ) -> CaseRun {
         let test = self
             .suite
             .case_test_name(&self.suite.bench.cases[case_index]);
         let inputs = self.inputs(&test, case_index, answered);
+        let entry = entry(&test, sample);
         if let Some(inputs) = &inputs {
-            if let Some(mut run) = self.lookup(&test, inputs, case_index) {
+            if let Some(mut run) = self.lookup(&entry, inputs, case_index) {
                 run.duration = answered.elapsed;
                 self.reused.fetch_add(1, Ordering::Relaxed);
                 return run;
@@ -101,12 +132,13 @@ impl<'a> Reuse<'a> {
         let kept = kept.map(|inputs| Kept {
             inputs,
             record: CaseRecord::of(&run),
+            sample,
         });
-        if kept.is_some() || self.earlier.contains_key(&test) {
+        if kept.is_some() || self.earlier.contains_key(&entry) {
             self.learnt
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push((test, kept));
+                .push((entry, kept));
         }
         run
     }
@@ -134,19 +166,22 @@ impl<'a> Reuse<'a> {
             .iter()
             .map(|case| self.suite.case_test_name(case))
             .collect();
-        let stale = self.earlier.keys().any(|test| !tests.contains(test));
+        let stale = self
+            .earlier
+            .values()
+            .any(|kept| !tests.contains(&kept.record.test));
         if learnt.is_empty() && !stale {
             return;
         }
         let mut index: BTreeMap<String, Kept> = self
             .earlier
             .into_iter()
-            .filter(|(test, _)| tests.contains(test))
+            .filter(|(_, kept)| tests.contains(&kept.record.test))
             .collect();
-        for (test, kept) in learnt {
+        for (entry, kept) in learnt {
             match kept {
-                Some(kept) => index.insert(test, kept),
-                None => index.remove(&test),
+                Some(kept) => index.insert(entry, kept),
+                None => index.remove(&entry),
             };
         }
         let mut body = Vec::new();
@@ -160,12 +195,12 @@ impl<'a> Reuse<'a> {
             .put(KIND, &index_key(self.store, self.suite), &body);
     }
 
-    /// The earlier run of the case named `test`, when its inputs were the same. The record
+    /// The earlier run of the index's `entry`, when its inputs were the same. The record
     /// takes the case's position in today's plan: cases added before it do not change it.
-    fn lookup(&self, test: &str, inputs: &str, case_index: usize) -> Option<CaseRun> {
+    fn lookup(&self, entry: &str, inputs: &str, case_index: usize) -> Option<CaseRun> {
         let kept = self
             .earlier
-            .get(test)
+            .get(entry)
             .filter(|kept| kept.inputs == inputs)?;
         kept.record.to_run(self.suite, case_index).ok()
     }
@@ -211,7 +246,7 @@ fn parse_index(body: &[u8]) -> HashMap<String, Kept> {
     lines
         .par_iter()
         .filter_map(|line| serde_json::from_slice::<Kept>(line).ok())
-        .map(|kept| (kept.record.test.clone(), kept))
+        .map(|kept| (kept.entry(), kept))
         .collect()
 }
 
@@ -255,47 +290,13 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::Reuse;
-    use crate::config::Config;
+    use crate::gate::fixtures::suite;
     use crate::gate::plan::SuitePlan;
     use crate::system::answer::Answered;
     use crate::system::Reply;
     use sqlgate_eval::exec::result_cache::ResultCache;
     use sqlgate_eval::metrics::ex::Verdict;
     use sqlgate_eval::store::Store;
-
-    /// A suite of two cases sharing one gold query on a database `shop`.
-    fn suite(dir: &Path) -> SuitePlan {
-        let db = dir.join("db").join("shop.sqlite");
-        std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-        rusqlite::Connection::open(&db)
-            .unwrap()
-            .execute_batch("CREATE TABLE items(price INTEGER); INSERT INTO items VALUES (5), (7);")
-            .unwrap();
-        let gold = "SELECT max(price) FROM items";
-        std::fs::write(
-            dir.join("cases.jsonl"),
-            format!(
-                "{{\"id\": \"a\", \"db\": \"shop\", \"question\": \"max?\", \"gold\": \"{gold}\"}}\n\
-                 {{\"id\": \"b\", \"db\": \"shop\", \"question\": \"top?\", \"gold\": \"{gold}\"}}\n"
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("suite.toml"),
-            "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("sqlgate.toml"),
-            "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"s\"\ntype = \"command\"\ncommand = [\"true\"]\n",
-        )
-        .unwrap();
-        let config = Config::load(&dir.join("sqlgate.toml")).unwrap();
-        let profile = config.profile("default").unwrap();
-        crate::gate::setup::suites(&config, &profile)
-            .unwrap()
-            .remove(0)
-    }
 
     fn answer(sql: &str) -> Answered {
         Answered {
@@ -315,7 +316,7 @@ mod tests {
                 reply: Ok(reply),
                 elapsed: Duration::ZERO,
             };
-            reuse.evaluate(0, &answered, &suite.engine());
+            reuse.evaluate(0, 0, &answered, &suite.engine());
             let reused = reuse.reused();
             reuse.finish();
             reused
@@ -356,7 +357,7 @@ mod tests {
             if step == 1 {
                 between();
             }
-            verdicts.push(reuse.evaluate(case, &answer(sql), &engine).score.verdict);
+            verdicts.push(reuse.evaluate(case, 0, &answer(sql), &engine).score.verdict);
         }
         let reused = reuse.reused();
         reuse.finish();

@@ -14,7 +14,7 @@ use sqlgate_eval::exec::result_cache::ResultCache;
 use sqlgate_eval::exec::Engine;
 use sqlgate_eval::store::Store;
 
-use super::judge::{self, CaseRun, SuiteMetrics};
+use super::judge::{self, AcceptedCase, CaseRun, SuiteMetrics};
 use super::plan::{SuitePlan, TestDesc, TestKind};
 use super::reuse::Reuse;
 use super::{TestResult, TestStatus};
@@ -32,8 +32,9 @@ pub enum Event<'a> {
     Finished(&'a TestResult),
 }
 
-/// Answers for a suite's cases: `(suite index, case indices) -> one answer per index`.
-pub type AnswerFn<'a> = dyn Fn(usize, &[usize]) -> Vec<Answered> + Sync + 'a;
+/// Answers for a suite's cases: `(suite index, case indices) -> per index, one answer per
+/// sample`.
+pub type AnswerFn<'a> = dyn Fn(usize, &[usize]) -> Vec<Vec<Answered>> + Sync + 'a;
 
 /// What a run produced.
 #[non_exhaustive]
@@ -54,9 +55,9 @@ pub struct RunReport {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Work {
-    /// Cases evaluated or reused.
+    /// Answers evaluated or reused (a case's, or each sample of a sampled case).
     pub cases: usize,
-    /// Cases that took an earlier run's verdict without executing anything.
+    /// Answers that took an earlier run's verdict without executing anything.
     pub reused: usize,
     /// Distinct (database, SQL) pairs the evaluated cases needed.
     pub distinct_queries: usize,
@@ -81,20 +82,22 @@ impl RunReport {
 /// What each case is judged against.
 #[derive(Debug, Clone, Copy)]
 pub enum Baseline<'a> {
-    /// Per suite: case test name -> correct in the accepted snapshot.
-    Accepted(&'a [HashMap<String, bool>]),
+    /// Per suite: case test name -> the case in the accepted snapshot.
+    Accepted(&'a [HashMap<String, AcceptedCase>]),
     /// The outcomes this run accepts (`--accept` over every test): a wrong answer is a known
     /// failure, as the next run will judge it.
     ThisRun,
 }
 
 impl Baseline<'_> {
-    /// Whether the case of `run`, in suite number `suite`, was correct in the baseline (`None`:
-    /// not in it).
-    pub fn of(&self, suite: usize, run: &CaseRun) -> Option<bool> {
+    /// The case of `run`, in suite number `suite`, as the baseline has it (`None`: not in it).
+    pub fn of(&self, suite: usize, run: &CaseRun) -> Option<AcceptedCase> {
         match self {
             Baseline::Accepted(accepted) => accepted[suite].get(&run.test).copied(),
-            Baseline::ThisRun => Some(run.correct()),
+            Baseline::ThisRun => Some(AcceptedCase {
+                correct: run.correct(),
+                passes: run.pass_count(),
+            }),
         }
     }
 }
@@ -172,8 +175,13 @@ pub fn run(
             },
         );
         let complete = runs.len() == needed.len();
+        let of_baseline = |run: &CaseRun| baseline.of(index, run);
         let stats = engine.stats();
-        report.work.cases += runs.len();
+        // Verdicts are reused per answer: each sample of a sampled case counts.
+        report.work.cases += runs
+            .iter()
+            .map(|run| run.sampled.as_ref().map_or(1, |s| s.outcomes.len()))
+            .sum::<usize>();
         if let Some(reuse) = reuse {
             report.work.reused += reuse.reused();
             reuse.finish();
@@ -183,7 +191,7 @@ pub fn run(
         report.work.from_disk += stats.from_disk;
         report.work.shared_in_run += stats.shared_in_run;
         let (metrics, gate_results) = if complete {
-            conclude_suite(suite, &gates, &runs)
+            conclude_suite(suite, &gates, &runs, &of_baseline)
         } else {
             // Means over the cases that happened to run before a stop would be a different
             // number under the same name: a stopped suite reports none.
@@ -202,15 +210,17 @@ pub fn run(
     report
 }
 
-/// A whole suite's metrics and the verdicts of its `gates`, from every case's run.
+/// A whole suite's metrics and the verdicts of its `gates`, from every case's run and each
+/// case as the `baseline` has it.
 pub fn conclude_suite(
     suite: &SuitePlan,
     gates: &[TestKind],
     runs: &[CaseRun],
+    baseline: &dyn Fn(&CaseRun) -> Option<AcceptedCase>,
 ) -> (SuiteMetrics, Vec<TestResult>) {
     // A gate takes the time of its suite metrics; the answers and cases have theirs.
     let start = Instant::now();
-    let metrics = judge::suite_metrics(suite, runs);
+    let metrics = judge::suite_metrics(suite, runs, baseline);
     let results = gates
         .iter()
         .filter_map(|&kind| match kind {
@@ -277,9 +287,9 @@ impl StopAfter {
 fn evaluate(
     suite: &SuitePlan,
     needed: &[usize],
-    replies: &[Answered],
+    replies: &[Vec<Answered>],
     selected: &BTreeSet<usize>,
-    baseline: &(dyn Fn(&CaseRun) -> Option<bool> + Sync),
+    baseline: &(dyn Fn(&CaseRun) -> Option<AcceptedCase> + Sync),
     engine: &Engine,
     reuse: Option<&Reuse<'_>>,
     stop: &StopAfter,
@@ -289,7 +299,11 @@ fn evaluate(
     let mut runs = Vec::with_capacity(needed.len());
     // Cases sharing a gold query are evaluated next to each other, so mostly on one thread:
     // spread over threads, they would wait on each other's one execution of it.
-    let mut work: Vec<(usize, &Answered)> = needed.iter().copied().zip(replies).collect();
+    let mut work: Vec<(usize, &[Answered])> = needed
+        .iter()
+        .copied()
+        .zip(replies.iter().map(Vec::as_slice))
+        .collect();
     work.sort_by_cached_key(|&(case, _)| {
         let case = &suite.bench.cases[case];
         (case.db.clone(), case.gold.first().cloned())
@@ -297,7 +311,7 @@ fn evaluate(
     std::thread::scope(|scope| {
         scope.spawn(move || {
             work.par_iter()
-                .for_each_with(sender, |sender, &(case, reply)| {
+                .for_each_with(sender, |sender, &(case, samples)| {
                     if stop.stopped() {
                         let result = selected
                             .contains(&case)
@@ -305,10 +319,15 @@ fn evaluate(
                         let _ = sender.send((None, result));
                         return;
                     }
-                    let run = match reuse {
-                        Some(reuse) => reuse.evaluate(case, reply, engine),
-                        None => judge::evaluate_case(suite, case, reply, engine),
-                    };
+                    let runs = samples
+                        .iter()
+                        .enumerate()
+                        .map(|(sample, reply)| match reuse {
+                            Some(reuse) => reuse.evaluate(case, sample, reply, engine),
+                            None => judge::evaluate_case(suite, case, reply, engine),
+                        })
+                        .collect();
+                    let run = judge::combine_samples(runs, suite.pass_rule);
                     let result = selected
                         .contains(&case)
                         .then(|| judge::judge_case(suite, &run, baseline(&run)));

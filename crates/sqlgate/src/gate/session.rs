@@ -20,7 +20,7 @@ use sqlgate_llm::throttle::Asked;
 
 use super::accepted::{running_in_ci, AcceptedSnapshots, SnapshotOutcome};
 use super::answerer::{AnswerProgressFn, Answerer};
-use super::judge;
+use super::judge::{self, AcceptedCase};
 use super::plan::{self, SuitePlan, TestDesc, TestKind};
 use super::record::{CaseRecord, MergedRun, RunInputs, SuiteRecord};
 use super::run::{self, Baseline, RunReport};
@@ -84,6 +84,10 @@ impl Session {
         });
         let answerer = answerer?;
         let snapshots = snapshots?;
+        let mut suites = suites;
+        for suite in &mut suites {
+            suite.samples = answerer.samples();
+        }
         Ok(Session {
             config,
             profile_name: profile_name.to_string(),
@@ -124,8 +128,8 @@ impl Session {
         }
     }
 
-    /// Per suite: case test name -> correct in the accepted snapshot.
-    pub fn accepted(&self) -> &[HashMap<String, bool>] {
+    /// Per suite: case test name -> the case in the accepted snapshot.
+    pub fn accepted(&self) -> &[HashMap<String, AcceptedCase>] {
         self.snapshots.passed()
     }
 
@@ -212,10 +216,15 @@ impl Session {
             .map(|((index, suite), runs)| {
                 let cases = runs
                     .iter()
-                    .map(|run| CaseRecord {
-                        status: status.get(run.test.as_str()).copied(),
-                        reply_key: Some(self.answerer.reply_key(suite, index, run.case_index)),
-                        ..CaseRecord::of(run)
+                    .map(|run| {
+                        let mut keys = self.answerer.reply_keys(suite, index, run.case_index);
+                        let first = keys.remove(0);
+                        CaseRecord {
+                            status: status.get(run.test.as_str()).copied(),
+                            reply_key: Some(first),
+                            sample_keys: keys,
+                            ..CaseRecord::of(run)
+                        }
                     })
                     .collect();
                 SuiteRecord {
@@ -283,7 +292,8 @@ impl Session {
                 .map(|t| t.kind)
                 .filter(|kind| !matches!(kind, TestKind::Case(_)))
                 .collect();
-            let (metrics, gate_results) = run::conclude_suite(suite, &gates, &runs);
+            let of_baseline = |run: &judge::CaseRun| baseline.of(index, run);
+            let (metrics, gate_results) = run::conclude_suite(suite, &gates, &runs, &of_baseline);
             report.results.extend(gate_results);
             report.work.cases += runs.len();
             report.case_runs.push(runs);
@@ -299,8 +309,8 @@ impl Session {
     }
 
     /// The system's answers for cases of a suite, from the cassette or the system, with the
-    /// time each took.
-    pub fn answers(&self, suite: usize, cases: &[usize]) -> Vec<Answered> {
+    /// time each took: per case, one answer per sample.
+    pub fn answers(&self, suite: usize, cases: &[usize]) -> Vec<Vec<Answered>> {
         self.answerer.answers(&self.suites[suite], suite, cases)
     }
 

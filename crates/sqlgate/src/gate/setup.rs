@@ -163,6 +163,10 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             gates,
             family_gates,
             allow_metric_errors: suite.allow_metric_errors,
+            // The system's, set when the session knows which system answers.
+            samples: 1,
+            pass_rule: suite.pass_rule,
+            alpha: suite.alpha.0,
             bench,
             name,
         });

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use similar::{ChangeTag, TextDiff};
 
+use crate::gate::judge::format_p;
 use crate::gate::snapshot::normalize_sql;
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::junit::{by_suite, format_metric, SuiteView};
@@ -33,6 +34,7 @@ pub fn step_summary(results: &[TestResult], summaries: &[SuiteSummary]) -> Strin
     let mut out = headline(results);
     out.push_str(&suites_table(results, summaries));
     out.push_str(&gates_table(summaries));
+    out.push_str(&baseline_table(summaries));
     out.push_str(&families_table(summaries));
     let failing = failing_in_order(results);
     if failing.is_empty() {
@@ -129,6 +131,36 @@ fn suites_table(results: &[TestResult], summaries: &[SuiteSummary]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Each compared suite against its accepted snapshot: the change in EX with its interval, the
+/// p-value that it is worse, and its flaky cases.
+fn baseline_table(summaries: &[SuiteSummary]) -> String {
+    let rows: Vec<String> = summaries
+        .iter()
+        .filter_map(|summary| {
+            let against = summary.against_baseline?;
+            let interval = against.interval.map_or_else(String::new, |i| {
+                format!("[{}, {}]", format_metric(i.low), format_metric(i.high))
+            });
+            Some(format!(
+                "| {} | {} | {} | {interval} | {} | {} |\n",
+                cell(&summary.name),
+                against.cases,
+                format_metric(against.delta_ex),
+                format_p(against.p),
+                summary.flaky
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n### Against the accepted snapshot\n\n| suite | cases | ΔEX | 95% interval | p (worse) \
+         | flaky |\n|---|--:|--:|---|--:|--:|\n{}",
+        rows.concat()
+    )
 }
 
 fn gates_table(summaries: &[SuiteSummary]) -> String {

@@ -154,6 +154,7 @@ impl Ending {
                 notes.push(note);
             }
         }
+        notes.extend(summaries.iter().filter_map(notes::against_baseline));
         for summary in summaries.iter().filter(|s| !s.families.is_empty()) {
             notes.push(format!(
                 "{}: families against their seeds (drop = A_orig - A_family in points)\n{}",
@@ -212,6 +213,7 @@ pub fn summaries(suites: &[SuitePlan], report: &RunReport) -> Vec<SuiteSummary> 
         .map(|(suite, metrics)| {
             SuiteSummary::from_results(&suite.name, metrics.values.clone(), &report.results)
                 .with_families(metrics.families.clone())
+                .with_against_baseline(metrics.against_baseline)
         })
         .collect()
 }

@@ -9,7 +9,7 @@ use sqlgate_llm::throttle::Asked;
 use crate::gate::accepted::{SnapshotAction, SnapshotOutcome};
 use crate::gate::plan::TestKind;
 use crate::gate::run::{RunReport, Work};
-use crate::gate::{TestResult, TestStatus};
+use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::plural;
 use crate::system::SystemErrorKind;
 
@@ -221,4 +221,14 @@ pub(super) fn snapshot(outcome: &SnapshotOutcome, file: &Path) -> Option<String>
 /// Whether `cargo insta review` can find `file`: it looks in the Cargo project around it.
 fn in_cargo_project(file: &Path) -> bool {
     file.ancestors().any(|dir| dir.join("Cargo.toml").is_file())
+}
+
+/// `demo: against the accepted snapshot (39 cases): ΔEX = ...`, and how many cases were flaky.
+pub(super) fn against_baseline(summary: &SuiteSummary) -> Option<String> {
+    let against = summary.against_baseline?;
+    let flaky = match summary.flaky {
+        0 => String::new(),
+        n => format!("; {} whose samples disagree", plural(n, "flaky case")),
+    };
+    Some(format!("{}: {}{flaky}", summary.name, against.sentence()))
 }

@@ -70,7 +70,7 @@ pub fn answer_all(
         let request = &requests[index];
         let start = Instant::now();
         let reply = throttle.call(|| system.answer(request));
-        cassette.record(&keys[index], &request.id, &reply);
+        cassette.record(&keys[index], &request.label(), &reply);
         let answered = Answered {
             reply,
             elapsed: start.elapsed(),

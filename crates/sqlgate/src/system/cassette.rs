@@ -35,8 +35,10 @@ pub fn record_key(fingerprint: &str, request: &Request) -> String {
     hash.hex()
 }
 
-/// Hashes what a system is asked about a case: id, database, question, evidence and schema
-/// (not the database's path, which differs between machines).
+/// Hashes what a system is asked about a case: id, database, question, evidence, schema and,
+/// past the first, which sample (not the database's path, which differs between machines).
+/// Sample 0 hashes as an unsampled request, so turning `samples` on keeps the answers already
+/// recorded as each case's first sample.
 pub fn case_hash(request: &Request) -> String {
     let mut hash = Hasher::new();
     hash.field(&request.id)
@@ -44,6 +46,9 @@ pub fn case_hash(request: &Request) -> String {
         .field(&request.question)
         .optional(request.evidence.as_deref())
         .field(&request.schema);
+    if let Some(k) = request.sample.filter(|&k| k > 0) {
+        hash.field(k.to_le_bytes());
+    }
     hash.hex()
 }
 

@@ -39,6 +39,10 @@ pub struct Request {
     pub evidence: Option<String>,
     /// The database schema as `CREATE TABLE` statements.
     pub schema: String,
+    /// Which of a case's sampled answers this is (0-based), when the system is asked each
+    /// question `samples` times; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<u32>,
 }
 
 /// A system's answer. Read back (from a cassette or a run record) strictly: an unknown field is
@@ -179,6 +183,7 @@ impl Request {
             question: question.into(),
             evidence: None,
             schema: String::new(),
+            sample: None,
         }
     }
 
@@ -186,6 +191,21 @@ impl Request {
     pub fn with_evidence(mut self, evidence: impl Into<String>) -> Request {
         self.evidence = Some(evidence.into());
         self
+    }
+
+    /// Marks the request as asking for sample `k` (0-based) of the case's sampled answers.
+    pub fn with_sample(mut self, k: u32) -> Request {
+        self.sample = Some(k);
+        self
+    }
+
+    /// The case id as the cassette shows it: `q01`, or `q01#3` for its sample 3 (sample 0 is
+    /// the case's own answer, recorded under the case's key whether or not it is sampled).
+    pub fn label(&self) -> String {
+        match self.sample {
+            Some(k) if k > 0 => format!("{}#{k}", self.id),
+            _ => self.id.clone(),
+        }
     }
 
     /// Adds the database's schema, as its `CREATE` statements ([`schema_ddl`] reads them).
@@ -203,6 +223,7 @@ impl Request {
             question: case.question.clone(),
             evidence: case.evidence.clone(),
             schema,
+            sample: None,
         }
     }
 }

@@ -66,7 +66,13 @@ impl OpenAiSystem {
             model: self.config.model.clone(),
             messages,
             temperature: Some(self.config.temperature),
-            seed: Some(self.config.seed),
+            // Each sample its own seed, so that a server honouring seeds samples each case
+            // differently yet reproducibly.
+            seed: Some(
+                self.config
+                    .seed
+                    .wrapping_add(u64::from(request.sample.unwrap_or(0))),
+            ),
             max_tokens: Some(self.config.max_tokens),
         }
     }
@@ -397,6 +403,7 @@ mod tests {
             question: "How many singers are there? Use {schema} literally.".into(),
             evidence: None,
             schema: "CREATE TABLE singer (id INT, name TEXT)".into(),
+            sample: None,
         }
     }
 

@@ -59,15 +59,37 @@ impl System for ReplaySystem {
         self.fingerprint.clone()
     }
 
+    /// The case's answer; sample k > 0 of a sampled run is the file's k-th further sample
+    /// (JSONL `samples`), so a file written with N - 1 further samples replays N samples.
     fn answer(&self, request: &Request) -> Result<Reply, SystemError> {
-        self.replies.get(&request.id).cloned().ok_or_else(|| {
+        let not_there = |what: String| {
             SystemError::new(
                 SystemErrorKind::NotRecorded,
                 format!(
-                    "the predictions file has no answer for case `{}`",
+                    "the predictions file has no {what} for case `{}`",
                     request.id
                 ),
             )
-        })
+        };
+        let reply = self
+            .replies
+            .get(&request.id)
+            .ok_or_else(|| not_there("answer".to_string()))?;
+        match request.sample.filter(|&k| k > 0) {
+            None => Ok(reply.clone()),
+            Some(k) => reply
+                .samples
+                .get(k as usize - 1)
+                .map(|sql| Reply {
+                    cleaned: false,
+                    ..Reply::sql(sql.clone())
+                })
+                .ok_or_else(|| {
+                    not_there(format!(
+                        "sample {k} (its `samples` list holds {})",
+                        reply.samples.len()
+                    ))
+                }),
+        }
     }
 }

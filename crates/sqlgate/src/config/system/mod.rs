@@ -35,9 +35,16 @@ pub struct SystemEntry {
     /// Answers that count as abstentions (apology SELECTs by default).
     #[serde(default)]
     abstention: AbstentionConfig,
+    /// How many times each question is asked (default 1).
+    #[serde(default = "one_sample")]
+    samples: u32,
     /// The type's own keys, read into its [`SystemKind`].
     #[serde(flatten)]
     settings: toml::Table,
+}
+
+fn one_sample() -> u32 {
+    1
 }
 
 /// What a `[[system]]` is: its `type`.
@@ -80,6 +87,9 @@ pub struct SystemConfig {
     pub throttle: ThrottleConfig,
     /// Answers that count as abstentions.
     pub abstention: AbstentionConfig,
+    /// How many times each question is asked: each case is then judged on its pass rate
+    /// (`pass_rule`), and a drop is a regression only beyond noise.
+    pub samples: u32,
     place: Place,
 }
 
@@ -124,12 +134,19 @@ impl SystemConfig {
         if let Err(problem) = common.throttle.check() {
             return Err(place.error_at_key("throttle", format!("throttle: {problem}")));
         }
+        if common.samples == 0 {
+            return Err(place.error_at_key(
+                "samples",
+                "`samples` must be at least 1 (how many times each question is asked)",
+            ));
+        }
         Ok(SystemConfig {
             name: common.name,
             kind,
             cassette,
             throttle: common.throttle,
             abstention: common.abstention,
+            samples: common.samples,
             place,
         })
     }

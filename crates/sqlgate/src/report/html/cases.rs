@@ -35,6 +35,8 @@ struct CaseRow {
     status: &'static str,
     standing: &'static str,
     rank: usize,
+    /// A sampled case whose samples disagree.
+    flaky: bool,
     verdict: String,
     ex: String,
     message: Option<String>,
@@ -110,6 +112,7 @@ pub(super) fn view(input: &ReportInput) -> CasesView {
                 },
                 standing: STANDINGS[*rank],
                 rank: *rank,
+                flaky: result.flaky,
                 verdict: result
                     .verdict
                     .map_or_else(|| "not run".to_string(), |v| v.as_str().to_string()),

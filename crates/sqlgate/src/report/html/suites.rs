@@ -29,6 +29,8 @@ struct MetricsView {
     suite: String,
     cases: usize,
     metrics: Vec<(String, String)>,
+    /// The run against the accepted snapshot, as a sentence.
+    baseline: Option<String>,
     chart: Option<String>,
     breakdowns: Vec<BreakdownView>,
 }
@@ -178,6 +180,7 @@ fn metrics_view(suite: &SuitePlan, metrics: &SuiteMetrics) -> MetricsView {
         suite: suite.name.clone(),
         cases: metrics.cases,
         metrics: suite_metrics,
+        baseline: metrics.against_baseline.map(|against| against.sentence()),
         chart,
         breakdowns,
     }

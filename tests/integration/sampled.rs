@@ -1,0 +1,220 @@
+//! Sampled answers: a system asked each question several times is judged on its pass rates,
+//! and a regression is a drop beyond noise. The system here answers each case's gold with
+//! probability p, drawn per (seed, case, sample), so two seeds are two equally good runs.
+
+use std::path::PathBuf;
+
+use crate::support::{demo, sqlgate, Run};
+
+/// A `command` system in `sh`: the request's `id` and `sample`, hashed with `$SEED`, decide
+/// whether it answers the case's right answer (from `answers.tsv`) or a wrong one.
+const COIN: &str = r#"request=$(cat)
+id=$(printf '%s' "$request" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+sample=$(printf '%s' "$request" | sed -n 's/.*"sample":\([0-9]*\).*/\1/p')
+draw=$(printf '%s' "$SEED/$id/$sample" | cksum | cut -d' ' -f1)
+if [ $((draw % 1000)) -lt "$P_MILLI" ]; then
+  grep "^$id	" "$ANSWERS" | cut -f2
+else
+  printf '{"sql": "SELECT 0"}'
+fi
+"#;
+
+struct Sampled {
+    dir: tempfile::TempDir,
+}
+
+impl Sampled {
+    /// A gate over the demo, answered by the coin system with `samples` samples.
+    fn new(samples: u32) -> Sampled {
+        let dir = tempfile::tempdir().unwrap();
+        let sampled = Sampled { dir };
+        std::fs::write(sampled.path("coin.sh"), COIN).unwrap();
+        std::fs::write(sampled.path("answers.tsv"), right_answers()).unwrap();
+        sampled.configure(samples, 1, 800, "");
+        sampled
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
+    }
+
+    /// Writes `sqlgate.toml`: the coin system drawing with `seed` and probability
+    /// `p_milli`/1000; `extra` goes into the suite.
+    fn configure(&self, samples: u32, seed: u32, p_milli: u32, extra: &str) {
+        let config = format!(
+            r#"[[suite]]
+benchmark = "{benchmark}"
+gate = {{ regression_p = ">= 0.05" }}
+{extra}
+
+[[system]]
+name = "coin"
+type = "command"
+command = ["sh", "{coin}"]
+samples = {samples}
+env = {{ SEED = "{seed}", P_MILLI = "{p_milli}", ANSWERS = "{answers}" }}
+"#,
+            benchmark = demo("suite.toml").display(),
+            coin = self.path("coin.sh").display(),
+            answers = self.path("answers.tsv").display(),
+        );
+        std::fs::write(self.path("sqlgate.toml"), config).unwrap();
+    }
+
+    fn sqlgate(&self, args: &[&str]) -> Run {
+        sqlgate().current_dir(self.dir.path()).args(args).run()
+    }
+
+    fn snapshot(&self, file: &str) -> String {
+        std::fs::read_to_string(self.path(&format!("snapshots/{file}"))).unwrap()
+    }
+}
+
+/// `id<TAB>answer document` for every demo case: its gold, or an abstention when it is
+/// infeasible.
+fn right_answers() -> String {
+    let cases = std::fs::read_to_string(demo("cases.jsonl")).unwrap();
+    cases
+        .lines()
+        .map(|line| {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            let answer = match case.get("gold") {
+                Some(gold) => serde_json::json!({ "sql": gold }),
+                None => serde_json::json!({ "abstain": true }),
+            };
+            format!("{}\t{answer}\n", case["id"].as_str().unwrap())
+        })
+        .collect()
+}
+
+fn case_lines(snapshot: &str) -> Vec<&str> {
+    snapshot
+        .lines()
+        .skip_while(|line| *line != "---")
+        .skip(1)
+        .skip_while(|line| *line != "---")
+        .skip(1)
+        .collect()
+}
+
+#[test]
+fn an_equally_good_run_passes_and_a_worse_one_fails_beyond_noise() {
+    let gate = Sampled::new(5);
+    gate.sqlgate(&["test", "--accept"]).assert_success();
+    let accepted = gate.snapshot("demo.snap");
+    let lines = case_lines(&accepted);
+    assert_eq!(lines.len(), 39, "{accepted}");
+    for line in &lines {
+        assert!(line.contains(" | pass_rate="), "{line}");
+        assert!(line.contains(" samples=5 "), "{line}");
+    }
+    assert!(
+        lines.iter().any(|line| line.contains("pass_rate=0.8")),
+        "{accepted}"
+    );
+
+    // Another seed, the same p: asked again (the seed is in the fingerprint), and within noise.
+    gate.configure(5, 2, 800, "");
+    let same = gate.sqlgate(&["test", "--junit", "junit.xml"]);
+    same.assert_success();
+    assert!(same.text().contains("ΔEX = "), "{}", same.text());
+    assert!(same.text().contains("flaky"), "{}", same.text());
+    let junit = std::fs::read_to_string(gate.path("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<property name="pass_rate" value="#),
+        "{junit}"
+    );
+    assert!(junit.contains(r#"<property name="samples" value="5"/>"#));
+
+    // p = 0.3: the suite's drop is beyond noise; the gate fails (tests failed, not bad input).
+    gate.configure(5, 3, 300, "");
+    let worse = gate.sqlgate(&["test"]);
+    worse.assert_code(100);
+    assert!(
+        worse.text().contains("demo::gate::regression_p"),
+        "{}",
+        worse.text()
+    );
+    let pending = gate.snapshot("demo.snap.new");
+    assert!(case_lines(&pending)
+        .iter()
+        .all(|line| line.contains(" | pass_rate=")));
+}
+
+#[test]
+fn the_cassette_keeps_every_sample_and_replays_them() {
+    let gate = Sampled::new(3);
+    gate.sqlgate(&["test", "--accept"]).assert_success();
+    let cassette = std::fs::read_to_string(gate.path("snapshots/predictions/coin.jsonl")).unwrap();
+    assert_eq!(cassette.lines().count(), 39 * 3);
+    assert!(cassette.contains(r#""case":"q01#2""#), "{cassette}");
+    // Replayed from the cassette alone (record mode none): the system is asked nothing, and
+    // the verdicts are the same, so nothing differs from the accepted snapshot.
+    let replayed = gate.sqlgate(&["test", "--record", "none"]);
+    replayed.assert_success();
+    assert!(!replayed.text().contains("asked "), "{}", replayed.text());
+    assert!(
+        !replayed.text().contains("snapshot differs"),
+        "{}",
+        replayed.text()
+    );
+}
+
+#[test]
+fn a_run_record_merges_to_the_same_verdicts() {
+    let gate = Sampled::new(3);
+    gate.sqlgate(&["test", "--accept"]).assert_success();
+    gate.configure(3, 4, 500, "");
+    let run = gate.sqlgate(&["test", "--record-out", "run.json", "--junit", "run.xml"]);
+    let merged = gate.sqlgate(&["merge", "run.json", "--junit", "merged.xml"]);
+    assert_eq!(
+        run.code(),
+        merged.code(),
+        "{}\n{}",
+        run.text(),
+        merged.text()
+    );
+    let properties = |file: &str| -> Vec<String> {
+        std::fs::read_to_string(gate.path(file))
+            .unwrap()
+            .lines()
+            .filter(|line| line.contains("<property") || line.contains("<testcase"))
+            .map(|line| strip_times(line.trim()))
+            .collect()
+    };
+    assert_eq!(properties("run.xml"), properties("merged.xml"));
+}
+
+/// A JUnit line without its `time` attribute (the only thing a merge changes).
+fn strip_times(line: &str) -> String {
+    match line.find(" time=\"") {
+        Some(start) => {
+            let end = line[start + 7..].find('"').unwrap() + start + 8;
+            format!("{}{}", &line[..start], &line[end..])
+        }
+        None => line.to_string(),
+    }
+}
+
+#[test]
+fn pass_rules_and_bad_settings() {
+    let gate = Sampled::new(5);
+    gate.configure(5, 1, 800, r#"pass_rule = "most""#);
+    let bad = gate.sqlgate(&["test"]);
+    bad.assert_code(2);
+    assert!(bad.text().contains("pass_rule"), "{}", bad.text());
+    gate.configure(0, 1, 800, "");
+    let zero = gate.sqlgate(&["test"]);
+    zero.assert_code(2);
+    assert!(
+        zero.text().contains("`samples` must be at least 1"),
+        "{}",
+        zero.text()
+    );
+    // `all`: a case with any wrong sample fails; p = 0.8 over 5 samples leaves few all-correct.
+    gate.configure(5, 1, 800, r#"pass_rule = "all""#);
+    let all = gate.sqlgate(&["test", "--junit", "all.xml"]);
+    assert_eq!(all.code(), Some(100), "{}", all.text());
+    let junit = std::fs::read_to_string(gate.path("all.xml")).unwrap();
+    assert!(junit.contains("flaky"), "{junit}");
+}
