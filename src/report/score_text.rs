@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use sqlgate_eval::metrics::reliability::Reliability;
-use sqlgate_eval::scoring::{Summary, Tally};
+use sqlgate_eval::scoring::{SoftF1Means, Summary, Tally};
 
 /// Levels whose natural order is not alphabetical (Spider hardness, BIRD difficulty).
 const LEVEL_ORDER: &[&str] = &[
@@ -73,6 +73,9 @@ pub fn render(summary: &Summary, source: &str) -> String {
     }
     if let Some(etm) = &summary.etm {
         let _ = writeln!(out, "\nETM {:.3}\n{}", etm.all, etm.tables.trim_end());
+    }
+    if let Some(soft_f1) = &summary.soft_f1 {
+        render_soft_f1(&mut out, soft_f1);
     }
     render_reliability(&mut out, &summary.reliability);
     if !summary.families.is_empty() {
@@ -210,5 +213,24 @@ mod tests {
         assert_eq!(super::one_decimal(-0.0), "0.0");
         assert_eq!(super::one_decimal(-0.06), "-0.1");
         assert_eq!(super::one_decimal(266.66), "266.7");
+    }
+}
+
+/// Soft-F1 on sqlgate's 0..1 scale, with the BIRD script's numbers (100 × the mean) per
+/// difficulty level when the cases have one.
+fn render_soft_f1(out: &mut String, soft_f1: &SoftF1Means) {
+    let _ = writeln!(
+        out,
+        "\nSoft-F1 {:.3} (BIRD prints {:.2})",
+        soft_f1.all,
+        soft_f1.all * 100.0
+    );
+    let mut levels: Vec<(&String, &f64)> = soft_f1.by_difficulty.iter().collect();
+    levels.sort_by_key(|(level, _)| {
+        let rank = LEVEL_ORDER.iter().position(|l| l == level);
+        (rank.unwrap_or(LEVEL_ORDER.len()), level.to_string())
+    });
+    for (level, mean) in levels {
+        let _ = writeln!(out, "  {level:<12} {:.2}", mean * 100.0);
     }
 }

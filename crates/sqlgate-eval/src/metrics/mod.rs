@@ -5,5 +5,6 @@ pub mod etm;
 pub mod ex;
 pub mod reliability;
 pub mod retrieval;
+pub mod soft_f1;
 pub mod sql2nl;
 pub mod sqlmorph;

@@ -35,11 +35,13 @@ pub enum Metric {
     Recall,
     /// The false-positive rate of the replies' `retrieved`.
     Fpr,
+    /// BIRD mini-dev Soft-F1 (need the suite's `soft_f1`), on EX's 0..1 scale.
+    SoftF1,
 }
 
 impl Metric {
     /// The metrics with a fixed name (every one but `pass@K`).
-    const NAMED: [Metric; 11] = [
+    const NAMED: [Metric; 12] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -51,6 +53,7 @@ impl Metric {
         Metric::Qvt,
         Metric::Recall,
         Metric::Fpr,
+        Metric::SoftF1,
     ];
 
     /// Whether the metric is measured over a suite's cases (`gate`).
@@ -64,6 +67,7 @@ impl Metric {
                 | Metric::Esm
                 | Metric::Etm
                 | Metric::Rs
+                | Metric::SoftF1
         )
     }
 
@@ -98,6 +102,7 @@ impl Metric {
             Metric::PassAt(_) => "pass@",
             Metric::Recall => "recall",
             Metric::Fpr => "fpr",
+            Metric::SoftF1 => "soft_f1",
         }
     }
 }
@@ -156,7 +161,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_pass_at_k_carries_its_k() {
         for name in [
-            "ex", "rs", "drop", "qvt", "recall", "fpr", "pass@1", "pass@10",
+            "ex", "rs", "drop", "qvt", "recall", "fpr", "soft_f1", "pass@1", "pass@10",
         ] {
             assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);
         }
@@ -171,5 +176,6 @@ mod tests {
         assert!(Metric::Ex.is_suite_metric() && Metric::Ex.is_family_metric());
         assert!(!Metric::Drop.is_suite_metric() && Metric::PassAt(3).is_family_metric());
         assert!(!Metric::Etm.is_family_metric());
+        assert!(Metric::SoftF1.is_suite_metric() && !Metric::SoftF1.is_family_metric());
     }
 }
