@@ -87,13 +87,7 @@ pub fn render(summary: &Summary, source: &str) -> String {
     }
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();
-        rows.sort_by_key(|(value, _)| {
-            let rank = LEVEL_ORDER
-                .iter()
-                .position(|level| level == value)
-                .unwrap_or(LEVEL_ORDER.len());
-            (rank, value.to_string())
-        });
+        rows.sort_by_key(|(value, _)| level_order(value));
         let width = rows
             .iter()
             .map(|(value, _)| value.chars().count())
@@ -205,15 +199,10 @@ fn one_decimal(value: f64) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn one_decimal_has_no_negative_zero() {
-        assert_eq!(super::one_decimal(-0.04), "0.0");
-        assert_eq!(super::one_decimal(-0.0), "0.0");
-        assert_eq!(super::one_decimal(-0.06), "-0.1");
-        assert_eq!(super::one_decimal(266.66), "266.7");
-    }
+/// Sort key of a tag value: known levels in their natural order, then the others by name.
+fn level_order(value: &str) -> (usize, String) {
+    let rank = LEVEL_ORDER.iter().position(|level| *level == value);
+    (rank.unwrap_or(LEVEL_ORDER.len()), value.to_string())
 }
 
 /// Soft-F1 on sqlgate's 0..1 scale, with the BIRD script's numbers (100 × the mean) per
@@ -226,11 +215,19 @@ fn render_soft_f1(out: &mut String, soft_f1: &SoftF1Means) {
         soft_f1.all * 100.0
     );
     let mut levels: Vec<(&String, &f64)> = soft_f1.by_difficulty.iter().collect();
-    levels.sort_by_key(|(level, _)| {
-        let rank = LEVEL_ORDER.iter().position(|l| l == level);
-        (rank.unwrap_or(LEVEL_ORDER.len()), level.to_string())
-    });
+    levels.sort_by_key(|(level, _)| level_order(level));
     for (level, mean) in levels {
         let _ = writeln!(out, "  {level:<12} {:.2}", mean * 100.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_decimal_has_no_negative_zero() {
+        assert_eq!(super::one_decimal(-0.04), "0.0");
+        assert_eq!(super::one_decimal(-0.0), "0.0");
+        assert_eq!(super::one_decimal(-0.06), "-0.1");
+        assert_eq!(super::one_decimal(266.66), "266.7");
     }
 }

@@ -129,7 +129,10 @@ fn sqlgate_values(items: &[Item], defog: &Path, dir: &Path) -> Vec<f64> {
         .iter()
         .map(|item| format!("{}\t{}\n", item.gold, item.db))
         .collect();
-    let pred: String = items.iter().map(|item| format!("{}\n", item.pred)).collect();
+    let pred: String = items
+        .iter()
+        .map(|item| format!("{}\n", item.pred))
+        .collect();
     let (gold_path, pred_path) = (dir.join("gold.sql"), dir.join("pred.txt"));
     std::fs::write(&gold_path, gold).unwrap();
     std::fs::write(&pred_path, pred).unwrap();

@@ -93,6 +93,10 @@ fn strict_rows(exec: &Execution) -> Option<&ResultSet> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::ExecErrorKind;
+    use crate::metrics::ex::testkit::{rows, FakeRunner};
+
+    type Rows = Vec<Vec<Value>>;
 
     fn int(i: i64) -> Value {
         Value::Int(i)
@@ -109,7 +113,7 @@ mod tests {
     /// The vectors of spec §3.5, (prediction, gold, Soft-F1).
     #[test]
     fn spec_vectors() {
-        let vectors: Vec<(Vec<Vec<Value>>, Vec<Vec<Value>>, f64)> = vec![
+        let vectors: Vec<(Rows, Rows, f64)> = vec![
             (
                 vec![vec![int(1), text("a")], vec![int(2), text("b")]],
                 vec![vec![int(1), text("a")], vec![int(2), text("b")]],
@@ -131,7 +135,11 @@ mod tests {
                 0.8,
             ),
             (vec![vec![int(1)]], vec![vec![int(1), text("a")]], 2.0 / 3.0),
-            (vec![vec![int(1)], vec![int(2)]], vec![vec![int(1)]], 2.0 / 3.0),
+            (
+                vec![vec![int(1)], vec![int(2)]],
+                vec![vec![int(1)]],
+                2.0 / 3.0,
+            ),
             (vec![], vec![vec![int(1)]], 0.0),
             (vec![vec![int(1)]], vec![], 0.0),
             (
@@ -149,7 +157,10 @@ mod tests {
         assert_eq!(vectors.len(), 11);
         for (i, (pred, gold, expected)) in vectors.iter().enumerate() {
             let actual = soft_f1(pred, gold);
-            assert!(close(actual, *expected), "vector {i}: {actual} != {expected}");
+            assert!(
+                close(actual, *expected),
+                "vector {i}: {actual} != {expected}"
+            );
         }
     }
 
@@ -184,5 +195,45 @@ mod tests {
     #[test]
     fn a_gold_row_without_columns_scores_zero_as_the_reference_raises() {
         assert_eq!(soft_f1(&[vec![int(1)]], &[vec![]]), 0.0);
+    }
+
+    fn golds(sqls: &[&str]) -> Vec<String> {
+        sqls.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_case_takes_the_best_gold_alternative_and_a_failing_one_scores_zero() {
+        let db = Path::new("db.sqlite");
+        let runner = FakeRunner::new()
+            .with_pred("P", rows(vec![vec![int(1)]]))
+            .with_gold("A", rows(vec![vec![int(2)]]))
+            .with_gold("B", rows(vec![vec![int(1)], vec![int(2)]]))
+            .with_gold_failure("BROKEN", ExecErrorKind::Runtime, "no such table");
+        let value = case_soft_f1(&golds(&["A", "BROKEN", "B"]), db, "P", None, &runner);
+        assert!(close(value, 2.0 / 3.0), "{value}");
+        assert_eq!(
+            case_soft_f1(&golds(&["A", "BROKEN"]), db, "P", None, &runner),
+            0.0
+        );
+        // The prediction failing scores 0 whatever the gold.
+        assert_eq!(case_soft_f1(&golds(&["B"]), db, "NOPE", None, &runner), 0.0);
+    }
+
+    #[test]
+    fn strict_decoding_and_the_pair_budget_score_zero() {
+        let db = Path::new("db.sqlite");
+        let lossy = ResultSet {
+            lossy_text: true,
+            ..rows(vec![vec![int(1)]])
+        };
+        let runner = FakeRunner::new()
+            .with_pred("LOSSY", lossy)
+            .with_pred_taking("SLOW", rows(vec![vec![int(1)]]), Duration::from_secs(2))
+            .with_gold("G", rows(vec![vec![int(1)]]));
+        let gold = golds(&["G"]);
+        assert_eq!(case_soft_f1(&gold, db, "LOSSY", None, &runner), 0.0);
+        assert_eq!(case_soft_f1(&gold, db, "SLOW", None, &runner), 1.0);
+        let budget = Some(Duration::from_secs(1));
+        assert_eq!(case_soft_f1(&gold, db, "SLOW", budget, &runner), 0.0);
     }
 }
