@@ -135,17 +135,22 @@ fn shards_merge_to_the_soft_f1_of_one_run() {
 }
 
 #[test]
-fn a_soft_f1_gate_needs_the_suite_to_compute_it() {
+fn a_soft_f1_gate_needs_the_suite_to_compute_it_on_the_0_to_1_scale() {
     let dir = demo_workspace();
-    write_config(dir.path(), "gate = { soft_f1 = \">= 0.5\" }");
-    let output = run(dir.path(), &["test"]);
-    output.assert_code(2);
-    assert!(
-        output
-            .text()
-            .contains("gate `soft_f1` needs `soft_f1 = true`"),
-        "{}",
-        output.text()
+    let refused = |settings: &str, expected: &str| {
+        write_config(dir.path(), settings);
+        let output = run(dir.path(), &["test"]);
+        output.assert_code(2);
+        assert!(output.text().contains(expected), "{}", output.text());
+    };
+    refused(
+        "gate = { soft_f1 = \">= 0.5\" }",
+        "gate `soft_f1` needs `soft_f1 = true`",
+    );
+    // BIRD's printed number is 100 × the mean: a threshold copied from it is out of range.
+    refused(
+        "soft_f1 = true\ngate = { soft_f1 = \">= 55\" }",
+        "`soft_f1` is between 0 and 1",
     );
 }
 
