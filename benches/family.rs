@@ -36,6 +36,7 @@ fn score(id: String, tags: BTreeMap<String, String>, correct: bool, at: usize) -
         esm_detail: None,
         etm: None,
         etm_detail: None,
+        soft_f1: None,
         hardness: None,
         cs: Some(0.6 + (at % 40) as f64 / 100.0),
         robustness: Some(Robustness {

@@ -85,6 +85,10 @@ pub struct ScoreArgs {
     /// names for EXP/EXR/F1, e.g. `EC-EC-IE,EC-PC-PE,SC-EC-IE,NC-PC` (see docs/metrics.md).
     #[arg(long, value_parser = parse_metrics)]
     metrics: Option<MetricList>,
+    /// Add BIRD mini-dev Soft-F1 (`evaluation_f1.py`) per case and as a mean, on a 0..1 scale
+    /// (the BIRD script prints 100 × the mean), as `soft_f1 = true` in a `[[suite]]`.
+    #[arg(long)]
+    soft_f1: bool,
     /// Compute the fine-grained metrics like the SQLMorph reference implementation instead of
     /// the paper's definitions.
     #[arg(long)]
@@ -300,6 +304,7 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         esm,
         etm: etm.then(|| Arc::new(etm::Evaluator::new(args.etm_compat))),
         robustness: !args.families.is_empty(),
+        soft_f1: args.soft_f1,
         ..Scoring::new(mode)
     };
     let databases = scoring.databases(&benchmark)?;

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use sqlgate_eval::metrics::reliability::Reliability;
-use sqlgate_eval::scoring::{Summary, Tally};
+use sqlgate_eval::scoring::{SoftF1Means, Summary, Tally};
 
 /// Levels whose natural order is not alphabetical (Spider hardness, BIRD difficulty).
 const LEVEL_ORDER: &[&str] = &[
@@ -74,6 +74,9 @@ pub fn render(summary: &Summary, source: &str) -> String {
     if let Some(etm) = &summary.etm {
         let _ = writeln!(out, "\nETM {:.3}\n{}", etm.all, etm.tables.trim_end());
     }
+    if let Some(soft_f1) = &summary.soft_f1 {
+        render_soft_f1(&mut out, soft_f1);
+    }
     render_reliability(&mut out, &summary.reliability);
     if !summary.families.is_empty() {
         let _ = write!(
@@ -84,13 +87,7 @@ pub fn render(summary: &Summary, source: &str) -> String {
     }
     for (family, values) in &summary.breakdown {
         let mut rows: Vec<(&String, &Tally)> = values.iter().collect();
-        rows.sort_by_key(|(value, _)| {
-            let rank = LEVEL_ORDER
-                .iter()
-                .position(|level| level == value)
-                .unwrap_or(LEVEL_ORDER.len());
-            (rank, value.to_string())
-        });
+        rows.sort_by_key(|(value, _)| level_order(value));
         let width = rows
             .iter()
             .map(|(value, _)| value.chars().count())
@@ -199,6 +196,28 @@ fn one_decimal(value: f64) -> String {
     match text.strip_prefix('-') {
         Some(magnitude) if magnitude.chars().all(|c| c == '0' || c == '.') => magnitude.to_string(),
         _ => text,
+    }
+}
+
+/// Sort key of a tag value: known levels in their natural order, then the others by name.
+fn level_order(value: &str) -> (usize, String) {
+    let rank = LEVEL_ORDER.iter().position(|level| *level == value);
+    (rank.unwrap_or(LEVEL_ORDER.len()), value.to_string())
+}
+
+/// Soft-F1 on sqlgate's 0..1 scale, with the BIRD script's numbers (100 × the mean) per
+/// difficulty level when the cases have one.
+fn render_soft_f1(out: &mut String, soft_f1: &SoftF1Means) {
+    let _ = writeln!(
+        out,
+        "\nSoft-F1 {:.3} (BIRD prints {:.2})",
+        soft_f1.all,
+        soft_f1.all * 100.0
+    );
+    let mut levels: Vec<(&String, &f64)> = soft_f1.by_difficulty.iter().collect();
+    levels.sort_by_key(|(level, _)| level_order(level));
+    for (level, mean) in levels {
+        let _ = writeln!(out, "  {level:<12} {:.2}", mean * 100.0);
     }
 }
 

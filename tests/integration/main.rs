@@ -53,6 +53,8 @@ mod sandbox;
 mod schema_db;
 mod score_gate_parity;
 mod shared_data;
+mod soft_f1_outputs;
+mod soft_f1_parity;
 mod sqlmorph_properties;
 mod structural;
 mod system_cassette;

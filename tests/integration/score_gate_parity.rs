@@ -1,5 +1,5 @@
 //! `sqlgate score` and the gate score a case through one pipeline: the same predictions give the
-//! same per-case and mean EX, ESM, ETM and F1 in `score --format json` and in the gate's JUnit
+//! same per-case and mean EX, ESM, ETM, F1 and Soft-F1 in `score --format json` and in the gate's JUnit
 //! properties, on the demo and on Spider dev. Also: ESM finds databases in the flat layout, and a
 //! database missing from `tables.json` is an input error before anything is scored.
 
@@ -157,15 +157,16 @@ fn demo_scores_the_same_through_score_and_the_gate() {
         predictions.to_str().unwrap(),
         "--metrics",
         &metrics,
+        "--soft-f1",
     ]);
     let gate = gate_properties(
         &format!(
-            "benchmark = \"{}\"\nstructural = [\"etm\"]\nregime = \"{REGIME}\"",
+            "benchmark = \"{}\"\nstructural = [\"etm\"]\nregime = \"{REGIME}\"\nsoft_f1 = true",
             suite.display()
         ),
         &predictions,
     );
-    assert_same(&score, &gate, &["ex", "etm", "f1"]);
+    assert_same(&score, &gate, &["ex", "etm", "f1", "soft_f1"]);
 }
 
 #[test]

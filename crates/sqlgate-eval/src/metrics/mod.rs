@@ -7,5 +7,6 @@ pub mod ex;
 pub mod noise;
 pub mod reliability;
 pub mod retrieval;
+pub mod soft_f1;
 pub mod sql2nl;
 pub mod sqlmorph;

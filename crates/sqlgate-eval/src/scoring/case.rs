@@ -10,7 +10,7 @@ use super::{case_facts, CaseDatabases, CaseScore, ComputedMetric, FineScores, Sc
 use crate::exec::QueryRunner;
 use crate::loaders::{Answer, Case, Prediction};
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Outcome, Verdict};
-use crate::metrics::sqlmorph;
+use crate::metrics::{soft_f1, sqlmorph};
 use crate::spider::Hardness;
 
 /// What a case is scored on.
@@ -53,6 +53,7 @@ pub fn score_case(
     if case.feasible {
         add_fine_scores(scoring, case, databases, &mut score, runner);
         add_structural(scoring, case, databases, &mut score, runner);
+        add_soft_f1(scoring, case, databases, &mut score, runner);
         if scoring.robustness {
             let (samples, retrieved) = match response {
                 Response::Answer(prediction) => {
@@ -134,6 +135,7 @@ fn execution(
         esm_detail: None,
         etm: None,
         etm_detail: None,
+        soft_f1: None,
         hardness: case
             .tags
             .get("hardness")
@@ -257,4 +259,22 @@ fn add_structural(
             }
         }
     }
+}
+
+/// Soft-F1 on the case's own database (the reference runs one), under BIRD's pair budget.
+fn add_soft_f1(
+    scoring: &Scoring,
+    case: &Case,
+    databases: &CaseDatabases,
+    score: &mut CaseScore,
+    runner: &dyn QueryRunner,
+) {
+    if !scoring.soft_f1 {
+        return;
+    }
+    let value = score.sql.as_deref().map_or(0.0, |sql| {
+        let budget = scoring.mode_options.pair_budget;
+        soft_f1::case_soft_f1(&case.gold, &databases.main, sql, budget, runner)
+    });
+    score.soft_f1 = Some(value);
 }

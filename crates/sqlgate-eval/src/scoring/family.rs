@@ -509,6 +509,7 @@ mod tests {
             esm_detail: None,
             etm: None,
             etm_detail: None,
+            soft_f1: None,
             hardness: None,
             cs: None,
             robustness: None,

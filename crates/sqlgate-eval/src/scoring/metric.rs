@@ -41,11 +41,13 @@ pub enum Metric {
     /// The one-sided p-value that the run is worse than the accepted snapshot (a paired test
     /// over the cases in both); a gate `">= 0.05"` fails on a drop beyond noise.
     RegressionP,
+    /// BIRD mini-dev Soft-F1 (need the suite's `soft_f1`), on EX's 0..1 scale.
+    SoftF1,
 }
 
 impl Metric {
     /// The metrics with a fixed name (every one but `pass@K`).
-    const NAMED: [Metric; 13] = [
+    const NAMED: [Metric; 14] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -59,6 +61,7 @@ impl Metric {
         Metric::Fpr,
         Metric::PassRate,
         Metric::RegressionP,
+        Metric::SoftF1,
     ];
 
     /// Whether the metric is measured over a suite's cases (`gate`).
@@ -75,6 +78,7 @@ impl Metric {
                 | Metric::PassRate
                 | Metric::PassAt(_)
                 | Metric::RegressionP
+                | Metric::SoftF1
         )
     }
 
@@ -111,6 +115,7 @@ impl Metric {
             Metric::Fpr => "fpr",
             Metric::PassRate => "pass_rate",
             Metric::RegressionP => "regression_p",
+            Metric::SoftF1 => "soft_f1",
         }
     }
 }
@@ -179,6 +184,7 @@ mod tests {
             "pass@10",
             "pass_rate",
             "regression_p",
+            "soft_f1",
         ] {
             assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);
         }
@@ -194,5 +200,6 @@ mod tests {
         assert!(!Metric::Drop.is_suite_metric() && Metric::PassAt(3).is_family_metric());
         assert!(Metric::PassAt(3).is_suite_metric() && !Metric::RegressionP.is_family_metric());
         assert!(!Metric::Etm.is_family_metric());
+        assert!(Metric::SoftF1.is_suite_metric() && !Metric::SoftF1.is_family_metric());
     }
 }

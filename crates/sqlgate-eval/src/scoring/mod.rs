@@ -33,7 +33,7 @@ pub use case::{score_all, score_case, Response};
 pub use case_facts::{Robustness, SchemaCache};
 pub use family::{FamilySummary, REPORTED_K};
 pub use metric::Metric;
-pub use summary::{summarize, HardnessMeans, Summary, Tally};
+pub use summary::{summarize, HardnessMeans, SoftF1Means, Summary, Tally};
 
 /// How cases are scored: built by `sqlgate score` from its flags and by the gate from a
 /// `[[suite]]`. Its serialization is everything in it that changes a score (verdict reuse keys
@@ -68,6 +68,10 @@ pub struct Scoring {
     /// Collect the per-case facts of the family metrics ([`Robustness`]): set when the
     /// benchmark holds generated families.
     pub robustness: bool,
+    /// BIRD mini-dev Soft-F1 of every feasible case. Written only when set, so that turning it
+    /// on is a new reuse key and leaving it off keeps the old ones.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub soft_f1: bool,
     /// Each database's tables and columns, read once, for the schema error rate.
     #[serde(skip)]
     pub schemas: SchemaCache,
@@ -98,6 +102,7 @@ impl Scoring {
             etm: None,
             pc_max_pairs: sqlmorph::Options::default().pc_max_pairs,
             robustness: false,
+            soft_f1: false,
             schemas: SchemaCache::default(),
         }
     }
@@ -331,6 +336,10 @@ pub struct CaseScore {
     /// Why: rules fired per side, departures from the reference, first differing subtree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etm_detail: Option<etm::Verdict>,
+    /// BIRD mini-dev Soft-F1 (0..1) of a feasible case, when asked for: best over the gold
+    /// alternatives on the case's own database, 0 without an answer or when a query fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soft_f1: Option<f64>,
     /// The gold's Spider hardness, with the structural metrics.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hardness: Option<Hardness>,

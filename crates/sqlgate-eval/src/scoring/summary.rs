@@ -73,6 +73,9 @@ pub struct Summary {
     /// Enhanced Tree Matching, overall and per hardness, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etm: Option<HardnessMeans>,
+    /// BIRD mini-dev Soft-F1, overall and per BIRD difficulty, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soft_f1: Option<SoftF1Means>,
     /// TrustSQL's RS(c) over every case, feasible or not: `rs`, `regions`, `rs_n` and
     /// `rs_categories` in the JSON.
     #[serde(flatten)]
@@ -92,6 +95,17 @@ pub struct HardnessMeans {
     /// The reference's tables, for the text report.
     #[serde(skip)]
     pub tables: String,
+}
+
+/// Means of Soft-F1 (0..1; the BIRD script prints 100 × these).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SoftF1Means {
+    /// The mean over every feasible case.
+    pub all: f64,
+    /// The mean per value of the `difficulty` tag (BIRD's `simple`, `moderate`,
+    /// `challenging`), over the cases that have one.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_difficulty: BTreeMap<String, f64>,
 }
 
 /// Aggregates `scores`, with RS for the defaults (0, 10, N) and every penalty of `penalties`,
@@ -153,6 +167,7 @@ pub fn summarize(scoring: &Scoring, scores: &[&CaseScore], penalties: &[Penalty]
             .count(),
         esm: scoring.esm.as_ref().map(|_| esm_means(scores)),
         etm: scoring.etm.as_ref().map(|_| etm_means(scores)),
+        soft_f1: scoring.soft_f1.then(|| soft_f1_means(scores)),
         reliability: reliability::reliability(
             &facts,
             &reliability::penalties_with_defaults(penalties),
@@ -184,6 +199,28 @@ pub fn fine_means(regimes: &[Regime], scores: &[&CaseScore]) -> BTreeMap<String,
             (name, mean)
         })
         .collect()
+}
+
+/// Soft-F1 over the feasible cases (0 where it is unset), overall and per difficulty.
+pub fn soft_f1_means(scores: &[&CaseScore]) -> SoftF1Means {
+    let mut totals: BTreeMap<Option<&str>, (usize, f64)> = BTreeMap::new();
+    for score in scores.iter().filter(|s| s.feasible) {
+        let value = score.soft_f1.unwrap_or(0.0);
+        let difficulty = score.tags.get("difficulty").map(String::as_str);
+        for level in std::iter::once(None).chain(difficulty.map(Some)) {
+            let entry = totals.entry(level).or_default();
+            entry.0 += 1;
+            entry.1 += value;
+        }
+    }
+    let mean = |(count, sum): (usize, f64)| sum / count as f64;
+    SoftF1Means {
+        all: totals.remove(&None).map_or(0.0, mean),
+        by_difficulty: totals
+            .into_iter()
+            .filter_map(|(level, counts)| Some((level?.to_string(), mean(counts))))
+            .collect(),
+    }
 }
 
 /// Exact set match over the feasible cases, with the reference's `--etype match` tables.

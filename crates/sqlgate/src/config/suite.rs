@@ -55,6 +55,10 @@ pub struct SuiteConfig {
     /// Matching).
     #[serde(default)]
     pub structural: Vec<Structural>,
+    /// Every case reports BIRD mini-dev Soft-F1 (`evaluation_f1.py`), for gates such as
+    /// `soft_f1 = ">= 0.6"` and for snapshots.
+    #[serde(default)]
+    pub soft_f1: bool,
     /// Embeddings for SC column matching from an OpenAI-compatible endpoint, cached in
     /// `<snapshots>/embeddings/<model>.jsonl` (default: the offline n-gram embedder).
     pub embeddings: Option<EmbeddingsConfig>,

@@ -17,13 +17,14 @@ use crate::gate::snapshot::{self, SnapshotEntry};
 /// The suite metrics that are means of a per-case value over the feasible cases, in the order
 /// reports show them. (RS weighs every case by its region, and family metrics compare cases
 /// with their seeds: neither is a per-case mean.)
-pub const CASE_MEANS: [Metric; 6] = [
+pub const CASE_MEANS: [Metric; 7] = [
     Metric::Ex,
     Metric::Exp,
     Metric::Exr,
     Metric::F1,
     Metric::Esm,
     Metric::Etm,
+    Metric::SoftF1,
 ];
 
 /// What kind of file a side was read from.
@@ -168,6 +169,7 @@ fn record_outcome(suite: &str, case: &CaseRecord) -> CaseOutcome {
         Metric::F1 => fine.map(|f| f.f1),
         Metric::Esm => case.esm.map(f64::from),
         Metric::Etm => case.etm.map(f64::from),
+        Metric::SoftF1 => case.soft_f1,
         _ => None,
     };
     CaseOutcome {

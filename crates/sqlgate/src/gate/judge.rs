@@ -332,6 +332,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCas
     }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
+    properties.extend(soft_f1_metric(run));
     // A metric that could not be computed scored 0 above; its property says why.
     for (metric, reason) in run.score.metric_errors() {
         properties.insert(metric.error_code().to_string(), reason.to_string());
@@ -551,6 +552,12 @@ pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A case's Soft-F1, formatted, when its suite asks for it.
+pub fn soft_f1_metric(run: &CaseRun) -> Option<(String, String)> {
+    let value = run.score.soft_f1?;
+    Some(("soft_f1".to_string(), format_metric(value)))
+}
+
 /// A suite's aggregate metrics: suite metrics by name and family metrics as
 /// `<family>::<metric>` (for reports), and each family's summary (for its gates).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -762,6 +769,9 @@ pub fn suite_metrics(
     }
     if let Some(etm) = &summary.etm {
         metrics.insert("etm".to_string(), etm.all);
+    }
+    if let Some(soft_f1) = &summary.soft_f1 {
+        metrics.insert("soft_f1".to_string(), soft_f1.all);
     }
     for (family, family_summary) in &summary.families {
         let gated = suite

@@ -73,6 +73,9 @@ pub struct CaseRecord {
     /// Enhanced Tree Matching (1 or 0), when the suite computes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etm: Option<u8>,
+    /// BIRD mini-dev Soft-F1 (0..1), when the suite computes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_f1: Option<f64>,
     /// Why the system gave no usable answer, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_error: Option<SystemErrorKind>,
@@ -131,6 +134,7 @@ impl CaseRecord {
             fine: score.fine.clone(),
             esm: score.esm,
             etm: score.etm,
+            soft_f1: score.soft_f1,
             system_error: run.system_error,
             reply_truncated: run.reply_truncated,
             detail: run.detail.clone(),
@@ -186,6 +190,7 @@ impl CaseRecord {
             esm_detail: None,
             etm: self.etm,
             etm_detail: None,
+            soft_f1: self.soft_f1,
             hardness: case
                 .tags
                 .get("hardness")
@@ -250,6 +255,9 @@ impl CaseRecord {
         }
         if self.samples.len() == 1 {
             return Some("a sampled case has at least two samples".to_string());
+        }
+        if let Some(value) = self.soft_f1.filter(|&v| !unit(v)) {
+            return Some(format!("soft_f1 = {value} does not lie in [0, 1]"));
         }
         if !self.seconds.is_finite() || self.seconds < 0.0 {
             return Some(format!("seconds = {} is not a duration", self.seconds));

@@ -139,6 +139,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             esm,
             etm,
             robustness: !suite.families.is_empty(),
+            soft_f1: suite.soft_f1,
             ..Scoring::new(mode)
         };
         let gates = computable_gates(config, &scoring, gates)?;
@@ -272,6 +273,7 @@ fn computable_gates(
             }
             Metric::Esm if scoring.esm.is_none() => Some("`structural = [\"esm\"]`"),
             Metric::Etm if scoring.etm.is_none() => Some("`structural = [\"etm\"]`"),
+            Metric::SoftF1 if !scoring.soft_f1 => Some("`soft_f1 = true`"),
             _ => None,
         };
         if let Some(needs) = needs {

@@ -11,7 +11,7 @@ mod testsuite;
 mod trustsql;
 
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 #[cfg(test)]
 mod vectors;
 
