@@ -35,11 +35,17 @@ pub enum Metric {
     Recall,
     /// The false-positive rate of the replies' `retrieved`.
     Fpr,
+    /// The 95th percentile (nearest rank) of the answers' latency, in seconds.
+    LatencyP95,
+    /// The mean tokens (prompt and completion) per case.
+    TokensMean,
+    /// All the suite's tokens over its correct cases.
+    TokensPerCorrect,
 }
 
 impl Metric {
     /// The metrics with a fixed name (every one but `pass@K`).
-    const NAMED: [Metric; 11] = [
+    const NAMED: [Metric; 14] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -51,6 +57,9 @@ impl Metric {
         Metric::Qvt,
         Metric::Recall,
         Metric::Fpr,
+        Metric::LatencyP95,
+        Metric::TokensMean,
+        Metric::TokensPerCorrect,
     ];
 
     /// Whether the metric is measured over a suite's cases (`gate`).
@@ -64,6 +73,9 @@ impl Metric {
                 | Metric::Esm
                 | Metric::Etm
                 | Metric::Rs
+                | Metric::LatencyP95
+                | Metric::TokensMean
+                | Metric::TokensPerCorrect
         )
     }
 
@@ -98,6 +110,9 @@ impl Metric {
             Metric::PassAt(_) => "pass@",
             Metric::Recall => "recall",
             Metric::Fpr => "fpr",
+            Metric::LatencyP95 => "latency_p95",
+            Metric::TokensMean => "tokens_mean",
+            Metric::TokensPerCorrect => "tokens_per_correct",
         }
     }
 }
@@ -156,7 +171,17 @@ mod tests {
     #[test]
     fn names_round_trip_and_pass_at_k_carries_its_k() {
         for name in [
-            "ex", "rs", "drop", "qvt", "recall", "fpr", "pass@1", "pass@10",
+            "ex",
+            "rs",
+            "drop",
+            "qvt",
+            "recall",
+            "fpr",
+            "pass@1",
+            "pass@10",
+            "latency_p95",
+            "tokens_mean",
+            "tokens_per_correct",
         ] {
             assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);
         }
@@ -171,5 +196,6 @@ mod tests {
         assert!(Metric::Ex.is_suite_metric() && Metric::Ex.is_family_metric());
         assert!(!Metric::Drop.is_suite_metric() && Metric::PassAt(3).is_family_metric());
         assert!(!Metric::Etm.is_family_metric());
+        assert!(Metric::LatencyP95.is_suite_metric() && !Metric::TokensMean.is_family_metric());
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::config::{Metric, Threshold};
-use crate::system::answer::Answered;
+use crate::system::answer::{AnswerCost, Answered};
 use crate::system::SystemErrorKind;
 use sqlgate_eval::exec::QueryRunner;
 use sqlgate_eval::loaders::{Answer, Prediction};
@@ -16,6 +16,7 @@ use sqlgate_eval::scoring::{
     self, CaseScore, ComputedMetric, FamilySummary, FineScores, Response, Tally,
 };
 
+use super::cost::{self, CostSummary};
 use super::plan::{family_metric_key, SuitePlan, TestKind};
 use super::preview::{self, ResultsPreview};
 use super::{TestResult, TestStatus};
@@ -43,6 +44,9 @@ pub struct CaseRun {
     pub detail: Option<String>,
     /// For a wrong answer that ran, the first rows of its result beside the gold's.
     pub preview: Option<ResultsPreview>,
+    /// What each answer the case got cost the system (latency, tokens), in the order asked:
+    /// this run's answers, also when the verdict was reused.
+    pub answer_costs: Vec<AnswerCost>,
 }
 
 impl CaseRun {
@@ -107,6 +111,7 @@ pub fn evaluate_case(
         },
         detail: None,
         preview: None,
+        answer_costs: vec![answered.cost],
     };
     if !run.correct() {
         run.detail = Some(failure_detail(case, &run));
@@ -168,6 +173,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
+    properties.extend(cost_properties(&run.answer_costs));
     // A metric that could not be computed scored 0 above; its property says why.
     for (metric, reason) in run.score.metric_errors() {
         properties.insert(metric.error_code().to_string(), reason.to_string());
@@ -306,6 +312,31 @@ pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
     }
 }
 
+/// `latency_ms`, `prompt_tokens` and `completion_tokens` of a case, summed over its answers,
+/// each when every answer has it. Not in snapshot lines: latency differs between recordings.
+pub fn cost_properties(costs: &[AnswerCost]) -> Vec<(String, String)> {
+    let total = |part: fn(&AnswerCost) -> Option<u64>| -> Option<u64> {
+        let parts: Option<Vec<u64>> = costs.iter().map(part).collect();
+        parts
+            .filter(|parts| !parts.is_empty())
+            .map(|parts| parts.iter().sum())
+    };
+    [
+        ("latency_ms", total(|cost| cost.latency_ms)),
+        (
+            "prompt_tokens",
+            total(|cost| cost.usage.map(|u| u.prompt_tokens)),
+        ),
+        (
+            "completion_tokens",
+            total(|cost| cost.usage.map(|u| u.completion_tokens)),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((name.to_string(), value?.to_string())))
+    .collect()
+}
+
 /// `<metric>_error=1` for each metric that could not be computed (and scored 0), for snapshots.
 pub fn metric_error_flags(run: &CaseRun) -> Vec<(String, String)> {
     run.score
@@ -337,6 +368,8 @@ pub struct SuiteMetrics {
     pub cases: usize,
     /// The metrics that could not be computed for some of those cases (they scored 0).
     pub errors: BTreeMap<ComputedMetric, MetricErrors>,
+    /// What the answers cost: latency and tokens (also in `values` when computed).
+    pub cost: CostSummary,
 }
 
 /// Feasible cases a metric could not be computed for.
@@ -354,7 +387,11 @@ pub struct MetricErrors {
 /// over every case, and each family's metrics against its seeds.
 pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
     let scores: Vec<&CaseScore> = runs.iter().map(|r| &r.score).collect();
-    let mut metrics = BTreeMap::new();
+    let cost = cost::summarize(
+        runs.iter()
+            .map(|r| (r.answer_costs.as_slice(), r.correct())),
+    );
+    let mut metrics: BTreeMap<String, f64> = cost.values().into_iter().collect();
     if !runs.is_empty() {
         let regions: Vec<Region> = scores.iter().map(|s| s.region()).collect();
         metrics.insert("rs".to_string(), reliability::rs(&regions, suite.penalty));
@@ -364,6 +401,7 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
         return SuiteMetrics {
             values: metrics,
             families: summary.families,
+            cost,
             ..SuiteMetrics::default()
         };
     }
@@ -404,6 +442,7 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
         breakdown: summary.breakdown,
         cases: summary.n,
         errors,
+        cost,
     }
 }
 
@@ -414,11 +453,15 @@ pub fn judge_gate(
     metrics: &SuiteMetrics,
     duration: Duration,
 ) -> TestResult {
-    let value = metrics
-        .values
-        .get(&metric.to_string())
-        .copied()
-        .ok_or_else(|| "not for this suite".to_string());
+    let value = match metrics.cost.metric(metric) {
+        // A cost metric not computed says why: answers without latency or tokens, none correct.
+        Some(cost) => cost,
+        None => metrics
+            .values
+            .get(&metric.to_string())
+            .copied()
+            .ok_or_else(|| "not for this suite".to_string()),
+    };
     let threshold = suite.gates[&metric];
     let mut result = gate_result(
         suite,

@@ -15,6 +15,7 @@ pub use plan::{FamilyGate, TestKind};
 
 pub mod accepted;
 pub mod answerer;
+pub mod cost;
 pub mod judge;
 pub mod partition;
 pub mod plan;
@@ -139,6 +140,8 @@ pub struct SuiteSummary {
     pub gates: Vec<(String, String, TestStatus)>,
     /// Each generated family against its seeds, for the family tables.
     pub families: BTreeMap<String, FamilySummary>,
+    /// What the answers cost (latency, tokens), for the cost lines.
+    pub cost: cost::CostSummary,
 }
 
 impl SuiteSummary {
@@ -169,12 +172,19 @@ impl SuiteSummary {
             metrics,
             gates,
             families: BTreeMap::new(),
+            cost: cost::CostSummary::default(),
         }
     }
 
     /// The summary with its families' tables.
     pub fn with_families(mut self, families: BTreeMap<String, FamilySummary>) -> Self {
         self.families = families;
+        self
+    }
+
+    /// The summary with what its answers cost.
+    pub fn with_cost(mut self, cost: cost::CostSummary) -> Self {
+        self.cost = cost;
         self
     }
 }

@@ -19,6 +19,7 @@ use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::json_message;
 use sqlgate_eval::metrics::ex::{Diagnostic, Verdict};
 
+use crate::system::answer::AnswerCost;
 use crate::system::cassette::RecordedAnswer;
 use crate::system::SystemErrorKind;
 use sqlgate_eval::scoring::{CaseScore, FineScores, Robustness};
@@ -99,6 +100,10 @@ pub struct CaseRecord {
     /// sqlgate kept them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<ResultsPreview>,
+    /// What each of the case's answers cost (latency, tokens), so a merged run reports the
+    /// same cost numbers (absent in records written before sqlgate kept them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_costs: Vec<AnswerCost>,
 }
 
 impl CaseRecord {
@@ -132,6 +137,7 @@ impl CaseRecord {
             reply_key: None,
             robustness: score.robustness.clone(),
             preview: run.preview.clone(),
+            answer_costs: run.answer_costs.clone(),
         }
     }
 
@@ -196,6 +202,7 @@ impl CaseRecord {
             reply_truncated: self.reply_truncated,
             detail: self.detail.clone(),
             preview: self.preview.clone(),
+            answer_costs: self.answer_costs.clone(),
         })
     }
 }

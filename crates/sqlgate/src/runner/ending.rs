@@ -161,6 +161,11 @@ impl Ending {
                 family_text::overview(&summary.families).trim_end()
             ));
         }
+        for summary in &summaries {
+            if let Some(cost) = summary.cost.describe() {
+                notes.push(format!("{}: {cost}", summary.name));
+            }
+        }
         reporter.finish(&report.results, self.filtered_out, &notes);
 
         let profile_junit = session
@@ -212,6 +217,7 @@ pub fn summaries(suites: &[SuitePlan], report: &RunReport) -> Vec<SuiteSummary> 
         .map(|(suite, metrics)| {
             SuiteSummary::from_results(&suite.name, metrics.values.clone(), &report.results)
                 .with_families(metrics.families.clone())
+                .with_cost(metrics.cost.clone())
         })
         .collect()
 }

@@ -82,6 +82,7 @@ impl System for OpenAiSystem {
         let reply = self.client.chat(&self.chat_request(request))?;
         Ok(Reply {
             truncated: reply.cut_short(),
+            usage: reply.usage(),
             ..Reply::sql(reply.content)
         })
     }
@@ -224,6 +225,7 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
             samples: Vec::new(),
             retrieved: Vec::new(),
             truncated: false,
+            usage: None,
         });
     }
     if !is_query {

@@ -29,6 +29,8 @@ struct MetricsView {
     suite: String,
     cases: usize,
     metrics: Vec<(String, String)>,
+    /// What the answers cost, when any recorded a latency or a token count.
+    cost: Option<String>,
     chart: Option<String>,
     breakdowns: Vec<BreakdownView>,
 }
@@ -178,6 +180,7 @@ fn metrics_view(suite: &SuitePlan, metrics: &SuiteMetrics) -> MetricsView {
         suite: suite.name.clone(),
         cases: metrics.cases,
         metrics: suite_metrics,
+        cost: metrics.cost.describe(),
         chart,
         breakdowns,
     }
