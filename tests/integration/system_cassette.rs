@@ -527,6 +527,44 @@ fn a_reply_that_does_not_say_what_the_system_answered_is_refused_at_its_line() {
 }
 
 #[test]
+fn latency_and_usage_are_read_back_and_lines_without_them_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    let old = line("k1", r#"{"sql": "SELECT 1"}"#);
+    let new = r#"{"key": "k2", "case": "q2", "reply": {"sql": "SELECT 2", "usage": {"prompt_tokens": 812, "completion_tokens": 41}}, "latency_ms": 1234}"#;
+    let failed = r#"{"key": "k3", "case": "q3", "error": {"kind": "garbage", "message": "m"}, "latency_ms": 7}"#;
+    write_lines(&path, &[old, new.to_string(), failed.to_string()]);
+    let cassette = Cassette::open(&path).unwrap();
+    let old = cassette.get("k1").unwrap();
+    assert_eq!(old.latency_ms(), None);
+    assert_eq!(old.answer().as_ref().unwrap().usage, None);
+    let new = cassette.get("k2").unwrap();
+    assert_eq!(new.latency_ms(), Some(1234));
+    let usage = new.answer().as_ref().unwrap().usage.unwrap();
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (812, 41));
+    assert_eq!(cassette.get("k3").unwrap().latency_ms(), Some(7));
+
+    // Read strictly: usage has both counts and nothing else, latency is whole milliseconds.
+    for (bad, named) in [
+        (
+            r#""reply": {"sql": "SELECT 2", "usage": {"prompt_tokens": 812}}"#,
+            "completion_tokens",
+        ),
+        (
+            r#""reply": {"sql": "SELECT 2", "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}"#,
+            "total_tokens",
+        ),
+        (r#""reply": {"sql": "SELECT 2"}, "latency_ms": 1.5"#, "1.5"),
+        (r#""reply": {"sql": "SELECT 2"}, "latency_ms": -1"#, "-1"),
+    ] {
+        write_lines(&path, &[format!(r#"{{"key": "k2", "case": "q2", {bad}}}"#)]);
+        let error = Cassette::open(&path).err().expect(bad);
+        assert_eq!(error.line, Some(1), "{bad}");
+        assert!(error.message.contains(named), "{bad}: {error}");
+    }
+}
+
+#[test]
 fn a_key_on_two_lines_of_the_cassette_is_refused_at_the_second() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("system.jsonl");

@@ -251,3 +251,44 @@ pub(crate) fn excerpt(output: &[u8]) -> String {
     }
     format!("{shown:?}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_document_may_carry_usage_read_strictly() {
+        let reply = parse_answer(
+            br#"{"sql": "SELECT 1", "usage": {"prompt_tokens": 812, "completion_tokens": 41}}"#,
+        )
+        .unwrap();
+        assert_eq!(reply.usage.map(|usage| usage.total()), Some(853));
+        assert_eq!(parse_answer(br#"{"abstain": true}"#).unwrap().usage, None);
+        for bad in [
+            r#"{"sql": "SELECT 1", "usage": {"prompt_tokens": 812}}"#,
+            r#"{"sql": "SELECT 1", "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}"#,
+            r#"{"sql": "SELECT 1", "usage": {"prompt_tokens": -1, "completion_tokens": 2}}"#,
+        ] {
+            let error = parse_answer(bad.as_bytes()).unwrap_err();
+            assert_eq!(error.kind, SystemErrorKind::Garbage, "{bad}");
+        }
+    }
+
+    #[test]
+    fn usage_moves_from_the_reply_to_the_answer_s_cost() {
+        let usage = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+        };
+        let reply = Reply::sql("SELECT 1").with_usage(usage);
+        let answered = Answered::new(Ok(reply), Duration::ZERO, true, Some(42));
+        assert_eq!(answered.reply.unwrap().usage, None);
+        assert_eq!(
+            answered.cost,
+            AnswerCost {
+                latency_ms: Some(42),
+                usage: Some(usage)
+            }
+        );
+    }
+}
