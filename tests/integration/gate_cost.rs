@@ -4,7 +4,6 @@
 //! p50/p95, tokens and gate verdicts; a tokens gate fails; a cassette written before latency
 //! and usage were recorded still reads, and its cost gates fail closed saying why.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -182,12 +181,27 @@ fn a_replay_in_ci_gives_the_recording_run_s_latency_tokens_and_verdicts() {
     );
 
     // CI: nothing asked, the same numbers, the same verdicts.
+    let summary = dir.path().join("summary.md");
     let replay = sqlgate()
-        .args(["test", "--junit", "junit.xml"])
+        .args(["test", "--junit", "junit.xml", "--html", "report.html"])
         .env("CI", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary)
         .current_dir(dir.path())
         .run();
     replay.assert_code(100);
+    // The GitHub step summary and the HTML report say it too.
+    let cost = line.strip_prefix("tiny: ").unwrap();
+    let markdown = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        markdown.contains(&format!("**Cost of tiny:** {cost}")),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| latency_p50 | latency_p95 |"),
+        "{markdown}"
+    );
+    let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(page.contains(&format!("Cost: {cost}")), "{page}");
     assert_eq!(
         asked.load(Ordering::Relaxed),
         4,

@@ -278,7 +278,7 @@ fn answers_survive_a_round_trip_but_transient_failures_are_not_recorded() {
     let cassette = Cassette::open(&path).unwrap();
     assert!(cassette.is_empty());
     // Every other answer with its latency, as a recording run keeps it.
-    let latency = |at: usize| (at % 2 == 0).then_some(1000 + at as u64);
+    let latency = |at: usize| at.is_multiple_of(2).then_some(1000 + at as u64);
     for (at, (key, case, answer)) in answers().into_iter().enumerate() {
         cassette.record(&key, &case, &answer, latency(at));
     }
