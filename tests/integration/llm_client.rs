@@ -63,6 +63,8 @@ fn chat_sends_the_openai_body_and_the_key() {
     assert_eq!(reply.content, "SELECT count(*) FROM singer");
     assert_eq!(reply.raw["id"], "chatcmpl-42");
     assert_eq!(reply.raw["usage"]["total_tokens"], 15);
+    let usage = reply.usage().unwrap();
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (10, 5));
 
     let requests = server.finish();
     assert_eq!(requests.len(), 1);
@@ -400,6 +402,25 @@ fn a_reply_cut_short_before_any_text_is_an_empty_reply() {
     server.finish();
     assert_eq!(reply.content, "");
     assert!(reply.cut_short());
+}
+
+#[test]
+fn usage_is_read_when_the_server_counts_both_parts() {
+    let mut without = chat_completion(json!("SELECT 1"));
+    without.as_object_mut().unwrap().remove("usage");
+    let mut partial = chat_completion(json!("SELECT 1"));
+    partial["usage"] = json!({"prompt_tokens": 10});
+    let server = TestServer::start(vec![
+        Canned::new(200, without.to_string()),
+        Canned::new(200, partial.to_string()),
+    ]);
+    let client = client(&server.base_url, None, Duration::from_secs(10));
+    for _ in 0..2 {
+        let reply = client.chat(&chat_request()).unwrap();
+        assert_eq!(reply.content, "SELECT 1");
+        assert_eq!(reply.usage(), None);
+    }
+    server.finish();
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod family_metrics;
 mod fuzz_properties;
 mod gate_cassette;
 mod gate_config;
+mod gate_cost;
 mod gate_demo;
 mod gate_guidance;
 mod gate_openai;

@@ -241,12 +241,12 @@ fn the_file_is_sorted_and_the_same_whatever_the_order_of_answers() {
     let backward = dir.path().join("backward.jsonl");
     let cassette = Cassette::open(&forward).unwrap();
     for (key, case, answer) in answers() {
-        cassette.record(&key, &case, &answer);
+        cassette.record(&key, &case, &answer, None);
     }
     cassette.finish(false).unwrap();
     let cassette = Cassette::open(&backward).unwrap();
     for (key, case, answer) in answers().into_iter().rev() {
-        cassette.record(&key, &case, &answer);
+        cassette.record(&key, &case, &answer, None);
     }
     cassette.finish(false).unwrap();
 
@@ -277,19 +277,31 @@ fn answers_survive_a_round_trip_but_transient_failures_are_not_recorded() {
     let path = dir.path().join("nested/system.jsonl");
     let cassette = Cassette::open(&path).unwrap();
     assert!(cassette.is_empty());
-    for (key, case, answer) in answers() {
-        cassette.record(&key, &case, &answer);
+    // Every other answer with its latency, as a recording run keeps it.
+    let latency = |at: usize| at.is_multiple_of(2).then_some(1000 + at as u64);
+    for (at, (key, case, answer)) in answers().into_iter().enumerate() {
+        cassette.record(&key, &case, &answer, latency(at));
     }
     let timeout_key = record_key("sys", &request("f"));
-    cassette.record(&timeout_key, "f", &failure(SystemErrorKind::Timeout));
+    cassette.record(
+        &timeout_key,
+        "f",
+        &failure(SystemErrorKind::Timeout),
+        Some(5),
+    );
     cassette.finish(false).unwrap();
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains(r#""latency_ms":1000"#));
 
     let reopened = Cassette::open(&path).unwrap();
     assert_eq!(reopened.len(), 5);
-    for (key, _, answer) in answers() {
-        assert_eq!(reopened.get(&key), Some(answer));
+    for (at, (key, _, answer)) in answers().into_iter().enumerate() {
+        let recorded = reopened.get(&key).unwrap();
+        assert_eq!(recorded.answer(), &answer);
+        assert_eq!(recorded.latency_ms(), latency(at));
     }
-    assert_eq!(reopened.get(&timeout_key), None);
+    assert!(reopened.get(&timeout_key).is_none());
     assert!(reopened.warnings().is_empty());
 
     let before = std::fs::read(&path).unwrap();
@@ -306,7 +318,7 @@ fn a_torn_journal_line_is_discarded_and_reported() {
     {
         let cassette = Cassette::open(&path).unwrap();
         for (key, case, answer) in &all[..3] {
-            cassette.record(key, case, answer);
+            cassette.record(key, case, answer, None);
         }
         // Interrupted: never finished, so the answers are only in the journal.
     }
@@ -323,11 +335,11 @@ fn a_torn_journal_line_is_discarded_and_reported() {
     assert!(warnings[0].contains("torn"), "{}", warnings[0]);
     assert_eq!(cassette.len(), 3);
     for (key, _, answer) in &all[..3] {
-        assert_eq!(cassette.get(key).as_ref(), Some(answer));
+        assert_eq!(cassette.get(key).as_ref().map(|r| r.answer()), Some(answer));
     }
 
     let (key, case, answer) = &all[3];
-    cassette.record(key, case, answer);
+    cassette.record(key, case, answer, None);
     let journaled = std::fs::read_to_string(&journal).unwrap();
     assert!(journaled.ends_with('\n'));
     assert_eq!(journaled.lines().count(), 4);
@@ -346,14 +358,14 @@ fn an_unreadable_journal_line_is_discarded_and_reported() {
     let path = dir.path().join("system.jsonl");
     let (key, case, answer) = answers().remove(0);
     let cassette = Cassette::open(&path).unwrap();
-    cassette.record(&key, &case, &answer);
+    cassette.record(&key, &case, &answer, None);
     let journal = dir.path().join("system.jsonl.journal");
     let mut text = std::fs::read_to_string(&journal).unwrap();
     text.insert_str(0, "{not json}\n");
     std::fs::write(&journal, text).unwrap();
 
     let cassette = Cassette::open(&path).unwrap();
-    assert_eq!(cassette.get(&key), Some(answer));
+    assert_eq!(cassette.get(&key).map(|r| r.answer().clone()), Some(answer));
     let warnings = cassette.warnings();
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].contains("line 1"), "{}", warnings[0]);
@@ -365,7 +377,7 @@ fn a_damaged_cassette_is_an_input_error_at_its_line() {
     let path = dir.path().join("system.jsonl");
     let (key, case, answer) = answers().remove(0);
     let cassette = Cassette::open(&path).unwrap();
-    cassette.record(&key, &case, &answer);
+    cassette.record(&key, &case, &answer, None);
     cassette.finish(false).unwrap();
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str("<<<<<<< HEAD\n");
@@ -418,8 +430,8 @@ fn concurrent_recorders_merge_their_answers() {
     // Two runs open the cassette before either finishes, as runs in one folder do.
     let first = Cassette::open(&path).unwrap();
     let second = Cassette::open(&path).unwrap();
-    first.record("k1", "q1", &answer("SELECT 1"));
-    second.record("k2", "q2", &answer("SELECT 2"));
+    first.record("k1", "q1", &answer("SELECT 1"), None);
+    second.record("k2", "q2", &answer("SELECT 2"), None);
     first.finish(false).unwrap();
     second.finish(false).unwrap();
     let merged = Cassette::open(&path).unwrap();
@@ -432,7 +444,7 @@ fn concurrent_recorders_merge_their_answers() {
         for (index, cassette) in cassettes.iter().enumerate() {
             scope.spawn(move || {
                 let key = format!("t{index}");
-                cassette.record(&key, &key, &answer("SELECT 3"));
+                cassette.record(&key, &key, &answer("SELECT 3"), None);
                 cassette.finish(false).unwrap();
             });
         }
@@ -508,7 +520,48 @@ fn a_reply_that_does_not_say_what_the_system_answered_is_refused_at_its_line() {
     // An explicit `null` is an abstention, as every sqlgate has written it.
     write_lines(&path, &[good, line("k2", r#"{"sql": null}"#)]);
     let cassette = Cassette::open(&path).unwrap();
-    assert_eq!(cassette.get("k2"), Some(Ok(Reply::abstain())));
+    assert_eq!(
+        cassette.get("k2").map(|r| r.answer().clone()),
+        Some(Ok(Reply::abstain()))
+    );
+}
+
+#[test]
+fn latency_and_usage_are_read_back_and_lines_without_them_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("system.jsonl");
+    let old = line("k1", r#"{"sql": "SELECT 1"}"#);
+    let new = r#"{"key": "k2", "case": "q2", "reply": {"sql": "SELECT 2", "usage": {"prompt_tokens": 812, "completion_tokens": 41}}, "latency_ms": 1234}"#;
+    let failed = r#"{"key": "k3", "case": "q3", "error": {"kind": "garbage", "message": "m"}, "latency_ms": 7}"#;
+    write_lines(&path, &[old, new.to_string(), failed.to_string()]);
+    let cassette = Cassette::open(&path).unwrap();
+    let old = cassette.get("k1").unwrap();
+    assert_eq!(old.latency_ms(), None);
+    assert_eq!(old.answer().as_ref().unwrap().usage, None);
+    let new = cassette.get("k2").unwrap();
+    assert_eq!(new.latency_ms(), Some(1234));
+    let usage = new.answer().as_ref().unwrap().usage.unwrap();
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (812, 41));
+    assert_eq!(cassette.get("k3").unwrap().latency_ms(), Some(7));
+
+    // Read strictly: usage has both counts and nothing else, latency is whole milliseconds.
+    for (bad, named) in [
+        (
+            r#""reply": {"sql": "SELECT 2", "usage": {"prompt_tokens": 812}}"#,
+            "completion_tokens",
+        ),
+        (
+            r#""reply": {"sql": "SELECT 2", "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}"#,
+            "total_tokens",
+        ),
+        (r#""reply": {"sql": "SELECT 2"}, "latency_ms": 1.5"#, "1.5"),
+        (r#""reply": {"sql": "SELECT 2"}, "latency_ms": -1"#, "-1"),
+    ] {
+        write_lines(&path, &[format!(r#"{{"key": "k2", "case": "q2", {bad}}}"#)]);
+        let error = Cassette::open(&path).err().expect(bad);
+        assert_eq!(error.line, Some(1), "{bad}");
+        assert!(error.message.contains(named), "{bad}: {error}");
+    }
 }
 
 #[test]
@@ -544,8 +597,8 @@ fn journal_lines_replace_earlier_answers_and_a_warning_counts_them() {
         ],
     );
     let cassette = Cassette::open(&path).unwrap();
-    assert_eq!(sql(&cassette.get("k1").unwrap()), Some("SELECT 10"));
-    assert_eq!(sql(&cassette.get("k2").unwrap()), Some("SELECT 20"));
+    assert_eq!(sql(cassette.get("k1").unwrap().answer()), Some("SELECT 10"));
+    assert_eq!(sql(cassette.get("k2").unwrap().answer()), Some("SELECT 20"));
     let warnings = cassette.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
@@ -558,7 +611,7 @@ fn journal_lines_replace_earlier_answers_and_a_warning_counts_them() {
     cassette.finish(false).unwrap();
     let cassette = Cassette::open(&path).unwrap();
     assert!(cassette.warnings().is_empty());
-    assert_eq!(sql(&cassette.get("k1").unwrap()), Some("SELECT 10"));
+    assert_eq!(sql(cassette.get("k1").unwrap().answer()), Some("SELECT 10"));
 }
 
 #[test]
@@ -583,10 +636,10 @@ fn answers_two_shards_recorded_for_one_key_keep_the_last_and_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let shard = |sql: &str| {
         let cassette = Cassette::open(&dir.path().join(format!("{sql}.jsonl"))).unwrap();
-        cassette.record("k1", "q1", &reply(sql));
+        cassette.record("k1", "q1", &reply(sql), None);
         // Recorded twice in one run (two suites sharing the case): listed once.
-        cassette.record("k1", "q1", &reply(sql));
-        cassette.record(&format!("only-{sql}"), "q2", &reply(sql));
+        cassette.record("k1", "q1", &reply(sql), None);
+        cassette.record(&format!("only-{sql}"), "q2", &reply(sql), None);
         cassette.recorded()
     };
     let (first, second) = (shard("SELECT 1"), shard("SELECT 2"));
@@ -601,7 +654,7 @@ fn answers_two_shards_recorded_for_one_key_keep_the_last_and_say_so() {
     let merged = Cassette::open(&dir.path().join("merged.jsonl")).unwrap();
     merged.add_recorded(&answers);
     assert_eq!(merged.len(), 3);
-    assert_eq!(sql(&merged.get("k1").unwrap()), Some("SELECT 2"));
+    assert_eq!(sql(merged.get("k1").unwrap().answer()), Some("SELECT 2"));
     let warnings = merged.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(

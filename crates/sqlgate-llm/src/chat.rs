@@ -1,6 +1,6 @@
 //! `POST {base}/chat/completions`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::LlmError;
@@ -66,6 +66,36 @@ impl ChatReply {
     /// text may end mid-answer.
     pub fn cut_short(&self) -> bool {
         finish_reason(&self.raw) == Some("length")
+    }
+}
+
+/// The tokens a server counted for one answer (a chat response's `usage`). Read strictly where
+/// sqlgate stores it (cassettes, answer documents): both counts, nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// Tokens of the prompt.
+    pub prompt_tokens: u64,
+    /// Tokens of the answer.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Prompt and completion tokens together.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+impl ChatReply {
+    /// The tokens the server counted, when its response has `usage` with both counts as whole
+    /// numbers (servers that do not count send none, which is not an error).
+    pub fn usage(&self) -> Option<Usage> {
+        let count = |name: &str| self.raw.pointer(&format!("/usage/{name}"))?.as_u64();
+        Some(Usage {
+            prompt_tokens: count("prompt_tokens")?,
+            completion_tokens: count("completion_tokens")?,
+        })
     }
 }
 

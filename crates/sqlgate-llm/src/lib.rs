@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use cached_embedder::{CachedEmbedder, Retry};
-pub use chat::{ChatReply, ChatRequest, Message};
+pub use chat::{ChatReply, ChatRequest, Message, Usage};
 pub use errors::excerpt;
 pub use errors::{LlmError, LlmErrorKind, ServerState};
 pub use headers::HeaderSource;

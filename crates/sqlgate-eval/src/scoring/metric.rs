@@ -43,11 +43,17 @@ pub enum Metric {
     RegressionP,
     /// BIRD mini-dev Soft-F1 (need the suite's `soft_f1`), on EX's 0..1 scale.
     SoftF1,
+    /// The 95th percentile (nearest rank) of the answers' latency, in seconds.
+    LatencyP95,
+    /// The mean tokens (prompt and completion) per case.
+    TokensMean,
+    /// All the suite's tokens over its correct cases.
+    TokensPerCorrect,
 }
 
 impl Metric {
     /// The metrics with a fixed name (every one but `pass@K`).
-    const NAMED: [Metric; 14] = [
+    const NAMED: [Metric; 17] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -62,6 +68,9 @@ impl Metric {
         Metric::PassRate,
         Metric::RegressionP,
         Metric::SoftF1,
+        Metric::LatencyP95,
+        Metric::TokensMean,
+        Metric::TokensPerCorrect,
     ];
 
     /// Whether the metric is measured over a suite's cases (`gate`).
@@ -79,6 +88,9 @@ impl Metric {
                 | Metric::PassAt(_)
                 | Metric::RegressionP
                 | Metric::SoftF1
+                | Metric::LatencyP95
+                | Metric::TokensMean
+                | Metric::TokensPerCorrect
         )
     }
 
@@ -116,6 +128,9 @@ impl Metric {
             Metric::PassRate => "pass_rate",
             Metric::RegressionP => "regression_p",
             Metric::SoftF1 => "soft_f1",
+            Metric::LatencyP95 => "latency_p95",
+            Metric::TokensMean => "tokens_mean",
+            Metric::TokensPerCorrect => "tokens_per_correct",
         }
     }
 }
@@ -185,6 +200,9 @@ mod tests {
             "pass_rate",
             "regression_p",
             "soft_f1",
+            "latency_p95",
+            "tokens_mean",
+            "tokens_per_correct",
         ] {
             assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);
         }
@@ -201,5 +219,6 @@ mod tests {
         assert!(Metric::PassAt(3).is_suite_metric() && !Metric::RegressionP.is_family_metric());
         assert!(!Metric::Etm.is_family_metric());
         assert!(Metric::SoftF1.is_suite_metric() && !Metric::SoftF1.is_family_metric());
+        assert!(Metric::LatencyP95.is_suite_metric() && !Metric::TokensMean.is_family_metric());
     }
 }

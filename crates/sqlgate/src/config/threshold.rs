@@ -55,12 +55,16 @@ impl Threshold {
 
 impl Threshold {
     /// A threshold the metric's values can meet and can miss: rates lie in [0, 1], `rs` is a
-    /// percentage of at most 100, `drop` a difference of percentages in [-100, 100].
+    /// percentage of at most 100, `drop` a difference of percentages in [-100, 100], latency
+    /// (seconds) and tokens are at least 0.
     /// `ex = ">= 1.5"` would fail every run, `">= -1"` none.
     pub fn check_reachable(&self, metric: Metric) -> Result<(), String> {
         let (low, high, range) = match metric {
             Metric::Rs => (f64::NEG_INFINITY, 100.0, "at most 100"),
             Metric::Drop => (-100.0, 100.0, "between -100 and 100 (points)"),
+            Metric::LatencyP95 | Metric::TokensMean | Metric::TokensPerCorrect => {
+                (0.0, f64::INFINITY, "at least 0")
+            }
             _ => (0.0, 1.0, "between 0 and 1"),
         };
         if (low..=high).contains(&self.value) {
@@ -139,6 +143,10 @@ mod tests {
         assert!(check("rs", ">= 100.5").unwrap_err().contains("at most 100"));
         assert!(check("drop", "<= 5").is_ok() && check("drop", ">= -20").is_ok());
         assert!(check("drop", "<= 101").is_err() && check("pass@5", ">= 1.2").is_err());
+        for metric in ["latency_p95", "tokens_mean", "tokens_per_correct"] {
+            assert!(check(metric, "<= 2.5").is_ok() && check(metric, "<= 125000").is_ok());
+            assert!(check(metric, "<= -1").unwrap_err().contains("at least 0"));
+        }
     }
 
     mod properties {

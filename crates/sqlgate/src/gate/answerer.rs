@@ -168,7 +168,7 @@ impl Answerer {
                 suite: &plan.name,
                 answered: count(&answered_count, true),
                 total: requests.len(),
-                asked: count(&asked_count, !answered.elapsed.is_zero()),
+                asked: count(&asked_count, answered.asked),
                 errors: count(&error_count, answered.reply.is_err()),
                 elapsed: started.elapsed(),
             };
@@ -190,10 +190,9 @@ impl Answerer {
                 .enumerate()
                 .map(|(index, request)| {
                     let start = Instant::now();
-                    let answered = Answered {
-                        reply: system.answer(request),
-                        elapsed: start.elapsed(),
-                    };
+                    let reply = system.answer(request);
+                    // A predictions file records no latency: it is unknown, not zero.
+                    let answered = Answered::new(reply, start.elapsed(), true, None);
                     progress(index, &answered);
                     answered
                 })
@@ -226,7 +225,7 @@ impl Answerer {
                             error.truncated |= truncated;
                             error
                         }),
-                    elapsed: answered.elapsed,
+                    ..answered
                 }
             })
             .collect::<Vec<_>>()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Metric, PassRule, Threshold};
-use crate::system::answer::Answered;
+use crate::system::answer::{AnswerCost, Answered};
 use crate::system::SystemErrorKind;
 use sqlgate_eval::exec::QueryRunner;
 use sqlgate_eval::loaders::{Answer, Prediction};
@@ -21,6 +21,7 @@ use sqlgate_eval::scoring::{
     self, CaseScore, ComputedMetric, FamilySummary, FineScores, Response, Tally, REPORTED_K,
 };
 
+use super::cost::{self, CostSummary};
 use super::plan::{family_metric_key, SuitePlan, TestKind};
 use super::preview::{self, ResultsPreview};
 use super::{TestResult, TestStatus};
@@ -51,6 +52,9 @@ pub struct CaseRun {
     /// A case asked several times: every sample's outcome. The fields above are those of the
     /// sample shown (the first whose correctness is the case's verdict).
     pub sampled: Option<Sampled>,
+    /// What each answer the case got cost the system (latency, tokens), in the order asked
+    /// (one per sample): this run's answers, also when the verdict was reused.
+    pub answer_costs: Vec<AnswerCost>,
 }
 
 /// The outcomes of a case's sampled answers, and the rule that judges them.
@@ -156,6 +160,10 @@ pub fn combine_samples(mut runs: Vec<CaseRun>, rule: PassRule) -> CaseRun {
     }
     let outcomes: Vec<SampleOutcome> = runs.iter().map(SampleOutcome::of).collect();
     let duration = runs.iter().map(|run| run.duration).sum();
+    let answer_costs = runs
+        .iter()
+        .flat_map(|run| run.answer_costs.clone())
+        .collect();
     let sampled = Sampled { outcomes, rule };
     let mut shown = runs.remove(0);
     shown.sampled = Some(sampled);
@@ -177,6 +185,7 @@ pub fn combine_samples(mut runs: Vec<CaseRun>, rule: PassRule) -> CaseRun {
         shown.sampled = sampled;
     }
     shown.duration = duration;
+    shown.answer_costs = answer_costs;
     shown
 }
 
@@ -232,6 +241,7 @@ pub fn evaluate_case(
         detail: None,
         preview: None,
         sampled: None,
+        answer_costs: vec![answered.cost],
     };
     if !run.correct() {
         run.detail = Some(failure_detail(case, &run));
@@ -333,6 +343,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCas
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
     properties.extend(soft_f1_metric(run));
+    properties.extend(cost_properties(&run.answer_costs));
     // A metric that could not be computed scored 0 above; its property says why.
     for (metric, reason) in run.score.metric_errors() {
         properties.insert(metric.error_code().to_string(), reason.to_string());
@@ -536,6 +547,31 @@ pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
     }
 }
 
+/// `latency_ms`, `prompt_tokens` and `completion_tokens` of a case, summed over its answers,
+/// each when every answer has it. Not in snapshot lines: latency differs between recordings.
+pub fn cost_properties(costs: &[AnswerCost]) -> Vec<(String, String)> {
+    let total = |part: fn(&AnswerCost) -> Option<u64>| -> Option<u64> {
+        let parts: Option<Vec<u64>> = costs.iter().map(part).collect();
+        parts
+            .filter(|parts| !parts.is_empty())
+            .map(|parts| parts.iter().sum())
+    };
+    [
+        ("latency_ms", total(|cost| cost.latency_ms)),
+        (
+            "prompt_tokens",
+            total(|cost| cost.usage.map(|u| u.prompt_tokens)),
+        ),
+        (
+            "completion_tokens",
+            total(|cost| cost.usage.map(|u| u.completion_tokens)),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((name.to_string(), value?.to_string())))
+    .collect()
+}
+
 /// `<metric>_error=1` for each metric that could not be computed (and scored 0), for snapshots.
 pub fn metric_error_flags(run: &CaseRun) -> Vec<(String, String)> {
     run.score
@@ -575,6 +611,8 @@ pub struct SuiteMetrics {
     pub errors: BTreeMap<ComputedMetric, MetricErrors>,
     /// The run against its baseline, over the feasible cases in both, when there are some.
     pub against_baseline: Option<AgainstBaseline>,
+    /// What the answers cost: latency and tokens (also in `values` when computed).
+    pub cost: CostSummary,
 }
 
 /// How a run compares with its baseline (the accepted snapshot) over the feasible cases in
@@ -727,7 +765,11 @@ pub fn suite_metrics(
     baseline: &dyn Fn(&CaseRun) -> Option<AcceptedCase>,
 ) -> SuiteMetrics {
     let scores: Vec<&CaseScore> = runs.iter().map(|r| &r.score).collect();
-    let mut metrics = BTreeMap::new();
+    let cost = cost::summarize(
+        runs.iter()
+            .map(|r| (r.answer_costs.as_slice(), r.correct())),
+    );
+    let mut metrics: BTreeMap<String, f64> = cost.values().into_iter().collect();
     if !runs.is_empty() {
         let regions: Vec<Region> = scores.iter().map(|s| s.region()).collect();
         metrics.insert("rs".to_string(), reliability::rs(&regions, suite.penalty));
@@ -746,6 +788,7 @@ pub fn suite_metrics(
             values: metrics,
             families: summary.families,
             against_baseline,
+            cost,
             ..SuiteMetrics::default()
         };
     }
@@ -790,6 +833,7 @@ pub fn suite_metrics(
         cases: summary.n,
         errors,
         against_baseline,
+        cost,
     }
 }
 
@@ -800,11 +844,15 @@ pub fn judge_gate(
     metrics: &SuiteMetrics,
     duration: Duration,
 ) -> TestResult {
-    let value = metrics
-        .values
-        .get(&metric.to_string())
-        .copied()
-        .ok_or_else(|| missing_reason(suite, metric));
+    let value = match metrics.cost.metric(metric) {
+        // A cost metric not computed says why: answers without latency or tokens, none correct.
+        Some(cost) => cost,
+        None => metrics
+            .values
+            .get(&metric.to_string())
+            .copied()
+            .ok_or_else(|| missing_reason(suite, metric)),
+    };
     let threshold = suite.gates[&metric];
     let mut result = gate_result(
         suite,
@@ -975,10 +1023,8 @@ mod tests {
                     Some(sql) => Ok(Reply::sql(*sql)),
                     None => Err(SystemError::new(SystemErrorKind::Timeout, "no answer")),
                 };
-                let answered = Answered {
-                    reply,
-                    elapsed: Duration::from_millis(10),
-                };
+                let latency = answer.map(|_| 10);
+                let answered = Answered::new(reply, Duration::from_millis(10), true, latency);
                 evaluate_case(suite, 0, &answered, &engine)
             })
             .collect();
@@ -1001,6 +1047,8 @@ mod tests {
             run.duration >= Duration::from_millis(30),
             "every sample's time"
         );
+        let latencies: Vec<Option<u64>> = run.answer_costs.iter().map(|c| c.latency_ms).collect();
+        assert_eq!(latencies, vec![Some(10); 3], "every sample's cost");
         assert_eq!(
             run.pass_count(),
             Some(PassCount {

@@ -16,6 +16,7 @@ pub use plan::{FamilyGate, TestKind};
 
 pub mod accepted;
 pub mod answerer;
+pub mod cost;
 #[cfg(test)]
 mod fixtures;
 pub mod judge;
@@ -150,6 +151,8 @@ pub struct SuiteSummary {
     pub against_baseline: Option<AgainstBaseline>,
     /// Cases whose sampled answers disagree.
     pub flaky: usize,
+    /// What the answers cost (latency, tokens), for the cost lines.
+    pub cost: cost::CostSummary,
 }
 
 impl SuiteSummary {
@@ -186,6 +189,7 @@ impl SuiteSummary {
             families: BTreeMap::new(),
             against_baseline: None,
             flaky,
+            cost: cost::CostSummary::default(),
         }
     }
 
@@ -198,6 +202,12 @@ impl SuiteSummary {
     /// The summary with its families' tables.
     pub fn with_families(mut self, families: BTreeMap<String, FamilySummary>) -> Self {
         self.families = families;
+        self
+    }
+
+    /// The summary with what its answers cost.
+    pub fn with_cost(mut self, cost: cost::CostSummary) -> Self {
+        self.cost = cost;
         self
     }
 }

@@ -19,6 +19,7 @@ use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::json_message;
 use sqlgate_eval::metrics::ex::{Diagnostic, Verdict};
 
+use crate::system::answer::AnswerCost;
 use crate::system::cassette::RecordedAnswer;
 use crate::system::SystemErrorKind;
 use sqlgate_eval::scoring::{CaseScore, FineScores, Robustness};
@@ -109,6 +110,10 @@ pub struct CaseRecord {
     /// sqlgate kept them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<ResultsPreview>,
+    /// What each of the case's answers cost (latency, tokens), so a merged run reports the
+    /// same cost numbers (absent in records written before sqlgate kept them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_costs: Vec<AnswerCost>,
 }
 
 impl CaseRecord {
@@ -149,6 +154,7 @@ impl CaseRecord {
                 .unwrap_or_default(),
             robustness: score.robustness.clone(),
             preview: run.preview.clone(),
+            answer_costs: run.answer_costs.clone(),
         }
     }
 
@@ -218,6 +224,7 @@ impl CaseRecord {
                 outcomes: self.samples.clone(),
                 rule: suite.pass_rule,
             }),
+            answer_costs: self.answer_costs.clone(),
         })
     }
 }

@@ -122,6 +122,8 @@ impl<'a> Reuse<'a> {
         if let Some(inputs) = &inputs {
             if let Some(mut run) = self.lookup(&entry, inputs, case_index) {
                 run.duration = answered.elapsed;
+                // The verdict is an earlier run's; what the answer cost is this run's.
+                run.answer_costs = vec![answered.cost];
                 self.reused.fetch_add(1, Ordering::Relaxed);
                 return run;
             }
@@ -293,16 +295,13 @@ mod tests {
     use crate::gate::fixtures::suite;
     use crate::gate::plan::SuitePlan;
     use crate::system::answer::Answered;
-    use crate::system::Reply;
+    use crate::system::{Reply, Usage};
     use sqlgate_eval::exec::result_cache::ResultCache;
     use sqlgate_eval::metrics::ex::Verdict;
     use sqlgate_eval::store::Store;
 
     fn answer(sql: &str) -> Answered {
-        Answered {
-            reply: Ok(Reply::sql(sql)),
-            elapsed: Duration::ZERO,
-        }
+        Answered::new(Ok(Reply::sql(sql)), Duration::ZERO, false, None)
     }
 
     #[test]
@@ -312,10 +311,7 @@ mod tests {
         let evaluate = |reply: Reply| {
             let store = Arc::new(Store::open(&dir.path().join("cache"), 1 << 30, "test"));
             let reuse = Reuse::new(&store, &suite);
-            let answered = Answered {
-                reply: Ok(reply),
-                elapsed: Duration::ZERO,
-            };
+            let answered = Answered::new(Ok(reply), Duration::ZERO, false, None);
             reuse.evaluate(0, 0, &answered, &suite.engine());
             let reused = reuse.reused();
             reuse.finish();
@@ -337,6 +333,35 @@ mod tests {
             assert_eq!(evaluate(changed.clone()), 0, "{changed:?}");
             assert_eq!(evaluate(retrieved.clone()), 0, "{changed:?}");
         }
+    }
+
+    #[test]
+    fn a_reused_verdict_carries_this_run_s_answer_cost() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let evaluate = |latency_ms: u64, tokens: u64| {
+            let store = Arc::new(Store::open(&dir.path().join("cache"), 1 << 30, "test"));
+            let reuse = Reuse::new(&store, &suite);
+            let reply = Reply::sql("SELECT 7").with_usage(Usage {
+                prompt_tokens: tokens,
+                completion_tokens: 1,
+            });
+            let answered = Answered::new(Ok(reply), Duration::ZERO, false, Some(latency_ms));
+            let run = reuse.evaluate(0, 0, &answered, &suite.engine());
+            let reused = reuse.reused();
+            reuse.finish();
+            (run.answer_costs, reused)
+        };
+        let (first, reused) = evaluate(1200, 300);
+        assert_eq!(reused, 0);
+        assert_eq!(first[0].latency_ms, Some(1200));
+        // Another latency and token count: no input of the verdict, which is reused, with the
+        // cost of this run's answer.
+        let (second, reused) = evaluate(800, 280);
+        assert_eq!(reused, 1);
+        assert_eq!(second.len(), 1);
+        assert_eq!(second[0].latency_ms, Some(800));
+        assert_eq!(second[0].usage.map(|u| u.prompt_tokens), Some(280));
     }
 
     /// One run over `cases`: `between` runs after the first case. Returns each case's verdict

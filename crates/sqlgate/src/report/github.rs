@@ -33,6 +33,7 @@ pub fn step_summary(results: &[TestResult], summaries: &[SuiteSummary]) -> Strin
     let limit = STEP_SUMMARY_LIMIT;
     let mut out = headline(results);
     out.push_str(&suites_table(results, summaries));
+    out.push_str(&cost_lines(summaries));
     out.push_str(&gates_table(summaries));
     out.push_str(&baseline_table(summaries));
     out.push_str(&families_table(summaries));
@@ -161,6 +162,21 @@ fn baseline_table(summaries: &[SuiteSummary]) -> String {
          | flaky |\n|---|--:|--:|---|--:|--:|\n{}",
         rows.concat()
     )
+}
+
+/// What each suite's answers cost, when any answer recorded a latency or a token count.
+fn cost_lines(summaries: &[SuiteSummary]) -> String {
+    summaries
+        .iter()
+        .filter_map(|summary| {
+            let cost = summary.cost.describe()?;
+            Some(format!(
+                "\n**Cost of {}:** {}\n",
+                cell(&summary.name),
+                cell(&cost)
+            ))
+        })
+        .collect()
 }
 
 fn gates_table(summaries: &[SuiteSummary]) -> String {

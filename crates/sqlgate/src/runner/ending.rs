@@ -162,6 +162,11 @@ impl Ending {
                 family_text::overview(&summary.families).trim_end()
             ));
         }
+        for summary in &summaries {
+            if let Some(cost) = summary.cost.describe() {
+                notes.push(format!("{}: {cost}", summary.name));
+            }
+        }
         reporter.finish(&report.results, self.filtered_out, &notes);
 
         let profile_junit = session
@@ -214,6 +219,7 @@ pub fn summaries(suites: &[SuitePlan], report: &RunReport) -> Vec<SuiteSummary> 
             SuiteSummary::from_results(&suite.name, metrics.values.clone(), &report.results)
                 .with_families(metrics.families.clone())
                 .with_against_baseline(metrics.against_baseline)
+                .with_cost(metrics.cost.clone())
         })
         .collect()
 }

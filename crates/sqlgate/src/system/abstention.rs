@@ -84,6 +84,7 @@ mod tests {
             samples: samples.iter().map(|s| s.to_string()).collect(),
             retrieved: Vec::new(),
             truncated: false,
+            usage: None,
         }
     }
 

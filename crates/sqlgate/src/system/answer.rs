@@ -5,20 +5,65 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::cassette::{record_key, Cassette};
-use super::{Reply, Request, System, SystemError, SystemErrorKind};
+use super::{Reply, Request, System, SystemError, SystemErrorKind, Usage};
 use crate::config::RecordMode;
 use sqlgate_llm::throttle::Throttle;
 
-/// A system's answer to one case and the time it took (zero when it came from the cassette).
+/// A system's answer to one case, the time this run spent getting it, and what it cost the
+/// system.
 #[derive(Debug, Clone)]
 pub struct Answered {
     /// The reply, or why there is none.
     pub reply: Result<Reply, SystemError>,
-    /// How long asking took (zero from the cassette).
+    /// How long this run spent asking (zero when the answer came from the cassette).
     pub elapsed: Duration,
+    /// The system was asked now: not read from the cassette, not missing from it.
+    pub asked: bool,
+    /// The answer's latency and tokens, as measured now or as recorded.
+    pub cost: AnswerCost,
+}
+
+/// What one answer cost: how long the system took and the tokens its server counted. Either
+/// may be unknown, and unknown is never read as zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerCost {
+    /// How long the system took to answer, in whole milliseconds, as the run that asked it
+    /// measured and recorded it (the attempt that answered: retries and throttle waits left
+    /// out). `None`: no latency recorded (a predictions file, a cassette line written before
+    /// sqlgate recorded latency, no answer at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// The tokens the system's server counted, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl Answered {
+    /// An answer with its latency; the reply's `usage` moves to [`Answered::cost`], so what
+    /// is scored (and keys a reused verdict) is the reply alone.
+    pub fn new(
+        mut reply: Result<Reply, SystemError>,
+        elapsed: Duration,
+        asked: bool,
+        latency_ms: Option<u64>,
+    ) -> Answered {
+        let usage = reply.as_mut().ok().and_then(|reply| reply.usage.take());
+        Answered {
+            reply,
+            elapsed,
+            asked,
+            cost: AnswerCost { latency_ms, usage },
+        }
+    }
+
+    /// No answer: `error` says why (not recorded, a timeout...).
+    pub fn missing(error: SystemError) -> Answered {
+        Answered::new(Err(error), Duration::ZERO, false, None)
+    }
 }
 
 /// Answers every request, aligned with `requests`.
@@ -48,17 +93,18 @@ pub fn answer_all(
             RecordMode::All => None,
             RecordMode::None | RecordMode::New => cassette.get(key),
         };
-        let reply = match (recorded, mode) {
-            (Some(answer), _) => answer,
-            (None, RecordMode::None) => Err(not_recorded(&requests[index])),
+        let answered = match (recorded, mode) {
+            (Some(record), _) => Answered::new(
+                record.answer().clone(),
+                Duration::ZERO,
+                false,
+                record.latency_ms(),
+            ),
+            (None, RecordMode::None) => Answered::missing(not_recorded(&requests[index])),
             (None, _) => {
                 to_call.push(index);
                 continue;
             }
-        };
-        let answered = Answered {
-            reply,
-            elapsed: Duration::ZERO,
         };
         progress(index, &answered);
         answers[index] = Some(answered);
@@ -69,12 +115,18 @@ pub fn answer_all(
     let called = call_concurrently(&to_call, throttle.concurrency(), |index| {
         let request = &requests[index];
         let start = Instant::now();
-        let reply = throttle.call(|| system.answer(request));
-        cassette.record(&keys[index], &request.label(), &reply);
-        let answered = Answered {
-            reply,
-            elapsed: start.elapsed(),
-        };
+        let mut last_attempt = Duration::ZERO;
+        let reply = throttle.call(|| {
+            let attempt = Instant::now();
+            let reply = system.answer(request);
+            last_attempt = attempt.elapsed();
+            reply
+        });
+        // A transient failure is no answer: it has no latency, as it has no cassette line.
+        let answered_now = !reply.as_ref().is_err_and(|error| error.kind.is_transient());
+        let latency_ms = answered_now.then(|| whole_milliseconds(last_attempt));
+        cassette.record(&keys[index], &request.label(), &reply, latency_ms);
+        let answered = Answered::new(reply, start.elapsed(), true, latency_ms);
         progress(index, &answered);
         answered
     });
@@ -85,12 +137,15 @@ pub fn answer_all(
         .into_iter()
         .zip(requests)
         .map(|(answered, request)| {
-            answered.unwrap_or_else(|| Answered {
-                reply: Err(not_recorded(request)),
-                elapsed: Duration::ZERO,
-            })
+            answered.unwrap_or_else(|| Answered::missing(not_recorded(request)))
         })
         .collect()
+}
+
+/// A latency as recorded: in whole milliseconds, so that the run that asked and every replay of
+/// its cassette compute the same numbers from it.
+fn whole_milliseconds(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn not_recorded(request: &Request) -> SystemError {
@@ -128,7 +183,8 @@ fn call_concurrently<T: Send>(
 }
 
 /// The answer document of `command` and `http` systems:
-/// `{"sql": "..."}` or `{"abstain": true}`, optionally with `samples` and `retrieved`.
+/// `{"sql": "..."}` or `{"abstain": true}`, optionally with `samples`, `retrieved` and
+/// `usage` (`{"prompt_tokens": 812, "completion_tokens": 41}`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WireAnswer {
@@ -140,6 +196,8 @@ struct WireAnswer {
     samples: Vec<String>,
     #[serde(default)]
     retrieved: Vec<String>,
+    #[serde(default)]
+    usage: Option<Usage>,
 }
 
 /// Parses a system's answer document (the pipeline cleans its SQL and samples afterwards).
@@ -175,6 +233,7 @@ pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
         samples: wire.samples,
         retrieved: wire.retrieved,
         truncated: false,
+        usage: wire.usage,
     })
 }
 
@@ -191,4 +250,45 @@ pub(crate) fn excerpt(output: &[u8]) -> String {
         shown.push('…');
     }
     format!("{shown:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_document_may_carry_usage_read_strictly() {
+        let reply = parse_answer(
+            br#"{"sql": "SELECT 1", "usage": {"prompt_tokens": 812, "completion_tokens": 41}}"#,
+        )
+        .unwrap();
+        assert_eq!(reply.usage.map(|usage| usage.total()), Some(853));
+        assert_eq!(parse_answer(br#"{"abstain": true}"#).unwrap().usage, None);
+        for bad in [
+            r#"{"sql": "SELECT 1", "usage": {"prompt_tokens": 812}}"#,
+            r#"{"sql": "SELECT 1", "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}"#,
+            r#"{"sql": "SELECT 1", "usage": {"prompt_tokens": -1, "completion_tokens": 2}}"#,
+        ] {
+            let error = parse_answer(bad.as_bytes()).unwrap_err();
+            assert_eq!(error.kind, SystemErrorKind::Garbage, "{bad}");
+        }
+    }
+
+    #[test]
+    fn usage_moves_from_the_reply_to_the_answer_s_cost() {
+        let usage = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+        };
+        let reply = Reply::sql("SELECT 1").with_usage(usage);
+        let answered = Answered::new(Ok(reply), Duration::ZERO, true, Some(42));
+        assert_eq!(answered.reply.unwrap().usage, None);
+        assert_eq!(
+            answered.cost,
+            AnswerCost {
+                latency_ms: Some(42),
+                usage: Some(usage)
+            }
+        );
+    }
 }

@@ -1,8 +1,11 @@
 //! The prediction cassette: a system's recorded answers, replayed in CI without calling it.
 //!
-//! A JSON Lines file, one record per line (`{"key": ..., "case": ..., "reply": {...}}`, or
-//! `"error"` instead of `"reply"` for a recorded failure), sorted by key, with no timestamps,
-//! so it diffs well under version control. The key hashes the system's fingerprint and the
+//! A JSON Lines file, one record per line (`{"key": ..., "case": ..., "reply": {...},
+//! "latency_ms": 1234}`, or `"error"` instead of `"reply"` for a recorded failure), sorted by
+//! key, with no timestamps, so it diffs well under version control. `latency_ms` (how long the
+//! system took) and the reply's `usage` (the tokens its server counted) are replayed with the
+//! answer, so a replay computes the recording run's latency and token numbers; lines written
+//! before sqlgate recorded them have neither. The key hashes the system's fingerprint and the
 //! case's content: a new prompt or an edited question is asked again.
 //!
 //! New answers go to a journal beside the file (`<file>.journal`), one complete line per write,
@@ -62,9 +65,21 @@ pub struct RecordedAnswer {
     /// The case id, for people reading the file.
     case: String,
     answer: Result<Reply, SystemError>,
+    latency_ms: Option<u64>,
 }
 
 impl RecordedAnswer {
+    /// The recorded reply, or the failure.
+    pub fn answer(&self) -> &Result<Reply, SystemError> {
+        &self.answer
+    }
+
+    /// How long the system took to give it, in milliseconds (`None` in lines written before
+    /// sqlgate recorded it).
+    pub fn latency_ms(&self) -> Option<u64> {
+        self.latency_ms
+    }
+
     /// The key the answer is recorded under (system fingerprint and case content).
     pub fn key(&self) -> &str {
         &self.key
@@ -86,6 +101,8 @@ struct RecordLine {
     reply: Option<Reply>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<SystemError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    latency_ms: Option<u64>,
 }
 
 impl TryFrom<RecordLine> for RecordedAnswer {
@@ -107,6 +124,7 @@ impl TryFrom<RecordLine> for RecordedAnswer {
             key: line.key,
             case: line.case,
             answer,
+            latency_ms: line.latency_ms,
         })
     }
 }
@@ -122,6 +140,7 @@ impl From<RecordedAnswer> for RecordLine {
             case: record.case,
             reply,
             error,
+            latency_ms: record.latency_ms,
         }
     }
 }
@@ -183,10 +202,10 @@ impl Cassette {
     }
 
     /// The recorded answer under `key`.
-    pub fn get(&self, key: &str) -> Option<Result<Reply, SystemError>> {
+    pub fn get(&self, key: &str) -> Option<RecordedAnswer> {
         let mut state = self.lock();
         state.used.insert(key.to_string());
-        state.records.get(key).map(|record| record.answer.clone())
+        state.records.get(key).cloned()
     }
 
     /// Answers recorded.
@@ -199,10 +218,17 @@ impl Cassette {
         self.len() == 0
     }
 
-    /// Records an answer and journals it at once. Transient failures are not recorded (the
-    /// next recording run asks again). A journal that cannot be written is reported in
-    /// [`Cassette::warnings`]; the answer is still kept for [`Cassette::finish`].
-    pub fn record(&self, key: &str, case: &str, answer: &Result<Reply, SystemError>) {
+    /// Records an answer, with how long the system took to give it, and journals it at once.
+    /// Transient failures are not recorded (the next recording run asks again). A journal that
+    /// cannot be written is reported in [`Cassette::warnings`]; the answer is still kept for
+    /// [`Cassette::finish`].
+    pub fn record(
+        &self,
+        key: &str,
+        case: &str,
+        answer: &Result<Reply, SystemError>,
+        latency_ms: Option<u64>,
+    ) {
         if answer
             .as_ref()
             .is_err_and(|error| error.kind.is_transient())
@@ -213,6 +239,7 @@ impl Cassette {
             key: key.to_string(),
             case: case.to_string(),
             answer: answer.clone(),
+            latency_ms,
         };
         let mut state = self.lock();
         state.used.insert(key.to_string());
@@ -258,7 +285,7 @@ impl Cassette {
                 repeated += 1;
                 first_repeat.get_or_insert((file, record.case.as_str()));
             }
-            self.record(&record.key, &record.case, &record.answer);
+            self.record(&record.key, &record.case, &record.answer, record.latency_ms);
         }
         if let Some((file, case)) = first_repeat {
             self.lock().warnings.push(format!(

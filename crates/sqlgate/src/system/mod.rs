@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use sqlgate_llm::{ServerState, SystemError, SystemErrorKind};
+pub use sqlgate_llm::{ServerState, SystemError, SystemErrorKind, Usage};
 
 /// What a system is asked: the JSON document sent to `command` and `http` systems.
 ///
@@ -71,6 +71,11 @@ pub struct Reply {
     /// `length`): its SQL may be incomplete.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// The tokens the system's server counted for this answer, when it says. It is the
+    /// answer's cost, not part of what is scored: the answerer moves it to the answer's
+    /// [`AnswerCost`](answer::AnswerCost) before scoring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// Reads an `Option` that must be present. serde reads a missing `Option` field as `None`, so
@@ -90,6 +95,7 @@ impl Reply {
             samples: Vec::new(),
             retrieved: Vec::new(),
             truncated: false,
+            usage: None,
         }
     }
 
@@ -111,6 +117,12 @@ impl Reply {
     /// score it against the gold query's.
     pub fn with_retrieved(mut self, retrieved: Vec<String>) -> Reply {
         self.retrieved = retrieved;
+        self
+    }
+
+    /// Adds the tokens the system's server counted for this answer.
+    pub fn with_usage(mut self, usage: Usage) -> Reply {
+        self.usage = Some(usage);
         self
     }
 
@@ -138,6 +150,7 @@ impl Reply {
                 .collect(),
             retrieved: self.retrieved,
             truncated: self.truncated,
+            usage: self.usage,
         }
     }
 }

@@ -88,6 +88,7 @@ impl System for OpenAiSystem {
         let reply = self.client.chat(&self.chat_request(request))?;
         Ok(Reply {
             truncated: reply.cut_short(),
+            usage: reply.usage(),
             ..Reply::sql(reply.content)
         })
     }
@@ -230,6 +231,7 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
             samples: Vec::new(),
             retrieved: Vec::new(),
             truncated: false,
+            usage: None,
         });
     }
     if !is_query {

@@ -41,6 +41,7 @@ impl ReplaySystem {
                     samples: prediction.samples,
                     retrieved: prediction.retrieved,
                     truncated: false,
+                    usage: None,
                 };
                 (case.id.clone(), reply)
             })

@@ -31,6 +31,8 @@ struct MetricsView {
     metrics: Vec<(String, String)>,
     /// The run against the accepted snapshot, as a sentence.
     baseline: Option<String>,
+    /// What the answers cost, when any recorded a latency or a token count.
+    cost: Option<String>,
     chart: Option<String>,
     breakdowns: Vec<BreakdownView>,
 }
@@ -181,6 +183,7 @@ fn metrics_view(suite: &SuitePlan, metrics: &SuiteMetrics) -> MetricsView {
         cases: metrics.cases,
         metrics: suite_metrics,
         baseline: metrics.against_baseline.map(|against| against.sentence()),
+        cost: metrics.cost.describe(),
         chart,
         breakdowns,
     }
