@@ -158,35 +158,33 @@ pub fn combine_samples(mut runs: Vec<CaseRun>, rule: PassRule) -> CaseRun {
     if runs.len() == 1 {
         return runs.remove(0);
     }
-    let outcomes: Vec<SampleOutcome> = runs.iter().map(SampleOutcome::of).collect();
+    let sampled = Sampled {
+        outcomes: runs.iter().map(SampleOutcome::of).collect(),
+        rule,
+    };
+    let feasible = runs[0].score.feasible;
+    let passed = sampled
+        .outcomes
+        .iter()
+        .filter(|o| o.correct(feasible))
+        .count() as u32;
+    let correct = rule.passes(passed, sampled.outcomes.len() as u32);
+    let outcomes = &sampled.outcomes;
+    let shown = outcomes
+        .iter()
+        .position(|o| !correct && o.missing())
+        .or_else(|| outcomes.iter().position(|o| o.correct(feasible) == correct))
+        .unwrap_or(0);
     let duration = runs.iter().map(|run| run.duration).sum();
     let answer_costs = runs
         .iter()
         .flat_map(|run| run.answer_costs.clone())
         .collect();
-    let sampled = Sampled { outcomes, rule };
-    let mut shown = runs.remove(0);
-    shown.sampled = Some(sampled);
-    let correct = shown.correct();
-    let feasible = shown.score.feasible;
-    let outcomes = &shown
-        .sampled
-        .as_ref()
-        .map(|s| s.outcomes.clone())
-        .unwrap_or_default();
-    let pick = outcomes
-        .iter()
-        .position(|o| !correct && o.missing())
-        .or_else(|| outcomes.iter().position(|o| o.correct(feasible) == correct))
-        .unwrap_or(0);
-    if pick > 0 {
-        let sampled = shown.sampled.take();
-        shown = runs.swap_remove(pick - 1);
-        shown.sampled = sampled;
-    }
-    shown.duration = duration;
-    shown.answer_costs = answer_costs;
-    shown
+    let mut run = runs.swap_remove(shown);
+    run.duration = duration;
+    run.answer_costs = answer_costs;
+    run.sampled = Some(sampled);
+    run
 }
 
 /// Scores one case's answer through the scoring pipeline `sqlgate score` uses.
