@@ -1,5 +1,6 @@
 //! Metrics computed from executions and from the SQL itself.
 
+pub mod efficiency;
 pub mod esm;
 pub mod etm;
 pub mod ex;

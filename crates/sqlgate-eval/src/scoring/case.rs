@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use super::{case_facts, CaseDatabases, CaseScore, ComputedMetric, FineScores, Scoring};
 use crate::exec::QueryRunner;
 use crate::loaders::{Answer, Case, Prediction};
+use crate::metrics::efficiency::measure as efficiency;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Outcome, Verdict};
 use crate::metrics::sqlmorph;
 use crate::spider::Hardness;
@@ -53,6 +54,7 @@ pub fn score_case(
     if case.feasible {
         add_fine_scores(scoring, case, databases, &mut score, runner);
         add_structural(scoring, case, databases, &mut score, runner);
+        add_efficiency(scoring, case, databases, &mut score, runner);
         if scoring.robustness {
             let (samples, retrieved) = match response {
                 Response::Answer(prediction) => {
@@ -140,6 +142,7 @@ fn execution(
             .and_then(|level| Hardness::from_str(level).ok()),
         cs: case.cs,
         robustness: None,
+        efficiency: None,
     }
 }
 
@@ -257,4 +260,29 @@ fn add_structural(
             }
         }
     }
+}
+
+/// VES and R-VES of a correct answer against the first gold query, on the case's own database
+/// (timed apart from EX's executions, never through their cache); 0 for any other.
+fn add_efficiency(
+    scoring: &Scoring,
+    case: &Case,
+    databases: &CaseDatabases,
+    score: &mut CaseScore,
+    runner: &dyn QueryRunner,
+) {
+    let Some(settings) = &scoring.efficiency else {
+        return;
+    };
+    let gold = case.gold.first().map_or("", String::as_str);
+    let pred = score.sql.as_deref().unwrap_or_default();
+    let (efficiency, notes) = efficiency::measure(
+        settings,
+        scoring.mode_options.pair_budget,
+        (&databases.main, gold, pred),
+        score.correct(),
+        runner,
+    );
+    score.efficiency = Some(efficiency);
+    score.diagnostics.extend(notes);
 }

@@ -511,6 +511,7 @@ mod tests {
             hardness: None,
             cs: None,
             robustness: None,
+            efficiency: None,
         }
     }
 

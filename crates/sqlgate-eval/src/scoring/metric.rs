@@ -35,11 +35,20 @@ pub enum Metric {
     Recall,
     /// The false-positive rate of the replies' `retrieved`.
     Fpr,
+    /// BIRD's VES from timed executions (need `efficiency = ["time"]`; machine-dependent).
+    Ves,
+    /// BIRD mini-dev's R-VES (reward tiers) from timed executions.
+    Rves,
+    /// VES from a deterministic cost ratio (need `efficiency = ["steps"]`): SQLite VM steps,
+    /// PostgreSQL's planner estimate.
+    VesSteps,
+    /// R-VES from the deterministic cost ratio.
+    RvesSteps,
 }
 
 impl Metric {
     /// The metrics with a fixed name (every one but `pass@K`).
-    const NAMED: [Metric; 11] = [
+    const NAMED: [Metric; 15] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -51,6 +60,10 @@ impl Metric {
         Metric::Qvt,
         Metric::Recall,
         Metric::Fpr,
+        Metric::Ves,
+        Metric::Rves,
+        Metric::VesSteps,
+        Metric::RvesSteps,
     ];
 
     /// Whether the metric is measured over a suite's cases (`gate`).
@@ -64,6 +77,10 @@ impl Metric {
                 | Metric::Esm
                 | Metric::Etm
                 | Metric::Rs
+                | Metric::Ves
+                | Metric::Rves
+                | Metric::VesSteps
+                | Metric::RvesSteps
         )
     }
 
@@ -98,6 +115,10 @@ impl Metric {
             Metric::PassAt(_) => "pass@",
             Metric::Recall => "recall",
             Metric::Fpr => "fpr",
+            Metric::Ves => "ves",
+            Metric::Rves => "rves",
+            Metric::VesSteps => "ves_steps",
+            Metric::RvesSteps => "rves_steps",
         }
     }
 }
@@ -156,7 +177,18 @@ mod tests {
     #[test]
     fn names_round_trip_and_pass_at_k_carries_its_k() {
         for name in [
-            "ex", "rs", "drop", "qvt", "recall", "fpr", "pass@1", "pass@10",
+            "ex",
+            "rs",
+            "drop",
+            "qvt",
+            "recall",
+            "fpr",
+            "pass@1",
+            "pass@10",
+            "ves",
+            "rves",
+            "ves_steps",
+            "rves_steps",
         ] {
             assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);
         }
@@ -171,5 +203,6 @@ mod tests {
         assert!(Metric::Ex.is_suite_metric() && Metric::Ex.is_family_metric());
         assert!(!Metric::Drop.is_suite_metric() && Metric::PassAt(3).is_family_metric());
         assert!(!Metric::Etm.is_family_metric());
+        assert!(Metric::RvesSteps.is_suite_metric() && !Metric::Ves.is_family_metric());
     }
 }

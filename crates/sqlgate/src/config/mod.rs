@@ -26,7 +26,7 @@ pub use error::ConfigError;
 pub use profile::{ProfileConfig, RecordMode};
 pub use sqlgate_eval::scoring::Metric;
 pub use sqlgate_llm::ThrottleConfig;
-pub use suite::{EmbeddingsConfig, Structural, SuiteConfig};
+pub use suite::{EfficiencyMeasure, EmbeddingsConfig, Structural, SuiteConfig};
 pub use system::SystemConfig;
 pub use threshold::{Comparison, Threshold};
 pub use values::{Penalty, Seconds};

@@ -61,6 +61,13 @@ impl Threshold {
         let (low, high, range) = match metric {
             Metric::Rs => (f64::NEG_INFINITY, 100.0, "at most 100"),
             Metric::Drop => (-100.0, 100.0, "between -100 and 100 (points)"),
+            // 100 * sqrt(R): R-VES tops at the reward 1.25; VES has no upper bound.
+            Metric::Ves | Metric::VesSteps => (0.0, f64::INFINITY, "at least 0"),
+            Metric::Rves | Metric::RvesSteps => (
+                0.0,
+                100.0 * 1.25f64.sqrt(),
+                "between 0 and 111.8 (100·√1.25)",
+            ),
             _ => (0.0, 1.0, "between 0 and 1"),
         };
         if (low..=high).contains(&self.value) {
@@ -139,6 +146,14 @@ mod tests {
         assert!(check("rs", ">= 100.5").unwrap_err().contains("at most 100"));
         assert!(check("drop", "<= 5").is_ok() && check("drop", ">= -20").is_ok());
         assert!(check("drop", "<= 101").is_err() && check("pass@5", ">= 1.2").is_err());
+        for metric in ["ves", "ves_steps"] {
+            assert!(check(metric, ">= 105").is_ok() && check(metric, ">= 250").is_ok());
+            assert!(check(metric, ">= -1").unwrap_err().contains("at least 0"));
+        }
+        for metric in ["rves", "rves_steps"] {
+            assert!(check(metric, ">= 100").is_ok() && check(metric, ">= 111.8").is_ok());
+            assert!(check(metric, ">= 112").unwrap_err().contains("111.8"));
+        }
     }
 
     mod properties {

@@ -388,6 +388,17 @@ pub fn suite_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> SuiteMetrics {
     if let Some(etm) = &summary.etm {
         metrics.insert("etm".to_string(), etm.all);
     }
+    if let Some(efficiency) = &summary.efficiency {
+        let means = [
+            (Metric::Ves, efficiency.ves),
+            (Metric::Rves, efficiency.rves),
+            (Metric::VesSteps, efficiency.ves_steps),
+            (Metric::RvesSteps, efficiency.rves_steps),
+        ];
+        for (metric, mean) in means {
+            metrics.extend(mean.map(|mean| (metric.to_string(), mean)));
+        }
+    }
     for (family, family_summary) in &summary.families {
         let gated = suite
             .family_gates

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::json_message;
+use sqlgate_eval::metrics::efficiency::measure::Efficiency;
 use sqlgate_eval::metrics::ex::{Diagnostic, Verdict};
 
 use crate::system::cassette::RecordedAnswer;
@@ -73,6 +74,10 @@ pub struct CaseRecord {
     /// Enhanced Tree Matching (1 or 0), when the suite computes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etm: Option<u8>,
+    /// VES and R-VES, timed and by steps, when the suite measures them: merged shards give
+    /// the suite's means (a timed suite's verdicts are never reused in a later run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<Efficiency>,
     /// Why the system gave no usable answer, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_error: Option<SystemErrorKind>,
@@ -124,6 +129,7 @@ impl CaseRecord {
             fine: score.fine.clone(),
             esm: score.esm,
             etm: score.etm,
+            efficiency: score.efficiency,
             system_error: run.system_error,
             reply_truncated: run.reply_truncated,
             detail: run.detail.clone(),
@@ -179,6 +185,7 @@ impl CaseRecord {
                 .and_then(|level| Hardness::from_str(level).ok()),
             cs: case.cs,
             robustness: self.robustness.clone(),
+            efficiency: self.efficiency,
         };
         let fine = suite.regime().map(|regime| {
             self.fine

@@ -8,7 +8,9 @@
 //! missing one), no gold failure, no metric that could not be computed, and every execution
 //! the case read lasting (no timeout, no out-of-memory error, no database that changed or
 //! could not be read: [`sqlgate_eval::exec::ExecErrorKind::depends_on_run`]). A suite scored with an
-//! embeddings server never reuses (the server's answers may change).
+//! embeddings server never reuses (the server's answers may change), nor does a suite that
+//! times its answers (`efficiency = ["time"]`: a time is of the run that took it); counted
+//! steps are deterministic and are reused.
 //!
 //! A suite's verdicts are one cache entry, its *index* (a line per case: the inputs' hash and
 //! the record), read once when the run starts and written once when it ends: a rerun of a large
@@ -224,8 +226,10 @@ fn index_key(store: &Store, suite: &SuitePlan) -> String {
 /// serializes (mode and its options, metrics), the limits and, with ESM, `tables.json`.
 fn settings(store: &Store, suite: &SuitePlan) -> Option<String> {
     let scoring = &suite.scoring;
-    // An embeddings server's answers and a database server's data can change unseen.
-    if scoring.embedder.is_some() || suite.backend.on_server() {
+    // An embeddings server's answers and a database server's data can change unseen; timed
+    // efficiency is of this run's machine and load, never of an earlier run's.
+    let timed = scoring.efficiency.is_some_and(|e| e.timed);
+    if scoring.embedder.is_some() || suite.backend.on_server() || timed {
         return None;
     }
     let mut hasher = Hasher::new();
