@@ -262,7 +262,7 @@ fn add_structural(
     }
 }
 
-/// VES and R-VES of a correct answer against the first gold query, on the case's own database
+/// VES and R-VES of a correct answer against its gold ([`ex::measured_gold`]), on the case's own database
 /// (timed apart from EX's executions, never through their cache); 0 for any other.
 fn add_efficiency(
     scoring: &Scoring,
@@ -274,12 +274,12 @@ fn add_efficiency(
     let Some(settings) = &scoring.efficiency else {
         return;
     };
-    let gold = case.gold.first().map_or("", String::as_str);
+    let gold = ex::measured_gold(scoring.mode, &case.gold).unwrap_or_default();
     let pred = score.sql.as_deref().unwrap_or_default();
     let (efficiency, notes) = efficiency::measure(
         settings,
         scoring.mode_options.pair_budget,
-        (&databases.main, gold, pred),
+        (&databases.main, &gold, pred),
         score.correct(),
         runner,
     );

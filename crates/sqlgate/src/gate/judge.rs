@@ -168,6 +168,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<bool>) -> T
     }
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
+    properties.extend(efficiency_metrics(run, true));
     // A metric that could not be computed scored 0 above; its property says why.
     for (metric, reason) in run.score.metric_errors() {
         properties.insert(metric.error_code().to_string(), reason.to_string());
@@ -319,6 +320,25 @@ pub fn structural_metrics(run: &CaseRun) -> Vec<(String, String)> {
     [("esm", run.score.esm), ("etm", run.score.etm)]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name.to_string(), v.to_string())))
+        .collect()
+}
+
+/// A case's VES and R-VES terms, formatted: by steps (deterministic), and timed only when
+/// `timed` is set: a time is of this run's machine, so snapshots never hold one.
+pub fn efficiency_metrics(run: &CaseRun, timed: bool) -> Vec<(String, String)> {
+    let Some(efficiency) = &run.score.efficiency else {
+        return Vec::new();
+    };
+    let timed = efficiency.timed.filter(|_| timed);
+    [("", timed), ("_steps", efficiency.steps)]
+        .into_iter()
+        .filter_map(|(suffix, ratio)| ratio.map(|ratio| (suffix, ratio)))
+        .flat_map(|(suffix, ratio)| {
+            [
+                (format!("ves{suffix}"), format_metric(ratio.ves)),
+                (format!("rves{suffix}"), format_metric(ratio.rves)),
+            ]
+        })
         .collect()
 }
 

@@ -269,6 +269,11 @@ mod tests {
 
     /// A suite of two cases sharing one gold query on a database `shop`.
     fn suite(dir: &Path) -> SuitePlan {
+        suite_with(dir, "")
+    }
+
+    /// [`suite`] with more `[[suite]]` settings.
+    fn suite_with(dir: &Path, settings: &str) -> SuitePlan {
         let db = dir.join("db").join("shop.sqlite");
         std::fs::create_dir_all(db.parent().unwrap()).unwrap();
         rusqlite::Connection::open(&db)
@@ -291,7 +296,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             dir.join("sqlgate.toml"),
-            "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"s\"\ntype = \"command\"\ncommand = [\"true\"]\n",
+            format!("[[suite]]\nbenchmark = \"suite.toml\"\n{settings}\n\n[[system]]\nname = \"s\"\ntype = \"command\"\ncommand = [\"true\"]\n"),
         )
         .unwrap();
         let config = Config::load(&dir.join("sqlgate.toml")).unwrap();
@@ -340,6 +345,24 @@ mod tests {
             assert_eq!(evaluate(changed.clone()), 0, "{changed:?}");
             assert_eq!(evaluate(retrieved.clone()), 0, "{changed:?}");
         }
+    }
+
+    #[test]
+    fn counted_steps_are_reused_and_timed_efficiency_never_is() {
+        let runs = |settings: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let suite = suite_with(dir.path(), settings);
+            let cases = [(0, "SELECT 7"), (1, "SELECT max(price) FROM items WHERE 1")];
+            let first = run(dir.path(), &suite, &cases, || {}).1;
+            let second = run(dir.path(), &suite, &cases, || {}).1;
+            (first, second)
+        };
+        assert_eq!(runs("efficiency = [\"steps\"]"), (0, 2));
+        assert_eq!(
+            runs("efficiency = [\"time\"]\nefficiency_iterations = 2"),
+            (0, 0)
+        );
+        assert_eq!(runs("efficiency = [\"steps\", \"time\"]"), (0, 0));
     }
 
     /// One run over `cases`: `between` runs after the first case. Returns each case's verdict
