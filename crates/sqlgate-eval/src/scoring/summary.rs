@@ -88,7 +88,8 @@ pub struct Summary {
 }
 
 /// BIRD's VES and R-VES over the feasible cases (spec `evaluators.md` 3.3-3.4), timed and by
-/// steps: each the mean of `100 * sqrt(R)` or `100 * sqrt(reward(R))`, so in 0 to about 112.
+/// steps: each the mean of `100 * sqrt(R)` (VES, at least 0) or `100 * sqrt(reward(R))`
+/// (R-VES, 0 to 111.8).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EfficiencyMeans {
     /// Timed iterations per correct case, when timed.
@@ -110,10 +111,11 @@ pub struct EfficiencyMeans {
 
 /// The efficiency means of the feasible cases under `settings` (a case without a value counts
 /// as 0), summed in case order as the reference does.
-pub fn efficiency_means(settings: &Settings, scores: &[&CaseScore]) -> EfficiencyMeans {
+fn efficiency_means(settings: &Settings, scores: &[&CaseScore]) -> EfficiencyMeans {
     let feasible: Vec<&CaseScore> = scores.iter().copied().filter(|s| s.feasible).collect();
-    let ratios = |pick: fn(&Efficiency) -> Option<Ratio>| -> Vec<f64> {
-        feasible
+    // (VES, R-VES) of one measurement, when it was taken.
+    let means = |taken: bool, pick: fn(&Efficiency) -> Option<Ratio>| {
+        let ratios: Vec<f64> = feasible
             .iter()
             .map(|s| {
                 s.efficiency
@@ -121,13 +123,10 @@ pub fn efficiency_means(settings: &Settings, scores: &[&CaseScore]) -> Efficienc
                     .and_then(pick)
                     .map_or(0.0, |r| r.ratio)
             })
-            .collect()
-    };
-    let means = |on: bool, pick: fn(&Efficiency) -> Option<Ratio>| {
-        let ratios = ratios(pick);
+            .collect();
         let ves = mean_score(ratios.iter().copied());
         let rves = mean_score(ratios.iter().map(|&r| reward(r)));
-        (Some(ves).filter(|_| on), Some(rves).filter(|_| on))
+        taken.then_some((ves, rves)).unzip()
     };
     let (ves, rves) = means(settings.timed, |e| e.timed);
     let (ves_steps, rves_steps) = means(settings.steps, |e| e.steps);
