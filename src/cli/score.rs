@@ -16,6 +16,7 @@ use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::loaders::{
     self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction,
 };
+use sqlgate_eval::metrics::efficiency::measure::{self as efficiency, BIRD_ITERATIONS};
 use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
 use sqlgate_eval::metrics::reliability::Penalty;
 use sqlgate_eval::metrics::sqlmorph::{self, ColumnMatching, Extras, Regime};
@@ -89,6 +90,16 @@ pub struct ScoreArgs {
     /// (the BIRD script prints 100 × the mean), as `soft_f1 = true` in a `[[suite]]`.
     #[arg(long)]
     soft_f1: bool,
+    /// Efficiency of each correct answer against its gold, comma-separated: `time` (BIRD's
+    /// VES and R-VES from repeated timed executions; machine-dependent) and `steps` (the same
+    /// formulas on SQLite VM steps, or PostgreSQL's planner cost: the same on any machine).
+    /// See docs/metrics.md.
+    #[arg(long, value_parser = parse_efficiency)]
+    efficiency: Option<EfficiencyList>,
+    /// Timed executions of each query per correct case, with `--efficiency time`.
+    #[arg(long, value_name = "N", default_value_t = BIRD_ITERATIONS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    efficiency_iterations: u32,
     /// Compute the fine-grained metrics like the SQLMorph reference implementation instead of
     /// the paper's definitions.
     #[arg(long)]
@@ -182,6 +193,28 @@ pub(super) fn check_regimes(
         )),
         _ => Ok(()),
     }
+}
+
+/// `--efficiency`: `time` and `steps`.
+#[derive(Clone, Copy)]
+struct EfficiencyList {
+    timed: bool,
+    steps: bool,
+}
+
+fn parse_efficiency(text: &str) -> Result<EfficiencyList, String> {
+    let mut list = EfficiencyList {
+        timed: false,
+        steps: false,
+    };
+    for name in text.split(',').map(str::trim) {
+        match name {
+            "time" => list.timed = true,
+            "steps" => list.steps = true,
+            other => return Err(format!("unknown measurement `{other}` (time, steps)")),
+        }
+    }
+    Ok(list)
 }
 
 fn parse_family(text: &str) -> Result<(String, PathBuf), String> {
@@ -305,6 +338,11 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         etm: etm.then(|| Arc::new(etm::Evaluator::new(args.etm_compat))),
         robustness: !args.families.is_empty(),
         soft_f1: args.soft_f1,
+        efficiency: args.efficiency.map(|list| efficiency::Settings {
+            timed: list.timed,
+            steps: list.steps,
+            iterations: args.efficiency_iterations,
+        }),
         ..Scoring::new(mode)
     };
     let databases = scoring.databases(&benchmark)?;

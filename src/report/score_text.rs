@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use sqlgate_eval::metrics::reliability::Reliability;
-use sqlgate_eval::scoring::{SoftF1Means, Summary, Tally};
+use sqlgate_eval::scoring::{EfficiencyMeans, SoftF1Means, Summary, Tally};
 
 /// Levels whose natural order is not alphabetical (Spider hardness, BIRD difficulty).
 const LEVEL_ORDER: &[&str] = &[
@@ -15,6 +15,24 @@ const LEVEL_ORDER: &[&str] = &[
     "moderate",
     "challenging",
 ];
+
+/// VES and R-VES, timed (with the iterations: a timed number is of this machine) and by steps.
+fn render_efficiency(out: &mut String, efficiency: &EfficiencyMeans) {
+    out.push('\n');
+    if let (Some(ves), Some(rves)) = (efficiency.ves, efficiency.rves) {
+        let iterations = efficiency.iterations.unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "VES {ves:.2}, R-VES {rves:.2} (timed: {iterations} iterations on this machine)"
+        );
+    }
+    if let (Some(ves), Some(rves)) = (efficiency.ves_steps, efficiency.rves_steps) {
+        let _ = writeln!(
+            out,
+            "VES (steps) {ves:.2}, R-VES (steps) {rves:.2} (deterministic cost ratio)"
+        );
+    }
+}
 
 pub fn render(summary: &Summary, source: &str) -> String {
     let mut out = String::new();
@@ -76,6 +94,9 @@ pub fn render(summary: &Summary, source: &str) -> String {
     }
     if let Some(soft_f1) = &summary.soft_f1 {
         render_soft_f1(&mut out, soft_f1);
+    }
+    if let Some(efficiency) = &summary.efficiency {
+        render_efficiency(&mut out, efficiency);
     }
     render_reliability(&mut out, &summary.reliability);
     if !summary.families.is_empty() {

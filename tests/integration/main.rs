@@ -13,6 +13,8 @@ mod cli_init;
 mod cli_score;
 mod diff;
 mod distill;
+mod efficiency_gate;
+mod efficiency_parity;
 mod etm_reference;
 mod every_database;
 mod exit_codes;

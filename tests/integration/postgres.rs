@@ -761,3 +761,41 @@ fn score_warns_about_the_role_and_stops_on_an_unreachable_server() {
     );
     assert!(down.stdout.is_empty());
 }
+
+#[test]
+fn efficiency_by_steps_reads_the_planner_cost_on_the_server() {
+    let Some(pg) = defog_server() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pred = predictions(dir.path(), "gold.jsonl", str::to_string);
+    let report = json(&score(pg, &pred, &["--efficiency", "steps"]));
+    // The same SQL plans at the same cost: a ratio of 1, run after run. A gold with a column
+    // set is measured as its first expansion, which the prediction (every column) is not.
+    let golds = cases();
+    let mut same = 0;
+    for (case, (_, _, gold)) in report["cases"].as_array().unwrap().iter().zip(&golds) {
+        let ratio = case["efficiency"]["steps"]["ratio"].as_f64().unwrap();
+        if gold[0].contains('{') {
+            assert!(ratio > 0.0, "{case}");
+        } else {
+            assert_eq!(ratio, 1.0, "{case}");
+            same += 1;
+        }
+    }
+    assert!(same > 100, "{same}");
+    assert_eq!(report, json(&score(pg, &pred, &["--efficiency", "steps"])));
+    // A cost, not a time: a scan costs more than a constant, and a write is still refused.
+    use sqlgate_eval::exec::{Probe, QueryRunner};
+    let engine = engine(&pg.reader_template(), Limits::default());
+    let cost = |sql| engine.probe(Path::new("academic"), sql, Probe::Cost, None);
+    let constant = cost("SELECT 1").unwrap();
+    let scan = cost("SELECT a.name FROM author AS a, writes AS w WHERE a.aid = w.aid").unwrap();
+    assert!(0.0 < constant && constant < scan, "{constant} {scan}");
+    assert_eq!(
+        cost("SELECT a.name FROM author AS a, writes AS w WHERE a.aid = w.aid"),
+        Ok(scan)
+    );
+    let denied = cost("DELETE FROM author").unwrap_err();
+    assert_eq!(denied.kind, ExecErrorKind::Denied, "{denied:?}");
+    let outside = cost("SELECT pg_read_file('/etc/passwd')").unwrap_err();
+    assert_eq!(outside.kind, ExecErrorKind::Denied, "{outside:?}");
+}

@@ -20,7 +20,7 @@ fn score_json(args: &[&str]) -> Value {
     serde_json::from_str(&output.stdout).expect("score prints JSON")
 }
 
-type Properties = BTreeMap<String, BTreeMap<String, String>>;
+pub(crate) type Properties = BTreeMap<String, BTreeMap<String, String>>;
 
 /// The JUnit properties of a gate run: the suite's (key `""`) and each case's (`<db>::<id>`).
 fn gate_properties(suite_settings: &str, predictions: &Path) -> Properties {
@@ -35,14 +35,14 @@ fn gate_run(suite_settings: &str, predictions: &Path) -> (tempfile::TempDir, Pro
 
 /// What a gate run left: its folder, its terminal output, the JUnit properties of the suite
 /// (key `""`) and of each test, and the failure message of each failing test.
-struct GateRun {
-    dir: tempfile::TempDir,
-    stdout: String,
-    properties: Properties,
-    failures: BTreeMap<String, String>,
+pub(crate) struct GateRun {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) stdout: String,
+    pub(crate) properties: Properties,
+    pub(crate) failures: BTreeMap<String, String>,
 }
 
-fn gate(suite_settings: &str, predictions: &Path) -> GateRun {
+pub(crate) fn gate(suite_settings: &str, predictions: &Path) -> GateRun {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("sqlgate.toml");
     std::fs::write(

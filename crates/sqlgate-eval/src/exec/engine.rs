@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::postgres::Server;
 use super::result_cache::ResultCache;
 use super::sandbox::{Limits, Sandbox, Source};
-use super::{ExecError, ExecErrorKind, Execution, QueryRunner};
+use super::{ExecError, ExecErrorKind, Execution, Probe, QueryRunner};
 use crate::files::Stamp;
 
 /// What a run knows of one database: when it first read it, and its distinct executions by
@@ -323,6 +323,38 @@ impl QueryRunner for Engine {
         match self.backend {
             Backend::Sqlite => EngineKind::Sqlite,
             Backend::Postgres(_) => EngineKind::Postgres,
+        }
+    }
+
+    /// On SQLite, a new prediction sandbox for each measurement, whoever wrote the SQL: gold
+    /// and prediction are timed on identical connections. On PostgreSQL, a pooled connection
+    /// (opening one costs more than most queries).
+    fn probe(
+        &self,
+        db: &Path,
+        sql: &str,
+        probe: Probe,
+        deadline: Option<Instant>,
+    ) -> Result<f64, ExecError> {
+        let limits = self.limits.until(deadline)?;
+        match (&self.backend, probe) {
+            (Backend::Sqlite, _) => {
+                let sandbox = Sandbox::open(db, Source::Prediction)?;
+                let (execution, steps) = sandbox.execute_counting_steps(sql, &limits);
+                execution.result?;
+                Ok(match probe {
+                    Probe::Time => execution.elapsed.as_secs_f64(),
+                    Probe::Cost => steps as f64,
+                })
+            }
+            (Backend::Postgres(server), Probe::Time) => {
+                let execution = server.execute(&db.to_string_lossy(), sql, &limits);
+                execution.result?;
+                Ok(execution.elapsed.as_secs_f64())
+            }
+            (Backend::Postgres(server), Probe::Cost) => {
+                server.planned_cost(&db.to_string_lossy(), sql, &limits)
+            }
         }
     }
 }

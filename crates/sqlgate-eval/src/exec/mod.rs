@@ -16,7 +16,7 @@ mod watchdog;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use engine::{Backend, Engine, EngineKind};
 pub use sandbox::{Limits, Sandbox};
@@ -32,6 +32,35 @@ pub trait QueryRunner: Sync {
     /// The engine the queries run on: a metric that reads the catalog or asks for a plan
     /// speaks its dialect.
     fn engine(&self) -> EngineKind;
+
+    /// Measures `sql` on `db` for the efficiency metrics, never from a cache: one execution on
+    /// a fresh connection, within the runner's limits and, when given, `deadline`. A runner
+    /// that cannot measure says so (an `Unavailable` error).
+    fn probe(
+        &self,
+        db: &Path,
+        sql: &str,
+        probe: Probe,
+        deadline: Option<Instant>,
+    ) -> Result<f64, ExecError> {
+        let _ = (db, sql, probe, deadline);
+        Err(ExecError {
+            kind: ExecErrorKind::Unavailable,
+            message: "this query runner does not measure efficiency".to_string(),
+        })
+    }
+}
+
+/// What one efficiency measurement of a query reads ([`QueryRunner::probe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Probe {
+    /// The wall time of one execution, from preparing the statement to its last row, in
+    /// seconds: it depends on the machine and its load.
+    Time,
+    /// A cost that depends only on the database and the SQL: on SQLite, the virtual-machine
+    /// steps of one execution (`SQLITE_STMTSTATUS_VM_STEP`); on PostgreSQL, the planner's
+    /// estimated total cost (`EXPLAIN (FORMAT JSON)`), the query not run.
+    Cost,
 }
 
 /// Runs queries through another runner and notes whether every outcome it handed out was
@@ -76,6 +105,21 @@ impl QueryRunner for Witness<'_> {
 
     fn engine(&self) -> EngineKind {
         self.runner.engine()
+    }
+
+    fn probe(
+        &self,
+        db: &Path,
+        sql: &str,
+        probe: Probe,
+        deadline: Option<Instant>,
+    ) -> Result<f64, ExecError> {
+        let measured = self.runner.probe(db, sql, probe, deadline);
+        if matches!(&measured, Err(error) if error.kind.depends_on_run()) {
+            self.momentary
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        measured
     }
 }
 

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 
 use super::sandbox::Limits;
 use super::schema::Schema;
-use super::Execution;
+use super::{ExecError, Execution};
 
 /// A PostgreSQL server; none can exist in this build.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,11 @@ impl Server {
 
     /// Runs one untrusted query on database `db`.
     pub fn execute(&self, _db: &str, _sql: &str, _limits: &Limits) -> Execution {
+        match self.never {}
+    }
+
+    /// The planner's estimated total cost of a query on database `db`.
+    pub fn planned_cost(&self, _db: &str, _sql: &str, _limits: &Limits) -> Result<f64, ExecError> {
         match self.never {}
     }
 

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags, StatementStatus};
 
 use super::memory::{self, ResultCharge};
 use super::{watchdog, ExecError, ExecErrorKind, Execution, ResultSet, Value};
@@ -50,6 +50,27 @@ impl Default for Limits {
             max_rows: 1_000_000,
             max_bytes: 256 << 20,
         }
+    }
+}
+
+impl Limits {
+    /// These limits with the time bound cut to what is left before `deadline`; an error when
+    /// nothing is left.
+    pub fn until(&self, deadline: Option<Instant>) -> Result<Limits, ExecError> {
+        let Some(deadline) = deadline else {
+            return Ok(*self);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ExecError {
+                kind: ExecErrorKind::Timeout,
+                message: "the measurement's time budget ran out".to_string(),
+            });
+        }
+        Ok(Limits {
+            timeout: Some(self.timeout.map_or(left, |timeout| timeout.min(left))),
+            ..*self
+        })
     }
 }
 
@@ -218,32 +239,43 @@ impl Sandbox {
 
     /// Runs one statement within `limits` and reads its whole result.
     pub fn execute(&self, sql: &str, limits: &Limits) -> Execution {
+        self.execute_counting_steps(sql, limits).0
+    }
+
+    /// Runs one statement like [`Sandbox::execute`], and counts the virtual-machine steps it
+    /// took (`SQLITE_STMTSTATUS_VM_STEP`): a cost of the query that depends on the database and
+    /// the SQLite version only, never on the machine.
+    pub fn execute_counting_steps(&self, sql: &str, limits: &Limits) -> (Execution, u64) {
         let start = Instant::now();
         // A bound too far away to represent is no bound.
         let deadline = limits.timeout.and_then(|t| start.checked_add(t));
         self.denied.store(false, Ordering::Relaxed);
         let armed = deadline.map(|d| watchdog::arm(d, self.conn.get_interrupt_handle()));
         let mut charge = ResultCharge::default();
+        let mut steps = 0;
         let result = self
-            .run(sql, limits, &mut charge)
+            .run(sql, limits, &mut charge, &mut steps)
             .map_err(|e| self.classify(e, deadline));
         drop(armed);
         // The statement and any result cut short are freed by now.
         let discarded = if result.is_err() { charge.held() } else { 0 };
         drop(charge);
         memory::give_back_freed(discarded);
-        Execution {
+        let execution = Execution {
             result: result.map(Arc::new),
             elapsed: start.elapsed(),
-        }
+        };
+        (execution, steps)
     }
 
-    /// Runs `sql`, holding in `charge` the memory its result takes while it is read.
+    /// Runs `sql`, holding in `charge` the memory its result takes while it is read, and adding
+    /// its virtual-machine steps to `steps`.
     fn run(
         &self,
         sql: &str,
         limits: &Limits,
         charge: &mut ResultCharge,
+        steps: &mut u64,
     ) -> Result<ResultSet, RunError> {
         if sql.len() > MAX_SQL_BYTES {
             return Err(RunError::TooLarge(format!(
@@ -299,7 +331,13 @@ impl Sandbox {
                 return Err(too_large());
             }
             result.rows.push(values);
+            // SQLite counts in 32 bits: taken (and reset) per row, the count cannot wrap.
+            if let Some(stmt) = rows.as_ref() {
+                *steps += u64::from(stmt.reset_status(StatementStatus::VmStep) as u32);
+            }
         }
+        drop(rows);
+        *steps += u64::from(stmt.reset_status(StatementStatus::VmStep) as u32);
         Ok(result)
     }
 
@@ -504,6 +542,45 @@ mod tests {
             assert_eq!(count(&sandbox), Value::Int(1));
             assert_ne!(sandbox.data_version(), seen, "{journal_mode}: a commit");
         }
+    }
+
+    #[test]
+    fn steps_count_the_work_of_a_query_and_repeat_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.sqlite");
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE t(x); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 \
+                 FROM c WHERE i < 1000) INSERT INTO t SELECT i FROM c;",
+            )
+            .unwrap();
+        let steps = |sql: &str| {
+            let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
+            let (execution, steps) = sandbox.execute_counting_steps(sql, &Limits::default());
+            assert!(execution.result.is_ok(), "{sql}");
+            steps
+        };
+        let one = steps("SELECT 1");
+        assert!(one > 0);
+        // A scan that returns no row still counts every row it looked at: the count outlives
+        // the statement's reset at its end.
+        let scan = steps("SELECT x FROM t WHERE x > 5000");
+        assert!(scan > 1000, "{scan}");
+        let rows = steps("SELECT x FROM t");
+        assert!(rows > 1000, "{rows}");
+        for sql in [
+            "SELECT 1",
+            "SELECT x FROM t WHERE x > 5000",
+            "SELECT x FROM t",
+        ] {
+            assert_eq!(steps(sql), steps(sql), "{sql}");
+        }
+        // One connection, run twice: each execution counts its own steps only.
+        let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
+        let first = sandbox.execute_counting_steps("SELECT x FROM t", &Limits::default());
+        let second = sandbox.execute_counting_steps("SELECT x FROM t", &Limits::default());
+        assert_eq!((first.1, second.1), (rows, rows));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Metrics computed from executions and from the SQL itself.
 
 pub mod bootstrap;
+pub mod efficiency;
 pub mod esm;
 pub mod etm;
 pub mod ex;

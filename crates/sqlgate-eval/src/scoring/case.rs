@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use super::{case_facts, CaseDatabases, CaseScore, ComputedMetric, FineScores, Scoring};
 use crate::exec::QueryRunner;
 use crate::loaders::{Answer, Case, Prediction};
+use crate::metrics::efficiency::measure as efficiency;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Outcome, Verdict};
 use crate::metrics::{soft_f1, sqlmorph};
 use crate::spider::Hardness;
@@ -54,6 +55,7 @@ pub fn score_case(
         add_fine_scores(scoring, case, databases, &mut score, runner);
         add_structural(scoring, case, databases, &mut score, runner);
         add_soft_f1(scoring, case, databases, &mut score, runner);
+        add_efficiency(scoring, case, databases, &mut score, runner);
         if scoring.robustness {
             let (samples, retrieved) = match response {
                 Response::Answer(prediction) => {
@@ -142,6 +144,7 @@ fn execution(
             .and_then(|level| Hardness::from_str(level).ok()),
         cs: case.cs,
         robustness: None,
+        efficiency: None,
     }
 }
 
@@ -277,4 +280,29 @@ fn add_soft_f1(
         soft_f1::case_soft_f1(&case.gold, &databases.main, sql, budget, runner)
     });
     score.soft_f1 = Some(value);
+}
+
+/// VES and R-VES of a correct answer against its gold ([`ex::measured_gold`]), on the case's own database
+/// (timed apart from EX's executions, never through their cache); 0 for any other.
+fn add_efficiency(
+    scoring: &Scoring,
+    case: &Case,
+    databases: &CaseDatabases,
+    score: &mut CaseScore,
+    runner: &dyn QueryRunner,
+) {
+    let Some(settings) = &scoring.efficiency else {
+        return;
+    };
+    let gold = ex::measured_gold(scoring.mode, &case.gold).unwrap_or_default();
+    let pred = score.sql.as_deref().unwrap_or_default();
+    let (efficiency, notes) = efficiency::measure(
+        settings,
+        scoring.mode_options.pair_budget,
+        (&databases.main, &gold, pred),
+        score.correct(),
+        runner,
+    );
+    score.efficiency = Some(efficiency);
+    score.diagnostics.extend(notes);
 }

@@ -513,6 +513,7 @@ mod tests {
             hardness: None,
             cs: None,
             robustness: None,
+            efficiency: None,
         }
     }
 

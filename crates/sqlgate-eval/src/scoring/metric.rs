@@ -49,11 +49,20 @@ pub enum Metric {
     TokensMean,
     /// All the suite's tokens over its correct cases.
     TokensPerCorrect,
+    /// BIRD's VES from timed executions (need `efficiency = ["time"]`; machine-dependent).
+    Ves,
+    /// BIRD mini-dev's R-VES (reward tiers) from timed executions.
+    Rves,
+    /// VES from a deterministic cost ratio (need `efficiency = ["steps"]`): SQLite VM steps,
+    /// PostgreSQL's planner estimate.
+    VesSteps,
+    /// R-VES from the deterministic cost ratio.
+    RvesSteps,
 }
 
 impl Metric {
     /// The metrics with a fixed name (every one but `pass@K`).
-    const NAMED: [Metric; 17] = [
+    const NAMED: [Metric; 21] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -71,6 +80,10 @@ impl Metric {
         Metric::LatencyP95,
         Metric::TokensMean,
         Metric::TokensPerCorrect,
+        Metric::Ves,
+        Metric::Rves,
+        Metric::VesSteps,
+        Metric::RvesSteps,
     ];
 
     /// Whether the metric is measured over a suite's cases (`gate`).
@@ -91,6 +104,10 @@ impl Metric {
                 | Metric::LatencyP95
                 | Metric::TokensMean
                 | Metric::TokensPerCorrect
+                | Metric::Ves
+                | Metric::Rves
+                | Metric::VesSteps
+                | Metric::RvesSteps
         )
     }
 
@@ -131,6 +148,10 @@ impl Metric {
             Metric::LatencyP95 => "latency_p95",
             Metric::TokensMean => "tokens_mean",
             Metric::TokensPerCorrect => "tokens_per_correct",
+            Metric::Ves => "ves",
+            Metric::Rves => "rves",
+            Metric::VesSteps => "ves_steps",
+            Metric::RvesSteps => "rves_steps",
         }
     }
 }
@@ -203,6 +224,10 @@ mod tests {
             "latency_p95",
             "tokens_mean",
             "tokens_per_correct",
+            "ves",
+            "rves",
+            "ves_steps",
+            "rves_steps",
         ] {
             assert_eq!(name.parse::<Metric>().unwrap().to_string(), name);
         }
@@ -220,5 +245,6 @@ mod tests {
         assert!(!Metric::Etm.is_family_metric());
         assert!(Metric::SoftF1.is_suite_metric() && !Metric::SoftF1.is_family_metric());
         assert!(Metric::LatencyP95.is_suite_metric() && !Metric::TokensMean.is_family_metric());
+        assert!(Metric::RvesSteps.is_suite_metric() && !Metric::Ves.is_family_metric());
     }
 }

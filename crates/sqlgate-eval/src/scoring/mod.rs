@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::error::InputError;
 use crate::exec::Backend;
 use crate::loaders::Benchmark;
+use crate::metrics::efficiency::measure::{self as efficiency, Efficiency};
 use crate::metrics::ex::{Diagnostic, Mode, ModeOptions, Verdict};
 use crate::metrics::reliability::{CaseFacts, Region};
 use crate::metrics::sqlmorph::{self, Embedder, Regime};
@@ -33,7 +34,7 @@ pub use case::{score_all, score_case, Response};
 pub use case_facts::{Robustness, SchemaCache};
 pub use family::{FamilySummary, REPORTED_K};
 pub use metric::Metric;
-pub use summary::{summarize, HardnessMeans, SoftF1Means, Summary, Tally};
+pub use summary::{summarize, EfficiencyMeans, HardnessMeans, SoftF1Means, Summary, Tally};
 
 /// How cases are scored: built by `sqlgate score` from its flags and by the gate from a
 /// `[[suite]]`. Its serialization is everything in it that changes a score (verdict reuse keys
@@ -72,6 +73,10 @@ pub struct Scoring {
     /// on is a new reuse key and leaving it off keeps the old ones.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub soft_f1: bool,
+    /// BIRD's VES and R-VES, timed, and their deterministic steps variant, when asked for.
+    /// Written only when set, so that the reuse keys of suites without it stay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<efficiency::Settings>,
     /// Each database's tables and columns, read once, for the schema error rate.
     #[serde(skip)]
     pub schemas: SchemaCache,
@@ -103,6 +108,7 @@ impl Scoring {
             pc_max_pairs: sqlmorph::Options::default().pc_max_pairs,
             robustness: false,
             soft_f1: false,
+            efficiency: None,
             schemas: SchemaCache::default(),
         }
     }
@@ -349,6 +355,9 @@ pub struct CaseScore {
     /// What the family metrics read, when the scoring collects it.
     #[serde(skip)]
     pub robustness: Option<Robustness>,
+    /// VES and R-VES of a feasible case, timed and by steps, when asked for (0 unless EX is 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<Efficiency>,
 }
 
 impl CaseScore {

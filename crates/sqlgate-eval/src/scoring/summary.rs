@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use super::family::{family_summaries, FamilySummary};
 use super::{CaseScore, ComputedMetric, FineScores, Scoring};
+use crate::metrics::efficiency::measure::{Efficiency, Settings};
+use crate::metrics::efficiency::{mean_score, reward, Ratio};
 use crate::metrics::esm;
 use crate::metrics::ex::{Mode, Verdict};
 use crate::metrics::reliability::{self, Penalty, Reliability};
@@ -83,6 +85,61 @@ pub struct Summary {
     /// Each generated family against its seeds (cases tagged `family`), by family name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub families: BTreeMap<String, FamilySummary>,
+    /// VES and R-VES over the feasible cases, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<EfficiencyMeans>,
+}
+
+/// BIRD's VES and R-VES over the feasible cases (spec `evaluators.md` 3.3-3.4), timed and by
+/// steps: each the mean of `100 * sqrt(R)` (VES, at least 0) or `100 * sqrt(reward(R))`
+/// (R-VES, 0 to 111.8).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EfficiencyMeans {
+    /// Timed iterations per correct case, when timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// VES from times, when timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ves: Option<f64>,
+    /// R-VES from times, when timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rves: Option<f64>,
+    /// VES from the deterministic cost ratio, when counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ves_steps: Option<f64>,
+    /// R-VES from the deterministic cost ratio, when counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rves_steps: Option<f64>,
+}
+
+/// The efficiency means of the feasible cases under `settings` (a case without a value counts
+/// as 0), summed in case order as the reference does.
+fn efficiency_means(settings: &Settings, scores: &[&CaseScore]) -> EfficiencyMeans {
+    let feasible: Vec<&CaseScore> = scores.iter().copied().filter(|s| s.feasible).collect();
+    // (VES, R-VES) of one measurement, when it was taken.
+    let means = |taken: bool, pick: fn(&Efficiency) -> Option<Ratio>| {
+        let ratios: Vec<f64> = feasible
+            .iter()
+            .map(|s| {
+                s.efficiency
+                    .as_ref()
+                    .and_then(pick)
+                    .map_or(0.0, |r| r.ratio)
+            })
+            .collect();
+        let ves = mean_score(ratios.iter().copied());
+        let rves = mean_score(ratios.iter().map(|&r| reward(r)));
+        taken.then_some((ves, rves)).unzip()
+    };
+    let (ves, rves) = means(settings.timed, |e| e.timed);
+    let (ves_steps, rves_steps) = means(settings.steps, |e| e.steps);
+    EfficiencyMeans {
+        iterations: settings.timed.then_some(settings.iterations),
+        ves,
+        rves,
+        ves_steps,
+        rves_steps,
+    }
 }
 
 /// Means of a 0/1 structural metric: `all` and each Spider hardness level.
@@ -173,6 +230,10 @@ pub fn summarize(scoring: &Scoring, scores: &[&CaseScore], penalties: &[Penalty]
             &reliability::penalties_with_defaults(penalties),
         ),
         families: family_summaries(scores),
+        efficiency: scoring
+            .efficiency
+            .as_ref()
+            .map(|settings| efficiency_means(settings, scores)),
     }
 }
 

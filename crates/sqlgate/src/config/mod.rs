@@ -28,7 +28,7 @@ pub use profile::{ProfileConfig, RecordMode};
 pub use sampling::{Alpha, PassRule};
 pub use sqlgate_eval::scoring::Metric;
 pub use sqlgate_llm::ThrottleConfig;
-pub use suite::{EmbeddingsConfig, Structural, SuiteConfig};
+pub use suite::{EfficiencyMeasure, EmbeddingsConfig, Structural, SuiteConfig};
 pub use system::SystemConfig;
 pub use threshold::{Comparison, Threshold};
 pub use values::{Penalty, Seconds};

@@ -59,6 +59,15 @@ pub struct SuiteConfig {
     /// `soft_f1 = ">= 0.6"` and for snapshots.
     #[serde(default)]
     pub soft_f1: bool,
+    /// Efficiency measurements of each correct answer against its gold, for gates such as
+    /// `rves_steps = ">= 100"`: `time` (BIRD's VES and R-VES from timed executions; they
+    /// depend on the machine) and `steps` (`ves_steps`, `rves_steps`: SQLite VM steps or
+    /// PostgreSQL's planner cost, the same on any machine). Default: none.
+    #[serde(default)]
+    pub efficiency: Vec<EfficiencyMeasure>,
+    /// Timed executions of each query per correct case, with `efficiency = ["time"]`
+    /// (default: BIRD's 100).
+    pub efficiency_iterations: Option<std::num::NonZeroU32>,
     /// Embeddings for SC column matching from an OpenAI-compatible endpoint, cached in
     /// `<snapshots>/embeddings/<model>.jsonl` (default: the offline n-gram embedder).
     pub embeddings: Option<EmbeddingsConfig>,
@@ -99,6 +108,16 @@ pub enum Structural {
     Esm,
     /// Enhanced Tree Matching.
     Etm,
+}
+
+/// An efficiency measurement a suite can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EfficiencyMeasure {
+    /// Repeated timed executions: `ves`, `rves`.
+    Time,
+    /// One deterministic cost per query: `ves_steps`, `rves_steps`.
+    Steps,
 }
 
 /// `embeddings = { base_url = "...", model = "...", api_key_env = "..." }`.

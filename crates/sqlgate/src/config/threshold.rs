@@ -65,6 +65,13 @@ impl Threshold {
             Metric::LatencyP95 | Metric::TokensMean | Metric::TokensPerCorrect => {
                 (0.0, f64::INFINITY, "at least 0")
             }
+            // 100 * sqrt(R): R-VES tops at the reward 1.25; VES has no upper bound.
+            Metric::Ves | Metric::VesSteps => (0.0, f64::INFINITY, "at least 0"),
+            Metric::Rves | Metric::RvesSteps => (
+                0.0,
+                100.0 * 1.25f64.sqrt(),
+                "between 0 and 111.8 (100·√1.25)",
+            ),
             _ => (0.0, 1.0, "between 0 and 1"),
         };
         if (low..=high).contains(&self.value) {
@@ -146,6 +153,14 @@ mod tests {
         for metric in ["latency_p95", "tokens_mean", "tokens_per_correct"] {
             assert!(check(metric, "<= 2.5").is_ok() && check(metric, "<= 125000").is_ok());
             assert!(check(metric, "<= -1").unwrap_err().contains("at least 0"));
+        }
+        for metric in ["ves", "ves_steps"] {
+            assert!(check(metric, ">= 105").is_ok() && check(metric, ">= 250").is_ok());
+            assert!(check(metric, ">= -1").unwrap_err().contains("at least 0"));
+        }
+        for metric in ["rves", "rves_steps"] {
+            assert!(check(metric, ">= 100").is_ok() && check(metric, ">= 111.8").is_ok());
+            assert!(check(metric, ">= 112").unwrap_err().contains("111.8"));
         }
     }
 

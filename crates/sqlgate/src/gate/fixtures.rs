@@ -7,6 +7,11 @@ use crate::gate::plan::SuitePlan;
 
 /// A suite of two cases sharing one gold query on a database `shop`.
 pub(crate) fn suite(dir: &Path) -> SuitePlan {
+    suite_with(dir, "")
+}
+
+/// [`suite`] with more `[[suite]]` settings.
+pub(crate) fn suite_with(dir: &Path, settings: &str) -> SuitePlan {
     let db = dir.join("db").join("shop.sqlite");
     std::fs::create_dir_all(db.parent().unwrap()).unwrap();
     rusqlite::Connection::open(&db)
@@ -29,7 +34,7 @@ pub(crate) fn suite(dir: &Path) -> SuitePlan {
     .unwrap();
     std::fs::write(
         dir.join("sqlgate.toml"),
-        "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"s\"\ntype = \"command\"\ncommand = [\"true\"]\n",
+        format!("[[suite]]\nbenchmark = \"suite.toml\"\n{settings}\n\n[[system]]\nname = \"s\"\ntype = \"command\"\ncommand = [\"true\"]\n"),
     )
     .unwrap();
     let config = Config::load(&dir.join("sqlgate.toml")).unwrap();

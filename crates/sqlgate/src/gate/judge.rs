@@ -342,6 +342,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCas
     properties.extend(structural_metrics(run));
     properties.extend(soft_f1_metric(run));
     properties.extend(cost_properties(&run.answer_costs));
+    properties.extend(efficiency_metrics(run, true));
     // A metric that could not be computed scored 0 above; its property says why.
     for (metric, reason) in run.score.metric_errors() {
         properties.insert(metric.error_code().to_string(), reason.to_string());
@@ -592,6 +593,25 @@ pub fn soft_f1_metric(run: &CaseRun) -> Option<(String, String)> {
     Some(("soft_f1".to_string(), format_metric(value)))
 }
 
+/// A case's VES and R-VES terms, formatted: by steps (deterministic), and timed only when
+/// `timed` is set: a time is of this run's machine, so snapshots never hold one.
+pub fn efficiency_metrics(run: &CaseRun, timed: bool) -> Vec<(String, String)> {
+    let Some(efficiency) = &run.score.efficiency else {
+        return Vec::new();
+    };
+    let timed = efficiency.timed.filter(|_| timed);
+    [("", timed), ("_steps", efficiency.steps)]
+        .into_iter()
+        .filter_map(|(suffix, ratio)| ratio.map(|ratio| (suffix, ratio)))
+        .flat_map(|(suffix, ratio)| {
+            [
+                (format!("ves{suffix}"), format_metric(ratio.ves)),
+                (format!("rves{suffix}"), format_metric(ratio.rves)),
+            ]
+        })
+        .collect()
+}
+
 /// A suite's aggregate metrics: suite metrics by name and family metrics as
 /// `<family>::<metric>` (for reports), and each family's summary (for its gates).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -813,6 +833,17 @@ pub fn suite_metrics(
     }
     if let Some(soft_f1) = &summary.soft_f1 {
         metrics.insert("soft_f1".to_string(), soft_f1.all);
+    }
+    if let Some(efficiency) = &summary.efficiency {
+        let means = [
+            (Metric::Ves, efficiency.ves),
+            (Metric::Rves, efficiency.rves),
+            (Metric::VesSteps, efficiency.ves_steps),
+            (Metric::RvesSteps, efficiency.rves_steps),
+        ];
+        for (metric, mean) in means {
+            metrics.extend(mean.map(|mean| (metric.to_string(), mean)));
+        }
     }
     for (family, family_summary) in &summary.families {
         let gated = suite

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::json_message;
+use sqlgate_eval::metrics::efficiency::measure::Efficiency;
 use sqlgate_eval::metrics::ex::{Diagnostic, Verdict};
 
 use crate::system::answer::AnswerCost;
@@ -77,6 +78,10 @@ pub struct CaseRecord {
     /// BIRD mini-dev Soft-F1 (0..1), when the suite computes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soft_f1: Option<f64>,
+    /// VES and R-VES, timed and by steps, when the suite measures them: merged shards give
+    /// the suite's means (a timed suite's verdicts are never reused in a later run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<Efficiency>,
     /// Why the system gave no usable answer, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_error: Option<SystemErrorKind>,
@@ -140,6 +145,7 @@ impl CaseRecord {
             esm: score.esm,
             etm: score.etm,
             soft_f1: score.soft_f1,
+            efficiency: score.efficiency,
             system_error: run.system_error,
             reply_truncated: run.reply_truncated,
             detail: run.detail.clone(),
@@ -203,6 +209,7 @@ impl CaseRecord {
                 .and_then(|level| Hardness::from_str(level).ok()),
             cs: case.cs,
             robustness: self.robustness.clone(),
+            efficiency: self.efficiency,
         };
         let fine = suite.regime().map(|regime| {
             self.fine

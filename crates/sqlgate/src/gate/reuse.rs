@@ -8,7 +8,9 @@
 //! missing one), no gold failure, no metric that could not be computed, and every execution
 //! the case read lasting (no timeout, no out-of-memory error, no database that changed or
 //! could not be read: [`sqlgate_eval::exec::ExecErrorKind::depends_on_run`]). A suite scored with an
-//! embeddings server never reuses (the server's answers may change).
+//! embeddings server never reuses (the server's answers may change), nor does a suite that
+//! times its answers (`efficiency = ["time"]`: a time is of the run that took it); counted
+//! steps are deterministic and are reused.
 //!
 //! A suite's verdicts are one cache entry, its *index* (a line per case: the inputs' hash and
 //! the record), read once when the run starts and written once when it ends: a rerun of a large
@@ -261,8 +263,10 @@ fn index_key(store: &Store, suite: &SuitePlan) -> String {
 /// serializes (mode and its options, metrics), the limits and, with ESM, `tables.json`.
 fn settings(store: &Store, suite: &SuitePlan) -> Option<String> {
     let scoring = &suite.scoring;
-    // An embeddings server's answers and a database server's data can change unseen.
-    if scoring.embedder.is_some() || suite.backend.on_server() {
+    // An embeddings server's answers and a database server's data can change unseen; timed
+    // efficiency is of this run's machine and load, never of an earlier run's.
+    let timed = scoring.efficiency.is_some_and(|e| e.timed);
+    if scoring.embedder.is_some() || suite.backend.on_server() || timed {
         return None;
     }
     let mut hasher = Hasher::new();
@@ -292,7 +296,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::Reuse;
-    use crate::gate::fixtures::suite;
+    use crate::gate::fixtures::{suite, suite_with};
     use crate::gate::plan::SuitePlan;
     use crate::system::answer::Answered;
     use crate::system::{Reply, Usage};
@@ -362,6 +366,24 @@ mod tests {
         assert_eq!(second.len(), 1);
         assert_eq!(second[0].latency_ms, Some(800));
         assert_eq!(second[0].usage.map(|u| u.prompt_tokens), Some(280));
+    }
+
+    #[test]
+    fn counted_steps_are_reused_and_timed_efficiency_never_is() {
+        let runs = |settings: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let suite = suite_with(dir.path(), settings);
+            let cases = [(0, "SELECT 7"), (1, "SELECT max(price) FROM items WHERE 1")];
+            let first = run(dir.path(), &suite, &cases, || {}).1;
+            let second = run(dir.path(), &suite, &cases, || {}).1;
+            (first, second)
+        };
+        assert_eq!(runs("efficiency = [\"steps\"]"), (0, 2));
+        assert_eq!(
+            runs("efficiency = [\"time\"]\nefficiency_iterations = 2"),
+            (0, 0)
+        );
+        assert_eq!(runs("efficiency = [\"steps\", \"time\"]"), (0, 0));
     }
 
     /// One run over `cases`: `between` runs after the first case. Returns each case's verdict

@@ -5,16 +5,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::config::Structural;
 use crate::config::{
     Config, EmbeddingsConfig, Gates, Metric, ProfileConfig, SuiteConfig, Threshold,
 };
+use crate::config::{EfficiencyMeasure, Structural};
 use sqlgate_eval::error::is_plain_name;
 
 use crate::config::ConfigError;
 use crate::Error;
 use sqlgate_eval::exec::{Backend, Limits};
 use sqlgate_eval::loaders::{self, LoadOptions};
+use sqlgate_eval::metrics::efficiency::measure as efficiency;
 use sqlgate_eval::metrics::ex::ModeOptions;
 use sqlgate_eval::metrics::sqlmorph::Embedder;
 use sqlgate_eval::metrics::sqlmorph::{ColumnMatching, Extras};
@@ -140,6 +141,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             etm,
             robustness: !suite.families.is_empty(),
             soft_f1: suite.soft_f1,
+            efficiency: efficiency_settings(suite),
             ..Scoring::new(mode)
         };
         let gates = computable_gates(config, &scoring, gates)?;
@@ -274,6 +276,14 @@ fn computable_gates(
             Metric::Esm if scoring.esm.is_none() => Some("`structural = [\"esm\"]`"),
             Metric::Etm if scoring.etm.is_none() => Some("`structural = [\"etm\"]`"),
             Metric::SoftF1 if !scoring.soft_f1 => Some("`soft_f1 = true`"),
+            Metric::Ves | Metric::Rves if !scoring.efficiency.is_some_and(|e| e.timed) => {
+                Some("`efficiency = [\"time\"]`")
+            }
+            Metric::VesSteps | Metric::RvesSteps
+                if !scoring.efficiency.is_some_and(|e| e.steps) =>
+            {
+                Some("`efficiency = [\"steps\"]`")
+            }
             _ => None,
         };
         if let Some(needs) = needs {
@@ -285,6 +295,17 @@ fn computable_gates(
         computable.insert(metric.into_inner(), threshold);
     }
     Ok(computable)
+}
+
+/// The efficiency measurements the suite asks for, if any.
+fn efficiency_settings(suite: &SuiteConfig) -> Option<efficiency::Settings> {
+    (!suite.efficiency.is_empty()).then(|| efficiency::Settings {
+        timed: suite.efficiency.contains(&EfficiencyMeasure::Time),
+        steps: suite.efficiency.contains(&EfficiencyMeasure::Steps),
+        iterations: suite
+            .efficiency_iterations
+            .map_or(efficiency::BIRD_ITERATIONS, |n| n.get()),
+    })
 }
 
 /// The suite's embedder; a bad setting is an error at the suite's header (`suite_span`).

@@ -215,6 +215,26 @@ impl Server {
         }
     }
 
+    /// The planner's estimated total cost of `sql` on `db` (`EXPLAIN (FORMAT JSON)`: the query
+    /// is planned, not run), under the checks [`Server::execute`] applies.
+    pub fn planned_cost(&self, db: &str, sql: &str, limits: &Limits) -> Result<f64, ExecError> {
+        let deadline = limits.timeout.and_then(|t| Instant::now().checked_add(t));
+        self.with_client(db, |client| {
+            let mut tx = client
+                .build_transaction()
+                .read_only(true)
+                .start()
+                .map_err(|e| classify(Step::Run(e)))?;
+            explain(&mut tx, sql, deadline).map_err(classify)
+        })
+        .unwrap_or_else(|message| {
+            Err(ExecError {
+                kind: ExecErrorKind::Unavailable,
+                message,
+            })
+        })
+    }
+
     /// Connects to `db` and lists what the role could do beyond reading: each item is a
     /// warning for the user (docs/postgres.md tells how to set up a read-only role).
     pub fn check_reader(&self, db: &str) -> Result<Vec<String>, String> {
@@ -270,13 +290,9 @@ fn run(
     fetch(&mut tx, sql, limits, deadline, charge).map_err(classify)
 }
 
-fn fetch(
-    tx: &mut postgres::Transaction<'_>,
-    sql: &str,
-    limits: &Limits,
-    deadline: Option<Instant>,
-    charge: &mut ResultCharge,
-) -> Result<ResultSet, Step> {
+/// Refuses a statement too long to send or one that reaches outside the database, before the
+/// server sees it.
+fn admit(sql: &str) -> Result<(), Step> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(Step::Fail(
             ExecErrorKind::TooLarge,
@@ -292,6 +308,17 @@ fn fetch(
             format!("the statement calls `{name}`, which reaches outside the database"),
         ));
     }
+    Ok(())
+}
+
+/// Prepares one admitted query within the time left: a statement that returns no rows, or
+/// that has parameters, is refused.
+fn prepare_query(
+    tx: &mut postgres::Transaction<'_>,
+    sql: &str,
+    deadline: Option<Instant>,
+) -> Result<postgres::Statement, Step> {
+    admit(sql)?;
     bound_time(tx, deadline).map_err(Step::Run)?;
     let statement = tx.prepare(sql).map_err(Step::Prepare)?;
     if statement.columns().is_empty() {
@@ -306,6 +333,39 @@ fn fetch(
             "the statement has parameters ($1...) that nothing fills".into(),
         ));
     }
+    Ok(statement)
+}
+
+/// The planner's total cost of one admitted query: the top plan node's `Total Cost`.
+fn explain(
+    tx: &mut postgres::Transaction<'_>,
+    sql: &str,
+    deadline: Option<Instant>,
+) -> Result<f64, Step> {
+    prepare_query(tx, sql, deadline)?;
+    bound_time(tx, deadline).map_err(Step::Run)?;
+    let row = tx
+        .query_one(&format!("EXPLAIN (FORMAT JSON) {sql}"), &[])
+        .map_err(Step::Run)?;
+    let raw: values::Raw<'_> = row.try_get(0).map_err(Step::Run)?;
+    let plan: serde_json::Value = serde_json::from_slice(raw.0.unwrap_or_default())
+        .map_err(|e| Step::Fail(ExecErrorKind::Runtime, format!("unreadable plan: {e}")))?;
+    plan[0]["Plan"]["Total Cost"].as_f64().ok_or_else(|| {
+        Step::Fail(
+            ExecErrorKind::Runtime,
+            "the plan has no `Total Cost`".to_string(),
+        )
+    })
+}
+
+fn fetch(
+    tx: &mut postgres::Transaction<'_>,
+    sql: &str,
+    limits: &Limits,
+    deadline: Option<Instant>,
+    charge: &mut ResultCharge,
+) -> Result<ResultSet, Step> {
+    let statement = prepare_query(tx, sql, deadline)?;
     let types: Vec<_> = statement
         .columns()
         .iter()

@@ -265,6 +265,20 @@ pub fn evaluate(
     }
 }
 
+/// The gold query a correct answer's efficiency is measured against: the first alternative as
+/// written, or in the defog modes the first query its `{a,b}` column set expands to (the
+/// braces are not SQL).
+pub fn measured_gold(mode: Mode, gold: &[String]) -> Option<String> {
+    let first = gold.first()?;
+    match mode {
+        Mode::Defog | Mode::DefogExact => defog::expand_column_set(first.trim())
+            .ok()?
+            .into_iter()
+            .next(),
+        _ => Some(first.clone()),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
     Pred,
