@@ -1,7 +1,7 @@
 //! BIRD mini-dev Soft-F1 (`evaluation_f1.py`, spec `evaluators.md` §3.5): a graded score of
 //! how much of the gold result a prediction's result holds, row by row in order.
 //!
-//! Values compare with Python equality ([`py_eq`] through [`Value`]'s `Eq` and `Hash`), as the
+//! Values compare with Python equality ([`py_eq`](crate::exec::value::py_eq) through [`Value`]'s `Eq` and `Hash`), as the
 //! reference compares what `sqlite3` returns. The reference prints 100 × the mean; sqlgate
 //! keeps the 0..1 scale of its other metrics.
 

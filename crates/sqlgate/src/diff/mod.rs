@@ -5,7 +5,7 @@
 //! by test name ([`compare`]): regressions (correct in base, not in head), fixes, cases only in
 //! one side, and answers that changed without changing the verdict. Per suite, the mean of
 //! every per-case metric both sides have ([`outcome::CASE_MEANS`]) is compared with a paired
-//! bootstrap 95% interval over the feasible cases in both ([`bootstrap`]). Run records and
+//! bootstrap 95% interval over the feasible cases in both ([`sqlgate_eval::metrics::bootstrap`]). Run records and
 //! snapshots hold no gate thresholds, so no gate verdict is compared: the means are the values
 //! the suite's gates compare. [`text`] and [`markdown`] render a [`Diff`]; its JSON is its
 //! `Serialize` form (docs/diff.md).
