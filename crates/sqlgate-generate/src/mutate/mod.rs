@@ -12,6 +12,7 @@ pub mod jqe;
 mod operators;
 mod outer;
 pub mod para;
+pub mod rewrite_check;
 mod registry;
 mod rng;
 mod sites;
