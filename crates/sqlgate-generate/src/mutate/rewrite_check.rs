@@ -92,7 +92,9 @@ pub fn ungrammatical(text: &str) -> Option<Refusal> {
         }
     }
     match words.last() {
-        Some(last) if DANGLING.contains(&last.as_str()) => refused("a dangling word at the end", last),
+        Some(last) if DANGLING.contains(&last.as_str()) => {
+            refused("a dangling word at the end", last)
+        }
         _ => None,
     }
 }
@@ -100,7 +102,9 @@ pub fn ungrammatical(text: &str) -> Option<Refusal> {
 const ARTICLES: &[&str] = &["a", "an", "the"];
 
 /// Words a sentence cannot end on (a preposition can: "which city is it in?").
-const DANGLING: &[&str] = &["a", "an", "the", "of", "and", "or", "than", "their", "its", "whose"];
+const DANGLING: &[&str] = &[
+    "a", "an", "the", "of", "and", "or", "than", "their", "its", "whose",
+];
 
 fn singular(word: &str) -> &str {
     word.strip_suffix("es")
@@ -207,9 +211,8 @@ fn numbers(text: &str) -> Vec<String> {
     let mut current = String::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        let decimal_point = c == '.'
-            && !current.is_empty()
-            && chars.peek().is_some_and(char::is_ascii_digit);
+        let decimal_point =
+            c == '.' && !current.is_empty() && chars.peek().is_some_and(char::is_ascii_digit);
         if c.is_ascii_digit() || decimal_point {
             current.push(c);
         } else if !current.is_empty() {
@@ -286,7 +289,8 @@ pub fn template_examples(template: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    const QUESTION: &str = "List the customers from 'Paris' with more than 3 orders. Show their first and last names.";
+    const QUESTION: &str =
+        "List the customers from 'Paris' with more than 3 orders. Show their first and last names.";
     const SQL: &str = "SELECT first, last FROM customers WHERE city = 'Paris'";
 
     fn check(rewrite: &str, examples: &[String], mentions: &[String]) -> Option<Refusal> {
@@ -318,13 +322,19 @@ mod tests {
     #[test]
     fn no_rewrites_are_refused_with_the_reason() {
         let cases = [
-            ("how many REVIEWS does each restaurant have", "the prompt's example"),
+            (
+                "how many REVIEWS does each restaurant have",
+                "the prompt's example",
+            ),
             (QUESTION, "unchanged"),
             (
                 "List the customers from 'Paris' with more than 3 orders.",
                 "a sentence of the original dropped",
             ),
-            ("Show their first and last names.", "a sentence of the original dropped"),
+            (
+                "Show their first and last names.",
+                "a sentence of the original dropped",
+            ),
             (
                 "Which clients placed more than 3 order items? Give their names.",
                 "a value or number of the original lost",
@@ -365,7 +375,10 @@ mod tests {
             mentions: &[],
         };
         let lost = refusal("Which books are verse?", &request).unwrap();
-        assert_eq!(lost.to_string(), "a value or number of the original lost: Poetry");
+        assert_eq!(
+            lost.to_string(),
+            "a value or number of the original lost: Poetry"
+        );
         assert_eq!(refusal("Which poetry books are there?", &request), None);
     }
 
