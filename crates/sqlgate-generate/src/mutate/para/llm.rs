@@ -248,7 +248,13 @@ fn judge(item: &str, sql: &str) -> Option<&'static str> {
         "here is",
         "logically equivalent",
     ];
-    if echoes.iter().any(|echo| lower.contains(echo)) {
+    // At a word start: "Where is each store?" is no "here is".
+    let starts_a_word = |echo: &str| {
+        lower
+            .match_indices(echo)
+            .any(|(at, _)| !lower[..at].ends_with(char::is_alphanumeric))
+    };
+    if echoes.iter().any(|echo| starts_a_word(echo)) {
         return Some("an echo of the prompt");
     }
     None
@@ -341,6 +347,8 @@ mod tests {
 
     #[test]
     fn a_reply_without_a_list_yields_its_question_lines() {
+        let parsed = parse_reply("1. Where is each poetry book?", SQL, "", &[], 3);
+        assert_eq!(parsed.questions, vec!["Where is each poetry book?"]);
         let parsed = parse_reply(
             "What poetry do we stock?\nThat is my answer.",
             SQL,
