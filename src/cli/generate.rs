@@ -342,7 +342,6 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
         }
         total.merge(&outcome.stats);
     }
-    write_atomically(&args.out, lines.as_bytes())?;
     print_stats(&total);
     if rewriter.is_some() {
         println!(
@@ -350,6 +349,13 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
             rewrites.0, rewrites.1
         );
     }
+    if lines.is_empty() {
+        return Err(Error::Usage(format!(
+            "jqe: 0 expansions retained of {} generated (see the counts above); the family would be empty",
+            total.generated
+        )));
+    }
+    write_atomically(&args.out, lines.as_bytes())?;
     Ok(())
 }
 

@@ -252,3 +252,63 @@ fn a_paraphrase_family_left_empty_exits_2_saying_why() {
         assert!(!out.exists(), "no empty family is written");
     }
 }
+
+/// A suite whose only database has one table: JQE has nothing to join, and no query links
+/// three tables for the linker method.
+fn one_table_suite(dir: &Path) -> PathBuf {
+    std::fs::write(
+        dir.join("db.sql"),
+        "CREATE TABLE customer (customer_id INTEGER PRIMARY KEY, name TEXT);\n\
+         INSERT INTO customer VALUES (1, 'Ada');",
+    )
+    .unwrap();
+    let case = serde_json::json!({"id": "q0", "db": "shop", "question": "Name every customer.",
+        "gold": "SELECT name FROM customer"});
+    std::fs::write(dir.join("cases.jsonl"), case.to_string()).unwrap();
+    std::fs::write(
+        dir.join("suite.toml"),
+        "name = \"t\"\ncases = \"cases.jsonl\"\ndb_dir = \"build\"\n[databases.shop]\nscripts = [\"db.sql\"]\n",
+    )
+    .unwrap();
+    dir.join("suite.toml")
+}
+
+#[test]
+fn empty_jqe_and_linker_families_exit_2_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let gold = one_table_suite(dir.path());
+    let out = dir.path().join("jqe.jsonl");
+    let run = sqlgate()
+        .args(["generate", "jqe", "--gold"])
+        .arg(&gold)
+        .arg("--out")
+        .arg(&out)
+        .run();
+    run.assert_code(2);
+    assert!(
+        run.stderr
+            .contains("jqe: 0 expansions retained of 0 generated"),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.exists());
+    if !std::path::Path::new("/usr/share/wordnet/index.noun").is_file()
+        && std::env::var_os("SQLGATE_WORDNET").is_none()
+    {
+        return;
+    }
+    let out = dir.path().join("linker");
+    let run = sqlgate()
+        .args(["generate", "tqa", "--method", "linker", "--gold"])
+        .arg(&gold)
+        .arg("--out")
+        .arg(&out)
+        .run();
+    run.assert_code(2);
+    assert!(
+        run.stderr
+            .contains("tqa linker: 0 seeds augmented: 1 with fewer than three tables"),
+        "{}",
+        run.stderr
+    );
+}
