@@ -106,7 +106,11 @@ const DANGLING: &[&str] = &[
     "a", "an", "the", "of", "and", "or", "than", "their", "its", "whose",
 ];
 
+/// `word` without a plural ending; words of three letters or fewer ("as", "has") keep theirs.
 fn singular(word: &str) -> &str {
+    if word.chars().count() <= 3 {
+        return word;
+    }
     word.strip_suffix("es")
         .filter(|stem| stem.ends_with(['s', 'x', 'z', 'h']))
         .or_else(|| word.strip_suffix('s').filter(|stem| !stem.ends_with('s')))
@@ -410,6 +414,8 @@ mod tests {
         assert_eq!(singular("commands"), "command");
         assert_eq!(singular("boxes"), "box");
         assert_eq!(singular("class"), "class");
+        assert_eq!(singular("as"), "as");
+        assert_eq!(ungrammatical("Return the month as a date"), None);
         assert_eq!(name_words("OrderItems_2x"), vec!["order", "items"]);
         assert_eq!(numbers("above 3.5 and 12."), vec!["3.5", "12"]);
         assert_eq!(quoted("John's book 'Dune' and \"It\""), vec!["Dune", "It"]);
