@@ -154,7 +154,7 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
                 let input = QuestionInput {
                     question: &k.question,
                     evidence: &evidence,
-                    sql: &k.golds[0],
+                    sql: k.golds.first().map_or("", String::as_str),
                     change_asked: k.renamed_question != k.question,
                 };
                 match llm.rewrite_question(&mapping, &input) {
