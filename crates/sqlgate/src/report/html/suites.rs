@@ -87,16 +87,7 @@ struct FineView {
 
 /// Rates (means of 0/1 or [0, 1] values) among the suite metrics; `rs` is a percentage and
 /// family metrics have a section of their own.
-const RATES: [&str; 8] = [
-    "ex",
-    "pass_rate",
-    "exp",
-    "exr",
-    "f1",
-    "esm",
-    "etm",
-    "soft_f1",
-];
+const RATES: [&str; 8] = ["ex", "pass_rate", "exp", "exr", "f1", "esm", "etm", "soft_f1"];
 
 pub(super) fn sections(input: &ReportInput) -> SuiteSections {
     let mut sections = SuiteSections {
