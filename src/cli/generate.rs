@@ -304,6 +304,7 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
         let outcome = jqe::expand_database(db, &path, &graph, &seeds, &options, &engine);
         for expansion in &outcome.expansions {
             let mut expansion = expansion.clone();
+            let mut refused = None;
             if let Some(rewriter) = &rewriter {
                 let seed = seeds.iter().find(|s| s.id == expansion.seed_id);
                 let (question, sql) =
@@ -322,17 +323,25 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
                             expansion.id
                         );
                         rewrites.1 += 1;
+                        refused = Some(why);
                     }
                 }
             }
-            let line = serde_json::to_string(&expansion)
-                .map_err(|e| InputError::file(&args.out, e.to_string()))?;
+            let error = |e: serde_json::Error| InputError::file(&args.out, e.to_string());
+            let line = match refused {
+                // Why this expansion's question is the literal rewrite, not the model's.
+                Some(why) => {
+                    let mut record = serde_json::to_value(&expansion).map_err(error)?;
+                    record["llm_refused"] = why.into();
+                    record.to_string()
+                }
+                None => serde_json::to_string(&expansion).map_err(error)?,
+            };
             lines.push_str(&line);
             lines.push('\n');
         }
         total.merge(&outcome.stats);
     }
-    write_atomically(&args.out, lines.as_bytes())?;
     print_stats(&total);
     if rewriter.is_some() {
         println!(
@@ -340,6 +349,13 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
             rewrites.0, rewrites.1
         );
     }
+    if lines.is_empty() {
+        return Err(Error::Usage(format!(
+            "jqe: 0 expansions retained of {} generated (see the counts above); the family would be empty",
+            total.generated
+        )));
+    }
+    write_atomically(&args.out, lines.as_bytes())?;
     Ok(())
 }
 

@@ -130,7 +130,8 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                 let reply = paraphraser
                     .ask(&schema, sql, args.k)
                     .map_err(|e| e.context(format!("--llm-url, case {}", case.id)))?;
-                let parsed = parse_reply(&reply, sql, &case.question, args.k);
+                let parsed =
+                    parse_reply(&reply, sql, &case.question, &paraphraser.examples(), args.k);
                 for (why, _) in &parsed.rejected {
                     *tally.rejected.entry(why).or_default() += 1;
                 }
@@ -171,12 +172,37 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
         tally.written += kept;
         tally.three_or_more += usize::from(kept >= 3);
     }
+    report(&args, &tally, embedder.model_id());
+    if tally.written == 0 {
+        return Err(Error::Usage(empty_family(&tally)));
+    }
     write_atomically(&args.out, lines.as_bytes())?;
     if let (Some(input), Some(output)) = (&args.predictions, &args.predictions_out) {
         carry_predictions(&bench, input, output, &kept_ids)?;
     }
-    report(&args, &tally, embedder.model_id());
     Ok(())
+}
+
+/// Why nothing was kept: `paraphrase: 0 of 39 kept: 20 below --min-cs, 19 refused as the
+/// prompt's example`.
+fn empty_family(tally: &Tally) -> String {
+    let refused: usize = tally.rejected.values().sum();
+    let mut reasons = vec![format!("{} below --min-cs", tally.dropped)];
+    reasons.extend(
+        tally
+            .rejected
+            .iter()
+            .map(|(why, count)| format!("{count} refused as {why}")),
+    );
+    let skipped: usize = tally.skipped.values().sum();
+    if skipped > 0 {
+        reasons.push(format!("{} skipped", plural(skipped, "gold")));
+    }
+    format!(
+        "paraphrase: 0 of {} kept: {}; the family would be empty",
+        tally.generated + refused,
+        reasons.join(", ")
+    )
 }
 
 fn report(args: &ParaphraseArgs, tally: &Tally, embedder: &str) {

@@ -12,7 +12,7 @@ use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::files::write_atomically;
 use sqlgate_eval::loaders::{self, Answer, Benchmark, Case};
 use sqlgate_generate::mutate::jqe::graph as jqe_graph;
-use sqlgate_generate::mutate::tqa::llm::{Hiding, HidingInput, TqaLlm};
+use sqlgate_generate::mutate::tqa::llm::{Hiding, HidingInput, QuestionInput, TqaLlm};
 use sqlgate_generate::mutate::tqa::naturalness::{self, Seed, MUTANT_ID, SETTINGS};
 use sqlgate_generate::mutate::tqa::rename::RenameMap;
 use sqlgate_generate::mutate::tqa::sql::rename_sql;
@@ -119,6 +119,9 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
         }
     }
     let (mut kept_total, mut dropped_total) = (0, 0);
+    // (accepted, refused) model rewrites of questions, and why each refused one was.
+    let mut question_rewrites = (0usize, 0usize);
+    let mut refused: HashMap<String, String> = HashMap::new();
     for (db, cases) in seeds_by_db(bench) {
         let original = bench.db_files(cases[0], false)?.remove(0);
         let (schema, map, levels, script) = naturalness::plan(db, &original, wordnet, &lowering)
@@ -148,13 +151,29 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
             let mapping = mapping_block(&map);
             for k in &mut kept {
                 let evidence = k.evidence.clone().unwrap_or_default();
-                if let Some((question, new_evidence)) =
-                    llm.rewrite_question(&mapping, &k.question, &evidence)
-                {
-                    k.renamed_question = question;
-                    k.renamed_evidence = k.evidence.as_ref().map(|_| new_evidence);
-                    // The model's rewrite has no offsets: the deterministic mentions no longer apply.
-                    k.mentions.clear();
+                let input = QuestionInput {
+                    question: &k.question,
+                    evidence: &evidence,
+                    sql: k.golds.first().map_or("", String::as_str),
+                    change_asked: k.renamed_question != k.question,
+                };
+                match llm.rewrite_question(&mapping, &input) {
+                    Ok((question, new_evidence)) => {
+                        k.renamed_question = question;
+                        k.renamed_evidence = k.evidence.as_ref().map(|_| new_evidence);
+                        // The model's rewrite has no offsets: the deterministic mentions no
+                        // longer apply.
+                        k.mentions.clear();
+                        question_rewrites.0 += 1;
+                    }
+                    Err(why) => {
+                        println!(
+                            "  {}: the model's rewrite was refused ({why}); the deterministic rewrite kept",
+                            k.seed_id
+                        );
+                        refused.insert(k.seed_id.clone(), why);
+                        question_rewrites.1 += 1;
+                    }
                 }
             }
             if let Some(error) = llm.take_failure() {
@@ -183,7 +202,11 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
         dropped_total += dropped.len();
         for k in &kept {
             for (slot, (setting, family)) in SETTINGS.iter().enumerate() {
-                let record = naturalness::record(k, setting, db, &script_name);
+                let mut record = naturalness::record(k, setting, db, &script_name);
+                if let Some(why) = refused.get(&k.seed_id).filter(|_| setting.starts_with('L')) {
+                    // Why this case's question is the deterministic rewrite, not the model's.
+                    record["llm_refused"] = why.clone().into();
+                }
                 families[slot].push_str(&record.to_string());
                 families[slot].push('\n');
                 if let Some(answer) = answers.get(k.seed_id.as_str()) {
@@ -194,6 +217,11 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
                 }
             }
         }
+    }
+    if kept_total == 0 {
+        return Err(Error::Usage(format!(
+            "tqa naturalness: 0 of {dropped_total} seeds kept (see `dropped` above): the families would be empty"
+        )));
     }
     for (slot, (_, family)) in SETTINGS.iter().enumerate() {
         write_atomically(
@@ -209,6 +237,12 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
             "LLM lowering: {} requests (the rest from the cache), {} unusable answers replaced by the deterministic rule",
             llm.requests.get(),
             llm.fallbacks.get()
+        );
+    }
+    if args.llm_questions && llm.is_some() {
+        println!(
+            "LLM question rewrites: {} accepted, {} refused (the deterministic rewrite kept)",
+            question_rewrites.0, question_rewrites.1
         );
     }
     println!(
@@ -355,6 +389,11 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(), Er
                 carried.push('\n');
             }
         }
+    }
+    if augmented == 0 {
+        return Err(Error::Usage(format!(
+            "tqa linker: 0 seeds augmented: {small} with fewer than three tables, {unmentioned} whose linker table is not mentioned, {unparsed} without a join graph; the family would be empty"
+        )));
     }
     write_atomically(&out.join(format!("{family_name}.jsonl")), family.as_bytes())?;
     if args.predictions.is_some() {

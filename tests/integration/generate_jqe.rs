@@ -280,10 +280,21 @@ fn questions_can_be_rewritten_by_a_cached_chat_model() {
                 let _ = request.respond(busy);
                 continue;
             }
+            let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+            let line = |label: &str| {
+                let start = prompt.find(label).unwrap() + label.len();
+                prompt[start..].lines().next().unwrap().trim().to_string()
+            };
             let answer = if n == 1 {
                 "The original question was: which books?".to_string()
             } else {
-                format!("\"Rewritten question number {n}?\"\nHope this helps!")
+                // A true rewrite: the seed's question, its values, and the added table.
+                let question = line("Original question:");
+                let table = line("Added table:");
+                format!(
+                    "\"{}, with a related {table} (rewrite {n})?\"\nHope this helps!",
+                    question.trim_end_matches(['?', '.'])
+                )
             };
             let reply = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]});
             let _ = request.respond(tiny_http::Response::from_string(reply.to_string()));
@@ -326,7 +337,7 @@ fn questions_can_be_rewritten_by_a_cached_chat_model() {
         .iter()
         .filter(|e| {
             let question = e["question"].as_str().unwrap();
-            question.starts_with("Rewritten question number ") && question.ends_with('?')
+            question.contains("(rewrite ") && question.ends_with('?')
         })
         .count();
     assert_eq!(rewritten, expansions.len() - 1, "all but the refused reply");

@@ -212,26 +212,40 @@ fn the_verbalizer_covers_defog_and_names_what_it_skips() {
 
 /// The demo's feasible golds in order, as the generator asks about them.
 fn demo_golds() -> Vec<String> {
+    demo_questions_and_golds()
+        .into_iter()
+        .map(|(_, sql)| sql)
+        .collect()
+}
+
+/// The demo's feasible cases in order: question and first gold.
+fn demo_questions_and_golds() -> Vec<(String, String)> {
     std::fs::read_to_string(repo().join("benchmarks/demo/cases.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter_map(|v| match &v["gold"] {
-            Value::String(sql) => Some(sql.clone()),
-            Value::Array(list) => Some(list[0].as_str().unwrap().to_string()),
-            _ => None,
+        .filter_map(|v| {
+            let sql = match &v["gold"] {
+                Value::String(sql) => sql.clone(),
+                Value::Array(list) => list[0].as_str().unwrap().to_string(),
+                _ => return None,
+            };
+            Some((v["question"].as_str().unwrap().to_string(), sql))
         })
         .collect()
 }
 
 #[test]
 fn llm_replies_are_parsed_leniently_cached_and_refused_when_garbage() {
-    let golds = demo_golds();
+    let cases = demo_questions_and_golds();
+    let golds: Vec<String> = cases.iter().map(|(_, sql)| sql.clone()).collect();
     let messy = "Sure! Here are the questions you asked for:\n\n1. Which poetry titles do we have?\n2. SELECT title FROM books WHERE genre = 'Poetry'\n3. **List the poetry books.**\n4) Name every poetry title.\n\nI hope this helps!";
     let mut script = vec![Canned::chat(messy)];
-    for i in 1..golds.len() {
+    // Two rewordings that keep every value of the question (a generic question that drops
+    // them is refused).
+    for (question, _) in &cases[1..] {
         script.push(Canned::chat(&format!(
-            "- First wording number {i}?\n- Second wording number {i}?"
+            "- Tell me: {question}\n- {question} Thanks."
         )));
     }
     let server = TestServer::start(script);
@@ -274,7 +288,7 @@ fn llm_replies_are_parsed_leniently_cached_and_refused_when_garbage() {
     assert!(stdout.contains("SQL, not a question"), "{stdout}");
 
     let family = records(&out);
-    assert_eq!(family.len(), 3 + 2 * (golds.len() - 1));
+    assert_eq!(family.len(), 3 + 2 * (golds.len() - 1), "{stdout}");
     let q01: Vec<&str> = family
         .iter()
         .filter(|r| r["seed_id"] == "q01")

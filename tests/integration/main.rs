@@ -32,6 +32,7 @@ mod generate_errors;
 mod generate_infeasible;
 mod generate_jqe;
 mod generate_paraphrase;
+mod generate_rewrites;
 mod generate_tqa;
 mod harness_reuse;
 mod hostile_inputs;

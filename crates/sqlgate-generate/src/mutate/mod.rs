@@ -13,6 +13,7 @@ mod operators;
 mod outer;
 pub mod para;
 mod registry;
+pub mod rewrite_check;
 mod rng;
 mod sites;
 pub mod tqa;

@@ -11,6 +11,7 @@ use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::{ChatRequest, Client, Message};
 
 use super::Expansion;
+use crate::mutate::rewrite_check::{self, Request};
 
 /// Placeholders: `{question}`, `{sql}` (the original's), `{expanded_sql}`, `{table}` (added),
 /// `{template}` (the deterministic rewrite).
@@ -50,7 +51,7 @@ pub enum Rewrite {
     /// The reply was not a usable question: why, and the reply's first line.
     Rejected {
         /// Why the reply was refused.
-        why: &'static str,
+        why: String,
         /// The reply's first line.
         reply: String,
     },
@@ -92,29 +93,39 @@ impl Rewriter {
                 reply.content
             }
         };
-        Ok(judge_reply(&reply, question, &expansion.question))
+        let check = Request {
+            original: question,
+            sql: Some(sql),
+            examples: &rewrite_check::template_examples(&self.prompt),
+            change_asked: true,
+            mentions: std::slice::from_ref(&expansion.added_table),
+        };
+        Ok(judge_reply(&reply, &check, &expansion.question))
     }
 }
 
-/// Accepts the reply's question unless it is no rewrite at all.
-fn judge_reply(reply: &str, question: &str, template: &str) -> Rewrite {
+/// Accepts the reply's question unless it is no rewrite at all: a code block, meta text, SQL,
+/// the literal rewrite again, or what the [`rewrite_check`] refuses (the original question, the
+/// prompt's example, a lost value or sentence, no mention of the added table, a repeated or
+/// dangling word).
+fn judge_reply(reply: &str, check: &Request<'_>, template: &str) -> Rewrite {
     if reply.trim_start().starts_with("```") {
         return Rewrite::Rejected {
-            why: "it is a code block, not a question",
+            why: "it is a code block, not a question".into(),
             reply: reply.lines().next().unwrap_or_default().to_string(),
         };
     }
     let Some(line) = first_sentence_line(reply) else {
         return Rewrite::Rejected {
-            why: "empty",
+            why: "empty".into(),
             reply: String::new(),
         };
     };
     let lower = line.to_lowercase();
-    let why = if same_words(&line, question) {
-        Some("it repeats the original question")
+    let why = if same_words(&line, check.original) {
+        Some("it repeats the original question".to_string())
     } else if same_words(&line, template) {
-        Some("it repeats the literal rewrite")
+        Some("it repeats the literal rewrite".to_string())
     } else if [
         "the original",
         "original question",
@@ -126,14 +137,14 @@ fn judge_reply(reply: &str, question: &str, template: &str) -> Rewrite {
     .iter()
     .any(|meta| lower.starts_with(meta))
     {
-        Some("it talks about the task instead of asking")
+        Some("it talks about the task instead of asking".to_string())
     } else if ["select ", "with "]
         .iter()
         .any(|sql| lower.starts_with(sql))
     {
-        Some("it is SQL, not a question")
+        Some("it is SQL, not a question".to_string())
     } else {
-        None
+        rewrite_check::refusal(&line, check).map(|refusal| refusal.to_string())
     };
     match why {
         Some(why) => Rewrite::Rejected { why, reply: line },
@@ -170,30 +181,58 @@ fn first_sentence_line(reply: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{first_sentence_line, judge_reply, Rewrite};
+    use super::{first_sentence_line, judge_reply, Request, Rewrite};
+    use crate::mutate::rewrite_check::template_examples;
 
     #[test]
     fn replies_that_are_no_rewrite_are_rejected() {
-        let question = "Which books are poetry?";
-        let template = "Which books are poetry, with their orders?";
-        let rejected = |reply: &str| {
-            matches!(
-                judge_reply(reply, question, template),
-                Rewrite::Rejected { .. }
-            )
+        let question = "Which books are poetry? List them by title.";
+        let template = "Which books are poetry? List them by title, considering only books that have a related orders (where orders.book_id = books.id)?";
+        let examples = template_examples("Example: Which authors wrote the most books?");
+        let check = Request {
+            original: question,
+            sql: Some("SELECT title FROM books WHERE genre = 'poetry'"),
+            examples: &examples,
+            change_asked: true,
+            mentions: &["orders".to_string()],
         };
-        assert!(rejected("which books are POETRY"));
-        assert!(rejected("Which books are poetry, with their orders?"));
-        assert!(rejected(
-            "The original question was: Which books are poetry?"
-        ));
-        assert!(rejected("Sure! Here is the rewritten question:"));
-        assert!(rejected("```sql\nSELECT 1\n```"));
-        assert!(rejected("SELECT title FROM books"));
-        assert!(rejected("   "));
+        let rejected = |reply: &str| match judge_reply(reply, &check, template) {
+            Rewrite::Rejected { why, .. } => why,
+            Rewrite::Accepted(text) => panic!("accepted: {text}"),
+        };
         assert_eq!(
-            judge_reply("Which poetry books have been ordered?", question, template),
-            Rewrite::Accepted("Which poetry books have been ordered?".to_string())
+            rejected("which books are POETRY? list them by title"),
+            "it repeats the original question"
+        );
+        assert_eq!(rejected(template), "it repeats the literal rewrite");
+        assert!(rejected("The original question was: Which books are poetry?").contains("task"));
+        assert!(rejected("Sure! Here is the rewritten question:").contains("task"));
+        assert!(rejected("```sql\nSELECT 1\n```").contains("code block"));
+        assert!(rejected("SELECT title FROM books").contains("SQL"));
+        assert_eq!(rejected("   "), "empty");
+        assert!(rejected("Which authors wrote the most books?").starts_with("the prompt's example"));
+        assert!(
+            rejected("Which books are poetry?").starts_with("a sentence of the original dropped")
+        );
+        assert!(
+            rejected("Which verse books have been sold? List them by title.")
+                .starts_with("a value or number")
+        );
+        assert!(
+            rejected("Which poetry books were bought? List them by title.")
+                .starts_with("a required mention lost: orders")
+        );
+        assert!(
+            rejected("Which poetry books have been ordered? List them by by title.")
+                .starts_with("a repeated word")
+        );
+        assert_eq!(
+            judge_reply(
+                "Which poetry books have been ordered? List them by title.",
+                &check,
+                template
+            ),
+            Rewrite::Accepted("Which poetry books have been ordered? List them by title.".into())
         );
     }
 

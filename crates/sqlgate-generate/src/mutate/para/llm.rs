@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 
 use super::word_key;
+use crate::mutate::rewrite_check::{self, Request};
 use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_eval::exec::schema::Schema;
 use sqlgate_llm::cache::JsonlCache;
@@ -56,6 +57,11 @@ pub struct Paraphraser {
 }
 
 impl Paraphraser {
+    /// The texts the prompt shows as examples: an item equal to one is refused.
+    pub fn examples(&self) -> Vec<String> {
+        rewrite_check::template_examples(&self.prompt)
+    }
+
     /// The model's reply to the prompt for `sql` over `schema`, from the cache when asked
     /// before; `Err` is an endpoint that still fails after the throttle's retries, or a cache
     /// that cannot be written.
@@ -142,9 +148,23 @@ pub struct Parsed {
 
 /// The list items of `reply` (numbered `1.`/`1)`, or bulleted `-`/`*`/`•`), judged one by one;
 /// prose around the list is ignored. A reply without any list item is read line by line, each
-/// line that ends in `?` counting as an item. At most `k` questions are kept, in order,
-/// duplicates dropped.
-pub fn parse_reply(reply: &str, sql: &str, original: &str, k: usize) -> Parsed {
+/// line that ends in `?` counting as an item. An item must pass the [`rewrite_check`] against
+/// `original` and the prompt's `examples` (see [`rewrite_check::template_examples`]). At most
+/// `k` questions are kept, in order, duplicates dropped.
+pub fn parse_reply(
+    reply: &str,
+    sql: &str,
+    original: &str,
+    examples: &[String],
+    k: usize,
+) -> Parsed {
+    let check = Request {
+        original,
+        sql: Some(sql),
+        examples,
+        change_asked: true,
+        mentions: &[],
+    };
     let mut items: Vec<String> = reply.lines().filter_map(list_item).collect();
     if items.is_empty() {
         items = reply
@@ -158,10 +178,9 @@ pub fn parse_reply(reply: &str, sql: &str, original: &str, k: usize) -> Parsed {
     let mut seen = HashSet::new();
     for item in items {
         let item = clean(&item);
-        match judge(&item, sql) {
-            None if word_key(&item) == word_key(original) => {
-                parsed.rejected.push(("the original question again", item))
-            }
+        let why =
+            judge(&item, sql).or_else(|| rewrite_check::refusal(&item, &check).map(|r| r.why));
+        match why {
             Some(why) => parsed.rejected.push((why, item)),
             None if !seen.insert(word_key(&item)) => {
                 parsed.rejected.push(("a repeat of an earlier item", item))
@@ -229,7 +248,13 @@ fn judge(item: &str, sql: &str) -> Option<&'static str> {
         "here is",
         "logically equivalent",
     ];
-    if echoes.iter().any(|echo| lower.contains(echo)) {
+    // At a word start: "Where is each store?" is no "here is".
+    let starts_a_word = |echo: &str| {
+        lower
+            .match_indices(echo)
+            .any(|(at, _)| !lower[..at].ends_with(char::is_alphanumeric))
+    };
+    if echoes.iter().any(|echo| starts_a_word(echo)) {
         return Some("an echo of the prompt");
     }
     None
@@ -244,7 +269,7 @@ mod tests {
     #[test]
     fn numbered_and_bulleted_lists_inside_prose() {
         let reply = "Sure! Here are the questions:\n\n1. Which books are poetry?\n2) What are the titles of poetry books?\n- List poetry titles.\n* **Show me every poetry book.**\n\nI hope this helps.";
-        let parsed = parse_reply(reply, SQL, "", 10);
+        let parsed = parse_reply(reply, SQL, "", &[], 10);
         assert_eq!(
             parsed.questions,
             vec![
@@ -260,7 +285,7 @@ mod tests {
     #[test]
     fn more_than_k_repeats_and_the_original_are_cut() {
         let reply = "1. Which books are poetry?\n2. which books are POETRY\n3. Name the poetry books.\n4. Poetry titles, please.\n5. Show poetry.";
-        let parsed = parse_reply(reply, SQL, "Name the poetry books", 2);
+        let parsed = parse_reply(reply, SQL, "Name the poetry books", &[], 2);
         assert_eq!(
             parsed.questions,
             vec!["Which books are poetry?", "Poetry titles, please."]
@@ -270,7 +295,7 @@ mod tests {
             reasons,
             vec![
                 "a repeat of an earlier item",
-                "the original question again",
+                "unchanged",
                 "beyond the k asked for"
             ]
         );
@@ -281,7 +306,7 @@ mod tests {
         let reply = format!(
             "1. {SQL}\n2. SELECT title FROM books\n3. <First question>\n4. ?\n5. Generate 3 natural language questions.\n6. What poetry do we stock?"
         );
-        let parsed = parse_reply(&reply, SQL, "", 10);
+        let parsed = parse_reply(&reply, SQL, "", &[], 10);
         assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
         let reasons: Vec<&str> = parsed.rejected.iter().map(|(why, _)| *why).collect();
         assert_eq!(
@@ -297,12 +322,44 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_without_a_list_yields_its_question_lines() {
-        let parsed = parse_reply("What poetry do we stock?\nThat is my answer.", SQL, "", 3);
-        assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
-        assert_eq!(parse_reply("", SQL, "", 3), Parsed::default());
+    fn items_that_are_no_rewrite_of_the_question_are_refused() {
+        let original = "Which books are poetry? Show their titles.";
+        let examples = rewrite_check::template_examples(
+            "Example:\nQuestion: What are the poetry titles we sell?\n{sql_query}",
+        );
+        let reply = "1. What are the poetry titles we sell?\n2. Which books are poetry? Show their titles.\n3. Which books are poetry?\n4. Which books are verse? Show their titles.\n5. List the titles of the poetry books.";
+        let parsed = parse_reply(reply, SQL, original, &examples, 10);
         assert_eq!(
-            parse_reply("2023\n-5 degrees", SQL, "", 3),
+            parsed.questions,
+            vec!["List the titles of the poetry books."]
+        );
+        let reasons: Vec<&str> = parsed.rejected.iter().map(|(why, _)| *why).collect();
+        assert_eq!(
+            reasons,
+            vec![
+                "the prompt's example",
+                "unchanged",
+                "a sentence of the original dropped",
+                "a value or number of the original lost"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reply_without_a_list_yields_its_question_lines() {
+        let parsed = parse_reply("1. Where is each poetry book?", SQL, "", &[], 3);
+        assert_eq!(parsed.questions, vec!["Where is each poetry book?"]);
+        let parsed = parse_reply(
+            "What poetry do we stock?\nThat is my answer.",
+            SQL,
+            "",
+            &[],
+            3,
+        );
+        assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
+        assert_eq!(parse_reply("", SQL, "", &[], 3), Parsed::default());
+        assert_eq!(
+            parse_reply("2023\n-5 degrees", SQL, "", &[], 3),
             Parsed::default()
         );
     }

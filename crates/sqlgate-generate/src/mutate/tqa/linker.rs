@@ -10,6 +10,7 @@ use super::text::{lemma, tokenize, Token};
 use super::wordnet::WordNet;
 use crate::mutate::jqe::graph::SchemaGraph;
 use crate::mutate::jqe::query::Jqg;
+use crate::mutate::rewrite_check;
 
 /// The linker table of a join query graph (spec §3.2): with at least three tables, the node of
 /// highest betweenness centrality in G_Q; ties broken by betweenness in the schema graph, then
@@ -274,6 +275,23 @@ fn match_case(word: &str, like: &str) -> String {
     }
 }
 
+/// Why replacing `mention` by `word` (after the `accepted` replacements) would make `text`
+/// ungrammatical (a repeated or dangling word that `text` does not already have), else `None`.
+fn ungrammatical_with(
+    text: &str,
+    accepted: &[(Mention, String)],
+    mention: &Mention,
+    word: &str,
+) -> Option<String> {
+    if rewrite_check::ungrammatical(text).is_some() {
+        return None;
+    }
+    let mut trial = accepted.to_vec();
+    trial.push((mention.clone(), word.to_string()));
+    rewrite_check::ungrammatical(&splice(text, &trial))
+        .map(|refusal| format!("the synonym `{word}` would give {refusal}"))
+}
+
 /// `text` with each mention's span replaced (right to left, by char offset).
 pub fn splice(text: &str, replacements: &[(Mention, String)]) -> String {
     let mut chars: Vec<char> = text.chars().collect();
@@ -322,8 +340,12 @@ pub struct Replaced {
     /// The mention replaced.
     #[serde(flatten)]
     pub mention: Mention,
-    /// `None` when no synonym passed the rules (the mention stays and is not hidden).
+    /// `None` when no synonym passed the rules or it was refused (the mention stays and is not
+    /// hidden).
     pub replacement: Option<String>,
+    /// Why the synonym found was refused: it would make the text ungrammatical.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// One augmented seed (deterministic synonym replacement).
@@ -391,25 +413,29 @@ pub fn augment(seed: &Seed, schema: &SchemaGraph, wordnet: &WordNet) -> Result<A
         .collect();
     let mut replaced = Vec::new();
     let mut rewrite = |text: &str, mentions: Vec<Mention>, field: &'static str| {
-        let chosen: Vec<(Mention, Option<String>)> = mentions
-            .into_iter()
-            .map(|m| {
-                let word = synonym(&m, &segments, &originals, &context, wordnet);
-                (m, word)
-            })
-            .collect();
-        let splices: Vec<(Mention, String)> = chosen
-            .iter()
-            .filter_map(|(m, w)| Some((m.clone(), w.clone()?)))
-            .collect();
-        let found: Vec<Mention> = chosen.iter().map(|(m, _)| m.clone()).collect();
+        let mut splices: Vec<(Mention, String)> = Vec::new();
+        let found = mentions.clone();
+        for mention in mentions {
+            let word = synonym(&mention, &segments, &originals, &context, wordnet);
+            let (replacement, refused) = match word {
+                Some(word) => match ungrammatical_with(text, &splices, &mention, &word) {
+                    Some(why) => (None, Some(why)),
+                    None => {
+                        splices.push((mention.clone(), word.clone()));
+                        (Some(word), None)
+                    }
+                },
+                None => (None, None),
+            };
+            replaced.push(Replaced {
+                field,
+                mention,
+                replacement,
+                refused,
+            });
+        }
         let new = splice(text, &splices);
         let hidden_here = (!found.is_empty()).then(|| hidden(&new, &found, &segments));
-        replaced.extend(chosen.into_iter().map(|(mention, replacement)| Replaced {
-            field,
-            mention,
-            replacement,
-        }));
         (new, hidden_here)
     };
     let (question, question_hidden) = rewrite(seed.question, in_question, "question");
@@ -449,6 +475,30 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_synonym_that_would_repeat_a_word_is_refused() {
+        let text = "Name the club an order came from.";
+        let order = Mention {
+            token: "order".into(),
+            lemma: "order".into(),
+            position: 17,
+            len: 5,
+            segment: 0,
+        };
+        assert_eq!(
+            ungrammatical_with(text, &[], &order, "club").as_deref(),
+            Some("the synonym `club` would give a repeated word: club … club")
+        );
+        assert_eq!(ungrammatical_with(text, &[], &order, "purchase"), None);
+        // A text that already reads badly is not the synonym's fault.
+        let bad = "Name the the club an order came from.";
+        let shifted = Mention {
+            position: 21,
+            ..order
+        };
+        assert_eq!(ungrammatical_with(bad, &[], &shifted, "club"), None);
     }
 
     fn movie_schema() -> SchemaGraph {

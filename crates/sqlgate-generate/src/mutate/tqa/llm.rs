@@ -13,6 +13,7 @@ use std::cell::{Cell, RefCell};
 
 use super::ident;
 use super::linker::{Mention, Segment};
+use crate::mutate::rewrite_check::{self, Refusal, Request};
 use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::{ChatRequest, Client, Message};
@@ -59,47 +60,90 @@ pub fn parse_answer(answer: &str, identifier: &str) -> Option<String> {
         .then(|| name.to_string())
 }
 
+/// The question of the NL prompt's example, and its rewrite: an answer that repeats either is
+/// the prompt's example, not a rewrite.
+const EXAMPLE_QUESTIONS: [&str; 2] = [
+    "How many reviews does each restaurant have?",
+    "How many rvws does each rest have?",
+];
+
 /// The paper's NL prompt (SQLMorph §V): a mapping block, the question and evidence, and a JSON
 /// answer `{updated_question, updated_evidence}`; values are kept.
 pub fn question_prompt(mapping: &str, question: &str, evidence: &str) -> String {
+    let [example, rewritten] = EXAMPLE_QUESTIONS;
     format!(
         "Rewrite the question and evidence so that they use the new schema names. Replace only \
 mentions of schema elements; keep every value, number and quoted text unchanged.\n\n\
-Example:\nTable restaurant -> rest:\n  reviews -> rvws\nQuestion: How many reviews does each restaurant have?\n\
-Evidence: \nAnswer: {{\"updated_question\": \"How many rvws does each rest have?\", \"updated_evidence\": \"\"}}\n\n\
+Example:\nTable restaurant -> rest:\n  reviews -> rvws\nQuestion: {example}\n\
+Evidence: \nAnswer: {{\"updated_question\": \"{rewritten}\", \"updated_evidence\": \"\"}}\n\n\
 {mapping}\nQuestion: {question}\nEvidence: {evidence}\nAnswer as JSON only:"
     )
 }
 
-/// The rewritten question and evidence of an answer, when it is JSON with a non-empty
-/// question and keeps every quoted value and number of the original.
+/// What a question rewrite is checked against: the seed's texts and gold, and whether the
+/// deterministic rewrite changed the question (an unchanged answer is then no rewrite).
+pub struct QuestionInput<'a> {
+    /// The seed's question.
+    pub question: &'a str,
+    /// The seed's evidence (empty without one).
+    pub evidence: &'a str,
+    /// The seed's gold query.
+    pub sql: &'a str,
+    /// Whether the rename map changes the question.
+    pub change_asked: bool,
+}
+
+/// The rewritten question and evidence of an answer, or why it is refused: JSON with a
+/// non-empty question that passes the [`rewrite_check`] (not the prompt's example, changed when
+/// the renames change it, every value, number and sentence kept, no repeated or dangling word);
+/// the evidence keeps its values.
 pub fn parse_question_answer(
     answer: &str,
-    question: &str,
-    evidence: &str,
-) -> Option<(String, String)> {
-    let start = answer.find('{')?;
-    let end = answer.rfind('}')?;
-    let value: serde_json::Value = serde_json::from_str(answer.get(start..=end)?).ok()?;
-    let new_question = value.get("updated_question")?.as_str()?.trim().to_string();
+    input: &QuestionInput<'_>,
+) -> Result<(String, String), Refusal> {
+    let unreadable = || Refusal {
+        why: "no JSON answer with an updated_question",
+        detail: String::new(),
+    };
+    let start = answer.find('{').ok_or_else(unreadable)?;
+    let end = answer.rfind('}').ok_or_else(unreadable)?;
+    let value: serde_json::Value = answer
+        .get(start..=end)
+        .and_then(|json| serde_json::from_str(json).ok())
+        .ok_or_else(unreadable)?;
+    let new_question = value
+        .get("updated_question")
+        .and_then(|v| v.as_str())
+        .map(|q| q.trim().to_string())
+        .filter(|q| !q.is_empty())
+        .ok_or_else(unreadable)?;
     let new_evidence = value
         .get("updated_evidence")
         .and_then(|v| v.as_str())
-        .unwrap_or(evidence)
+        .unwrap_or(input.evidence)
         .trim()
         .to_string();
-    (!new_question.is_empty()
-        && keeps_values(question, &new_question)
-        && keeps_values(evidence, &new_evidence))
-    .then_some((new_question, new_evidence))
-}
-
-/// Whether every quoted value and number of `old` is still in `new`.
-fn keeps_values(old: &str, new: &str) -> bool {
-    super::text::tokenize(old)
-        .iter()
-        .filter(|t| t.quoted || t.text.chars().all(|c| c.is_ascii_digit()))
-        .all(|t| new.contains(&t.text))
+    let examples = EXAMPLE_QUESTIONS.map(String::from);
+    let question_check = Request {
+        original: input.question,
+        sql: Some(input.sql),
+        examples: &examples,
+        change_asked: input.change_asked,
+        mentions: &[],
+    };
+    let evidence_check = Request {
+        original: input.evidence,
+        sql: None,
+        examples: &[],
+        change_asked: false,
+        mentions: &[],
+    };
+    if let Some(refusal) = rewrite_check::refusal(&new_question, &question_check)
+        .or_else(|| rewrite_check::refusal(&new_evidence, &evidence_check))
+    {
+        return Err(refusal);
+    }
+    Ok((new_question, new_evidence))
 }
 
 /// How a model hides the linker table's mentions (thesis §4.2).
@@ -237,8 +281,15 @@ pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<Stri
     if text.is_empty() {
         return Err("empty".into());
     }
-    if text.eq_ignore_ascii_case(input.text.trim()) {
-        return Err("unchanged".into());
+    let check = Request {
+        original: input.text,
+        sql: Some(input.sql),
+        examples: &[],
+        change_asked: true,
+        mentions: &[],
+    };
+    if let Some(refusal) = rewrite_check::refusal(&text, &check) {
+        return Err(refusal.to_string());
     }
     if chars > 3 * source_chars + 20 || 3 * chars < source_chars {
         return Err(format!(
@@ -247,9 +298,6 @@ pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<Stri
     }
     if !super::linker::hidden(&text, input.mentions, input.segments) {
         return Err("a mention or a segment of the table is still there".into());
-    }
-    if !keeps_values(input.text, &text) {
-        return Err("a number or quoted value was lost".into());
     }
     Ok(text)
 }
@@ -283,22 +331,22 @@ impl TqaLlm {
         }
     }
 
-    /// The model's rewrite of `question` and `evidence` under `mapping`, validated; `None`
-    /// (the caller keeps the deterministic rewrite) when unusable or when the request failed
-    /// (recorded in `errors`).
+    /// The model's rewrite of the seed's question and evidence under `mapping`, validated
+    /// ([`parse_question_answer`]); `Err` says why it is refused (the caller keeps the
+    /// deterministic rewrite), or that the request failed (recorded in `errors`).
     pub fn rewrite_question(
         &self,
         mapping: &str,
-        question: &str,
-        evidence: &str,
-    ) -> Option<(String, String)> {
-        let prompt = question_prompt(mapping, question, evidence);
-        let answer = self.ask(prompt, 256, question)?;
-        let parsed = parse_question_answer(&answer, question, evidence);
-        if parsed.is_none() {
+        input: &QuestionInput<'_>,
+    ) -> Result<(String, String), String> {
+        let prompt = question_prompt(mapping, input.question, input.evidence);
+        let answer = self
+            .ask(prompt, 256, input.question)
+            .ok_or("the request failed")?;
+        parse_question_answer(&answer, input).map_err(|refusal| {
             self.fallbacks.set(self.fallbacks.get() + 1);
-        }
-        parsed
+            refusal.to_string()
+        })
     }
 
     /// The model's rewrite of one field with the linker table's mentions hidden, validated
@@ -378,17 +426,52 @@ mod tests {
         assert_eq!(parse_answer("Ord", "order_no"), Some("Ord".into()));
         assert_eq!(parse_answer("or", "order_no"), None);
         assert!(prompt("atom").ends_with("shorter:\natom ->"));
-        let q = "Which books cost 30 or more, titled 'Dune'?";
-        let good = "Sure: {\"updated_question\": \"Which bks cost 30 or more, titled 'Dune'?\", \"updated_evidence\": \"\"}";
+        let q = "Which books cost 30 or more, titled 'Dune'? Show their price.";
+        let input = QuestionInput {
+            question: q,
+            evidence: "",
+            sql: "SELECT price FROM books WHERE cost >= 30 AND title = 'Dune'",
+            change_asked: true,
+        };
+        let answer = |question: &str| {
+            format!("Sure: {{\"updated_question\": \"{question}\", \"updated_evidence\": \"\"}}")
+        };
+        let good = "Which bks cost 30 or more, titled 'Dune'? Show their prc.";
         assert_eq!(
-            parse_question_answer(good, q, "")
-                .map(|(q, _)| q)
-                .as_deref(),
-            Some("Which bks cost 30 or more, titled 'Dune'?")
+            parse_question_answer(&answer(good), &input).map(|(q, _)| q),
+            Ok(good.to_string())
         );
-        let lost_value = "{\"updated_question\": \"Which bks cost more?\"}";
-        assert_eq!(parse_question_answer(lost_value, q, ""), None);
-        assert_eq!(parse_question_answer("no json here", q, ""), None);
+        let refused = [
+            ("Which bks cost more? Show their prc.", "a value or number"),
+            (
+                "How many reviews does each restaurant have?",
+                "the prompt's example",
+            ),
+            ("How many rvws does each rest have?", "the prompt's example"),
+            (q, "unchanged"),
+            (
+                "Which books cost 30 or more, titled 'Dune'?",
+                "a sentence of the original dropped",
+            ),
+        ];
+        for (question, why) in refused {
+            let refusal = parse_question_answer(&answer(question), &input).unwrap_err();
+            assert!(
+                refusal.to_string().starts_with(why),
+                "{question}: {refusal}"
+            );
+        }
+        let unchanged_allowed = QuestionInput {
+            change_asked: false,
+            ..input
+        };
+        assert!(parse_question_answer(&answer(q), &unchanged_allowed).is_ok());
+        assert_eq!(
+            parse_question_answer("no json here", &unchanged_allowed)
+                .unwrap_err()
+                .why,
+            "no JSON answer with an updated_question"
+        );
     }
 
     #[test]
