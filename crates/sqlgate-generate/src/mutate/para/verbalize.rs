@@ -9,8 +9,9 @@
 use rand::{Rng, RngExt};
 use sqlparser::ast::{
     BinaryOperator, Distinct, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments,
-    GroupByExpr, Ident, JoinOperator, LimitClause, ObjectName, OrderByKind, OrderBySort, Query,
-    Select, SelectItem, SetExpr, SetOperator, TableFactor, UnaryOperator, Value,
+    GroupByExpr, Ident, JoinConstraint, JoinOperator, LimitClause, ObjectName, OrderByKind,
+    OrderBySort, Query, Select, SelectItem, SetExpr, SetOperator, TableFactor, UnaryOperator,
+    Value,
 };
 
 use super::words::{plural, singular, words};
@@ -297,13 +298,13 @@ impl<R: Rng> Speaker<'_, R> {
         &mut self,
         select: &Select,
         query: &Query,
-        joined: &[(String, bool)],
+        joined: &[Joined],
     ) -> Result<Frame, Unsupported> {
         let mut items = Vec::new();
         for item in &select.projection {
             items.push(self.item(item)?);
         }
-        let subject = self.subject(joined);
+        let subject = self.subject(joined)?;
         let conditions = match &select.selection {
             Some(condition) => {
                 let phrase = self.condition(condition)?;
@@ -341,23 +342,27 @@ impl<R: Rng> Speaker<'_, R> {
         })
     }
 
-    /// The scope of a SELECT's FROM, and its tables in order as (words, left-joined).
-    fn scope_of(&mut self, select: &Select) -> Result<(Scope, Vec<(String, bool)>), Unsupported> {
+    /// The scope of a SELECT's FROM, and its tables in order as (words, left-joined, the join
+    /// condition's restrictions beyond matching keys).
+    fn scope_of(&mut self, select: &Select) -> Result<(Scope, Vec<Joined>), Unsupported> {
         let mut tables = Vec::new();
         let mut joined = Vec::new();
         for from in &select.from {
-            let mut relations = vec![(&from.relation, false)];
+            let mut relations = vec![(&from.relation, false, Vec::new())];
             for join in &from.joins {
-                let left = match &join.join_operator {
-                    JoinOperator::Join(_) | JoinOperator::Inner(_) | JoinOperator::CrossJoin(_) => {
-                        false
-                    }
-                    JoinOperator::Left(_) | JoinOperator::LeftOuter(_) => true,
+                let (left, constraint) = match &join.join_operator {
+                    JoinOperator::Join(c) | JoinOperator::Inner(c) => (false, Some(c)),
+                    JoinOperator::CrossJoin(_) => (false, None),
+                    JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, Some(c)),
                     _ => return unsupported("RIGHT, FULL or other outer join"),
                 };
-                relations.push((&join.relation, left));
+                let restrictions = match constraint {
+                    Some(JoinConstraint::On(on)) => restrictions(on),
+                    _ => Vec::new(),
+                };
+                relations.push((&join.relation, left, restrictions));
             }
-            for (relation, left) in relations {
+            for (relation, left, restrictions) in relations {
                 let TableFactor::Table { name, alias, .. } = relation else {
                     return unsupported("derived table in FROM");
                 };
@@ -366,7 +371,7 @@ impl<R: Rng> Speaker<'_, R> {
                     .as_ref()
                     .map_or(table.clone(), |a| a.name.value.clone());
                 tables.push((key, table.clone()));
-                joined.push((plural(&words(&table)), left));
+                joined.push((plural(&words(&table)), left, restrictions));
             }
         }
         let aliases = select
@@ -400,31 +405,38 @@ impl<R: Rng> Speaker<'_, R> {
     }
 
     /// "books", "publishers and their books", "order items joined with orders and books".
-    fn subject(&mut self, joined: &[(String, bool)]) -> String {
-        let Some(((first, _), rest)) = joined.split_first() else {
-            return "rows".to_string();
+    /// A join's restrictions follow its table: "any matching flights whose connections is 0".
+    fn subject(&mut self, joined: &[Joined]) -> Phrase {
+        let Some(((first, _, _), rest)) = joined.split_first() else {
+            return Ok("rows".to_string());
         };
         if rest.is_empty() {
-            return first.clone();
+            return Ok(first.clone());
         }
-        let others = join_and(
-            rest.iter()
-                .map(|(table, left)| {
-                    if *left {
-                        format!("any matching {table}")
-                    } else {
-                        table.clone()
-                    }
-                })
-                .collect(),
-        );
+        let mut others = Vec::new();
+        for (table, left, restrictions) in rest {
+            let mut said = Vec::new();
+            for restriction in restrictions {
+                said.push(self.condition(restriction)?);
+            }
+            let table = if *left {
+                format!("any matching {table}")
+            } else {
+                table.clone()
+            };
+            others.push(match said.is_empty() {
+                true => table,
+                false => format!("{table} {}", join_and(said)),
+            });
+        }
+        let others = join_and(others);
         let form = self.pick(&[
             "{a} and their {b}",
             "{a} joined with {b}",
             "{a} together with their {b}",
             "{a} matched to their {b}",
         ]);
-        form.replace("{a}", first).replace("{b}", &others)
+        Ok(form.replace("{a}", first).replace("{b}", &others))
     }
 
     fn item(&mut self, item: &SelectItem) -> Result<Item, Unsupported> {
@@ -1301,7 +1313,7 @@ impl<R: Rng> Speaker<'_, R> {
         };
         let subject = self.subject(&joined);
         self.scopes.pop();
-        let conditions = conditions?;
+        let (conditions, subject) = (conditions?, subject?);
         let one = singular(&subject);
         let form = if negated {
             self.pick(&[
@@ -1326,6 +1338,39 @@ impl<R: Rng> Speaker<'_, R> {
 }
 
 // ---- helpers over the tree ----
+
+/// A joined table in words, whether it is LEFT joined, and what its ON condition restricts
+/// beyond matching keys.
+type Joined = (String, bool, Vec<Expr>);
+
+/// The atoms of a join's ON condition (split at AND) other than `a.x = b.y` key matches.
+fn restrictions(on: &Expr) -> Vec<Expr> {
+    match on {
+        Expr::Nested(inner) => restrictions(inner),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            let mut atoms = restrictions(left);
+            atoms.extend(restrictions(right));
+            atoms
+        }
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } if is_column(left) && is_column(right) => Vec::new(),
+        other => vec![other.clone()],
+    }
+}
+
+fn is_column(expr: &Expr) -> bool {
+    matches!(
+        strip(expr),
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_)
+    )
+}
 
 fn last_ident(name: &ObjectName) -> Option<String> {
     name.0
@@ -1637,6 +1682,14 @@ mod tests {
         says(
             "SELECT name FROM authors WHERE LOWER(name) LIKE '%ann%'",
             &["name", "\"ann\""],
+        );
+    }
+
+    #[test]
+    fn a_join_condition_beyond_the_keys_is_said_with_its_table() {
+        says(
+            "SELECT a.code, COUNT(f.id) FROM airport AS a LEFT JOIN flight AS f ON a.code = f.origin AND f.connections = 0 GROUP BY a.code",
+            &["flights", "connections", " 0"],
         );
     }
 
