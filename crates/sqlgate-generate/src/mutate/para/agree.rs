@@ -8,6 +8,8 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
+use super::words::words;
+
 /// Phrases whose words would read as other cues ("no less than" is a direction, not a
 /// negation; "at least one" is existence, not a minimum), replaced before the cues are read.
 const IDIOMS: &[(&str, &str)] = &[
@@ -16,6 +18,7 @@ const IDIOMS: &[(&str, &str)] = &[
     ("at least one", "some"),
     ("not empty", "present"),
     ("different from", "not"),
+    ("other than", "not"),
 ];
 
 const NEGATION: &[&str] = &[
@@ -100,6 +103,9 @@ struct Cues {
     total: bool,
     lowest: bool,
     highest: bool,
+    /// The words of the gold's identifiers (`FlightNo` → "flight", "no"): said as names, they
+    /// negate nothing.
+    names: Vec<String>,
     /// The values conditions compare with (`= 'Poetry'`, `> 30`, `LIKE '%ann%'` as "ann").
     values: Vec<String>,
 }
@@ -124,6 +130,12 @@ fn gold_cues(sql: &str) -> Option<Cues> {
             Token::Neq => cues.negated = true,
             Token::Gt | Token::GtEq => cues.greater = true,
             Token::Lt | Token::LtEq => cues.less = true,
+            Token::Word(word)
+                if word.keyword == Keyword::NoKeyword || word.quote_style.is_some() =>
+            {
+                cues.names
+                    .extend(words(&word.value).split(' ').map(str::to_lowercase));
+            }
             Token::Word(word) => match word.keyword {
                 Keyword::NOT | Keyword::EXCEPT => cues.negated = true,
                 Keyword::NULL => cues.null_test = true,
@@ -171,7 +183,11 @@ pub fn agrees_with_gold(sql: &str, paraphrase: &str) -> bool {
         .filter(|w| !w.is_empty())
         .collect();
     let says = |cues: &[&str]| words.iter().any(|w| cues.contains(w));
-    let polarity_kept = gold.null_test || gold.negated == says(NEGATION);
+    // A negation must be said, not named: "flight no" is a column.
+    let negates = words
+        .iter()
+        .any(|w| NEGATION.contains(w) && !gold.names.iter().any(|name| name == w));
+    let polarity_kept = gold.null_test || gold.negated == negates;
     let said = |wanted: bool, cues: &[&str]| !wanted || says(cues);
     polarity_kept
         && said(gold.greater, GREATER)
@@ -208,6 +224,11 @@ mod tests {
             "Books whose price is no less than 30?"
         ));
         assert!(!agrees_with_gold(sql, "Books whose price is below 30?"));
+        let sql = "SELECT FlightNo, other_details FROM flights WHERE source = 'APG'";
+        assert!(agrees_with_gold(
+            sql,
+            "Flight no and other details of flights from \"APG\"."
+        ));
         let sql = "SELECT title FROM books WHERE genre != 'Poetry'";
         assert!(agrees_with_gold(
             sql,

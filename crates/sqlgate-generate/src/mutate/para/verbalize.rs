@@ -54,6 +54,9 @@ fn tidy(text: &str) -> String {
 /// table whose rows `COUNT(*)` counts.
 struct Scope {
     tables: Vec<(String, String)>,
+    /// The columns of derived tables in FROM, as the subquery says them: (alias, column,
+    /// phrase), so `t.cnt` reads "number of writes".
+    derived: Vec<(String, String, String)>,
     aliases: Vec<(String, Expr)>,
     projection: Vec<Expr>,
 }
@@ -68,9 +71,10 @@ impl Scope {
 
     /// The rows `COUNT(*)` counts: the last joined table (the "many" side of a typical join).
     fn counted(&self) -> String {
-        self.tables
-            .last()
-            .map_or_else(|| "rows".to_string(), |(_, t)| plural(&words(t)))
+        match self.tables.last() {
+            Some((_, table)) if !table.is_empty() => plural(&words(table)),
+            _ => "rows".to_string(),
+        }
     }
 }
 
@@ -264,6 +268,7 @@ impl<R: Rng> Speaker<'_, R> {
     fn order_of_set(&mut self, query: &Query) -> Phrase {
         self.scopes.push(Scope {
             tables: Vec::new(),
+            derived: Vec::new(),
             aliases: Vec::new(),
             projection: Vec::new(),
         });
@@ -346,6 +351,7 @@ impl<R: Rng> Speaker<'_, R> {
     /// condition's restrictions beyond matching keys).
     fn scope_of(&mut self, select: &Select) -> Result<(Scope, Vec<Joined>), Unsupported> {
         let mut tables = Vec::new();
+        let mut derived = Vec::new();
         let mut joined = Vec::new();
         for from in &select.from {
             let mut relations = vec![(&from.relation, false, Vec::new())];
@@ -363,8 +369,22 @@ impl<R: Rng> Speaker<'_, R> {
                 relations.push((&join.relation, left, restrictions));
             }
             for (relation, left, restrictions) in relations {
-                let TableFactor::Table { name, alias, .. } = relation else {
-                    return unsupported("derived table in FROM");
+                let (name, alias) = match relation {
+                    TableFactor::Table { name, alias, .. } => (name, alias),
+                    TableFactor::Derived {
+                        subquery, alias, ..
+                    } => {
+                        let key = alias.as_ref().map_or("", |a| a.name.value.as_str());
+                        for (column, phrase) in self.derived_columns(subquery)? {
+                            derived.push((key.to_string(), column, phrase));
+                        }
+                        // No table name: `COUNT(*)` over it counts "rows".
+                        tables.push((key.to_string(), String::new()));
+                        let rows = self.query_np(subquery)?;
+                        joined.push((format!("rows of ({rows})"), left, restrictions));
+                        continue;
+                    }
+                    _ => return unsupported("table function or other FROM item"),
                 };
                 let table = last_ident(name).ok_or_else(|| Unsupported("table name".into()))?;
                 let key = alias
@@ -397,11 +417,46 @@ impl<R: Rng> Speaker<'_, R> {
         Ok((
             Scope {
                 tables,
+                derived,
                 aliases,
                 projection,
             },
             joined,
         ))
+    }
+
+    /// The output columns of a derived table's SELECT by name, each as its subquery says it.
+    fn derived_columns(&mut self, subquery: &Query) -> Result<Vec<(String, String)>, Unsupported> {
+        let SetExpr::Select(select) = subquery.body.as_ref() else {
+            return unsupported("derived table over a set operation");
+        };
+        let (scope, _) = self.scope_of(select)?;
+        self.scopes.push(scope);
+        let mut columns = Vec::new();
+        for item in &select.projection {
+            let named = match item {
+                SelectItem::ExprWithAlias { expr, alias } => Some((alias.value.clone(), expr)),
+                SelectItem::UnnamedExpr(expr) => match expr {
+                    Expr::Identifier(ident) => Some((ident.value.clone(), expr)),
+                    Expr::CompoundIdentifier(parts) => {
+                        parts.last().map(|ident| (ident.value.clone(), expr))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some((name, expr)) = named {
+                match self.np(expr) {
+                    Ok(phrase) => columns.push((name, phrase)),
+                    Err(error) => {
+                        self.scopes.pop();
+                        return Err(error);
+                    }
+                }
+            }
+        }
+        self.scopes.pop();
+        Ok(columns)
     }
 
     /// "books", "publishers and their books", "order items joined with orders and books".
@@ -448,6 +503,14 @@ impl<R: Rng> Speaker<'_, R> {
         };
         match item {
             SelectItem::UnnamedExpr(expr) => text_kind(self, expr),
+            SelectItem::ExprWithAlias { expr, alias }
+                if matches!(strip(expr), Expr::Case { .. }) && count_condition(expr).is_none() =>
+            {
+                Ok(Item {
+                    text: self.case(strip(expr), &words(&alias.value))?,
+                    kind: kind_of(expr),
+                })
+            }
             SelectItem::ExprWithAlias { expr, .. } => text_kind(self, expr),
             SelectItem::Wildcard(_) => Ok(Item {
                 text: self
@@ -730,10 +793,40 @@ impl<R: Rng> Speaker<'_, R> {
             Expr::Subquery(query) => self.query_np(query),
             Expr::Case { .. } => match count_condition(expr) {
                 Some(condition) => self.rows_where(condition),
-                None => unsupported("CASE expression"),
+                None => self.case(expr, "value"),
             },
             other => unsupported(expr_kind(other)),
         }
+    }
+
+    /// `CASE [x] WHEN c THEN r ... [ELSE e] END` named by `head`: "category ("high" for those
+    /// whose price is above 30, "low" otherwise)".
+    fn case(&mut self, expr: &Expr, head: &str) -> Phrase {
+        let Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } = expr
+        else {
+            return unsupported(expr_kind(expr));
+        };
+        let mut branches = Vec::new();
+        for when in conditions {
+            let condition = match operand {
+                Some(x) => self.comparison(x, &BinaryOperator::Eq, &when.condition)?,
+                None => self.condition(&when.condition)?,
+            };
+            let result = self.operand(&when.result)?;
+            branches.push(format!("{result} for those {condition}"));
+        }
+        let otherwise = match else_result {
+            Some(e) => self.operand(e)?,
+            None => "nothing".to_string(),
+        };
+        let lead = self.pick(&["otherwise", "for all others", "for the rest"]);
+        branches.push(format!("{otherwise} {lead}"));
+        Ok(format!("{head} ({})", branches.join("; ")))
     }
 
     /// An operand of a comparison: a value as it is, anything else with "the".
@@ -752,6 +845,9 @@ impl<R: Rng> Speaker<'_, R> {
     /// A column as words, with its table's name when the SELECT has several tables or the
     /// column belongs to an outer query ("store name", "order status").
     fn column(&mut self, qualifier: Option<&Ident>, column: &Ident) -> String {
+        if let Some(phrase) = self.derived_column(qualifier, column) {
+            return phrase;
+        }
         let name = words(&column.value);
         let innermost = self.scopes.len().saturating_sub(1);
         let found = qualifier.and_then(|q| {
@@ -778,6 +874,25 @@ impl<R: Rng> Speaker<'_, R> {
         } else {
             format!("{owner} {name}")
         }
+    }
+
+    /// A derived table's column as its subquery says it: qualified by the derived table's
+    /// alias, or unqualified in the innermost scope.
+    fn derived_column(&self, qualifier: Option<&Ident>, column: &Ident) -> Option<String> {
+        let scopes: Vec<&Scope> = match qualifier {
+            Some(_) => self.scopes.iter().rev().collect(),
+            None => self.scopes.last().into_iter().collect(),
+        };
+        scopes.into_iter().find_map(|scope| {
+            scope
+                .derived
+                .iter()
+                .find(|(alias, name, _)| {
+                    name.eq_ignore_ascii_case(&column.value)
+                        && qualifier.is_none_or(|q| alias.eq_ignore_ascii_case(&q.value))
+                })
+                .map(|(_, _, phrase)| phrase.clone())
+        })
     }
 
     /// The words of a table named by alias or name in the current scopes.
@@ -1686,6 +1801,30 @@ mod tests {
     }
 
     #[test]
+    fn case_expressions_say_each_branch() {
+        says(
+            "SELECT name, CASE WHEN price > 30 THEN 'dear' WHEN price > 10 THEN 'fair' ELSE 'cheap' END AS price_band FROM books",
+            &["price band", "\"dear\"", "30", "\"fair\"", "10", "\"cheap\""],
+        );
+        says(
+            "SELECT CASE genre WHEN 'Poetry' THEN 1 END FROM books",
+            &["\"Poetry\"", "1", "nothing"],
+        );
+    }
+
+    #[test]
+    fn derived_tables_read_as_the_rows_of_their_query() {
+        says(
+            "SELECT AVG(t.n) FROM (SELECT author_id, COUNT(*) AS n FROM writes GROUP BY author_id) AS t",
+            &["number of writes", "author"],
+        );
+        says(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT genre FROM books WHERE price > 20)",
+            &["genre", "20"],
+        );
+    }
+
+    #[test]
     fn a_join_condition_beyond_the_keys_is_said_with_its_table() {
         says(
             "SELECT a.code, COUNT(f.id) FROM airport AS a LEFT JOIN flight AS f ON a.code = f.origin AND f.connections = 0 GROUP BY a.code",
@@ -1736,19 +1875,13 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(0);
             question(&query, &mut rng).unwrap_err().0
         };
-        assert_eq!(
-            fails("SELECT x FROM (SELECT 1 AS x) AS t"),
-            "derived table in FROM"
-        );
+
         assert_eq!(fails("SELECT hex(name) FROM t"), "function hex");
         assert_eq!(
             fails("SELECT substr(name, 1, 2) FROM t"),
             "expression Substring"
         );
-        assert_eq!(
-            fails("SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END FROM t"),
-            "CASE expression"
-        );
+
         assert_eq!(
             fails("SELECT RANK() OVER (ORDER BY a) FROM t"),
             "window function"
