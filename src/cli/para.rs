@@ -20,6 +20,7 @@ use sqlgate_generate::mutate::para::{
     judge, paraphrase_id, rounded, similarities, verbalizations, GoldSql, Method, Record, Verdict,
     DEFAULT_MIN_CS, OFFLINE_MIN_CS,
 };
+use sqlgate_generate::mutate::tqa::wordnet::WordNet;
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::CachedEmbedder;
@@ -44,6 +45,11 @@ pub struct ParaphraseArgs {
     /// (0.35 for the offline n-gram embedder, the paper's 0.6 for `--embeddings-url`).
     #[arg(long)]
     min_cs: Option<f64>,
+    /// WordNet 3.0 dict folder, to split identifiers that run words together
+    /// (`citingpaperid` → "citing paper ID"; default: $SQLGATE_WORDNET, else
+    /// /usr/share/wordnet; without it identifiers are split at `_` and case changes only).
+    #[arg(long)]
+    wordnet: Option<PathBuf>,
     /// Ask a chat model at this OpenAI-compatible endpoint (the paper's Appendix A prompt,
     /// temperature 0, cached) instead of the offline verbalizer, e.g. `http://127.0.0.1:8765/v1`.
     #[arg(long, requires = "model")]
@@ -117,6 +123,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
     let bench = args.source.load()?;
     let embedder = embedder(&args)?;
     let paraphraser = paraphraser(&args)?;
+    let wordnet = wordnet(&args)?;
     let mut schemas: HashMap<String, Schema> = HashMap::new();
     let mut tally = Tally::default();
     let mut lines = String::new();
@@ -127,7 +134,14 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
         };
         tally.golds += 1;
         let candidates = match &paraphraser {
-            None => match verbalizations(&case.id, sql, &case.question, args.k, args.seed) {
+            None => match verbalizations(
+                &case.id,
+                sql,
+                &case.question,
+                args.k,
+                args.seed,
+                wordnet.as_ref(),
+            ) {
                 Ok(found) => found,
                 Err(unsupported) => {
                     *tally.skipped.entry(unsupported.0).or_default() += 1;
@@ -259,6 +273,20 @@ fn schema_text(
         .get(&case.db)
         .map(|schema| schema_definitions(schema, sql))
         .unwrap_or_default())
+}
+
+/// WordNet for the verbalizer: `--wordnet` must open; the default location is used when it
+/// holds WordNet, and the verbalizer goes without it otherwise.
+fn wordnet(args: &ParaphraseArgs) -> Result<Option<WordNet>, Error> {
+    if args.llm_url.is_some() {
+        return Ok(None);
+    }
+    let dir = WordNet::locate(args.wordnet.as_deref());
+    match WordNet::open(&dir) {
+        Ok(wordnet) => Ok(Some(wordnet)),
+        Err(error) if args.wordnet.is_some() => Err(error.into()),
+        Err(_) => Ok(None),
+    }
 }
 
 fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, Error> {

@@ -20,6 +20,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 use sqlgate_eval::error::{AskError, ServiceError};
 
+use super::tqa::wordnet::WordNet;
 use super::{labelled_stream, on_enough_stack, MutateError};
 pub use agree::agrees_with_gold;
 use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
@@ -47,7 +48,7 @@ pub enum Method {
     Llm,
 }
 
-/// Up to `k` distinct questions for `sql`, none of them the `original` question again, each
+/// Up to `k` distinct questions for `sql` (identifiers split with `wordnet` when given), none of them the `original` question again, each
 /// drawn from its own stream of (`run_seed`, `seed_id`, attempt): deterministic, and
 /// independent of the other golds. Fewer than `k` when the query offers too few wordings;
 /// `Err` names the first construct without a wording.
@@ -57,6 +58,7 @@ pub fn verbalizations(
     original: &str,
     k: usize,
     run_seed: u64,
+    wordnet: Option<&WordNet>,
 ) -> Result<Vec<String>, Unsupported> {
     let found = on_enough_stack(sql, |query| {
         let mut questions: Vec<String> = Vec::new();
@@ -68,7 +70,7 @@ pub fn verbalizations(
             }
             let label = attempt.to_string();
             let mut rng = labelled_stream(run_seed, seed_id, &[FAMILY, &label]);
-            match verbalize::question(&query, &mut rng) {
+            match verbalize::question(&query, &mut rng, wordnet) {
                 Ok(question) => {
                     if seen.insert(word_key(&question)) {
                         questions.push(question);
@@ -211,11 +213,11 @@ mod tests {
     fn verbalizations_are_distinct_deterministic_and_seeded() {
         let sql =
             "SELECT title, price FROM books WHERE genre = 'Poetry' ORDER BY price DESC LIMIT 3";
-        let first = verbalizations("q1", sql, "", 5, 42).unwrap();
+        let first = verbalizations("q1", sql, "", 5, 42, None).unwrap();
         assert_eq!(first.len(), 5);
         assert_eq!(first.iter().collect::<HashSet<_>>().len(), 5);
-        assert_eq!(first, verbalizations("q1", sql, "", 5, 42).unwrap());
-        assert_ne!(first, verbalizations("q1", sql, "", 5, 43).unwrap());
+        assert_eq!(first, verbalizations("q1", sql, "", 5, 42, None).unwrap());
+        assert_ne!(first, verbalizations("q1", sql, "", 5, 43, None).unwrap());
         for question in &first {
             assert!(question.contains("\"Poetry\""), "{question}");
             assert!(question.contains('3'), "{question}");
@@ -225,19 +227,19 @@ mod tests {
     #[test]
     fn the_original_question_is_no_paraphrase_of_itself() {
         let sql = "SELECT COUNT(*) FROM customers";
-        let all = verbalizations("q", sql, "", 50, 42).unwrap();
+        let all = verbalizations("q", sql, "", 50, 42, None).unwrap();
         let original = all[0].to_uppercase();
-        let without = verbalizations("q", sql, &original, 50, 42).unwrap();
+        let without = verbalizations("q", sql, &original, 50, 42, None).unwrap();
         assert_eq!(without.len(), all.len() - 1);
         assert!(!without.contains(&all[0]));
     }
 
     #[test]
     fn unreadable_sql_is_reported_not_guessed() {
-        let error = verbalizations("q", "SELECT FROM WHERE", "", 3, 42).unwrap_err();
+        let error = verbalizations("q", "SELECT FROM WHERE", "", 3, 42, None).unwrap_err();
         assert_eq!(error.0, "SQL the parser cannot read");
         let sql = "WITH t AS (SELECT 1) SELECT * FROM t";
-        let error = verbalizations("q", sql, "", 3, 42).unwrap_err();
+        let error = verbalizations("q", sql, "", 3, 42, None).unwrap_err();
         assert_eq!(error.0, "WITH clause");
     }
 

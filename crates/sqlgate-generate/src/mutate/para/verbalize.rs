@@ -14,7 +14,8 @@ use sqlparser::ast::{
     Value,
 };
 
-use super::words::{plural, singular, words};
+use super::words::{dictionary_words, plural, singular, words};
+use crate::mutate::tqa::wordnet::WordNet;
 
 /// A construct the verbalizer has no wording for, by name ("CASE expression", "function substr").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,10 +27,12 @@ fn unsupported<T>(construct: impl Into<String>) -> Result<T, Unsupported> {
     Err(Unsupported(construct.into()))
 }
 
-/// One question for `query`, its wording drawn with `rng`.
-pub fn question(query: &Query, rng: &mut impl Rng) -> Phrase {
+/// One question for `query`, its wording drawn with `rng`; with `wordnet`, identifiers that
+/// run words together are split into them.
+pub fn question(query: &Query, rng: &mut impl Rng, wordnet: Option<&WordNet>) -> Phrase {
     let mut speaker = Speaker {
         rng,
+        wordnet,
         scopes: Vec::new(),
     };
     let text = speaker.question(query)?;
@@ -107,12 +110,18 @@ struct Frame {
     joined: bool,
 }
 
-struct Speaker<'r, R> {
+struct Speaker<'r, 'w, R> {
     rng: &'r mut R,
+    wordnet: Option<&'w WordNet>,
     scopes: Vec<Scope>,
 }
 
-impl<R: Rng> Speaker<'_, R> {
+impl<R: Rng> Speaker<'_, '_, R> {
+    /// An identifier as words, split into dictionary words when WordNet is at hand.
+    fn words(&self, identifier: &str) -> String {
+        dictionary_words(identifier, self.wordnet)
+    }
+
     fn pick<'t>(&mut self, options: &[&'t str]) -> &'t str {
         options[self.rng.random_range(0..options.len())]
     }
@@ -391,7 +400,7 @@ impl<R: Rng> Speaker<'_, R> {
                     .as_ref()
                     .map_or(table.clone(), |a| a.name.value.clone());
                 tables.push((key, table.clone()));
-                joined.push((plural(&words(&table)), left, restrictions));
+                joined.push((plural(&self.words(&table)), left, restrictions));
             }
         }
         let aliases = select
@@ -507,7 +516,7 @@ impl<R: Rng> Speaker<'_, R> {
                 if matches!(strip(expr), Expr::Case { .. }) && count_condition(expr).is_none() =>
             {
                 Ok(Item {
-                    text: self.case(strip(expr), &words(&alias.value))?,
+                    text: self.case(strip(expr), &self.words(&alias.value))?,
                     kind: kind_of(expr),
                 })
             }
@@ -525,7 +534,9 @@ impl<R: Rng> Speaker<'_, R> {
                     }
                     _ => return unsupported("wildcard of an expression"),
                 };
-                let table = self.table_words(&table).unwrap_or_else(|| words(&table));
+                let table = self
+                    .table_words(&table)
+                    .unwrap_or_else(|| self.words(&table));
                 Ok(Item {
                     text: format!("{} details", singular(&table)),
                     kind: Kind::Plain,
@@ -848,7 +859,7 @@ impl<R: Rng> Speaker<'_, R> {
         if let Some(phrase) = self.derived_column(qualifier, column) {
             return phrase;
         }
-        let name = words(&column.value);
+        let name = self.words(&column.value);
         let innermost = self.scopes.len().saturating_sub(1);
         let found = qualifier.and_then(|q| {
             self.scopes
@@ -867,7 +878,7 @@ impl<R: Rng> Speaker<'_, R> {
         if depth == innermost && !several {
             return name;
         }
-        let owner = singular(&words(&table));
+        let owner = singular(&self.words(&table));
         let first_word = owner.split(' ').next().unwrap_or_default();
         if name.starts_with(first_word) || name.starts_with(&owner) {
             name
@@ -901,7 +912,7 @@ impl<R: Rng> Speaker<'_, R> {
             .iter()
             .rev()
             .find_map(|scope| scope.table_of(qualifier))
-            .map(|t| plural(&words(t)))
+            .map(|t| plural(&self.words(t)))
     }
 
     /// A table's key column stands for its rows: `GROUP BY p.publisher_id` → "publisher",
@@ -921,8 +932,8 @@ impl<R: Rng> Speaker<'_, R> {
             }
             _ => return None,
         };
-        let owner = singular(&words(&table));
-        let column_words = words(&column);
+        let owner = singular(&self.words(&table));
+        let column_words = self.words(&column);
         let key = column_words == "ID"
             || column_words == format!("{owner} ID")
             || (column_words.len() <= 4
@@ -1775,7 +1786,7 @@ mod tests {
         let query = crate::mutate::parse_query(sql).unwrap();
         for stream in 0..12 {
             let mut rng = ChaCha8Rng::seed_from_u64(stream);
-            let text = question(&query, &mut rng).unwrap();
+            let text = question(&query, &mut rng, None).unwrap();
             for part in expected {
                 assert!(text.contains(part), "{sql}\n{text}\nlacks {part:?}");
             }
@@ -1873,7 +1884,7 @@ mod tests {
         let fails = |sql: &str| {
             let query = crate::mutate::parse_query(sql).unwrap();
             let mut rng = ChaCha8Rng::seed_from_u64(0);
-            question(&query, &mut rng).unwrap_err().0
+            question(&query, &mut rng, None).unwrap_err().0
         };
 
         assert_eq!(fails("SELECT hex(name) FROM t"), "function hex");
