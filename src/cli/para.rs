@@ -17,8 +17,10 @@ use sqlgate_generate::mutate::para::llm::{
     parse_reply, schema_definitions, Paraphraser, DEFAULT_PROMPT, PLACEHOLDERS,
 };
 use sqlgate_generate::mutate::para::{
-    paraphrase_id, rounded, similarities, verbalizations, GoldSql, Method, Record, DEFAULT_MIN_CS,
+    judge, paraphrase_id, rounded, similarities, verbalizations, GoldSql, Method, Record, Verdict,
+    DEFAULT_MIN_CS, OFFLINE_MIN_CS,
 };
+use sqlgate_generate::mutate::tqa::wordnet::WordNet;
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::CachedEmbedder;
@@ -39,9 +41,15 @@ pub struct ParaphraseArgs {
     #[arg(long, default_value_t = sqlgate_generate::mutate::DEFAULT_SEED)]
     seed: u64,
     /// Keep a paraphrase when the cosine similarity of its embedding to the original
-    /// question's is at least this (paper §3.1).
-    #[arg(long, default_value_t = DEFAULT_MIN_CS)]
-    min_cs: f64,
+    /// question's is at least this (paper §3.1). Default: the embedder's calibrated threshold
+    /// (0.35 for the offline n-gram embedder, the paper's 0.6 for `--embeddings-url`).
+    #[arg(long)]
+    min_cs: Option<f64>,
+    /// WordNet 3.0 dict folder, to split identifiers that run words together
+    /// (`citingpaperid` → "citing paper ID"; default: $SQLGATE_WORDNET, else
+    /// /usr/share/wordnet; without it identifiers are split at `_` and case changes only).
+    #[arg(long)]
+    wordnet: Option<PathBuf>,
     /// Ask a chat model at this OpenAI-compatible endpoint (the paper's Appendix A prompt,
     /// temperature 0, cached) instead of the offline verbalizer, e.g. `http://127.0.0.1:8765/v1`.
     #[arg(long, requires = "model")]
@@ -90,6 +98,8 @@ struct Tally {
     skipped: BTreeMap<String, usize>,
     generated: usize,
     dropped: usize,
+    /// Paraphrases that negate, flip or swap what the gold computes.
+    disagreed: usize,
     written: usize,
     /// Golds with at least three kept paraphrases.
     three_or_more: usize,
@@ -102,12 +112,18 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
     if args.k == 0 {
         return Err(Error::Usage("-k must be at least 1".into()));
     }
-    if !(0.0..=1.0).contains(&args.min_cs) {
+    let min_cs = args.min_cs.unwrap_or(if args.embeddings_url.is_some() {
+        DEFAULT_MIN_CS
+    } else {
+        OFFLINE_MIN_CS
+    });
+    if !(0.0..=1.0).contains(&min_cs) {
         return Err(Error::Usage("--min-cs must be between 0 and 1".into()));
     }
     let bench = args.source.load()?;
     let embedder = embedder(&args)?;
     let paraphraser = paraphraser(&args)?;
+    let wordnet = wordnet(&args)?;
     let mut schemas: HashMap<String, Schema> = HashMap::new();
     let mut tally = Tally::default();
     let mut lines = String::new();
@@ -118,7 +134,14 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
         };
         tally.golds += 1;
         let candidates = match &paraphraser {
-            None => match verbalizations(&case.id, sql, &case.question, args.k, args.seed) {
+            None => match verbalizations(
+                &case.id,
+                sql,
+                &case.question,
+                args.k,
+                args.seed,
+                wordnet.as_ref(),
+            ) {
                 Ok(found) => found,
                 Err(unsupported) => {
                     *tally.skipped.entry(unsupported.0).or_default() += 1;
@@ -143,9 +166,17 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             .map_err(|e| e.context(format!("--embeddings-url, case {}", case.id)))?;
         let mut kept = 0;
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
-            if cs < args.min_cs {
-                tally.dropped += 1;
-                continue;
+            let checked_against = paraphraser.is_none().then_some(sql.as_str());
+            match judge(cs, min_cs, checked_against, &question) {
+                Verdict::Kept => {}
+                Verdict::TooDissimilar => {
+                    tally.dropped += 1;
+                    continue;
+                }
+                Verdict::Disagrees => {
+                    tally.disagreed += 1;
+                    continue;
+                }
             }
             kept += 1;
             tally.cs_sum += cs;
@@ -172,7 +203,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
         tally.written += kept;
         tally.three_or_more += usize::from(kept >= 3);
     }
-    report(&args, &tally, embedder.model_id());
+    report(&args, &tally, min_cs, embedder.model_id());
     if tally.written == 0 {
         return Err(Error::Usage(empty_family(&tally)));
     }
@@ -188,6 +219,9 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
 fn empty_family(tally: &Tally) -> String {
     let refused: usize = tally.rejected.values().sum();
     let mut reasons = vec![format!("{} below --min-cs", tally.dropped)];
+    if tally.disagreed > 0 {
+        reasons.push(format!("{} disagreeing with the gold", tally.disagreed));
+    }
     reasons.extend(
         tally
             .rejected
@@ -205,18 +239,20 @@ fn empty_family(tally: &Tally) -> String {
     )
 }
 
-fn report(args: &ParaphraseArgs, tally: &Tally, embedder: &str) {
+fn report(args: &ParaphraseArgs, tally: &Tally, min_cs: f64, embedder: &str) {
     let source = if args.llm_url.is_some() {
         "the chat model"
     } else {
         "the verbalizer"
     };
     println!(
-        "{} of {} generated by {source}; {} below cs {} ({embedder}); {} written to {}",
+        "{} of {} generated by {source}; {} below cs {min_cs} ({embedder}) and {} that \
+         {} not say the gold's values, negations, comparisons or aggregates; {} written to {}",
         plural(tally.generated, "paraphrase"),
         plural(tally.golds, "gold"),
         plural(tally.dropped, "dropped paraphrase"),
-        args.min_cs,
+        tally.disagreed,
+        if tally.disagreed == 1 { "does" } else { "do" },
         plural(tally.written, "paraphrase"),
         args.out.display()
     );
@@ -266,6 +302,20 @@ fn schema_text(
         .get(&case.db)
         .map(|schema| schema_definitions(schema, sql))
         .unwrap_or_default())
+}
+
+/// WordNet for the verbalizer: `--wordnet` must open; the default location is used when it
+/// holds WordNet, and the verbalizer goes without it otherwise.
+fn wordnet(args: &ParaphraseArgs) -> Result<Option<WordNet>, Error> {
+    if args.llm_url.is_some() {
+        return Ok(None);
+    }
+    let dir = WordNet::locate(args.wordnet.as_deref());
+    match WordNet::open(&dir) {
+        Ok(wordnet) => Ok(Some(wordnet)),
+        Err(error) if args.wordnet.is_some() => Err(error.into()),
+        Err(_) => Ok(None),
+    }
 }
 
 fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, Error> {

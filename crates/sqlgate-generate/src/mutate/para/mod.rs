@@ -7,24 +7,36 @@
 //! seeded template choices) and a chat model asked with the paper's Appendix A prompt
 //! ([`llm`]).
 
+mod agree;
 pub mod llm;
 pub mod verbalize;
 mod words;
+
+#[cfg(test)]
+mod calibration_tests;
 
 use std::collections::HashSet;
 
 use serde::Serialize;
 use sqlgate_eval::error::{AskError, ServiceError};
 
+use super::tqa::wordnet::WordNet;
 use super::{labelled_stream, on_enough_stack, MutateError};
+pub use agree::agrees_with_gold;
 use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
 pub use verbalize::Unsupported;
 
 /// The family name cases are tagged with: test `<suite>::<db>::<seed>::para::p<n>`.
 pub const FAMILY: &str = "para";
 
-/// The paper's threshold: paraphrases scoring above 0.6 kept the original's intent (§3.1).
+/// The paper's threshold: paraphrases scoring above 0.6 kept the original's intent (§3.1). It
+/// is the default for a sentence-embedding model behind `--embeddings-url`.
 pub const DEFAULT_MIN_CS: f64 = 0.6;
+
+/// The offline n-gram embedder's threshold, calibrated on Defog (docs/paraphrase.md): its
+/// scores are lexical, so the verbalizer's faithful paraphrases score 0.36 at the 5th
+/// percentile and the paper's 0.6 would drop most of them.
+pub const OFFLINE_MIN_CS: f64 = 0.35;
 
 /// Who wrote a paraphrase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -36,7 +48,7 @@ pub enum Method {
     Llm,
 }
 
-/// Up to `k` distinct questions for `sql`, none of them the `original` question again, each
+/// Up to `k` distinct questions for `sql` (identifiers split with `wordnet` when given), none of them the `original` question again, each
 /// drawn from its own stream of (`run_seed`, `seed_id`, attempt): deterministic, and
 /// independent of the other golds. Fewer than `k` when the query offers too few wordings;
 /// `Err` names the first construct without a wording.
@@ -46,6 +58,7 @@ pub fn verbalizations(
     original: &str,
     k: usize,
     run_seed: u64,
+    wordnet: Option<&WordNet>,
 ) -> Result<Vec<String>, Unsupported> {
     let found = on_enough_stack(sql, |query| {
         let mut questions: Vec<String> = Vec::new();
@@ -57,7 +70,7 @@ pub fn verbalizations(
             }
             let label = attempt.to_string();
             let mut rng = labelled_stream(run_seed, seed_id, &[FAMILY, &label]);
-            match verbalize::question(&query, &mut rng) {
+            match verbalize::question(&query, &mut rng, wordnet) {
                 Ok(question) => {
                     if seen.insert(word_key(&question)) {
                         questions.push(question);
@@ -83,6 +96,32 @@ pub fn word_key(text: &str) -> Vec<String> {
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect()
+}
+
+/// What the filter decides about one paraphrase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Similar enough and faithful to the gold.
+    Kept,
+    /// Its cosine similarity to the original question is below the threshold.
+    TooDissimilar,
+    /// It drops a value, negates a condition, flips a comparison or swaps an aggregate of the
+    /// gold ([`agrees_with_gold`]): a lexical embedder scores such a question as close as a
+    /// faithful one.
+    Disagrees,
+}
+
+/// The filter (docs/paraphrase.md): similar enough to the original question, and saying what
+/// the `gold` computes when it is given (the verbalizer's paraphrases; a chat model's items
+/// go through the rewrite checks of the LLM mode instead).
+pub fn judge(cs: f64, min_cs: f64, gold: Option<&str>, paraphrase: &str) -> Verdict {
+    if cs < min_cs {
+        Verdict::TooDissimilar
+    } else if gold.is_some_and(|sql| !agrees_with_gold(sql, paraphrase)) {
+        Verdict::Disagrees
+    } else {
+        Verdict::Kept
+    }
 }
 
 /// The cosine similarity of each paraphrase's embedding to the original question's.
@@ -174,11 +213,11 @@ mod tests {
     fn verbalizations_are_distinct_deterministic_and_seeded() {
         let sql =
             "SELECT title, price FROM books WHERE genre = 'Poetry' ORDER BY price DESC LIMIT 3";
-        let first = verbalizations("q1", sql, "", 5, 42).unwrap();
+        let first = verbalizations("q1", sql, "", 5, 42, None).unwrap();
         assert_eq!(first.len(), 5);
         assert_eq!(first.iter().collect::<HashSet<_>>().len(), 5);
-        assert_eq!(first, verbalizations("q1", sql, "", 5, 42).unwrap());
-        assert_ne!(first, verbalizations("q1", sql, "", 5, 43).unwrap());
+        assert_eq!(first, verbalizations("q1", sql, "", 5, 42, None).unwrap());
+        assert_ne!(first, verbalizations("q1", sql, "", 5, 43, None).unwrap());
         for question in &first {
             assert!(question.contains("\"Poetry\""), "{question}");
             assert!(question.contains('3'), "{question}");
@@ -188,19 +227,19 @@ mod tests {
     #[test]
     fn the_original_question_is_no_paraphrase_of_itself() {
         let sql = "SELECT COUNT(*) FROM customers";
-        let all = verbalizations("q", sql, "", 50, 42).unwrap();
+        let all = verbalizations("q", sql, "", 50, 42, None).unwrap();
         let original = all[0].to_uppercase();
-        let without = verbalizations("q", sql, &original, 50, 42).unwrap();
+        let without = verbalizations("q", sql, &original, 50, 42, None).unwrap();
         assert_eq!(without.len(), all.len() - 1);
         assert!(!without.contains(&all[0]));
     }
 
     #[test]
     fn unreadable_sql_is_reported_not_guessed() {
-        let error = verbalizations("q", "SELECT FROM WHERE", "", 3, 42).unwrap_err();
+        let error = verbalizations("q", "SELECT FROM WHERE", "", 3, 42, None).unwrap_err();
         assert_eq!(error.0, "SQL the parser cannot read");
         let sql = "WITH t AS (SELECT 1) SELECT * FROM t";
-        let error = verbalizations("q", sql, "", 3, 42).unwrap_err();
+        let error = verbalizations("q", sql, "", 3, 42, None).unwrap_err();
         assert_eq!(error.0, "WITH clause");
     }
 

@@ -1,5 +1,58 @@
 //! Schema identifiers as English words: `order_items` → "order items", `birthYear` → "birth
-//! year", with the plural and singular a question needs ("books", "book").
+//! year", `citingpaperid` → "citing paper ID" (with WordNet), with the plural and singular a
+//! question needs ("books", "book").
+
+use crate::mutate::tqa::ident::is_word;
+use crate::mutate::tqa::wordnet::WordNet;
+
+/// [`words`], with each run of letters that is no word itself split into the fewest dictionary
+/// words that spell it (`citingpaperid` → "citing paper ID"); a run that no split spells stays.
+/// A name with spaces is a value SQLite read as a quoted identifier (`"Ben Jones"`): not split.
+pub fn dictionary_words(identifier: &str, wordnet: Option<&WordNet>) -> String {
+    let plain = words(identifier);
+    let Some(wordnet) = wordnet.filter(|_| !identifier.contains(' ')) else {
+        return plain;
+    };
+    plain
+        .split(' ')
+        .map(|word| match split_run(&word.to_lowercase(), wordnet) {
+            Some(parts) => words(&parts.join("_")),
+            None => word.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The fewest words (each a dictionary word or "id", at least 2 letters) that spell `run`,
+/// when it is not a word itself and at least two are needed.
+fn split_run(run: &str, wordnet: &WordNet) -> Option<Vec<String>> {
+    if run.len() < 5 || !run.chars().all(|c| c.is_ascii_lowercase()) || is_word(run, wordnet) {
+        return None;
+    }
+    let known = |piece: &str| piece == "id" || (piece.len() >= 3 && is_word(piece, wordnet));
+    // best[i]: the fewest pieces spelling run[..i], and where the last piece starts.
+    let mut best: Vec<Option<(usize, usize)>> = vec![None; run.len() + 1];
+    best[0] = Some((0, 0));
+    for end in 2..=run.len() {
+        for start in 0..end - 1 {
+            let Some((count, _)) = best[start] else {
+                continue;
+            };
+            if known(&run[start..end]) && best[end].is_none_or(|(c, _)| count + 1 < c) {
+                best[end] = Some((count + 1, start));
+            }
+        }
+    }
+    let mut parts = Vec::new();
+    let mut end = run.len();
+    while end > 0 {
+        let (_, start) = best[end]?;
+        parts.push(run[start..end].to_string());
+        end = start;
+    }
+    parts.reverse();
+    (parts.len() >= 2).then_some(parts)
+}
 
 /// The words of an identifier, lower case: snake_case, camelCase and digits split apart.
 pub fn words(identifier: &str) -> String {
@@ -135,6 +188,21 @@ mod tests {
         assert_eq!(words("Address2"), "address 2");
         assert_eq!(words("DOMAIN"), "domain");
         assert_eq!(words("__x__"), "x");
+    }
+
+    #[test]
+    fn runs_of_words_are_split_with_wordnet() {
+        let Some(wordnet) = crate::mutate::tqa::wordnet::for_tests() else {
+            return;
+        };
+        let split = |id: &str| dictionary_words(id, Some(wordnet));
+        assert_eq!(split("citingpaperid"), "citing paper ID");
+        assert_eq!(split("authorid"), "author ID");
+        assert_eq!(split("paper_id"), "paper ID");
+        assert_eq!(split("publication"), "publication");
+        assert_eq!(split("xqzv"), "xqzv");
+        assert_eq!(split("Brandon Vietti"), "brandon vietti");
+        assert_eq!(dictionary_words("citingpaperid", None), "citingpaperid");
     }
 
     #[test]

@@ -1,0 +1,107 @@
+//! The filter at its default threshold for the offline embedder ([`OFFLINE_MIN_CS`]): the
+//! verbalizer's own paraphrases are kept, deliberately wrong ones (another gold's question, a
+//! negated condition, a different aggregate) are dropped. On Defog the test also prints the
+//! calibration table of docs/paraphrase.md (`--nocapture`).
+
+use super::*;
+use crate::mutate::every_variant;
+use crate::mutate::registry::Operator;
+use sqlgate_eval::metrics::sqlmorph::NgramEmbedder;
+use sqlgate_test_support::shared_data;
+
+/// The verdicts on `paraphrases` of `original`, asked by `sql`, at the offline default.
+fn verdicts(sql: &str, original: &str, paraphrases: &[String]) -> Vec<Verdict> {
+    let scores = similarities(&NgramEmbedder::default(), original, paraphrases).unwrap();
+    scores
+        .iter()
+        .zip(paraphrases)
+        .map(|(cs, text)| judge(*cs, OFFLINE_MIN_CS, Some(sql), text))
+        .collect()
+}
+
+#[test]
+fn wrong_paraphrases_are_dropped_and_the_verbalizers_kept() {
+    let sql = "SELECT COUNT(*) FROM books WHERE genre = 'Poetry' AND price > 30";
+    let original = "How many books in the Poetry genre have a price greater than 30?";
+    let own = verbalizations("q", sql, original, 5, 42, None).unwrap();
+    assert_eq!(own.len(), 5);
+    for (text, verdict) in own.iter().zip(verdicts(sql, original, &own)) {
+        assert_eq!(verdict, Verdict::Kept, "{text}");
+    }
+    let wrong = [
+        "Which publishers have more than 3 authors?",
+        "How many books not in the Poetry genre have a price greater than 30?",
+        "How many books in the Poetry genre have a price less than 30?",
+        "What is the average price of the books in the Poetry genre with a price greater than 30?",
+    ]
+    .map(String::from);
+    for (text, verdict) in wrong.iter().zip(verdicts(sql, original, &wrong)) {
+        assert_ne!(verdict, Verdict::Kept, "{text}");
+    }
+}
+
+/// (first gold query, question) of each Defog row.
+fn defog(data: &std::path::Path) -> Vec<(String, String)> {
+    let mut reader = csv::Reader::from_path(data.join("defog/questions.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (query, question) = (column("query"), column("question"));
+    reader
+        .records()
+        .map(|record| {
+            let record = record.unwrap();
+            let sql = record[query].split(';').next().unwrap_or_default();
+            (sql.trim().to_string(), record[question].to_string())
+        })
+        .collect()
+}
+
+/// Share of `verdicts` that are [`Verdict::Kept`].
+fn kept(verdicts: &[Verdict]) -> f64 {
+    let n = verdicts.iter().filter(|v| **v == Verdict::Kept).count();
+    n as f64 / verdicts.len().max(1) as f64
+}
+
+#[test]
+fn on_defog_the_default_keeps_the_faithful_and_drops_the_wrong() {
+    let Some(data) = shared_data() else {
+        return;
+    };
+    let golds = defog(&data);
+    let (mut faithful, mut other, mut negated, mut aggregate) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, (sql, question)) in golds.iter().enumerate() {
+        let id = i.to_string();
+        let Ok(own) = verbalizations(&id, sql, question, 5, 42, None) else {
+            continue;
+        };
+        faithful.extend(verdicts(sql, question, &own));
+        // Another question on the same database: the next row (the previous for the last).
+        let j = if i + 1 < golds.len() { i + 1 } else { i - 1 };
+        other.extend(verdicts(sql, question, &[golds[j].1.clone()]));
+        // The verbalizer's reading of a wrong query: as fluent, and as close to the question.
+        for (op, mutant) in every_variant(sql, 1).unwrap() {
+            let bucket = match op {
+                Operator::WhereConditionFlip => &mut negated,
+                Operator::AggregationSwap => &mut aggregate,
+                _ => continue,
+            };
+            if let Ok(wrong) = verbalizations(&id, &mutant, question, 5, 42, None) {
+                bucket.extend(verdicts(sql, question, &wrong));
+            }
+        }
+    }
+    let shares = [
+        ("faithful", kept(&faithful)),
+        ("another gold's question", kept(&other)),
+        ("negated or flipped condition", kept(&negated)),
+        ("different aggregate", kept(&aggregate)),
+    ];
+    for (kind, share) in shares {
+        println!("{kind}: {:.1}% kept", 100.0 * share);
+    }
+    assert!(shares[0].1 >= 0.95, "{shares:?}");
+    assert!(shares[1].1 <= 0.40, "{shares:?}");
+    assert!(shares[2].1 <= 0.02, "{shares:?}");
+    assert!(shares[3].1 <= 0.30, "{shares:?}");
+}
