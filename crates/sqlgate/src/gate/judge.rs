@@ -67,6 +67,16 @@ pub struct Sampled {
     pub rule: PassRule,
 }
 
+impl Sampled {
+    /// Correct samples out of the samples of a case that is `feasible` or not.
+    fn pass_count(&self, feasible: bool) -> PassCount {
+        PassCount {
+            passed: self.outcomes.iter().filter(|o| o.correct(feasible)).count() as u32,
+            samples: self.outcomes.len() as u32,
+        }
+    }
+}
+
 /// One sampled answer's outcome: enough to tell whether it was correct and whether it was an
 /// answer at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,15 +132,7 @@ impl CaseRun {
     /// as not correct); `None` for a case asked once.
     pub fn pass_count(&self) -> Option<PassCount> {
         let sampled = self.sampled.as_ref()?;
-        let feasible = self.score.feasible;
-        Some(PassCount {
-            passed: sampled
-                .outcomes
-                .iter()
-                .filter(|o| o.correct(feasible))
-                .count() as u32,
-            samples: sampled.outcomes.len() as u32,
-        })
+        Some(sampled.pass_count(self.score.feasible))
     }
 
     /// The case's samples disagree: some correct, some not.
@@ -163,12 +165,8 @@ pub fn combine_samples(mut runs: Vec<CaseRun>, rule: PassRule) -> CaseRun {
         rule,
     };
     let feasible = runs[0].score.feasible;
-    let passed = sampled
-        .outcomes
-        .iter()
-        .filter(|o| o.correct(feasible))
-        .count() as u32;
-    let correct = rule.passes(passed, sampled.outcomes.len() as u32);
+    let count = sampled.pass_count(feasible);
+    let correct = rule.passes(count.passed, count.samples);
     let outcomes = &sampled.outcomes;
     let shown = outcomes
         .iter()
@@ -288,9 +286,10 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCas
     // dropped beyond noise: the exact test at `alpha`, shared by the suite's cases.
     let drop = match (run.pass_count(), accepted) {
         (Some(now), Some(accepted)) if accepted.correct && !correct => {
-            let p = noise::pass_rate_drop_p(accepted.pass_count(), now);
+            let before = accepted.pass_count();
+            let p = noise::pass_rate_drop_p(before, now);
             let beyond = noise::case_drop_significant(p, suite.alpha, suite.bench.cases.len());
-            Some((accepted.pass_count(), now, p, beyond))
+            Some((before, now, p, beyond))
         }
         _ => None,
     };
@@ -751,11 +750,11 @@ fn sampled_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> Vec<(String, f64)> {
         .chain(gated)
         .filter(|&k| k <= fewest)
         .collect();
+    let problems: Vec<(u64, u64)> = counts
+        .iter()
+        .map(|c| (u64::from(c.samples), u64::from(c.passed)))
+        .collect();
     for k in ks {
-        let problems: Vec<(u64, u64)> = counts
-            .iter()
-            .map(|c| (u64::from(c.samples), u64::from(c.passed)))
-            .collect();
         if let Some(value) = sql2nl::mean_pass_at_k(&problems, u64::from(k)) {
             metrics.push((Metric::PassAt(k).to_string(), value));
         }
