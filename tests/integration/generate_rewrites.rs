@@ -19,6 +19,15 @@ enum Answer {
     Example,
     Original,
     OriginalMinusASentence,
+    /// The original with its condition negated: every value kept, the meaning reversed.
+    Negated,
+}
+
+/// `question` with its condition negated.
+fn negated(question: &str) -> String {
+    question
+        .replace("customers live", "customers do not live")
+        .replace("orders have", "orders do not have")
 }
 
 const CASES: [(&str, &str); 2] = [
@@ -77,6 +86,7 @@ fn reply(prompt: &str, answer: Answer) -> String {
         Answer::Example => example.to_string(),
         Answer::Original => original.to_string(),
         Answer::OriginalMinusASentence => minus_a_sentence(original),
+        Answer::Negated => negated(original),
     };
     if prompt.contains("Abbreviate the database schema identifier") {
         "no idea".to_string()
@@ -251,6 +261,26 @@ fn a_paraphrase_family_left_empty_exits_2_saying_why() {
         assert!(run.stderr.contains(&expected), "{answer:?}: {}", run.stderr);
         assert!(!out.exists(), "no empty family is written");
     }
+}
+
+#[test]
+fn a_chat_models_paraphrase_that_negates_the_condition_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let gold = suite(dir.path());
+    let out = dir.path().join("para.jsonl");
+    let url = bad_model(Answer::Negated);
+    let run = sqlgate()
+        .args(["generate", "paraphrase", "-k", "3", "--min-cs", "0"])
+        .args(["--llm-url", &url, "--model", "bad"])
+        .arg("--gold")
+        .arg(&gold)
+        .arg("--out")
+        .arg(&out)
+        .run();
+    run.assert_code(2);
+    let expected = "paraphrase: 0 of 2 kept: 0 below --min-cs, 2 disagreeing with the gold";
+    assert!(run.stderr.contains(expected), "{}", run.stderr);
+    assert!(!out.exists(), "no empty family is written");
 }
 
 /// A suite whose only database has one table: JQE has nothing to join, and no query links
