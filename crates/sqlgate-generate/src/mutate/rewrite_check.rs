@@ -71,8 +71,9 @@ pub fn refusal(rewrite: &str, request: &Request<'_>) -> Option<Refusal> {
 }
 
 /// The detectable ungrammatical shapes of `text`: a word repeated next to itself (or across
-/// one article, "club an club"), plural or not ("commands command"), and a sentence ending on
-/// an article, preposition or conjunction.
+/// one article, "club an club"), plural or not ("commands command"), an article that does not
+/// fit the next word ("an club"), and a sentence ending on an article, possessive or
+/// conjunction.
 pub fn ungrammatical(text: &str) -> Option<Refusal> {
     let words = words(text);
     for (i, word) in words.iter().enumerate() {
@@ -90,6 +91,9 @@ pub fn ungrammatical(text: &str) -> Option<Refusal> {
         {
             return refused("a repeated word", format!("{word} … {repeat}"));
         }
+        if let Some(next) = next.filter(|n| !article_fits(word, n)) {
+            return refused("a wrong article", format!("{word} {next}"));
+        }
     }
     match words.last() {
         Some(last) if DANGLING.contains(&last.as_str()) => {
@@ -100,6 +104,21 @@ pub fn ungrammatical(text: &str) -> Option<Refusal> {
 }
 
 const ARTICLES: &[&str] = &["a", "an", "the"];
+
+/// Whether the article `word` (any other word passes) fits the `next` word: "an" before a
+/// vowel sound, "a" before a consonant sound ("an club" does not). Words whose spelling
+/// misleads ("an hour", "a user", "a one") pass either way.
+fn article_fits(word: &str, next: &str) -> bool {
+    const EITHER: &[&str] = &["hour", "hon", "heir", "un", "us", "eu", "one", "once", "ur"];
+    let vowel = next.starts_with(['a', 'e', 'i', 'o', 'u']);
+    let unsure =
+        EITHER.iter().any(|p| next.starts_with(p)) || !next.starts_with(char::is_alphabetic);
+    match word {
+        "a" => !vowel || unsure,
+        "an" => vowel || unsure,
+        _ => true,
+    }
+}
 
 /// Words a sentence cannot end on (a preposition can: "which city is it in?").
 const DANGLING: &[&str] = &[
@@ -363,6 +382,10 @@ mod tests {
                 "Which clients in 'Paris' have more than 3 order items of the",
                 "a dangling word at the end",
             ),
+            (
+                "Which clients in 'Paris' have regulated an club of 3 order items?",
+                "a wrong article",
+            ),
         ];
         for (rewrite, expected) in cases {
             assert_eq!(why(rewrite), Some(expected), "{rewrite}");
@@ -416,6 +439,7 @@ mod tests {
         assert_eq!(singular("class"), "class");
         assert_eq!(singular("as"), "as");
         assert_eq!(ungrammatical("Return the month as a date"), None);
+        assert_eq!(ungrammatical("Is it an hour, a user or an order?"), None);
         assert_eq!(name_words("OrderItems_2x"), vec!["order", "items"]);
         assert_eq!(numbers("above 3.5 and 12."), vec!["3.5", "12"]);
         assert_eq!(quoted("John's book 'Dune' and \"It\""), vec!["Dune", "It"]);
