@@ -1,12 +1,17 @@
 //! The one acceptance check every generator applies to a model's rewrite (issue 30): a rewrite
 //! is kept only when it is a rewrite of this text. Refused, with the reason: a prompt's own
 //! example, the original unchanged where a change was asked, the original with a sentence
-//! dropped, a lost value, number or required mention, and the detectable ungrammatical shapes
-//! (a repeated word, a dangling word at the end).
+//! dropped, a lost value, number or required mention, a clause's mention lost (see
+//! [`clause_mentions`]), and the detectable ungrammatical shapes (a repeated word, a wrong
+//! article, a dangling word at the end).
 
 use std::fmt;
 
+use super::clause_mentions::{clause_mentions, still_said};
+use super::tqa::wordnet::WordNet;
+
 /// What a rewrite is checked against.
+#[derive(Default)]
 pub struct Request<'a> {
     /// The text the model was asked to rewrite.
     pub original: &'a str,
@@ -18,6 +23,11 @@ pub struct Request<'a> {
     pub change_asked: bool,
     /// Names the rewrite must still mention, each by one of its words (JQE's added table).
     pub mentions: &'a [String],
+    /// WordNet, when the generator has it: a synonym then keeps a clause's mention.
+    pub wordnet: Option<&'a WordNet>,
+    /// Words of the original the rewrite was asked to remove (a linker table's mentions): a
+    /// clause's mention said only by them need not stay.
+    pub may_drop: &'a [String],
 }
 
 /// Why a rewrite is refused: a fixed reason (for tallies) and what triggered it.
@@ -67,7 +77,28 @@ pub fn refusal(rewrite: &str, request: &Request<'_>) -> Option<Refusal> {
     if let Some(name) = request.mentions.iter().find(|n| !mentions(&said, n)) {
         return refused("a required mention lost", name.as_str());
     }
+    if let Some(lost) = lost_clause_mention(rewrite, request) {
+        return Some(lost);
+    }
     ungrammatical(rewrite)
+}
+
+/// The first mention of a gold clause that the original says and `rewrite` no longer does.
+fn lost_clause_mention(rewrite: &str, request: &Request<'_>) -> Option<Refusal> {
+    let droppable = |word: &String| {
+        request
+            .may_drop
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(word))
+    };
+    let lost = clause_mentions(request.original, request.sql?, request.wordnet)
+        .into_iter()
+        .filter(|m| !m.said_as.iter().all(droppable))
+        .find(|m| !still_said(rewrite, m, request.wordnet))?;
+    refused(
+        "a clause's mention lost",
+        format!("{} ({} {})", lost.said_as[0], lost.clause, lost.identifier),
+    )
 }
 
 /// The detectable ungrammatical shapes of `text`: a word repeated next to itself (or across
@@ -325,6 +356,7 @@ mod tests {
                 examples,
                 change_asked: true,
                 mentions,
+                ..Default::default()
             },
         )
     }
@@ -400,6 +432,7 @@ mod tests {
             examples: &[],
             change_asked: true,
             mentions: &[],
+            ..Default::default()
         };
         let lost = refusal("Which books are verse?", &request).unwrap();
         assert_eq!(
@@ -417,6 +450,7 @@ mod tests {
             examples: &[],
             change_asked: false,
             mentions: &[],
+            ..Default::default()
         };
         assert_eq!(refusal("which books sold", &request), None);
     }
