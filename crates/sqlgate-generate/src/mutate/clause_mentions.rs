@@ -72,13 +72,35 @@ pub fn still_said(rewrite: &str, mention: &ClauseMention, wordnet: Option<&WordN
         .value
         .as_ref()
         .is_some_and(|v| !v.is_empty() && lower.contains(v.as_str()));
+    let says = |w: &str| {
+        names
+            .iter()
+            .any(|n| same_word(w, n, wordnet) || abbreviates(w, n))
+            || abbreviates(w, &joined)
+    };
     value_said
-        || words(rewrite).iter().any(|w| {
-            names
-                .iter()
-                .any(|n| same_word(w, n, wordnet) || abbreviates(w, n))
-                || abbreviates(w, &joined)
+        || identifiers(rewrite).iter().any(|token| {
+            let first = token.split('_').next().unwrap_or_default();
+            // An identifier spelled in the text (TQA's `s_id` for "semester id") names a word by
+            // its first part's initial.
+            let spelled = token.contains('_') && names.iter().any(|n| initials_of(first, n));
+            // An abbreviation may be plural ("cntys" for "countries").
+            let plural_free = |part: &str| says(part) || part.strip_suffix('s').is_some_and(says);
+            spelled || token.split('_').any(plural_free)
         })
+}
+
+/// The lowercased runs of letters, digits and `_` of `text` (`s_id` stays one).
+fn identifiers(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// `short` is `long`'s initial, or abbreviates it.
+fn initials_of(short: &str, long: &str) -> bool {
+    (short.chars().count() == 1 && long.starts_with(short)) || abbreviates(short, long)
 }
 
 /// (clause, identifier, the value it is compared with) for each identifier the gold's
