@@ -21,6 +21,19 @@ enum Answer {
     OriginalMinusASentence,
     /// The original with its condition negated: every value kept, the meaning reversed.
     Negated,
+    /// The original without what it says of a clause: every value kept, the ordering or the
+    /// compared column gone.
+    ClauseLost,
+}
+
+/// `question` without its ORDER BY's or its compared column's mention.
+fn clause_lost(question: &str) -> String {
+    question
+        .replace(
+            "Show their names in alphabetical order of name.",
+            "Show them.",
+        )
+        .replace("have a total above", "are above")
 }
 
 /// `question` with its condition negated.
@@ -32,8 +45,8 @@ fn negated(question: &str) -> String {
 
 const CASES: [(&str, &str); 2] = [
     (
-        "Which customers live in 'Paris'? Show their names.",
-        "SELECT name FROM customer WHERE city = 'Paris'",
+        "Which customers live in 'Paris'? Show their names in alphabetical order of name.",
+        "SELECT name FROM customer WHERE city = 'Paris' ORDER BY name",
     ),
     (
         "How many orders have a total above 10? Count each order once.",
@@ -87,6 +100,7 @@ fn reply(prompt: &str, answer: Answer) -> String {
         Answer::Original => original.to_string(),
         Answer::OriginalMinusASentence => minus_a_sentence(original),
         Answer::Negated => negated(original),
+        Answer::ClauseLost => clause_lost(original),
     };
     if prompt.contains("Abbreviate the database schema identifier") {
         "no idea".to_string()
@@ -94,7 +108,15 @@ fn reply(prompt: &str, answer: Answer) -> String {
         let question = pick(after(prompt, "\nQuestion: "), TQA_EXAMPLE);
         serde_json::json!({"updated_question": question, "updated_evidence": ""}).to_string()
     } else if prompt.contains("Expanded SQL:") {
-        pick(after(prompt, "Original question:"), EXAMPLE)
+        let rewrite = pick(after(prompt, "Original question:"), EXAMPLE);
+        match answer {
+            // Saying the added table, so that only the clause is missing.
+            Answer::ClauseLost => format!(
+                "{rewrite} Only those with a related {}.",
+                after(prompt, "Added table:")
+            ),
+            _ => rewrite,
+        }
     } else {
         // Paraphrase: the prompt holds the gold SQL, not the question.
         let sql = after(prompt, "SQL Query:\n");
@@ -136,13 +158,14 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-const ANSWERS: [(Answer, &str); 3] = [
+const ANSWERS: [(Answer, &str); 4] = [
     (Answer::Example, "the prompt's example"),
     (Answer::Original, "unchanged"),
     (
         Answer::OriginalMinusASentence,
         "a sentence of the original dropped",
     ),
+    (Answer::ClauseLost, "a clause's mention lost"),
 ];
 
 #[test]
@@ -193,7 +216,7 @@ fn tqa_keeps_no_bad_question_rewrite() {
 
 #[test]
 fn jqe_keeps_no_bad_question_rewrite() {
-    for (answer, _) in ANSWERS {
+    for (answer, why) in ANSWERS {
         let dir = tempfile::tempdir().unwrap();
         let gold = suite(dir.path());
         let prompt = prompt_file(
@@ -229,7 +252,11 @@ fn jqe_keeps_no_bad_question_rewrite() {
                 question.contains("considering only"),
                 "{answer:?}: the model's {question:?} was kept"
             );
-            assert!(expansion["llm_refused"].is_string(), "{expansion}");
+            let refused = expansion["llm_refused"].as_str().unwrap();
+            // JQE says an unchanged or example reply its own way; a lost clause as the check does.
+            if let Answer::ClauseLost = answer {
+                assert!(refused.starts_with(why), "{refused}");
+            }
         }
     }
 }

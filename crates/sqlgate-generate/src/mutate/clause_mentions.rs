@@ -8,7 +8,7 @@
 //! synonym (a shared synset) when the generator has WordNet. A rewrite keeps it when one of its
 //! words names the identifier or the original's word the same way, or abbreviates either (same
 //! initial, its letters in order: TQA's `rtng` for `rating`), or, for a column compared with a
-//! value, when it states the value ("poetry books" still says `genre = 'Poetry'`).
+//! string, when it states the string ("poetry books" still says `genre = 'Poetry'`).
 
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::keywords::Keyword;
@@ -25,7 +25,8 @@ pub struct ClauseMention {
     pub identifier: String,
     /// The original's words (lowercased) that name it.
     pub said_as: Vec<String>,
-    /// The value the clause compares it with (`= 'Poetry'`), lowercased.
+    /// The string the clause compares it with (`= 'Poetry'`), lowercased: saying it says the
+    /// column ("poetry books"); a number does not ("above 10" of what?).
     pub value: Option<String>,
 }
 
@@ -129,7 +130,8 @@ fn clause_identifiers(sql: &str) -> Vec<(&'static str, String, Option<String>)> 
             Keyword::SELECT | Keyword::FROM | Keyword::JOIN | Keyword::LIMIT | Keyword::ON => {
                 clause = None
             }
-            _ if word.keyword == Keyword::NoKeyword || word.quote_style.is_some() => {
+            // Column names are often keywords too (`name`, `year`, `status`).
+            keyword if word.quote_style.is_some() || !OPERATOR_KEYWORDS.contains(&keyword) => {
                 let qualifier = matches!(next, Some(Token::Period));
                 let called = matches!(next, Some(Token::LParen));
                 if let (Some(clause), false, false) = (clause, qualifier, called) {
@@ -142,7 +144,49 @@ fn clause_identifiers(sql: &str) -> Vec<(&'static str, String, Option<String>)> 
     out
 }
 
-/// The literal a comparison at the start of `rest` compares with (`= 'Poetry'`, `LIKE '%a%'`).
+/// Keywords of an expression or a clause's syntax, never a column's name.
+const OPERATOR_KEYWORDS: &[Keyword] = &[
+    Keyword::AND,
+    Keyword::OR,
+    Keyword::NOT,
+    Keyword::IN,
+    Keyword::IS,
+    Keyword::NULL,
+    Keyword::LIKE,
+    Keyword::ILIKE,
+    Keyword::GLOB,
+    Keyword::BETWEEN,
+    Keyword::AS,
+    Keyword::BY,
+    Keyword::ASC,
+    Keyword::DESC,
+    Keyword::CASE,
+    Keyword::WHEN,
+    Keyword::THEN,
+    Keyword::ELSE,
+    Keyword::END,
+    Keyword::DISTINCT,
+    Keyword::EXISTS,
+    Keyword::ALL,
+    Keyword::ANY,
+    Keyword::SOME,
+    Keyword::TRUE,
+    Keyword::FALSE,
+    Keyword::NULLS,
+    Keyword::FIRST,
+    Keyword::LAST,
+    Keyword::CAST,
+    Keyword::COLLATE,
+    Keyword::INTERVAL,
+    Keyword::ESCAPE,
+    Keyword::UNION,
+    Keyword::INTERSECT,
+    Keyword::EXCEPT,
+    Keyword::OFFSET,
+    Keyword::WITH,
+];
+
+/// The string a comparison at the start of `rest` compares with (`= 'Poetry'`, `LIKE '%a%'`).
 fn compared_value(rest: &[&Token]) -> Option<String> {
     let compares = match rest.first()? {
         Token::Eq | Token::Neq | Token::Lt | Token::LtEq | Token::Gt | Token::GtEq => true,
@@ -150,7 +194,7 @@ fn compared_value(rest: &[&Token]) -> Option<String> {
         _ => false,
     };
     match rest.get(1)? {
-        Token::SingleQuotedString(value) | Token::Number(value, _) if compares => {
+        Token::SingleQuotedString(value) if compares => {
             Some(value.trim_matches('%').to_lowercase())
         }
         _ => None,
@@ -262,6 +306,13 @@ mod tests {
         ] {
             assert!(!still_said(lost, rating, None), "{lost}");
         }
+    }
+
+    #[test]
+    fn a_column_compared_with_a_string_is_kept_by_the_string_not_by_a_number() {
+        let sql = "SELECT count(*) FROM orders WHERE total > 10";
+        let total = &clause_mentions("How many orders have a total above 10?", sql, None)[0];
+        assert!(!still_said("How many orders are above 10?", total, None));
     }
 
     #[test]
