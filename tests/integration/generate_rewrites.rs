@@ -1,7 +1,9 @@
 //! Model rewrites that are no rewrites (issue 30): a local OpenAI-compatible server answers
-//! every rewrite request with the prompt's example, the original text, or the original minus
-//! a sentence. No generator keeps any of them: TQA and JQE keep their deterministic rewrite and
-//! say why per case, and the paraphrase family, left empty, is an error (exit 2) saying why.
+//! every rewrite request with the prompt's example, the original text, the original minus a
+//! sentence, the original without what it says of a clause, or (paraphrases) the original with
+//! its condition negated. No generator keeps any of them: TQA and JQE keep their deterministic
+//! rewrite and say why per case, and the paraphrase family, left empty, is an error (exit 2)
+//! saying why.
 
 use std::path::{Path, PathBuf};
 
