@@ -50,7 +50,7 @@ pub fn usage(text: &str, tokens: &[Token], i: usize, wordnet: &WordNet) -> Usage
     let past = is_past(&lower, wordnet);
     // A sentence opening on a verb's base form is an order ("List ...", "Order them by ...").
     let imperative = sentence_start(text, tokens, i)
-        && wordnet.morphy_pos(&lower, 'v').iter().any(|b| *b == lower)
+        && wordnet.morphy_pos(&lower, 'v').contains(&lower)
         && !lower.ends_with('s');
     // After an auxiliary only a past form is a verb: "have placed", but "have orders".
     if NOUN_BEFORE.contains(&previous.as_str()) {
@@ -129,7 +129,7 @@ const OPENERS: &[&str] = &[
 /// a consonant ("stopped"), which this does not spell.
 pub fn inflect_verb(base: &str, token: &str, wordnet: &WordNet) -> Option<String> {
     let lower = token.to_lowercase();
-    if wordnet.morphy_pos(&lower, 'v').iter().any(|b| *b == lower) {
+    if wordnet.morphy_pos(&lower, 'v').contains(&lower) {
         return Some(base.to_string());
     }
     if wordnet.is_irregular(base, 'v') || doubles_last_consonant(base) {
