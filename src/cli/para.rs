@@ -17,8 +17,8 @@ use sqlgate_generate::mutate::para::llm::{
     parse_reply, schema_definitions, Paraphraser, DEFAULT_PROMPT, PLACEHOLDERS,
 };
 use sqlgate_generate::mutate::para::{
-    judge, paraphrase_id, rounded, similarities, verbalizations, GoldSql, Method, Record, Verdict,
-    DEFAULT_MIN_CS, OFFLINE_MIN_CS,
+    judge, paraphrase_id, reference, rounded, similarities, verbalizations, GoldSql, Method,
+    Record, Reference, Verdict, DEFAULT_MIN_CS, OFFLINE_MIN_CS,
 };
 use sqlgate_generate::mutate::tqa::wordnet::WordNet;
 use sqlgate_llm::cache::JsonlCache;
@@ -94,6 +94,8 @@ pub struct ParaphraseArgs {
 #[derive(Default)]
 struct Tally {
     golds: usize,
+    /// Golds without a question, whose paraphrases were compared with the gold's reading.
+    without_question: usize,
     /// Golds skipped, by the construct the verbalizer has no wording for.
     skipped: BTreeMap<String, usize>,
     generated: usize,
@@ -133,11 +135,22 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             continue;
         };
         tally.golds += 1;
+        let reference = match reference(&case.id, sql, &case.question, args.seed, wordnet.as_ref())
+        {
+            Ok(reference) => reference,
+            Err(unsupported) => {
+                *tally.skipped.entry(unsupported.0).or_default() += 1;
+                continue;
+            }
+        };
+        if let Reference::GoldReading(_) = reference {
+            tally.without_question += 1;
+        }
         let candidates = match &paraphraser {
             None => match verbalizations(
                 &case.id,
                 sql,
-                &case.question,
+                reference.text(),
                 args.k,
                 args.seed,
                 wordnet.as_ref(),
@@ -153,8 +166,13 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                 let reply = paraphraser
                     .ask(&schema, sql, args.k)
                     .map_err(|e| e.context(format!("--llm-url, case {}", case.id)))?;
-                let parsed =
-                    parse_reply(&reply, sql, &case.question, &paraphraser.examples(), args.k);
+                let parsed = parse_reply(
+                    &reply,
+                    sql,
+                    reference.text(),
+                    &paraphraser.examples(),
+                    args.k,
+                );
                 for (why, _) in &parsed.rejected {
                     *tally.rejected.entry(why).or_default() += 1;
                 }
@@ -162,7 +180,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             }
         };
         tally.generated += candidates.len();
-        let scores = similarities(embedder.as_ref(), &case.question, &candidates)
+        let scores = similarities(embedder.as_ref(), reference.text(), &candidates)
             .map_err(|e| e.context(format!("--embeddings-url, case {}", case.id)))?;
         let mut kept = 0;
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
@@ -188,6 +206,10 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                 question,
                 evidence: case.evidence.clone(),
                 cs: rounded(cs),
+                reading: match &reference {
+                    Reference::GoldReading(text) => Some(text.clone()),
+                    Reference::Question(_) => None,
+                },
                 method: if paraphraser.is_some() {
                     Method::Llm
                 } else {
@@ -267,6 +289,12 @@ fn report(args: &ParaphraseArgs, tally: &Tally, min_cs: f64, embedder: &str) {
         tally.golds,
         100.0 * tally.three_or_more as f64 / tally.golds.max(1) as f64
     );
+    if tally.without_question > 0 {
+        println!(
+            "{} without a question: cs measured against the gold's own reading",
+            plural(tally.without_question, "gold")
+        );
+    }
     if !tally.skipped.is_empty() {
         let skipped: usize = tally.skipped.values().sum();
         println!(

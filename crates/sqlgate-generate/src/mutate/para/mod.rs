@@ -81,11 +81,56 @@ pub fn verbalizations(
         }
         Ok(Ok(questions))
     });
-    match found {
-        Ok(result) => result,
-        Err(MutateError::TooComplex(why)) => Err(Unsupported(format!("SQL that is {why}"))),
-        Err(MutateError::NotAQuery) => Err(Unsupported("statement other than a query".into())),
-        Err(_) => Err(Unsupported("SQL the parser cannot read".into())),
+    found.unwrap_or_else(|error| Err(unreadable(error)))
+}
+
+/// What a paraphrase's similarity is measured against: the case's question, or, when the
+/// benchmark has none (Spider's `gold.txt`), the gold's own reading (one verbalization from a
+/// stream of its own, never among the paraphrases, which must differ from it). With no
+/// reference a paraphrase could only score 0, and the filter would keep nothing.
+pub fn reference(
+    seed_id: &str,
+    sql: &str,
+    question: &str,
+    run_seed: u64,
+    wordnet: Option<&WordNet>,
+) -> Result<Reference, Unsupported> {
+    if !question.trim().is_empty() {
+        return Ok(Reference::Question(question.to_string()));
+    }
+    let found = on_enough_stack(sql, |query| {
+        let mut rng = labelled_stream(run_seed, seed_id, &[FAMILY, "reading"]);
+        Ok(verbalize::question(&query, &mut rng, wordnet))
+    });
+    found
+        .unwrap_or_else(|error| Err(unreadable(error)))
+        .map(Reference::GoldReading)
+}
+
+/// The text paraphrases are compared with, see [`reference`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reference {
+    /// The benchmark's question.
+    Question(String),
+    /// The gold's reading, for a case without a question.
+    GoldReading(String),
+}
+
+impl Reference {
+    /// The text itself.
+    pub fn text(&self) -> &str {
+        match self {
+            Reference::Question(text) | Reference::GoldReading(text) => text,
+        }
+    }
+}
+
+/// Why the parser's refusal means the gold gets no paraphrase.
+fn unreadable(error: MutateError) -> Unsupported {
+    match error {
+        MutateError::TooComplex(why) => Unsupported(format!("SQL that is {why}")),
+        MutateError::NotAQuery => Unsupported("statement other than a query".into()),
+        _ => Unsupported("SQL the parser cannot read".into()),
     }
 }
 
@@ -187,8 +232,11 @@ pub struct Record {
     /// The seed's evidence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
-    /// Cosine similarity to the original question, rounded to 4 decimals.
+    /// Cosine similarity to the original question (or to `reading`), rounded to 4 decimals.
     pub cs: f64,
+    /// The gold's reading `cs` was measured against, when the seed has no question.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reading: Option<String>,
     /// Who wrote the paraphrase.
     pub method: Method,
 }
@@ -232,6 +280,23 @@ mod tests {
         let without = verbalizations("q", sql, &original, 50, 42, None).unwrap();
         assert_eq!(without.len(), all.len() - 1);
         assert!(!without.contains(&all[0]));
+    }
+
+    #[test]
+    fn a_case_without_a_question_is_compared_with_the_golds_reading() {
+        let sql = "SELECT name FROM singer WHERE age > 30";
+        let asked = reference("q", sql, "Who is over 30?", 42, None).unwrap();
+        assert_eq!(asked, Reference::Question("Who is over 30?".into()));
+        let reading = reference("q", sql, "  ", 42, None).unwrap();
+        let Reference::GoldReading(text) = &reading else {
+            panic!("{reading:?}");
+        };
+        assert!(text.contains("30") && text.contains("singer"), "{text}");
+        assert_eq!(reading, reference("q", sql, "", 42, None).unwrap());
+        let paraphrases = verbalizations("q", sql, reading.text(), 10, 42, None).unwrap();
+        assert!(!paraphrases.contains(text), "{paraphrases:?}");
+        let error = reference("q", "SELECT FROM", "", 42, None).unwrap_err();
+        assert_eq!(error.0, "SQL the parser cannot read");
     }
 
     #[test]
