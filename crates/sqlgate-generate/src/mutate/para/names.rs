@@ -65,6 +65,8 @@ impl SchemaNames {
                 }
                 _ => None,
             };
+            // "abandoned yes or no" would read as a negation the query does not have.
+            let name = name.filter(|n| !says_no(n));
             let name = name.or_else(|| names.abbreviated_key(&table, &column, wordnet));
             if let Some(name) = name {
                 names.columns.insert((table, column), name);
@@ -203,6 +205,12 @@ fn differs(name: &str, identifier: &str) -> bool {
     words(name).to_lowercase() != words(identifier).to_lowercase()
 }
 
+/// Whether a name has a word of negation in it.
+fn says_no(name: &str) -> bool {
+    name.split(|c: char| !c.is_alphanumeric())
+        .any(|w| matches!(w, "no" | "not" | "none" | "without" | "never" | "non"))
+}
+
 /// Words that end the noun a description names ("the organization *the* author belongs to").
 const STOP: &[&str] = &[
     "the", "a", "an", "where", "that", "which", "who", "whose", "being", "to", "of", "in", "for",
@@ -259,7 +267,7 @@ pub fn name_from_sentence(sentence: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use sqlgate_eval::exec::schema::{ColRef, Column, ForeignKey, Table};
 
@@ -357,6 +365,7 @@ mod tests {
             ("stuid", "student id"),
             ("lname", "last name"),
             ("age", "age"),
+            ("abandoned_yn", "abandoned yes or no"),
         ] {
             descriptions.columns.insert(
                 ("student".into(), column.into()),
@@ -370,6 +379,7 @@ mod tests {
         assert_eq!(names.column("Student", "StuID"), Some("student ID"));
         assert_eq!(names.column("student", "lname"), Some("last name"));
         assert_eq!(names.column("student", "age"), None);
+        assert_eq!(names.column("student", "abandoned_yn"), None);
         assert_eq!(names.table("countrylanguage"), Some("country language"));
     }
 }

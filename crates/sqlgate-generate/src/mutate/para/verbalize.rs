@@ -1924,6 +1924,7 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
+    use crate::mutate::para::descriptions::{Described, Descriptions};
 
     /// Every wording of `sql` (across 12 streams) contains each of `expected`.
     fn says(sql: &str, expected: &[&str]) {
@@ -2020,6 +2021,132 @@ mod tests {
         says(
             "SELECT name FROM authors WHERE country = 'Canada' UNION SELECT name FROM publishers",
             &["authors", "publishers", "\"Canada\""],
+        );
+    }
+
+    /// Every wording of `sql` under `names` (across 12 streams) contains each of `expected`
+    /// and none of `absent`.
+    fn says_with(names: &SchemaNames, sql: &str, expected: &[&str], absent: &[&str]) {
+        let query = crate::mutate::parse_query(sql).unwrap();
+        for stream in 0..12 {
+            let mut rng = ChaCha8Rng::seed_from_u64(stream);
+            let text = question(&query, &mut rng, None, names).unwrap();
+            for part in expected {
+                assert!(text.contains(part), "{sql}\n{text}\nlacks {part:?}");
+            }
+            for part in absent {
+                assert!(!text.contains(part), "{sql}\n{text}\nsays {part:?}");
+            }
+        }
+    }
+
+    fn academic() -> SchemaNames {
+        let schema = crate::mutate::para::names::tests::academic();
+        SchemaNames::build(Some(&schema), &Descriptions::default(), None)
+    }
+
+    #[test]
+    fn abbreviated_keys_read_as_their_table_id() {
+        let names = academic();
+        says_with(
+            &names,
+            "SELECT title FROM publication WHERE jid = 5",
+            &["journal ID", "5"],
+            &["jid"],
+        );
+        says_with(
+            &names,
+            "SELECT aid, oid FROM author",
+            &["author ID", "organization ID"],
+            &["aid", "oid"],
+        );
+        // Without a schema the identifier is all there is.
+        says_with(
+            &SchemaNames::default(),
+            "SELECT title FROM publication WHERE jid = 5",
+            &["jid"],
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_bridge_table_reads_as_the_relationship_it_is() {
+        let names = academic();
+        says_with(
+            &names,
+            "SELECT p.title, a.name FROM publication AS p JOIN writes AS w ON p.pid = w.pid JOIN author AS a ON w.aid = a.aid",
+            &["publications", "their authors", "author name"],
+            &["writes", "joined with"],
+        );
+        says_with(
+            &names,
+            "SELECT p.title, w.aid FROM publication AS p JOIN writes AS w ON p.pid = w.pid",
+            &["publications", "their authors", "author ID"],
+            &["writes", "write"],
+        );
+        says_with(
+            &names,
+            "SELECT a.name FROM writes AS w JOIN author AS a ON w.aid = a.aid JOIN publication AS p ON w.pid = p.pid WHERE p.year = 2020",
+            &["authors", "their publications", "2020"],
+            &["writes", "joined with"],
+        );
+        // Tables a foreign key links read as owner and owned.
+        says_with(
+            &names,
+            "SELECT j.name, COUNT(*) FROM publication AS p JOIN journal AS j ON p.jid = j.jid GROUP BY j.name",
+            &["publications", "their journals"],
+            &["joined with"],
+        );
+    }
+
+    #[test]
+    fn descriptions_name_abbreviated_columns() {
+        let mut descriptions = Descriptions::default();
+        descriptions.columns.insert(
+            ("visit".into(), "msid".into()),
+            Described::Sentence("ID of the medical staff member on duty".into()),
+        );
+        descriptions.columns.insert(
+            ("visit".into(), "notes".into()),
+            Described::Sentence("Free text written by the nurse".into()),
+        );
+        descriptions.columns.insert(
+            ("student".into(), "stuid".into()),
+            Described::Name("student id".into()),
+        );
+        let names = SchemaNames::build(None, &descriptions, None);
+        says_with(
+            &names,
+            "SELECT notes FROM visit WHERE msid = 7",
+            &["medical staff member ID", "notes", "7"],
+            &["msid", "nurse"],
+        );
+        says_with(
+            &names,
+            "SELECT stuid FROM student",
+            &["student ID"],
+            &["stuid"],
+        );
+    }
+
+    #[test]
+    fn sqlite_column_comments_name_abbreviated_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("clinic.sqlite");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE visit (\n  vid INTEGER PRIMARY KEY,\n  nid INTEGER, -- Unique identifier for each nurse\n  day TEXT -- day of the visit\n);",
+        )
+        .unwrap();
+        drop(conn);
+        let schema = sqlgate_eval::exec::schema::Schema::read(&db).unwrap();
+        let comments = crate::mutate::para::descriptions::sqlite_comments(&db).unwrap();
+        let names = SchemaNames::build(Some(&schema), &comments, None);
+        says_with(
+            &names,
+            "SELECT day FROM visit WHERE nid = 2",
+            &["nurse ID", "day", "2"],
+            &["nid", "visit of the"],
         );
     }
 
