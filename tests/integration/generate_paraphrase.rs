@@ -520,6 +520,7 @@ fn descriptions_name_the_columns_their_identifiers_abbreviate() {
 /// Spider dev golds keep at least 3 distinct paraphrases (the command's own count, checked
 /// against the written family); the report lists the skipped golds by construct. Spider's
 /// `gold.txt` has no questions: its paraphrases are compared with the gold's own reading.
+/// Spider dev is run without and with its `tables.json` names (`--descriptions`).
 #[test]
 fn default_flags_keep_three_paraphrases_for_most_shared_golds() {
     let Some(data) = shared_data() else {
@@ -530,7 +531,8 @@ fn default_flags_keep_three_paraphrases_for_most_shared_golds() {
     let defog = data.join("defog/questions.csv");
     let spider = data.join("spider-dev/gold.txt");
     let db_dir = data.join("spider-dev/schema-db");
-    let sets: [(&str, Vec<&str>); 2] = [
+    let tables = data.join("spider-dev/tables.json");
+    let sets: [(&str, Vec<&str>); 3] = [
         ("Defog", vec!["--gold", defog.to_str().unwrap()]),
         (
             "Spider dev",
@@ -539,6 +541,17 @@ fn default_flags_keep_three_paraphrases_for_most_shared_golds() {
                 spider.to_str().unwrap(),
                 "--db-dir",
                 db_dir.to_str().unwrap(),
+            ],
+        ),
+        (
+            "Spider dev with its tables.json names",
+            vec![
+                "--gold",
+                spider.to_str().unwrap(),
+                "--db-dir",
+                db_dir.to_str().unwrap(),
+                "--descriptions",
+                tables.to_str().unwrap(),
             ],
         ),
     ];

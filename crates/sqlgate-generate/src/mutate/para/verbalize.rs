@@ -990,8 +990,11 @@ impl<R: Rng> Speaker<'_, '_, R> {
             .scopes
             .get(depth)
             .is_some_and(|scope| scope.tables.len() > 1);
-        // A foreign key's name already says the table it leads to ("author ID" of writes).
-        if (depth == innermost && !several) || self.names.is_foreign_key(&table, &column.value) {
+        // A bridge's key already says the table it leads to ("author ID" of writes); another
+        // table's keeps its owner, so "store city ID" and "customer city ID" stay apart.
+        let bridge_key =
+            self.names.bridge(&table).is_some() && self.names.is_foreign_key(&table, &column.value);
+        if (depth == innermost && !several) || bridge_key {
             return name;
         }
         let owner = singular(&self.table_name(&table));
