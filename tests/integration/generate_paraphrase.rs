@@ -63,8 +63,6 @@ fn the_committed_demo_family_is_what_the_documented_command_writes() {
             out.to_str().unwrap(),
             "-k",
             "5",
-            "--min-cs",
-            "0.3",
             "--predictions",
             "benchmarks/demo/predictions/sample.jsonl",
             "--predictions-out",
