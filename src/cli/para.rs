@@ -13,12 +13,13 @@ use sqlgate_eval::exec::schema::Schema;
 use sqlgate_eval::files::write_atomically;
 use sqlgate_eval::loaders::{self, Answer, Benchmark, Case};
 use sqlgate_eval::metrics::sqlmorph::{Embedder, NgramEmbedder};
+use sqlgate_generate::mutate::para::descriptions::{self, DescriptionFile, Descriptions};
 use sqlgate_generate::mutate::para::llm::{
     parse_reply, schema_definitions, Paraphraser, DEFAULT_PROMPT, PLACEHOLDERS,
 };
 use sqlgate_generate::mutate::para::{
-    judge, paraphrase_id, rounded, similarities, verbalizations, GoldSql, Method, Record, Verdict,
-    DEFAULT_MIN_CS, OFFLINE_MIN_CS,
+    judge, paraphrase_id, reference, rounded, similarities, verbalizations, GoldSql, Method,
+    Record, Reference, SchemaNames, Verdict, DEFAULT_MIN_CS, OFFLINE_MIN_CS,
 };
 use sqlgate_generate::mutate::tqa::wordnet::WordNet;
 use sqlgate_llm::cache::JsonlCache;
@@ -50,6 +51,12 @@ pub struct ParaphraseArgs {
     /// /usr/share/wordnet; without it identifiers are split at `_` and case changes only).
     #[arg(long)]
     wordnet: Option<PathBuf>,
+    /// Human names and descriptions of the schema, for the verbalizer: Spider's `tables.json`,
+    /// a Defog-style `<db>.columns.json` (it describes the database `<db>`), or a folder of
+    /// them. Without it, `<db>.columns.json` beside a database file `<db>.sqlite` is used when
+    /// present; SQLite column comments (`-- ...` on a column's line) always are.
+    #[arg(long, conflicts_with = "llm_url")]
+    descriptions: Option<PathBuf>,
     /// Ask a chat model at this OpenAI-compatible endpoint (the paper's Appendix A prompt,
     /// temperature 0, cached) instead of the offline verbalizer, e.g. `http://127.0.0.1:8765/v1`.
     #[arg(long, requires = "model")]
@@ -94,6 +101,8 @@ pub struct ParaphraseArgs {
 #[derive(Default)]
 struct Tally {
     golds: usize,
+    /// Golds without a question, whose paraphrases were compared with the gold's reading.
+    without_question: usize,
     /// Golds skipped, by the construct the verbalizer has no wording for.
     skipped: BTreeMap<String, usize>,
     generated: usize,
@@ -124,6 +133,8 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
     let embedder = embedder(&args)?;
     let paraphraser = paraphraser(&args)?;
     let wordnet = wordnet(&args)?;
+    let described = DescribedBy::open(args.descriptions.as_deref(), &bench)?;
+    let mut names_by_db: HashMap<String, SchemaNames> = HashMap::new();
     let mut schemas: HashMap<String, Schema> = HashMap::new();
     let mut tally = Tally::default();
     let mut lines = String::new();
@@ -133,14 +144,33 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             continue;
         };
         tally.golds += 1;
+        let names = schema_names(&bench, case, &described, wordnet.as_ref(), &mut names_by_db)?;
+        let reference = match reference(
+            &case.id,
+            sql,
+            &case.question,
+            args.seed,
+            wordnet.as_ref(),
+            names,
+        ) {
+            Ok(reference) => reference,
+            Err(unsupported) => {
+                *tally.skipped.entry(unsupported.0).or_default() += 1;
+                continue;
+            }
+        };
+        if let Reference::GoldReading(_) = reference {
+            tally.without_question += 1;
+        }
         let candidates = match &paraphraser {
             None => match verbalizations(
                 &case.id,
                 sql,
-                &case.question,
+                reference.text(),
                 args.k,
                 args.seed,
                 wordnet.as_ref(),
+                names,
             ) {
                 Ok(found) => found,
                 Err(unsupported) => {
@@ -153,8 +183,13 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                 let reply = paraphraser
                     .ask(&schema, sql, args.k)
                     .map_err(|e| e.context(format!("--llm-url, case {}", case.id)))?;
-                let parsed =
-                    parse_reply(&reply, sql, &case.question, &paraphraser.examples(), args.k);
+                let parsed = parse_reply(
+                    &reply,
+                    sql,
+                    reference.text(),
+                    &paraphraser.examples(),
+                    args.k,
+                );
                 for (why, _) in &parsed.rejected {
                     *tally.rejected.entry(why).or_default() += 1;
                 }
@@ -162,7 +197,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             }
         };
         tally.generated += candidates.len();
-        let scores = similarities(embedder.as_ref(), &case.question, &candidates)
+        let scores = similarities(embedder.as_ref(), reference.text(), &candidates)
             .map_err(|e| e.context(format!("--embeddings-url, case {}", case.id)))?;
         let mut kept = 0;
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
@@ -187,6 +222,10 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                 question,
                 evidence: case.evidence.clone(),
                 cs: rounded(cs),
+                reading: match &reference {
+                    Reference::GoldReading(text) => Some(text.clone()),
+                    Reference::Question(_) => None,
+                },
                 method: if paraphraser.is_some() {
                     Method::Llm
                 } else {
@@ -266,6 +305,12 @@ fn report(args: &ParaphraseArgs, tally: &Tally, min_cs: f64, embedder: &str) {
         tally.golds,
         100.0 * tally.three_or_more as f64 / tally.golds.max(1) as f64
     );
+    if tally.without_question > 0 {
+        println!(
+            "{} without a question: cs measured against the gold's own reading",
+            plural(tally.without_question, "gold")
+        );
+    }
     if !tally.skipped.is_empty() {
         let skipped: usize = tally.skipped.values().sum();
         println!(
@@ -301,6 +346,112 @@ fn schema_text(
         .get(&case.db)
         .map(|schema| schema_definitions(schema, sql))
         .unwrap_or_default())
+}
+
+/// Where the databases' descriptions come from (`--descriptions`, docs/paraphrase.md).
+enum DescribedBy {
+    /// No file: `<db>.columns.json` beside the database file, when there is one.
+    BesideDatabases,
+    /// Spider's `tables.json`, or one Defog-style file for the database its name says.
+    File(HashMap<String, Descriptions>),
+    /// A folder of `<db>.columns.json` files.
+    Folder(PathBuf),
+}
+
+impl DescribedBy {
+    fn open(path: Option<&Path>, bench: &Benchmark) -> Result<DescribedBy, InputError> {
+        let Some(path) = path else {
+            return Ok(DescribedBy::BesideDatabases);
+        };
+        if path.is_dir() {
+            return Ok(DescribedBy::Folder(path.to_path_buf()));
+        }
+        match read_descriptions(path)? {
+            DescriptionFile::Databases(databases) => Ok(DescribedBy::File(databases)),
+            DescriptionFile::OneDatabase(one) => {
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                let Some(db) = name.strip_suffix(".columns.json") else {
+                    return Err(InputError::file(
+                        path,
+                        "a descriptions file of one database is named `<db>.columns.json` \
+                         after the database it describes",
+                    ));
+                };
+                if !bench.cases.iter().any(|c| c.db == db) {
+                    return Err(InputError::file(
+                        path,
+                        format!(
+                            "describes the database `{db}`, which no case of the benchmark uses"
+                        ),
+                    ));
+                }
+                Ok(DescribedBy::File(HashMap::from([(db.to_string(), one)])))
+            }
+        }
+    }
+
+    /// The descriptions of `db`, whose file (when it has one) is `file`.
+    fn of(&self, db: &str, file: Option<&Path>) -> Result<Descriptions, InputError> {
+        let path = match self {
+            DescribedBy::File(databases) => {
+                return Ok(databases.get(db).cloned().unwrap_or_default())
+            }
+            DescribedBy::Folder(dir) => dir.join(format!("{db}.columns.json")),
+            DescribedBy::BesideDatabases => match file.and_then(Path::parent) {
+                Some(dir) => dir.join(format!("{db}.columns.json")),
+                None => return Ok(Descriptions::default()),
+            },
+        };
+        if !path.is_file() {
+            return Ok(Descriptions::default());
+        }
+        match read_descriptions(&path)? {
+            DescriptionFile::OneDatabase(one) => Ok(one),
+            DescriptionFile::Databases(mut databases) => {
+                Ok(databases.remove(db).unwrap_or_default())
+            }
+        }
+    }
+}
+
+fn read_descriptions(path: &Path) -> Result<DescriptionFile, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::file(path, format!("cannot read the descriptions: {e}")))?;
+    descriptions::parse(&text).map_err(|e| InputError::file(path, e))
+}
+
+/// The names the verbalizer gives `case`'s database, built once per database from its
+/// descriptions, its column comments and its schema. A benchmark on a server, or a database
+/// file that cannot be read, leaves the schema unknown: the verbalizer then reads the
+/// identifiers alone (it needs no database).
+fn schema_names<'n>(
+    bench: &Benchmark,
+    case: &Case,
+    described: &DescribedBy,
+    wordnet: Option<&WordNet>,
+    names: &'n mut HashMap<String, SchemaNames>,
+) -> Result<&'n SchemaNames, InputError> {
+    if !names.contains_key(&case.db) {
+        let file = match bench.on_server {
+            true => None,
+            false => bench.db_files(case, false).ok().and_then(|mut f| f.pop()),
+        };
+        let file = file.filter(|f| f.is_file());
+        let mut descriptions = described.of(&case.db, file.as_deref())?;
+        let schema = file.as_deref().and_then(|f| Schema::read(f).ok());
+        if let Some(comments) = file
+            .as_deref()
+            .and_then(|f| descriptions::sqlite_comments(f).ok())
+        {
+            descriptions.fill_from(comments);
+        }
+        let built = SchemaNames::build(schema.as_ref(), &descriptions, wordnet);
+        names.insert(case.db.clone(), built);
+    }
+    Ok(&names[&case.db])
 }
 
 /// WordNet for the verbalizer: `--wordnet` must open; the default location is used when it

@@ -23,7 +23,7 @@ fn verdicts(sql: &str, original: &str, paraphrases: &[String]) -> Vec<Verdict> {
 fn wrong_paraphrases_are_dropped_and_the_verbalizers_kept() {
     let sql = "SELECT COUNT(*) FROM books WHERE genre = 'Poetry' AND price > 30";
     let original = "How many books in the Poetry genre have a price greater than 30?";
-    let own = verbalizations("q", sql, original, 5, 42, None).unwrap();
+    let own = verbalizations("q", sql, original, 5, 42, None, &SchemaNames::default()).unwrap();
     assert_eq!(own.len(), 5);
     for (text, verdict) in own.iter().zip(verdicts(sql, original, &own)) {
         assert_eq!(verdict, Verdict::Kept, "{text}");
@@ -72,7 +72,8 @@ fn on_defog_the_default_keeps_the_faithful_and_drops_the_wrong() {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, (sql, question)) in golds.iter().enumerate() {
         let id = i.to_string();
-        let Ok(own) = verbalizations(&id, sql, question, 5, 42, None) else {
+        let Ok(own) = verbalizations(&id, sql, question, 5, 42, None, &SchemaNames::default())
+        else {
             continue;
         };
         faithful.extend(verdicts(sql, question, &own));
@@ -86,7 +87,9 @@ fn on_defog_the_default_keeps_the_faithful_and_drops_the_wrong() {
                 Operator::AggregationSwap => &mut aggregate,
                 _ => continue,
             };
-            if let Ok(wrong) = verbalizations(&id, &mutant, question, 5, 42, None) {
+            if let Ok(wrong) =
+                verbalizations(&id, &mutant, question, 5, 42, None, &SchemaNames::default())
+            {
                 bucket.extend(verdicts(sql, question, &wrong));
             }
         }

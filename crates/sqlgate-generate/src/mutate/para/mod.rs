@@ -8,7 +8,9 @@
 //! ([`llm`]).
 
 mod agree;
+pub mod descriptions;
 pub mod llm;
+pub mod names;
 pub mod verbalize;
 mod words;
 
@@ -23,6 +25,7 @@ use sqlgate_eval::error::{AskError, ServiceError};
 use super::tqa::wordnet::WordNet;
 use super::{labelled_stream, on_enough_stack, MutateError};
 pub use agree::agrees_with_gold;
+pub use names::SchemaNames;
 use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
 pub use verbalize::Unsupported;
 
@@ -48,7 +51,8 @@ pub enum Method {
     Llm,
 }
 
-/// Up to `k` distinct questions for `sql` (identifiers split with `wordnet` when given), none of them the `original` question again, each
+/// Up to `k` distinct questions for `sql` (identifiers split with `wordnet` when given, named
+/// as the database's `names` say), none of them the `original` question again, each
 /// drawn from its own stream of (`run_seed`, `seed_id`, attempt): deterministic, and
 /// independent of the other golds. Fewer than `k` when the query offers too few wordings;
 /// `Err` names the first construct without a wording.
@@ -59,6 +63,7 @@ pub fn verbalizations(
     k: usize,
     run_seed: u64,
     wordnet: Option<&WordNet>,
+    names: &SchemaNames,
 ) -> Result<Vec<String>, Unsupported> {
     let found = on_enough_stack(sql, |query| {
         let mut questions: Vec<String> = Vec::new();
@@ -70,7 +75,7 @@ pub fn verbalizations(
             }
             let label = attempt.to_string();
             let mut rng = labelled_stream(run_seed, seed_id, &[FAMILY, &label]);
-            match verbalize::question(&query, &mut rng, wordnet) {
+            match verbalize::question(&query, &mut rng, wordnet, names) {
                 Ok(question) => {
                     if seen.insert(word_key(&question)) {
                         questions.push(question);
@@ -81,11 +86,57 @@ pub fn verbalizations(
         }
         Ok(Ok(questions))
     });
-    match found {
-        Ok(result) => result,
-        Err(MutateError::TooComplex(why)) => Err(Unsupported(format!("SQL that is {why}"))),
-        Err(MutateError::NotAQuery) => Err(Unsupported("statement other than a query".into())),
-        Err(_) => Err(Unsupported("SQL the parser cannot read".into())),
+    found.unwrap_or_else(|error| Err(unreadable(error)))
+}
+
+/// What a paraphrase's similarity is measured against: the case's question, or, when the
+/// benchmark has none (Spider's `gold.txt`), the gold's own reading (one verbalization from a
+/// stream of its own, never among the paraphrases, which must differ from it). With no
+/// reference a paraphrase could only score 0, and the filter would keep nothing.
+pub fn reference(
+    seed_id: &str,
+    sql: &str,
+    question: &str,
+    run_seed: u64,
+    wordnet: Option<&WordNet>,
+    names: &SchemaNames,
+) -> Result<Reference, Unsupported> {
+    if !question.trim().is_empty() {
+        return Ok(Reference::Question(question.to_string()));
+    }
+    let found = on_enough_stack(sql, |query| {
+        let mut rng = labelled_stream(run_seed, seed_id, &[FAMILY, "reading"]);
+        Ok(verbalize::question(&query, &mut rng, wordnet, names))
+    });
+    found
+        .unwrap_or_else(|error| Err(unreadable(error)))
+        .map(Reference::GoldReading)
+}
+
+/// The text paraphrases are compared with, see [`reference`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reference {
+    /// The benchmark's question.
+    Question(String),
+    /// The gold's reading, for a case without a question.
+    GoldReading(String),
+}
+
+impl Reference {
+    /// The text itself.
+    pub fn text(&self) -> &str {
+        match self {
+            Reference::Question(text) | Reference::GoldReading(text) => text,
+        }
+    }
+}
+
+/// Why the parser's refusal means the gold gets no paraphrase.
+fn unreadable(error: MutateError) -> Unsupported {
+    match error {
+        MutateError::TooComplex(why) => Unsupported(format!("SQL that is {why}")),
+        MutateError::NotAQuery => Unsupported("statement other than a query".into()),
+        _ => Unsupported("SQL the parser cannot read".into()),
     }
 }
 
@@ -187,8 +238,11 @@ pub struct Record {
     /// The seed's evidence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
-    /// Cosine similarity to the original question, rounded to 4 decimals.
+    /// Cosine similarity to the original question (or to `reading`), rounded to 4 decimals.
     pub cs: f64,
+    /// The gold's reading `cs` was measured against, when the seed has no question.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reading: Option<String>,
     /// Who wrote the paraphrase.
     pub method: Method,
 }
@@ -213,11 +267,17 @@ mod tests {
     fn verbalizations_are_distinct_deterministic_and_seeded() {
         let sql =
             "SELECT title, price FROM books WHERE genre = 'Poetry' ORDER BY price DESC LIMIT 3";
-        let first = verbalizations("q1", sql, "", 5, 42, None).unwrap();
+        let first = verbalizations("q1", sql, "", 5, 42, None, &SchemaNames::default()).unwrap();
         assert_eq!(first.len(), 5);
         assert_eq!(first.iter().collect::<HashSet<_>>().len(), 5);
-        assert_eq!(first, verbalizations("q1", sql, "", 5, 42, None).unwrap());
-        assert_ne!(first, verbalizations("q1", sql, "", 5, 43, None).unwrap());
+        assert_eq!(
+            first,
+            verbalizations("q1", sql, "", 5, 42, None, &SchemaNames::default()).unwrap()
+        );
+        assert_ne!(
+            first,
+            verbalizations("q1", sql, "", 5, 43, None, &SchemaNames::default()).unwrap()
+        );
         for question in &first {
             assert!(question.contains("\"Poetry\""), "{question}");
             assert!(question.contains('3'), "{question}");
@@ -227,19 +287,67 @@ mod tests {
     #[test]
     fn the_original_question_is_no_paraphrase_of_itself() {
         let sql = "SELECT COUNT(*) FROM customers";
-        let all = verbalizations("q", sql, "", 50, 42, None).unwrap();
+        let all = verbalizations("q", sql, "", 50, 42, None, &SchemaNames::default()).unwrap();
         let original = all[0].to_uppercase();
-        let without = verbalizations("q", sql, &original, 50, 42, None).unwrap();
+        let without =
+            verbalizations("q", sql, &original, 50, 42, None, &SchemaNames::default()).unwrap();
         assert_eq!(without.len(), all.len() - 1);
         assert!(!without.contains(&all[0]));
     }
 
     #[test]
+    fn a_case_without_a_question_is_compared_with_the_golds_reading() {
+        let sql = "SELECT name FROM singer WHERE age > 30";
+        let asked = reference(
+            "q",
+            sql,
+            "Who is over 30?",
+            42,
+            None,
+            &SchemaNames::default(),
+        )
+        .unwrap();
+        assert_eq!(asked, Reference::Question("Who is over 30?".into()));
+        let reading = reference("q", sql, "  ", 42, None, &SchemaNames::default()).unwrap();
+        let Reference::GoldReading(text) = &reading else {
+            panic!("{reading:?}");
+        };
+        assert!(text.contains("30") && text.contains("singer"), "{text}");
+        assert_eq!(
+            reading,
+            reference("q", sql, "", 42, None, &SchemaNames::default()).unwrap()
+        );
+        let paraphrases = verbalizations(
+            "q",
+            sql,
+            reading.text(),
+            10,
+            42,
+            None,
+            &SchemaNames::default(),
+        )
+        .unwrap();
+        assert!(!paraphrases.contains(text), "{paraphrases:?}");
+        let error =
+            reference("q", "SELECT FROM", "", 42, None, &SchemaNames::default()).unwrap_err();
+        assert_eq!(error.0, "SQL the parser cannot read");
+    }
+
+    #[test]
     fn unreadable_sql_is_reported_not_guessed() {
-        let error = verbalizations("q", "SELECT FROM WHERE", "", 3, 42, None).unwrap_err();
+        let error = verbalizations(
+            "q",
+            "SELECT FROM WHERE",
+            "",
+            3,
+            42,
+            None,
+            &SchemaNames::default(),
+        )
+        .unwrap_err();
         assert_eq!(error.0, "SQL the parser cannot read");
         let sql = "WITH t AS (SELECT 1) SELECT * FROM t";
-        let error = verbalizations("q", sql, "", 3, 42, None).unwrap_err();
+        let error = verbalizations("q", sql, "", 3, 42, None, &SchemaNames::default()).unwrap_err();
         assert_eq!(error.0, "WITH clause");
     }
 

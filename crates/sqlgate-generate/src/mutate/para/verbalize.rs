@@ -14,7 +14,8 @@ use sqlparser::ast::{
     Value,
 };
 
-use super::words::{dictionary_words, plural, singular, words};
+use super::names::SchemaNames;
+use super::words::{dictionary_words, plural, singular};
 use crate::mutate::tqa::wordnet::WordNet;
 
 /// A construct the verbalizer has no wording for, by name ("CASE expression", "function substr").
@@ -28,11 +29,18 @@ fn unsupported<T>(construct: impl Into<String>) -> Result<T, Unsupported> {
 }
 
 /// One question for `query`, its wording drawn with `rng`; with `wordnet`, identifiers that
-/// run words together are split into them.
-pub fn question(query: &Query, rng: &mut impl Rng, wordnet: Option<&WordNet>) -> Phrase {
+/// run words together are split into them; `names` are the database's own names for its
+/// tables and columns and its foreign keys (empty when the schema is unknown).
+pub fn question(
+    query: &Query,
+    rng: &mut impl Rng,
+    wordnet: Option<&WordNet>,
+    names: &SchemaNames,
+) -> Phrase {
     let mut speaker = Speaker {
         rng,
         wordnet,
+        names,
         scopes: Vec::new(),
     };
     let text = speaker.question(query)?;
@@ -71,14 +79,6 @@ impl Scope {
             .find(|(alias, _)| alias.eq_ignore_ascii_case(qualifier))
             .map(|(_, table)| table.as_str())
     }
-
-    /// The rows `COUNT(*)` counts: the last joined table (the "many" side of a typical join).
-    fn counted(&self) -> String {
-        match self.tables.last() {
-            Some((_, table)) if !table.is_empty() => plural(&words(table)),
-            _ => "rows".to_string(),
-        }
-    }
 }
 
 /// What kind of result a projection item is, for choosing a question form.
@@ -113,6 +113,7 @@ struct Frame {
 struct Speaker<'r, 'w, R> {
     rng: &'r mut R,
     wordnet: Option<&'w WordNet>,
+    names: &'w SchemaNames,
     scopes: Vec<Scope>,
 }
 
@@ -120,6 +121,22 @@ impl<R: Rng> Speaker<'_, '_, R> {
     /// An identifier as words, split into dictionary words when WordNet is at hand.
     fn words(&self, identifier: &str) -> String {
         dictionary_words(identifier, self.wordnet)
+    }
+
+    /// A table as words, singular: its schema name when it has one ("country language").
+    fn table_name(&self, table: &str) -> String {
+        match self.names.table(table) {
+            Some(name) => name.to_string(),
+            None => self.words(table),
+        }
+    }
+
+    /// A column of `table` as words: its schema name when it has one (`aid` → "author ID").
+    fn column_name(&self, table: &str, column: &str) -> String {
+        match self.names.column(table, column) {
+            Some(name) => name.to_string(),
+            None => self.words(column),
+        }
     }
 
     fn pick<'t>(&mut self, options: &[&'t str]) -> &'t str {
@@ -390,7 +407,12 @@ impl<R: Rng> Speaker<'_, '_, R> {
                         // No table name: `COUNT(*)` over it counts "rows".
                         tables.push((key.to_string(), String::new()));
                         let rows = self.query_np(subquery)?;
-                        joined.push((format!("rows of ({rows})"), left, restrictions));
+                        joined.push(Joined {
+                            words: format!("rows of ({rows})"),
+                            table: None,
+                            left,
+                            restrictions,
+                        });
                         continue;
                     }
                     _ => return unsupported("table function or other FROM item"),
@@ -400,7 +422,12 @@ impl<R: Rng> Speaker<'_, '_, R> {
                     .as_ref()
                     .map_or(table.clone(), |a| a.name.value.clone());
                 tables.push((key, table.clone()));
-                joined.push((plural(&self.words(&table)), left, restrictions));
+                joined.push(Joined {
+                    words: plural(&self.table_name(&table)),
+                    table: Some(table.clone()),
+                    left,
+                    restrictions,
+                });
             }
         }
         let aliases = select
@@ -470,37 +497,117 @@ impl<R: Rng> Speaker<'_, '_, R> {
 
     /// "books", "publishers and their books", "order items joined with orders and books".
     /// A join's restrictions follow its table: "any matching flights whose connections is 0".
+    /// Tables a foreign key links read as a relationship ("publications and their
+    /// conferences"), and a bridge table as the link it is: `paper JOIN writes JOIN author` is
+    /// "papers and their authors", `paper JOIN writes` too.
     fn subject(&mut self, joined: &[Joined]) -> Phrase {
-        let Some(((first, _, _), rest)) = joined.split_first() else {
+        let entries = self.in_speaking_order(joined);
+        let Some((first, rest)) = entries.split_first() else {
             return Ok("rows".to_string());
         };
         if rest.is_empty() {
-            return Ok(first.clone());
+            return Ok(first.words.clone());
         }
+        let tables: Vec<&str> = joined.iter().filter_map(|j| j.table.as_deref()).collect();
         let mut others = Vec::new();
-        for (table, left, restrictions) in rest {
+        let mut named = vec![first.words.clone()];
+        for join in rest {
+            let table = match self.through_bridge(join, &tables) {
+                Through::Said => continue,
+                // Two bridges may lead to the same table: it is said once.
+                Through::As(other) if named.contains(&other) => continue,
+                Through::As(other) => other,
+                Through::Itself => join.words.clone(),
+            };
+            named.push(table.clone());
             let mut said = Vec::new();
-            for restriction in restrictions {
+            for restriction in &join.restrictions {
                 said.push(self.condition(restriction)?);
             }
-            let table = if *left {
+            let table = if join.left {
                 format!("any matching {table}")
             } else {
-                table.clone()
+                table
             };
             others.push(match said.is_empty() {
                 true => table,
                 false => format!("{table} {}", join_and(said)),
             });
         }
+        if others.is_empty() {
+            return Ok(first.words.clone());
+        }
         let others = join_and(others);
-        let form = self.pick(&[
-            "{a} and their {b}",
-            "{a} joined with {b}",
-            "{a} together with their {b}",
-            "{a} matched to their {b}",
-        ]);
-        Ok(form.replace("{a}", first).replace("{b}", &others))
+        let related = rest.iter().enumerate().all(|(i, join)| {
+            join.table.as_deref().is_some_and(|table| {
+                joined[..=i]
+                    .iter()
+                    .filter_map(|earlier| earlier.table.as_deref())
+                    .any(|earlier| self.names.linked(earlier, table))
+            })
+        });
+        let form = if related {
+            self.pick(&[
+                "{a} and their {b}",
+                "{a} with their {b}",
+                "{a} together with their {b}",
+                "{a} matched to their {b}",
+            ])
+        } else {
+            self.pick(&[
+                "{a} and their {b}",
+                "{a} joined with {b}",
+                "{a} together with their {b}",
+                "{a} matched to their {b}",
+            ])
+        };
+        Ok(form.replace("{a}", &first.words).replace("{b}", &others))
+    }
+
+    /// The joined tables in the order they are said: a bridge table in first place whose two
+    /// tables are both joined gives its place to the first of them (`writes JOIN author JOIN
+    /// publication` → "authors and their publications").
+    fn in_speaking_order<'j>(&self, joined: &'j [Joined]) -> Vec<&'j Joined> {
+        let mut entries: Vec<&Joined> = joined.iter().collect();
+        let Some(first) = joined.first() else {
+            return entries;
+        };
+        let Some((a, b)) = first.table.as_deref().and_then(|t| self.names.bridge(t)) else {
+            return entries;
+        };
+        let plain = |t: &str| {
+            joined[1..].iter().position(|j| {
+                !j.left
+                    && j.restrictions.is_empty()
+                    && j.table
+                        .as_deref()
+                        .is_some_and(|x| x.eq_ignore_ascii_case(t))
+            })
+        };
+        if let (Some(start), Some(_)) = (plain(a), plain(b)) {
+            let lead = entries.remove(start + 1);
+            entries[0] = lead;
+        }
+        entries
+    }
+
+    /// How a joined bridge table reads: said by the two tables it links when both are joined,
+    /// as the table it leads to when only one is; anything else reads as itself (a LEFT join
+    /// or a restriction keeps the table named).
+    fn through_bridge(&self, join: &Joined, tables: &[&str]) -> Through {
+        let Some((a, b)) = join.table.as_deref().and_then(|t| self.names.bridge(t)) else {
+            return Through::Itself;
+        };
+        if join.left || !join.restrictions.is_empty() {
+            return Through::Itself;
+        }
+        let present = |t: &str| tables.iter().any(|x| x.eq_ignore_ascii_case(t));
+        match (present(a), present(b)) {
+            (true, true) => Through::Said,
+            (true, false) => Through::As(plural(&self.table_name(b))),
+            (false, true) => Through::As(plural(&self.table_name(a))),
+            (false, false) => Through::Itself,
+        }
     }
 
     fn item(&mut self, item: &SelectItem) -> Result<Item, Unsupported> {
@@ -536,7 +643,7 @@ impl<R: Rng> Speaker<'_, '_, R> {
                 };
                 let table = self
                     .table_words(&table)
-                    .unwrap_or_else(|| self.words(&table));
+                    .unwrap_or_else(|| self.table_name(&table));
                 Ok(Item {
                     text: format!("{} details", singular(&table)),
                     kind: Kind::Plain,
@@ -859,32 +966,55 @@ impl<R: Rng> Speaker<'_, '_, R> {
         if let Some(phrase) = self.derived_column(qualifier, column) {
             return phrase;
         }
-        let name = self.words(&column.value);
         let innermost = self.scopes.len().saturating_sub(1);
-        let found = qualifier.and_then(|q| {
-            self.scopes
-                .iter()
-                .enumerate()
-                .rev()
-                .find_map(|(depth, scope)| Some((depth, scope.table_of(&q.value)?.to_string())))
-        });
-        let Some((depth, table)) = found else {
-            return name;
+        let Some(qualifier) = qualifier else {
+            // Unqualified: the innermost table that has the column names it, without its table.
+            return match self.unqualified_owner(&column.value) {
+                Some(table) => self.column_name(&table, &column.value),
+                None => self.words(&column.value),
+            };
         };
+        let found = self
+            .scopes
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(depth, scope)| {
+                Some((depth, scope.table_of(&qualifier.value)?.to_string()))
+            });
+        let Some((depth, table)) = found else {
+            return self.words(&column.value);
+        };
+        let name = self.column_name(&table, &column.value);
         let several = self
             .scopes
             .get(depth)
             .is_some_and(|scope| scope.tables.len() > 1);
-        if depth == innermost && !several {
+        // A bridge's key already says the table it leads to ("author ID" of writes); another
+        // table's keeps its owner, so "store city ID" and "customer city ID" stay apart.
+        let bridge_key =
+            self.names.bridge(&table).is_some() && self.names.is_foreign_key(&table, &column.value);
+        if (depth == innermost && !several) || bridge_key {
             return name;
         }
-        let owner = singular(&self.words(&table));
+        let owner = singular(&self.table_name(&table));
         let first_word = owner.split(' ').next().unwrap_or_default();
         if name.starts_with(first_word) || name.starts_with(&owner) {
             name
         } else {
             format!("{owner} {name}")
         }
+    }
+
+    /// The table of an unqualified column in the innermost SELECT: its only table, or the first
+    /// whose schema has the column.
+    fn unqualified_owner(&self, column: &str) -> Option<String> {
+        let scope = self.scopes.last()?;
+        if let [(_, table)] = scope.tables.as_slice() {
+            return Some(table.clone());
+        }
+        let tables: Vec<&str> = scope.tables.iter().map(|(_, t)| t.as_str()).collect();
+        self.names.owner(&tables, column).map(str::to_string)
     }
 
     /// A derived table's column as its subquery says it: qualified by the derived table's
@@ -912,7 +1042,7 @@ impl<R: Rng> Speaker<'_, '_, R> {
             .iter()
             .rev()
             .find_map(|scope| scope.table_of(qualifier))
-            .map(|t| plural(&self.words(t)))
+            .map(|t| plural(&self.table_name(t)))
     }
 
     /// A table's key column stands for its rows: `GROUP BY p.publisher_id` → "publisher",
@@ -932,8 +1062,8 @@ impl<R: Rng> Speaker<'_, '_, R> {
             }
             _ => return None,
         };
-        let owner = singular(&self.words(&table));
-        let column_words = self.words(&column);
+        let owner = singular(&self.table_name(&table));
+        let column_words = self.column_name(&table, &column);
         let key = column_words == "ID"
             || column_words == format!("{owner} ID")
             || (column_words.len() <= 4
@@ -1089,10 +1219,12 @@ impl<R: Rng> Speaker<'_, '_, R> {
     }
 
     /// What `COUNT(*)` counts in the current SELECT.
+    /// The last joined table (the "many" side of a typical join).
     fn counted_rows(&self) -> String {
-        self.scopes
-            .last()
-            .map_or_else(|| "rows".to_string(), Scope::counted)
+        match self.scopes.last().and_then(|scope| scope.tables.last()) {
+            Some((_, table)) if !table.is_empty() => plural(&self.table_name(table)),
+            _ => "rows".to_string(),
+        }
     }
 
     /// `SUM(cond)`, `SUM(CASE WHEN cond THEN 1 ELSE 0 END)`: "number of orders whose status is ...".
@@ -1465,9 +1597,24 @@ impl<R: Rng> Speaker<'_, '_, R> {
 
 // ---- helpers over the tree ----
 
-/// A joined table in words, whether it is LEFT joined, and what its ON condition restricts
-/// beyond matching keys.
-type Joined = (String, bool, Vec<Expr>);
+/// A joined table: in words, by name (none for a derived table), whether it is LEFT joined,
+/// and what its ON condition restricts beyond matching keys.
+struct Joined {
+    words: String,
+    table: Option<String>,
+    left: bool,
+    restrictions: Vec<Expr>,
+}
+
+/// How a joined table reads in the subject ([`Speaker::through_bridge`]).
+enum Through {
+    /// As its own name.
+    Itself,
+    /// As another table's rows ("authors" for `writes` joined to papers).
+    As(String),
+    /// Already said by the relationship of the tables around it.
+    Said,
+}
 
 /// The atoms of a join's ON condition (split at AND) other than `a.x = b.y` key matches.
 fn restrictions(on: &Expr) -> Vec<Expr> {
@@ -1780,13 +1927,14 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
+    use crate::mutate::para::descriptions::{Described, Descriptions};
 
     /// Every wording of `sql` (across 12 streams) contains each of `expected`.
     fn says(sql: &str, expected: &[&str]) {
         let query = crate::mutate::parse_query(sql).unwrap();
         for stream in 0..12 {
             let mut rng = ChaCha8Rng::seed_from_u64(stream);
-            let text = question(&query, &mut rng, None).unwrap();
+            let text = question(&query, &mut rng, None, &SchemaNames::default()).unwrap();
             for part in expected {
                 assert!(text.contains(part), "{sql}\n{text}\nlacks {part:?}");
             }
@@ -1879,12 +2027,140 @@ mod tests {
         );
     }
 
+    /// Every wording of `sql` under `names` (across 12 streams) contains each of `expected`
+    /// and none of `absent`.
+    fn says_with(names: &SchemaNames, sql: &str, expected: &[&str], absent: &[&str]) {
+        let query = crate::mutate::parse_query(sql).unwrap();
+        for stream in 0..12 {
+            let mut rng = ChaCha8Rng::seed_from_u64(stream);
+            let text = question(&query, &mut rng, None, names).unwrap();
+            for part in expected {
+                assert!(text.contains(part), "{sql}\n{text}\nlacks {part:?}");
+            }
+            for part in absent {
+                assert!(!text.contains(part), "{sql}\n{text}\nsays {part:?}");
+            }
+        }
+    }
+
+    fn academic() -> SchemaNames {
+        let schema = crate::mutate::para::names::tests::academic();
+        SchemaNames::build(Some(&schema), &Descriptions::default(), None)
+    }
+
+    #[test]
+    fn abbreviated_keys_read_as_their_table_id() {
+        let names = academic();
+        says_with(
+            &names,
+            "SELECT title FROM publication WHERE jid = 5",
+            &["journal ID", "5"],
+            &["jid"],
+        );
+        says_with(
+            &names,
+            "SELECT aid, oid FROM author",
+            &["author ID", "organization ID"],
+            &["aid", "oid"],
+        );
+        // Without a schema the identifier is all there is.
+        says_with(
+            &SchemaNames::default(),
+            "SELECT title FROM publication WHERE jid = 5",
+            &["jid"],
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_bridge_table_reads_as_the_relationship_it_is() {
+        let names = academic();
+        says_with(
+            &names,
+            "SELECT p.title, a.name FROM publication AS p JOIN writes AS w ON p.pid = w.pid JOIN author AS a ON w.aid = a.aid",
+            &["publications", "their authors", "author name"],
+            &["writes", "joined with"],
+        );
+        says_with(
+            &names,
+            "SELECT p.title, w.aid FROM publication AS p JOIN writes AS w ON p.pid = w.pid",
+            &["publications", "their authors", "author ID"],
+            &["writes", "write"],
+        );
+        says_with(
+            &names,
+            "SELECT a.name FROM writes AS w JOIN author AS a ON w.aid = a.aid JOIN publication AS p ON w.pid = p.pid WHERE p.year = 2020",
+            &["authors", "their publications", "2020"],
+            &["writes", "joined with"],
+        );
+        // Tables a foreign key links read as owner and owned.
+        says_with(
+            &names,
+            "SELECT j.name, COUNT(*) FROM publication AS p JOIN journal AS j ON p.jid = j.jid GROUP BY j.name",
+            &["publications", "their journals"],
+            &["joined with"],
+        );
+    }
+
+    #[test]
+    fn descriptions_name_abbreviated_columns() {
+        let mut descriptions = Descriptions::default();
+        descriptions.columns.insert(
+            ("visit".into(), "msid".into()),
+            Described::Sentence("ID of the medical staff member on duty".into()),
+        );
+        descriptions.columns.insert(
+            ("visit".into(), "notes".into()),
+            Described::Sentence("Free text written by the nurse".into()),
+        );
+        descriptions.columns.insert(
+            ("student".into(), "stuid".into()),
+            Described::Name("student id".into()),
+        );
+        let names = SchemaNames::build(None, &descriptions, None);
+        says_with(
+            &names,
+            "SELECT notes FROM visit WHERE msid = 7",
+            &["medical staff member ID", "notes", "7"],
+            &["msid", "nurse"],
+        );
+        says_with(
+            &names,
+            "SELECT stuid FROM student",
+            &["student ID"],
+            &["stuid"],
+        );
+    }
+
+    #[test]
+    fn sqlite_column_comments_name_abbreviated_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("clinic.sqlite");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE visit (\n  vid INTEGER PRIMARY KEY,\n  nid INTEGER, -- Unique identifier for each nurse\n  day TEXT -- day of the visit\n);",
+        )
+        .unwrap();
+        drop(conn);
+        let schema = sqlgate_eval::exec::schema::Schema::read(&db).unwrap();
+        let comments = crate::mutate::para::descriptions::sqlite_comments(&db).unwrap();
+        let names = SchemaNames::build(Some(&schema), &comments, None);
+        says_with(
+            &names,
+            "SELECT day FROM visit WHERE nid = 2",
+            &["nurse ID", "day", "2"],
+            &["nid", "visit of the"],
+        );
+    }
+
     #[test]
     fn constructs_without_a_wording_are_named() {
         let fails = |sql: &str| {
             let query = crate::mutate::parse_query(sql).unwrap();
             let mut rng = ChaCha8Rng::seed_from_u64(0);
-            question(&query, &mut rng, None).unwrap_err().0
+            question(&query, &mut rng, None, &SchemaNames::default())
+                .unwrap_err()
+                .0
         };
 
         assert_eq!(fails("SELECT hex(name) FROM t"), "function hex");

@@ -23,6 +23,42 @@ pub fn dictionary_words(identifier: &str, wordnet: Option<&WordNet>) -> String {
         .join(" ")
 }
 
+/// Whether an identifier reads as words: not a table's initials plus `id` ([`is_abbreviated_key`]),
+/// and (with WordNet) each of its words a dictionary word, a number or "ID" once split.
+pub fn is_readable(identifier: &str, wordnet: Option<&WordNet>) -> bool {
+    if is_abbreviated_key(identifier, wordnet) {
+        return false;
+    }
+    let Some(wordnet) = wordnet else {
+        return true;
+    };
+    dictionary_words(identifier, Some(wordnet))
+        .split(' ')
+        .all(|w| {
+            w == "ID" || w == "IDs" || w.chars().all(|c| c.is_ascii_digit()) || is_word(w, wordnet)
+        })
+}
+
+/// Whether an identifier is a few initials plus `id` (`aid`, `jid`, `msid`, `stuid`): initials
+/// that are no word themselves, in a name that is no longer word (`paid`, `void` are words;
+/// `aid`, `did`, `kid` are too short to be meant as words here).
+pub fn is_abbreviated_key(identifier: &str, wordnet: Option<&WordNet>) -> bool {
+    let compact: String = identifier
+        .chars()
+        .filter(char::is_ascii_alphabetic)
+        .collect::<String>()
+        .to_lowercase();
+    let Some(initials) = compact.strip_suffix("id") else {
+        return false;
+    };
+    !initials.is_empty()
+        && initials.len() <= 3
+        && match wordnet {
+            Some(w) => !is_word(initials, w) && (compact.len() <= 3 || !is_word(&compact, w)),
+            None => initials.len() <= 2,
+        }
+}
+
 /// The fewest words (each a dictionary word or "id", at least 2 letters) that spell `run`,
 /// when it is not a word itself and at least two are needed.
 fn split_run(run: &str, wordnet: &WordNet) -> Option<Vec<String>> {
@@ -203,6 +239,31 @@ mod tests {
         assert_eq!(split("xqzv"), "xqzv");
         assert_eq!(split("Brandon Vietti"), "brandon vietti");
         assert_eq!(dictionary_words("citingpaperid", None), "citingpaperid");
+    }
+
+    #[test]
+    fn inflected_words_and_spelling_variants_are_not_split() {
+        let Some(wordnet) = crate::mutate::tqa::wordnet::for_tests() else {
+            return;
+        };
+        let split = |id: &str| dictionary_words(id, Some(wordnet));
+        for word in ["program", "programs", "courses", "addresses", "studies"] {
+            assert_eq!(split(word), word);
+        }
+        assert_eq!(split("program_name"), "program name");
+        assert_eq!(split("programname"), "program name");
+        assert_eq!(split("studentrecords"), "student records");
+    }
+
+    #[test]
+    fn abbreviated_keys_are_not_readable() {
+        let wordnet = crate::mutate::tqa::wordnet::for_tests();
+        for key in ["aid", "did", "kid", "jid", "msid", "stuid"] {
+            assert!(!is_readable(key, wordnet), "{key}");
+        }
+        for name in ["paid", "author_id", "name", "paperid"] {
+            assert!(is_readable(name, wordnet), "{name}");
+        }
     }
 
     #[test]

@@ -171,7 +171,10 @@ impl WordNet {
         };
         let spells = |long: &str| {
             let long = long.to_lowercase();
-            long.len() > lemma.len()
+            // `programme`, `catalogue`: a spelling of the same word, not a longer one.
+            let variant = long.starts_with(&lemma) && long.len() <= lemma.len() + 2;
+            !variant
+                && long.len() > lemma.len()
                 && long.chars().next() == lemma.chars().next()
                 && is_subsequence(&lemma, &long)
         };

@@ -1,0 +1,291 @@
+//! What a schema says about its tables and columns beyond their identifiers, read from where
+//! it is kept: Spider's `tables.json` (human names), a Defog-style descriptions file
+//! (`{"table_metadata": {table: [{"column_name", "column_description"}]}}`, sentences) and the
+//! trailing `-- comment` of a column's line in SQLite's stored `CREATE TABLE` text.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+use serde::Deserialize;
+
+/// What a column's description is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Described {
+    /// A name already (Spider's `column_names`: `stuid` → "student id").
+    Name(String),
+    /// A sentence about the column ("Unique identifier for each author").
+    Sentence(String),
+}
+
+/// The descriptions of one database, keyed by lower-case table and column names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Descriptions {
+    /// Human names of tables.
+    pub tables: HashMap<String, String>,
+    /// Names or sentences about columns, by (table, column).
+    pub columns: HashMap<(String, String), Described>,
+}
+
+impl Descriptions {
+    /// Adds what `other` describes and `self` does not: `self` is the preferred source.
+    pub fn fill_from(&mut self, other: Descriptions) {
+        for (table, name) in other.tables {
+            self.tables.entry(table).or_insert(name);
+        }
+        for (key, described) in other.columns {
+            self.columns.entry(key).or_insert(described);
+        }
+    }
+}
+
+/// A descriptions file, recognised by its shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DescriptionFile {
+    /// Spider's `tables.json`: every database of a benchmark, by `db_id`.
+    Databases(HashMap<String, Descriptions>),
+    /// A Defog-style file: one database.
+    OneDatabase(Descriptions),
+}
+
+#[derive(Deserialize)]
+struct SpiderDatabase {
+    db_id: String,
+    table_names_original: Vec<String>,
+    table_names: Vec<String>,
+    column_names_original: Vec<(i64, String)>,
+    column_names: Vec<(i64, String)>,
+}
+
+#[derive(Deserialize)]
+struct DefogColumn {
+    column_name: String,
+    #[serde(default)]
+    column_description: String,
+}
+
+#[derive(Deserialize)]
+struct DefogFile {
+    table_metadata: HashMap<String, Vec<DefogColumn>>,
+}
+
+/// Reads a descriptions file: a JSON list is Spider's `tables.json`, an object with
+/// `table_metadata` a Defog-style file. The error says which shape failed and where.
+pub fn parse(text: &str) -> Result<DescriptionFile, String> {
+    match text.trim_start().chars().next() {
+        Some('[') => {
+            let databases: Vec<SpiderDatabase> =
+                serde_json::from_str(text).map_err(|e| format!("not Spider's tables.json: {e}"))?;
+            databases
+                .into_iter()
+                .map(|db| Ok((db.db_id.clone(), spider(db)?)))
+                .collect::<Result<_, String>>()
+                .map(DescriptionFile::Databases)
+        }
+        Some('{') => {
+            let file: DefogFile = serde_json::from_str(text).map_err(|e| {
+                format!("not a descriptions file ({{\"table_metadata\": {{table: [{{\"column_name\", \"column_description\"}}]}}}}): {e}")
+            })?;
+            Ok(DescriptionFile::OneDatabase(defog(file)))
+        }
+        _ => {
+            Err("neither Spider's tables.json (a list) nor a descriptions file (an object)".into())
+        }
+    }
+}
+
+fn spider(db: SpiderDatabase) -> Result<Descriptions, String> {
+    if db.table_names.len() != db.table_names_original.len()
+        || db.column_names.len() != db.column_names_original.len()
+    {
+        return Err(format!(
+            "database `{}`: `table_names`/`column_names` do not match their `_original` lists in length",
+            db.db_id
+        ));
+    }
+    let originals: Vec<String> = db
+        .table_names_original
+        .iter()
+        .map(|t| t.to_lowercase())
+        .collect();
+    let mut out = Descriptions::default();
+    for (original, name) in originals.iter().zip(&db.table_names) {
+        out.tables.insert(original.clone(), name.clone());
+    }
+    for ((table, original), (_, name)) in db.column_names_original.iter().zip(&db.column_names) {
+        // Index -1 is the `*` column of no table.
+        let Some(table) = usize::try_from(*table).ok().and_then(|i| originals.get(i)) else {
+            continue;
+        };
+        out.columns.insert(
+            (table.clone(), original.to_lowercase()),
+            Described::Name(name.clone()),
+        );
+    }
+    Ok(out)
+}
+
+fn defog(file: DefogFile) -> Descriptions {
+    let mut out = Descriptions::default();
+    for (table, columns) in file.table_metadata {
+        for column in columns {
+            let sentence = column.column_description.trim();
+            if !sentence.is_empty() {
+                out.columns.insert(
+                    (table.to_lowercase(), column.column_name.to_lowercase()),
+                    Described::Sentence(sentence.to_string()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The column comments of a SQLite file: the `-- comment` ending a column's line in the
+/// `CREATE TABLE` text SQLite keeps in `sqlite_master`.
+pub fn sqlite_comments(db: &Path) -> Result<Descriptions, rusqlite::Error> {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut statement = conn.prepare(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL \
+         AND name NOT LIKE 'sqlite_%'",
+    )?;
+    let tables = statement
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Descriptions::default();
+    for (table, create) in tables {
+        for (column, comment) in column_comments(&create) {
+            out.columns.insert(
+                (table.to_lowercase(), column.to_lowercase()),
+                Described::Sentence(comment),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// (column, comment) for each line of a `CREATE TABLE` text that defines a column and ends in
+/// a `-- comment`; constraint lines and comments on lines of their own are not columns.
+pub fn column_comments(create: &str) -> Vec<(String, String)> {
+    const NOT_COLUMNS: &[&str] = &[
+        "create",
+        "primary",
+        "foreign",
+        "constraint",
+        "unique",
+        "check",
+    ];
+    let mut out = Vec::new();
+    for line in create.lines() {
+        let Some(start) = comment_start(line) else {
+            continue;
+        };
+        let comment = line[start + 2..].trim();
+        let definition = line[..start].trim().trim_start_matches([',', '(']).trim();
+        let Some(name) = first_name(definition) else {
+            continue;
+        };
+        let keyword = !definition.starts_with(['"', '`', '['])
+            && NOT_COLUMNS.contains(&name.to_lowercase().as_str());
+        if !keyword && !comment.is_empty() {
+            out.push((name, comment.to_string()));
+        }
+    }
+    out
+}
+
+/// Where `--` starts on a line, outside quotes.
+fn comment_start(line: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let bytes = line.as_bytes();
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(q) if c == q || (q == '[' && c == ']') => quote = None,
+            Some(_) => {}
+            None if matches!(c, '\'' | '"' | '`' | '[') => quote = Some(c),
+            None if c == '-' && bytes.get(i + 1) == Some(&b'-') => return Some(i),
+            None => {}
+        }
+    }
+    None
+}
+
+/// The first name of a definition, unquoted: `"aid" INTEGER` → `aid`.
+fn first_name(definition: &str) -> Option<String> {
+    let close = match definition.chars().next()? {
+        '"' => '"',
+        '`' => '`',
+        '[' => ']',
+        _ => {
+            let end = definition
+                .find(|c: char| c.is_whitespace() || c == ',' || c == '(')
+                .unwrap_or(definition.len());
+            return (end > 0).then(|| definition[..end].to_string());
+        }
+    };
+    let rest = &definition[1..];
+    let end = rest.find(close)?;
+    Some(rest[..end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spider_tables_json_gives_names_by_database() {
+        let text = r#"[{"db_id": "school", "table_names_original": ["Student"],
+            "table_names": ["student"], "column_names_original": [[-1, "*"], [0, "StuID"]],
+            "column_names": [[-1, "*"], [0, "student id"]], "primary_keys": [1],
+            "foreign_keys": []}]"#;
+        let DescriptionFile::Databases(dbs) = parse(text).unwrap() else {
+            panic!("a list is Spider's tables.json");
+        };
+        let school = &dbs["school"];
+        assert_eq!(
+            school.columns[&("student".into(), "stuid".into())],
+            Described::Name("student id".into())
+        );
+        assert_eq!(school.tables["student"], "student");
+    }
+
+    #[test]
+    fn a_defog_file_gives_sentences() {
+        let text = r#"{"table_metadata": {"author": [{"data_type": "bigint",
+            "column_name": "aid", "column_description": "Unique identifier for each author"}]}}"#;
+        let DescriptionFile::OneDatabase(db) = parse(text).unwrap() else {
+            panic!("an object is a descriptions file");
+        };
+        assert_eq!(
+            db.columns[&("author".into(), "aid".into())],
+            Described::Sentence("Unique identifier for each author".into())
+        );
+    }
+
+    #[test]
+    fn a_file_of_another_shape_is_refused_with_its_reason() {
+        assert!(parse("{\"tables\": []}")
+            .unwrap_err()
+            .contains("table_metadata"));
+        assert!(parse("[{\"db_id\": 3}]")
+            .unwrap_err()
+            .contains("tables.json"));
+        assert!(parse("42").unwrap_err().contains("neither"));
+    }
+
+    #[test]
+    fn comments_end_column_lines() {
+        let create = "CREATE TABLE t ( -- the table\n  \"aid\" INTEGER, -- author of the row\n  \
+                      name TEXT DEFAULT '--x', -- Name of the author\n  -- a note\n  \
+                      PRIMARY KEY (aid) -- the key\n)";
+        assert_eq!(
+            column_comments(create),
+            vec![
+                ("aid".to_string(), "author of the row".to_string()),
+                ("name".to_string(), "Name of the author".to_string()),
+            ]
+        );
+    }
+}
