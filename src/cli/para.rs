@@ -201,8 +201,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             .map_err(|e| e.context(format!("--embeddings-url, case {}", case.id)))?;
         let mut kept = 0;
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
-            let checked_against = paraphraser.is_none().then_some(sql.as_str());
-            match judge(cs, min_cs, checked_against, &question) {
+            match judge(cs, min_cs, Some(sql), &question) {
                 Verdict::Kept => {}
                 Verdict::TooDissimilar => {
                     tally.dropped += 1;

@@ -156,6 +156,7 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
                     evidence: &evidence,
                     sql: k.golds.first().map_or("", String::as_str),
                     change_asked: k.renamed_question != k.question,
+                    wordnet: Some(wordnet),
                 };
                 match llm.rewrite_question(&mapping, &input) {
                     Ok((question, new_evidence)) => {

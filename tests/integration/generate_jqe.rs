@@ -288,11 +288,17 @@ fn questions_can_be_rewritten_by_a_cached_chat_model() {
             let answer = if n == 1 {
                 "The original question was: which books?".to_string()
             } else {
-                // A true rewrite: the seed's question, its values, and the added table.
+                // A true rewrite: the seed's question, its values, and the added join's condition
+                // (the table and the columns it joins on).
                 let question = line("Original question:");
                 let table = line("Added table:");
+                let literal = line("Literal rewrite:");
+                let relation = literal
+                    .split_once("(where ")
+                    .and_then(|(_, rest)| rest.split_once(')'))
+                    .map_or("", |(relation, _)| relation);
                 format!(
-                    "\"{}, with a related {table} (rewrite {n})?\"\nHope this helps!",
+                    "\"{}, with a related {table} where {relation} (rewrite {n})?\"\nHope this helps!",
                     question.trim_end_matches(['?', '.'])
                 )
             };

@@ -1,7 +1,9 @@
 //! Model rewrites that are no rewrites (issue 30): a local OpenAI-compatible server answers
-//! every rewrite request with the prompt's example, the original text, or the original minus
-//! a sentence. No generator keeps any of them: TQA and JQE keep their deterministic rewrite and
-//! say why per case, and the paraphrase family, left empty, is an error (exit 2) saying why.
+//! every rewrite request with the prompt's example, the original text, the original minus a
+//! sentence, the original without what it says of a clause, or (paraphrases) the original with
+//! its condition negated. No generator keeps any of them: TQA and JQE keep their deterministic
+//! rewrite and say why per case, and the paraphrase family, left empty, is an error (exit 2)
+//! saying why.
 
 use std::path::{Path, PathBuf};
 
@@ -19,12 +21,34 @@ enum Answer {
     Example,
     Original,
     OriginalMinusASentence,
+    /// The original with its condition negated: every value kept, the meaning reversed.
+    Negated,
+    /// The original without what it says of a clause: every value kept, the ordering or the
+    /// compared column gone.
+    ClauseLost,
+}
+
+/// `question` without its ORDER BY's or its compared column's mention.
+fn clause_lost(question: &str) -> String {
+    question
+        .replace(
+            "Show their names in alphabetical order of name.",
+            "Show them.",
+        )
+        .replace("have a total above", "are above")
+}
+
+/// `question` with its condition negated.
+fn negated(question: &str) -> String {
+    question
+        .replace("customers live", "customers do not live")
+        .replace("orders have", "orders do not have")
 }
 
 const CASES: [(&str, &str); 2] = [
     (
-        "Which customers live in 'Paris'? Show their names.",
-        "SELECT name FROM customer WHERE city = 'Paris'",
+        "Which customers live in 'Paris'? Show their names in alphabetical order of name.",
+        "SELECT name FROM customer WHERE city = 'Paris' ORDER BY name",
     ),
     (
         "How many orders have a total above 10? Count each order once.",
@@ -77,6 +101,8 @@ fn reply(prompt: &str, answer: Answer) -> String {
         Answer::Example => example.to_string(),
         Answer::Original => original.to_string(),
         Answer::OriginalMinusASentence => minus_a_sentence(original),
+        Answer::Negated => negated(original),
+        Answer::ClauseLost => clause_lost(original),
     };
     if prompt.contains("Abbreviate the database schema identifier") {
         "no idea".to_string()
@@ -84,7 +110,15 @@ fn reply(prompt: &str, answer: Answer) -> String {
         let question = pick(after(prompt, "\nQuestion: "), TQA_EXAMPLE);
         serde_json::json!({"updated_question": question, "updated_evidence": ""}).to_string()
     } else if prompt.contains("Expanded SQL:") {
-        pick(after(prompt, "Original question:"), EXAMPLE)
+        let rewrite = pick(after(prompt, "Original question:"), EXAMPLE);
+        match answer {
+            // Saying the added table, so that only the clause is missing.
+            Answer::ClauseLost => format!(
+                "{rewrite} Only those with a related {}.",
+                after(prompt, "Added table:")
+            ),
+            _ => rewrite,
+        }
     } else {
         // Paraphrase: the prompt holds the gold SQL, not the question.
         let sql = after(prompt, "SQL Query:\n");
@@ -126,13 +160,14 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-const ANSWERS: [(Answer, &str); 3] = [
+const ANSWERS: [(Answer, &str); 4] = [
     (Answer::Example, "the prompt's example"),
     (Answer::Original, "unchanged"),
     (
         Answer::OriginalMinusASentence,
         "a sentence of the original dropped",
     ),
+    (Answer::ClauseLost, "a clause's mention lost"),
 ];
 
 #[test]
@@ -183,7 +218,7 @@ fn tqa_keeps_no_bad_question_rewrite() {
 
 #[test]
 fn jqe_keeps_no_bad_question_rewrite() {
-    for (answer, _) in ANSWERS {
+    for (answer, why) in ANSWERS {
         let dir = tempfile::tempdir().unwrap();
         let gold = suite(dir.path());
         let prompt = prompt_file(
@@ -219,7 +254,11 @@ fn jqe_keeps_no_bad_question_rewrite() {
                 question.contains("considering only"),
                 "{answer:?}: the model's {question:?} was kept"
             );
-            assert!(expansion["llm_refused"].is_string(), "{expansion}");
+            let refused = expansion["llm_refused"].as_str().unwrap();
+            // JQE says an unchanged or example reply its own way; a lost clause as the check does.
+            if let Answer::ClauseLost = answer {
+                assert!(refused.starts_with(why), "{refused}");
+            }
         }
     }
 }
@@ -251,6 +290,26 @@ fn a_paraphrase_family_left_empty_exits_2_saying_why() {
         assert!(run.stderr.contains(&expected), "{answer:?}: {}", run.stderr);
         assert!(!out.exists(), "no empty family is written");
     }
+}
+
+#[test]
+fn a_chat_models_paraphrase_that_negates_the_condition_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let gold = suite(dir.path());
+    let out = dir.path().join("para.jsonl");
+    let url = bad_model(Answer::Negated);
+    let run = sqlgate()
+        .args(["generate", "paraphrase", "-k", "3", "--min-cs", "0"])
+        .args(["--llm-url", &url, "--model", "bad"])
+        .arg("--gold")
+        .arg(&gold)
+        .arg("--out")
+        .arg(&out)
+        .run();
+    run.assert_code(2);
+    let expected = "paraphrase: 0 of 2 kept: 0 below --min-cs, 2 disagreeing with the gold";
+    assert!(run.stderr.contains(expected), "{}", run.stderr);
+    assert!(!out.exists(), "no empty family is written");
 }
 
 /// A suite whose only database has one table: JQE has nothing to join, and no query links

@@ -6,6 +6,7 @@
 //! SQLite dialect) and the mutant is the tree printed back; a mutant is kept only when the
 //! tree changed and the printed SQL parses again.
 
+pub mod clause_mentions;
 pub mod family;
 pub mod infeasible;
 pub mod jqe;

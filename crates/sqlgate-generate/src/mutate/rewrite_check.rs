@@ -1,12 +1,17 @@
 //! The one acceptance check every generator applies to a model's rewrite (issue 30): a rewrite
 //! is kept only when it is a rewrite of this text. Refused, with the reason: a prompt's own
 //! example, the original unchanged where a change was asked, the original with a sentence
-//! dropped, a lost value, number or required mention, and the detectable ungrammatical shapes
-//! (a repeated word, a dangling word at the end).
+//! dropped, a lost value, number or required mention, a clause's mention lost (see
+//! [`clause_mentions`]), and the detectable ungrammatical shapes (a repeated word, a wrong
+//! article, a dangling word at the end).
 
 use std::fmt;
 
+use super::clause_mentions::{clause_mentions, still_said};
+use super::tqa::wordnet::WordNet;
+
 /// What a rewrite is checked against.
+#[derive(Default)]
 pub struct Request<'a> {
     /// The text the model was asked to rewrite.
     pub original: &'a str,
@@ -18,6 +23,11 @@ pub struct Request<'a> {
     pub change_asked: bool,
     /// Names the rewrite must still mention, each by one of its words (JQE's added table).
     pub mentions: &'a [String],
+    /// WordNet, when the generator has it: a synonym then keeps a clause's mention.
+    pub wordnet: Option<&'a WordNet>,
+    /// Words of the original the rewrite was asked to remove (a linker table's mentions): a
+    /// clause's mention said only by them need not stay.
+    pub may_drop: &'a [String],
 }
 
 /// Why a rewrite is refused: a fixed reason (for tallies) and what triggered it.
@@ -67,14 +77,42 @@ pub fn refusal(rewrite: &str, request: &Request<'_>) -> Option<Refusal> {
     if let Some(name) = request.mentions.iter().find(|n| !mentions(&said, n)) {
         return refused("a required mention lost", name.as_str());
     }
+    if let Some(lost) = lost_clause_mention(rewrite, request) {
+        return Some(lost);
+    }
     ungrammatical(rewrite)
 }
 
+/// The first mention of a gold clause that the original says and `rewrite` no longer does.
+fn lost_clause_mention(rewrite: &str, request: &Request<'_>) -> Option<Refusal> {
+    let droppable = |word: &String| {
+        request
+            .may_drop
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(word))
+    };
+    let lost = clause_mentions(request.original, request.sql?, request.wordnet)
+        .into_iter()
+        .filter(|m| !m.said_as.iter().all(droppable))
+        .find(|m| !still_said(rewrite, m, request.wordnet))?;
+    refused(
+        "a clause's mention lost",
+        format!("{} ({} {})", lost.said_as[0], lost.clause, lost.identifier),
+    )
+}
+
 /// The detectable ungrammatical shapes of `text`: a word repeated next to itself (or across
-/// one article, "club an club"), plural or not ("commands command"), and a sentence ending on
-/// an article, preposition or conjunction.
+/// one article, "club an club"), plural or not ("commands command"), an article that does not
+/// fit the next word ("an club"), and a sentence ending on an article, possessive or
+/// conjunction.
 pub fn ungrammatical(text: &str) -> Option<Refusal> {
-    let words = words(text);
+    // An identifier spelled in the text (`course.course_id`) is one word, not a repetition.
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '.')
+        .map(|w| w.trim_matches('.'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
     for (i, word) in words.iter().enumerate() {
         if !word.chars().all(char::is_alphabetic) {
             continue;
@@ -90,6 +128,9 @@ pub fn ungrammatical(text: &str) -> Option<Refusal> {
         {
             return refused("a repeated word", format!("{word} … {repeat}"));
         }
+        if let Some(next) = next.filter(|n| !article_fits(word, n)) {
+            return refused("a wrong article", format!("{word} {next}"));
+        }
     }
     match words.last() {
         Some(last) if DANGLING.contains(&last.as_str()) => {
@@ -100,6 +141,26 @@ pub fn ungrammatical(text: &str) -> Option<Refusal> {
 }
 
 const ARTICLES: &[&str] = &["a", "an", "the"];
+
+/// Whether the article `word` (any other word passes) fits the `next` word: "an" before a
+/// vowel sound, "a" before a consonant sound ("an club" does not). Words whose spelling
+/// misleads ("an hour", "a user", "a one") pass either way.
+fn article_fits(word: &str, next: &str) -> bool {
+    const EITHER: &[&str] = &["hour", "hon", "heir", "un", "us", "eu", "one", "once", "ur"];
+    // "a grade of A or C": the letter, not an article.
+    const NO_NOUN: &[&str] = &["or", "and", "of", "to", "in", "is", "on", "at", "as"];
+    if NO_NOUN.contains(&next) {
+        return true;
+    }
+    let vowel = next.starts_with(['a', 'e', 'i', 'o', 'u']);
+    let unsure =
+        EITHER.iter().any(|p| next.starts_with(p)) || !next.starts_with(char::is_alphabetic);
+    match word {
+        "a" => !vowel || unsure,
+        "an" => vowel || unsure,
+        _ => true,
+    }
+}
 
 /// Words a sentence cannot end on (a preposition can: "which city is it in?").
 const DANGLING: &[&str] = &[
@@ -306,6 +367,7 @@ mod tests {
                 examples,
                 change_asked: true,
                 mentions,
+                ..Default::default()
             },
         )
     }
@@ -363,6 +425,10 @@ mod tests {
                 "Which clients in 'Paris' have more than 3 order items of the",
                 "a dangling word at the end",
             ),
+            (
+                "Which clients in 'Paris' have regulated an club of 3 order items?",
+                "a wrong article",
+            ),
         ];
         for (rewrite, expected) in cases {
             assert_eq!(why(rewrite), Some(expected), "{rewrite}");
@@ -377,6 +443,7 @@ mod tests {
             examples: &[],
             change_asked: true,
             mentions: &[],
+            ..Default::default()
         };
         let lost = refusal("Which books are verse?", &request).unwrap();
         assert_eq!(
@@ -387,6 +454,82 @@ mod tests {
     }
 
     #[test]
+    fn a_rewrite_that_drops_a_clauses_mention_is_refused() {
+        let request = Request {
+            original: "List the restaurants in Palo Alto ordered by rating.",
+            sql: Some("SELECT name FROM restaurant WHERE city = 'Palo Alto' ORDER BY rating DESC"),
+            change_asked: true,
+            ..Default::default()
+        };
+        let lost = refusal("Show the restaurants located in Palo Alto.", &request).unwrap();
+        assert_eq!(
+            lost.to_string(),
+            "a clause's mention lost: rating (ORDER BY rating)"
+        );
+        for kept in [
+            "Show Palo Alto's restaurants, sorted by their ratings.",
+            "List the rests in Palo Alto ordered by rtng.",
+        ] {
+            assert_eq!(refusal(kept, &request), None, "{kept}");
+        }
+    }
+
+    /// (question, first gold) of the demo's cases with a gold, by id.
+    fn demo_cases() -> std::collections::HashMap<String, (String, String)> {
+        let path = sqlgate_test_support::repo_root().join("benchmarks/demo/cases.jsonl");
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter_map(|line| {
+                let case: serde_json::Value = serde_json::from_str(line).unwrap();
+                let gold = case["gold"].get(0).unwrap_or(&case["gold"]).as_str()?;
+                let question = case["question"].as_str()?;
+                Some((case["id"].as_str()?.into(), (question.into(), gold.into())))
+            })
+            .collect()
+    }
+
+    /// A human's question passes its own check, and TQA's deterministic rewrites of the demo
+    /// (its abbreviations: `csts`, `cntys`, `l_nm`) are not refused.
+    #[test]
+    fn originals_and_tqas_own_rewrites_pass() {
+        let wordnet = crate::mutate::tqa::wordnet::for_tests();
+        let cases = demo_cases();
+        let mut originals: Vec<(String, String)> = cases.values().cloned().collect();
+        if let Some(data) = sqlgate_test_support::shared_data() {
+            let mut reader = csv::Reader::from_path(data.join("defog/questions.csv")).unwrap();
+            for record in reader.records() {
+                let record = record.unwrap();
+                let sql = record[3].split(';').next().unwrap_or_default();
+                originals.push((record[4].to_string(), sql.trim().to_string()));
+            }
+        }
+        for (question, sql) in &originals {
+            let own = Request {
+                original: question,
+                sql: Some(sql),
+                wordnet,
+                ..Default::default()
+            };
+            assert_eq!(refusal(question, &own), None, "{question}");
+        }
+        let family = sqlgate_test_support::repo_root().join("benchmarks/demo/tqa/tqa-lo.jsonl");
+        for line in std::fs::read_to_string(family).unwrap().lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let (question, sql) = &cases[record["seed_id"].as_str().unwrap()];
+            let rewrite = record["question"].as_str().unwrap();
+            let check = Request {
+                original: question,
+                sql: Some(sql),
+                change_asked: rewrite != question,
+                wordnet,
+                ..Default::default()
+            };
+            assert_eq!(refusal(rewrite, &check), None, "{rewrite}");
+        }
+    }
+
+    #[test]
     fn unchanged_is_fine_when_no_change_was_asked() {
         let request = Request {
             original: "Which books sold?",
@@ -394,6 +537,7 @@ mod tests {
             examples: &[],
             change_asked: false,
             mentions: &[],
+            ..Default::default()
         };
         assert_eq!(refusal("which books sold", &request), None);
     }
@@ -416,6 +560,12 @@ mod tests {
         assert_eq!(singular("class"), "class");
         assert_eq!(singular("as"), "as");
         assert_eq!(ungrammatical("Return the month as a date"), None);
+        assert_eq!(ungrammatical("Is it an hour, a user or an order?"), None);
+        assert_eq!(ungrammatical("A grade of A or C"), None);
+        assert_eq!(
+            ungrammatical("a related area (where area.course_id = course.course_id)"),
+            None
+        );
         assert_eq!(name_words("OrderItems_2x"), vec!["order", "items"]);
         assert_eq!(numbers("above 3.5 and 12."), vec!["3.5", "12"]);
         assert_eq!(quoted("John's book 'Dune' and \"It\""), vec!["Dune", "It"]);

@@ -98,10 +98,27 @@ impl Rewriter {
             sql: Some(sql),
             examples: &rewrite_check::template_examples(&self.prompt),
             change_asked: true,
-            mentions: std::slice::from_ref(&expansion.added_table),
+            mentions: &join_mentions(expansion),
+            ..Default::default()
         };
         Ok(judge_reply(&reply, &check, &expansion.question))
     }
+}
+
+/// What a rewrite must say of the added join: the added table, and the column of it each
+/// condition joins on (`orders.book_id = books.id`: `orders` and `book_id`).
+fn join_mentions(expansion: &Expansion) -> Vec<String> {
+    let table = &expansion.added_table;
+    let columns = expansion.conditions.iter().filter_map(|condition| {
+        condition.split('=').find_map(|side| {
+            let (owner, column) = side.trim().rsplit_once('.')?;
+            owner
+                .trim_matches('"')
+                .eq_ignore_ascii_case(table)
+                .then(|| column.to_string())
+        })
+    });
+    std::iter::once(table.clone()).chain(columns).collect()
 }
 
 /// Accepts the reply's question unless it is no rewrite at all: a code block, meta text, SQL,
@@ -195,6 +212,7 @@ mod tests {
             examples: &examples,
             change_asked: true,
             mentions: &["orders".to_string()],
+            ..Default::default()
         };
         let rejected = |reply: &str| match judge_reply(reply, &check, template) {
             Rewrite::Rejected { why, .. } => why,

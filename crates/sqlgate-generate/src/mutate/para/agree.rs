@@ -19,7 +19,31 @@ const IDIOMS: &[(&str, &str)] = &[
     ("not empty", "present"),
     ("different from", "not"),
     ("other than", "not"),
+    // "the no. of students" is a number, not a negation.
+    ("no. of", "number of"),
+    ("in the last", "since"),
+    (">=", " atleast "),
+    ("<=", " atmost "),
+    (">", " greater "),
+    ("<", " less "),
 ];
+
+/// Numbers a question writes as words ("more than one restaurant").
+const NUMBER_WORDS: &[(&str, &str)] = &[
+    ("one", "1"),
+    ("two", "2"),
+    ("three", "3"),
+    ("four", "4"),
+    ("five", "5"),
+    ("six", "6"),
+    ("seven", "7"),
+    ("eight", "8"),
+    ("nine", "9"),
+    ("ten", "10"),
+];
+
+/// Values that are flags, said as a condition ("round trips required") rather than as values.
+const FLAGS: &[&str] = &["yes", "no", "true", "false", "y", "n", "0"];
 
 const NEGATION: &[&str] = &[
     "not",
@@ -40,6 +64,7 @@ const NEGATION: &[&str] = &[
     "haven",
     "other",
     "false",
+    "non",
 ];
 const GREATER: &[&str] = &[
     "greater",
@@ -63,13 +88,15 @@ const GREATER: &[&str] = &[
     "minimum",
     "since",
     "upwards",
+    "atleast",
 ];
 const LESS: &[&str] = &[
     "less", "fewer", "below", "under", "most", "atmost", "before", "lower", "smaller", "earlier",
     "shorter", "younger", "maximum", "up", "within", "beneath",
 ];
 const AVERAGE: &[&str] = &["average", "mean", "avg", "averaged"];
-/// `SUM(CASE WHEN c THEN 1 ...)` counts: "number of" says a sum too.
+/// `SUM(CASE WHEN c THEN 1 ...)` counts: "number of" says a sum too, and a ratio, share or
+/// percentage divides sums or counts.
 const TOTAL: &[&str] = &[
     "total",
     "sum",
@@ -78,9 +105,30 @@ const TOTAL: &[&str] = &[
     "altogether",
     "totals",
     "number",
+    "numbers",
     "count",
+    "ratio",
+    "proportion",
+    "percentage",
+    "share",
+    "fraction",
 ];
-const COUNT: &[&str] = &["number", "count", "many", "counts", "tally", "amount"];
+const COUNT: &[&str] = &[
+    "number",
+    "numbers",
+    "count",
+    "many",
+    "counts",
+    "tally",
+    "amount",
+    "ratio",
+    "proportion",
+    "percentage",
+    "share",
+    "fraction",
+    "most",
+    "fewest",
+];
 const LOWEST: &[&str] = &[
     "lowest", "minimum", "smallest", "least", "min", "fewest", "earliest", "first", "shortest",
     "cheapest", "oldest",
@@ -94,8 +142,11 @@ const HIGHEST: &[&str] = &[
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Cues {
     negated: bool,
-    /// `IS NULL` reads as "missing" or "has no": either polarity is faithful.
+    /// `IS NULL` reads as "missing" or "has no", `= 0` as "with no", `> 0` as "with": either
+    /// polarity is faithful, and no direction need be said.
     null_test: bool,
+    /// `> 0` reads as "with", but never as "below": the opposite direction is refused.
+    above_zero: bool,
     greater: bool,
     less: bool,
     count: bool,
@@ -120,12 +171,18 @@ fn gold_cues(sql: &str) -> Option<Cues> {
     for (i, token) in significant.iter().enumerate() {
         let called = matches!(significant.get(i + 1), Some(Token::LParen));
         let compared = i > 0 && compares(significant[i - 1]);
+        let zero_next = matches!(significant.get(i + 1), Some(Token::Number(n, _)) if n == "0");
         match token {
             Token::SingleQuotedString(value) | Token::Number(value, _) if compared => {
                 let value = value.trim_matches('%').to_lowercase();
-                if !value.is_empty() && !value.contains('%') {
+                if !value.is_empty() && !value.contains('%') && !FLAGS.contains(&value.as_str()) {
                     cues.values.push(value);
                 }
+            }
+            Token::Eq if zero_next => cues.null_test = true,
+            Token::Gt if zero_next => {
+                cues.null_test = true;
+                cues.above_zero = true;
             }
             Token::Neq => cues.negated = true,
             Token::Gt | Token::GtEq => cues.greater = true,
@@ -168,11 +225,7 @@ pub fn agrees_with_gold(sql: &str, paraphrase: &str) -> bool {
         return true;
     };
     let mut text = paraphrase.to_lowercase();
-    if !gold
-        .values
-        .iter()
-        .all(|value| text.contains(value.as_str()))
-    {
+    if !gold.values.iter().all(|value| names_value(&text, value)) {
         return false;
     }
     for (idiom, reading) in IDIOMS {
@@ -189,7 +242,9 @@ pub fn agrees_with_gold(sql: &str, paraphrase: &str) -> bool {
         .any(|w| NEGATION.contains(w) && !gold.names.iter().any(|name| name == w));
     let polarity_kept = gold.null_test || gold.negated == negates;
     let said = |wanted: bool, cues: &[&str]| !wanted || says(cues);
+    let direction_flipped = gold.above_zero && !gold.less && says(LESS);
     polarity_kept
+        && !direction_flipped
         && said(gold.greater, GREATER)
         && said(gold.less, LESS)
         && said(gold.count, COUNT)
@@ -197,6 +252,24 @@ pub fn agrees_with_gold(sql: &str, paraphrase: &str) -> bool {
         && said(gold.total, TOTAL)
         && said(gold.lowest, LOWEST)
         && said(gold.highest, HIGHEST)
+}
+
+/// Whether `text` (lowercased) names `value`: as written, as a number word ("one" for 1), or
+/// a longer value by its stem ("Canadian" for "canada").
+fn names_value(text: &str, value: &str) -> bool {
+    if text.contains(value) {
+        return true;
+    }
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let as_word = NUMBER_WORDS
+        .iter()
+        .any(|(word, digits)| *digits == value && words.contains(word));
+    let stem = (value.len() >= 5 && value.chars().all(char::is_alphabetic))
+        .then(|| &value[..value.len() - 1]);
+    as_word || stem.is_some_and(|stem| words.iter().any(|w| w.starts_with(stem)))
 }
 
 #[cfg(test)]
@@ -235,5 +308,46 @@ mod tests {
             "Titles of books that are not poetry."
         ));
         assert!(!agrees_with_gold(sql, "Titles of poetry books."));
+    }
+
+    /// The wordings of the Defog and demo questions that read as disagreeing before.
+    #[test]
+    fn a_humans_wording_of_counts_ratios_and_flags_agrees() {
+        let ratio =
+            "SELECT CAST(COUNT(*) AS REAL) / (SELECT COUNT(*) FROM r) FROM r WHERE rating > 4.5";
+        assert!(agrees_with_gold(
+            ratio,
+            "The ratio of restaurants with rating > 4.5 to all?"
+        ));
+        assert!(!agrees_with_gold(
+            ratio,
+            "The ratio of restaurants with rating < 4.5 to all?"
+        ));
+        let sql = "SELECT COUNT(*) FROM student GROUP BY month";
+        assert!(agrees_with_gold(
+            sql,
+            "Return the no. of students per month"
+        ));
+        let sql = "SELECT city FROM r GROUP BY city HAVING COUNT(id) > 1";
+        assert!(agrees_with_gold(
+            sql,
+            "Cities whose number of restaurants is more than one"
+        ));
+        assert!(!agrees_with_gold(
+            sql,
+            "Cities whose number of restaurants is more than two"
+        ));
+        let sql = "SELECT title FROM books WHERE country = 'Canada'";
+        assert!(agrees_with_gold(sql, "Books by Canadian authors?"));
+        let sql = "SELECT COUNT(*) FROM fare WHERE round_trip_required = 'Yes'";
+        assert!(agrees_with_gold(
+            sql,
+            "How many fares require a round trip?"
+        ));
+        let sql = "SELECT code FROM flight WHERE stops > 0";
+        assert!(agrees_with_gold(sql, "Flights with stops?"));
+        assert!(!agrees_with_gold(sql, "Flights whose stops are under 0?"));
+        let sql = "SELECT code FROM flight WHERE connections = 0";
+        assert!(agrees_with_gold(sql, "Flights without connections?"));
     }
 }

@@ -108,3 +108,43 @@ fn on_defog_the_default_keeps_the_faithful_and_drops_the_wrong() {
     assert!(shares[2].1 <= 0.02, "{shares:?}");
     assert!(shares[3].1 <= 0.30, "{shares:?}");
 }
+
+/// (gold query, question) of each demo case with a gold.
+fn demo() -> Vec<(String, String)> {
+    let path = sqlgate_test_support::repo_root().join("benchmarks/demo/cases.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            // A gold with alternatives: the first; infeasible cases have none.
+            let gold = case["gold"].get(0).unwrap_or(&case["gold"]).as_str()?;
+            Some((gold.to_string(), case["question"].as_str()?.to_string()))
+        })
+        .collect()
+}
+
+/// A human's own question says what its gold computes: the agreement check, applied to a chat
+/// model's paraphrases too, must not refuse it (the rest are printed with `--nocapture`).
+#[test]
+fn original_questions_agree_with_their_own_gold() {
+    let mut pairs = demo();
+    let demo_len = pairs.len();
+    if let Some(data) = shared_data() {
+        pairs.extend(defog(&data));
+    }
+    let disagreeing: Vec<&(String, String)> = pairs
+        .iter()
+        .filter(|(sql, question)| !agrees_with_gold(sql, question))
+        .collect();
+    for (sql, question) in &disagreeing {
+        println!("disagrees: {question}\n    {sql}");
+    }
+    let share = 1.0 - disagreeing.len() as f64 / pairs.len() as f64;
+    println!(
+        "{:.1}% of {} originals agree ({demo_len} demo)",
+        100.0 * share,
+        pairs.len()
+    );
+    assert!(share >= 0.95, "{share}");
+}

@@ -164,6 +164,7 @@ pub fn parse_reply(
         examples,
         change_asked: true,
         mentions: &[],
+        ..Default::default()
     };
     let mut items: Vec<String> = reply.lines().filter_map(list_item).collect();
     if items.is_empty() {

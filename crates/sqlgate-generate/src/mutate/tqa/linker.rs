@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::ident::{is_word, segments};
 use super::text::{lemma, tokenize, Token};
+use super::usage::{inflect_verb, usage, Usage};
 use super::wordnet::WordNet;
 use crate::mutate::jqe::graph::SchemaGraph;
 use crate::mutate::jqe::query::Jqg;
@@ -182,18 +183,21 @@ pub fn evidence_mask<'a>(
     }
 }
 
-/// A replacement word for `mention` (deterministic synonym replacement): WordNet synonyms of
-/// the segment's senses, then their hypernyms, the senses ordered by how close they are to the
-/// `context` words (rule 1), ties by frequency; filtered by the thesis's rules 0, 2, 4 and 7
-/// (not in a segment, not an original token, no morphological variant, no substring either
-/// way); re-inflected to the token's number and capitalization (rule 6).
-pub fn synonym(
+/// The replacement words for `mention` used as `pos`, best first (`n` or `v`, see [`usage`]) (deterministic
+/// synonym replacement): WordNet synonyms of the segment's senses of that part of speech, then
+/// their hypernyms, the senses ordered by how close they are to the `context` words (rule 1),
+/// ties by frequency; filtered by the thesis's rules 0, 2, 4 and 7 (not in a segment, not an
+/// original token, no morphological variant, no substring either way); re-inflected to the
+/// token's number, or a verb's tense, and capitalization (rule 6). A verb whose regular
+/// inflection would be wrong is passed over.
+pub fn synonyms(
     mention: &Mention,
+    pos: char,
     segments: &[Segment],
     originals: &[String],
     context: &[String],
     wordnet: &WordNet,
-) -> Option<String> {
+) -> Vec<String> {
     let segment = &segments[mention.segment];
     let base = if segment.is_abbreviation {
         mention.lemma.clone()
@@ -203,7 +207,7 @@ pub fn synonym(
     let mut senses: Vec<(usize, f64, crate::mutate::tqa::wordnet::SynsetId)> = wordnet
         .synsets(&base)
         .into_iter()
-        .filter(|s| s.pos == 'n')
+        .filter(|s| s.pos == pos)
         .enumerate()
         .map(|(rank, s)| {
             let closeness: f64 = context
@@ -243,10 +247,19 @@ pub fn synonym(
             .flat_map(|h| wordnet.synset(h).map(|s| s.lemmas).unwrap_or_default());
         own.into_iter().chain(parents).collect::<Vec<_>>()
     });
-    let chosen = candidates.into_iter().find(|c| allowed(c))?;
     let plural = mention.token.to_lowercase() != mention.lemma && mention.token.ends_with('s');
-    let word = if plural { pluralize(&chosen) } else { chosen };
-    Some(match_case(&word, &mention.token))
+    let mut words: Vec<String> = candidates
+        .filter(|c| allowed(c))
+        .filter_map(|c| match pos {
+            'v' => inflect_verb(&c, &mention.token, wordnet),
+            _ if plural => Some(pluralize(&c)),
+            _ => Some(c),
+        })
+        .map(|word| match_case(&word, &mention.token))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    words.retain(|w| seen.insert(w.clone()));
+    words
 }
 
 fn common_prefix(a: &str, b: &str) -> usize {
@@ -290,6 +303,45 @@ fn ungrammatical_with(
     trial.push((mention.clone(), word.to_string()));
     rewrite_check::ungrammatical(&splice(text, &trial))
         .map(|refusal| format!("the synonym `{word}` would give {refusal}"))
+}
+
+/// The first of `candidates` (see [`synonyms`]) that reads in `text` after the `accepted`
+/// replacements, or why none is taken: a word of a name is never replaced, a verb without a
+/// verb synonym stays (said, rather than swapped for a noun), and a synonym that would make
+/// the text ungrammatical is refused. `Err(None)`: a noun without a synonym passing the rules.
+fn replacement_for(
+    text: &str,
+    accepted: &[(Mention, String)],
+    mention: &Mention,
+    used: &Usage,
+    candidates: impl Fn(char) -> Vec<String>,
+) -> Result<String, Option<String>> {
+    let found = match used {
+        Usage::Name(name) => {
+            return Err(Some(format!(
+                "`{}` is part of the name `{name}`",
+                mention.token
+            )))
+        }
+        Usage::Verb => candidates('v'),
+        Usage::Noun => candidates('n'),
+    };
+    if found.is_empty() && *used == Usage::Verb {
+        return Err(Some(format!(
+            "`{}` is a verb here and no verb synonym passed the rules",
+            mention.token
+        )));
+    }
+    let mut first_refusal = None;
+    for word in found {
+        match ungrammatical_with(text, accepted, mention, &word) {
+            None => return Ok(word),
+            Some(why) => {
+                first_refusal.get_or_insert(why);
+            }
+        }
+    }
+    Err(first_refusal)
 }
 
 /// `text` with each mention's span replaced (right to left, by char offset).
@@ -415,17 +467,19 @@ pub fn augment(seed: &Seed, schema: &SchemaGraph, wordnet: &WordNet) -> Result<A
     let mut rewrite = |text: &str, mentions: Vec<Mention>, field: &'static str| {
         let mut splices: Vec<(Mention, String)> = Vec::new();
         let found = mentions.clone();
+        let tokens = tokenize(text);
         for mention in mentions {
-            let word = synonym(&mention, &segments, &originals, &context, wordnet);
-            let (replacement, refused) = match word {
-                Some(word) => match ungrammatical_with(text, &splices, &mention, &word) {
-                    Some(why) => (None, Some(why)),
-                    None => {
-                        splices.push((mention.clone(), word.clone()));
-                        (Some(word), None)
-                    }
-                },
-                None => (None, None),
+            let at = tokens.iter().position(|t| t.start == mention.position);
+            let used = at.map_or(Usage::Noun, |i| usage(text, &tokens, i, wordnet));
+            let found = replacement_for(text, &splices, &mention, &used, |pos| {
+                synonyms(&mention, pos, &segments, &originals, &context, wordnet)
+            });
+            let (replacement, refused) = match found {
+                Ok(word) => {
+                    splices.push((mention.clone(), word.clone()));
+                    (Some(word), None)
+                }
+                Err(why) => (None, why),
             };
             replaced.push(Replaced {
                 field,
@@ -491,7 +545,7 @@ mod tests {
             ungrammatical_with(text, &[], &order, "club").as_deref(),
             Some("the synonym `club` would give a repeated word: club … club")
         );
-        assert_eq!(ungrammatical_with(text, &[], &order, "purchase"), None);
+        assert_eq!(ungrammatical_with(text, &[], &order, "item"), None);
         // A text that already reads badly is not the synonym's fault.
         let bad = "Name the the club an order came from.";
         let shifted = Mention {
@@ -499,6 +553,56 @@ mod tests {
             ..order
         };
         assert_eq!(ungrammatical_with(bad, &[], &shifted, "club"), None);
+    }
+
+    /// A name's word is never replaced, a verb without a verb synonym stays (its record says
+    /// why), and a synonym that would read "an club" gives way to the next.
+    #[test]
+    fn a_synonym_must_fit_the_words_use_and_article() {
+        let text = "Which customers have placed an order? Ask Zoë Clarke.";
+        let mention = |token: &str| Mention {
+            token: token.into(),
+            lemma: token.into(),
+            position: text[..text.find(token).unwrap()].chars().count(),
+            len: token.chars().count(),
+            segment: 0,
+        };
+        let offers = |words: &'static [&'static str]| {
+            move |_: char| words.iter().map(|w| w.to_string()).collect::<Vec<_>>()
+        };
+        let name = Usage::Name("Zoë Clarke".into());
+        assert_eq!(
+            replacement_for(text, &[], &mention("Clarke"), &name, offers(&["clerk"])),
+            Err(Some("`Clarke` is part of the name `Zoë Clarke`".into()))
+        );
+        let placed = mention("placed");
+        assert_eq!(
+            replacement_for(text, &[], &placed, &Usage::Verb, offers(&[])),
+            Err(Some(
+                "`placed` is a verb here and no verb synonym passed the rules".into()
+            ))
+        );
+        let order = mention("order");
+        assert_eq!(
+            replacement_for(
+                text,
+                &[],
+                &order,
+                &Usage::Noun,
+                offers(&["club", "association"])
+            ),
+            Ok("association".into())
+        );
+        assert_eq!(
+            replacement_for(text, &[], &order, &Usage::Noun, offers(&["club"])),
+            Err(Some(
+                "the synonym `club` would give a wrong article: an club".into()
+            ))
+        );
+        assert_eq!(
+            replacement_for(text, &[], &order, &Usage::Noun, offers(&[])),
+            Err(None)
+        );
     }
 
     fn movie_schema() -> SchemaGraph {
@@ -565,7 +669,7 @@ mod tests {
         );
         let originals = vec!["character".to_string()];
         let context: Vec<String> = ["movie", "credit"].map(String::from).to_vec();
-        let word = synonym(&mentions[0], &segments, &originals, &context, wn).unwrap();
+        let word = synonyms(&mentions[0], 'n', &segments, &originals, &context, wn).remove(0);
         let new = splice(MOVIE_NL, &[(mentions[0].clone(), word.clone())]);
         assert!(hidden(&new, &mentions, &segments), "{new}");
         assert_eq!(new, MOVIE_NL.replace("character", &word));

@@ -91,6 +91,8 @@ pub struct QuestionInput<'a> {
     pub sql: &'a str,
     /// Whether the rename map changes the question.
     pub change_asked: bool,
+    /// WordNet: a synonym then keeps a clause's mention.
+    pub wordnet: Option<&'a super::wordnet::WordNet>,
 }
 
 /// The rewritten question and evidence of an answer, or why it is refused: JSON with a
@@ -129,14 +131,12 @@ pub fn parse_question_answer(
         sql: Some(input.sql),
         examples: &examples,
         change_asked: input.change_asked,
-        mentions: &[],
+        wordnet: input.wordnet,
+        ..Default::default()
     };
     let evidence_check = Request {
         original: input.evidence,
-        sql: None,
-        examples: &[],
-        change_asked: false,
-        mentions: &[],
+        ..Default::default()
     };
     if let Some(refusal) = rewrite_check::refusal(&new_question, &question_check)
         .or_else(|| rewrite_check::refusal(&new_evidence, &evidence_check))
@@ -281,12 +281,19 @@ pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<Stri
     if text.is_empty() {
         return Err("empty".into());
     }
+    // The linker table's mentions are to go: a clause said only by them need not stay.
+    let hidden: Vec<String> = input
+        .mentions
+        .iter()
+        .map(|m| m.token.clone())
+        .chain(input.segments.iter().map(|s| s.text.clone()))
+        .collect();
     let check = Request {
         original: input.text,
         sql: Some(input.sql),
-        examples: &[],
         change_asked: true,
-        mentions: &[],
+        may_drop: &hidden,
+        ..Default::default()
     };
     if let Some(refusal) = rewrite_check::refusal(&text, &check) {
         return Err(refusal.to_string());
@@ -432,6 +439,7 @@ mod tests {
             evidence: "",
             sql: "SELECT price FROM books WHERE cost >= 30 AND title = 'Dune'",
             change_asked: true,
+            wordnet: None,
         };
         let answer = |question: &str| {
             format!("Sure: {{\"updated_question\": \"{question}\", \"updated_evidence\": \"\"}}")

@@ -13,4 +13,5 @@ pub mod naturalness;
 pub mod rename;
 pub mod sql;
 pub mod text;
+pub mod usage;
 pub mod wordnet;

@@ -228,6 +228,18 @@ impl WordNet {
         Vec::new()
     }
 
+    /// Whether `lemma` has an irregular form as `pos` (`tell` → "told"): its regular
+    /// inflection would be wrong.
+    /// (The exception lists also hold regular forms that morphy's rules miss, "tidied".)
+    pub fn is_irregular(&self, lemma: &str, pos: char) -> bool {
+        let regular = regular_forms(lemma);
+        self.exceptions.get(&pos).is_some_and(|forms| {
+            forms.iter().any(|(form, bases)| {
+                bases.iter().any(|b| b == lemma) && form != lemma && !regular.contains(form)
+            })
+        })
+    }
+
     /// NLTK's `morphy(form)`: the first base form over noun, verb, adjective, adverb.
     pub fn morphy(&self, form: &str) -> Option<String> {
         POS.iter()
@@ -443,6 +455,25 @@ fn parse_data_line(id: SynsetId, line: &str) -> Option<Synset> {
         lemmas,
         hypernyms,
     })
+}
+
+/// The forms the regular rules spell for `lemma`: `-s`, `-es`, `-d`, `-ed`, `-ing`, a final
+/// `e` or `y` changed, a final consonant doubled.
+fn regular_forms(lemma: &str) -> Vec<String> {
+    let mut chars = lemma.chars();
+    let last = chars.next_back().map(String::from).unwrap_or_default();
+    let stem = chars.as_str();
+    let mut forms: Vec<String> = ["s", "es", "d", "ed", "ing", "er", "est"]
+        .iter()
+        .map(|end| format!("{lemma}{end}"))
+        .collect();
+    for end in ["ing", "ies", "ied", "ier", "iest"] {
+        forms.push(format!("{stem}{end}"));
+    }
+    for end in ["ed", "ing", "er", "est"] {
+        forms.push(format!("{lemma}{last}{end}"));
+    }
+    forms
 }
 
 fn is_subsequence(short: &str, long: &str) -> bool {
