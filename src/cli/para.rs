@@ -112,10 +112,25 @@ struct Tally {
     written: usize,
     /// Golds with at least three kept paraphrases.
     three_or_more: usize,
+    /// The other paraphrased golds, with why their paraphrases were dropped.
+    short: Vec<Short>,
     cs_sum: f64,
     /// LLM items refused, by reason.
     rejected: BTreeMap<&'static str, usize>,
 }
+
+/// A gold that kept fewer than three paraphrases, and why.
+#[derive(Default)]
+struct Short {
+    id: String,
+    generated: usize,
+    kept: usize,
+    below: usize,
+    disagreeing: usize,
+}
+
+/// How many golds under three the report names one by one.
+const SHORT_LISTED: usize = 20;
 
 pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
     if args.k == 0 {
@@ -199,20 +214,24 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
         tally.generated += candidates.len();
         let scores = similarities(embedder.as_ref(), reference.text(), &candidates)
             .map_err(|e| e.context(format!("--embeddings-url, case {}", case.id)))?;
-        let mut kept = 0;
+        let mut gold = Short {
+            id: case.id.clone(),
+            generated: candidates.len(),
+            ..Short::default()
+        };
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
             match judge(cs, min_cs, Some(sql), &question) {
                 Verdict::Kept => {}
                 Verdict::TooDissimilar => {
-                    tally.dropped += 1;
+                    gold.below += 1;
                     continue;
                 }
                 Verdict::Disagrees => {
-                    tally.disagreed += 1;
+                    gold.disagreeing += 1;
                     continue;
                 }
             }
-            kept += 1;
+            gold.kept += 1;
             tally.cs_sum += cs;
             let record = Record {
                 id: paraphrase_id(&case.id, n + 1),
@@ -238,8 +257,14 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             lines.push('\n');
             kept_ids.push((record.id, case));
         }
-        tally.written += kept;
-        tally.three_or_more += usize::from(kept >= 3);
+        tally.written += gold.kept;
+        tally.dropped += gold.below;
+        tally.disagreed += gold.disagreeing;
+        if gold.kept >= 3 {
+            tally.three_or_more += 1;
+        } else {
+            tally.short.push(gold);
+        }
     }
     report(&args, &tally, min_cs, embedder.model_id());
     if tally.written == 0 {
@@ -310,6 +335,18 @@ fn report(args: &ParaphraseArgs, tally: &Tally, min_cs: f64, embedder: &str) {
             "{} without a question: cs measured against the gold's own reading",
             plural(tally.without_question, "gold")
         );
+    }
+    if !tally.short.is_empty() {
+        println!("golds with fewer than 3 kept paraphrases:");
+        for gold in tally.short.iter().take(SHORT_LISTED) {
+            println!(
+                "  {}: {} kept of {} ({} below cs, {} disagreeing)",
+                gold.id, gold.kept, gold.generated, gold.below, gold.disagreeing
+            );
+        }
+        if tally.short.len() > SHORT_LISTED {
+            println!("  and {} more", tally.short.len() - SHORT_LISTED);
+        }
     }
     if !tally.skipped.is_empty() {
         let skipped: usize = tally.skipped.values().sum();

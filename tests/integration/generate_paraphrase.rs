@@ -576,11 +576,23 @@ fn default_flags_keep_three_paraphrases_for_most_shared_golds() {
             .unwrap_or_else(|| panic!("{name}: no coverage line in\n{stdout}"));
         let (three, golds) = line.split_once(' ').unwrap().0.split_once('/').unwrap();
         let (three, golds): (usize, usize) = (three.parse().unwrap(), golds.parse().unwrap());
-        let written = per_seed(&records(&out))
+        let family = per_seed(&records(&out));
+        let written = family
             .values()
             .filter(|questions| questions.iter().collect::<HashSet<_>>().len() >= 3)
             .count();
         assert_eq!(written, three, "{name}: the report and the family disagree");
+        // Each gold under 3 is named with what it kept.
+        let short: Vec<(&str, usize)> = stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("golds with fewer than 3"))
+            .filter_map(|l| l.strip_prefix("  ")?.split_once(": "))
+            .filter_map(|(id, rest)| Some((id, rest.split_once(" kept of ")?.0.parse().ok()?)))
+            .collect();
+        for (id, kept) in &short {
+            assert!(*kept < 3, "{name}: {id} listed with {kept}");
+            assert_eq!(family.get(*id).map_or(0, Vec::len), *kept, "{name}: {id}");
+        }
         assert!(
             three * 100 >= golds * 95,
             "{name}: {three}/{golds} golds with 3 paraphrases"
