@@ -113,7 +113,7 @@ pub fn reference(
         .map(Reference::GoldReading)
 }
 
-/// The text paraphrases are compared with, see [`reference`].
+/// The text paraphrases are compared with, see [`reference()`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reference {
     /// The benchmark's question.
