@@ -47,8 +47,9 @@ pub struct ParaphraseArgs {
     #[arg(long)]
     min_cs: Option<f64>,
     /// WordNet 3.0 dict folder, to split identifiers that run words together
-    /// (`citingpaperid` → "citing paper ID"; default: $SQLGATE_WORDNET, else
-    /// /usr/share/wordnet; without it identifiers are split at `_` and case changes only).
+    /// (`citingpaperid` → "citing paper ID") and, with `--llm-url`, to accept a synonym for a
+    /// clause's word ("evaluation" for "rating"); default: $SQLGATE_WORDNET, else
+    /// /usr/share/wordnet; without it identifiers are split at `_` and case changes only.
     #[arg(long)]
     wordnet: Option<PathBuf>,
     /// Human names and descriptions of the schema, for the verbalizer: Spider's `tables.json`,
@@ -204,6 +205,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                     reference.text(),
                     &paraphraser.examples(),
                     args.k,
+                    wordnet.as_ref(),
                 );
                 for (why, _) in &parsed.rejected {
                     *tally.rejected.entry(why).or_default() += 1;
@@ -491,12 +493,10 @@ fn schema_names<'n>(
     Ok(&names[&case.db])
 }
 
-/// WordNet for the verbalizer: `--wordnet` must open; the default location is used when it
-/// holds WordNet, and the verbalizer goes without it otherwise.
+/// WordNet for the verbalizer's identifiers and for the synonyms a chat model's paraphrase
+/// may say a clause with: `--wordnet` must open; the default location is used when it holds
+/// WordNet, and both go without it otherwise.
 fn wordnet(args: &ParaphraseArgs) -> Result<Option<WordNet>, Error> {
-    if args.llm_url.is_some() {
-        return Ok(None);
-    }
     let dir = WordNet::locate(args.wordnet.as_deref());
     match WordNet::open(&dir) {
         Ok(wordnet) => Ok(Some(wordnet)),

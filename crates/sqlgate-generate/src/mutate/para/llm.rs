@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use super::word_key;
 use crate::mutate::rewrite_check::{self, Request};
+use crate::mutate::tqa::wordnet::WordNet;
 use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_eval::exec::schema::Schema;
 use sqlgate_llm::cache::JsonlCache;
@@ -149,14 +150,16 @@ pub struct Parsed {
 /// The list items of `reply` (numbered `1.`/`1)`, or bulleted `-`/`*`/`•`), judged one by one;
 /// prose around the list is ignored. A reply without any list item is read line by line, each
 /// line that ends in `?` counting as an item. An item must pass the [`rewrite_check`] against
-/// `original` and the prompt's `examples` (see [`rewrite_check::template_examples`]). At most
-/// `k` questions are kept, in order, duplicates dropped.
+/// `original` and the prompt's `examples` (see [`rewrite_check::template_examples`]), a clause's
+/// mention said by a WordNet synonym counting when `wordnet` is given. At most `k` questions
+/// are kept, in order, duplicates dropped.
 pub fn parse_reply(
     reply: &str,
     sql: &str,
     original: &str,
     examples: &[String],
     k: usize,
+    wordnet: Option<&WordNet>,
 ) -> Parsed {
     let check = Request {
         original,
@@ -164,6 +167,7 @@ pub fn parse_reply(
         examples,
         change_asked: true,
         mentions: &[],
+        wordnet,
         ..Default::default()
     };
     let mut items: Vec<String> = reply.lines().filter_map(list_item).collect();
@@ -270,7 +274,7 @@ mod tests {
     #[test]
     fn numbered_and_bulleted_lists_inside_prose() {
         let reply = "Sure! Here are the questions:\n\n1. Which books are poetry?\n2) What are the titles of poetry books?\n- List poetry titles.\n* **Show me every poetry book.**\n\nI hope this helps.";
-        let parsed = parse_reply(reply, SQL, "", &[], 10);
+        let parsed = parse_reply(reply, SQL, "", &[], 10, None);
         assert_eq!(
             parsed.questions,
             vec![
@@ -286,7 +290,7 @@ mod tests {
     #[test]
     fn more_than_k_repeats_and_the_original_are_cut() {
         let reply = "1. Which books are poetry?\n2. which books are POETRY\n3. Name the poetry books.\n4. Poetry titles, please.\n5. Show poetry.";
-        let parsed = parse_reply(reply, SQL, "Name the poetry books", &[], 2);
+        let parsed = parse_reply(reply, SQL, "Name the poetry books", &[], 2, None);
         assert_eq!(
             parsed.questions,
             vec!["Which books are poetry?", "Poetry titles, please."]
@@ -307,7 +311,7 @@ mod tests {
         let reply = format!(
             "1. {SQL}\n2. SELECT title FROM books\n3. <First question>\n4. ?\n5. Generate 3 natural language questions.\n6. What poetry do we stock?"
         );
-        let parsed = parse_reply(&reply, SQL, "", &[], 10);
+        let parsed = parse_reply(&reply, SQL, "", &[], 10, None);
         assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
         let reasons: Vec<&str> = parsed.rejected.iter().map(|(why, _)| *why).collect();
         assert_eq!(
@@ -329,7 +333,7 @@ mod tests {
             "Example:\nQuestion: What are the poetry titles we sell?\n{sql_query}",
         );
         let reply = "1. What are the poetry titles we sell?\n2. Which books are poetry? Show their titles.\n3. Which books are poetry?\n4. Which books are verse? Show their titles.\n5. List the titles of the poetry books.";
-        let parsed = parse_reply(reply, SQL, original, &examples, 10);
+        let parsed = parse_reply(reply, SQL, original, &examples, 10, None);
         assert_eq!(
             parsed.questions,
             vec!["List the titles of the poetry books."]
@@ -347,8 +351,26 @@ mod tests {
     }
 
     #[test]
+    fn a_clause_said_by_a_synonym_is_kept_only_with_wordnet() {
+        let Some(wordnet) = crate::mutate::tqa::wordnet::for_tests() else {
+            return;
+        };
+        let sql = "SELECT title FROM books ORDER BY rating";
+        let original = "List the books ordered by rating.";
+        let reply = "1. Show the books sorted by their evaluation.\n2. Show the books.";
+        let with = parse_reply(reply, sql, original, &[], 10, Some(wordnet));
+        assert_eq!(
+            with.questions,
+            ["Show the books sorted by their evaluation."]
+        );
+        assert_eq!(with.rejected[0].0, "a clause's mention lost");
+        let without = parse_reply(reply, sql, original, &[], 10, None);
+        assert!(without.questions.is_empty(), "{without:?}");
+    }
+
+    #[test]
     fn a_reply_without_a_list_yields_its_question_lines() {
-        let parsed = parse_reply("1. Where is each poetry book?", SQL, "", &[], 3);
+        let parsed = parse_reply("1. Where is each poetry book?", SQL, "", &[], 3, None);
         assert_eq!(parsed.questions, vec!["Where is each poetry book?"]);
         let parsed = parse_reply(
             "What poetry do we stock?\nThat is my answer.",
@@ -356,11 +378,12 @@ mod tests {
             "",
             &[],
             3,
+            None,
         );
         assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
-        assert_eq!(parse_reply("", SQL, "", &[], 3), Parsed::default());
+        assert_eq!(parse_reply("", SQL, "", &[], 3, None), Parsed::default());
         assert_eq!(
-            parse_reply("2023\n-5 degrees", SQL, "", &[], 3),
+            parse_reply("2023\n-5 degrees", SQL, "", &[], 3, None),
             Parsed::default()
         );
     }
