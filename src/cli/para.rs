@@ -125,6 +125,8 @@ struct Tally {
 struct Short {
     id: String,
     generated: usize,
+    /// A chat model's items refused before the filter.
+    refused: usize,
     kept: usize,
     below: usize,
     disagreeing: usize,
@@ -178,7 +180,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
         if let Reference::GoldReading(_) = reference {
             tally.without_question += 1;
         }
-        let candidates = match &paraphraser {
+        let (candidates, refused) = match &paraphraser {
             None => match verbalizations(
                 &case.id,
                 sql,
@@ -188,7 +190,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                 wordnet.as_ref(),
                 names,
             ) {
-                Ok(found) => found,
+                Ok(found) => (found, 0),
                 Err(unsupported) => {
                     *tally.skipped.entry(unsupported.0).or_default() += 1;
                     continue;
@@ -210,7 +212,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                 for (why, _) in &parsed.rejected {
                     *tally.rejected.entry(why).or_default() += 1;
                 }
-                parsed.questions
+                (parsed.questions, parsed.rejected.len())
             }
         };
         tally.generated += candidates.len();
@@ -219,6 +221,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
         let mut gold = Short {
             id: case.id.clone(),
             generated: candidates.len(),
+            refused,
             ..Short::default()
         };
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
@@ -341,9 +344,18 @@ fn report(args: &ParaphraseArgs, tally: &Tally, min_cs: f64, embedder: &str) {
     if !tally.short.is_empty() {
         println!("golds with fewer than 3 kept paraphrases:");
         for gold in tally.short.iter().take(SHORT_LISTED) {
+            let refused = if gold.refused > 0 {
+                format!("{} refused, ", gold.refused)
+            } else {
+                String::new()
+            };
             println!(
-                "  {}: {} kept of {} ({} below cs, {} disagreeing)",
-                gold.id, gold.kept, gold.generated, gold.below, gold.disagreeing
+                "  {}: {} kept of {} ({refused}{} below cs, {} disagreeing)",
+                gold.id,
+                gold.kept,
+                gold.generated + gold.refused,
+                gold.below,
+                gold.disagreeing
             );
         }
         if tally.short.len() > SHORT_LISTED {

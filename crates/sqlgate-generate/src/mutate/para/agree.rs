@@ -157,7 +157,8 @@ struct Cues {
     /// The words of the gold's identifiers (`FlightNo` → "flight", "no"): said as names, they
     /// negate nothing.
     names: Vec<String>,
-    /// The values conditions compare with (`= 'Poetry'`, `> 30`, `LIKE '%ann%'` as "ann").
+    /// The values conditions compare with (`= 'Poetry'`, `> 30`, `LIKE '%ann%'` as "ann"), and
+    /// a `LIMIT` above 1.
     values: Vec<String>,
 }
 
@@ -172,7 +173,12 @@ fn gold_cues(sql: &str) -> Option<Cues> {
         let called = matches!(significant.get(i + 1), Some(Token::LParen));
         let compared = i > 0 && compares(significant[i - 1]);
         let zero_next = matches!(significant.get(i + 1), Some(Token::Number(n, _)) if n == "0");
+        // "the five most expensive": how many rows are asked for is a value too (one row is
+        // said in too many ways: "the", "top", "which").
+        let limited =
+            i > 0 && matches!(significant[i - 1], Token::Word(w) if w.keyword == Keyword::LIMIT);
         match token {
+            Token::Number(count, _) if limited && count != "1" => cues.values.push(count.clone()),
             Token::SingleQuotedString(value) | Token::Number(value, _) if compared => {
                 let value = value.trim_matches('%').to_lowercase();
                 if !value.is_empty() && !value.contains('%') && !FLAGS.contains(&value.as_str()) {
@@ -308,6 +314,15 @@ mod tests {
             "Titles of books that are not poetry."
         ));
         assert!(!agrees_with_gold(sql, "Titles of poetry books."));
+        let sql = "SELECT title FROM books ORDER BY price DESC LIMIT 5";
+        assert!(agrees_with_gold(sql, "Our five most expensive books?"));
+        assert!(agrees_with_gold(sql, "The 5 books with the highest price."));
+        assert!(!agrees_with_gold(sql, "What determines a book's price?"));
+        let sql = "SELECT title, price FROM books ORDER BY price DESC, title ASC LIMIT 5";
+        let model = "The genre of a book determines its price, but what about the author's voice and style?";
+        assert!(!agrees_with_gold(sql, model));
+        let sql = "SELECT title FROM books ORDER BY price DESC LIMIT 1";
+        assert!(agrees_with_gold(sql, "The most expensive book?"));
     }
 
     /// The wordings of the Defog and demo questions that read as disagreeing before.
