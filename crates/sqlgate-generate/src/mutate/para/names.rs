@@ -104,6 +104,14 @@ impl SchemaNames {
             .any(|(t, c, _)| *t == table && *c == column)
     }
 
+    /// Whether `from` has a foreign key to `to`.
+    pub fn references(&self, from: &str, to: &str) -> bool {
+        let (from, to) = (from.to_lowercase(), to.to_lowercase());
+        self.foreign_keys
+            .iter()
+            .any(|(f, _, t)| *f == from && *t == to)
+    }
+
     /// Whether a foreign key links `a` and `b`, either way.
     pub fn linked(&self, a: &str, b: &str) -> bool {
         let (a, b) = (a.to_lowercase(), b.to_lowercase());

@@ -540,7 +540,7 @@ impl<R: Rng> Speaker<'_, '_, R> {
         let others = join_and(others);
         let related = rest.iter().enumerate().all(|(i, join)| {
             join.table.as_deref().is_some_and(|table| {
-                joined[..=i]
+                entries[..=i]
                     .iter()
                     .filter_map(|earlier| earlier.table.as_deref())
                     .any(|earlier| self.names.linked(earlier, table))
@@ -564,9 +564,10 @@ impl<R: Rng> Speaker<'_, '_, R> {
         Ok(form.replace("{a}", &first.words).replace("{b}", &others))
     }
 
-    /// The joined tables in the order they are said: a bridge table in first place whose two
-    /// tables are both joined gives its place to the first of them (`writes JOIN author JOIN
-    /// publication` → "authors and their publications").
+    /// The joined tables in the order they are said: a bridge table in first place gives its
+    /// place to the first of its two tables that is joined (`writes JOIN author JOIN
+    /// publication` → "authors and their publications", `singer_in_concert JOIN concert` →
+    /// "concerts and their singers").
     fn in_speaking_order<'j>(&self, joined: &'j [Joined]) -> Vec<&'j Joined> {
         let mut entries: Vec<&Joined> = joined.iter().collect();
         let Some(first) = joined.first() else {
@@ -584,10 +585,14 @@ impl<R: Rng> Speaker<'_, '_, R> {
                         .is_some_and(|x| x.eq_ignore_ascii_case(t))
             })
         };
-        if let (Some(start), Some(_)) = (plain(a), plain(b)) {
-            let lead = entries.remove(start + 1);
-            entries[0] = lead;
-        }
+        let lead = match (plain(a), plain(b)) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(one), None) | (None, Some(one)) => one,
+            (None, None) => return entries,
+        };
+        // The bridge now follows its lead, read as the table it leads to.
+        let lead = entries.remove(lead + 1);
+        entries.insert(0, lead);
         entries
     }
 
@@ -1218,13 +1223,54 @@ impl<R: Rng> Speaker<'_, '_, R> {
         }
     }
 
-    /// What `COUNT(*)` counts in the current SELECT.
-    /// The last joined table (the "many" side of a typical join).
+    /// What `COUNT(*)` counts in the current SELECT: the rows of the one joined table no
+    /// other joined table references (`orders JOIN customers` counts orders), a bridge's rows
+    /// as those of the table it leads to (`singer_in_concert JOIN concert` counts singers);
+    /// without foreign keys to tell, the last joined table (the "many" side of a typical join).
     fn counted_rows(&self) -> String {
-        match self.scopes.last().and_then(|scope| scope.tables.last()) {
-            Some((_, table)) if !table.is_empty() => plural(&self.table_name(table)),
-            _ => "rows".to_string(),
+        let Some(scope) = self.scopes.last() else {
+            return "rows".to_string();
+        };
+        let tables: Vec<&str> = scope
+            .tables
+            .iter()
+            .map(|(_, table)| table.as_str())
+            .filter(|table| !table.is_empty())
+            .collect();
+        let unreferenced: Vec<&str> = tables
+            .iter()
+            .copied()
+            .filter(|table| {
+                !tables.iter().any(|other| {
+                    !other.eq_ignore_ascii_case(table) && self.names.references(other, table)
+                })
+            })
+            .collect();
+        let counted = match unreferenced[..] {
+            [table] => self.bridged_rows(table, &tables),
+            _ => tables.last().map(|table| table.to_string()),
+        };
+        match counted {
+            Some(table) => plural(&self.table_name(&table)),
+            None => "rows".to_string(),
         }
+    }
+
+    /// The table a bridge's rows stand for among the joined `tables`: the one it leads to
+    /// that is not joined, else the last joined of its two; any other table stands for itself.
+    fn bridged_rows(&self, table: &str, tables: &[&str]) -> Option<String> {
+        let Some((a, b)) = self.names.bridge(table) else {
+            return Some(table.to_string());
+        };
+        let position = |t: &str| tables.iter().position(|x| x.eq_ignore_ascii_case(t));
+        let led = match (position(a), position(b)) {
+            (Some(_), None) => b,
+            (None, Some(_)) => a,
+            (Some(pa), Some(pb)) if pa > pb => a,
+            (Some(_), Some(_)) => b,
+            (None, None) => table,
+        };
+        Some(led.to_string())
     }
 
     /// `SUM(cond)`, `SUM(CASE WHEN cond THEN 1 ELSE 0 END)`: "number of orders whose status is ...".
@@ -2092,6 +2138,26 @@ mod tests {
             "SELECT a.name FROM writes AS w JOIN author AS a ON w.aid = a.aid JOIN publication AS p ON w.pid = p.pid WHERE p.year = 2020",
             &["authors", "their publications", "2020"],
             &["writes", "joined with"],
+        );
+        // A bridge joined with one of its tables leads to the other, which its rows count.
+        says_with(
+            &names,
+            "SELECT p.title, COUNT(*) FROM writes AS w JOIN publication AS p ON w.pid = p.pid GROUP BY p.title",
+            &["publications", "their authors", "number of authors"],
+            &["writes", "joined with"],
+        );
+        says_with(
+            &names,
+            "SELECT a.name, COUNT(*) FROM author AS a JOIN writes AS w ON w.aid = a.aid GROUP BY a.name",
+            &["authors", "their publications", "number of publications"],
+            &["writes"],
+        );
+        // A join's rows are those of the table nothing else joined references.
+        says_with(
+            &names,
+            "SELECT j.name, COUNT(*) FROM journal AS j JOIN publication AS p ON p.jid = j.jid GROUP BY j.name",
+            &["number of publications"],
+            &["number of journals"],
         );
         // Tables a foreign key links read as owner and owned.
         says_with(
