@@ -201,9 +201,10 @@ fn compared_value(rest: &[&Token]) -> Option<String> {
     }
 }
 
-/// The lowercased words of an identifier of three letters or more (`total_citations`,
-/// `creditOrder` → "credit", "order").
-fn identifier_words(identifier: &str) -> Vec<String> {
+/// The lowercased words of an identifier, split at `_`, spaces, digits and lower-to-upper case
+/// changes (`total_citations`, `creditOrder` → "credit", "order"); words of one or two letters
+/// are no mention.
+pub(crate) fn identifier_words(identifier: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut previous_lower = false;

@@ -11,14 +11,9 @@ use sqlgate_test_support::shared_data;
 
 /// (id, gold SQL) of the demo benchmark shipped with the repository.
 fn demo_golds() -> Vec<(String, String)> {
-    let path = sqlgate_test_support::repo_root().join("benchmarks/demo/cases.jsonl");
-    let text = fs::read_to_string(path).expect("demo cases are in the repository");
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter_map(|case| {
-            let id = case["id"].as_str()?.to_string();
-            Some((format!("demo/{id}"), case["gold"].as_str()?.to_string()))
-        })
+    super::test_corpus::demo()
+        .into_iter()
+        .map(|pair| (format!("demo/{}", pair.id), pair.gold))
         .collect()
 }
 

@@ -22,6 +22,8 @@ pub mod tqa;
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
+pub(crate) mod test_corpus;
+#[cfg(test)]
 mod tests;
 
 use rand::{Rng, RngExt};

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use super::clause_mentions::{clause_mentions, still_said};
+use super::clause_mentions::{clause_mentions, identifier_words, still_said};
 use super::tqa::wordnet::WordNet;
 
 /// What a rewrite is checked against.
@@ -303,30 +303,10 @@ fn contains_value(text: &str, value: &str) -> bool {
 /// Whether `words` mention `name` (`order_items`, `OrderItems`): a word that starts with the
 /// stem of one of the name's words ("ordered" mentions `orders`).
 fn mentions(words: &[String], name: &str) -> bool {
-    name_words(name).iter().any(|part| {
+    identifier_words(name).iter().any(|part| {
         let stem: String = singular(part).chars().take(5).collect();
         words.iter().any(|w| w.starts_with(&stem))
     })
-}
-
-/// The words of an identifier: split at `_`, spaces, digits and lower-to-upper case changes;
-/// words of one or two letters are no mention.
-fn name_words(name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for c in name.chars() {
-        if !c.is_alphabetic() || (c.is_uppercase() && previous_lower) {
-            out.push(std::mem::take(&mut current));
-        }
-        if c.is_alphabetic() {
-            current.extend(c.to_lowercase());
-        }
-        previous_lower = c.is_lowercase();
-    }
-    out.push(current);
-    out.retain(|w| w.chars().count() > 2);
-    out
 }
 
 /// The texts a prompt template shows (its lines, without a leading `Label:` or list number and
@@ -353,6 +333,7 @@ pub fn template_examples(template: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mutate::test_corpus;
 
     const QUESTION: &str =
         "List the customers from 'Paris' with more than 3 orders. Show their first and last names.";
@@ -474,40 +455,20 @@ mod tests {
         }
     }
 
-    /// (question, first gold) of the demo's cases with a gold, by id.
-    fn demo_cases() -> std::collections::HashMap<String, (String, String)> {
-        let path = sqlgate_test_support::repo_root().join("benchmarks/demo/cases.jsonl");
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .filter_map(|line| {
-                let case: serde_json::Value = serde_json::from_str(line).unwrap();
-                let gold = case["gold"].get(0).unwrap_or(&case["gold"]).as_str()?;
-                let question = case["question"].as_str()?;
-                Some((case["id"].as_str()?.into(), (question.into(), gold.into())))
-            })
-            .collect()
-    }
-
     /// A human's question passes its own check, and TQA's deterministic rewrites of the demo
     /// (its abbreviations: `csts`, `cntys`, `l_nm`) are not refused.
     #[test]
     fn originals_and_tqas_own_rewrites_pass() {
         let wordnet = crate::mutate::tqa::wordnet::for_tests();
-        let cases = demo_cases();
-        let mut originals: Vec<(String, String)> = cases.values().cloned().collect();
+        let cases = test_corpus::demo_by_id();
+        let mut originals: Vec<test_corpus::Pair> = cases.values().cloned().collect();
         if let Some(data) = sqlgate_test_support::shared_data() {
-            let mut reader = csv::Reader::from_path(data.join("defog/questions.csv")).unwrap();
-            for record in reader.records() {
-                let record = record.unwrap();
-                let sql = record[3].split(';').next().unwrap_or_default();
-                originals.push((record[4].to_string(), sql.trim().to_string()));
-            }
+            originals.extend(test_corpus::defog(&data));
         }
-        for (question, sql) in &originals {
+        for test_corpus::Pair { question, gold, .. } in &originals {
             let own = Request {
                 original: question,
-                sql: Some(sql),
+                sql: Some(gold),
                 wordnet,
                 ..Default::default()
             };
@@ -516,12 +477,12 @@ mod tests {
         let family = sqlgate_test_support::repo_root().join("benchmarks/demo/tqa/tqa-lo.jsonl");
         for line in std::fs::read_to_string(family).unwrap().lines() {
             let record: serde_json::Value = serde_json::from_str(line).unwrap();
-            let (question, sql) = &cases[record["seed_id"].as_str().unwrap()];
+            let seed = &cases[record["seed_id"].as_str().unwrap()];
             let rewrite = record["question"].as_str().unwrap();
             let check = Request {
-                original: question,
-                sql: Some(sql),
-                change_asked: rewrite != question,
+                original: &seed.question,
+                sql: Some(&seed.gold),
+                change_asked: rewrite != seed.question,
                 wordnet,
                 ..Default::default()
             };
@@ -566,7 +527,7 @@ mod tests {
             ungrammatical("a related area (where area.course_id = course.course_id)"),
             None
         );
-        assert_eq!(name_words("OrderItems_2x"), vec!["order", "items"]);
+        assert_eq!(identifier_words("OrderItems_2x"), vec!["order", "items"]);
         assert_eq!(numbers("above 3.5 and 12."), vec!["3.5", "12"]);
         assert_eq!(quoted("John's book 'Dune' and \"It\""), vec!["Dune", "It"]);
     }

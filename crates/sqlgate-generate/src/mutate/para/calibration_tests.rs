@@ -6,6 +6,7 @@
 use super::*;
 use crate::mutate::every_variant;
 use crate::mutate::registry::Operator;
+use crate::mutate::test_corpus;
 use sqlgate_eval::metrics::sqlmorph::NgramEmbedder;
 use sqlgate_test_support::shared_data;
 
@@ -40,22 +41,6 @@ fn wrong_paraphrases_are_dropped_and_the_verbalizers_kept() {
     }
 }
 
-/// (first gold query, question) of each Defog row.
-fn defog(data: &std::path::Path) -> Vec<(String, String)> {
-    let mut reader = csv::Reader::from_path(data.join("defog/questions.csv")).unwrap();
-    let headers = reader.headers().unwrap().clone();
-    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
-    let (query, question) = (column("query"), column("question"));
-    reader
-        .records()
-        .map(|record| {
-            let record = record.unwrap();
-            let sql = record[query].split(';').next().unwrap_or_default();
-            (sql.trim().to_string(), record[question].to_string())
-        })
-        .collect()
-}
-
 /// Share of `verdicts` that are [`Verdict::Kept`].
 fn kept(verdicts: &[Verdict]) -> f64 {
     let n = verdicts.iter().filter(|v| **v == Verdict::Kept).count();
@@ -67,7 +52,10 @@ fn on_defog_the_default_keeps_the_faithful_and_drops_the_wrong() {
     let Some(data) = shared_data() else {
         return;
     };
-    let golds = defog(&data);
+    let golds: Vec<(String, String)> = test_corpus::defog(&data)
+        .into_iter()
+        .map(|pair| (pair.gold, pair.question))
+        .collect();
     let (mut faithful, mut other, mut negated, mut aggregate) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, (sql, question)) in golds.iter().enumerate() {
@@ -109,36 +97,21 @@ fn on_defog_the_default_keeps_the_faithful_and_drops_the_wrong() {
     assert!(shares[3].1 <= 0.30, "{shares:?}");
 }
 
-/// (gold query, question) of each demo case with a gold.
-fn demo() -> Vec<(String, String)> {
-    let path = sqlgate_test_support::repo_root().join("benchmarks/demo/cases.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter_map(|line| {
-            let case: serde_json::Value = serde_json::from_str(line).unwrap();
-            // A gold with alternatives: the first; infeasible cases have none.
-            let gold = case["gold"].get(0).unwrap_or(&case["gold"]).as_str()?;
-            Some((gold.to_string(), case["question"].as_str()?.to_string()))
-        })
-        .collect()
-}
-
 /// A human's own question says what its gold computes: the agreement check, applied to a chat
 /// model's paraphrases too, must not refuse it (the rest are printed with `--nocapture`).
 #[test]
 fn original_questions_agree_with_their_own_gold() {
-    let mut pairs = demo();
+    let mut pairs = test_corpus::demo();
     let demo_len = pairs.len();
     if let Some(data) = shared_data() {
-        pairs.extend(defog(&data));
+        pairs.extend(test_corpus::defog(&data));
     }
-    let disagreeing: Vec<&(String, String)> = pairs
+    let disagreeing: Vec<&test_corpus::Pair> = pairs
         .iter()
-        .filter(|(sql, question)| !agrees_with_gold(sql, question))
+        .filter(|pair| !agrees_with_gold(&pair.gold, &pair.question))
         .collect();
-    for (sql, question) in &disagreeing {
-        println!("disagrees: {question}\n    {sql}");
+    for pair in &disagreeing {
+        println!("disagrees: {}\n    {}", pair.question, pair.gold);
     }
     let share = 1.0 - disagreeing.len() as f64 / pairs.len() as f64;
     println!(
