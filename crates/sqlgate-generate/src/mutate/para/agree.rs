@@ -179,6 +179,15 @@ fn gold_cues(sql: &str) -> Option<Cues> {
             i > 0 && matches!(significant[i - 1], Token::Word(w) if w.keyword == Keyword::LIMIT);
         match token {
             Token::Number(count, _) if limited && count != "1" => cues.values.push(count.clone()),
+            // SQLite takes a double-quoted name that is no column as a string: Spider's
+            // `= "ATO"` (a qualified `"t"."c"` is a column).
+            Token::Word(word)
+                if compared
+                    && word.quote_style == Some('"')
+                    && !matches!(significant.get(i + 1), Some(Token::Period)) =>
+            {
+                cues.values.push(word.value.to_lowercase());
+            }
             Token::SingleQuotedString(value) | Token::Number(value, _) if compared => {
                 let value = value.trim_matches('%').to_lowercase();
                 if !value.is_empty() && !value.contains('%') && !FLAGS.contains(&value.as_str()) {
@@ -314,6 +323,9 @@ mod tests {
             "Titles of books that are not poetry."
         ));
         assert!(!agrees_with_gold(sql, "Titles of poetry books."));
+        let sql = "SELECT count(*) FROM flights WHERE DestAirport = \"ATO\"";
+        assert!(agrees_with_gold(sql, "How many flights go to \"ATO\"?"));
+        assert!(!agrees_with_gold(sql, "How many flights are there?"));
         let sql = "SELECT title FROM books ORDER BY price DESC LIMIT 5";
         assert!(agrees_with_gold(sql, "Our five most expensive books?"));
         assert!(agrees_with_gold(sql, "The 5 books with the highest price."));

@@ -104,6 +104,12 @@ impl SchemaNames {
             .any(|(t, c, _)| *t == table && *c == column)
     }
 
+    /// Whether `table` has a column `column`; `None` when the table's columns are unknown.
+    pub fn has_column(&self, table: &str, column: &str) -> Option<bool> {
+        let columns = self.table_columns.get(&table.to_lowercase())?;
+        Some(columns.contains(&column.to_lowercase()))
+    }
+
     /// Whether `from` has a foreign key to `to`.
     pub fn references(&self, from: &str, to: &str) -> bool {
         let (from, to) = (from.to_lowercase(), to.to_lowercase());

@@ -961,6 +961,7 @@ impl<R: Rng> Speaker<'_, '_, R> {
                 expr: inner,
             } if matches!(strip(inner), Expr::Value(_)) => Ok(format!("-{}", self.np(inner)?)),
             Expr::Function(f) if function_name(f) == "date" && is_now(f) => self.np(expr),
+            Expr::Identifier(name) if self.is_quoted_string(name) => self.np(expr),
             other => Ok(format!("the {}", self.np(other)?)),
         }
     }
@@ -973,6 +974,9 @@ impl<R: Rng> Speaker<'_, '_, R> {
         }
         let innermost = self.scopes.len().saturating_sub(1);
         let Some(qualifier) = qualifier else {
+            if self.is_quoted_string(column) {
+                return format!("\"{}\"", column.value);
+            }
             // Unqualified: the innermost table that has the column names it, without its table.
             return match self.unqualified_owner(&column.value) {
                 Some(table) => self.column_name(&table, &column.value),
@@ -1013,6 +1017,24 @@ impl<R: Rng> Speaker<'_, '_, R> {
 
     /// The table of an unqualified column in the innermost SELECT: its only table, or the first
     /// whose schema has the column.
+    /// SQLite reads a double-quoted name that is no column as a string (Spider writes
+    /// `WHERE dest_airport = "ATO"`): so does the verbalizer, when it knows every joined
+    /// table's columns and none has this one.
+    fn is_quoted_string(&self, name: &Ident) -> bool {
+        if name.quote_style != Some('"') {
+            return false;
+        }
+        let aliased = self.scopes.iter().any(|scope| {
+            scope
+                .aliases
+                .iter()
+                .any(|(alias, _)| alias.eq_ignore_ascii_case(&name.value))
+        });
+        let mut tables = self.scopes.iter().flat_map(|scope| &scope.tables);
+        !aliased
+            && tables.all(|(_, table)| self.names.has_column(table, &name.value) == Some(false))
+    }
+
     fn unqualified_owner(&self, column: &str) -> Option<String> {
         let scope = self.scopes.last()?;
         if let [(_, table)] = scope.tables.as_slice() {
@@ -2114,6 +2136,24 @@ mod tests {
             &SchemaNames::default(),
             "SELECT title FROM publication WHERE jid = 5",
             &["jid"],
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_double_quoted_name_that_is_no_column_is_a_string() {
+        let names = academic();
+        says_with(
+            &names,
+            "SELECT \"title\" FROM publication WHERE title = \"Deep Learning\" AND \"jid\" > 2",
+            &["title", "\"Deep Learning\"", "journal ID", "2"],
+            &["\"title\"", "\"jid\"", "the \"Deep", "deep learning"],
+        );
+        // Without the columns to tell, it stays a name.
+        says_with(
+            &SchemaNames::default(),
+            "SELECT title FROM publication WHERE title = \"Deep Learning\"",
+            &["deep learning"],
             &[],
         );
     }
