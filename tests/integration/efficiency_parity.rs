@@ -3,15 +3,13 @@
 //! of `evaluation_ves.py` (DAMO-ConvAI's VES, bird-bench/mini_dev's R-VES), which computes its
 //! statistics with numpy as the reference does.
 
-use std::process::Command;
-
+use crate::support::{python_with, run_python};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use sqlgate_eval::metrics::efficiency::{
     mean_and_std, mean_score, reward, time_ratio, without_outliers,
 };
-use sqlgate_test_support::skip::without_tool;
 
 /// The reference's formulas, restated: `clean_abnormal` and the mean of `iterated_execute_sql`
 /// (a ZeroDivisionError, caught by `execute_model`, scores 0), mini_dev's reward tiers and
@@ -109,11 +107,7 @@ fn cases(rng: &mut ChaCha8Rng) -> Vec<Vec<(f64, f64)>> {
 
 #[test]
 fn ratios_rewards_and_means_match_the_reference_bit_for_bit() {
-    let probe = Command::new("python3")
-        .args(["-c", "import numpy"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        without_tool("python3 with numpy (pip install numpy)");
+    if !python_with("numpy", "pip install numpy") {
         return;
     }
     let cases = cases(&mut ChaCha8Rng::seed_from_u64(29));
@@ -126,21 +120,8 @@ fn ratios_rewards_and_means_match_the_reference_bit_for_bit() {
                 .collect()
         })
         .collect();
-    let mut child = Command::new("python3")
-        .args(["-c", REFERENCE])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 starts");
-    serde_json::to_writer(child.stdin.take().expect("stdin"), &json!(input)).expect("writes");
-    let output = child.wait_with_output().expect("python3 runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let reference: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let output = run_python(REFERENCE, &[], json!(input).to_string().as_bytes());
+    let reference: serde_json::Value = serde_json::from_slice(&output).expect("JSON");
     let float = |value: &serde_json::Value| f64::from_bits(value.as_u64().expect("bits"));
     let ratios: Vec<f64> = cases.iter().map(|times| time_ratio(times)).collect();
     let mut zeros = 0;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::llm_support::chat_completion;
-use crate::support::sqlgate;
+use crate::support::{sqlgate, wordnet_installed};
 
 /// The example question the prompt files below show; TQA's built-in prompt has its own.
 const EXAMPLE: &str = "Which authors wrote the most books?";
@@ -172,10 +172,7 @@ const ANSWERS: [(Answer, &str); 4] = [
 
 #[test]
 fn tqa_keeps_no_bad_question_rewrite() {
-    if !std::path::Path::new("/usr/share/wordnet/index.noun").is_file()
-        && std::env::var_os("SQLGATE_WORDNET").is_none()
-    {
-        sqlgate_test_support::skip::without_tool("WordNet 3.0 (apt-get install wordnet-base)");
+    if !wordnet_installed() {
         return;
     }
     for (answer, why) in ANSWERS {
@@ -351,9 +348,7 @@ fn empty_jqe_and_linker_families_exit_2_saying_why() {
         run.stderr
     );
     assert!(!out.exists());
-    if !std::path::Path::new("/usr/share/wordnet/index.noun").is_file()
-        && std::env::var_os("SQLGATE_WORDNET").is_none()
-    {
+    if !wordnet_installed() {
         return;
     }
     let out = dir.path().join("linker");

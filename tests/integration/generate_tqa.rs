@@ -7,19 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{repo, shared_data, sqlgate};
-use sqlgate_test_support::skip::without_tool;
-
-fn wordnet_installed() -> bool {
-    let dir = std::env::var_os("SQLGATE_WORDNET")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/share/wordnet"));
-    let found = dir.join("index.noun").is_file();
-    if !found {
-        without_tool("WordNet 3.0 (apt-get install wordnet-base)");
-    }
-    found
-}
+use crate::support::{repo, shared_data, sqlgate, wordnet_installed};
 
 fn generate(gold: &Path, out: &Path, extra: &[&str]) -> String {
     let output = sqlgate()

@@ -14,7 +14,7 @@ use sqlgate_eval::loaders::{self, Answer, LoadOptions, SourceRef};
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_test_support::skip::without_tool;
 
-use crate::support::{demo, repo};
+use crate::support::{demo, python_with, repo, run_python};
 
 /// The demo benchmark answered by its sample predictions, judged by comparing SQL text (these
 /// tests are about reporting, not scoring), plus a gate, a skipped test and a gold error.
@@ -395,24 +395,11 @@ fn junitparser_reads_every_case() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("junit.xml");
     junit::write(&path, &results, &summaries).expect("writes");
-    let probe = Command::new("python3")
-        .args(["-c", "import junitparser"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        without_tool("python3 with junitparser (pip install junitparser)");
+    if !python_with("junitparser", "pip install junitparser") {
         return;
     }
-    let output = Command::new("python3")
-        .args(["-c", JUNITPARSER_SCRIPT])
-        .arg(&path)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let cases: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+    let output = run_python(JUNITPARSER_SCRIPT, &[&path], b"");
+    let cases: Vec<serde_json::Value> = String::from_utf8_lossy(&output)
         .lines()
         .map(|line| serde_json::from_str(line).expect("JSON line"))
         .collect();

@@ -8,11 +8,8 @@
 //! rows reordered), so that the values spread over (0, 1), not only 0 and 1.
 
 use std::path::Path;
-use std::process::Command;
 
-use sqlgate_test_support::skip::without_tool;
-
-use crate::support::{shared_data, sqlgate};
+use crate::support::{python_with, run_python, shared_data, sqlgate};
 
 /// The reference algorithm (mini-dev `evaluation/evaluation_f1.py`) restated: both queries on
 /// one connection, prediction first; any exception scores 0. Reads `[[db, pred, gold], ...]`
@@ -107,17 +104,7 @@ fn python_values(items: &[Item], defog: &Path, dir: &Path) -> Vec<f64> {
         .collect();
     let path = dir.join("items.json");
     std::fs::write(&path, serde_json::to_string(&triples).unwrap()).unwrap();
-    let output = Command::new("python3")
-        .args(["-c", REFERENCE])
-        .arg(&path)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
+    String::from_utf8(run_python(REFERENCE, &[&path], b""))
         .unwrap()
         .lines()
         .map(|line| line.parse().expect("a float"))
@@ -163,11 +150,7 @@ fn sqlgate_values(items: &[Item], defog: &Path, dir: &Path) -> Vec<f64> {
 fn soft_f1_matches_the_reference_on_defog() {
     let Some(data) = shared_data() else { return };
     let defog = data.join("defog");
-    let probe = Command::new("python3")
-        .args(["-c", "import sqlite3"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        without_tool("python3 with its sqlite3 module");
+    if !python_with("sqlite3", "its standard module") {
         return;
     }
     let bench = sqlgate_eval::loaders::load(&defog.join("questions.csv"), &Default::default())
