@@ -14,6 +14,7 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
+use super::para::word_key;
 use super::tqa::wordnet::WordNet;
 
 /// An identifier a clause of the gold uses, and the original's words that name it.
@@ -38,7 +39,7 @@ const FUNCTION_WORDS: &[&str] = &[
 
 /// The identifiers of the gold's WHERE, GROUP BY, HAVING and ORDER BY that `original` names.
 pub fn clause_mentions(original: &str, sql: &str, wordnet: Option<&WordNet>) -> Vec<ClauseMention> {
-    let original_words = words(original);
+    let original_words = word_key(original);
     let mut out: Vec<ClauseMention> = Vec::new();
     for (clause, identifier, value) in clause_identifiers(sql) {
         let parts = identifier_words(&identifier);
@@ -220,14 +221,6 @@ pub(crate) fn identifier_words(identifier: &str) -> Vec<String> {
     out.push(current);
     out.retain(|w| w.chars().count() > 2);
     out
-}
-
-/// The lowercased words of `text` (runs of letters and digits).
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
 }
 
 /// The same word up to inflection (the first five letters of its singular, or the whole of

@@ -8,6 +8,7 @@
 use std::fmt;
 
 use super::clause_mentions::{clause_mentions, identifier_words, still_said};
+use super::para::word_key;
 use super::tqa::wordnet::WordNet;
 
 /// What a rewrite is checked against.
@@ -58,11 +59,11 @@ fn refused(why: &'static str, detail: impl Into<String>) -> Option<Refusal> {
 
 /// Why `rewrite` is no acceptable rewrite for `request`, or `None` when it is one.
 pub fn refusal(rewrite: &str, request: &Request<'_>) -> Option<Refusal> {
-    let said = words(rewrite);
-    if let Some(example) = request.examples.iter().find(|e| words(e) == said) {
+    let said = word_key(rewrite);
+    if let Some(example) = request.examples.iter().find(|e| word_key(e) == said) {
         return refused("the prompt's example", example.as_str());
     }
-    if request.change_asked && said == words(request.original) {
+    if request.change_asked && said == word_key(request.original) {
         return refused("unchanged", "");
     }
     if let Some(dropped) = dropped_sentences(rewrite, request.original) {
@@ -178,14 +179,6 @@ fn singular(word: &str) -> &str {
         .unwrap_or(word)
 }
 
-/// The lowercased words of `text` (runs of letters and digits).
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
 /// The sentences of `original` that `rewrite` dropped, when it is exactly the original with
 /// one or more whole sentences left out.
 fn dropped_sentences(rewrite: &str, original: &str) -> Option<String> {
@@ -194,11 +187,11 @@ fn dropped_sentences(rewrite: &str, original: &str) -> Option<String> {
     if sentences.len() < 2 || sentences.len() > 8 {
         return None;
     }
-    let target = words(rewrite);
+    let target = word_key(rewrite);
     let all = (1u32 << sentences.len()) - 1;
     (1..all).find_map(|kept| {
         let chosen = (0..sentences.len()).filter(|i| kept & (1 << i) != 0);
-        let words: Vec<String> = chosen.flat_map(|i| words(&sentences[i])).collect();
+        let words: Vec<String> = chosen.flat_map(|i| word_key(&sentences[i])).collect();
         (words == target).then(|| {
             (0..sentences.len())
                 .filter(|i| kept & (1 << i) == 0)
@@ -221,7 +214,7 @@ fn sentences(text: &str) -> Vec<String> {
         }
     }
     out.push(current);
-    out.retain(|s| !words(s).is_empty());
+    out.retain(|s| !word_key(s).is_empty());
     out
 }
 
@@ -317,7 +310,7 @@ pub fn template_examples(template: &str) -> Vec<String> {
         .lines()
         .filter(|line| !line.contains('{') || !line.contains('}'))
         .map(|line| match line.split_once(':') {
-            Some((label, rest)) if words(label).len() <= 3 => rest,
+            Some((label, rest)) if word_key(label).len() <= 3 => rest,
             _ => line,
         })
         .map(|line| {
@@ -326,7 +319,7 @@ pub fn template_examples(template: &str) -> Vec<String> {
                 .trim_start_matches(['.', ')'])
         })
         .map(|line| line.trim().to_string())
-        .filter(|line| words(line).len() >= 3)
+        .filter(|line| word_key(line).len() >= 3)
         .collect()
 }
 
