@@ -15,7 +15,7 @@ use sqlparser::ast::{
 use std::ops::ControlFlow;
 
 use super::values::literal_value;
-use crate::mutate::parse_query;
+use crate::mutate::{conjuncts, parse_query};
 use sqlgate_eval::exec::schema::Schema;
 
 /// Largest group or table a hint asks for (runs stay fast).
@@ -149,12 +149,12 @@ fn select_witness(select: &Select, schema: &Schema, found: &mut Vec<Witness>) {
             if let JoinOperator::Join(JoinConstraint::On(on))
             | JoinOperator::Inner(JoinConstraint::On(on)) = &join.join_operator
             {
-                conjuncts(on, &mut conditions);
+                conditions.extend(conjuncts(on));
             }
         }
     }
     if let Some(selection) = &select.selection {
-        conjuncts(selection, &mut conditions);
+        conditions.extend(conjuncts(selection));
     }
     let mut witness = Witness {
         instances: scope.instances.clone(),
@@ -165,22 +165,6 @@ fn select_witness(select: &Select, schema: &Schema, found: &mut Vec<Witness>) {
     }
     if witness.instances.iter().any(|i| !i.fixed.is_empty()) || !witness.links.is_empty() {
         found.push(witness);
-    }
-}
-
-/// The operands of a chain of ANDs.
-fn conjuncts<'a>(expr: &'a Expr, into: &mut Vec<&'a Expr>) {
-    match expr {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            conjuncts(left, into);
-            conjuncts(right, into);
-        }
-        Expr::Nested(inner) => conjuncts(inner, into),
-        other => into.push(other),
     }
 }
 

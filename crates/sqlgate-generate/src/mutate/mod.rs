@@ -28,7 +28,7 @@ mod tests;
 
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
-use sqlparser::ast::{Query, Statement};
+use sqlparser::ast::{BinaryOperator, Expr, Query, Statement};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
@@ -302,6 +302,24 @@ pub(crate) fn on_enough_stack<T: Send>(
 ) -> Result<T, MutateError> {
     let checked = sqltext::check(sql).map_err(MutateError::TooComplex)?;
     sqltext::run(checked.depth, || work(parse_query(sql)?)).map_err(MutateError::TooComplex)?
+}
+
+/// The operands of a chain of ANDs (parentheses looked through): `a = 1 AND (b = 2 AND c)` is
+/// `a = 1`, `b = 2`, `c`.
+pub(crate) fn conjuncts(expr: &Expr) -> Vec<&Expr> {
+    match expr {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            let mut found = conjuncts(left);
+            found.extend(conjuncts(right));
+            found
+        }
+        Expr::Nested(inner) => conjuncts(inner),
+        other => vec![other],
+    }
 }
 
 /// Parses one query (a trailing `;` is allowed) with the SQLite dialect, when

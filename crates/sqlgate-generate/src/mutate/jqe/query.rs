@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, Query, Select, SetExpr, TableFactor};
 
 use super::graph::{ColRef, JoinLabel, SchemaGraph};
+use crate::mutate::conjuncts;
 use crate::mutate::sites::constraint;
 
 /// One table reference of the FROM clause: the schema table index and the name it is
@@ -182,27 +183,17 @@ impl Jqg {
 
 /// Column = column equalities among the top-level AND conjuncts of `expr`.
 fn equalities(expr: &Expr) -> Vec<(Vec<String>, Vec<String>)> {
-    match expr {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            let mut found = equalities(left);
-            found.extend(equalities(right));
-            found
-        }
-        Expr::Nested(inner) => equalities(inner),
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } => match (column_parts(left), column_parts(right)) {
-            (Some(l), Some(r)) => vec![(l, r)],
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
+    conjuncts(expr)
+        .into_iter()
+        .filter_map(|conjunct| match conjunct {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } => Some((column_parts(left)?, column_parts(right)?)),
+            _ => None,
+        })
+        .collect()
 }
 
 fn column_parts(expr: &Expr) -> Option<Vec<String>> {

@@ -16,6 +16,7 @@ use sqlparser::ast::{
 
 use super::names::SchemaNames;
 use super::words::{dictionary_words, plural, singular};
+use crate::mutate::conjuncts;
 use crate::mutate::tqa::wordnet::WordNet;
 
 /// A construct the verbalizer has no wording for, by name ("CASE expression", "function substr").
@@ -1686,24 +1687,15 @@ enum Through {
 
 /// The atoms of a join's ON condition (split at AND) other than `a.x = b.y` key matches.
 fn restrictions(on: &Expr) -> Vec<Expr> {
-    match on {
-        Expr::Nested(inner) => restrictions(inner),
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            let mut atoms = restrictions(left);
-            atoms.extend(restrictions(right));
-            atoms
-        }
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } if is_column(left) && is_column(right) => Vec::new(),
-        other => vec![other.clone()],
-    }
+    let key_match = |conjunct: &&Expr| {
+        matches!(conjunct, Expr::BinaryOp { left, op: BinaryOperator::Eq, right }
+            if is_column(left) && is_column(right))
+    };
+    conjuncts(on)
+        .into_iter()
+        .filter(|conjunct| !key_match(conjunct))
+        .cloned()
+        .collect()
 }
 
 fn is_column(expr: &Expr) -> bool {
