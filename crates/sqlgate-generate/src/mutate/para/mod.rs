@@ -154,7 +154,7 @@ pub fn word_key(text: &str) -> Vec<String> {
 pub enum Verdict {
     /// Similar enough and faithful to the gold.
     Kept,
-    /// Its cosine similarity to the original question is below the threshold.
+    /// Its cosine similarity to the [`reference()`] is below the threshold.
     TooDissimilar,
     /// It drops a value, negates a condition, flips a comparison or swaps an aggregate of the
     /// gold ([`agrees_with_gold`]): a lexical embedder scores such a question as close as a
@@ -163,12 +163,11 @@ pub enum Verdict {
 }
 
 /// The filter (docs/paraphrase.md): similar enough to the original question, and saying what
-/// the `gold` computes when it is given (the verbalizer's paraphrases; a chat model's items
-/// go through the rewrite checks of the LLM mode instead).
-pub fn judge(cs: f64, min_cs: f64, gold: Option<&str>, paraphrase: &str) -> Verdict {
+/// the `gold` computes (the verbalizer's paraphrases and a chat model's alike).
+pub fn judge(cs: f64, min_cs: f64, gold: &str, paraphrase: &str) -> Verdict {
     if cs < min_cs {
         Verdict::TooDissimilar
-    } else if gold.is_some_and(|sql| !agrees_with_gold(sql, paraphrase)) {
+    } else if !agrees_with_gold(gold, paraphrase) {
         Verdict::Disagrees
     } else {
         Verdict::Kept
