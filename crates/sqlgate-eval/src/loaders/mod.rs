@@ -12,6 +12,7 @@ mod hardness;
 mod native;
 mod predictions;
 mod spider;
+pub mod suite_folder;
 mod trustsql;
 
 use std::collections::{BTreeMap, HashMap};
