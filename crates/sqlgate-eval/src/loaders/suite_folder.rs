@@ -159,22 +159,27 @@ struct Fingerprint {
     manifest: Stamp,
 }
 
-/// Checks the files `files` listed in the test-suite folder `<db_dir>/<db>/`: the folder is no
-/// unfinished `distill` output; with a manifest in `db_dir`, they are exactly the files it lists
-/// for `db`, with its hashes; each is no `-wal`, `-shm` or `-journal` side file and opens as a
-/// database whose schema reads (header, open, `sqlite_schema`; not a full integrity check).
-pub(super) fn check(db_dir: &Path, db: &str, files: &[PathBuf]) -> Result<(), InputError> {
-    let unfinished = db_dir.join(UNFINISHED);
-    if unfinished.exists() {
+/// Refuses a database folder `sqlgate distill` has not finished writing (a killed or failed
+/// run's staging folder): it is never read, whatever the mode.
+pub(super) fn refuse_unfinished(db_dir: &Path) -> Result<(), InputError> {
+    let marker = db_dir.join(UNFINISHED);
+    if std::fs::symlink_metadata(&marker).is_ok() {
         return Err(InputError::file(
             db_dir,
             format!(
                 "`sqlgate distill` did not finish writing this folder ({} is still there): it \
                  is not a test suite; run distill again",
-                unfinished.display()
+                marker.display()
             ),
         ));
     }
+    Ok(())
+}
+
+/// Checks the files `files` listed in the test-suite folder `<db_dir>/<db>/`: with a manifest in `db_dir`, they are exactly the files it lists
+/// for `db`, with its hashes; each is no `-wal`, `-shm` or `-journal` side file and opens as a
+/// database whose schema reads (header, open, `sqlite_schema`; not a full integrity check).
+pub(super) fn check(db_dir: &Path, db: &str, files: &[PathBuf]) -> Result<(), InputError> {
     let fingerprint = Fingerprint {
         files: files.iter().map(|f| (f.clone(), Stamp::of(f))).collect(),
         manifest: Stamp::of(&db_dir.join(MANIFEST)),
@@ -182,6 +187,10 @@ pub(super) fn check(db_dir: &Path, db: &str, files: &[PathBuf]) -> Result<(), In
     let checked = || CHECKED.lock().unwrap_or_else(PoisonError::into_inner);
     if checked().contains(&fingerprint) {
         return Ok(());
+    }
+    // Side files first: opening a database whose `-wal` is there would create its `-shm`.
+    for file in files {
+        refuse_side_file(file)?;
     }
     if let Some(manifest) = Manifest::read(db_dir)? {
         if let Some(extra) = files.iter().find(|file| {
@@ -208,8 +217,8 @@ pub(super) fn check(db_dir: &Path, db: &str, files: &[PathBuf]) -> Result<(), In
     Ok(())
 }
 
-/// One file of a test-suite folder: a database, not a side file of one.
-fn check_database(file: &Path) -> Result<(), InputError> {
+/// A `-wal`, `-shm` or `-journal` file is part of a database, not one.
+fn refuse_side_file(file: &Path) -> Result<(), InputError> {
     let name = file.file_name().unwrap_or_default().to_string_lossy();
     let side = [
         ("-wal", "write-ahead log"),
@@ -227,6 +236,11 @@ fn check_database(file: &Path) -> Result<(), InputError> {
             ),
         ));
     }
+    Ok(())
+}
+
+/// One file of a test-suite folder opens as a database and its schema reads.
+fn check_database(file: &Path) -> Result<(), InputError> {
     Sandbox::open(file, Source::Gold).map(drop).map_err(|e| {
         let prefix = format!("cannot open database {}: ", file.display());
         let reason = e.message.strip_prefix(&prefix).unwrap_or(&e.message);
