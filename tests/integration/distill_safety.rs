@@ -324,19 +324,18 @@ fn a_killed_distill_leaves_the_previous_suite_whole_and_nothing_in_the_temporary
         .unwrap();
     let staging = dir.path().join(".out.distill-staging");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !fs::read_dir(staging.join(".scratch")).is_ok_and(|mut e| e.next().is_some()) {
-        assert!(
-            Instant::now() < deadline,
-            "no staging folder with candidates beside out"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "distill ended before it was killed"
-        );
+    let caught = loop {
+        if fs::read_dir(staging.join(".scratch")).is_ok_and(|mut e| e.next().is_some()) {
+            break true;
+        }
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            break false;
+        }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     child.kill().unwrap();
     child.wait().unwrap();
+    assert!(caught, "no staging folder with candidates beside out");
     assert_eq!(
         fs::read_dir(&temp).unwrap().count(),
         0,
