@@ -23,7 +23,7 @@ use super::DistillError;
 const SCRATCH: &str = ".scratch";
 
 /// How the run was asked for, recorded in the manifest.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Provenance {
     /// The version of sqlgate.
     pub sqlgate_version: String,
