@@ -333,9 +333,12 @@ fn a_killed_distill_leaves_the_previous_suite_whole_and_nothing_in_the_temporary
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // While it lives, a second run to the same folder is refused.
+    let second = distill(dir.path(), "out", &[]);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(caught, "no staging folder with candidates beside out");
+    assert_refused(&second, "another `sqlgate distill` is writing");
     assert_eq!(
         fs::read_dir(&temp).unwrap().count(),
         0,
@@ -348,8 +351,25 @@ fn a_killed_distill_leaves_the_previous_suite_whole_and_nothing_in_the_temporary
         &score(dir.path(), ".out.distill-staging"),
         "did not finish writing",
     );
-    // The next run removes it.
+    // A file sqlgate did not write keeps it there.
+    fs::write(staging.join("notes.txt"), "mine").unwrap();
+    assert_refused(&distill(dir.path(), "out", &[]), "notes.txt");
+    assert!(staging.join("notes.txt").is_file());
+    fs::remove_file(staging.join("notes.txt")).unwrap();
+    // The next run removes it, and a suite left by a run killed while swapping folders.
+    let replaced = dir.path().join(".out.distill-replaced");
+    copy_tree(&dir.path().join("out"), &replaced);
     distill(dir.path(), "out", &["--seed", "3"]).assert_success();
-    assert!(!staging.exists());
+    assert!(!staging.exists() && !replaced.exists());
     score(dir.path(), "out").assert_success();
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for (relative, bytes) in tree(from) {
+        match bytes {
+            Some(bytes) => fs::write(to.join(relative), bytes).unwrap(),
+            None => fs::create_dir_all(to.join(relative)).unwrap(),
+        }
+    }
 }
