@@ -104,7 +104,8 @@ impl Manifest {
                     "lists `{name}`, which is not `<database>/<file>`"
                 )));
             }
-            if hash.len() != 64 || !hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+            if hash.len() != 64 || !hash.bytes().all(hex) {
                 return Err(bad(format!(
                     "the hash of `{name}` is not 64 lowercase hex digits"
                 )));
@@ -176,9 +177,10 @@ pub(super) fn refuse_unfinished(db_dir: &Path) -> Result<(), InputError> {
     Ok(())
 }
 
-/// Checks the files `files` listed in the test-suite folder `<db_dir>/<db>/`: with a manifest in `db_dir`, they are exactly the files it lists
-/// for `db`, with its hashes; each is no `-wal`, `-shm` or `-journal` side file and opens as a
-/// database whose schema reads (header, open, `sqlite_schema`; not a full integrity check).
+/// Checks the files `files` listed in the test-suite folder `<db_dir>/<db>/`: none is a `-wal`,
+/// `-shm` or `-journal` side file; with a manifest in `db_dir`, they are exactly the files it
+/// lists for `db`, with its hashes; each opens as a database whose schema reads (header, open,
+/// `sqlite_schema`; not a full integrity check).
 pub(super) fn check(db_dir: &Path, db: &str, files: &[PathBuf]) -> Result<(), InputError> {
     let fingerprint = Fingerprint {
         files: files.iter().map(|f| (f.clone(), Stamp::of(f))).collect(),
