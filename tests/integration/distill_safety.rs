@@ -346,7 +346,8 @@ fn a_killed_distill_leaves_the_previous_suite_whole_and_nothing_in_the_temporary
     );
     assert_eq!(tree(&dir.path().join("out")), before);
     score(dir.path(), "out").assert_success();
-    // The leftover is never read as a suite, even when named as one.
+    // The leftover is marked, and never read as a suite, even when named as one.
+    assert!(staging.join(".sqlgate-distill-unfinished").is_file());
     assert_refused(
         &score(dir.path(), ".out.distill-staging"),
         "did not finish writing",
