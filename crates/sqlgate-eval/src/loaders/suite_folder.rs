@@ -255,3 +255,69 @@ fn check_database(file: &Path) -> Result<(), InputError> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `<dir>/shop/` with two databases and a manifest listing both.
+    fn distilled(dir: &Path) -> Vec<PathBuf> {
+        let files: Vec<PathBuf> = ["shop.sqlite", "shop_1.sqlite"]
+            .iter()
+            .map(|name| {
+                let path = dir.join("shop").join(name);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                rusqlite::Connection::open(&path)
+                    .unwrap()
+                    .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+                    .unwrap();
+                path
+            })
+            .collect();
+        let listed = files
+            .iter()
+            .map(|f| {
+                let name = f.file_name().unwrap().to_string_lossy();
+                (format!("shop/{name}"), file_sha256(f).unwrap())
+            })
+            .collect();
+        let manifest = Manifest::new("0", Vec::new(), Vec::new(), listed);
+        std::fs::write(
+            dir.join(MANIFEST),
+            serde_json::to_string(&manifest).unwrap(),
+        )
+        .unwrap();
+        files
+    }
+
+    #[test]
+    fn a_checked_folder_is_checked_again_once_a_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = distilled(dir.path());
+        check(dir.path(), "shop", &files).unwrap();
+        check(dir.path(), "shop", &files).unwrap();
+        // Same size, one byte past the header changed: the modification time moves.
+        let mut bytes = std::fs::read(&files[1]).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&files[1], bytes).unwrap();
+        let error = check(dir.path(), "shop", &files).unwrap_err();
+        assert_eq!(error.file, files[1], "{error}");
+        assert!(error.message.contains("SHA-256 differs"), "{error}");
+    }
+
+    #[test]
+    fn a_manifest_naming_a_path_outside_its_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        distilled(dir.path());
+        let text = std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
+        std::fs::write(
+            dir.path().join(MANIFEST),
+            text.replace("shop/shop_1.sqlite", "../shop_1.sqlite"),
+        )
+        .unwrap();
+        let error = Manifest::read(dir.path()).unwrap_err();
+        assert!(error.message.contains("not `<database>/<file>`"), "{error}");
+    }
+}
