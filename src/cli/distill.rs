@@ -8,7 +8,9 @@ use clap::{Args, ValueEnum};
 use sqlgate::Error;
 use sqlgate_eval::error::OutputError;
 use sqlgate_eval::loaders::{self, Answer, Prediction};
-use sqlgate_generate::distill::{distill, DatabaseReport, DistillError, KnownAnswers, Options};
+use sqlgate_generate::distill::{
+    distill, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
+};
 
 use super::Source;
 
@@ -67,10 +69,20 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
             }
         }
     }
-    let reports = distill(&bench, &args.out, &options, &answers).map_err(|e| match e {
-        DistillError::Input(e) => Error::from(e),
-        DistillError::Output(e) => Error::from(e),
-    })?;
+    let provenance = Provenance {
+        sqlgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        command: std::env::args_os()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect(),
+        inputs: std::iter::once(args.source.gold.clone())
+            .chain(args.predictions.iter().cloned())
+            .collect(),
+    };
+    let reports =
+        distill(&bench, &args.out, &options, &answers, &provenance).map_err(|e| match e {
+            DistillError::Input(e) => Error::from(e),
+            DistillError::Output(e) => Error::from(e),
+        })?;
     match args.format {
         DistillFormat::Json => {
             let json = serde_json::json!({ "databases": reports });

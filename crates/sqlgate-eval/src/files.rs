@@ -172,7 +172,7 @@ pub fn sidecar(path: &Path, suffix: &str) -> PathBuf {
 /// and the header's change counter (database) or salts (WAL, new at each restart). The
 /// modification time alone is too coarse: two commits within a clock tick share it. Equal
 /// stamps at two moments mean the file was not written between them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stamp {
     db: Option<FileStamp>,
     wal: Option<FileStamp>,

@@ -306,6 +306,11 @@ impl Hashed {
     }
 }
 
+/// The SHA-256 of a file's content as 64 lowercase hex digits, as `sha256sum` prints it.
+pub fn file_sha256(path: &Path) -> io::Result<String> {
+    hash_file(path).map(|digest| hex(&digest))
+}
+
 /// The SHA-256 of a file's content.
 fn hash_file(path: &Path) -> io::Result<[u8; 32]> {
     let mut file = fs::File::open(path)?;
@@ -341,14 +346,19 @@ impl Hasher {
 
     /// The digest so far, as 64 lowercase hex digits.
     pub fn hex(&self) -> String {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut hex = String::with_capacity(64);
-        for byte in self.0.clone().finalize() {
-            hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-            hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-        }
-        hex
+        hex(&self.0.clone().finalize())
     }
+}
+
+/// Lowercase hex digits of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(2 * bytes.len());
+    for &byte in bytes {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    hex
 }
 
 impl Default for Hasher {

@@ -46,7 +46,7 @@ pub(super) fn server_database(case: &Case) -> Result<PathBuf, InputError> {
 
 /// The files a case runs on; with `every_file` and the nested layout, every file of the
 /// database's folder whose name contains `.sqlite`: the original `<db>.sqlite` first, then the
-/// others sorted by name for determinism.
+/// others sorted by name for determinism; the folder checked (`suite_folder::check`).
 pub(super) fn db_files(
     db_dir: &Path,
     case: &Case,
@@ -71,6 +71,7 @@ pub(super) fn db_files(
     }
     // `.` sorts before `_`, but a name such as `<db>-extra.sqlite` would sort before the original.
     files.sort_by(|a, b| (a != &file, a).cmp(&(b != &file, b)));
+    super::suite_folder::check(db_dir, &case.db, &files)?;
     Ok(files)
 }
 

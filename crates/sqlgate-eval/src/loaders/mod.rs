@@ -12,6 +12,7 @@ mod hardness;
 mod native;
 mod predictions;
 mod spider;
+pub mod suite_folder;
 mod trustsql;
 
 use std::collections::{BTreeMap, HashMap};
@@ -129,12 +130,14 @@ impl Benchmark {
     }
 
     /// Every case's database exists and opens: an empty file, a file that is not a database
-    /// or a hot journal stops the run here instead of failing every case as a gold error.
+    /// or a hot journal stops the run here instead of failing every case as a gold error; so
+    /// does a database folder `sqlgate distill` has not finished writing.
     /// Server databases are checked by connecting to them (`scoring::check_server`).
     pub fn check_databases(&self) -> Result<(), InputError> {
         if self.on_server {
             return Ok(());
         }
+        suite_folder::refuse_unfinished(&self.db_dir)?;
         let mut checked = std::collections::HashSet::new();
         for case in &self.cases {
             if checked.insert(case.db.as_str()) {

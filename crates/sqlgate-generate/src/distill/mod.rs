@@ -30,6 +30,8 @@ use sqlgate_eval::loaders::{Benchmark, Case};
 use facts::Facts;
 use trial::{try_database, GoldEntry, Trial};
 use values::{Literals, Pools};
+pub use write::Provenance;
+use write::Staging;
 
 /// How much to generate and keep.
 #[derive(Debug, Clone, Copy)]
@@ -135,12 +137,15 @@ pub type KnownAnswers = BTreeMap<String, Vec<String>>;
 /// The operator name of a neighbour taken from [`KnownAnswers`].
 pub const PREDICTION_OPERATOR: &str = "prediction";
 
-/// Distills every database the benchmark's golds use into `out/<db>/`, databases in name order.
+/// Distills every database the benchmark's golds use into `out/<db>/`, databases in name order,
+/// with a manifest naming `provenance` (see [`write`](mod@write): `out` is replaced whole, and
+/// only when distill wrote it).
 pub fn distill(
     bench: &Benchmark,
     out: &Path,
     options: &Options,
     answers: &KnownAnswers,
+    provenance: &Provenance,
 ) -> Result<Vec<DatabaseReport>, DistillError> {
     if bench.on_server {
         return Err(InputError::file(
@@ -156,24 +161,36 @@ pub fn distill(
     if by_db.is_empty() {
         return Err(InputError::file(&bench.db_dir, "no case has a gold query to distill").into());
     }
-    by_db
-        .into_iter()
-        .map(|(db, cases)| {
-            let original = bench
-                .db_files(cases[0], false)?
-                .into_iter()
-                .next()
-                .ok_or_else(|| InputError::file(&bench.db_dir, format!("no file for `{db}`")))?;
-            distill_database(db, &cases, &original, out, options, answers)
+    let originals = by_db
+        .values()
+        .map(|cases| {
+            let mut files = bench.db_files(cases[0], false)?;
+            Ok(files.remove(0))
         })
-        .collect()
+        .collect::<Result<Vec<PathBuf>, InputError>>()?;
+    let mut staging = Staging::begin(out, &bench.db_dir, &originals)?;
+    let mut provenance = provenance.clone();
+    for case in &bench.cases {
+        if !provenance.inputs.contains(&case.source.file) {
+            provenance.inputs.push(case.source.file.clone());
+        }
+    }
+    let reports = by_db
+        .into_iter()
+        .zip(&originals)
+        .map(|((db, cases), original)| {
+            distill_database(db, &cases, original, &mut staging, options, answers)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    staging.commit(&provenance)?;
+    Ok(reports)
 }
 
 fn distill_database(
     db: &str,
     cases: &[&Case],
     original: &Path,
-    out: &Path,
+    staging: &mut Staging,
     options: &Options,
     answers: &KnownAnswers,
 ) -> Result<DatabaseReport, DistillError> {
@@ -234,9 +251,9 @@ fn distill_database(
         }
     }
 
-    let scratch = tempfile::tempdir().map_err(|e| OutputError::new(std::env::temp_dir(), e))?;
+    let scratch = staging.scratch()?;
     let paths: Vec<PathBuf> = (0..options.candidates)
-        .map(|i| scratch.path().join(format!("candidate_{i}.sqlite")))
+        .map(|i| scratch.join(format!("candidate_{i}.sqlite")))
         .collect();
     paths
         .par_iter()
@@ -275,7 +292,7 @@ fn distill_database(
     );
     let kept: Vec<PathBuf> = chosen.iter().map(|&k| paths[usable[k]].clone()).collect();
     report.kept = kept.len();
-    write::suite_folder(out, db, original, &kept)?;
+    staging.add_suite(db, original, &kept)?;
 
     for (g, entry) in golds.iter().enumerate() {
         let anywhere = on_original.nonempty[g] || trials.iter().any(|t| t.nonempty[g]);

@@ -1,83 +1,408 @@
-//! The test-suite folder of one database: `OUT/<db>/<db>.sqlite` (the original's bytes) and
-//! `OUT/<db>/<db>_<k>.sqlite` (the kept databases), each written to a temporary file and
-//! renamed, so a failure leaves no half-written database; files `<db>_<k>.sqlite` of an earlier
-//! run beyond this one's count are removed, since `score --mode testsuite` reads every file.
+//! Where a distilled suite is written. `--out` must not overlap the inputs, and is replaced only
+//! when it is new, empty, or a folder distill wrote (its manifest lists every file, hashes
+//! matching). The whole folder is built in a staging folder beside `--out` (same file system;
+//! the candidates' scratch files inside it), the manifest last, then renamed into place: a
+//! reader sees the old suite or the new one, never a mixture. The staging folder carries a
+//! marker, locked while the run lives, so a killed run's leftover is never read as a suite and
+//! the next run removes it.
 
+use std::collections::BTreeMap;
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
-use sqlgate_eval::error::OutputError;
-use sqlgate_eval::files::write_atomically;
+use sqlgate_eval::error::{InputError, OutputError};
+use sqlgate_eval::loaders::suite_folder::{
+    split_entry, HashedFile, Manifest, MANIFEST, UNFINISHED,
+};
+use sqlgate_eval::store::file_sha256;
 
-/// Writes the folder `out/<db>/` from the original `original` and the kept files `kept`; returns
-/// the paths written.
-pub fn suite_folder(
-    out: &Path,
-    db: &str,
-    original: &Path,
-    kept: &[PathBuf],
-) -> Result<Vec<PathBuf>, OutputError> {
-    let folder = out.join(db);
-    fs::create_dir_all(&folder).map_err(|e| OutputError::new(&folder, e))?;
-    let mut written = Vec::new();
-    let copy = |from: &Path, to: PathBuf| -> Result<PathBuf, OutputError> {
-        let bytes = fs::read(from).map_err(|e| OutputError::new(from, e))?;
-        write_atomically(&to, &bytes)?;
-        Ok(to)
-    };
-    written.push(copy(original, folder.join(format!("{db}.sqlite")))?);
-    for (k, file) in kept.iter().enumerate() {
-        written.push(copy(file, folder.join(format!("{db}_{}.sqlite", k + 1)))?);
+use super::DistillError;
+
+/// The scratch folder of the candidates, inside the staging folder.
+const SCRATCH: &str = ".scratch";
+
+/// How the run was asked for, recorded in the manifest.
+#[derive(Debug, Clone)]
+pub struct Provenance {
+    /// The version of sqlgate.
+    pub sqlgate_version: String,
+    /// The command line.
+    pub command: Vec<String>,
+    /// Files read besides the original databases (gold, predictions).
+    pub inputs: Vec<PathBuf>,
+}
+
+/// A suite being written: the staging folder, locked, and what was written into it.
+pub struct Staging {
+    /// `--out`, through its symbolic links.
+    out: PathBuf,
+    /// `.<out name>.distill-staging` beside `out`.
+    dir: PathBuf,
+    /// The marker's handle: its lock tells a live run from a killed one.
+    _lock: fs::File,
+    files: BTreeMap<String, String>,
+    originals: Vec<HashedFile>,
+    committed: bool,
+}
+
+impl Staging {
+    /// Checks `out` against the inputs (`db_dir` and the original databases) and what it holds,
+    /// removes a killed run's leftovers beside it, and opens the staging folder.
+    pub fn begin(
+        out: &Path,
+        db_dir: &Path,
+        originals: &[PathBuf],
+    ) -> Result<Staging, DistillError> {
+        let out = resolve(out)?;
+        refuse_overlap(&out, db_dir, originals)?;
+        if out.exists() && !is_empty_dir(&out) {
+            if !out.is_dir() {
+                return Err(refusal(&out, "exists and is not a folder").into());
+            }
+            written_by_distill(&out)?;
+        }
+        let parent = out.parent().unwrap_or(Path::new("/"));
+        fs::create_dir_all(parent).map_err(|e| OutputError::new(parent, e))?;
+        let dir = beside(&out, "distill-staging");
+        remove_leftover(&dir)?;
+        remove_leftover(&beside(&out, "distill-replaced"))?;
+        fs::create_dir(&dir).map_err(|e| OutputError::new(&dir, e))?;
+        let marker = dir.join(UNFINISHED);
+        let lock = fs::File::create(&marker).map_err(|e| OutputError::new(&marker, e))?;
+        lock.try_lock().map_err(|e| {
+            OutputError::new(&marker, io::Error::other(format!("cannot lock it: {e}")))
+        })?;
+        Ok(Staging {
+            out,
+            dir,
+            _lock: lock,
+            files: BTreeMap::new(),
+            originals: Vec::new(),
+            committed: false,
+        })
     }
-    let entries = fs::read_dir(&folder).map_err(|e| OutputError::new(&folder, e))?;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if is_numbered(&path, db) && !written.contains(&path) {
-            fs::remove_file(&path).map_err(|e| OutputError::new(&path, e))?;
+
+    /// An empty scratch folder for one database's candidates.
+    pub fn scratch(&self) -> Result<PathBuf, OutputError> {
+        let scratch = self.dir.join(SCRATCH);
+        if scratch.exists() {
+            fs::remove_dir_all(&scratch).map_err(|e| OutputError::new(&scratch, e))?;
+        }
+        fs::create_dir(&scratch).map_err(|e| OutputError::new(&scratch, e))?;
+        Ok(scratch)
+    }
+
+    /// Writes `<db>/<db>.sqlite` (a copy of `original`) and `<db>/<db>_<k>.sqlite` (the kept
+    /// candidates, moved out of the scratch folder).
+    pub fn add_suite(
+        &mut self,
+        db: &str,
+        original: &Path,
+        kept: &[PathBuf],
+    ) -> Result<(), DistillError> {
+        let folder = self.dir.join(db);
+        fs::create_dir(&folder).map_err(|e| OutputError::new(&folder, e))?;
+        let copy = folder.join(format!("{db}.sqlite"));
+        fs::copy(original, &copy).map_err(|e| OutputError::new(&copy, e))?;
+        let hash = file_sha256(&copy).map_err(|e| OutputError::new(&copy, e))?;
+        self.originals.push(HashedFile {
+            path: original.to_string_lossy().into_owned(),
+            sha256: hash.clone(),
+        });
+        self.files.insert(format!("{db}/{db}.sqlite"), hash);
+        for (k, candidate) in kept.iter().enumerate() {
+            let name = format!("{db}_{}.sqlite", k + 1);
+            let to = folder.join(&name);
+            fs::rename(candidate, &to).map_err(|e| OutputError::new(&to, e))?;
+            let hash = file_sha256(&to).map_err(|e| OutputError::new(&to, e))?;
+            self.files.insert(format!("{db}/{name}"), hash);
+        }
+        Ok(())
+    }
+
+    /// Writes the manifest and puts the folder in place of `out`, removing the suite it
+    /// replaces (checked again: only files distill wrote).
+    pub fn commit(mut self, provenance: &Provenance) -> Result<(), DistillError> {
+        let scratch = self.dir.join(SCRATCH);
+        if scratch.exists() {
+            fs::remove_dir_all(&scratch).map_err(|e| OutputError::new(&scratch, e))?;
+        }
+        let mut inputs = Vec::new();
+        for path in &provenance.inputs {
+            let sha256 = file_sha256(path)
+                .map_err(|e| InputError::file(path, format!("cannot read it: {e}")))?;
+            inputs.push(HashedFile {
+                path: path.to_string_lossy().into_owned(),
+                sha256,
+            });
+        }
+        inputs.append(&mut self.originals);
+        let manifest = Manifest::new(
+            &provenance.sqlgate_version,
+            provenance.command.clone(),
+            inputs,
+            std::mem::take(&mut self.files),
+        );
+        let path = self.dir.join(MANIFEST);
+        let text = serde_json::to_string_pretty(&manifest)
+            .map_err(|e| OutputError::new(&path, io::Error::other(e)))?;
+        fs::write(&path, text + "\n").map_err(|e| OutputError::new(&path, e))?;
+
+        let replaced = beside(&self.out, "distill-replaced");
+        let old = if self.out.exists() && !is_empty_dir(&self.out) {
+            // Checked again: something may have been added while the run went on.
+            let files = written_by_distill(&self.out)?;
+            fs::rename(&self.out, &replaced).map_err(|e| OutputError::new(&self.out, e))?;
+            let moved = |file: PathBuf| match file.strip_prefix(&self.out) {
+                Ok(inside) => replaced.join(inside),
+                Err(_) => file,
+            };
+            Some(files.into_iter().map(moved).collect::<Vec<_>>())
+        } else {
+            if self.out.exists() {
+                fs::remove_dir(&self.out).map_err(|e| OutputError::new(&self.out, e))?;
+            }
+            None
+        };
+        if let Err(e) = fs::rename(&self.dir, &self.out) {
+            if old.is_some() {
+                // Best effort: put the old suite back; the error is reported either way.
+                let _ = fs::rename(&replaced, &self.out);
+            }
+            return Err(OutputError::new(&self.out, e).into());
+        }
+        self.committed = true;
+        let marker = self.out.join(UNFINISHED);
+        fs::remove_file(&marker).map_err(|e| OutputError::new(&marker, e))?;
+        if let Some(files) = old {
+            remove_written(&replaced, &files)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    /// A failed run removes its own staging folder (best effort: a leftover is recognised and
+    /// removed by the next run).
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.dir);
         }
     }
-    Ok(written)
 }
 
-/// `<db>_<digits>.sqlite`: a file this command writes.
-fn is_numbered(path: &Path, db: &str) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| {
-            n.strip_prefix(db)?
-                .strip_prefix('_')?
-                .strip_suffix(".sqlite")
-        })
-        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_folder_holds_the_original_and_the_kept_files_and_no_stale_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let original = dir.path().join("orig");
-        fs::write(&original, b"original").unwrap();
-        let kept: Vec<PathBuf> = (0..3)
-            .map(|i| {
-                let p = dir.path().join(format!("cand{i}"));
-                fs::write(&p, format!("cand{i}")).unwrap();
-                p
-            })
-            .collect();
-        let out = dir.path().join("out");
-        suite_folder(&out, "db", &original, &kept).unwrap();
-        fs::write(out.join("db/notes.txt"), b"mine").unwrap();
-        suite_folder(&out, "db", &original, &kept[..1]).unwrap();
-        let mut names: Vec<String> = fs::read_dir(out.join("db"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["db.sqlite", "db_1.sqlite", "notes.txt"]);
-        assert_eq!(fs::read(out.join("db/db_1.sqlite")).unwrap(), b"cand0");
-        assert_eq!(fs::read(out.join("db/db.sqlite")).unwrap(), b"original");
+/// `out` through its symbolic links; when it does not exist, its nearest existing ancestor
+/// through its links, joined with the rest (nothing is created before `out` is accepted).
+fn resolve(out: &Path) -> Result<PathBuf, DistillError> {
+    if fs::symlink_metadata(out).is_ok() {
+        return fs::canonicalize(out)
+            .map_err(|e| refusal(out, &format!("cannot be resolved: {e}")).into());
     }
+    let absolute = std::path::absolute(out).map_err(|e| OutputError::new(out, e))?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while fs::symlink_metadata(existing).is_err() {
+        rest.push(
+            existing
+                .file_name()
+                .ok_or_else(|| refusal(out, "does not name a folder"))?,
+        );
+        existing = existing
+            .parent()
+            .ok_or_else(|| refusal(out, "does not name a folder"))?;
+    }
+    let mut resolved = fs::canonicalize(existing)
+        .map_err(|e| refusal(out, &format!("cannot be resolved: {e}")))?;
+    resolved.extend(rest.iter().rev());
+    Ok(resolved)
+}
+
+/// Refuses an `out` that is, holds or lies inside the database folder, or holds an original.
+fn refuse_overlap(out: &Path, db_dir: &Path, originals: &[PathBuf]) -> Result<(), InputError> {
+    let canonical = |path: &Path| fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let db_dir = canonical(db_dir);
+    let relation = if out == db_dir {
+        Some("is")
+    } else if db_dir.starts_with(out) {
+        Some("holds")
+    } else if out.starts_with(&db_dir) {
+        Some("lies inside")
+    } else {
+        None
+    };
+    if let Some(relation) = relation {
+        return Err(refusal(
+            out,
+            &format!(
+                "{relation} the database folder {}: distill never writes where its inputs are; \
+                 choose an --out outside it",
+                db_dir.display()
+            ),
+        ));
+    }
+    if let Some(inside) = originals
+        .iter()
+        .map(|p| canonical(p))
+        .find(|p| p.starts_with(out))
+    {
+        return Err(refusal(
+            out,
+            &format!(
+                "holds the database {}: distill never writes where its inputs are; choose \
+                 another --out",
+                inside.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `--out` refused: an input error naming it.
+fn refusal(out: &Path, problem: &str) -> InputError {
+    InputError::file(out, format!("--out {problem}"))
+}
+
+/// `.<name>.<what>` beside `out`.
+fn beside(out: &Path, what: &str) -> PathBuf {
+    let name = out.file_name().unwrap_or_default().to_string_lossy();
+    out.with_file_name(format!(".{name}.{what}"))
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+}
+
+/// Every file and folder of `dir`, deepest first, when distill wrote them all: the manifest,
+/// the marker, the files the manifest lists (content unchanged) and, in an unfinished folder,
+/// its scratch files and `<db>/*.sqlite`. Otherwise an error naming the first that it did not
+/// write: such a folder is never replaced.
+fn written_by_distill(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let manifest = Manifest::read(dir)?;
+    let unfinished = dir.join(UNFINISHED).is_file();
+    if manifest.is_none() && !unfinished {
+        return Err(InputError::file(
+            dir,
+            format!(
+                "is not empty and holds no {MANIFEST}: distill did not write this folder, and \
+                 replaces only a folder it wrote; choose a new or empty --out"
+            ),
+        ));
+    }
+    let listed = |entry: &str| manifest.as_ref().and_then(|m| m.files.get(entry));
+    let foreign = |path: &Path| {
+        InputError::file(
+            path,
+            format!(
+                "distill did not write this file (it is not in {}): the folder {} is not \
+                 replaced",
+                dir.join(MANIFEST).display(),
+                dir.display()
+            ),
+        )
+    };
+    let mut found = Vec::new();
+    for entry in read_dir(dir)? {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .map_err(|e| InputError::file(&path, e.to_string()))?;
+        if kind.is_file() && (name == MANIFEST || name == UNFINISHED) {
+            found.push(path);
+        } else if kind.is_dir() && unfinished && name == SCRATCH {
+            // Candidates of a killed run, in the folder distill made and marked.
+            for file in read_dir(&path)? {
+                let file_path = file.path();
+                if !file.file_type().is_ok_and(|t| t.is_file()) {
+                    return Err(foreign(&file_path));
+                }
+                found.push(file_path);
+            }
+            found.push(path);
+        } else if kind.is_dir() {
+            for file in read_dir(&path)? {
+                let file_name = file.file_name().to_string_lossy().into_owned();
+                let file_path = file.path();
+                let entry_name = format!("{name}/{file_name}");
+                if !file.file_type().is_ok_and(|t| t.is_file())
+                    || split_entry(&entry_name).is_none()
+                {
+                    return Err(foreign(&file_path));
+                }
+                match listed(&entry_name) {
+                    Some(hash) if file_sha256(&file_path).ok().as_ref() != Some(hash) => {
+                        return Err(InputError::file(
+                            &file_path,
+                            format!(
+                                "changed since distill wrote it (SHA-256 differs from {}): \
+                                 the folder is not replaced",
+                                dir.join(MANIFEST).display()
+                            ),
+                        ));
+                    }
+                    None if !(unfinished && file_name.ends_with(".sqlite")) => {
+                        return Err(foreign(&file_path));
+                    }
+                    _ => found.push(file_path),
+                }
+            }
+            found.push(path);
+        } else {
+            return Err(foreign(&path));
+        }
+    }
+    // The marker and the manifest last, so that a folder half removed is still recognised.
+    found.sort_by_key(|p| {
+        let name = p.file_name().unwrap_or_default();
+        (name == MANIFEST, name == UNFINISHED)
+    });
+    Ok(found)
+}
+
+fn read_dir(dir: &Path) -> Result<Vec<fs::DirEntry>, InputError> {
+    fs::read_dir(dir)
+        .and_then(|entries| entries.collect())
+        .map_err(|e| InputError::file(dir, format!("cannot list the folder: {e}")))
+}
+
+/// Removes a folder left beside `--out` by a killed run (a staging folder, or a replaced
+/// suite), when distill wrote everything in it and no live run holds its marker.
+fn remove_leftover(dir: &Path) -> Result<(), DistillError> {
+    let Ok(meta) = fs::symlink_metadata(dir) else {
+        return Ok(());
+    };
+    if !meta.is_dir() {
+        return Err(refusal(dir, "exists beside --out and is not a folder distill wrote").into());
+    }
+    if is_empty_dir(dir) {
+        // A run killed before it marked its staging folder.
+        return fs::remove_dir(dir).map_err(|e| OutputError::new(dir, e).into());
+    }
+    if let Ok(marker) = fs::File::open(dir.join(UNFINISHED)) {
+        if marker.try_lock().is_err() {
+            return Err(InputError::file(
+                dir,
+                "another `sqlgate distill` is writing this --out (its staging folder is locked)",
+            )
+            .into());
+        }
+    }
+    let files = written_by_distill(dir)?;
+    remove_written(dir, &files)
+}
+
+/// Removes `files` (files and then their emptied folders, as [`written_by_distill`] lists them)
+/// and `dir`, which must then be empty.
+fn remove_written(dir: &Path, files: &[PathBuf]) -> Result<(), DistillError> {
+    for path in files {
+        let removed = if path.is_dir() {
+            fs::remove_dir(path)
+        } else {
+            fs::remove_file(path)
+        };
+        removed.map_err(|e| OutputError::new(path, e))?;
+    }
+    fs::remove_dir(dir).map_err(|e| OutputError::new(dir, e))?;
+    Ok(())
 }

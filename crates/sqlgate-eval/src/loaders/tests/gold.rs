@@ -404,7 +404,6 @@ fn db_dir_option_and_testsuite_folder() {
     let variant = make_db(&dbs, "suite/suite_2.sqlite");
     // Sorts before the original by name, yet comes after it.
     let before = make_db(&dbs, "suite/suite-a.sqlite");
-    let journal = write(&dbs, "suite/suite.sqlite-journal", "");
     write(&dbs, "suite/notes.txt", "not a database");
     std::fs::create_dir_all(dbs.join("suite/old.sqlite.d")).unwrap();
     let flat = make_db(&dbs, "flat.sqlite");
@@ -431,10 +430,20 @@ fn db_dir_option_and_testsuite_folder() {
     );
     assert_eq!(
         bench.db_files(nested_case, true).unwrap(),
-        [main, before, journal, variant]
+        [main.clone(), before, variant]
     );
     // In the flat layout the folder holds other databases: only the case's own counts.
     assert_eq!(bench.db_files(flat_case, true).unwrap(), [flat]);
+    // A side file is not a database: listing the folder fails, naming it.
+    let journal = write(&dbs, "suite/suite.sqlite-journal", "");
+    expect_error(
+        bench.db_files(nested_case, true),
+        &journal,
+        None,
+        None,
+        &["rollback journal of `suite.sqlite`"],
+    );
+    assert_eq!(bench.db_files(nested_case, false).unwrap(), [main]);
 }
 
 #[test]

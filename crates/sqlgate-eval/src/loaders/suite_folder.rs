@@ -1,0 +1,323 @@
+//! Test-suite folders (`<db_dir>/<db>/`, every file whose name contains `.sqlite` run as a
+//! database) are checked when they are listed, before any case runs: each file must open as a
+//! database, and a folder `sqlgate distill` wrote must hold exactly the files its manifest
+//! lists, with their hashes. The manifest's format lives here, beside the reader that trusts it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{is_plain_name, InputError};
+use crate::exec::sandbox::Source;
+use crate::exec::Sandbox;
+use crate::files::Stamp;
+use crate::store::file_sha256;
+
+/// The manifest `sqlgate distill` writes last into the folder given as `--out` (its
+/// `--db-dir` for `score`, `test` and `audit`).
+pub const MANIFEST: &str = "sqlgate-distill.json";
+
+/// Present while `sqlgate distill` writes a folder: a folder holding it is unfinished (a killed
+/// or failed run) and is never read as a suite.
+pub const UNFINISHED: &str = ".sqlgate-distill-unfinished";
+
+/// `written_by` of every manifest.
+const WRITTEN_BY: &str = "sqlgate distill";
+
+/// A manifest is a few lines per database: anything larger is not one.
+const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
+/// What a distilled folder holds and how it was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always `sqlgate distill`.
+    pub written_by: String,
+    /// The version of sqlgate that wrote the folder.
+    pub sqlgate_version: String,
+    /// The command line, as given.
+    pub command: Vec<String>,
+    /// The files the run read (gold, predictions, original databases) with their SHA-256.
+    pub inputs: Vec<HashedFile>,
+    /// Every file written, as `<db>/<file>`, with its SHA-256 (64 lowercase hex digits).
+    pub files: BTreeMap<String, String>,
+}
+
+/// A file and its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HashedFile {
+    /// As given on the command line or resolved by the loader.
+    pub path: String,
+    /// 64 lowercase hex digits.
+    pub sha256: String,
+}
+
+impl Manifest {
+    /// A manifest of `sqlgate distill` at this version.
+    pub fn new(
+        sqlgate_version: &str,
+        command: Vec<String>,
+        inputs: Vec<HashedFile>,
+        files: BTreeMap<String, String>,
+    ) -> Manifest {
+        Manifest {
+            written_by: WRITTEN_BY.to_string(),
+            sqlgate_version: sqlgate_version.to_string(),
+            command,
+            inputs,
+            files,
+        }
+    }
+
+    /// The manifest of folder `dir`; `None` when it has none; an error naming the manifest when
+    /// it is not one `sqlgate distill` writes.
+    pub fn read(dir: &Path) -> Result<Option<Manifest>, InputError> {
+        let path = dir.join(MANIFEST);
+        let bad = |problem: String| InputError::file(&path, problem);
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(bad(format!("cannot read the manifest: {e}"))),
+        };
+        let mut text = String::new();
+        file.take(MAX_MANIFEST_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| bad(format!("cannot read the manifest: {e}")))?;
+        if text.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(bad(format!(
+                "the manifest is larger than {MAX_MANIFEST_BYTES} bytes"
+            )));
+        }
+        let manifest: Manifest = serde_json::from_str(&text)
+            .map_err(|e| bad(format!("not a manifest of `sqlgate distill`: {e}")))?;
+        if manifest.written_by != WRITTEN_BY {
+            return Err(bad(format!(
+                "not a manifest of `sqlgate distill`: written_by is `{}`",
+                manifest.written_by
+            )));
+        }
+        for (name, hash) in &manifest.files {
+            if split_entry(name).is_none() {
+                return Err(bad(format!(
+                    "lists `{name}`, which is not `<database>/<file>`"
+                )));
+            }
+            let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+            if hash.len() != 64 || !hash.bytes().all(hex) {
+                return Err(bad(format!(
+                    "the hash of `{name}` is not 64 lowercase hex digits"
+                )));
+            }
+        }
+        Ok(Some(manifest))
+    }
+
+    /// The first file of database folder `db` of `dir` listed here that is missing or whose
+    /// content is not the one listed, with the problem.
+    fn mismatch(&self, dir: &Path, db: &str) -> Option<InputError> {
+        self.files
+            .iter()
+            .filter(|(name, _)| split_entry(name).is_some_and(|(d, _)| d == db))
+            .find_map(|(name, listed)| {
+                let path = dir.join(name);
+                match file_sha256(&path) {
+                    Ok(found) if &found == listed => None,
+                    Ok(_) => Some(InputError::file(
+                        &path,
+                        format!(
+                            "its content is not what `sqlgate distill` wrote (SHA-256 differs \
+                             from {}): the folder was changed or only partly written",
+                            dir.join(MANIFEST).display()
+                        ),
+                    )),
+                    Err(e) => Some(InputError::file(
+                        &path,
+                        format!(
+                            "listed in {} but cannot be read ({e}): the folder is incomplete",
+                            dir.join(MANIFEST).display()
+                        ),
+                    )),
+                }
+            })
+    }
+}
+
+/// `<db>/<file>`, both plain names.
+pub fn split_entry(name: &str) -> Option<(&str, &str)> {
+    let (db, file) = name.split_once('/')?;
+    (is_plain_name(db) && is_plain_name(file)).then_some((db, file))
+}
+
+/// Folders already checked in this process, with the stamps of their files and manifest: each
+/// is hashed and opened once per run however many cases read it.
+static CHECKED: LazyLock<Mutex<HashSet<Fingerprint>>> = LazyLock::new(Mutex::default);
+
+#[derive(PartialEq, Eq, Hash)]
+struct Fingerprint {
+    files: Vec<(PathBuf, Stamp)>,
+    manifest: Stamp,
+}
+
+/// Refuses a database folder `sqlgate distill` has not finished writing (a killed or failed
+/// run's staging folder): it is never read, whatever the mode.
+pub(super) fn refuse_unfinished(db_dir: &Path) -> Result<(), InputError> {
+    let marker = db_dir.join(UNFINISHED);
+    if std::fs::symlink_metadata(&marker).is_ok() {
+        return Err(InputError::file(
+            db_dir,
+            format!(
+                "`sqlgate distill` did not finish writing this folder ({} is still there): it \
+                 is not a test suite; run distill again",
+                marker.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the files `files` listed in the test-suite folder `<db_dir>/<db>/`: none is a `-wal`,
+/// `-shm` or `-journal` side file; with a manifest in `db_dir`, they are exactly the files it
+/// lists for `db`, with its hashes; each opens as a database whose schema reads (header, open,
+/// `sqlite_schema`; not a full integrity check).
+pub(super) fn check(db_dir: &Path, db: &str, files: &[PathBuf]) -> Result<(), InputError> {
+    let fingerprint = Fingerprint {
+        files: files.iter().map(|f| (f.clone(), Stamp::of(f))).collect(),
+        manifest: Stamp::of(&db_dir.join(MANIFEST)),
+    };
+    let checked = || CHECKED.lock().unwrap_or_else(PoisonError::into_inner);
+    if checked().contains(&fingerprint) {
+        return Ok(());
+    }
+    // Side files first: opening a database whose `-wal` is there would create its `-shm`.
+    for file in files {
+        refuse_side_file(file)?;
+    }
+    if let Some(manifest) = Manifest::read(db_dir)? {
+        if let Some(extra) = files.iter().find(|file| {
+            let name = file.file_name().unwrap_or_default().to_string_lossy();
+            !manifest.files.contains_key(&format!("{db}/{name}"))
+        }) {
+            return Err(InputError::file(
+                extra,
+                format!(
+                    "not listed in {}: `sqlgate distill` did not write it, and the test-suite \
+                     mode would run every case on it",
+                    db_dir.join(MANIFEST).display()
+                ),
+            ));
+        }
+        if let Some(error) = manifest.mismatch(db_dir, db) {
+            return Err(error);
+        }
+    }
+    for file in files {
+        check_database(file)?;
+    }
+    checked().insert(fingerprint);
+    Ok(())
+}
+
+/// A `-wal`, `-shm` or `-journal` file is part of a database, not one.
+fn refuse_side_file(file: &Path) -> Result<(), InputError> {
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    let side = [
+        ("-wal", "write-ahead log"),
+        ("-shm", "shared-memory index"),
+        ("-journal", "rollback journal"),
+    ];
+    if let Some((suffix, kind)) = side.iter().find(|(suffix, _)| name.ends_with(suffix)) {
+        let database = &name[..name.len() - suffix.len()];
+        return Err(InputError::file(
+            file,
+            format!(
+                "the {kind} of `{database}`, left by a writer that did not close it (killed?): \
+                 a test-suite folder runs every file whose name contains `.sqlite` as a \
+                 database; open `{database}` once with sqlite3 (which folds it in) or remove it"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One file of a test-suite folder opens as a database and its schema reads.
+fn check_database(file: &Path) -> Result<(), InputError> {
+    Sandbox::open(file, Source::Gold).map(drop).map_err(|e| {
+        let prefix = format!("cannot open database {}: ", file.display());
+        let reason = e.message.strip_prefix(&prefix).unwrap_or(&e.message);
+        InputError::file(
+            file,
+            format!(
+                "a test-suite folder runs every file whose name contains `.sqlite` as a \
+                 database, and this one cannot be read as one: {reason}"
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `<dir>/shop/` with two databases and a manifest listing both.
+    fn distilled(dir: &Path) -> Vec<PathBuf> {
+        let files: Vec<PathBuf> = ["shop.sqlite", "shop_1.sqlite"]
+            .iter()
+            .map(|name| {
+                let path = dir.join("shop").join(name);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                rusqlite::Connection::open(&path)
+                    .unwrap()
+                    .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+                    .unwrap();
+                path
+            })
+            .collect();
+        let listed = files
+            .iter()
+            .map(|f| {
+                let name = f.file_name().unwrap().to_string_lossy();
+                (format!("shop/{name}"), file_sha256(f).unwrap())
+            })
+            .collect();
+        let manifest = Manifest::new("0", Vec::new(), Vec::new(), listed);
+        std::fs::write(
+            dir.join(MANIFEST),
+            serde_json::to_string(&manifest).unwrap(),
+        )
+        .unwrap();
+        files
+    }
+
+    #[test]
+    fn a_checked_folder_is_checked_again_once_a_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = distilled(dir.path());
+        check(dir.path(), "shop", &files).unwrap();
+        check(dir.path(), "shop", &files).unwrap();
+        // Same size, one byte past the header changed: the modification time moves.
+        let mut bytes = std::fs::read(&files[1]).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&files[1], bytes).unwrap();
+        let error = check(dir.path(), "shop", &files).unwrap_err();
+        assert_eq!(error.file, files[1], "{error}");
+        assert!(error.message.contains("SHA-256 differs"), "{error}");
+    }
+
+    #[test]
+    fn a_manifest_naming_a_path_outside_its_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        distilled(dir.path());
+        let text = std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
+        std::fs::write(
+            dir.path().join(MANIFEST),
+            text.replace("shop/shop_1.sqlite", "../shop_1.sqlite"),
+        )
+        .unwrap();
+        let error = Manifest::read(dir.path()).unwrap_err();
+        assert!(error.message.contains("not `<database>/<file>`"), "{error}");
+    }
+}
