@@ -51,6 +51,13 @@ pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), OutputError> 
     }
 }
 
+/// Writes text as [`write_atomically`] does, with every known secret redacted
+/// ([`crate::secrets`]): reports, snapshots and records go through it, so that none can hold a
+/// credential whatever text reached it.
+pub fn write_text(path: &Path, text: &str) -> Result<(), OutputError> {
+    write_atomically(path, crate::secrets::redact(text).as_bytes())
+}
+
 /// True for the name of a temporary file of [`write_atomically`] (`.<name>.<pid>-<n>.tmp`): a
 /// write in progress, or one a killed run left behind.
 pub fn is_temporary(file_name: &str) -> bool {
