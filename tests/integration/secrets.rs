@@ -25,9 +25,9 @@ fn unicode_escaped(value: &str) -> String {
         .collect()
 }
 
-/// A suite of `questions.len()` cases on a one-table database, each gold `SELECT 1`, and the
-/// system `system` (a `[[system]]` table's lines).
-fn write_suite(dir: &Path, questions: &[&str], system: &str) {
+/// A suite of `questions.len()` cases on a one-table database, each gold `SELECT 1`, with
+/// `settings` in its `[[suite]]`, and the system `system` (a `[[system]]` table's lines).
+fn write_suite(dir: &Path, questions: &[&str], settings: &str, system: &str) {
     std::fs::write(
         dir.join("schema.sql"),
         "CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1);",
@@ -48,7 +48,7 @@ fn write_suite(dir: &Path, questions: &[&str], system: &str) {
         .collect();
     std::fs::write(dir.join("cases.jsonl"), cases.join("\n")).unwrap();
     let config = format!(
-        "[[suite]]\nbenchmark = \"suite.toml\"\n\n[[system]]\nname = \"echo\"\n{system}\nthrottle = {{ retries = 1, backoff_secs = 0.01, max_backoff_secs = 0.01 }}\n"
+        "[[suite]]\nbenchmark = \"suite.toml\"\n{settings}\n\n[[system]]\nname = \"echo\"\n{system}\nthrottle = {{ retries = 1, backoff_secs = 0.01, max_backoff_secs = 0.01 }}\n"
     );
     std::fs::write(dir.join("sqlgate.toml"), config).unwrap();
 }
@@ -129,16 +129,20 @@ fn assert_redacted(dir: &Path, runs: &[Run], secrets: &[&str], masked: &[&str]) 
             run.stderr.clone().into_bytes(),
         ));
     }
+    let mut leaks = Vec::new();
     for secret in secrets {
         for form in [secret.to_string(), json_escaped(secret)] {
             for (path, bytes) in &outputs {
                 let found = bytes
                     .windows(form.len())
                     .any(|window| window == form.as_bytes());
-                assert!(!found, "{path} holds the secret {form:?}");
+                if found {
+                    leaks.push(format!("{path} holds {form:?}"));
+                }
             }
         }
     }
+    assert!(leaks.is_empty(), "secrets written:\n{}", leaks.join("\n"));
     for file in masked {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
         assert!(text.contains("***"), "no *** in {file}:\n{text}");
@@ -166,15 +170,20 @@ esac
 fn a_command_echoing_its_secrets_leaves_none_in_any_output() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("agent.sh"), ECHOING_SCRIPT).unwrap();
+    let embeddings = serve_refusing();
     write_suite(
         dir.path(),
         &["q0", "q1", "q2", "q3"],
+        &format!(
+            "regime = \"SC-PC-PE\"\nembeddings = {{ base_url = \"{embeddings}\", model = \"m\", api_key_env = \"EMBEDDINGS_KEY\" }}"
+        ),
         "type = \"command\"\ncommand = [\"sh\", \"agent.sh\"]\nenv_secrets = [\"AGENT_TOKEN\"]\nenv_passthrough = [\"MODEL_TAG\"]",
     );
     let runs = run_with_every_output(
         dir.path(),
         &[
             ("AGENT_TOKEN", COMMAND_SECRET),
+            ("EMBEDDINGS_KEY", GENERATOR_KEY),
             ("MODEL_TAG", PASSED_THROUGH),
         ],
     );
@@ -182,7 +191,7 @@ fn a_command_echoing_its_secrets_leaves_none_in_any_output() {
     assert_redacted(
         dir.path(),
         &runs,
-        &[COMMAND_SECRET, PASSED_THROUGH],
+        &[COMMAND_SECRET, PASSED_THROUGH, GENERATOR_KEY],
         &[
             "snapshots/predictions/echo.jsonl",
             "junit.xml",
@@ -200,6 +209,11 @@ fn a_command_echoing_its_secrets_leaves_none_in_any_output() {
         "{cassette}"
     );
     assert!(cassette.contains(r#""retrieved":["***"]"#), "{cassette}");
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("Incorrect API key provided: Bearer ***"),
+        "the suite's embeddings server was asked: {junit}"
+    );
 }
 
 const API_KEY: &str = "sk-openai-Test-4242-abcdef";
@@ -266,6 +280,7 @@ fn an_openai_server_echoing_the_credentials_leaves_none_in_any_output() {
     write_suite(
         dir.path(),
         &["q0", "q1", "q2", "q3", "q4", "q5"],
+        "",
         &format!(
             "type = \"openai\"\nbase_url = \"{base_url}\"\nmodel = \"test-model\"\napi_key_env = \"ECHO_API_KEY\"\nheaders = {{ \"api-key\" = {{ env = \"ECHO_HEADER_KEY\" }} }}\ntimeout_secs = 5"
         ),
@@ -337,6 +352,7 @@ fn an_http_server_echoing_the_credentials_leaves_none_in_any_output() {
     write_suite(
         dir.path(),
         &["q0", "q1", "q2", "q3", "q4"],
+        "",
         &format!(
             "type = \"http\"\nurl = \"{url}\"\nheaders_env = {{ Authorization = \"ECHO_TOKEN\" }}\ntimeout_secs = 5"
         ),
@@ -361,4 +377,72 @@ fn an_http_server_echoing_the_credentials_leaves_none_in_any_output() {
         cassette.contains(r#"SELECT '***' AS k FROM t"#),
         "{cassette}"
     );
+}
+
+const GENERATOR_KEY: &str = "sk-generator-8086-qwerty";
+
+/// An OpenAI-format server refusing every request with a 401 that quotes the key it was sent.
+fn serve_refusing() -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let address = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for request in server.incoming_requests() {
+            let authorization = request
+                .headers()
+                .iter()
+                .find(|h| h.field.equiv("Authorization"))
+                .map(|h| h.value.to_string())
+                .unwrap_or_default();
+            let message = format!("Incorrect API key provided: {authorization}");
+            let body = json!({"error": {"message": message}}).to_string();
+            let _ = request.respond(tiny_http::Response::from_string(body).with_status_code(401));
+        }
+    });
+    address
+}
+
+/// Issue 38, item 4: the generators' `--llm-api-key-env` and `--embeddings-api-key-env`.
+#[test]
+fn a_generator_s_server_echoing_its_key_leaves_it_in_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = serve_refusing();
+    let gold = crate::support::demo("suite.toml");
+    let jqe = sqlgate()
+        .args(["generate", "jqe", "--llm-model", "m", "--llm-url", &url])
+        .args(["--llm-api-key-env", "GENERATOR_KEY", "--out", "jqe.jsonl"])
+        .arg("--gold")
+        .arg(&gold)
+        .current_dir(dir.path())
+        .env("GENERATOR_KEY", GENERATOR_KEY)
+        .run();
+    let paraphrase = sqlgate()
+        .args(["generate", "paraphrase", "--embeddings-url", &url])
+        .args([
+            "--embeddings-model",
+            "m",
+            "--embeddings-api-key-env",
+            "GENERATOR_KEY",
+        ])
+        .args(["--out", "para.jsonl"])
+        .arg("--gold")
+        .arg(&gold)
+        .current_dir(dir.path())
+        .env("GENERATOR_KEY", GENERATOR_KEY)
+        .run();
+    for run in [&jqe, &paraphrase] {
+        assert!(
+            run.stderr
+                .contains("Incorrect API key provided: Bearer ***"),
+            "{:?}\n{}",
+            run.code(),
+            run.text()
+        );
+    }
+    for (path, bytes) in every_file(dir.path()) {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(GENERATOR_KEY), "{path}: {text}");
+    }
+    for run in [&jqe, &paraphrase] {
+        assert!(!run.text().contains(GENERATOR_KEY), "{}", run.text());
+    }
 }
