@@ -446,3 +446,14 @@ fn a_generator_s_server_echoing_its_key_leaves_it_in_no_output() {
         assert!(!run.text().contains(GENERATOR_KEY), "{}", run.text());
     }
 }
+
+/// docs/systems.md states the minimum length of a redacted value.
+#[test]
+fn the_documented_minimum_length_is_the_one_applied() {
+    let docs = std::fs::read_to_string(crate::support::repo().join("docs/systems.md")).unwrap();
+    let minimum = sqlgate::eval::secrets::MIN_SECRET_BYTES;
+    assert!(
+        docs.contains(&format!("A value shorter than {minimum} bytes")),
+        "docs/systems.md#secrets"
+    );
+}

@@ -381,6 +381,17 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_holding_a_known_secret_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20, "1");
+        crate::secrets::register(b"store-secret-2718");
+        store.put("results", "abcdef", br#"[["store-secret-2718"]]"#);
+        assert_eq!(store.get("results", "abcdef"), None);
+        store.put("results", "abcdef", br#"[["***"]]"#);
+        assert!(store.get("results", "abcdef").is_some());
+    }
+
+    #[test]
     fn eviction_removes_the_least_recently_used_first() {
         let dir = tempfile::tempdir().unwrap();
         // Entries of 116 bytes (a 16-byte header): 13 fit in 1600 bytes, 14 do not.
