@@ -223,6 +223,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn text_is_written_without_known_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::secrets::register(b"files-secret-1618");
+        let path = dir.path().join("report.xml");
+        write_text(&path, "<error>token files-secret-1618 refused</error>").unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "<error>token *** refused</error>"
+        );
+    }
+
+    #[test]
     fn a_link_to_a_regular_file_keeps_the_link_and_replaces_its_target() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("reports").join("junit.xml");
