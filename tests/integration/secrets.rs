@@ -55,8 +55,8 @@ fn write_suite(dir: &Path, questions: &[&str], settings: &str, system: &str) {
 
 /// `sqlgate test` with every output on: the cassette (`--record new`), JUnit, the HTML report,
 /// the run record, the cache, the step summary and annotations, `.snap.new`; then a replay
-/// accepting the snapshot, its reports beside the first's (`replay-junit.xml`...). Both runs,
-/// with `env` set.
+/// accepting the snapshot, with `libtest-json` output and its reports beside the first's
+/// (`replay-junit.xml`...). Both runs, with `env` set.
 fn run_with_every_output(dir: &Path, env: &[(&str, &str)]) -> Vec<Run> {
     let summary = dir.join("summary.md");
     let run = |outputs: &str, args: &[&str]| {
@@ -89,7 +89,16 @@ fn run_with_every_output(dir: &Path, env: &[(&str, &str)]) -> Vec<Run> {
         recording.text()
     );
     let pending = std::fs::read(dir.join("snapshots/tiny.snap.new")).unwrap();
-    let accepting = run("replay-", &["--record", "none", "--accept"]);
+    let accepting = run(
+        "replay-",
+        &[
+            "--record",
+            "none",
+            "--accept",
+            "--message-format",
+            "libtest-json",
+        ],
+    );
     // The accepted snapshot supersedes the pending one: it is kept aside to be searched too.
     std::fs::write(dir.join("pending.snap.new"), pending).unwrap();
     vec![recording, accepting]
