@@ -17,7 +17,7 @@ static WRITE_COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// target replaced, so the link stays. One of this process's descriptors (`/dev/stdout`,
 /// `/proc/self/fd/N`, often a shell's `> out.txt`) is written through the descriptor, after
 /// what was written there. Anything else (a FIFO, `/dev/null`) is written in place: renaming
-/// over it would replace the device node or pipe itself.
+/// over it would replace the device node or pipe itself. Text goes through [`write_text`].
 pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), OutputError> {
     let fail = |error: io::Error| OutputError::new(path, error);
     let target = match destination(path).map_err(fail)? {
