@@ -118,16 +118,19 @@ fn every_file(dir: &Path) -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// The run executed queries, and cached them in `.sqlgate/cache/`.
+fn assert_cached(dir: &Path) {
+    let cache = dir.join(".sqlgate/cache");
+    assert!(
+        cache.is_dir() && !every_file(&cache).is_empty(),
+        "the cache was written"
+    );
+}
+
 /// No secret in any file under `dir` nor in the runs' output, raw or JSON-escaped; `***`
 /// stands where they were in each of `masked` (files under `dir`) and in the first run's output.
 fn assert_redacted(dir: &Path, runs: &[Run], secrets: &[&str], masked: &[&str]) {
     let mut outputs = every_file(dir);
-    assert!(
-        outputs
-            .iter()
-            .any(|(path, _)| path.contains("/.sqlgate/cache/")),
-        "the cache was written"
-    );
     for (i, run) in runs.iter().enumerate() {
         outputs.push((
             format!("stdout of run {i}"),
@@ -197,6 +200,7 @@ fn a_command_echoing_its_secrets_leaves_none_in_any_output() {
         ],
     );
 
+    assert_cached(dir.path());
     assert_redacted(
         dir.path(),
         &runs,
@@ -229,8 +233,9 @@ const API_KEY: &str = "sk-openai-Test-4242-abcdef";
 const HEADER_KEY: &str = "hdr-azure-9f8e7d6c5b";
 
 /// An OpenAI-format server echoing the credentials it receives, by question: a 401, a 400, a
-/// 500, a 200 HTML page, and answers holding them as text and as `\u` escapes.
-fn serve_echoing_openai() -> String {
+/// 500, a 200 HTML page, and answers holding them as text and as `\u` escapes. With
+/// `refuse_key`, its listing of models (the check before asking) is a 401 quoting the key.
+fn serve_echoing_openai(refuse_key: bool) -> String {
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let address = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
     std::thread::spawn(move || {
@@ -252,7 +257,10 @@ fn serve_echoing_openai() -> String {
                     r#"{{"choices": [{{"index": 0, "message": {{"role": "assistant", "content": "{content}"}}}}]}}"#
                 )
             };
-            let (status, text) = if request.url().ends_with("/models") {
+            let (status, text) = if request.url().ends_with("/models") && refuse_key {
+                let message = format!("Incorrect API key provided: {authorization}");
+                (401, error(message))
+            } else if request.url().ends_with("/models") {
                 (200, json!({"data": [{"id": "test-model"}]}).to_string())
             } else if body.contains("q0") {
                 let message = format!("Incorrect API key provided: {authorization}");
@@ -284,8 +292,14 @@ fn serve_echoing_openai() -> String {
 /// Issue 38, item 4 (b), `openai`: `api_key_env` and a header `{ env = ... }`.
 #[test]
 fn an_openai_server_echoing_the_credentials_leaves_none_in_any_output() {
+    for refuse_key in [false, true] {
+        echoing_openai_server_leaves_no_credential(refuse_key);
+    }
+}
+
+fn echoing_openai_server_leaves_no_credential(refuse_key: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let base_url = serve_echoing_openai();
+    let base_url = serve_echoing_openai(refuse_key);
     write_suite(
         dir.path(),
         &["q0", "q1", "q2", "q3", "q4", "q5"],
@@ -299,18 +313,13 @@ fn an_openai_server_echoing_the_credentials_leaves_none_in_any_output() {
         &[("ECHO_API_KEY", API_KEY), ("ECHO_HEADER_KEY", HEADER_KEY)],
     );
 
-    assert_redacted(
-        dir.path(),
-        &runs,
-        &[API_KEY, HEADER_KEY],
-        &[
-            "snapshots/predictions/echo.jsonl",
-            "junit.xml",
-            "report.html",
-            "record.json",
-            "summary.md",
-        ],
-    );
+    let mut masked = vec!["junit.xml", "report.html", "record.json", "summary.md"];
+    // A refused key leaves every case unasked: nothing is recorded, nothing executed.
+    if !refuse_key {
+        assert_cached(dir.path());
+        masked.push("snapshots/predictions/echo.jsonl");
+    }
+    assert_redacted(dir.path(), &runs, &[API_KEY, HEADER_KEY], &masked);
     assert!(runs[0]
         .text()
         .contains("Incorrect API key provided: Bearer ***"));
@@ -368,6 +377,7 @@ fn an_http_server_echoing_the_credentials_leaves_none_in_any_output() {
     );
     let runs = run_with_every_output(dir.path(), &[("ECHO_TOKEN", HTTP_TOKEN)]);
 
+    assert_cached(dir.path());
     assert_redacted(
         dir.path(),
         &runs,
