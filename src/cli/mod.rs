@@ -25,6 +25,7 @@ use sqlgate::error::{Error, EXIT_OK};
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::Backend;
 use sqlgate_eval::loaders::{self, Benchmark, GoldFormat, LoadOptions};
+use sqlgate_eval::secrets;
 
 #[derive(Parser)]
 #[command(
@@ -98,7 +99,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", secrets::redact(&error.to_string()));
             ExitCode::from(error.exit_code())
         }
     }

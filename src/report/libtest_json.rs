@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use sqlgate::gate::run::Event;
 use sqlgate::gate::{TestResult, TestStatus};
+use sqlgate_eval::secrets;
 
 pub struct LibtestJsonReporter {
     start: Instant,
@@ -89,5 +90,5 @@ fn test_events(result: &TestResult) -> Vec<Value> {
 fn emit(value: &Value) {
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) ends the output; it is not an error of the run.
-    let _ = writeln!(stdout, "{value}");
+    let _ = writeln!(stdout, "{}", secrets::redact(&value.to_string()));
 }

@@ -12,6 +12,7 @@ use sqlgate::gate::judge::format_metric;
 use sqlgate::gate::run::Event;
 use sqlgate::gate::{TestResult, TestStatus};
 use sqlgate::report::plural;
+use sqlgate_eval::secrets;
 
 const SLOWEST_SHOWN: usize = 5;
 
@@ -236,6 +237,7 @@ impl TerminalReporter {
     }
 
     fn print(&mut self, text: &str) {
+        let text = secrets::redact(text);
         match &self.bar {
             Some(bar) => bar.println(text),
             None => {

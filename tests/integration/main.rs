@@ -57,6 +57,7 @@ mod sampled;
 mod sandbox;
 mod schema_db;
 mod score_gate_parity;
+mod secrets;
 mod shared_data;
 mod soft_f1_outputs;
 mod soft_f1_parity;

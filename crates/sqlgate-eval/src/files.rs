@@ -17,7 +17,7 @@ static WRITE_COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// target replaced, so the link stays. One of this process's descriptors (`/dev/stdout`,
 /// `/proc/self/fd/N`, often a shell's `> out.txt`) is written through the descriptor, after
 /// what was written there. Anything else (a FIFO, `/dev/null`) is written in place: renaming
-/// over it would replace the device node or pipe itself.
+/// over it would replace the device node or pipe itself. Text goes through [`write_text`].
 pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), OutputError> {
     let fail = |error: io::Error| OutputError::new(path, error);
     let target = match destination(path).map_err(fail)? {
@@ -49,6 +49,13 @@ pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), OutputError> 
             Err(fail(error))
         }
     }
+}
+
+/// Writes text as [`write_atomically`] does, with every known secret redacted
+/// ([`crate::secrets`]): reports, snapshots and records go through it, so that none can hold a
+/// credential whatever text reached it.
+pub fn write_text(path: &Path, text: &str) -> Result<(), OutputError> {
+    write_atomically(path, crate::secrets::redact(text).as_bytes())
 }
 
 /// True for the name of a temporary file of [`write_atomically`] (`.<name>.<pid>-<n>.tmp`): a
@@ -214,6 +221,18 @@ mod tests {
     use std::os::unix::fs::{symlink, FileTypeExt, OpenOptionsExt};
 
     use super::*;
+
+    #[test]
+    fn text_is_written_without_known_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::secrets::register(b"files-secret-1618");
+        let path = dir.path().join("report.xml");
+        write_text(&path, "<error>token files-secret-1618 refused</error>").unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "<error>token *** refused</error>"
+        );
+    }
 
     #[test]
     fn a_link_to_a_regular_file_keeps_the_link_and_replaces_its_target() {

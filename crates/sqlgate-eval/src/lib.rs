@@ -3,9 +3,9 @@
 //!
 //! Modules form a one-way stack; each uses only the ones listed before it (bottom first):
 //!
-//! 1. `error` (input errors), `files` (atomic writes, file stamps), `store` (the on-disk
-//!    cache), `sqltext` (bounds on untrusted SQL), `model_output` (a model's reply cleaned to
-//!    one query)
+//! 1. `error` (input errors), `secrets` (known credentials, redacted from every output),
+//!    `files` (atomic writes, file stamps), `store` (the on-disk cache), `sqltext` (bounds on
+//!    untrusted SQL), `model_output` (a model's reply cleaned to one query)
 //! 2. `exec`: sandboxed engines (SQLite files, a PostgreSQL server) behind [`exec::QueryRunner`]
 //! 3. `spider`: Spider's SQL parser and hardness, for untrusted SQL
 //! 4. `metrics`: pure functions of results and SQL (EX, ESM, ETM, SQLMorph, TrustSQL, SQL2NL)
@@ -17,6 +17,7 @@
 pub mod error;
 pub mod files;
 pub mod model_output;
+pub mod secrets;
 pub mod sqltext;
 pub mod store;
 

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::OutputError;
 use crate::files::{sidecar, write_atomically, Stamp};
+use crate::secrets;
 
 /// The sqlgate version that writes entries, part of every key and header.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -95,8 +96,12 @@ impl Store {
 
     /// Stores an entry. A cache that cannot be written slows later runs but never fails this
     /// one: the problem is counted for [`Store::notes`]. An entry larger than a sixteenth of the
-    /// bound is not kept: it would push many others out.
+    /// bound is not kept: it would push many others out. Nor is one holding a known secret
+    /// ([`crate::secrets`]): redacted, it would not be what a fresh run computes.
     pub fn put(&self, kind: &str, key: &str, body: &[u8]) {
+        if secrets::holds_secret(body) {
+            return;
+        }
         if body.len() as u64 > self.max_bytes / 16 {
             self.too_large.fetch_add(1, Ordering::Relaxed);
             return;
@@ -383,6 +388,17 @@ mod tests {
         let new = Store::open(dir.path(), 1 << 20, "0.0.2");
         assert_eq!(new.get("results", "abcdef"), None);
         assert_eq!(new.hits(), 0);
+    }
+
+    #[test]
+    fn an_entry_holding_a_known_secret_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20, "1");
+        crate::secrets::register(b"store-secret-2718");
+        store.put("results", "abcdef", br#"[["store-secret-2718"]]"#);
+        assert_eq!(store.get("results", "abcdef"), None);
+        store.put("results", "abcdef", br#"[["***"]]"#);
+        assert!(store.get("results", "abcdef").is_some());
     }
 
     #[test]

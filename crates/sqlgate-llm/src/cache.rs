@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use sqlgate_eval::error::{FileError, InputError, OutputError};
 use sqlgate_eval::files::write_atomically;
+use sqlgate_eval::secrets;
 
 /// Answers kept in a JSONL file, one `{key, value}` a line, so that reruns and CI ask nothing
 /// already asked.
@@ -96,7 +97,8 @@ impl<V: Serialize + DeserializeOwned + Clone> JsonlCache<V> {
             .append(true)
             .open(&self.path)
             .map_err(fail)?;
-        file.write_all(text.as_bytes()).map_err(fail)?;
+        file.write_all(secrets::redact(&text).as_bytes())
+            .map_err(fail)?;
         self.entries
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -25,6 +25,7 @@ use reqwest::blocking::RequestBuilder;
 use reqwest::header::{HeaderName, AUTHORIZATION};
 use serde::Serialize;
 use serde_json::Value;
+use sqlgate_eval::secrets;
 
 pub use cached_embedder::{CachedEmbedder, Retry};
 pub use chat::{ChatReply, ChatRequest, Message, Usage};
@@ -91,6 +92,9 @@ impl Client {
             .timeout(config.timeout)
             .build()
             .map_err(|e| ConfigError(format!("cannot set up the HTTP client: {e}")))?;
+        if let Some(variable) = &config.api_key_env {
+            secrets::register_env(variable);
+        }
         Ok(Client {
             http,
             base_url,
@@ -115,6 +119,9 @@ impl Client {
             }
             if self.headers.iter().any(|(known, _)| *known == name) {
                 return Err(ConfigError(format!("header `{name}` is given twice")));
+            }
+            if let HeaderSource::Env(headers::FromEnv { env }) = source {
+                secrets::register_env(env);
             }
             self.headers.push((name, source.clone()));
         }
@@ -142,15 +149,13 @@ impl Client {
             .map_err(|e| errors::transport(&e, &url, self.timeout))?;
         let status = response.status();
         let retry_after = errors::retry_after(response.headers());
-        let bytes = response
-            .bytes()
-            .map_err(|e| errors::transport(&e, &url, self.timeout))?;
+        let bytes = read_body(response, &url, self.timeout)?;
         if !status.is_success() {
             return Err(errors::http_status(status, retry_after, &bytes, &url));
         }
         // An API's 200 that is not JSON was cut short or mangled on the way, not the model's
         // answer: transient, so it is retried and never recorded.
-        serde_json::from_slice(&bytes).map_err(|e| LlmError {
+        let mut json = serde_json::from_slice(&bytes).map_err(|e| LlmError {
             kind: LlmErrorKind::Transport,
             message: format!(
                 "{url} answered 200 with a body that is not JSON ({e}): {}",
@@ -159,7 +164,9 @@ impl Client {
             retryable: true,
             retry_after: None,
             server: ServerState::Other,
-        })
+        })?;
+        secrets::redact_json(&mut json);
+        Ok(json)
     }
 
     /// The key from the configured environment variable, read at each request so that a
@@ -180,6 +187,19 @@ impl Client {
             }),
         }
     }
+}
+
+/// A response's body, with the known secrets redacted: a server may echo the key it was sent
+/// (`Incorrect API key provided: ...`), and nothing passes it on.
+fn read_body(
+    response: reqwest::blocking::Response,
+    url: &str,
+    timeout: Duration,
+) -> Result<Vec<u8>, LlmError> {
+    let bytes = response
+        .bytes()
+        .map_err(|e| errors::transport(&e, url, timeout))?;
+    Ok(secrets::redact_bytes(&bytes).into_owned())
 }
 
 /// A 200 response that is not what the API promises.

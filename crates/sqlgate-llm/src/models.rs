@@ -16,9 +16,7 @@ impl Client {
             .send()
             .map_err(|e| errors::transport(&e, &url, self.timeout))?;
         let status = response.status();
-        let body = response
-            .bytes()
-            .map_err(|e| errors::transport(&e, &url, self.timeout))?;
+        let body = super::read_body(response, &url, self.timeout)?;
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             return Err(errors::http_status(status, None, &body, &url));
         }

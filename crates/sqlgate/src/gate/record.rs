@@ -427,8 +427,9 @@ pub struct SuiteRecord {
 impl RunRecord {
     /// Writes the record as JSON, atomically (`--record-out`).
     pub fn write(&self, path: &Path) -> Result<(), OutputError> {
-        let json = serde_json::to_vec_pretty(self).map_err(|e| OutputError::new(path, e.into()))?;
-        sqlgate_eval::files::write_atomically(path, &json)
+        let json =
+            serde_json::to_string_pretty(self).map_err(|e| OutputError::new(path, e.into()))?;
+        sqlgate_eval::files::write_text(path, &json)
     }
 
     /// Reads a record written by [`RunRecord::write`]; anything else is an input error.

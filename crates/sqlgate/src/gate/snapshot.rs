@@ -38,7 +38,7 @@ use rayon::prelude::*;
 use similar::TextDiff;
 
 use sqlgate_eval::error::{InputError, OutputError};
-use sqlgate_eval::files::write_atomically;
+use sqlgate_eval::files::write_text;
 use sqlgate_eval::sqltext::{closing_quote, opening_quote};
 
 /// One case test's outcome as snapshotted.
@@ -483,7 +483,7 @@ pub fn unified_diff(accepted: &str, current: &str) -> String {
 pub fn write_pending(dir: &Path, suite: &str, content: &str) -> Result<PathBuf, OutputError> {
     let path = pending_path(dir, suite);
     check_suite_name(&path, suite)?;
-    write_atomically(&path, content.as_bytes())?;
+    write_text(&path, content)?;
     Ok(path)
 }
 
@@ -491,7 +491,7 @@ pub fn write_pending(dir: &Path, suite: &str, content: &str) -> Result<PathBuf, 
 pub fn write_accepted(dir: &Path, suite: &str, content: &str) -> Result<PathBuf, OutputError> {
     let path = path(dir, suite);
     check_suite_name(&path, suite)?;
-    write_atomically(&path, content.as_bytes())?;
+    write_text(&path, content)?;
     remove_if_present(&pending_path(dir, suite))?;
     Ok(path)
 }

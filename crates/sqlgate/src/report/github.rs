@@ -17,6 +17,7 @@ use crate::gate::snapshot::normalize_sql;
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use crate::report::junit::{by_suite, format_metric, SuiteView};
 use sqlgate_eval::error::OutputError;
+use sqlgate_eval::secrets;
 use sqlgate_eval::sqltext::{closing_quote, opening_quote};
 
 /// GitHub refuses a step summary over 1 MiB.
@@ -472,7 +473,7 @@ pub fn append_step_summary(path: &Path, markdown: &str) -> Result<(), OutputErro
         .create(true)
         .append(true)
         .open(path)
-        .and_then(|mut file| file.write_all(markdown.as_bytes()))
+        .and_then(|mut file| file.write_all(secrets::redact(markdown).as_bytes()))
         .map_err(|error| OutputError::new(path, error))
 }
 

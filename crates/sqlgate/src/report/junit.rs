@@ -17,7 +17,7 @@ use quick_junit::{
 
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use sqlgate_eval::error::OutputError;
-use sqlgate_eval::files::write_atomically;
+use sqlgate_eval::files::write_text;
 
 /// The name of the `<testsuites>` element.
 pub const REPORT_NAME: &str = "sqlgate";
@@ -49,7 +49,7 @@ pub fn write(
 ) -> Result<(), OutputError> {
     let xml =
         render(results, summaries).map_err(|e| OutputError::new(path, std::io::Error::other(e)))?;
-    write_atomically(path, xml.as_bytes())
+    write_text(path, &xml)
 }
 
 /// A suite's tests and summary, as reports show them.

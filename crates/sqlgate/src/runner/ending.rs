@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sqlgate_eval::error::OutputError;
+use sqlgate_eval::secrets;
 use sqlgate_eval::store::Store;
 
 use crate::gate::partition::Partition;
@@ -243,6 +244,7 @@ fn write_github_outputs(
             github::DEFAULT_ANNOTATIONS,
             workspace.as_deref(),
         ) {
+            let annotation = secrets::redact(&annotation);
             // The runner reads workflow commands on either stream.
             match stream {
                 Stream::Stdout => println!("{annotation}"),

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::cassette::{record_key, Cassette};
 use super::{Reply, Request, System, SystemError, SystemErrorKind, Usage};
 use crate::config::RecordMode;
+use sqlgate_eval::secrets;
 use sqlgate_llm::throttle::Throttle;
 
 /// A system's answer to one case, the time this run spent getting it, and what it cost the
@@ -215,8 +216,16 @@ pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
     if !output.trim_ascii_start().starts_with(b"{") {
         return Err(garbage(expected.into()));
     }
-    let wire: WireAnswer =
+    let mut wire: WireAnswer =
         serde_json::from_slice(output).map_err(|e| garbage(format!("{expected} ({e})")))?;
+    // The output was redacted as it came; an escape (`\u0073`) decodes to a secret's own
+    // characters, so the decoded text is redacted again.
+    let texts = wire
+        .sql
+        .iter_mut()
+        .chain(&mut wire.samples)
+        .chain(&mut wire.retrieved);
+    texts.for_each(secrets::redact_in_place);
     let sql = match (wire.sql, wire.abstain) {
         (Some(sql), false) => Some(sql),
         (None, true) => None,

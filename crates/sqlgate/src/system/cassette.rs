@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use super::{Reply, Request, SystemError};
 use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::json_message;
+use sqlgate_eval::secrets;
 use sqlgate_eval::store::Hasher;
 
 /// The key of a case's answer: the system's fingerprint with the case's content hash.
@@ -525,10 +526,12 @@ fn open_journal(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// A record as one line of JSON, newline included.
+/// A record as one line of JSON, newline included, without known secrets (answers are
+/// redacted as they come; this keeps any other way in from reaching a committed file).
 fn to_line(record: &RecordedAnswer) -> String {
     // Strings and plain structs always serialize.
     let mut line = serde_json::to_string(record).unwrap_or_default();
+    secrets::redact_in_place(&mut line);
     line.push('\n');
     line
 }

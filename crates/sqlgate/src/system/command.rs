@@ -1,6 +1,7 @@
 //! The `command` system: a program that reads the JSON request on stdin and prints its answer,
 //! `{"sql": "..."}` or `{"abstain": true}`, on stdout.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::answer::parse_answer;
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use crate::config::system::CommandConfig;
+use sqlgate_eval::secrets;
 use sqlgate_eval::store::Hasher;
 
 /// Answers longer than this are not answers.
@@ -52,6 +54,9 @@ impl CommandSystem {
         }
         let timeout = config.timeout_secs.duration();
         check_declared_names(config)?;
+        for name in config.env_secrets.iter().chain(&config.env_passthrough) {
+            secrets::register_env(name);
+        }
         let passed_through: Vec<(String, Option<OsString>)> = config
             .env_passthrough
             .iter()
@@ -135,13 +140,21 @@ impl CommandSystem {
         let Some(status) = status else {
             return Err(self.timed_out(&format!("it was killed{}", also_killed(killed))));
         };
-        let (Some(stdout), Some(stderr)) = (receive(&stdout, deadline), receive(&stderr, deadline))
+        let (Some(mut stdout), Some(mut stderr)) =
+            (receive(&stdout, deadline), receive(&stderr, deadline))
         else {
             return Err(self.timed_out(
                 "its output stayed open after it exited, held by a process that left its \
                  process group and its environment, which may still run",
             ));
         };
+        // Whatever the program printed goes on (cassette, reports) without the secrets it
+        // was given, whether it echoed them on purpose or by mistake.
+        for output in [&mut stdout, &mut stderr] {
+            if let Cow::Owned(redacted) = secrets::redact_bytes(&output.bytes) {
+                output.bytes = redacted;
+            }
+        }
         if !status.success() {
             return Err(self.exited(status, &stderr.bytes));
         }

@@ -11,6 +11,7 @@ use crate::config::system::HttpConfig;
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Url;
+use sqlgate_eval::secrets;
 use sqlgate_eval::store::Hasher;
 use sqlgate_llm::errors;
 
@@ -29,6 +30,9 @@ pub struct HttpSystem {
 impl HttpSystem {
     /// Checks the configuration and reads the `headers_env` variables.
     pub fn new(config: &HttpConfig) -> Result<HttpSystem, String> {
+        for variable in config.headers_env.values() {
+            secrets::register_env(variable);
+        }
         let url = Url::parse(&config.url).map_err(|e| format!("`url` {:?}: {e}", config.url))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("`url` {:?}: expected http or https", config.url));
@@ -71,14 +75,16 @@ impl HttpSystem {
                     format!("{}: reading the answer: {e}", self.url),
                 )
             })?;
-        if !status.is_success() {
-            return Err(errors::http_status(status, retry_after, &body, self.url.as_str()).into());
-        }
-        if body.len() as u64 > BODY_LIMIT {
+        if body.len() as u64 > BODY_LIMIT && status.is_success() {
             return Err(SystemError::new(
                 SystemErrorKind::Garbage,
                 format!("the answer is over {BODY_LIMIT} bytes"),
             ));
+        }
+        // An answer or an error page may echo the credentials sent: nothing passes them on.
+        let body = secrets::redact_bytes(&body).into_owned();
+        if !status.is_success() {
+            return Err(errors::http_status(status, retry_after, &body, self.url.as_str()).into());
         }
         Ok(body)
     }

@@ -134,6 +134,9 @@ impl Server {
                     .to_string(),
             );
         }
+        if let Some(variable) = password_env {
+            crate::secrets::register_env(variable);
+        }
         Ok(Server {
             template: template.to_string(),
             password_env: password_env.map(str::to_string),

@@ -16,7 +16,7 @@ use minijinja::value::Serde;
 use minijinja::{context, Environment};
 
 use sqlgate_eval::error::OutputError;
-use sqlgate_eval::files::write_atomically;
+use sqlgate_eval::files::write_text;
 
 pub use cases::DETAILED_CASES;
 pub use page::{EarlierRun, Page, ReportInput, RunFacts};
@@ -35,5 +35,5 @@ pub fn render(input: &ReportInput) -> Result<String, minijinja::Error> {
 /// Writes the page of `input` to `path`, atomically, creating its folder.
 pub fn write(path: &Path, input: &ReportInput) -> Result<(), OutputError> {
     let html = render(input).map_err(|e| OutputError::new(path, std::io::Error::other(e)))?;
-    write_atomically(path, html.as_bytes())
+    write_text(path, &html)
 }
