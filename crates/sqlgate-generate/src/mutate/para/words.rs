@@ -258,11 +258,17 @@ mod tests {
     #[test]
     fn abbreviated_keys_are_not_readable() {
         let wordnet = crate::mutate::tqa::wordnet::for_tests();
-        for key in ["aid", "did", "kid", "jid", "msid", "stuid"] {
+        for key in ["aid", "did", "kid", "jid", "msid"] {
             assert!(!is_readable(key, wordnet), "{key}");
         }
-        for name in ["paid", "author_id", "name", "paperid"] {
+        for name in ["author_id", "name", "paperid"] {
             assert!(is_readable(name, wordnet), "{name}");
+        }
+        // Three initials (`stuid`), and a word shaped like a key (`paid`), only WordNet tells
+        // apart: without it, initials are at most two letters.
+        if wordnet.is_some() {
+            assert!(!is_readable("stuid", wordnet));
+            assert!(is_readable("paid", wordnet));
         }
     }
 
