@@ -7,8 +7,8 @@ use crate::exec::value::{py_str, Value};
 use crate::exec::Execution;
 
 use super::{
-    any_alternative, blame, usable, CaseInput, Decoding, Failure, FailureKind, ModeOptions, Outcome,
-    PredRuns, QueryRunner, Side, Verdict,
+    any_alternative, blame, usable, CaseInput, Decoding, Failure, FailureKind, ModeOptions,
+    Outcome, PredRuns, QueryRunner, Side, Verdict,
 };
 
 /// How rows enter the set comparison.
@@ -34,7 +34,10 @@ pub(super) fn evaluate(
         let pred = preds.get(db, pred_sql);
         // The reference stops at a failed prediction; the gold still runs to see whose it is.
         let pred_failed = |failure| {
-            Outcome::failed(blame(failure, &runner.gold(db, gold), Decoding::Strict), 0.0)
+            Outcome::failed(
+                blame(failure, &runner.gold(db, gold), Decoding::Strict),
+                0.0,
+            )
         };
         if let Some(failure) = over_budget(Side::Pred, opts.pair_budget, &pred, None) {
             return pred_failed(failure);

@@ -91,7 +91,11 @@ fn compare(
     runner: &dyn QueryRunner,
 ) -> Result<Flags, Failure> {
     let db = &case.db_files[0];
-    let gen = match usable(Side::Pred, &runner.pred(db, context.pred_sql), Decoding::Strict) {
+    let gen = match usable(
+        Side::Pred,
+        &runner.pred(db, context.pred_sql),
+        Decoding::Strict,
+    ) {
         Ok(rs) => Frame::from_result(&rs),
         Err(mut failure) => {
             // The reference stops at a failed prediction; the golds still run to see whose
