@@ -10,6 +10,7 @@ use super::Source;
 use sqlgate::gate::session::Session;
 use sqlgate::report::plural;
 use sqlgate::Error;
+use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
 use sqlgate_generate::audit::{self, Finding, Kind, Settings};
@@ -34,6 +35,10 @@ pub struct AuditArgs {
     /// Exit with 100 when there is any finding.
     #[arg(long)]
     strict: bool,
+    /// Memory budget of the queries in MiB: SQLite's heap, the results being read and what the
+    /// allocator adds, for all queries running at once (see docs/reliability.md#memory).
+    #[arg(long, value_name = "MIB", default_value_t = MaxMemory::default())]
+    max_memory: MaxMemory,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -43,6 +48,7 @@ enum OutputFormat {
 }
 
 pub fn run(args: AuditArgs) -> Result<(), Error> {
+    memory::set_max_memory(args.max_memory);
     let benchmark = args.source.load()?;
     let mode = args
         .mode

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use sqlgate::Error;
 use sqlgate_eval::error::OutputError;
+use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::loaders::{self, Answer, Prediction};
 use sqlgate_generate::distill::{
     distill, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
@@ -39,6 +40,10 @@ pub struct DistillArgs {
     /// Output format of the summary.
     #[arg(long, value_enum, default_value = "text")]
     format: DistillFormat,
+    /// Memory budget of the queries in MiB: SQLite's heap, the results being read and what the
+    /// allocator adds, for all queries running at once (see docs/reliability.md#memory).
+    #[arg(long, value_name = "MIB", default_value_t = MaxMemory::default())]
+    max_memory: MaxMemory,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -50,6 +55,7 @@ enum DistillFormat {
 }
 
 pub fn run(args: DistillArgs) -> Result<(), Error> {
+    memory::set_max_memory(args.max_memory);
     let bench = args.source.load()?;
     let options = Options {
         per_db: args.per_db,

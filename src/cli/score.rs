@@ -131,9 +131,11 @@ pub struct ScoreArgs {
     #[arg(long = "penalty", value_name = "C")]
     penalties: Vec<Penalty>,
     /// Count an apology SELECT (string literals only, no FROM, as in `idk.csv`) as an
-    /// abstention.
-    #[arg(long, default_value_t = true, action = ArgAction::Set, value_name = "BOOL")]
-    apology_abstains: bool,
+    /// abstention. Default: only where the suite declares abstention (`trustsql` mode, or
+    /// infeasible questions such as `--infeasible`'s); elsewhere it is scored as SQL, as the
+    /// references score it.
+    #[arg(long, action = ArgAction::Set, value_name = "BOOL")]
+    apology_abstains: Option<bool>,
 }
 
 /// Regimes named on the command line, in order, without repeats.
@@ -280,12 +282,15 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         args.pred_format.map(PredFormat::from),
         &benchmark,
     )?;
-    if args.apology_abstains {
-        abstain_on_apologies(&mut predictions);
-    }
     let mode = args
         .mode
         .map_or(benchmark.format.default_mode(), Mode::from);
+    if args
+        .apology_abstains
+        .unwrap_or_else(|| benchmark.apology_abstains_by_default(mode))
+    {
+        abstain_on_apologies(&mut predictions);
+    }
     let limits = Limits {
         timeout: args.timeout.0,
         max_rows: args.max_rows,

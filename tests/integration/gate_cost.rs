@@ -254,9 +254,33 @@ fn a_tokens_gate_fails_and_an_old_cassette_fails_cost_gates_closed() {
         over.text()
     );
 
+    // A server's counts that add up past 2^64 - 1 wrapped to "tokens 1 per case" and passed:
+    // the sum is checked, and a gate on it fails closed saying why.
+    let path = dir.path().join("snapshots/predictions/model.jsonl");
+    let recorded = std::fs::read_to_string(&path).unwrap();
+    let huge: String = recorded
+        .lines()
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).unwrap();
+            record["reply"]["usage"]["prompt_tokens"] = u64::MAX.into();
+            record.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(&path, huge).unwrap();
+    let wrapped = test(dir.path(), &["--record", "none"]);
+    wrapped.assert_code(100);
+    assert!(
+        wrapped.text().contains(
+            "tokens_mean cannot be computed: the token counts of the 4 answer(s) add up to more \
+             than 2^64 - 1"
+        ),
+        "{}",
+        wrapped.text()
+    );
+    std::fs::write(&path, recorded).unwrap();
+
     // The cassette as an older sqlgate wrote it: no latency, no usage. It reads; the cases
     // are judged as before and every cost gate fails, saying why.
-    let path = dir.path().join("snapshots/predictions/model.jsonl");
     let old: String = std::fs::read_to_string(&path)
         .unwrap()
         .lines()

@@ -45,6 +45,7 @@ mod memory_budget;
 mod output_snapshots;
 mod partial_cell_note;
 mod postgres;
+mod reference_defaults;
 mod reference_parity;
 mod reliability;
 mod report_action;

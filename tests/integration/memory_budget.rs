@@ -269,6 +269,36 @@ fn an_out_of_memory_failure_is_never_reused() {
     assert!(second.contains("reused 1 of 2 case verdicts"), "{second}");
 }
 
+/// `audit` runs golds under the budget `--max-memory` gives, as `score` runs predictions.
+#[test]
+fn audit_runs_its_golds_within_the_max_memory_budget() {
+    let dir = workspace();
+    let case = serde_json::json!({"id": "sort", "db": "big", "question": "?",
+                                  "gold": "SELECT x.id FROM t x, t y ORDER BY random()"});
+    std::fs::write(dir.path().join("cases.jsonl"), format!("{case}\n")).unwrap();
+    std::fs::write(
+        dir.path().join("suite.toml"),
+        "name = \"memory\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
+    )
+    .unwrap();
+    let output = sqlgate()
+        .current_dir(dir.path())
+        .args(["audit", "--gold", "suite.toml", "--format", "json"])
+        .args(["--max-memory", "64"])
+        .run();
+    output.assert_success();
+    let findings = output.json()["findings"].as_array().unwrap().clone();
+    let error = findings
+        .iter()
+        .find(|f| f["kind"] == "error")
+        .unwrap_or_else(|| panic!("{findings:?}"));
+    let detail = error["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("out of memory") && detail.contains("64 MiB memory budget (--max-memory)"),
+        "{detail}"
+    );
+}
+
 #[test]
 fn a_budget_that_is_not_a_whole_number_of_mib_in_range_is_refused() {
     for (budget, says) in [
@@ -277,13 +307,24 @@ fn a_budget_that_is_not_a_whole_number_of_mib_in_range_is_refused() {
         ("4G", "`4G` is not a whole number of MiB"),
         ("", "`` is not a whole number of MiB"),
     ] {
-        for command in ["score", "test"] {
+        for command in ["score", "test", "audit", "distill"] {
             let mut sqlgate = sqlgate();
             sqlgate.arg(command).arg(format!("--max-memory={budget}"));
-            if command == "score" {
-                sqlgate
-                    .args(["--pred", "predictions/gold.jsonl", "--gold"])
-                    .arg(demo("suite.toml"));
+            match command {
+                "score" => {
+                    sqlgate
+                        .args(["--pred", "predictions/gold.jsonl", "--gold"])
+                        .arg(demo("suite.toml"));
+                }
+                "audit" => {
+                    sqlgate.arg("--gold").arg(demo("suite.toml"));
+                }
+                "distill" => {
+                    sqlgate
+                        .args(["--out", "/nonexistent/distilled", "--gold"])
+                        .arg(demo("suite.toml"));
+                }
+                _ => {}
             }
             let output = sqlgate.current_dir(demo("")).run();
             let stderr = &output.stderr;

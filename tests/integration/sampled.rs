@@ -206,14 +206,19 @@ fn pass_rules_and_bad_settings() {
     let bad = gate.sqlgate(&["test"]);
     bad.assert_code(2);
     assert!(bad.text().contains("pass_rule"), "{}", bad.text());
-    gate.configure(0, 1, 800, "");
-    let zero = gate.sqlgate(&["test"]);
-    zero.assert_code(2);
-    assert!(
-        zero.text().contains("`samples` must be at least 1"),
-        "{}",
-        zero.text()
-    );
+    // Out of [1, 1000] (docs/sampling.md): refused at load, naming the file, line and key,
+    // before any request is built (100,000,000 samples took 24 GB and were killed).
+    for samples in [0, 1001, 100_000_000] {
+        gate.configure(samples, 1, 800, "");
+        let refused = gate.sqlgate(&["test"]);
+        refused.assert_code(2);
+        let text = refused.text();
+        let expected = format!(
+            "`samples = {samples}`: how many times each question is asked must be between 1 and 1000"
+        );
+        assert!(text.contains(&expected), "{text}");
+        assert!(text.contains("sqlgate.toml:"), "{text}");
+    }
     // `all`: a case with any wrong sample fails; p = 0.8 over 5 samples leaves few all-correct.
     gate.configure(5, 1, 800, r#"pass_rule = "all""#);
     let all = gate.sqlgate(&["test", "--junit", "all.xml"]);

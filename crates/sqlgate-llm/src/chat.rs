@@ -81,9 +81,10 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Prompt and completion tokens together.
-    pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+    /// Prompt and completion tokens together; `None` when a server's counts add up to more
+    /// than 64 bits hold (no model spends that: the counts are garbage).
+    pub fn total(&self) -> Option<u64> {
+        self.prompt_tokens.checked_add(self.completion_tokens)
     }
 }
 

@@ -9,14 +9,15 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// The shared data folder (`../shared/data` beside the repository, or `$SQLGATE_SHARED_DATA`).
-/// When it is absent the caller skips, counted by [`skip`], unless [`REQUIRE_SHARED_DATA`]
-/// is set, in which case this panics.
+/// When it is absent or empty (how `.ci/run` hides it: `SQLGATE_SHARED_DATA=$(mktemp -d)`)
+/// the caller skips, counted by [`skip`], unless [`REQUIRE_SHARED_DATA`] is set, in which
+/// case this panics.
 pub fn shared_data() -> Option<PathBuf> {
     let dir = match std::env::var_os("SQLGATE_SHARED_DATA") {
         Some(dir) => PathBuf::from(dir),
         None => repo_root().join("../shared/data"),
     };
-    if dir.is_dir() {
+    if std::fs::read_dir(&dir).is_ok_and(|mut entries| entries.next().is_some()) {
         return Some(dir);
     }
     skip::without_shared_data(&format!(

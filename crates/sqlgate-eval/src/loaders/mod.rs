@@ -99,6 +99,14 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
+    /// Whether an apology SELECT (`SELECT 'Sorry, ...' AS answer`,
+    /// [`is_apology`](crate::model_output::is_apology)) abstains when nothing says otherwise:
+    /// only in a suite that declares abstention, scored in `trustsql` mode or holding
+    /// infeasible questions. The other references score such an answer as SQL.
+    pub fn apology_abstains_by_default(&self, mode: Mode) -> bool {
+        mode == Mode::Trustsql || self.cases.iter().any(|case| !case.feasible)
+    }
+
     /// The database file(s) a case runs on. With `every_file` (`testsuite` mode,
     /// `every_database`), the nested layout `<db_dir>/<db>/` yields every file of that folder
     /// whose name contains `.sqlite` (spec `evaluators.md` §2.3): the original `<db>.sqlite`

@@ -4,31 +4,18 @@ use regex::Regex;
 use serde::Deserialize;
 
 /// `[[system]] abstention = { apology = true, pattern = "(?i)cannot answer", vote = 1.0 }`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AbstentionConfig {
-    /// A SELECT of string literals only (`SELECT 'Sorry, ...' AS answer`) abstains.
-    #[serde(default = "yes")]
-    pub apology: bool,
+    /// A SELECT of string literals only (`SELECT 'Sorry, ...' AS answer`) abstains. Unset:
+    /// only in a suite that declares abstention (`trustsql` mode, or infeasible questions),
+    /// as `sqlgate score` decides; elsewhere the references score it as SQL.
+    pub apology: Option<bool>,
     /// An answer whose SQL matches this regular expression abstains.
     pub pattern: Option<String>,
     /// Voting over the reply's `samples`: the most common SQL is kept when at least this share
     /// of samples agree (1.0: unanimity), else the system abstains. Unset: no voting.
     pub vote: Option<f64>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for AbstentionConfig {
-    fn default() -> Self {
-        AbstentionConfig {
-            apology: true,
-            pattern: None,
-            vote: None,
-        }
-    }
 }
 
 impl AbstentionConfig {

@@ -211,6 +211,9 @@ impl Answerer {
         }
         // The cassette keeps what the system said; the system's reading of it, cleaning and
         // the abstention rules apply after, to recorded and new replies alike.
+        let apology = self
+            .abstention
+            .apology_abstains(&plan.bench, plan.scoring.mode);
         answers
             .into_iter()
             .map(|answered| {
@@ -220,7 +223,7 @@ impl Answerer {
                     reply: answered
                         .reply
                         .and_then(|reply| system.interpret(reply))
-                        .map(|reply| self.abstention.apply(reply.clean()))
+                        .map(|reply| self.abstention.apply(reply.clean(), apology))
                         .map_err(|mut error| {
                             error.truncated |= truncated;
                             error

@@ -17,8 +17,9 @@ pub struct CostSummary {
     pub latencies_ms: Vec<u64>,
     /// Answers whose server counted their tokens.
     pub with_usage: usize,
-    /// Prompt and completion tokens over those answers.
-    pub tokens: u64,
+    /// Prompt and completion tokens over those answers; `None` when they add up to more than
+    /// 64 bits hold (a server's garbage counts), so that no mean is made of a wrapped sum.
+    pub tokens: Option<u64>,
     /// The suite's cases.
     pub cases: usize,
     /// Of those, the correct ones.
@@ -27,7 +28,10 @@ pub struct CostSummary {
 
 /// The cost of a suite whose cases got these answers (`(costs, correct)` per case).
 pub fn summarize<'a>(cases: impl IntoIterator<Item = (&'a [AnswerCost], bool)>) -> CostSummary {
-    let mut summary = CostSummary::default();
+    let mut summary = CostSummary {
+        tokens: Some(0),
+        ..CostSummary::default()
+    };
     for (costs, correct) in cases {
         summary.cases += 1;
         summary.correct += usize::from(correct);
@@ -36,7 +40,10 @@ pub fn summarize<'a>(cases: impl IntoIterator<Item = (&'a [AnswerCost], bool)>) 
             summary.latencies_ms.extend(cost.latency_ms);
             if let Some(usage) = cost.usage {
                 summary.with_usage += 1;
-                summary.tokens += usage.total();
+                summary.tokens = summary
+                    .tokens
+                    .zip(usage.total())
+                    .and_then(|(sum, tokens)| sum.checked_add(tokens));
             }
         }
     }
@@ -56,20 +63,31 @@ impl CostSummary {
 
     /// The mean tokens (prompt and completion, over all its answers) per case.
     pub fn tokens_mean(&self) -> Result<f64, String> {
-        self.lacking("token usage", self.with_usage)?;
-        Ok(self.tokens as f64 / self.cases as f64)
+        Ok(self.total_tokens()? as f64 / self.cases as f64)
     }
 
     /// All the suite's tokens over its correct cases; undefined when none is correct.
     pub fn tokens_per_correct(&self) -> Result<f64, String> {
-        self.lacking("token usage", self.with_usage)?;
+        let tokens = self.total_tokens()?;
         if self.correct == 0 {
             return Err(format!(
                 "none of the {} case(s) is correct, so tokens per correct case is undefined",
                 self.cases
             ));
         }
-        Ok(self.tokens as f64 / self.correct as f64)
+        Ok(tokens as f64 / self.correct as f64)
+    }
+
+    /// The suite's tokens, when every answer has a count and they add up.
+    fn total_tokens(&self) -> Result<u64, String> {
+        self.lacking("token usage", self.with_usage)?;
+        self.tokens.ok_or_else(|| {
+            format!(
+                "the token counts of the {} answer(s) add up to more than 2^64 - 1: a server \
+                 sent counts no model spends",
+                self.answers
+            )
+        })
     }
 
     /// A cost metric's value, or why it cannot be computed; `None` for other metrics.
@@ -202,6 +220,30 @@ mod tests {
         let none_correct = summarize([(second.as_slice(), false)]);
         let why = none_correct.tokens_per_correct().unwrap_err();
         assert!(why.contains("none of the 1 case(s) is correct"), "{why}");
+    }
+
+    /// `prompt_tokens = 2^64 - 1` from a server wrapped to "tokens 1 per case", passing a
+    /// `tokens_mean <= 100` gate: a sum past 64 bits is an error, never a number.
+    #[test]
+    fn token_counts_that_overflow_are_an_error_not_a_wrapped_mean() {
+        let huge = [cost(None, Some((u64::MAX, 2)))];
+        let summary = summarize([(huge.as_slice(), true)]);
+        for value in [summary.tokens_mean(), summary.tokens_per_correct()] {
+            let why = value.unwrap_err();
+            assert!(why.contains("add up to more than 2^64 - 1"), "{why}");
+        }
+        assert!(summary
+            .values()
+            .iter()
+            .all(|(name, _)| !name.starts_with("tokens")));
+        // Each count fits, their sum over cases does not.
+        let half = [cost(None, Some((u64::MAX / 2 + 1, 0)))];
+        let summary = summarize([(half.as_slice(), true), (half.as_slice(), true)]);
+        assert!(summary.tokens_mean().is_err());
+        assert!(summary
+            .describe()
+            .unwrap()
+            .contains("tokens: the token counts"));
     }
 
     #[test]

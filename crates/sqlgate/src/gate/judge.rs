@@ -382,7 +382,11 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCas
         system_error: run.system_error,
         reply_truncated: run.reply_truncated,
         known_failure,
-        regression: status == TestStatus::Failed && was_correct == Some(true),
+        // A gold that fails is the benchmark's defect: the case fails, but the system did not
+        // regress.
+        regression: status == TestStatus::Failed
+            && was_correct == Some(true)
+            && !run.score.verdict.is_gold_failure(),
         flaky: run.flaky(),
         threshold: None,
         value: None,
@@ -460,7 +464,9 @@ fn failure_message(
             .map_or_else(String::new, |db| format!(" on {}", failed_on(case, db)));
         format!("{verdict}{on} (ex = {})", format_metric(run.score.ex))
     };
-    let why = if must_pass {
+    let why = if run.score.feasible && run.score.verdict.is_gold_failure() {
+        "the benchmark's gold query fails (fix the case; the system's answer is not judged)"
+    } else if must_pass {
         "must pass"
     } else if was_correct == Some(true) {
         "regression: correct in the accepted snapshot"
@@ -546,13 +552,15 @@ pub fn fine_metrics(run: &CaseRun) -> Vec<(String, String)> {
 }
 
 /// `latency_ms`, `prompt_tokens` and `completion_tokens` of a case, summed over its answers,
-/// each when every answer has it. Not in snapshot lines: latency differs between recordings.
+/// each when every answer has it and the sum fits in 64 bits. Not in snapshot lines: latency
+/// differs between recordings.
 pub fn cost_properties(costs: &[AnswerCost]) -> Vec<(String, String)> {
     let total = |part: fn(&AnswerCost) -> Option<u64>| -> Option<u64> {
         let parts: Option<Vec<u64>> = costs.iter().map(part).collect();
         parts
-            .filter(|parts| !parts.is_empty())
-            .map(|parts| parts.iter().sum())
+            .filter(|parts| !parts.is_empty())?
+            .into_iter()
+            .try_fold(0u64, u64::checked_add)
     };
     [
         ("latency_ms", total(|cost| cost.latency_ms)),
@@ -1040,6 +1048,24 @@ mod tests {
 
     const RIGHT: &str = "SELECT max(price) FROM items";
     const WRONG: &str = "SELECT min(price) FROM items";
+
+    /// A case's token property is its answers' sum, left out when it does not fit in 64 bits
+    /// (it wrapped to a small number).
+    #[test]
+    fn a_token_sum_past_64_bits_is_no_property() {
+        let cost = |prompt_tokens| crate::system::answer::AnswerCost {
+            latency_ms: Some(5),
+            usage: Some(crate::system::Usage {
+                prompt_tokens,
+                completion_tokens: 1,
+            }),
+        };
+        let properties = super::cost_properties(&[cost(u64::MAX), cost(1)]);
+        assert!(properties.iter().all(|(name, _)| name != "prompt_tokens"));
+        for (name, value) in [("completion_tokens", "2"), ("latency_ms", "10")] {
+            assert!(properties.contains(&(name.to_string(), value.to_string())));
+        }
+    }
 
     /// Case `a` of the fixture suite answered once per entry: `Some(sql)`, or no answer.
     fn sampled(suite: &SuitePlan, answers: &[Option<&str>], rule: PassRule) -> super::CaseRun {

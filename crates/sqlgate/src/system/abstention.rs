@@ -6,11 +6,14 @@ use regex::Regex;
 
 use super::Reply;
 use crate::config::AbstentionConfig;
+use sqlgate_eval::loaders::Benchmark;
+use sqlgate_eval::metrics::ex::Mode;
 use sqlgate_eval::model_output::{clean_sql, is_apology};
 
 /// The rules of an [`AbstentionConfig`], checked.
 pub struct Abstention {
-    apology: bool,
+    /// Unset: decided per suite ([`Benchmark::apology_abstains_by_default`]).
+    apology: Option<bool>,
     pattern: Option<Regex>,
     vote: Option<f64>,
 }
@@ -30,14 +33,20 @@ impl Abstention {
         self.vote.is_some()
     }
 
-    /// The reply, turned into an abstention when a rule says so.
-    pub fn apply(&self, mut reply: Reply) -> Reply {
+    /// Whether an apology SELECT abstains in a suite of `bench` scored in `mode`.
+    pub fn apology_abstains(&self, bench: &Benchmark, mode: Mode) -> bool {
+        self.apology
+            .unwrap_or_else(|| bench.apology_abstains_by_default(mode))
+    }
+
+    /// The reply, turned into an abstention when a rule says so (`apology`: what
+    /// [`Abstention::apology_abstains`] says for its suite).
+    pub fn apply(&self, mut reply: Reply, apology: bool) -> Reply {
         if let (Some(ratio), false) = (self.vote, reply.samples.is_empty()) {
             reply.sql = vote(&reply.samples, ratio);
         }
         let abstains = reply.sql.as_deref().is_some_and(|sql| {
-            (self.apology && is_apology(sql))
-                || self.pattern.as_ref().is_some_and(|p| p.is_match(sql))
+            (apology && is_apology(sql)) || self.pattern.as_ref().is_some_and(|p| p.is_match(sql))
         });
         if abstains {
             reply.sql = None;
@@ -113,39 +122,42 @@ mod tests {
     #[test]
     fn apologies_patterns_and_votes_become_abstentions() {
         let rules = Abstention::new(&AbstentionConfig {
-            apology: true,
+            apology: Some(true),
             pattern: Some("(?i)not_answerable".to_string()),
             vote: Some(1.0),
         })
         .unwrap();
         assert_eq!(
             rules
-                .apply(reply("SELECT 'Sorry, no data.' AS answer", &[]))
+                .apply(reply("SELECT 'Sorry, no data.' AS answer", &[]), true)
                 .sql,
             None
         );
-        assert_eq!(rules.apply(reply("SELECT 'NOT_ANSWERABLE'", &[])).sql, None);
+        assert_eq!(
+            rules.apply(reply("SELECT 'NOT_ANSWERABLE'", &[]), true).sql,
+            None
+        );
         assert_eq!(
             rules
-                .apply(reply(
-                    "SELECT a FROM t",
-                    &["SELECT a FROM t", "SELECT b FROM t"]
-                ))
+                .apply(
+                    reply("SELECT a FROM t", &["SELECT a FROM t", "SELECT b FROM t"]),
+                    true
+                )
                 .sql,
             None
         );
-        let kept = rules.apply(reply(
-            "SELECT a FROM t",
-            &["SELECT a FROM t", "SELECT a FROM t"],
-        ));
+        let kept = rules.apply(
+            reply("SELECT a FROM t", &["SELECT a FROM t", "SELECT a FROM t"]),
+            true,
+        );
         assert_eq!(kept.sql.as_deref(), Some("SELECT a FROM t"));
         let lenient = Abstention::new(&AbstentionConfig {
-            apology: false,
+            apology: Some(false),
             ..AbstentionConfig::default()
         })
         .unwrap();
         assert!(lenient
-            .apply(reply("SELECT 'Sorry' AS answer", &[]))
+            .apply(reply("SELECT 'Sorry' AS answer", &[]), false)
             .sql
             .is_some());
         assert!(Abstention::new(&AbstentionConfig {

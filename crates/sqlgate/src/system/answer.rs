@@ -271,7 +271,7 @@ mod tests {
             br#"{"sql": "SELECT 1", "usage": {"prompt_tokens": 812, "completion_tokens": 41}}"#,
         )
         .unwrap();
-        assert_eq!(reply.usage.map(|usage| usage.total()), Some(853));
+        assert_eq!(reply.usage.and_then(|usage| usage.total()), Some(853));
         assert_eq!(parse_answer(br#"{"abstain": true}"#).unwrap().usage, None);
         for bad in [
             r#"{"sql": "SELECT 1", "usage": {"prompt_tokens": 812}}"#,

@@ -7,8 +7,8 @@ use crate::exec::value::{py_str, Value};
 use crate::exec::Execution;
 
 use super::{
-    any_alternative, usable, CaseInput, Decoding, Failure, FailureKind, ModeOptions, Outcome,
-    PredRuns, QueryRunner, Side, Verdict,
+    any_alternative, blame, usable, CaseInput, Decoding, Failure, FailureKind, ModeOptions,
+    Outcome, PredRuns, QueryRunner, Side, Verdict,
 };
 
 /// How rows enter the set comparison.
@@ -32,12 +32,19 @@ pub(super) fn evaluate(
     any_alternative(case.gold, |gold| {
         // The reference executes the prediction, then the gold, under one pair budget.
         let pred = preds.get(db, pred_sql);
+        // The reference stops at a failed prediction; the gold still runs to see whose it is.
+        let pred_failed = |failure| {
+            Outcome::failed(
+                blame(failure, &runner.gold(db, gold), Decoding::Strict),
+                0.0,
+            )
+        };
         if let Some(failure) = over_budget(Side::Pred, opts.pair_budget, &pred, None) {
-            return Outcome::failed(failure, 0.0);
+            return pred_failed(failure);
         }
         let pred_rows = match usable(Side::Pred, &pred, Decoding::Strict) {
             Ok(rs) => rs,
-            Err(failure) => return Outcome::failed(failure, 0.0),
+            Err(failure) => return pred_failed(failure),
         };
         let gold = runner.gold(db, gold);
         if let Some(failure) = over_budget(Side::Gold, opts.pair_budget, &gold, Some(&pred)) {

@@ -12,7 +12,7 @@ use crate::exec::value::{py_eq, py_isclose, HashKey, Value};
 use crate::exec::ResultSet;
 
 use super::{
-    usable, CaseInput, Decoding, Failure, FailureKind, Outcome, QueryRunner, Side, Verdict,
+    blame, usable, CaseInput, Decoding, Failure, FailureKind, Outcome, QueryRunner, Side, Verdict,
 };
 
 /// Which of Defog's two flags is the score.
@@ -91,11 +91,24 @@ fn compare(
     runner: &dyn QueryRunner,
 ) -> Result<Flags, Failure> {
     let db = &case.db_files[0];
-    let gen = Frame::from_result(&*usable(
+    let gen = match usable(
         Side::Pred,
         &runner.pred(db, context.pred_sql),
         Decoding::Strict,
-    )?);
+    ) {
+        Ok(rs) => Frame::from_result(&rs),
+        Err(mut failure) => {
+            // The reference stops at a failed prediction; the golds still run to see whose
+            // failure it is.
+            for query in expand_alternatives(case.gold)? {
+                failure = blame(failure, &runner.gold(db, &query), Decoding::Strict);
+                if failure.verdict.is_gold_failure() {
+                    break;
+                }
+            }
+            return Err(failure);
+        }
+    };
     let mut correct = false;
     for query in expand_alternatives(case.gold)? {
         let gold = Frame::from_result(&*usable(

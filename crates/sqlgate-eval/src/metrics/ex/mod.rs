@@ -344,6 +344,13 @@ fn usable(side: Side, exec: &Execution, decoding: Decoding) -> Result<Arc<Result
     }
 }
 
+/// Who a failed prediction is blamed on: the benchmark when the gold fails too, else the
+/// system. Whichever query the reference runs first, a broken gold is a gold failure in every
+/// mode, never a failure of the system (docs/metrics.md#a-gold-that-does-not-run).
+fn blame(pred: Failure, gold: &Execution, decoding: Decoding) -> Failure {
+    usable(Side::Gold, gold, decoding).err().unwrap_or(pred)
+}
+
 /// Prediction executions of one evaluation, so that gold alternatives share them.
 struct PredRuns<'r> {
     runner: &'r dyn QueryRunner,

@@ -4,16 +4,23 @@
 use crate::exec::value::{py_bytes_repr, py_float_repr, py_isclose, Value};
 use crate::exec::ResultSet;
 
-use super::{any_alternative, usable, CaseInput, Decoding, Outcome, QueryRunner, Side, Verdict};
+use super::{
+    any_alternative, blame, usable, CaseInput, Decoding, Outcome, QueryRunner, Side, Verdict,
+};
 
 pub(super) fn evaluate(case: &CaseInput, pred_sql: &str, runner: &dyn QueryRunner) -> Outcome {
     let db = &case.db_files[0];
     let ignore_order = case.ignore_order.unwrap_or(true);
-    let pred = match usable(Side::Pred, &runner.pred(db, pred_sql), Decoding::Strict) {
-        Ok(rs) => comparable_vectors(&csv_table(&rs), ignore_order),
-        Err(failure) => return Outcome::failed(failure, 0.0),
-    };
+    let pred = usable(Side::Pred, &runner.pred(db, pred_sql), Decoding::Strict)
+        .map(|rs| comparable_vectors(&csv_table(&rs), ignore_order));
     any_alternative(case.gold, |gold| {
+        let pred = match &pred {
+            Ok(pred) => pred,
+            Err(failure) => {
+                let blamed = blame(failure.clone(), &runner.gold(db, gold), Decoding::Strict);
+                return Outcome::failed(blamed, 0.0);
+            }
+        };
         let gold = match usable(Side::Gold, &runner.gold(db, gold), Decoding::Strict) {
             Ok(rs) => comparable_vectors(&csv_table(&rs), ignore_order),
             Err(failure) => return Outcome::failed(failure, 0.0),

@@ -617,16 +617,43 @@ fn error_vectors_gold_errors() {
         (Verdict::GoldError, 0.0)
     );
     assert!(has(&trustsql, "gold_error"));
-    // Test-suite executes the gold first: its failure wins over the prediction's.
-    assert_eq!(
-        case.run(Mode::Testsuite, "SELEC 1", &runner).verdict,
-        Verdict::GoldError
-    );
-    // BIRD executes the prediction first and stops there.
-    assert_eq!(
-        case.run(Mode::Bird, "SELEC 1", &runner).verdict,
-        Verdict::PredError
-    );
+}
+
+/// Whichever query the reference runs first, a gold that does not run is the benchmark's
+/// failure in every mode, also when the prediction fails or times out too, or (TrustSQL)
+/// returns the reference's sentinel row for a failed gold.
+#[test]
+fn a_broken_gold_is_a_gold_error_in_every_mode_whatever_the_prediction() {
+    let runner = error_runner()
+        .with_pred_failure("SELECT slow", ExecErrorKind::Timeout, "interrupted")
+        .with_pred("SELECT 'error_real'", rows(vec![vec![t("error_real")]]));
+    let case = TestCase::new("SELECT broken");
+    for mode in Mode::ALL {
+        for pred in [PRED, "SELEC 1", "SELECT slow", "SELECT 'error_real'"] {
+            let outcome = case.run(mode, pred, &runner);
+            assert_eq!(
+                (outcome.verdict, outcome.score),
+                (Verdict::GoldError, 0.0),
+                "{mode:?} {pred}"
+            );
+            assert!(
+                outcome
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("gold_error: ")),
+                "{mode:?} {pred}: {outcome:?}"
+            );
+        }
+    }
+    // A prediction that fails against a gold that runs stays the system's failure.
+    let good = TestCase::new(GOLD);
+    for mode in Mode::ALL {
+        assert_eq!(
+            good.run(mode, "SELEC 1", &runner).verdict,
+            Verdict::PredError,
+            "{mode:?}"
+        );
+    }
 }
 
 #[test]

@@ -99,25 +99,30 @@ fn on_defog_the_default_keeps_the_faithful_and_drops_the_wrong() {
 
 /// A human's own question says what its gold computes: the agreement check, applied to a chat
 /// model's paraphrases too, must not refuse it (the rest are printed with `--nocapture`).
+/// Each bound is asserted on the data it was measured on, so a clone without `../shared`
+/// checks the demo's.
 #[test]
 fn original_questions_agree_with_their_own_gold() {
+    let agreeing = |pairs: &[test_corpus::Pair]| {
+        let disagreeing: Vec<&test_corpus::Pair> = pairs
+            .iter()
+            .filter(|pair| !agrees_with_gold(&pair.gold, &pair.question))
+            .collect();
+        for pair in &disagreeing {
+            println!("disagrees: {}\n    {}", pair.question, pair.gold);
+        }
+        let share = 1.0 - disagreeing.len() as f64 / pairs.len() as f64;
+        println!("{:.1}% of {} originals agree", 100.0 * share, pairs.len());
+        share
+    };
     let mut pairs = test_corpus::demo();
-    let demo_len = pairs.len();
+    // Measured: 32 of the demo's 34 questions agree (94.1%).
+    let demo = agreeing(&pairs);
+    assert!(demo >= 0.94, "demo: {demo}");
     if let Some(data) = shared_data() {
         pairs.extend(test_corpus::defog(&data));
+        // Measured: 95.9% of the demo's and Defog's questions together.
+        let all = agreeing(&pairs);
+        assert!(all >= 0.95, "demo and Defog: {all}");
     }
-    let disagreeing: Vec<&test_corpus::Pair> = pairs
-        .iter()
-        .filter(|pair| !agrees_with_gold(&pair.gold, &pair.question))
-        .collect();
-    for pair in &disagreeing {
-        println!("disagrees: {}\n    {}", pair.question, pair.gold);
-    }
-    let share = 1.0 - disagreeing.len() as f64 / pairs.len() as f64;
-    println!(
-        "{:.1}% of {} originals agree ({demo_len} demo)",
-        100.0 * share,
-        pairs.len()
-    );
-    assert!(share >= 0.95, "{share}");
 }

@@ -32,7 +32,7 @@ pub struct SystemEntry {
     /// Concurrency, rate limit and retries of the system's calls.
     #[serde(default)]
     throttle: ThrottleConfig,
-    /// Answers that count as abstentions (apology SELECTs by default).
+    /// Answers that count as abstentions (apology SELECTs where the suite declares abstention).
     #[serde(default)]
     abstention: AbstentionConfig,
     /// How many times each question is asked (default 1).
@@ -42,6 +42,11 @@ pub struct SystemEntry {
     #[serde(flatten)]
     settings: toml::Table,
 }
+
+/// The most times a question may be asked: pass@k estimates use at most a few hundred samples
+/// (200 in Codex's), and every sample of every case is a request held in memory at once, so
+/// `samples = 100000000` would take tens of GB before asking anything.
+pub const MAX_SAMPLES: u32 = 1000;
 
 fn one_sample() -> u32 {
     1
@@ -134,10 +139,14 @@ impl SystemConfig {
         if let Err(problem) = common.throttle.check() {
             return Err(place.error_at_key("throttle", format!("throttle: {problem}")));
         }
-        if common.samples == 0 {
+        if !(1..=MAX_SAMPLES).contains(&common.samples) {
             return Err(place.error_at_key(
                 "samples",
-                "`samples` must be at least 1 (how many times each question is asked)",
+                format!(
+                    "`samples = {}`: how many times each question is asked must be between 1 \
+                     and {MAX_SAMPLES}",
+                    common.samples
+                ),
             ));
         }
         Ok(SystemConfig {
