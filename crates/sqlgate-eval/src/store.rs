@@ -50,7 +50,8 @@ pub struct Store {
 
 impl Store {
     /// A cache in `dir` (created on the first write), bounded to `max_bytes`, whose entries are
-    /// valid for `version` only (the running sqlgate's [`VERSION`] outside tests).
+    /// valid for `version` only (the gate's `CODE_VERSION`: [`VERSION`] and a fingerprint of
+    /// the code that computes entries).
     pub fn open(dir: &Path, max_bytes: u64, version: &str) -> Store {
         Store {
             dir: dir.to_path_buf(),

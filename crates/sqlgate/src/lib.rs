@@ -48,6 +48,11 @@
 
 pub use sqlgate_eval as eval;
 
+/// The version of the code that computes cached results and verdicts: the package version and
+/// a fingerprint of the sources (see `build.rs`). The cache keys on it, so an entry is reused
+/// only by a build of the same code.
+pub const CODE_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("SQLGATE_CODE_HASH"));
+
 pub mod config;
 
 pub mod system;
@@ -66,3 +71,16 @@ pub mod harness;
 
 pub use error::Error;
 pub use system::{Reply, Request, System, SystemError, SystemErrorKind};
+
+#[cfg(test)]
+mod code_version_tests {
+    /// The cache's key is more than the package version, which every commit shares.
+    #[test]
+    fn the_code_version_is_the_package_version_and_a_fingerprint() {
+        let fingerprint = super::CODE_VERSION
+            .strip_prefix(concat!(env!("CARGO_PKG_VERSION"), "+"))
+            .expect("the package version first");
+        assert_eq!(fingerprint.len(), 16);
+        assert!(fingerprint.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+}

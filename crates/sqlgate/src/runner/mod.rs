@@ -9,7 +9,7 @@ mod notes;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sqlgate_eval::store::{self, Store};
+use sqlgate_eval::store::Store;
 
 use crate::config::Config;
 use crate::gate::partition::Partition;
@@ -190,9 +190,13 @@ impl<'a> TestRunnerBuilder<'a> {
         if let Some(partition) = self.partition {
             selected = shard(selected, partition);
         }
-        let store = self
-            .cache
-            .map(|cache| Arc::new(Store::open(&cache.dir, cache.max_bytes, store::VERSION)));
+        let store = self.cache.map(|cache| {
+            Arc::new(Store::open(
+                &cache.dir,
+                cache.max_bytes,
+                crate::CODE_VERSION,
+            ))
+        });
         TestRunner {
             session,
             all,

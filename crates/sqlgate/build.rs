@@ -1,0 +1,43 @@
+//! Fingerprints the code that computes what the cache keeps (this crate's and the evaluation
+//! core's sources, and `Cargo.lock`'s dependency versions, SQLite's among them), so that a
+//! cached result or verdict is reused only by the code that computed it: the package version
+//! alone stays the same across every commit of a development branch.
+
+use std::fs;
+use std::hash::{DefaultHasher, Hasher};
+use std::path::{Path, PathBuf};
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    // In the workspace; a published package has neither (its dependencies' versions are fixed
+    // by its own, so the version is fingerprint enough there).
+    let inputs = [
+        manifest.join("src"),
+        manifest.join("../sqlgate-eval/src"),
+        manifest.join("../../Cargo.lock"),
+    ];
+    let mut hasher = DefaultHasher::new();
+    for input in &inputs {
+        println!("cargo:rerun-if-changed={}", input.display());
+        hash_tree(input, input, &mut hasher);
+    }
+    println!("cargo:rustc-env=SQLGATE_CODE_HASH={:016x}", hasher.finish());
+}
+
+/// Hashes every file under `path` (or `path` itself), in name order, with its path below `root`.
+fn hash_tree(root: &Path, path: &Path, hasher: &mut DefaultHasher) {
+    if path.is_dir() {
+        let Ok(entries) = fs::read_dir(path) else {
+            return;
+        };
+        let mut children: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        children.sort();
+        for child in children {
+            hash_tree(root, &child, hasher);
+        }
+    } else if let Ok(content) = fs::read(path) {
+        let relative = path.strip_prefix(root).unwrap_or(path);
+        hasher.write(relative.to_string_lossy().as_bytes());
+        hasher.write(&content);
+    }
+}
