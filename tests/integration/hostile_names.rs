@@ -5,6 +5,14 @@
 
 use std::path::Path;
 
+use proptest::prelude::*;
+use sqlgate::gate::snapshot::{self, SnapshotEntry};
+use sqlgate::gate::{TestKind, TestResult, TestStatus};
+use sqlgate::report::github;
+use sqlgate_eval::error::unprintable_char;
+use sqlgate_eval::loaders::SourceRef;
+
+use crate::report_github::{parse_command, Command};
 use crate::support::{sqlgate, Run};
 
 /// The id that printed `::warning::pwned` as a line of its own in four places of the terminal
@@ -163,5 +171,203 @@ fn names_in_the_configuration_with_control_characters_are_refused() {
             );
             assert!(!run.stderr.contains(control), "printed raw: {}", run.stderr);
         }
+    }
+}
+
+/// Pieces of hostile text: line breaks, NUL, workflow commands, GitHub expressions, shell,
+/// TOML, markdown and HTML syntax, escapes of the formats themselves, a huge number.
+const PIECES: [&str; 22] = [
+    "\n",
+    "\r",
+    "\0",
+    "\u{202e}",
+    "::warning::pwned",
+    "::add-mask::x",
+    "${{ github.token }}",
+    "`touch PWNED`",
+    "$(touch PWNED)",
+    "\"",
+    "'",
+    "#",
+    "[[system]]",
+    "<script>",
+    "&amp;",
+    "%0A",
+    ", title=x:",
+    " | ",
+    "\\",
+    "é",
+    "184467440737095516160",
+    "q",
+];
+
+fn hostile() -> impl Strategy<Value = String> {
+    proptest::collection::vec(proptest::sample::select(&PIECES[..]), 1..5)
+        .prop_map(|pieces| pieces.concat())
+}
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 12,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+/// A gate over one case with id `id`, answered wrongly, run as GitHub Actions runs it.
+fn gate_run(id: &str) -> (tempfile::TempDir, Run) {
+    let dir = folder();
+    let case =
+        serde_json::json!({"id": id, "db": "shop", "question": "q", "gold": "SELECT x FROM t"});
+    write(
+        dir.path(),
+        "suite.toml",
+        "name = \"s\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
+    );
+    write(dir.path(), "cases.jsonl", &jsonl(&[case]));
+    write(
+        dir.path(),
+        "pred.jsonl",
+        &jsonl(&[serde_json::json!({"id": id, "sql": "SELECT 2"})]),
+    );
+    write(
+        dir.path(),
+        "sqlgate.toml",
+        "[[suite]]\nbenchmark = \"suite.toml\"\n[[system]]\nname = \"r\"\ntype = \"replay\"\npredictions = \"pred.jsonl\"\n",
+    );
+    let run = sqlgate()
+        .args(["test", "--junit", "junit.xml", "--html", "report.html"])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", dir.path().join("summary.md"))
+        .current_dir(dir.path())
+        .run();
+    (dir, run)
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Through the terminal report, the annotations, the step summary, JUnit and HTML: an id
+    /// that could break a line is refused at load; any other is written in each format's
+    /// escaping and reads back as itself.
+    #[test]
+    fn every_report_refuses_or_escapes_a_hostile_case_id(id in hostile()) {
+        let (dir, run) = gate_run(&id);
+        assert_no_workflow_command_but_annotations(&run);
+        if unprintable_char(&id).is_some() {
+            // Refused (an id of white space alone is empty once trimmed, also refused).
+            prop_assert_eq!(run.code(), Some(2), "{}", run.stderr);
+            return Ok(());
+        }
+        prop_assert_eq!(run.code(), Some(100), "{}", run.text());
+        let test = format!("s::shop::{id}");
+        let annotations: Vec<Command> = run
+            .stdout
+            .lines()
+            .filter(|line| line.starts_with("::"))
+            .map(parse_command)
+            .collect();
+        prop_assert_eq!(annotations.len(), 1, "{}", run.stdout);
+        prop_assert_eq!(&annotations[0].properties["title"], &test);
+
+        let xml = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let name = format!("shop::{id}");
+        prop_assert!(
+            doc.descendants().any(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(&name)),
+            "{}", xml
+        );
+        let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+        let heading = summary.lines().find(|line| line.starts_with("#### ")).unwrap();
+        prop_assert!(heading.contains(&test), "{}", summary);
+        let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+        // HTML-escaped: a `<` or `"` of the id is never written as itself.
+        prop_assert!(!id.contains(['<', '"']) || !html.contains(&test), "raw in the HTML report");
+    }
+
+    /// A snapshot line of any test name reads back as itself, or (a control character) is
+    /// refused naming its line; it is always one line.
+    #[test]
+    fn a_snapshot_line_of_a_hostile_name_reads_back_or_is_refused(name in hostile()) {
+        let entry = SnapshotEntry {
+            name: format!("s::db::{name}"),
+            passed: true,
+            verdict: "correct".to_string(),
+            metrics: [("ex".to_string(), "1".to_string())].into(),
+            sql: Some("SELECT 1".to_string()),
+            system_error: None,
+        };
+        let text = snapshot::render("s", std::slice::from_ref(&entry));
+        prop_assert_eq!(text.lines().count(), 5, "{:?}", text);
+        match snapshot::parse(Path::new("s.snap"), &text) {
+            Ok(entries) => prop_assert_eq!(entries, vec![entry]),
+            Err(error) => {
+                prop_assert!(unprintable_char(&name).is_some(), "{}", error);
+                prop_assert_eq!(error.line, Some(5));
+            }
+        }
+    }
+
+    /// A workflow command's title, file and message hold any text, escaped: one line each,
+    /// read back by the runner's rules as the text.
+    #[test]
+    fn an_annotation_of_any_text_is_one_command_that_reads_back(
+        name in hostile(), message in hostile(), file in hostile()
+    ) {
+        let mut result = TestResult::new(&name, "s", TestKind::Case(0), TestStatus::Failed);
+        result.message = Some(message.clone());
+        result.source = Some(SourceRef { file: file.clone().into(), record: 0, line: Some(1) });
+        let lines = github::annotations(&[result], 5, None);
+        prop_assert_eq!(lines.len(), 1);
+        let command = parse_command(&lines[0]);
+        prop_assert_eq!(command.name, "error");
+        prop_assert_eq!(&command.properties["title"], &name);
+        // A path's `\` is written `/`, as GitHub expects.
+        prop_assert_eq!(&command.properties["file"], &file.replace('\\', "/"));
+        prop_assert_eq!(command.message, message);
+    }
+
+    /// `init` writes a predictions file's name as a TOML string that reads back as itself, in
+    /// no comment and no other key, or refuses it (a control character) writing nothing.
+    #[test]
+    fn init_writes_a_hostile_file_name_as_data_or_refuses_it(stem in hostile()) {
+        let stem = stem.replace(['\0', '/'], "_");
+        let predictions = format!("{stem}.jsonl");
+        let dir = folder();
+        write(dir.path(), "questions.csv", "db_name,query_category,query,question\nshop,c,SELECT x FROM t,q\n");
+        write(dir.path(), &predictions, "{\"id\": \"0\", \"sql\": \"SELECT x FROM t\"}\n");
+        let run = sqlgate()
+            .args(["init", "--benchmark", "questions.csv", "--db-dir", "db", "--predictions", &predictions])
+            .current_dir(dir.path())
+            .run();
+        assert_no_workflow_command_but_annotations(&run);
+        if unprintable_char(&predictions).is_some() {
+            prop_assert_eq!(run.code(), Some(2), "{}", run.stderr);
+            prop_assert!(!dir.path().join("sqlgate.toml").exists());
+            return Ok(());
+        }
+        prop_assert_eq!(run.code(), Some(0), "{}", run.text());
+        let text = std::fs::read_to_string(dir.path().join("sqlgate.toml")).unwrap();
+        let config: toml::Table = text.parse().unwrap();
+        let systems = config["system"].as_array().unwrap();
+        prop_assert_eq!(systems.len(), 1);
+        prop_assert_eq!(systems[0]["predictions"].as_str(), Some(predictions.as_str()));
+        prop_assert_eq!(config["profile"].as_table().unwrap().keys().collect::<Vec<_>>(), ["ci"]);
+        prop_assert!(!text.lines().any(|line| line.starts_with('#') && line.contains(&predictions)), "{}", text);
+        let workflow = std::fs::read_to_string(dir.path().join(".github/workflows/sqlgate.yml")).unwrap();
+        prop_assert!(!workflow.contains(&predictions));
+    }
+}
+
+/// Every line that GitHub would run as a workflow command (a `::` after leading white space)
+/// is one of sqlgate's `::error` annotations.
+fn assert_no_workflow_command_but_annotations(run: &Run) {
+    let text = run.text();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        assert!(
+            !trimmed.starts_with("::") || line.starts_with("::error "),
+            "a workflow command line: {line:?}\n{text}"
+        );
     }
 }
