@@ -151,11 +151,22 @@ fn names_in_the_configuration_with_control_characters_are_refused() {
             "suite.toml",
             &format!("name = {name}\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n"),
         );
+        // The suite's name from its manifest, or in sqlgate.toml; a system's; a family's.
+        let config = |suite: &str, system: &str, families: &str| {
+            format!(
+                "[[suite]]\n{suite}benchmark = \"suite.toml\"\n{families}\n\
+                 [[system]]\nname = {system}\ntype = \"replay\"\npredictions = \"pred.jsonl\"\n"
+            )
+        };
         let configs = [
-            format!("[[suite]]\nbenchmark = \"suite.toml\"\n[[system]]\nname = \"r\"\ntype = \"replay\"\npredictions = \"pred.jsonl\"\n"),
-            format!("[[suite]]\nname = {name}\nbenchmark = \"suite.toml\"\n[[system]]\nname = \"r\"\ntype = \"replay\"\npredictions = \"pred.jsonl\"\n"),
-            format!("[[suite]]\nname = \"s\"\nbenchmark = \"suite.toml\"\n[[system]]\nname = {name}\ntype = \"replay\"\npredictions = \"pred.jsonl\"\n"),
-            format!("[[suite]]\nname = \"s\"\nbenchmark = \"suite.toml\"\nfamilies = {{ {name} = \"cases.jsonl\" }}\n[[system]]\nname = \"r\"\ntype = \"replay\"\npredictions = \"pred.jsonl\"\n"),
+            config("", "\"r\"", ""),
+            config(&format!("name = {name}\n"), "\"r\"", ""),
+            config("name = \"s\"\n", &name, ""),
+            config(
+                "name = \"s\"\n",
+                "\"r\"",
+                &format!("families = {{ {name} = \"cases.jsonl\" }}"),
+            ),
         ];
         for config in configs {
             write(dir.path(), "sqlgate.toml", &config);

@@ -495,7 +495,10 @@ fn code_span(text: &str) -> String {
     } else {
         ""
     };
-    format!("{fence}{pad}{}{pad}{fence}", text.replace(['\n', '\r'], " "))
+    format!(
+        "{fence}{pad}{}{pad}{fence}",
+        text.replace(['\n', '\r'], " ")
+    )
 }
 
 /// A fenced code block that holds any text.
