@@ -11,7 +11,7 @@ use sqlgate::config::Threshold;
 use sqlgate::gate::judge::format_metric;
 use sqlgate::gate::run::Event;
 use sqlgate::gate::{TestResult, TestStatus};
-use sqlgate::report::plural;
+use sqlgate::report::{github, plural};
 
 const SLOWEST_SHOWN: usize = 5;
 
@@ -235,7 +235,9 @@ impl TerminalReporter {
         }
     }
 
+    /// Prints `text`, no line of which GitHub Actions runs as a workflow command.
     fn print(&mut self, text: &str) {
+        let text = &github::inert_lines(text);
         match &self.bar {
             Some(bar) => bar.println(text),
             None => {

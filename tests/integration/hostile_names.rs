@@ -225,8 +225,8 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// A gate over one case with id `id`, answered wrongly, run as GitHub Actions runs it.
-fn gate_run(id: &str) -> (tempfile::TempDir, Run) {
+/// A gate over one case with id `id`, answered wrongly by `sql`, run as GitHub Actions runs it.
+fn gate_run(id: &str, sql: &str) -> (tempfile::TempDir, Run) {
     let dir = folder();
     let case =
         serde_json::json!({"id": id, "db": "shop", "question": "q", "gold": "SELECT x FROM t"});
@@ -239,7 +239,7 @@ fn gate_run(id: &str) -> (tempfile::TempDir, Run) {
     write(
         dir.path(),
         "pred.jsonl",
-        &jsonl(&[serde_json::json!({"id": id, "sql": "SELECT 2"})]),
+        &jsonl(&[serde_json::json!({"id": id, "sql": sql})]),
     );
     write(
         dir.path(),
@@ -255,15 +255,31 @@ fn gate_run(id: &str) -> (tempfile::TempDir, Run) {
     (dir, run)
 }
 
+/// A model's answer is text an attacker may steer: its SQL, shown in the failure's detail and in
+/// the database's error message, printed `    ::warning::pwned` as a line GitHub ran (it skips
+/// leading white space, and ends lines at CR too). Such a line is printed with a `\` first.
+#[test]
+fn an_answer_never_prints_a_workflow_command() {
+    let (_dir, run) = gate_run("a", "SELECT 2 -- x\n  ::warning::pwned\r::add-mask::y");
+    run.assert_code(100);
+    assert_no_workflow_command_but_annotations(&run);
+    assert!(
+        run.stdout.contains("  \\::warning::pwned"),
+        "{}",
+        run.stdout
+    );
+}
+
 proptest! {
     #![proptest_config(config())]
 
     /// Through the terminal report, the annotations, the step summary, JUnit and HTML: an id
     /// that could break a line is refused at load; any other is written in each format's
-    /// escaping and reads back as itself.
+    /// escaping and reads back as itself. A wrong answer's SQL, a model's text, may hold
+    /// anything: no line of it is a workflow command.
     #[test]
-    fn every_report_refuses_or_escapes_a_hostile_case_id(id in hostile()) {
-        let (dir, run) = gate_run(&id);
+    fn every_report_refuses_or_escapes_a_hostile_case_id(id in hostile(), sql in hostile()) {
+        let (dir, run) = gate_run(&id, &format!("SELECT 2 -- {sql}"));
         assert_no_workflow_command_but_annotations(&run);
         if unprintable_char(&id).is_some() {
             // Refused (an id of white space alone is empty once trimmed, also refused).
@@ -370,11 +386,11 @@ proptest! {
     }
 }
 
-/// Every line that GitHub would run as a workflow command (a `::` after leading white space)
-/// is one of sqlgate's `::error` annotations.
+/// Every line that GitHub would run as a workflow command (a `::` after leading white space;
+/// a line ends at LF or CR) is one of sqlgate's `::error` annotations.
 fn assert_no_workflow_command_but_annotations(run: &Run) {
     let text = run.text();
-    for line in text.lines() {
+    for line in text.split(['\n', '\r']) {
         let trimmed = line.trim_start();
         assert!(
             !trimmed.starts_with("::") || line.starts_with("::error "),

@@ -453,6 +453,23 @@ fn error_annotation(result: &TestResult, workspace: Option<&Path>) -> String {
     )
 }
 
+/// `text` with a `\` before the `::` of every line GitHub Actions would run as a workflow
+/// command (it ends a line at CR or LF and skips leading white space): for the lines of a
+/// report that show a user's or a model's text (an answer's SQL, an error message), which must
+/// never act on the job. sqlgate's own annotations ([`annotations`]) are printed apart.
+pub fn inert_lines(text: &str) -> String {
+    text.split_inclusive(['\n', '\r'])
+        .map(|line| {
+            let indent = line.len() - line.trim_start().len();
+            if line[indent..].starts_with("::") {
+                format!("{}\\{}", &line[..indent], &line[indent..])
+            } else {
+                line.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Escapes a workflow command's message, as GitHub's toolkit does.
 pub fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
@@ -537,6 +554,15 @@ mod tests {
     #[test]
     fn quoted_literals_are_one_word() {
         assert_eq!(words("a 'b c' [d e]  f"), vec!["a", "'b c'", "[d e]", "f"]);
+    }
+
+    #[test]
+    fn no_line_shown_is_a_workflow_command() {
+        assert_eq!(
+            inert_lines("a\n  ::warning::x\r::add-mask::y\n:: z ::\nb ::c"),
+            "a\n  \\::warning::x\r\\::add-mask::y\n\\:: z ::\nb ::c"
+        );
+        assert_eq!(inert_lines("demo::q1 ok\n"), "demo::q1 ok\n");
     }
 
     #[test]
