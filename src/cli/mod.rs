@@ -98,7 +98,9 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(error) => {
-            eprintln!("error: {error}");
+            // An error may quote a file's text; no line of it may act on a GitHub job.
+            let message = sqlgate::report::github::inert_lines(&error.to_string());
+            eprintln!("error: {message}");
             ExitCode::from(error.exit_code())
         }
     }
