@@ -263,8 +263,13 @@ fn failing_in_order(results: &[TestResult]) -> Vec<&TestResult> {
 
 fn failing_section(result: &TestResult) -> String {
     let mut out = format!("\n#### ❌ {}\n\n", code_span(&result.name));
+    // One paragraph: a line break of a quoted error would start a heading, a list or a table.
     if let Some(message) = &result.message {
-        let _ = writeln!(out, "{}\n", html_escape(message));
+        let _ = writeln!(
+            out,
+            "{}\n",
+            html_escape(&message.replace(['\n', '\r'], " "))
+        );
     }
     if let Some(source) = &result.source {
         let location = match source.line {
@@ -554,6 +559,23 @@ mod tests {
     #[test]
     fn quoted_literals_are_one_word() {
         assert_eq!(words("a 'b c' [d e]  f"), vec!["a", "'b c'", "[d e]", "f"]);
+    }
+
+    #[test]
+    fn a_failure_message_is_one_paragraph_of_escaped_text() {
+        let mut failed = TestResult::new(
+            "s::db::q",
+            "s",
+            crate::gate::TestKind::Case(0),
+            TestStatus::Failed,
+        );
+        failed.message =
+            Some("pred_error: near \"x\"\n# Fake heading\r| a | b |\n<img src=x>".into());
+        let section = failing_section(&failed);
+        assert!(
+            section.contains("near \"x\" # Fake heading | a | b | &lt;img src=x&gt;\n"),
+            "{section}"
+        );
     }
 
     #[test]
