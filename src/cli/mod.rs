@@ -99,7 +99,10 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(error) => {
-            eprintln!("error: {}", secrets::redact(&error.to_string()));
+            // An error may quote a file's text; no line of it may act on a GitHub job.
+            let message =
+                sqlgate::report::github::inert_lines(&secrets::redact(&error.to_string()));
+            eprintln!("error: {message}");
             ExitCode::from(error.exit_code())
         }
     }

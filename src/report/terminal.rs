@@ -11,7 +11,7 @@ use sqlgate::config::Threshold;
 use sqlgate::gate::judge::format_metric;
 use sqlgate::gate::run::Event;
 use sqlgate::gate::{TestResult, TestStatus};
-use sqlgate::report::plural;
+use sqlgate::report::{github, plural};
 use sqlgate_eval::secrets;
 
 const SLOWEST_SHOWN: usize = 5;
@@ -236,8 +236,9 @@ impl TerminalReporter {
         }
     }
 
+    /// Prints `text`, no line of which GitHub Actions runs as a workflow command.
     fn print(&mut self, text: &str) {
-        let text = secrets::redact(text);
+        let text = &github::inert_lines(&secrets::redact(text));
         match &self.bar {
             Some(bar) => bar.println(text),
             None => {

@@ -578,3 +578,67 @@ fn a_subfolder_of_a_repository_is_told_where_workflows_go() {
         run.stderr
     );
 }
+
+/// A file name is data, never configuration (issue 38): one carrying TOML lines, written into a
+/// comment of `sqlgate.toml`, added a `[[system]]` that `CI=true sqlgate test` ran. A name with
+/// a line break is refused and nothing is written; one with quotes, `#`, `${{ }}`, backticks
+/// and `$(...)` is written as a TOML string that reads back as itself, quoted in the `git add`
+/// line, and nothing it holds runs.
+#[test]
+fn a_file_name_never_becomes_configuration_or_a_command() {
+    let dir = project();
+    let injected = "p\nsystem = \"x\"\n[[system]]\nname = \"x\"\ntype = \"command\"\n\
+                    command = [\"sh\", \"-c\", \"touch PWNED\"]\n[profile.other]\n#.jsonl";
+    let quoted = "p \"q\" # ${{ github.token }} `touch PWNED` $(touch PWNED) 'x'.jsonl";
+    for name in [injected, quoted] {
+        std::fs::copy(dir.path().join("predictions.jsonl"), dir.path().join(name)).unwrap();
+    }
+    let init = |predictions: &str| {
+        let args = ["init", "--benchmark", "questions.csv", "--db-dir", "db"];
+        run_in(
+            dir.path(),
+            &[&args[..], &["--predictions", predictions]].concat(),
+        )
+    };
+    let gate = || {
+        sqlgate()
+            .args(["test", "--profile", "ci", "--record", "new"])
+            .env("CI", "true")
+            .current_dir(dir.path())
+            .run()
+    };
+
+    let run = init(injected);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("control character U+000A"),
+        "{}",
+        run.stderr
+    );
+    for file in WRITTEN {
+        assert!(!dir.path().join(file).exists(), "{file} was written");
+    }
+    gate();
+    assert!(!dir.path().join("PWNED").exists());
+
+    let run = init(quoted);
+    run.assert_success();
+    let config: toml::Table = read(dir.path(), "sqlgate.toml").parse().unwrap();
+    let systems = config["system"].as_array().unwrap();
+    assert_eq!(systems.len(), 1, "{config}");
+    assert_eq!(systems[0]["type"].as_str(), Some("replay"));
+    assert_eq!(systems[0]["predictions"].as_str(), Some(quoted));
+    let profile = config["profile"].as_table().unwrap();
+    assert_eq!(profile.keys().collect::<Vec<_>>(), ["ci"], "{config}");
+    // The `git add` line, given to a shell, names each file as it is.
+    let add = run
+        .stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("git add "))
+        .expect("a git add line");
+    let words = shell(dir.path(), &format!("printf '%s\\n' {add}"));
+    let words = String::from_utf8_lossy(&words.stdout).into_owned();
+    assert_eq!(words.lines().last(), Some(quoted), "{add}");
+    gate().assert_code(100);
+    assert!(!dir.path().join("PWNED").exists());
+}

@@ -390,7 +390,7 @@ fn an_input_that_is_not_a_run_or_snapshot_exits_2_naming_it() {
         ),
         (
             "wrong-metric.snap",
-            "wrong-metric.snap: test `demo::bookshop::q01`: ex=yes is not a number",
+            "wrong-metric.snap: line 4: ex=yes: must be 0 or 1",
         ),
     ];
     for (bad, message) in cases {

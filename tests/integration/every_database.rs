@@ -296,3 +296,53 @@ fn every_database_needs_database_folders_and_files() {
         run.text()
     );
 }
+
+/// A database file one shard read and the next did not (added to the folder, then removed)
+/// was never compared: the shard's verdicts on it merged as if it were a fresh run's (issue
+/// 38). The union of the databases the shards read must be the folder's now.
+#[test]
+fn merge_refuses_a_database_only_one_shard_read() {
+    let workspace = Workspace::new("mode = \"defog\"\nevery_database = true");
+    let variant = workspace.path("db/shop/shop_2.sqlite");
+    std::fs::remove_file(&variant).unwrap();
+    let fresh = workspace.test();
+    fresh.assert_success();
+
+    let shard = |index: u32| {
+        let record = format!("shard{index}.json");
+        sqlgate()
+            .args([
+                "test",
+                "--no-fail-fast",
+                "--partition",
+                &format!("count:{index}/2"),
+            ])
+            .args(["--record-out", &record])
+            .current_dir(workspace.dir.path())
+            .run();
+        record
+    };
+    let merge = || {
+        sqlgate()
+            .args(["merge", "shard1.json", "shard2.json"])
+            .current_dir(workspace.dir.path())
+            .run()
+    };
+    // The variant that fails `cheap` is there for the first shard only.
+    workspace.database("shop_2.sqlite", "('e', 7), ('f', 40)");
+    shard(1);
+    std::fs::remove_file(&variant).unwrap();
+    shard(2);
+    let merged = merge();
+    merged.assert_code(2);
+    assert!(
+        merged
+            .stderr
+            .contains("shard1.json: this shard read database db/shop/shop_2.sqlite"),
+        "{}",
+        merged.stderr
+    );
+    // Shards run on one state of the folder merge to the fresh run's verdicts.
+    shard(1);
+    assert_eq!(merge().code(), fresh.code());
+}

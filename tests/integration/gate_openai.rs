@@ -245,9 +245,10 @@ fn missing_answers_never_pass_as_known_failures() {
 
     // Every case a known failure, then the model renamed and the endpoint gone.
     let snapshot = dir.path().join("snapshots/tiny.snap");
-    let failing = std::fs::read_to_string(&snapshot)
-        .unwrap()
-        .replace(" | pass | ", " | fail | ");
+    let failing = std::fs::read_to_string(&snapshot).unwrap().replace(
+        " | pass | correct | ex=1 | ",
+        " | fail | incorrect | ex=0 | ",
+    );
     std::fs::write(&snapshot, failing).unwrap();
     let config = dir.path().join("sqlgate.toml");
     let renamed = std::fs::read_to_string(&config)

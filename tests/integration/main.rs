@@ -37,6 +37,7 @@ mod generate_rewrites;
 mod generate_tqa;
 mod harness_reuse;
 mod hostile_inputs;
+mod hostile_names;
 mod hostile_sql;
 mod install_script;
 mod llm_client;

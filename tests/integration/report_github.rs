@@ -96,10 +96,10 @@ fn run() -> (Vec<TestResult>, Vec<SuiteSummary>) {
 
 /// A workflow command as the runner reads it: `::name key=value,...::message`, unescaped.
 #[derive(Debug)]
-struct Command {
-    name: String,
-    properties: BTreeMap<String, String>,
-    message: String,
+pub(crate) struct Command {
+    pub(crate) name: String,
+    pub(crate) properties: BTreeMap<String, String>,
+    pub(crate) message: String,
 }
 
 fn unescape(text: &str) -> String {
@@ -110,7 +110,7 @@ fn unescape(text: &str) -> String {
         .replace("%25", "%")
 }
 
-fn parse_command(line: &str) -> Command {
+pub(crate) fn parse_command(line: &str) -> Command {
     assert!(!line.contains(['\n', '\r']), "one line: {line:?}");
     let rest = line.strip_prefix("::").expect("starts with ::");
     let (head, message) = rest.split_once("::").expect("a second ::");

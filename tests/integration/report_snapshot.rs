@@ -190,7 +190,7 @@ fn read_distinguishes_missing_from_malformed() {
         ),
         ("---\n---\nq1 | pass | correct\n", 3, "expected"),
         (
-            "---\n---\n\nq1 | pass | c | SELECT 1\nq1 | fail | c | SELECT 2\n",
+            "---\n---\n\nq1 | pass | correct | ex=1 | SELECT 1\nq1 | fail | incorrect | ex=0 | SELECT 2\n",
             5,
             "twice",
         ),
@@ -202,7 +202,11 @@ fn read_distinguishes_missing_from_malformed() {
         assert_eq!(error.line, (line > 0).then_some(line), "{text:?}: {error}");
         assert!(error.message.contains(words), "{text:?}: {error}");
     }
-    std::fs::write(&path, "---\n---\nbad\\q | pass | c | SELECT 1\n").expect("writes");
+    std::fs::write(
+        &path,
+        "---\n---\nbad\\q | pass | correct | ex=1 | SELECT 1\n",
+    )
+    .expect("writes");
     assert!(snapshot::read(&path)
         .expect_err("bad escape")
         .message

@@ -226,3 +226,108 @@ fn pass_rules_and_bad_settings() {
     let junit = std::fs::read_to_string(gate.path("all.xml")).unwrap();
     assert!(junit.contains("flaky"), "{junit}");
 }
+
+/// An accepted snapshot is read as strictly as a run record (issue 38): `pass_rate=0` on lines
+/// that passed made a clearly worse system pass `regression_p` (p = 1, exit 0). `sqlgate test`
+/// and `sqlgate diff` refuse such a line, naming the file and line (exit 2).
+#[test]
+fn a_snapshot_line_out_of_range_or_contradicting_itself_is_refused() {
+    let gate = Sampled::new(5);
+    gate.sqlgate(&["test", "--accept"]).assert_success();
+    let accepted = gate.snapshot("demo.snap");
+    let snap = gate.path("snapshots/demo.snap");
+    // The first case line is line 5, after the front matter; it passed at p = 0.8.
+    let first = case_lines(&accepted)[0];
+    assert!(first.contains(" | pass | correct | ex=1 | "), "{first}");
+    let rate = first
+        .split(" | ")
+        .find(|field| field.starts_with("pass_rate="))
+        .unwrap();
+    let zeroed: String = accepted
+        .lines()
+        .map(
+            |line| match line.split(" | ").find(|f| f.starts_with("pass_rate=")) {
+                Some(rate) => format!("{}\n", line.replace(rate, "pass_rate=0")),
+                None => format!("{line}\n"),
+            },
+        )
+        .collect();
+    std::fs::write(&snap, zeroed).unwrap();
+    gate.configure(5, 3, 300, "");
+    let worse = gate.sqlgate(&["test"]);
+    worse.assert_code(2);
+    assert!(
+        worse.stderr.contains("demo.snap: line 5: ")
+            && worse.stderr.contains("no sample was correct"),
+        "{}",
+        worse.stderr
+    );
+
+    for (from, to) in [
+        (rate.to_string(), "pass_rate=NaN".to_string()),
+        (rate.to_string(), "pass_rate=1.5".to_string()),
+        (rate.to_string(), "pass_rate=abc".to_string()),
+        ("samples=5".to_string(), "samples=-1".to_string()),
+        ("ex=1".to_string(), "ex=7".to_string()),
+        ("pass | correct".to_string(), "fail | banana".to_string()),
+    ] {
+        std::fs::write(&snap, accepted.replacen(&from, &to, 1)).unwrap();
+        let diff = gate.sqlgate(&["diff", "snapshots/demo.snap", "snapshots/demo.snap"]);
+        diff.assert_code(2);
+        assert!(
+            diff.stderr.contains("demo.snap: line 5: "),
+            "{to}: {}",
+            diff.stderr
+        );
+        gate.sqlgate(&["test"]).assert_code(2);
+    }
+}
+
+/// A sampled run record whose samples are not the configured count, or do not give its
+/// verdict, is refused by `merge`, naming the record and the case (issue 38).
+#[test]
+fn merge_refuses_samples_that_contradict_the_case_or_the_configuration() {
+    let gate = Sampled::new(5);
+    gate.sqlgate(&["test", "--record-out", "run.json"]);
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(gate.path("run.json")).unwrap()).unwrap();
+    let cases = record["suites"][0]["cases"].as_array().unwrap();
+    let correct = cases
+        .iter()
+        .position(|case| case["verdict"] == "correct")
+        .unwrap();
+    let test = cases[correct]["test"].as_str().unwrap().to_string();
+    let sample = cases[correct]["samples"][0].clone();
+    let with_samples = |samples: Option<Vec<serde_json::Value>>| {
+        let mut edited = record.clone();
+        let case = &mut edited["suites"][0]["cases"][correct];
+        match samples {
+            Some(samples) => case["samples"] = samples.into(),
+            None => {
+                case.as_object_mut().unwrap().remove("samples");
+            }
+        }
+        std::fs::write(gate.path("edited.json"), edited.to_string()).unwrap();
+        gate.sqlgate(&["merge", "edited.json"])
+    };
+    let wrong = serde_json::json!({"verdict": "incorrect"});
+    for samples in [
+        Some(vec![sample.clone(); 9]),
+        Some(vec![sample.clone(); 2]),
+        Some(Vec::new()),
+        None,
+        Some(vec![wrong; 5]),
+    ] {
+        let merged = with_samples(samples.clone());
+        merged.assert_code(2);
+        assert!(
+            merged.stderr.contains("edited.json")
+                && merged.stderr.contains(&format!("case `{test}`")),
+            "{samples:?}: {}",
+            merged.stderr
+        );
+    }
+    // The record as written merges.
+    let merged = with_samples(Some(vec![sample; 5]));
+    assert_ne!(merged.code(), Some(2), "{}", merged.stderr);
+}

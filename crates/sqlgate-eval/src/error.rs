@@ -129,7 +129,41 @@ impl AskError {
 }
 
 /// True when `name` can be one component of a path (a suite's snapshot, a system's cassette,
-/// a database file) without reaching outside its folder.
+/// a database file) without reaching outside its folder, and can be printed (see
+/// [`unprintable_char`]).
 pub fn is_plain_name(name: &str) -> bool {
-    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\'])
+        && unprintable_char(name).is_none()
+}
+
+/// The first character of `text` that no name or id sqlgate prints may hold: a control
+/// character (NUL, CR, LF, ESC...), a Unicode line or paragraph separator, or a bidirectional
+/// control. A line break in a CI log starts a line of its own, which GitHub Actions runs as a
+/// workflow command when it starts with `::`; the others hide or reorder what a reader sees.
+pub fn unprintable_char(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'
+            )
+    })
+}
+
+/// `text`, the `what` of a record (`case id`, `database name`...), refused when it holds an
+/// [`unprintable_char`]; the message shows it escaped.
+pub fn check_printable(what: &str, text: &str) -> Result<(), String> {
+    match unprintable_char(text) {
+        Some(c) => Err(format!(
+            "{what} \"{}\" holds the control character U+{:04X}: names and ids are printed in \
+             logs and reports, where it would start a line of its own or hide text",
+            text.escape_debug(),
+            u32::from(c)
+        )),
+        None => Ok(()),
+    }
 }

@@ -20,7 +20,7 @@ use sqlgate::config::Config;
 use sqlgate::gate::setup;
 use sqlgate::report::plural;
 use sqlgate::Error;
-use sqlgate_eval::error::is_plain_name;
+use sqlgate_eval::error::{check_printable, is_plain_name};
 use sqlgate_eval::loaders::{self, LoadOptions};
 
 #[derive(Args)]
@@ -53,6 +53,7 @@ pub fn run(args: InitArgs) -> Result<(), Error> {
         ..LoadOptions::default()
     };
     let bench = loaders::load(&args.benchmark, &options)?;
+    refuse_unprintable(&args, &here, &bench.name)?;
     let suite = SuiteEntry {
         name: bench.name.clone(),
         benchmark: as_written(&args.benchmark, &here),
@@ -129,7 +130,6 @@ fn replay(
         Some(ex) => StartingGate::Measured {
             ex,
             cases: measured.feasible,
-            source: written,
         },
         None => StartingGate::Unmeasured,
     };
@@ -147,6 +147,24 @@ fn check_loads(text: &str) -> Result<(), Error> {
     let profile = config.profile(CI_PROFILE)?;
     setup::suites(&config, &profile)?;
     Ok(())
+}
+
+/// The paths init writes and prints, and the suite's name (the benchmark's file name, which
+/// the comments and the next steps show), must not hold a control character: a line break
+/// would start a line of its own in `sqlgate.toml`'s comments and in a CI log.
+fn refuse_unprintable(args: &InitArgs, here: &Path, suite: &str) -> Result<(), Error> {
+    let paths = [
+        ("--benchmark", Some(&args.benchmark)),
+        ("--db-dir", args.db_dir.as_ref()),
+        ("--predictions", args.predictions.as_ref()),
+    ];
+    for (option, path) in paths {
+        if let Some(path) = path {
+            check_printable(&format!("the path of {option}"), &as_written(path, here))
+                .map_err(Error::Usage)?;
+        }
+    }
+    check_printable("the suite name (the benchmark's file name)", suite).map_err(Error::Usage)
 }
 
 /// A mistake in the configuration init generated names a line of a file not written yet.
@@ -321,11 +339,23 @@ fn next_steps(
             format!("CI=true sqlgate test --profile {CI_PROFILE}"),
             "What the workflow runs: the recorded answers replayed, the thresholds checked.",
         ),
-        format!("  git add {}", committed.join(" ")),
+        format!("  git add {}", shell_words(&committed)),
         "  git commit -m \"Gate the text-to-SQL system with sqlgate\"".to_string(),
         explained("git push".into(), &in_git),
     ]);
     steps.join("\n")
+}
+
+/// `words` as one shell line reads them: each quoted when it needs to be (a file name with a
+/// space, a quote or a `$`). The words hold no control character ([`refuse_unprintable`]).
+fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|word| {
+            shlex::try_quote(word).map_or_else(|_| word.clone(), |quoted| quoted.into_owned())
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `text` wrapped at word boundaries into lines of at most 90 characters, each indented by 6.

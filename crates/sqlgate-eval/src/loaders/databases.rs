@@ -82,8 +82,9 @@ fn check_name(case: &Case) -> Result<(), InputError> {
         Ok(())
     } else {
         Err(case.source.error(format!(
-            "case `{}`: database name `{db}` is not a plain name",
-            case.id
+            "case `{}`: database name `{}` is not a plain name",
+            case.id,
+            db.escape_debug()
         )))
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{databases, Benchmark, Case, SourceRef};
-use crate::error::InputError;
+use crate::error::{check_printable, InputError};
 
 #[derive(Deserialize)]
 struct Mutant {
@@ -54,6 +54,7 @@ enum GoldSql {
 /// The cases of `family` in `path`: a generated suite's cases, or the mutants of a JSONL file
 /// as feasible cases of `bench` whose gold is the mutant SQL.
 pub fn load_family(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<Case>, InputError> {
+    check_printable("family name", family).map_err(|problem| InputError::file(path, problem))?;
     let manifest = if path.is_dir() {
         Some(path.join("suite.toml"))
     } else {

@@ -18,7 +18,7 @@ mod trustsql;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::error::InputError;
+use crate::error::{check_printable, InputError};
 use crate::exec::sandbox::Source;
 use crate::exec::Sandbox;
 use crate::metrics::ex::Mode;
@@ -131,10 +131,9 @@ impl Benchmark {
                     .join(format!("{}.sqlite", case.db))
     }
 
-    /// Resolves every case's database, failing on the first case whose database is missing.
-    /// Every case id is unique (also after generated families were added).
+    /// Every case id is unique and printable (also after generated families were added).
     pub fn check_ids(&self) -> Result<(), InputError> {
-        check_unique_ids(&self.cases)
+        check_case_ids(&self.cases)
     }
 
     /// Every case's database exists and opens: an empty file, a file that is not a database
@@ -278,7 +277,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
     if cases.is_empty() {
         return Err(InputError::file(path, "the file holds no cases"));
     }
-    check_unique_ids(&cases)?;
+    check_case_ids(&cases)?;
     let mut bench = Benchmark {
         name,
         cases,
@@ -396,10 +395,14 @@ fn json_id(value: &serde_json::Value) -> Option<String> {
     }
 }
 
-/// Two cases with one id would make predictions ambiguous.
-fn check_unique_ids(cases: &[Case]) -> Result<(), InputError> {
+/// Two cases with one id would make predictions ambiguous; an id or database name with a
+/// control character would print as lines of its own in every report.
+fn check_case_ids(cases: &[Case]) -> Result<(), InputError> {
     let mut first_seen: HashMap<&str, &SourceRef> = HashMap::new();
     for case in cases {
+        check_printable("case id", &case.id)
+            .and_then(|()| check_printable("database name", &case.db))
+            .map_err(|problem| case.source.error(problem))?;
         if let Some(first) = first_seen.insert(&case.id, &case.source) {
             return Err(case.source.error(format!(
                 "duplicate id `{}` (first used by {})",

@@ -15,7 +15,7 @@ use super::{
     describe_record, extension, json_error, json_id, json_kind, json_message, read_text, Benchmark,
     GoldFormat, SourceRef,
 };
-use crate::error::InputError;
+use crate::error::{check_printable, InputError};
 
 /// What a system answered for one case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,6 +272,7 @@ fn jsonl_record(at: SourceRef, line: &str) -> Result<(String, Prediction), Input
             json_kind(&parsed.id)
         )));
     };
+    check_printable("id", &id).map_err(|problem| at.error(problem))?;
     let answer = match (parsed.sql, parsed.abstain) {
         (None, Some(true)) => Answer::Abstain,
         (Some(_), Some(true)) => {
@@ -432,6 +433,7 @@ fn load_trustsql(
     let mut slots: Vec<Option<Prediction>> = vec![None; bench.cases.len()];
     for (record, (id, value)) in parse_entries(path, text)?.into_iter().enumerate() {
         let at = source(path, record, None);
+        check_printable("id", &id).map_err(|problem| at.error(problem))?;
         let case = free_slot(&index, &slots, &id, &at)?;
         slots[case] = Some(trustsql_prediction(&id, value, at)?);
     }

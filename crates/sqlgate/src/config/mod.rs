@@ -110,7 +110,9 @@ impl Config {
             let system = SystemConfig::parse(&config, entry)?;
             // The name picks the system and its cassette file.
             if !is_plain_name(&system.name) {
-                return Err(system.error("the name must be a plain file name"));
+                return Err(
+                    system.error("the name must be a plain file name, without control characters")
+                );
             }
             if !names.insert(system.name.clone()) {
                 return Err(system.error("another [[system]] has this name"));

@@ -68,6 +68,19 @@ pub struct Sampled {
 }
 
 impl Sampled {
+    /// The sample a case of these outcomes is shown through: the first whose correctness is
+    /// the case's verdict, or, for a failing case, the first the system did not answer.
+    pub fn shown(&self, feasible: bool) -> usize {
+        let count = self.pass_count(feasible);
+        let correct = self.rule.passes(count.passed, count.samples);
+        let outcomes = &self.outcomes;
+        outcomes
+            .iter()
+            .position(|o| !correct && o.missing())
+            .or_else(|| outcomes.iter().position(|o| o.correct(feasible) == correct))
+            .unwrap_or(0)
+    }
+
     /// Correct samples out of the samples of a case that is `feasible` or not.
     fn pass_count(&self, feasible: bool) -> PassCount {
         PassCount {
@@ -164,15 +177,7 @@ pub fn combine_samples(mut runs: Vec<CaseRun>, rule: PassRule) -> CaseRun {
         outcomes: runs.iter().map(SampleOutcome::of).collect(),
         rule,
     };
-    let feasible = runs[0].score.feasible;
-    let count = sampled.pass_count(feasible);
-    let correct = rule.passes(count.passed, count.samples);
-    let outcomes = &sampled.outcomes;
-    let shown = outcomes
-        .iter()
-        .position(|o| !correct && o.missing())
-        .or_else(|| outcomes.iter().position(|o| o.correct(feasible) == correct))
-        .unwrap_or(0);
+    let shown = sampled.shown(runs[0].score.feasible);
     let duration = runs.iter().map(|run| run.duration).sum();
     let answer_costs = runs
         .iter()

@@ -177,6 +177,12 @@ impl CaseRecord {
         if let Some(contradiction) = self.contradiction() {
             return Err(format!("case `{}`: {contradiction}", self.test));
         }
+        let sampled = (!self.samples.is_empty()).then(|| Sampled {
+            outcomes: self.samples.clone(),
+            rule: suite.pass_rule,
+        });
+        self.check_samples(suite.samples, sampled.as_ref(), case.feasible)
+            .map_err(|problem| format!("case `{}`: {problem}", self.test))?;
         let score = CaseScore {
             id: case.id.clone(),
             db: case.db.clone(),
@@ -227,16 +233,45 @@ impl CaseRecord {
             reply_truncated: self.reply_truncated,
             detail: self.detail.clone(),
             preview: self.preview.clone(),
-            sampled: (!self.samples.is_empty()).then(|| Sampled {
-                outcomes: self.samples.clone(),
-                rule: suite.pass_rule,
-            }),
+            sampled,
             answer_costs: self.answer_costs.clone(),
         })
     }
 }
 
 impl CaseRecord {
+    /// A suite asking each question `count` times has that many samples per case (none when
+    /// once), and its verdict is that of the sample its pass rule shows: other samples were
+    /// not run on this suite, or were edited.
+    fn check_samples(
+        &self,
+        count: u32,
+        sampled: Option<&Sampled>,
+        feasible: bool,
+    ) -> Result<(), String> {
+        let expected = if count > 1 { count as usize } else { 0 };
+        if self.samples.len() != expected {
+            return Err(format!(
+                "{} samples where the suite asks each question {} time(s)",
+                self.samples.len(),
+                count
+            ));
+        }
+        let Some(sampled) = sampled else {
+            return Ok(());
+        };
+        let shown = sampled.outcomes[sampled.shown(feasible)];
+        if (shown.verdict, shown.system_error) != (self.verdict, self.system_error) {
+            return Err(format!(
+                "verdict `{}` is not the one its samples give under pass_rule {} (`{}`)",
+                self.verdict.as_str(),
+                sampled.rule,
+                shown.verdict.as_str()
+            ));
+        }
+        Ok(())
+    }
+
     /// Fields that no evaluation sets together: a record holding them was edited or corrupted,
     /// and which of them to believe cannot be told.
     pub fn contradiction(&self) -> Option<String> {
@@ -588,8 +623,10 @@ fn runnable_cases(suite: &SuitePlan) -> impl Iterator<Item = usize> + '_ {
     (0..suite.bench.cases.len()).filter(move |case| !ignored.contains(case))
 }
 
-/// Every shard read each database at the same content, the content it has now: verdicts
-/// computed on two states of a database are not one run.
+/// Every shard read each database at the same content, the content it has now, and read no
+/// other (the union of the databases the shards read is the configuration's now): verdicts
+/// computed on two states of a database, or on a database file since removed from an
+/// `every_database` folder, are not one run.
 fn check_databases(
     shards: &[(PathBuf, RunRecord)],
     now: &RunInputs,
@@ -626,6 +663,22 @@ fn check_databases(
                 format!(
                     "database {db} (a database of {}) is not as this shard read it: it changed \
                      since, or the shard did not read it; run the shards again",
+                    config.display()
+                ),
+            ));
+        }
+        let gone = shard
+            .inputs
+            .databases
+            .keys()
+            .find(|db| !now.databases.contains_key(*db));
+        if let Some(db) = gone {
+            return Err(InputError::file(
+                path,
+                format!(
+                    "this shard read database {db}, which is no database of {} now (it was \
+                     removed since): its verdicts are not those of a run now; run the shards \
+                     again",
                     config.display()
                 ),
             ));

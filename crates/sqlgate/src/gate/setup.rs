@@ -66,7 +66,8 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         // The name is the snapshot's file name.
         if !is_plain_name(&name) || name.contains("::") {
             return Err(suite_error(format!(
-                "suite name `{name}` must be a plain file name without `::`"
+                "suite name `{}` must be a plain file name without `::` or control characters",
+                name.escape_debug()
             )));
         }
         if plans.iter().any(|p| p.name == name) {

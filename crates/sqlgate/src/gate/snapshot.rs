@@ -37,9 +37,14 @@ use rayon::prelude::*;
 
 use similar::TextDiff;
 
-use sqlgate_eval::error::{InputError, OutputError};
+use serde::de::IntoDeserializer as _;
+use serde::Deserialize as _;
+use sqlgate_eval::error::{check_printable, InputError, OutputError};
 use sqlgate_eval::files::write_text;
+use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::sqltext::{closing_quote, opening_quote};
+
+use super::judge::format_metric;
 
 /// One case test's outcome as snapshotted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,8 +233,14 @@ fn unescape(text: &str) -> Result<String, String> {
             Some('r') => out.push('\r'),
             Some('s') => out.push(' '),
             Some('=') => out.push('='),
-            Some(other) => return Err(format!("unknown escape `\\{other}` in `{text}`")),
-            None => return Err(format!("`{text}` ends in a lone `\\`")),
+            Some(other) => {
+                return Err(format!(
+                    "unknown escape `\\{}` in `{}`",
+                    other.escape_debug(),
+                    text.escape_debug()
+                ))
+            }
+            None => return Err(format!("`{}` ends in a lone `\\`", text.escape_debug())),
         }
     }
     Ok(out)
@@ -325,7 +336,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<SnapshotEntry>, InputError> 
         if !line.trim().is_empty() && !line.contains(':') {
             return Err(error(
                 number,
-                format!("front matter line is not `key: value`: `{line}`"),
+                format!(
+                    "front matter line is not `key: value`: `{}`",
+                    line.escape_debug()
+                ),
             ));
         }
     }
@@ -338,7 +352,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<SnapshotEntry>, InputError> 
     let mut entries = Vec::new();
     let mut seen = BTreeSet::new();
     for (number, line) in lines.filter(|(_, line)| !line.trim().is_empty()) {
-        let entry = parse_line(line).map_err(|message| error(number, message))?;
+        let entry = parse_line(line)
+            .and_then(|entry| check_entry(&entry).map(|()| entry))
+            .map_err(|message| error(number, message))?;
         if !seen.insert(entry.name.clone()) {
             return Err(error(
                 number,
@@ -359,7 +375,12 @@ fn parse_line(line: &str) -> Result<SnapshotEntry, String> {
     let passed = match status {
         "pass" => true,
         "fail" => false,
-        other => return Err(format!("status must be `pass` or `fail`, not `{other}`")),
+        other => {
+            return Err(format!(
+                "status must be `pass` or `fail`, not `{}`",
+                other.escape_debug()
+            ))
+        }
     };
     let mut metrics = BTreeMap::new();
     while let (field, Some(after)) = split_field(rest) {
@@ -390,6 +411,85 @@ fn parse_line(line: &str) -> Result<SnapshotEntry, String> {
         sql,
         system_error,
     })
+}
+
+/// A line's fields agree with each other and lie in their ranges, as a run writes them (the
+/// checks [`super::record::CaseRecord::contradiction`] makes on a run record): a line that
+/// does not was edited or corrupted, and which of its fields to believe cannot be told. An
+/// accepted `pass` with `pass_rate=0` would otherwise make any later pass rate look like no drop.
+fn check_entry(entry: &SnapshotEntry) -> Result<(), String> {
+    check_printable("test name", &entry.name)?;
+    let verdict = Verdict::deserialize(entry.verdict.as_str().into_deserializer()).map_err(
+        |_: serde::de::value::Error| format!("unknown verdict `{}`", entry.verdict.escape_debug()),
+    )?;
+    for (key, value) in &entry.metrics {
+        check_metric(key, value)
+            .map_err(|range| format!("{}={}: {range}", key.escape_debug(), value.escape_debug()))?;
+    }
+    let ex = entry.metrics.get("ex").ok_or("the line has no `ex=`")?;
+    if (verdict == Verdict::Correct) != (ex == "1") {
+        return Err(format!("verdict `{}` contradicts ex={ex}", entry.verdict));
+    }
+    // The verdict is that of the answer shown, whose correctness is the case's (a correct
+    // infeasible case abstained).
+    let shown_correct = matches!(verdict, Verdict::Correct | Verdict::Abstained);
+    if entry.passed && !shown_correct || !entry.passed && verdict == Verdict::Correct {
+        return Err(format!(
+            "status `{}` contradicts verdict `{}`",
+            if entry.passed { "pass" } else { "fail" },
+            entry.verdict
+        ));
+    }
+    let samples = entry.metrics.get("samples");
+    let rate = entry.metrics.get("pass_rate");
+    match (samples, rate) {
+        (None, None) => Ok(()),
+        (Some(samples), Some(rate)) => check_pass_rate(entry.passed, samples, rate),
+        _ => Err("`pass_rate` and `samples` come together".to_string()),
+    }
+}
+
+/// A metric's value in its range; metrics this version does not know are kept as written.
+fn check_metric(key: &str, value: &str) -> Result<(), &'static str> {
+    let number = || value.parse::<f64>().ok().filter(|v| v.is_finite());
+    let holds = match key {
+        "ex" | "esm" | "etm" => value == "0" || value == "1",
+        _ if key.ends_with("_error") => value == "1",
+        "pass_rate" | "soft_f1" | "exp" | "exr" | "f1" => {
+            number().is_some_and(|v| (0.0..=1.0).contains(&v))
+        }
+        "samples" => value.parse::<u32>().is_ok_and(|n| n >= 2),
+        "ves" | "rves" | "ves_steps" | "rves_steps" => number().is_some_and(|v| v >= 0.0),
+        _ => true,
+    };
+    match key {
+        _ if holds => Ok(()),
+        "ex" | "esm" | "etm" => Err("must be 0 or 1"),
+        _ if key.ends_with("_error") => Err("must be 1"),
+        "samples" => Err("must be a whole number of at least 2"),
+        "ves" | "rves" | "ves_steps" | "rves_steps" => Err("must be a number of at least 0"),
+        _ => Err("must be a number from 0 to 1"),
+    }
+}
+
+/// A sampled case's pass rate is some count of its samples, as written with 4 decimals; a case
+/// passes with at least one correct sample and fails with at least one wrong one, whatever the
+/// pass rule.
+fn check_pass_rate(passed: bool, samples: &str, rate: &str) -> Result<(), String> {
+    let n: u32 = samples.parse().map_err(|_| "samples: not a count")?;
+    let count = (0..=n).find(|&k| format_metric(f64::from(k) / f64::from(n)) == rate);
+    match count {
+        None => Err(format!(
+            "pass_rate={rate} is no count of correct samples out of samples={n}"
+        )),
+        Some(0) if passed => Err(format!(
+            "status `pass` contradicts pass_rate={rate}: no sample was correct"
+        )),
+        Some(k) if k == n && !passed => Err(format!(
+            "status `fail` contradicts pass_rate={rate}: every sample was correct"
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// The kind in a `<kind>` answer field (`<garbage>`, `<timeout>`...).
@@ -657,12 +757,101 @@ mod tests {
             name: "s::db::q1".to_string(),
             passed: true,
             verdict: "correct".to_string(),
-            metrics: BTreeMap::from([("note".to_string(), "a\u{a0}b\tc d".to_string())]),
+            metrics: BTreeMap::from([
+                ("ex".to_string(), "1".to_string()),
+                ("note".to_string(), "a\u{a0}b\tc d".to_string()),
+            ]),
             sql: Some("SELECT 1".to_string()),
             system_error: None,
         };
         let text = render("s", std::slice::from_ref(&entry));
         assert_eq!(parse(Path::new("s.snap"), &text).unwrap(), [entry]);
+    }
+
+    /// Snapshot lines are checked as run records are (issue 38): each of these was read and
+    /// believed, and `pass_rate=0` on a line that passed made any later pass rate look like no
+    /// drop, so a clearly worse system passed `regression_p`.
+    #[test]
+    fn a_line_out_of_range_or_contradicting_itself_is_refused() {
+        let snap = |line: &str| {
+            let text = format!("---\nsource: sqlgate test\nexpression: suite s\n---\n{line}\n");
+            parse(Path::new("s.snap"), &text).map_err(|error| error.to_string())
+        };
+        let sampled = "s::db::q | pass | correct | ex=1 | pass_rate=0.8 | samples=5 | SELECT 1";
+        assert!(snap(sampled).is_ok());
+        for (line, problem) in [
+            (
+                "s::db::q | pass | correct | ex=1 | pass_rate=0 | samples=5 | SELECT 1",
+                "no sample was correct",
+            ),
+            (
+                "s::db::q | fail | incorrect | ex=0 | pass_rate=1 | samples=5 | SELECT 1",
+                "every sample was correct",
+            ),
+            (
+                "s::db::q | pass | correct | ex=1 | pass_rate=NaN | samples=5 | SELECT 1",
+                "pass_rate=NaN: must be a number from 0 to 1",
+            ),
+            (
+                "s::db::q | pass | correct | ex=1 | pass_rate=1.5 | samples=5 | SELECT 1",
+                "pass_rate=1.5: must be",
+            ),
+            (
+                "s::db::q | pass | correct | ex=1 | pass_rate=abc | samples=5 | SELECT 1",
+                "pass_rate=abc: must be",
+            ),
+            (
+                "s::db::q | pass | correct | ex=1 | pass_rate=0.5 | samples=5 | SELECT 1",
+                "no count of correct samples",
+            ),
+            (
+                "s::db::q | pass | correct | ex=1 | pass_rate=0.8 | samples=-1 | SELECT 1",
+                "samples=-1: must be a whole number",
+            ),
+            (
+                "s::db::q | pass | correct | ex=1 | pass_rate=0.8 | SELECT 1",
+                "come together",
+            ),
+            (
+                "s::db::q | pass | correct | ex=7 | SELECT 1",
+                "ex=7: must be 0 or 1",
+            ),
+            (
+                "s::db::q | fail | banana | ex=0 | SELECT 1",
+                "unknown verdict `banana`",
+            ),
+            (
+                "s::db::q | fail | correct | ex=1 | SELECT 1",
+                "status `fail` contradicts verdict `correct`",
+            ),
+            (
+                "s::db::q | pass | incorrect | ex=0 | SELECT 1",
+                "status `pass` contradicts verdict `incorrect`",
+            ),
+            (
+                "s::db::q | pass | correct | ex=0 | SELECT 1",
+                "verdict `correct` contradicts ex=0",
+            ),
+            ("s::db::q | pass | correct | SELECT 1", "no `ex=`"),
+            (
+                "s::db::q | pass | correct | ex=1 | soft_f1=2 | SELECT 1",
+                "soft_f1=2: must be",
+            ),
+            (
+                "s::db::c\\n::warning::x | pass | correct | ex=1 | SELECT 1",
+                "control character U+000A",
+            ),
+            (
+                "s::db::q\0 | pass | correct | ex=1 | SELECT 1",
+                "control character U+0000",
+            ),
+        ] {
+            let error = snap(line).expect_err(line);
+            assert!(
+                error.contains("s.snap: line 5: ") && error.contains(problem),
+                "{line}: {error}"
+            );
+        }
     }
 
     mod properties {
@@ -675,7 +864,14 @@ mod tests {
 
         /// What a case answered, as a snapshot line can say it.
         fn answer() -> impl Strategy<Value = (String, Option<String>, Option<String>)> {
-            let verdict = "[a-z_]{1,12}".prop_filter("not a system error", |v| v != "system_error");
+            let verdict = prop::sample::select(vec![
+                "correct",
+                "incorrect",
+                "pred_error",
+                "gold_error",
+                "abstained",
+            ])
+            .prop_map(str::to_string);
             prop_oneof![
                 // Real SQL starts with a keyword, so the field before a ` | ` inside it is
                 // never mistaken for a metric.
@@ -689,16 +885,27 @@ mod tests {
             ]
         }
 
+        /// A line as a run writes it: a printable name, a status and `ex` that agree with the
+        /// verdict, and metrics of names no check reads (they start with `m`).
         fn entry() -> impl Strategy<Value = SnapshotEntry> {
-            let metrics = btree_map("[a-z0-9@ =\\\\|]{1,6}", "[a-z0-9. =\\\\|]{0,6}", 0..4);
-            (any::<String>(), any::<bool>(), metrics, answer()).prop_map(
-                |(name, passed, metrics, (verdict, sql, system_error))| SnapshotEntry {
-                    name,
-                    passed,
-                    verdict,
-                    metrics,
-                    sql,
-                    system_error,
+            let metrics = btree_map("m[a-z0-9@ =\\\\|]{0,5}", "[a-z0-9. =\\\\|]{0,6}", 0..4);
+            let name = any::<String>().prop_map(|name| {
+                name.chars()
+                    .filter(|c| sqlgate_eval::error::unprintable_char(&c.to_string()).is_none())
+                    .collect::<String>()
+            });
+            (name, any::<bool>(), metrics, answer()).prop_map(
+                |(name, passed, mut metrics, (verdict, sql, system_error))| {
+                    let correct = verdict == "correct";
+                    metrics.insert("ex".to_string(), u8::from(correct).to_string());
+                    SnapshotEntry {
+                        name,
+                        passed: correct || passed && verdict == "abstained",
+                        verdict,
+                        metrics,
+                        sql,
+                        system_error,
+                    }
                 },
             )
         }

@@ -264,8 +264,13 @@ fn failing_in_order(results: &[TestResult]) -> Vec<&TestResult> {
 
 fn failing_section(result: &TestResult) -> String {
     let mut out = format!("\n#### ❌ {}\n\n", code_span(&result.name));
+    // One paragraph: a line break of a quoted error would start a heading, a list or a table.
     if let Some(message) = &result.message {
-        let _ = writeln!(out, "{}\n", html_escape(message));
+        let _ = writeln!(
+            out,
+            "{}\n",
+            html_escape(&message.replace(['\n', '\r'], " "))
+        );
     }
     if let Some(source) = &result.source {
         let location = match source.line {
@@ -454,6 +459,23 @@ fn error_annotation(result: &TestResult, workspace: Option<&Path>) -> String {
     )
 }
 
+/// `text` with a `\` before the `::` of every line GitHub Actions would run as a workflow
+/// command (it ends a line at CR or LF and skips leading white space): for the lines of a
+/// report that show a user's or a model's text (an answer's SQL, an error message), which must
+/// never act on the job. sqlgate's own annotations ([`annotations`]) are printed apart.
+pub fn inert_lines(text: &str) -> String {
+    text.split_inclusive(['\n', '\r'])
+        .map(|line| {
+            let indent = line.len() - line.trim_start().len();
+            if line[indent..].starts_with("::") {
+                format!("{}\\{}", &line[..indent], &line[indent..])
+            } else {
+                line.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Escapes a workflow command's message, as GitHub's toolkit does.
 pub fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
@@ -496,7 +518,10 @@ fn code_span(text: &str) -> String {
     } else {
         ""
     };
-    format!("{fence}{pad}{}{pad}{fence}", text.replace('\n', " "))
+    format!(
+        "{fence}{pad}{}{pad}{fence}",
+        text.replace(['\n', '\r'], " ")
+    )
 }
 
 /// A fenced code block that holds any text.
@@ -535,6 +560,32 @@ mod tests {
     #[test]
     fn quoted_literals_are_one_word() {
         assert_eq!(words("a 'b c' [d e]  f"), vec!["a", "'b c'", "[d e]", "f"]);
+    }
+
+    #[test]
+    fn a_failure_message_is_one_paragraph_of_escaped_text() {
+        let mut failed = TestResult::new(
+            "s::db::q",
+            "s",
+            crate::gate::TestKind::Case(0),
+            TestStatus::Failed,
+        );
+        failed.message =
+            Some("pred_error: near \"x\"\n# Fake heading\r| a | b |\n<img src=x>".into());
+        let section = failing_section(&failed);
+        assert!(
+            section.contains("near \"x\" # Fake heading | a | b | &lt;img src=x&gt;\n"),
+            "{section}"
+        );
+    }
+
+    #[test]
+    fn no_line_shown_is_a_workflow_command() {
+        assert_eq!(
+            inert_lines("a\n  ::warning::x\r::add-mask::y\n:: z ::\nb ::c"),
+            "a\n  \\::warning::x\r\\::add-mask::y\n\\:: z ::\nb ::c"
+        );
+        assert_eq!(inert_lines("demo::q1 ok\n"), "demo::q1 ok\n");
     }
 
     #[test]

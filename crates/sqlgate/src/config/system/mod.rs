@@ -211,7 +211,11 @@ impl Place {
             &self.config_path,
             &self.config_text,
             offset,
-            format!("[[system]] `{}`: {}", self.name, message.into()),
+            format!(
+                "[[system]] `{}`: {}",
+                self.name.escape_debug(),
+                message.into()
+            ),
         )
     }
 
@@ -245,7 +249,11 @@ impl Place {
 
     /// An error about this system, located at its `[[system]]` header.
     fn error(&self, message: impl Into<String>) -> super::ConfigError {
-        let message = format!("[[system]] `{}`: {}", self.name, message.into());
+        let message = format!(
+            "[[system]] `{}`: {}",
+            self.name.escape_debug(),
+            message.into()
+        );
         super::ConfigError::at(
             &self.config_path,
             &self.config_text,
