@@ -60,6 +60,7 @@ mod sandbox;
 mod schema_db;
 mod score_gate_parity;
 mod secrets;
+mod security_doc;
 mod shared_data;
 mod soft_f1_outputs;
 mod soft_f1_parity;
