@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::support::{demo, shared_data, sqlgate, Run};
+use crate::support::{copy_tree, demo, shared_data, sqlgate, Run};
 
 /// `sqlgate score --gold GOLD --pred PRED EXTRA...`
 fn score(gold: &Path, pred: &Path, extra: &[&str]) -> Run {
@@ -66,21 +66,6 @@ fn demo_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&demo(""), dir.path());
     dir
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            if entry.file_name() != "build" {
-                copy_tree(&entry.path(), &target);
-            }
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn score_copy(dir: &Path, pred: &str) -> Run {

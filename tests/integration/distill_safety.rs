@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::support::{sqlgate, Run};
+use crate::support::{copy_tree, sqlgate, Run};
 
 const GOLD: &str = "SELECT name FROM items WHERE price < 10";
 
@@ -363,14 +363,4 @@ fn a_killed_distill_leaves_the_previous_suite_whole_and_nothing_in_the_temporary
     distill(dir.path(), "out", &["--seed", "3"]).assert_success();
     assert!(!staging.exists() && !replaced.exists());
     score(dir.path(), "out").assert_success();
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for (relative, bytes) in tree(from) {
-        match bytes {
-            Some(bytes) => fs::write(to.join(relative), bytes).unwrap(),
-            None => fs::create_dir_all(to.join(relative)).unwrap(),
-        }
-    }
 }

@@ -2,9 +2,9 @@
 //! are read strictly, and a `command` program sees only the environment its fingerprint covers.
 #![cfg(unix)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::support::{sqlgate, Run};
+use crate::support::{every_file, sqlgate, Run};
 
 /// Answers right when `MODEL` starts with `good` or a `TOKEN` is set, wrong otherwise.
 const SCRIPT: &str = r#"cat > /dev/null
@@ -83,20 +83,6 @@ impl Gate {
     }
 }
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(files(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found
-}
-
 const CI: (&str, &str) = ("CI", "true");
 
 #[test]
@@ -143,8 +129,7 @@ fn a_passed_through_value_is_fingerprinted_and_written_nowhere() {
     for output in [&recorded, &replayed, &other] {
         assert!(!output.text().contains("1f0c2e"), "{}", output.text());
     }
-    for file in files(gate.dir.path()) {
-        let bytes = std::fs::read(&file).unwrap();
+    for (file, bytes) in every_file(gate.dir.path()) {
         let shown = String::from_utf8_lossy(&bytes);
         assert!(
             !shown.contains("1f0c2e"),

@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use crate::support::repo;
 use crate::support::workflow::script_containing;
+use crate::support::{copy_tree, repo};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -487,20 +487,6 @@ fn an_unknown_machine_falls_back_without_downloading() {
         "{stderr}"
     );
     assert_eq!(server.requests(), Vec::<String>::new());
-}
-
-/// Copies `from` into `to`, folders and files.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("lists") {
-        let entry = entry.expect("lists");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copies");
-        }
-    }
 }
 
 #[test]

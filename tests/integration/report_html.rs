@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{repo, sqlgate, Run};
+use crate::support::{copy_tree, repo, sqlgate, Run};
 use sqlgate_test_support::skip::without_tool;
 
 /// Markup that would run if the page inserted it as it is: it marks the document if it does.
@@ -110,23 +110,6 @@ impl Demo {
         self.sqlgate(&["test", "--html", "report.html"])
             .assert_code(100);
         std::fs::read_to_string(self.path("report.html")).unwrap()
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        // The built databases are rebuilt from their scripts on first use.
-        if entry.file_name() == "build" {
-            continue;
-        }
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::support::{sqlgate, Run};
+use crate::support::{every_file, sqlgate, Run};
 
 /// A value as a JSON string holds it, without the quotes.
 fn json_escaped(value: &str) -> String {
@@ -104,20 +104,6 @@ fn run_with_every_output(dir: &Path, env: &[(&str, &str)]) -> Vec<Run> {
     vec![recording, accepting]
 }
 
-/// Every file under `dir`, read whole (binary ones too), with its path.
-fn every_file(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(every_file(&path));
-        } else {
-            files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
-        }
-    }
-    files
-}
-
 /// The run executed queries, and cached them in `.sqlgate/cache/`.
 fn assert_cached(dir: &Path) {
     let cache = dir.join(".sqlgate/cache");
@@ -130,7 +116,10 @@ fn assert_cached(dir: &Path) {
 /// No secret in any file under `dir` nor in the runs' output, raw or JSON-escaped; `***`
 /// stands where they were in each of `masked` (files under `dir`) and in the first run's output.
 fn assert_redacted(dir: &Path, runs: &[Run], secrets: &[&str], masked: &[&str]) {
-    let mut outputs = every_file(dir);
+    let mut outputs: Vec<(String, Vec<u8>)> = every_file(dir)
+        .into_iter()
+        .map(|(path, bytes)| (path.display().to_string(), bytes))
+        .collect();
     for (i, run) in runs.iter().enumerate() {
         outputs.push((
             format!("stdout of run {i}"),
@@ -459,7 +448,7 @@ fn a_generator_s_server_echoing_its_key_leaves_it_in_no_output() {
     }
     for (path, bytes) in every_file(dir.path()) {
         let text = String::from_utf8_lossy(&bytes);
-        assert!(!text.contains(GENERATOR_KEY), "{path}: {text}");
+        assert!(!text.contains(GENERATOR_KEY), "{}: {text}", path.display());
     }
     for run in [&jqe, &paraphrase] {
         assert!(!run.text().contains(GENERATOR_KEY), "{}", run.text());

@@ -3,9 +3,11 @@
 mod command;
 mod fixtures;
 mod tools;
+mod tree;
 pub mod workflow;
 
 pub use command::{sqlgate, Run, Sqlgate};
 pub use fixtures::{demo, demo_workspace, replace_prediction, repo};
 pub use sqlgate_test_support::shared_data;
 pub use tools::{python_with, run_python, wordnet_installed};
+pub use tree::{copy_tree, every_file};
