@@ -127,29 +127,20 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
     found
 }
 
-fn assert_refused(run: &Run, named: &str) {
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains(named),
-        "{named} not named:\n{}",
-        run.stderr
-    );
-}
-
 #[test]
 fn distill_over_the_database_folder_is_refused_and_leaves_every_byte() {
     let dir = workspace();
     let before = tree(dir.path());
     // The run: it overwrote shop_1 and deleted shop_2..7.
-    assert_refused(&distill(dir.path(), "db", &[]), "db");
+    distill(dir.path(), "db", &[]).assert_bad_input(&["db"]);
     // Inside it, holding it, and the same folder through a link.
-    assert_refused(&distill(dir.path(), "db/shop", &[]), "db/shop");
-    assert_refused(&distill(dir.path(), "db/new/suite", &[]), "db/new/suite");
-    assert_refused(&distill(dir.path(), ".", &[]), "holds the database folder");
+    distill(dir.path(), "db/shop", &[]).assert_bad_input(&["db/shop"]);
+    distill(dir.path(), "db/new/suite", &[]).assert_bad_input(&["db/new/suite"]);
+    distill(dir.path(), ".", &[]).assert_bad_input(&["holds the database folder"]);
     std::os::unix::fs::symlink("db", dir.path().join("alias")).unwrap();
     let before_with_link = tree(dir.path());
-    assert_refused(&distill(dir.path(), "alias", &[]), "is the database folder");
-    assert_refused(&distill(dir.path(), "alias/shop/x", &[]), "lies inside");
+    distill(dir.path(), "alias", &[]).assert_bad_input(&["is the database folder"]);
+    distill(dir.path(), "alias/shop/x", &[]).assert_bad_input(&["lies inside"]);
     assert_eq!(tree(dir.path()), before_with_link);
     fs::remove_file(dir.path().join("alias")).unwrap();
     assert_eq!(tree(dir.path()), before);
@@ -167,16 +158,11 @@ fn distill_refuses_a_folder_it_did_not_write_and_leaves_every_byte() {
     )
     .unwrap();
     let before = tree(dir.path());
-    assert_refused(
-        &distill(dir.path(), "mine", &[]),
-        "mine: is not empty and holds no sqlgate-distill.json",
-    );
+    distill(dir.path(), "mine", &[])
+        .assert_bad_input(&["mine: is not empty and holds no sqlgate-distill.json"]);
     assert_eq!(tree(dir.path()), before);
     // A file in place of the folder.
-    assert_refused(
-        &distill(dir.path(), "mine/notes.txt", &[]),
-        "is not a folder",
-    );
+    distill(dir.path(), "mine/notes.txt", &[]).assert_bad_input(&["is not a folder"]);
     assert_eq!(tree(dir.path()), before);
     // An empty folder is used.
     fs::create_dir(dir.path().join("empty")).unwrap();
@@ -243,15 +229,12 @@ fn distill_replaces_its_own_folder_and_nothing_else() {
     // A file distill did not write, or a listed file changed, stops the rerun; nothing moves.
     fs::write(dir.path().join("out/shop/keep.txt"), "mine").unwrap();
     let before = tree(dir.path());
-    assert_refused(&distill(dir.path(), "out", &[]), "keep.txt");
+    distill(dir.path(), "out", &[]).assert_bad_input(&["keep.txt"]);
     assert_eq!(tree(dir.path()), before);
     fs::remove_file(dir.path().join("out/shop/keep.txt")).unwrap();
     append(&dir.path().join("out/shop/shop.sqlite"));
     let before = tree(dir.path());
-    assert_refused(
-        &distill(dir.path(), "out", &[]),
-        "changed since distill wrote it",
-    );
+    distill(dir.path(), "out", &[]).assert_bad_input(&["changed since distill wrote it"]);
     assert_eq!(tree(dir.path()), before);
 }
 
@@ -293,9 +276,9 @@ fn a_tampered_distilled_folder_is_refused_by_score_audit_and_test() {
     ];
     for (named, tamper) in tampered {
         tamper();
-        assert_refused(&score(dir.path(), "out"), named);
-        assert_refused(&audit(dir.path(), "out"), named);
-        assert_refused(&gate(dir.path(), "out"), named);
+        score(dir.path(), "out").assert_bad_input(&[named]);
+        audit(dir.path(), "out").assert_bad_input(&[named]);
+        gate(dir.path(), "out").assert_bad_input(&[named]);
         fs::write(&kept, &saved).unwrap();
         let _ = fs::remove_file(shop.join("shop_9.sqlite"));
         score(dir.path(), "out").assert_success();
@@ -338,7 +321,7 @@ fn a_killed_distill_leaves_the_previous_suite_whole_and_nothing_in_the_temporary
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(caught, "no staging folder with candidates beside out");
-    assert_refused(&second, "another `sqlgate distill` is writing");
+    second.assert_bad_input(&["another `sqlgate distill` is writing"]);
     assert_eq!(
         fs::read_dir(&temp).unwrap().count(),
         0,
@@ -348,13 +331,10 @@ fn a_killed_distill_leaves_the_previous_suite_whole_and_nothing_in_the_temporary
     score(dir.path(), "out").assert_success();
     // The leftover is marked, and never read as a suite, even when named as one.
     assert!(staging.join(".sqlgate-distill-unfinished").is_file());
-    assert_refused(
-        &score(dir.path(), ".out.distill-staging"),
-        "did not finish writing",
-    );
+    score(dir.path(), ".out.distill-staging").assert_bad_input(&["did not finish writing"]);
     // A file sqlgate did not write keeps it there.
     fs::write(staging.join("notes.txt"), "mine").unwrap();
-    assert_refused(&distill(dir.path(), "out", &[]), "notes.txt");
+    distill(dir.path(), "out", &[]).assert_bad_input(&["notes.txt"]);
     assert!(staging.join("notes.txt").is_file());
     fs::remove_file(staging.join("notes.txt")).unwrap();
     // The next run removes it, and a suite left by a run killed while swapping folders.

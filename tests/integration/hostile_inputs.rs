@@ -6,15 +6,6 @@ use std::process::{Output, Stdio};
 
 use crate::support::{demo, repo, sqlgate, Run};
 
-fn assert_bad_input(output: &Run, words: &[&str]) {
-    let message = &output.stderr;
-    assert_eq!(output.status.code(), Some(2), "{message}");
-    for word in words {
-        assert!(message.contains(word), "expected `{word}`: {message}");
-    }
-    assert!(!message.contains("panicked"), "{message}");
-}
-
 fn score_demo(extra: &[&str]) -> Run {
     sqlgate()
         .arg("score")
@@ -30,7 +21,7 @@ fn score_demo(extra: &[&str]) -> Run {
 fn huge_timeouts_are_refused() {
     for timeout in ["1e19", "1e30", "inf", "0", "-1", "NaN"] {
         let flag = format!("--timeout={timeout}");
-        assert_bad_input(&score_demo(&[&flag]), &["--timeout", timeout]);
+        score_demo(&[&flag]).assert_bad_input(&["--timeout", timeout]);
     }
     assert!(score_demo(&["--timeout", "86400"]).status.success());
 }
@@ -50,7 +41,7 @@ fn a_huge_suite_timeout_is_refused() {
         .args(["test", "--list"])
         .current_dir(dir.path())
         .run();
-    assert_bad_input(&output, &["sqlgate.toml", "timeout", "86400"]);
+    output.assert_bad_input(&["sqlgate.toml", "timeout", "86400"]);
 }
 
 /// Runs `args` with a stdout pipe whose reader is gone before anything is written.
@@ -113,13 +104,13 @@ fn demo_suite(extra: &str) -> String {
 #[test]
 fn a_suite_name_reaching_outside_the_snapshot_folder_is_refused() {
     let output = list_config(&demo_suite("name = \"../evil\"\n"));
-    assert_bad_input(&output, &["sqlgate.toml", "`../evil`", "plain file name"]);
+    output.assert_bad_input(&["sqlgate.toml", "`../evil`", "plain file name"]);
 }
 
 #[test]
 fn an_unreachable_threshold_is_refused() {
     let output = list_config(&demo_suite("gate = { ex = \">= 1.5\" }\n"));
-    assert_bad_input(&output, &["sqlgate.toml", "gate `ex`", "between 0 and 1"]);
+    output.assert_bad_input(&["sqlgate.toml", "gate `ex`", "between 0 and 1"]);
     let replay = format!(
         "[[system]]\nname = \"gold\"\ntype = \"replay\"\npredictions = \"{}\"\n",
         demo("predictions/gold.jsonl").display()
@@ -138,9 +129,9 @@ fn systems_need_distinct_plain_names() {
         )
     };
     let twice = format!("{}{}{}", demo_suite(""), replay("same"), replay("same"));
-    assert_bad_input(&list_config(&twice), &["sqlgate.toml", "`same`", "another"]);
+    list_config(&twice).assert_bad_input(&["sqlgate.toml", "`same`", "another"]);
     let escaping = format!("{}{}", demo_suite(""), replay("../up"));
-    assert_bad_input(&list_config(&escaping), &["`../up`", "plain file name"]);
+    list_config(&escaping).assert_bad_input(&["`../up`", "plain file name"]);
 }
 
 /// A Spider-style gold file over `db.sqlite`, whose contents the caller chooses.
@@ -174,7 +165,7 @@ fn an_empty_or_bogus_database_is_a_load_error() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let (gold, pred) = spider_gold(dir.path(), contents);
-        assert_bad_input(&score(&gold, &pred), &["gold.txt", "db.sqlite", words]);
+        score(&gold, &pred).assert_bad_input(&["gold.txt", "db.sqlite", words]);
     }
 }
 
@@ -210,7 +201,7 @@ fn predictions_that_are_not_records_are_refused() {
         .unwrap();
     let jsonl = dir.path().join("pred.jsonl");
     std::fs::write(&jsonl, "[\"0\", \"SELECT 1\"]\n").unwrap();
-    assert_bad_input(&score(&gold, &jsonl), &["pred.jsonl", "line 1", "a list"]);
+    score(&gold, &jsonl).assert_bad_input(&["pred.jsonl", "line 1", "a list"]);
 
     // BIRD: Python's json.load keeps only the last of two equal keys.
     std::fs::write(&gold, "SELECT 1\tdb\nSELECT 2\tdb\n").unwrap();
@@ -228,7 +219,7 @@ fn predictions_that_are_not_records_are_refused() {
         .arg("--pred")
         .arg(&bird)
         .run();
-    assert_bad_input(&output, &["predict_dev.json", "duplicate key `0`"]);
+    output.assert_bad_input(&["predict_dev.json", "duplicate key `0`"]);
 }
 
 #[test]
@@ -269,14 +260,14 @@ fn tables_json_is_checked_alike_everywhere() {
             .arg("--pred")
             .arg(&pred)
             .run();
-        assert_bad_input(&scored, &["tables.json", words]);
+        scored.assert_bad_input(&["tables.json", words]);
         let built = sqlgate()
             .args(["schema-db", "--tables"])
             .arg(&tables)
             .arg("--out")
             .arg(dir.path().join("out"))
             .run();
-        assert_bad_input(&built, &["tables.json", words]);
+        built.assert_bad_input(&["tables.json", words]);
     }
     std::fs::write(&tables, "[]").unwrap();
     let built = sqlgate()
@@ -285,7 +276,7 @@ fn tables_json_is_checked_alike_everywhere() {
         .arg("--out")
         .arg(dir.path().join("out"))
         .run();
-    assert_bad_input(&built, &["tables.json", "no databases"]);
+    built.assert_bad_input(&["tables.json", "no databases"]);
 }
 
 #[test]

@@ -42,13 +42,7 @@ fn score(dir: &Path, gold: &str, pred: &str) -> Run {
 
 /// Exit 2, naming `place` (file and record or line) and the control character.
 fn assert_refused(run: &Run, place: &str) {
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains(place),
-        "expected `{place}`: {}",
-        run.stderr
-    );
-    assert!(run.stderr.contains("U+000A"), "{}", run.stderr);
+    run.assert_bad_input(&[place, "U+000A"]);
     assert_no_workflow_command_but_annotations(run);
 }
 

@@ -113,6 +113,11 @@ fn assert_cached(dir: &Path) {
     );
 }
 
+/// The reports of a run with every output on: each shows where the secret was.
+const REPORTS: [&str; 4] = ["junit.xml", "report.html", "record.json", "summary.md"];
+/// The cassette, where a system's answers carry the secret.
+const CASSETTE: &str = "snapshots/predictions/echo.jsonl";
+
 /// No secret in any file under `dir` nor in the runs' output, raw or JSON-escaped; `***`
 /// stands where they were in each of `masked` (files under `dir`) and in the first run's output.
 fn assert_redacted(dir: &Path, runs: &[Run], secrets: &[&str], masked: &[&str]) {
@@ -194,18 +199,11 @@ fn a_command_echoing_its_secrets_leaves_none_in_any_output() {
         dir.path(),
         &runs,
         &[COMMAND_SECRET, PASSED_THROUGH, GENERATOR_KEY],
-        &[
-            "snapshots/predictions/echo.jsonl",
-            "junit.xml",
-            "report.html",
-            "record.json",
-            "summary.md",
-        ],
+        &[&[CASSETTE][..], &REPORTS].concat(),
     );
     // The secret in the SQL was replaced before the query ran: what was scored is what the
     // cassette replays.
-    let cassette =
-        std::fs::read_to_string(dir.path().join("snapshots/predictions/echo.jsonl")).unwrap();
+    let cassette = std::fs::read_to_string(dir.path().join(CASSETTE)).unwrap();
     assert!(
         cassette.contains(r#"SELECT '***' AS k FROM t"#),
         "{cassette}"
@@ -302,11 +300,11 @@ fn echoing_openai_server_leaves_no_credential(refuse_key: bool) {
         &[("ECHO_API_KEY", API_KEY), ("ECHO_HEADER_KEY", HEADER_KEY)],
     );
 
-    let mut masked = vec!["junit.xml", "report.html", "record.json", "summary.md"];
+    let mut masked = REPORTS.to_vec();
     // A refused key leaves every case unasked: nothing is recorded, nothing executed.
     if !refuse_key {
         assert_cached(dir.path());
-        masked.push("snapshots/predictions/echo.jsonl");
+        masked.push(CASSETTE);
     }
     assert_redacted(dir.path(), &runs, &[API_KEY, HEADER_KEY], &masked);
     assert!(runs[0]
@@ -371,16 +369,9 @@ fn an_http_server_echoing_the_credentials_leaves_none_in_any_output() {
         dir.path(),
         &runs,
         &[HTTP_TOKEN],
-        &[
-            "snapshots/predictions/echo.jsonl",
-            "junit.xml",
-            "report.html",
-            "record.json",
-            "summary.md",
-        ],
+        &[&[CASSETTE][..], &REPORTS].concat(),
     );
-    let cassette =
-        std::fs::read_to_string(dir.path().join("snapshots/predictions/echo.jsonl")).unwrap();
+    let cassette = std::fs::read_to_string(dir.path().join(CASSETTE)).unwrap();
     assert!(
         cassette.contains(r#"SELECT '***' AS k FROM t"#),
         "{cassette}"

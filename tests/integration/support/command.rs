@@ -102,6 +102,21 @@ impl Run {
         self
     }
 
+    /// Panics unless the run refused its input: exit 2, standard error naming each of
+    /// `words` (the file, the line, the problem), and no panic.
+    pub fn assert_bad_input(&self, words: &[&str]) -> &Run {
+        self.assert_code(2);
+        for word in words {
+            assert!(
+                self.stderr.contains(word),
+                "`{word}` not said:\n{}",
+                self.stderr
+            );
+        }
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        self
+    }
+
     /// Panics, showing both streams, unless the run exited with 0.
     pub fn assert_success(&self) -> &Run {
         self.assert_code(0)
