@@ -148,3 +148,20 @@ fn a_variant_with_a_damaged_header_stops_the_run_at_load() {
     fs::write(&variant, &bytes).unwrap();
     assert_refused_everywhere(dir.path(), "shop_2.sqlite", "not a database");
 }
+
+#[test]
+fn a_variant_that_is_no_regular_file_stops_the_run_at_load() {
+    let dir = workspace();
+    let fifo = dir.path().join("db/shop/shop_9.sqlite");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Read as a database, a FIFO blocks the run forever; it is refused instead.
+    assert_refused_everywhere(dir.path(), "shop_9.sqlite", "is not a regular file");
+
+    let dir = workspace();
+    std::os::unix::fs::symlink("gone.sqlite", dir.path().join("db/shop/shop_9.sqlite")).unwrap();
+    assert_refused_everywhere(dir.path(), "shop_9.sqlite", "cannot be read");
+}

@@ -65,8 +65,23 @@ pub(super) fn db_files(
         let entry =
             entry.map_err(|e| InputError::file(&folder, format!("cannot list the folder: {e}")))?;
         let path = entry.path();
-        if entry.file_name().to_string_lossy().contains(".sqlite") && path.is_file() {
-            files.push(path);
+        if !entry.file_name().to_string_lossy().contains(".sqlite") {
+            continue;
+        }
+        // Through links, as SQLite opens it. A subfolder is skipped; anything else that is no
+        // regular file (a FIFO that would block the run, a device, a dangling link) is refused
+        // rather than silently left out.
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(meta) if meta.is_file() => files.push(path),
+            Ok(_) => {
+                return Err(InputError::file(
+                    &path,
+                    "is not a regular file (a FIFO, socket or device), so not a database of \
+                     the test-suite folder",
+                ))
+            }
+            Err(e) => return Err(InputError::file(&path, format!("cannot be read: {e}"))),
         }
     }
     // `.` sorts before `_`, but a name such as `<db>-extra.sqlite` would sort before the original.
