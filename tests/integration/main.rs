@@ -14,6 +14,7 @@ mod cli_score;
 mod diff;
 mod distill;
 mod distill_safety;
+mod doc_links;
 mod efficiency_gate;
 mod efficiency_parity;
 mod etm_reference;
