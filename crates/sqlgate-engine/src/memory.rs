@@ -23,7 +23,36 @@
 //! lies free between live chunks. (One arena for every thread would do too, but costs 10% on
 //! every core: they queue on its lock.)
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+
+/// An engine's own heap inside this process (SQLite's allocator): the pool bounds it with a
+/// hard limit, and counts what it holds. An engine whose memory lives elsewhere (a server) or
+/// is bounded per connection (DuckDB's `memory_limit`) registers none.
+pub trait Heap: Sync {
+    /// The bytes the engine's heap holds now.
+    fn used(&self) -> u64;
+    /// The most the engine's heap may hold from now on (its allocations past it fail).
+    fn set_limit(&self, bytes: u64);
+    /// The bytes the heap held at most since the last call, and resets that peak.
+    fn take_peak(&self) -> u64;
+    /// How the engine's heap is named in an out-of-memory message (`SQLite's heap`).
+    fn name(&self) -> &'static str;
+}
+
+/// The one in-process heap the pool bounds, registered by its engine before it opens anything.
+static HEAP: OnceLock<&'static dyn Heap> = OnceLock::new();
+
+/// Registers the engine heap the pool bounds (once per process; a second heap is refused: the
+/// pool's arithmetic holds for one).
+pub fn register_heap(heap: &'static dyn Heap) {
+    if HEAP.set(heap).is_ok() {
+        with_pool(|pool| pool.limit_heap());
+    }
+}
+
+fn heap_used() -> u64 {
+    HEAP.get().map_or(0, |heap| heap.used())
+}
 
 /// A memory budget, given in MiB (`--max-memory`, `max_memory`): 64 MiB to 16 TiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -96,7 +125,7 @@ pub fn set_max_memory(budget: MaxMemory) {
     with_pool(|pool| {
         pool.budget = budget;
         pool.bytes = pool_bytes(budget);
-        pool.limit_sqlite();
+        pool.limit_heap();
     });
 }
 
@@ -114,7 +143,7 @@ fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> T {
             bytes: pool_bytes(budget),
             results: 0,
         };
-        pool.limit_sqlite();
+        pool.limit_heap();
         merge_freed_memory_at_once();
         pool
     });
@@ -122,13 +151,10 @@ fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> T {
 }
 
 impl Pool {
-    fn limit_sqlite(&self) {
-        // 0 would lift the limit: at least one byte stays bounded.
-        let limit = self.bytes.saturating_sub(self.results).max(1);
-        // SAFETY: sets a process-wide SQLite setting; it takes no pointers. The pool is at most
-        // 6 TiB, within i64.
-        unsafe {
-            rusqlite::ffi::sqlite3_hard_heap_limit64(limit as i64);
+    fn limit_heap(&self) {
+        if let Some(heap) = HEAP.get() {
+            // 0 would lift SQLite's limit: at least one byte stays bounded.
+            heap.set_limit(self.bytes.saturating_sub(self.results).max(1));
         }
     }
 
@@ -142,16 +168,12 @@ impl Pool {
     }
 }
 
-/// Makes sure SQLite's heap is bounded before a database opens.
-pub(super) fn bound_sqlite() {
-    with_pool(|_| ());
-}
-
-/// What a query that SQLite stopped for want of memory is told.
-pub(super) fn sqlite_out_of_memory() -> String {
+/// What a query that its engine stopped for want of memory is told.
+pub fn out_of_memory() -> String {
+    let heap = HEAP.get().map_or("the engine's heap", |heap| heap.name());
     with_pool(|pool| {
         format!(
-            "out of memory: SQLite's heap and the results being read reached {}, with this \
+            "out of memory: {heap} and the results being read reached {}, with this \
              query and any running beside it",
             pool.describe()
         )
@@ -161,7 +183,7 @@ pub(super) fn sqlite_out_of_memory() -> String {
 /// The part of the pool that one result being read holds, grown as the result grows and given
 /// back when dropped.
 #[derive(Default)]
-pub(super) struct ResultCharge {
+pub struct ResultCharge {
     held: u64,
 }
 
@@ -170,7 +192,7 @@ impl ResultCharge {
     /// has no room for it. The charge grows by an eighth more than needed, so that a growing
     /// result takes few steps.
     #[inline]
-    pub(super) fn cover(&mut self, bytes: usize) -> Result<(), String> {
+    pub fn cover(&mut self, bytes: usize) -> Result<(), String> {
         let bytes = bytes as u64;
         if bytes <= self.held {
             return Ok(());
@@ -181,10 +203,9 @@ impl ResultCharge {
     fn grow(&mut self, bytes: u64) -> Result<(), String> {
         let wanted = bytes + bytes / 8 + (64 << 10);
         with_pool(|pool| {
-            // SAFETY: reads SQLite's process-wide memory statistic; no pointers.
-            let sqlite = unsafe { rusqlite::ffi::sqlite3_memory_used() }.max(0) as u64;
+            let heap = heap_used();
             let others = pool.results - self.held;
-            if sqlite + others + bytes > pool.bytes {
+            if heap + others + bytes > pool.bytes {
                 return Err(format!(
                     "out of memory: this result ({bytes} bytes so far), SQLite's heap and the \
                      other results being read would take more than {}",
@@ -193,13 +214,13 @@ impl ResultCharge {
             }
             pool.results = others + wanted;
             self.held = wanted;
-            pool.limit_sqlite();
+            pool.limit_heap();
             Ok(())
         })
     }
 
     /// The bytes of the pool this charge holds.
-    pub(super) fn held(&self) -> u64 {
+    pub fn held(&self) -> u64 {
         self.held
     }
 }
@@ -209,7 +230,7 @@ impl Drop for ResultCharge {
         if self.held > 0 {
             with_pool(|pool| {
                 pool.results -= self.held;
-                pool.limit_sqlite();
+                pool.limit_heap();
             });
         }
     }
@@ -218,18 +239,12 @@ impl Drop for ResultCharge {
 /// Called after each query, once its memory is freed, with the bytes of a result it read and
 /// threw away. When much was freed (a runaway sort that failed, a result cut short), glibc gives
 /// its free memory back to the system instead of keeping it for the rest of the run.
-pub(super) fn give_back_freed(discarded_result: u64) {
+pub fn give_back_freed(discarded_result: u64) {
     let threshold = with_pool(|pool| pool.bytes / 16);
-    // SAFETY: reads (and resets the peak of) SQLite's process-wide memory statistics; no
-    // pointers.
-    let (peak, used) = unsafe {
-        (
-            rusqlite::ffi::sqlite3_memory_highwater(1),
-            rusqlite::ffi::sqlite3_memory_used(),
-        )
-    };
-    let sqlite_freed = peak.saturating_sub(used).max(0) as u64;
-    if sqlite_freed >= threshold || discarded_result >= threshold {
+    let heap_freed = HEAP
+        .get()
+        .map_or(0, |heap| heap.take_peak().saturating_sub(heap.used()));
+    if heap_freed >= threshold || discarded_result >= threshold {
         trim_allocator();
     }
 }

@@ -1,19 +1,21 @@
-//! One process-wide thread that interrupts SQLite statements past their deadline.
+//! One process-wide thread that interrupts statements past their deadline, for the engines
+//! that run in this process (SQLite, DuckDB).
 //!
-//! A progress handler only runs while a statement steps; preparing a 200 MB IN list never calls
-//! it. `sqlite3_interrupt` from another thread also stops the parser and the code generator, so
-//! one bound covers preparing and stepping alike.
+//! SQLite's progress handler only runs while a statement steps; preparing a 200 MB IN list
+//! never calls it. `sqlite3_interrupt` from another thread also stops the parser and the code
+//! generator, so one bound covers preparing and stepping alike.
 
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
-use rusqlite::InterruptHandle;
+/// Interrupts one connection's running statement; called from the watchdog's thread.
+pub type Interrupt = Box<dyn Fn() + Send>;
 
 /// Pending deadlines, earliest first; the counter keeps equal instants apart.
 struct Pending {
     next_id: u64,
-    deadlines: BTreeMap<(Instant, u64), InterruptHandle>,
+    deadlines: BTreeMap<(Instant, u64), Interrupt>,
     /// When the watchdog thread wakes by itself (`None`: only when notified). A deadline at or
     /// after it needs no notification: the thread looks at every deadline when it wakes. Most
     /// queries end long before their bound, so waking the thread for each one would cost every
@@ -26,18 +28,18 @@ struct Watchdog {
     changed: Condvar,
 }
 
-/// While alive, the statement behind `handle` is interrupted once its deadline passes.
+/// While alive, the statement behind `interrupt` is interrupted once its deadline passes.
 pub struct Armed {
     key: (Instant, u64),
 }
 
-/// Interrupts the connection of `handle` at `deadline` unless the returned guard is dropped first.
-pub fn arm(deadline: Instant, handle: InterruptHandle) -> Armed {
+/// Calls `interrupt` at `deadline` unless the returned guard is dropped first.
+pub fn arm(deadline: Instant, interrupt: Interrupt) -> Armed {
     let watchdog = watchdog();
     let mut pending = watchdog.lock();
     let key = (deadline, pending.next_id);
     pending.next_id += 1;
-    pending.deadlines.insert(key, handle);
+    pending.deadlines.insert(key, interrupt);
     if pending.wakes_at.is_none_or(|wakes_at| deadline < wakes_at) {
         watchdog.changed.notify_one();
     }
@@ -63,8 +65,8 @@ impl Watchdog {
             let now = Instant::now();
             let wait = match pending.deadlines.first_key_value() {
                 Some((&(deadline, _), _)) if deadline <= now => {
-                    if let Some((_, handle)) = pending.deadlines.pop_first() {
-                        handle.interrupt();
+                    if let Some((_, interrupt)) = pending.deadlines.pop_first() {
+                        interrupt();
                     }
                     continue;
                 }

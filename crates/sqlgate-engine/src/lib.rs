@@ -1,0 +1,239 @@
+//! sqlgate's engine interface: what the evaluation core asks of a database engine, and the
+//! values, results, bounds and catalog that every engine speaks.
+//!
+//! An engine is a crate of its own (`sqlgate-engine-sqlite`, `-postgres`, `-duckdb`, `-mysql`)
+//! implementing [`Driver`]; the `sqlgate-engines` crate lists them, one line each. The core
+//! never names an engine: it runs SQL through a [`Backend`] and reads the catalog, plans and
+//! work counts in the dialect its [`Driver`] describes. (In the manner of sqllogictest-rs's
+//! `DB` trait and ripgrep's `grep_matcher::Matcher`.)
+
+pub mod catalog;
+pub mod limits;
+pub mod memory;
+mod result;
+pub mod value;
+pub mod watchdog;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use catalog::Schema;
+pub use limits::{Limits, Source};
+pub use result::{ExecError, ExecErrorKind, Execution, ResultSet};
+pub use value::Value;
+
+/// What a suite says of where its databases are (`dsn`, `password_env` in `sqlgate.toml`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings<'a> {
+    /// A connection URL template with `{db}` (server engines).
+    pub dsn: Option<&'a str>,
+    /// The environment variable holding the server's password.
+    pub password_env: Option<&'a str>,
+}
+
+/// Where an engine's databases live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// One file per database in the suite's `db_dir`, `<db>.<extension>`.
+    Files {
+        /// The file name's extension, without the dot (`sqlite`, `duckdb`).
+        extension: &'static str,
+        /// Suffixes of the files beside a database that hold part of its content (SQLite's
+        /// `-wal`): a write to them is a write to the database.
+        sidecars: &'static [&'static str],
+    },
+    /// Databases on a server, each named in the suite's `dsn` template.
+    Server,
+}
+
+/// A feature that an engine may not have; asking for it fails naming both
+/// ([`Unsupported`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Feature {
+    /// A query plan (ETM's validity check).
+    Explain,
+    /// A machine-independent work count of one execution (`efficiency = ["steps"]`).
+    Cost,
+    /// Creating and filling a database (distill, `sqlgate copy`, the generators' clones).
+    Create,
+    /// Returning unordered rows in another order (the gold audit's order check).
+    ReverseUnordered,
+    /// A content fingerprint that says when a database changed (result cache, reuse).
+    Fingerprint,
+}
+
+impl fmt::Display for Feature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Feature::Explain => "query plans (EXPLAIN, used by ETM)",
+            Feature::Cost => "work counts (efficiency = [\"steps\"])",
+            Feature::Create => "creating databases (distill, copy, TQA clones)",
+            Feature::ReverseUnordered => "reversing unordered rows (the gold audit)",
+            Feature::Fingerprint => "content fingerprints (the result cache)",
+        })
+    }
+}
+
+/// An engine asked for a feature it does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    /// The engine's name.
+    pub engine: &'static str,
+    /// What was asked.
+    pub feature: Feature,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "engine `{}` does not support {}", self.engine, self.feature)
+    }
+}
+
+impl std::error::Error for Unsupported {}
+
+impl From<Unsupported> for ExecError {
+    fn from(unsupported: Unsupported) -> ExecError {
+        ExecError {
+            kind: ExecErrorKind::Unavailable,
+            message: unsupported.to_string(),
+        }
+    }
+}
+
+/// A catalog query's rows, run by the core through its sandbox and cache.
+pub type CatalogRows<'a> = dyn FnMut(&str) -> Result<Vec<Vec<Value>>, ExecError> + 'a;
+
+/// One database engine: its name, where its databases live, and its dialect. Registered once
+/// (`sqlgate-engines`); [`Driver::connect`] configures it for one suite.
+pub trait Driver: Sync + 'static {
+    /// The name `engine = "..."` selects (`sqlite`, `postgres`, `duckdb`, `mysql`).
+    fn name(&self) -> &'static str;
+
+    /// Where its databases live.
+    fn storage(&self) -> Storage;
+
+    /// The engine for one suite's settings; an error says what is wrong with them.
+    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, String>;
+
+    /// The features this engine has, of those it may lack.
+    fn supports(&self, feature: Feature) -> bool;
+
+    /// The error for a feature it lacks.
+    fn unsupported(&self, feature: Feature) -> Unsupported {
+        Unsupported {
+            engine: self.name(),
+            feature,
+        }
+    }
+
+    /// The name sqlparser knows its dialect by (`sqlparser::dialect::dialect_from_str`).
+    fn parser_dialect(&self) -> &'static str;
+
+    /// `name` as a quoted identifier.
+    fn quote(&self, name: &str) -> String {
+        catalog::quoted(name)
+    }
+
+    /// The statement that plans `sql` without running it, when the engine has one
+    /// ([`Feature::Explain`]).
+    fn explain(&self, sql: &str) -> Option<String>;
+
+    /// Tables, columns (declared type, primary key, NOT NULL) and foreign keys of the user's
+    /// tables, read with the catalog queries given to `rows`.
+    fn catalog(&self, rows: &mut CatalogRows<'_>) -> Result<Schema, ExecError>;
+
+    /// A query of `(table, column)` rows: the columns that a single-column UNIQUE index or
+    /// constraint covers (ETM's schema facts); `None` when the engine has no such catalog.
+    fn unique_columns_query(&self) -> Option<String>;
+
+    /// A condition true when the value of the quoted column `column` is text that does not
+    /// start with an ISO-8601 date (ETM's rule 17 guard).
+    fn not_iso_date(&self, column: &str) -> String;
+}
+
+impl fmt::Debug for dyn Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a connection is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Open {
+    /// Who wrote the SQL it runs.
+    pub source: Source,
+    /// Return rows that no ORDER BY orders in another order ([`Feature::ReverseUnordered`]).
+    pub reverse_unordered: bool,
+}
+
+impl Open {
+    /// A connection for SQL from `source`, rows in the engine's own order.
+    pub fn for_source(source: Source) -> Open {
+        Open {
+            source,
+            reverse_unordered: false,
+        }
+    }
+}
+
+/// One engine configured for one suite: opens its databases. Safe to share across threads;
+/// each thread opens connections of its own.
+pub trait Backend: Send + Sync {
+    /// The engine.
+    fn driver(&self) -> &'static dyn Driver;
+
+    /// Opens `db` (a file's path, or a server database's name as a one-component path)
+    /// read-only under the sandbox's rules: no writes, no attaching or reading other files,
+    /// statements bounded in time, results in rows and bytes, memory within the process's
+    /// budget ([`memory`]).
+    fn open(&self, db: &Path, how: Open) -> Result<Box<dyn Connection>, ExecError>;
+
+    /// Creates the database `db`, which must not exist, and opens it for writing
+    /// ([`Feature::Create`]).
+    fn create(&self, db: &Path) -> Result<Box<dyn Writer>, ExecError> {
+        let _ = db;
+        Err(self.driver().unsupported(Feature::Create).into())
+    }
+
+    /// Whether this backend reads from a server (nothing then says when its data changed:
+    /// results are never cached across runs).
+    fn on_server(&self) -> bool {
+        self.driver().storage() == Storage::Server
+    }
+}
+
+/// A sandboxed, read-only connection to one database.
+pub trait Connection {
+    /// Runs one statement within `limits` and reads its whole result.
+    fn execute(&mut self, sql: &str, limits: &Limits) -> Execution;
+
+    /// A work count of `sql` that depends on the database and the SQL only, never on the
+    /// machine ([`Feature::Cost`]): SQLite's virtual-machine steps of one execution,
+    /// PostgreSQL's planned total cost.
+    fn cost(&mut self, sql: &str, limits: &Limits) -> Result<f64, ExecError>;
+
+    /// A number that moves whenever another connection commits to the database, read without
+    /// reading the database (SQLite's data version); `None` when the engine has none, and the
+    /// core then compares file stamps.
+    fn data_version(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// A database being built (distill, `sqlgate copy`, TQA's renamed clones, tests' fixtures).
+pub trait Writer {
+    /// Runs statements of the engine's own dialect (DDL, inserts).
+    fn execute_batch(&mut self, sql: &str) -> Result<(), ExecError>;
+
+    /// Inserts `rows` into the columns `columns` of `table` (names unquoted).
+    fn insert(
+        &mut self,
+        table: &str,
+        columns: &[String],
+        rows: &[Vec<Value>],
+    ) -> Result<(), ExecError>;
+
+    /// Commits everything written, and closes the database.
+    fn finish(self: Box<Self>) -> Result<(), ExecError>;
+}
