@@ -226,6 +226,16 @@ pub trait Writer {
     /// Runs statements of the engine's own dialect (DDL, inserts).
     fn execute_batch(&mut self, sql: &str) -> Result<(), ExecError>;
 
+    /// Creates `table` with its columns, each of the engine's type nearest to the declared
+    /// type (SQLite's affinity rules read the declared text: `varchar(20)` is text,
+    /// `NUMERIC(10,2)` a number, an empty type takes any value), NOT NULL and primary key, and
+    /// `foreign_keys` (those of `table`).
+    fn create_table(
+        &mut self,
+        table: &catalog::Table,
+        foreign_keys: &[catalog::ForeignKey],
+    ) -> Result<(), ExecError>;
+
     /// Inserts `rows` into the columns `columns` of `table` (names unquoted).
     fn insert(
         &mut self,
@@ -236,4 +246,57 @@ pub trait Writer {
 
     /// Commits everything written, and closes the database.
     fn finish(self: Box<Self>) -> Result<(), ExecError>;
+}
+
+/// Copies every table of `from` into `to`: the catalog as `from_driver` reads it, then the rows
+/// of each table, `batch` rows per read (each read within `limits`). The way the same data
+/// reaches several engines (`sqlgate copy`, the cross-engine audit's fixtures).
+pub fn copy_database(
+    from_driver: &dyn Driver,
+    from: &mut dyn Connection,
+    to: &mut dyn Writer,
+    limits: &Limits,
+    batch: usize,
+) -> Result<Schema, ExecError> {
+    let schema = from_driver.catalog(&mut |sql: &str| {
+        from.execute(sql, limits).result.map(|set| set.rows.clone())
+    })?;
+    for table in &schema.tables {
+        let keys: Vec<catalog::ForeignKey> = schema
+            .foreign_keys
+            .iter()
+            .filter(|key| key.from.table == table.name)
+            .cloned()
+            .collect();
+        to.create_table(table, &keys)?;
+    }
+    let batch = batch.max(1);
+    for table in &schema.tables {
+        let columns: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        let list = columns
+            .iter()
+            .map(|c| from_driver.quote(c))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let name = from_driver.quote(&table.name);
+        // Keyset pagination needs a key; LIMIT/OFFSET in a fixed order of every column reads
+        // each row once whatever the engine's scan order.
+        let order = (1..=columns.len())
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut offset = 0usize;
+        loop {
+            let sql = format!(
+                "SELECT {list} FROM {name} ORDER BY {order} LIMIT {batch} OFFSET {offset}"
+            );
+            let rows = from.execute(&sql, limits).result?;
+            to.insert(&table.name, &columns, &rows.rows)?;
+            if rows.rows.len() < batch {
+                break;
+            }
+            offset += batch;
+        }
+    }
+    Ok(schema)
 }
