@@ -27,7 +27,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rusqlite::{Connection, OpenFlags};
-use sqlgate_eval::exec::{Engine, EngineKind, Execution, Limits, QueryRunner};
+use sqlgate_eval::exec::{Engine, Execution, Limits, QueryRunner};
 use sqlgate_eval::loaders::{self, Answer, Benchmark, Case, Prediction};
 use sqlgate_eval::metrics::ex::Mode;
 use sqlgate_eval::scoring::{self, CaseDatabases, Scoring};
@@ -50,7 +50,7 @@ fn benchmark() -> Benchmark {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml")
         }
     };
-    let mut bench = loaders::load(&gold, &Default::default()).expect("benchmark loads");
+    let mut bench = loaders::load(&gold, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).expect("benchmark loads");
     bench.cases.retain(|case| case.feasible);
     bench
 }
@@ -165,8 +165,8 @@ impl QueryRunner for Recorder<'_> {
         self.engine.pred(db, sql)
     }
 
-    fn engine(&self) -> EngineKind {
-        EngineKind::Sqlite
+    fn driver(&self) -> &'static dyn sqlgate_eval::exec::Driver {
+        &sqlgate_engine_sqlite::DRIVER
     }
 }
 
@@ -197,7 +197,7 @@ struct Workload {
 
 impl Workload {
     fn score(&self) -> usize {
-        let engine = Engine::new(Limits::default());
+        let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
         let scores = scoring::score_all(
             &self.scoring,
             &self.cases,
@@ -228,7 +228,7 @@ fn distilled_benchmarks(c: &mut Criterion) {
     };
 
     // The executions the scoring needs, and its verdicts, from one recorded run.
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let recorder = Recorder {
         engine: &engine,
         seen: Mutex::default(),

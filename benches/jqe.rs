@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use sqlgate_eval::exec::{Engine, Limits};
-use sqlgate_generate::mutate::jqe::graph::{Schema, SchemaGraph};
+use sqlgate_generate::mutate::jqe::graph::SchemaGraph;
 use sqlgate_generate::mutate::jqe::{self, Options, Seed};
 
 /// Seeds and database file per database.
@@ -17,7 +17,7 @@ fn databases() -> Vec<(String, PathBuf, Vec<Seed>)> {
         Some(data) => data.join("defog/questions.csv"),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml"),
     };
-    let bench = sqlgate_eval::loaders::load(&gold, &Default::default()).expect("benchmark loads");
+    let bench = sqlgate_eval::loaders::load(&gold, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).expect("benchmark loads");
     let mut by_db: BTreeMap<String, (PathBuf, Vec<Seed>)> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         let path = bench.db_files(case, false).expect("database").remove(0);
@@ -48,10 +48,10 @@ fn jqe_benchmarks(c: &mut Criterion) {
         "generate (schema graphs included, fresh sandbox cache)",
         |b| {
             b.iter(|| {
-                let engine = Engine::new(Limits::default());
+                let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
                 let mut retained = 0;
                 for (db, path, seeds) in &databases {
-                    let graph = SchemaGraph::build(&Schema::read(path).expect("schema"), true);
+                    let graph = SchemaGraph::build(&sqlgate_engine_sqlite::read_schema(path).expect("schema"), true);
                     retained +=
                         jqe::expand_database(db, path, &graph, seeds, &Options::default(), &engine)
                             .expansions

@@ -21,7 +21,7 @@ fn benchmark() -> Benchmark {
         Some(data) => data.join("defog/questions.csv"),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml"),
     };
-    let mut bench = loaders::load(&gold, &Default::default()).expect("benchmark loads");
+    let mut bench = loaders::load(&gold, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).expect("benchmark loads");
     bench.cases.retain(|case| case.feasible);
     bench
 }
@@ -90,7 +90,7 @@ fn scoring_benchmarks(c: &mut Criterion) {
         let scoring = Scoring::new(mode);
         let databases = scoring.databases(&bench).unwrap();
         let run = || {
-            let engine = Engine::new(Limits::default());
+            let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
             let scores =
                 scoring::score_all(&scoring, &bench.cases, &databases, &predictions, &engine);
             assert!(scores.iter().all(|s| s.ex == 1.0));

@@ -42,7 +42,7 @@ fn spider_pairs(data: &Path) -> Vec<Pair> {
 fn demo_pairs() -> Vec<Pair> {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo");
     let bench =
-        sqlgate_eval::loaders::load(&demo.join("suite.toml"), &Default::default()).expect("demo");
+        sqlgate_eval::loaders::load(&demo.join("suite.toml"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).expect("demo");
     bench
         .cases
         .iter()
@@ -58,7 +58,7 @@ fn demo_pairs() -> Vec<Pair> {
 
 fn run_etm(pairs: &[Pair]) -> usize {
     let evaluator = etm::Evaluator::new(false);
-    let runner = Engine::new(Limits::default());
+    let runner = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     pairs
         .iter()
         .filter(|p| {

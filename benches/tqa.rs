@@ -25,7 +25,7 @@ fn naturalness_generation(c: &mut Criterion) {
             return;
         }
     };
-    let bench = loaders::load(&data.join("defog/questions.csv"), &Default::default()).unwrap();
+    let bench = loaders::load(&data.join("defog/questions.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
     let mut by_db: BTreeMap<&str, Vec<Seed>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         by_db.entry(&case.db).or_default().push(Seed {
@@ -35,7 +35,7 @@ fn naturalness_generation(c: &mut Criterion) {
             golds: case.gold.clone(),
         });
     }
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let dir = tempfile::tempdir().unwrap();
     let mut group = c.benchmark_group("tqa");
     group.sample_size(10);

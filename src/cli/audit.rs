@@ -61,10 +61,13 @@ pub fn run(args: AuditArgs) -> Result<(), Error> {
         },
         seed: args.seed,
     };
-    let engine = Engine::new(Limits {
-        timeout: args.timeout.0,
-        ..Limits::default()
-    });
+    let engine = Engine::new(
+        Limits {
+            timeout: args.timeout.0,
+            ..Limits::default()
+        },
+        benchmark.backend.clone(),
+    );
     let findings = audit::audit(&benchmark, &settings, &engine)?;
     let output = match args.format {
         OutputFormat::Text => render_text(&findings, benchmark.cases.len()),

@@ -52,7 +52,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), Error> {
             ..sqlmorph::Options::default()
         },
     };
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), benchmark.backend.clone());
     let calibration =
         calibrate::calibrate(&benchmark, &settings, &engine).map_err(|error| match error {
             CalibrateError::Input(error) => error,

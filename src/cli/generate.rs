@@ -9,7 +9,7 @@ use super::{generator_client, Source};
 use sqlgate::report::plural;
 use sqlgate::Error;
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::exec::{Backend, Engine, Limits};
+use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::files::write_atomically;
 use sqlgate_eval::loaders::Case;
 use sqlgate_eval::spider::Schema;
@@ -264,7 +264,7 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
     let rewriter = rewriter(&args)?;
     // (accepted, refused) LLM rewrites.
     let mut rewrites = (0usize, 0usize);
-    let engine = Engine::with_backend(Limits::default(), backend.clone());
+    let engine = Engine::new(Limits::default(), backend.clone());
     let mut total = jqe::Stats::default();
     let mut lines = String::new();
     for (db, seeds) in &by_db {
@@ -275,13 +275,8 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
             .ok_or_else(|| {
                 InputError::file(&bench.db_dir, format!("no database file for `{db}`"))
             })?;
-        let mut schema = match &backend {
-            Backend::Sqlite => jqe::graph::Schema::read(&path)
-                .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?,
-            Backend::Postgres(server) => server
-                .schema(db)
-                .map_err(|message| seeds[0].0.source.error(message))?,
-        };
+        let mut schema = sqlgate_eval::exec::schema::query(&engine, &path)
+            .map_err(|e| InputError::file(&path, format!("cannot read the schema: {}", e.message)))?;
         // Explicit join keys count as declared foreign keys, so they replace inference.
         for key in bench.join_keys.get(*db).into_iter().flatten() {
             let key = ForeignKey::parse(key, &schema).map_err(|e| {

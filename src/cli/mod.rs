@@ -23,7 +23,9 @@ use clap::{Args, Parser, Subcommand};
 
 use sqlgate::error::{Error, EXIT_OK};
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::exec::Backend;
+use std::sync::Arc;
+
+use sqlgate_eval::exec::{Backend, Settings};
 use sqlgate_eval::loaders::{self, Benchmark, GoldFormat, LoadOptions};
 use sqlgate_eval::secrets;
 
@@ -133,55 +135,62 @@ struct Source {
 }
 
 impl Source {
+    /// Loads the benchmark with its databases as SQLite files (the generators' and the
+    /// audit's engine).
     fn load(&self) -> Result<Benchmark, InputError> {
-        self.load_from(&Backend::Sqlite)
+        self.load_from(&sqlite_files())
     }
 
     /// Loads the benchmark with its databases on `backend`, checking a server's databases.
-    fn load_from(&self, backend: &Backend) -> Result<Benchmark, InputError> {
+    fn load_from(&self, backend: &Arc<dyn Backend>) -> Result<Benchmark, InputError> {
         let options = LoadOptions {
             db_dir: self.db_dir.clone(),
             tables: None,
             format: self.gold_format.map(GoldFormat::from),
-            on_server: backend.on_server(),
+            backend: backend.clone(),
         };
         let bench = loaders::load(&self.gold, &options)?;
-        warn_about_the_role(&bench, backend)?;
+        warn_about_the_role(&bench, &**backend)?;
         Ok(bench)
     }
 }
 
-/// Where the databases are: `--engine`, and for PostgreSQL `--dsn` and `--password-env`.
+/// Where the databases are: `--engine`, and for a server `--dsn` and `--password-env`.
 #[derive(Args)]
 struct ServerArgs {
-    /// Where the databases are: SQLite files, or a PostgreSQL server (`--dsn`; see
-    /// docs/postgres.md).
-    #[arg(long, value_enum, default_value = "sqlite")]
-    engine: value_enums::EngineArg,
-    /// PostgreSQL connection URL template, `{db}` standing for each case's database, without a
-    /// password, e.g. `postgres://sqlgate_reader@127.0.0.1:5432/{db}`.
+    /// Where the databases are: `sqlite` files, `duckdb` files, or a `postgres` or `mysql`
+    /// server (`--dsn`; see docs/postgres.md), of the engines this build has.
+    #[arg(long, default_value = "sqlite")]
+    engine: sqlgate_engines::EngineKind,
+    /// A server's connection URL template, `{db}` standing for each case's database, without
+    /// a password, e.g. `postgres://sqlgate_reader@127.0.0.1:5432/{db}`.
     #[arg(long)]
     dsn: Option<String>,
-    /// The environment variable holding the PostgreSQL password.
+    /// The environment variable holding the server's password.
     #[arg(long)]
     password_env: Option<String>,
 }
 
 impl ServerArgs {
     /// The backend named, or an error reported against `file` (the gold file).
-    fn backend(&self, file: &Path) -> Result<Backend, InputError> {
-        Backend::new(
-            self.engine.into(),
-            self.dsn.as_deref(),
-            self.password_env.as_deref(),
-        )
-        .map_err(|message| InputError::file(file, format!("--engine: {message}")))
+    fn backend(&self, file: &Path) -> Result<Arc<dyn Backend>, InputError> {
+        let settings = Settings {
+            dsn: self.dsn.as_deref(),
+            password_env: self.password_env.as_deref(),
+        };
+        sqlgate_eval::exec::connect(self.engine.driver(), &settings)
+            .map_err(|message| InputError::file(file, format!("--engine: {message}")))
     }
+}
+
+/// The SQLite engine, for the commands that read SQLite files only.
+fn sqlite_files() -> Arc<dyn Backend> {
+    sqlgate_engine_sqlite::files()
 }
 
 /// Connects to a server's databases before anything runs, warning about a role that could do
 /// more than read.
-fn warn_about_the_role(bench: &Benchmark, backend: &Backend) -> Result<(), InputError> {
+fn warn_about_the_role(bench: &Benchmark, backend: &dyn Backend) -> Result<(), InputError> {
     for warning in sqlgate_eval::scoring::check_server(bench, backend)? {
         eprintln!("warning: {warning}");
     }

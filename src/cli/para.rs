@@ -389,7 +389,7 @@ fn schema_text(
 ) -> Result<String, InputError> {
     if !schemas.contains_key(&case.db) {
         let path = bench.db_files(case, false)?.remove(0);
-        let schema = Schema::read(&path)
+        let schema = sqlgate_engine_sqlite::read_schema(&path)
             .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
         schemas.insert(case.db.clone(), schema);
     }
@@ -486,13 +486,15 @@ fn schema_names<'n>(
     names: &'n mut HashMap<String, SchemaNames>,
 ) -> Result<&'n SchemaNames, InputError> {
     if !names.contains_key(&case.db) {
-        let file = match bench.on_server {
+        let file = match bench.on_server() {
             true => None,
             false => bench.db_files(case, false).ok().and_then(|mut f| f.pop()),
         };
         let file = file.filter(|f| f.is_file());
         let mut descriptions = described.of(&case.db, file.as_deref())?;
-        let schema = file.as_deref().and_then(|f| Schema::read(f).ok());
+        let schema = file
+            .as_deref()
+            .and_then(|f| sqlgate_engine_sqlite::read_schema(f).ok());
         if let Some(comments) = file
             .as_deref()
             .and_then(|f| descriptions::sqlite_comments(f).ok())

@@ -11,7 +11,7 @@ use crate::report::{score_json, score_text};
 use sqlgate::Error;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
-use sqlgate_eval::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
+use sqlgate_eval::exec::limits::{timeout_from_secs, MAX_TIMEOUT};
 use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::loaders::{
     self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction,
@@ -262,7 +262,7 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         db_dir: args.db_dir,
         tables: args.tables,
         format: args.gold_format.map(GoldFormat::from),
-        on_server: backend.on_server(),
+        backend: backend.clone(),
     };
     let mut benchmark = loaders::load(&args.gold, &options)?;
     if let Some(path) = &args.infeasible {
@@ -301,8 +301,8 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         pair_budget: args.timeout.0,
         trustsql_raw: args.trustsql_raw,
     };
-    super::warn_about_the_role(&benchmark, &backend)?;
-    let engine = Engine::with_backend(limits, backend);
+    super::warn_about_the_role(&benchmark, &*backend)?;
+    let engine = Engine::new(limits, backend.clone());
     let embedder = match (&args.embeddings_url, &args.embeddings_model) {
         (Some(url), Some(model)) => {
             let client = Client::new(&ClientConfig {
@@ -355,8 +355,8 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         return Err(Error::Usage(format!("--every-database: {problem}")));
     }
     // Server databases are names, not files to look into.
-    if !benchmark.on_server {
-        for warning in scoring::empty_database_warnings(&databases) {
+    if !benchmark.on_server() {
+        for warning in scoring::empty_database_warnings(&*backend, &databases) {
             eprintln!("warning: {warning}");
         }
     }

@@ -102,7 +102,7 @@ fn seeds_by_db(bench: &Benchmark) -> BTreeMap<&str, Vec<&Case>> {
 fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(), Error> {
     let out = &args.out;
     std::fs::create_dir_all(out).map_err(|e| OutputError::new(out, e))?;
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), bench.backend.clone());
     let llm = llm_lowering(args)?;
     let lowering = |identifier: &str| match &llm {
         Some(llm) => llm.lower(identifier),
@@ -325,7 +325,7 @@ fn linker(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(), Er
     let (mut hidden_q, mut fields_q, mut hidden_e, mut fields_e) = (0, 0, 0, 0);
     for (db, cases) in seeds_by_db(bench) {
         let path = bench.db_files(cases[0], false)?.remove(0);
-        let schema = jqe_graph::Schema::read(&path)
+        let schema = sqlgate_engine_sqlite::read_schema(&path)
             .map_err(|e| InputError::file(&path, format!("cannot read the schema: {e}")))?;
         let graph = jqe_graph::SchemaGraph::build(&schema, true);
         for case in cases {

@@ -4,7 +4,6 @@
 use clap::ValueEnum;
 
 use sqlgate::config::RecordMode;
-use sqlgate_eval::exec::EngineKind;
 use sqlgate_eval::loaders::{GoldFormat, PredFormat};
 use sqlgate_eval::metrics::ex::Mode;
 
@@ -101,25 +100,6 @@ impl From<PredFormatArg> for PredFormat {
     }
 }
 
-/// `--engine`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
-    /// SQLite files (`<db_dir>/<db>.sqlite`).
-    #[default]
-    Sqlite,
-    /// A PostgreSQL server (`--dsn`, docs/postgres.md).
-    Postgres,
-}
-
-impl From<EngineArg> for EngineKind {
-    fn from(arg: EngineArg) -> EngineKind {
-        match arg {
-            EngineArg::Sqlite => EngineKind::Sqlite,
-            EngineArg::Postgres => EngineKind::Postgres,
-        }
-    }
-}
-
 /// `--record`: when the system is called instead of replaying the cassette.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RecordArg {
@@ -171,14 +151,6 @@ mod tests {
             assert_eq!(
                 name.get_name(),
                 serde_name(serde_json::to_string(&format).unwrap())
-            );
-        }
-        for arg in EngineArg::value_variants() {
-            let name = arg.to_possible_value().unwrap();
-            let kind = EngineKind::from(*arg);
-            assert_eq!(
-                name.get_name(),
-                serde_name(serde_json::to_string(&kind).unwrap())
             );
         }
         assert_eq!(ModeArg::value_variants().len(), Mode::ALL.len());

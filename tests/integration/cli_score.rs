@@ -173,7 +173,7 @@ fn defog_files_score_gold_against_gold() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let bench = sqlgate_eval::loaders::load(&data.join("defog/questions.csv"), &Default::default())
+    let bench = sqlgate_eval::loaders::load(&data.join("defog/questions.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()))
         .unwrap();
     let mut lines = String::new();
     for case in &bench.cases {

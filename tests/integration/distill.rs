@@ -256,7 +256,7 @@ fn distill_on_defog_keeps_every_gold_passing_on_every_database() {
         .assert_success();
     let options = sqlgate_eval::loaders::LoadOptions {
         db_dir: Some(defog.clone()),
-        ..Default::default()
+        ..sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     let bench = sqlgate_eval::loaders::load(&questions, &options).unwrap();
     let lines: Vec<String> = bench

@@ -83,7 +83,7 @@ fn etm_agrees_with_the_reference_on_spider_dev_except_for_documented_departures(
     };
     let db_dir = data.join("spider-dev/schema-db");
     let (harness, compat) = (Evaluator::new(false), Evaluator::new(true));
-    let runner = Engine::new(Limits::default());
+    let runner = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let mut problems = Vec::new();
     let mut report = Vec::new();
     let mut causes: BTreeMap<(u16, &str), usize> = BTreeMap::new();

@@ -107,7 +107,7 @@ fn esm_evaluator() -> &'static esm::Evaluator {
 /// Runs ETM's catalog and plan queries on the fixture database, for every case.
 fn etm_runner() -> &'static Engine {
     static RUNNER: OnceLock<Engine> = OnceLock::new();
-    RUNNER.get_or_init(|| Engine::new(Limits::default()))
+    RUNNER.get_or_init(|| Engine::new(Limits::default(), sqlgate_engine_sqlite::files()))
 }
 
 fn etm_evaluators() -> &'static [etm::Evaluator; 2] {
@@ -295,7 +295,7 @@ proptest! {
         let path = dir.path().join(name);
         std::fs::write(&path, &bytes).unwrap();
         // As a gold file: loaded or refused with an error naming the file.
-        if let Err(error) = loaders::load(&path, &LoadOptions::default()) {
+        if let Err(error) = loaders::load(&path, &LoadOptions::on(sqlgate_engine_sqlite::files())) {
             prop_assert!(error.to_string().contains(name), "{error}");
         }
         // As predictions for the demo.
@@ -310,7 +310,7 @@ fn demo() -> &'static loaders::Benchmark {
     static DEMO: OnceLock<loaders::Benchmark> = OnceLock::new();
     DEMO.get_or_init(|| {
         let suite = crate::support::demo("suite.toml");
-        loaders::load(&suite, &LoadOptions::default()).unwrap()
+        loaders::load(&suite, &LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap()
     })
 }
 

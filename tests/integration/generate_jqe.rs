@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_generate::mutate::jqe::expand::{PatternCounts, Shape};
-use sqlgate_generate::mutate::jqe::graph::{Schema, SchemaGraph};
+use sqlgate_generate::mutate::jqe::graph::SchemaGraph;
 use sqlgate_generate::mutate::jqe::query::Jqg;
 
 use crate::support::{demo, repo, shared_data, sqlgate};
@@ -74,10 +74,10 @@ fn check(gold: &Path, db_dir: Option<&Path>, extra: &[&str]) -> usize {
 
     let options = sqlgate_eval::loaders::LoadOptions {
         db_dir: db_dir.map(PathBuf::from),
-        ..Default::default()
+        ..sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     let bench = sqlgate_eval::loaders::load(gold, &options).unwrap();
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let mut seeds: HashMap<String, String> = HashMap::new();
     let mut taken: BTreeMap<String, PatternCounts> = BTreeMap::new();
     let mut paths = HashMap::new();
@@ -86,7 +86,7 @@ fn check(gold: &Path, db_dir: Option<&Path>, extra: &[&str]) -> usize {
         let path = bench.db_files(case, false).unwrap().remove(0);
         let graph = graphs
             .entry(case.db.clone())
-            .or_insert_with(|| SchemaGraph::build(&Schema::read(&path).unwrap(), true));
+            .or_insert_with(|| SchemaGraph::build(&sqlgate_engine_sqlite::read_schema(&path).unwrap(), true));
         seeds.insert(case.id.clone(), case.gold[0].clone());
         paths.insert(case.db.clone(), path);
         // The originals' patterns count as taken (they are parsed the way JQE parses them).

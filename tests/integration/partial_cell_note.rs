@@ -45,7 +45,7 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
         samples: Vec::new(),
         retrieved: Vec::new(),
     };
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let databases = CaseDatabases {
         main: db.clone(),
         evaluated: vec![db],

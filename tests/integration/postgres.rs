@@ -4,10 +4,11 @@
 //! and `sqlgate test` end to end. Skips (saying so) without PostgreSQL or the shared data.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use sqlgate_eval::exec::postgres::Server;
-use sqlgate_eval::exec::{Backend, Engine, ExecErrorKind, Limits};
+use sqlgate_engine_postgres::Server;
+use sqlgate_eval::exec::{Engine, ExecErrorKind, Limits};
 use sqlgate_eval::metrics::etm::Facts;
 use sqlgate_test_support::postgres::{defog_server, PgServer};
 
@@ -21,10 +22,9 @@ fn questions() -> PathBuf {
 
 /// The Defog questions as loaded for a server: (id, db, gold alternatives).
 fn cases() -> Vec<(String, String, Vec<String>)> {
-    let options = sqlgate_eval::loaders::LoadOptions {
-        on_server: true,
-        ..Default::default()
-    };
+    let options = sqlgate_eval::loaders::LoadOptions::on(Arc::new(
+        Server::new("postgres://reader@127.0.0.1/{db}", None).unwrap(),
+    ));
     let bench = sqlgate_eval::loaders::load(&questions(), &options).expect("the questions load");
     bench
         .cases
@@ -176,10 +176,7 @@ fn crafted_variants_get_the_reference_verdicts() {
 }
 
 fn engine(template: &str, limits: Limits) -> Engine {
-    Engine::with_backend(
-        limits,
-        Backend::Postgres(Server::new(template, None).unwrap()),
-    )
+    Engine::new(limits, Arc::new(Server::new(template, None).unwrap()))
 }
 
 const HOSTILE: &[(&str, ExecErrorKind)] = &[
@@ -506,11 +503,13 @@ fn sqlite_and_postgres_agree_where_the_gold_dialects_agree() {
     let defog = shared_data().unwrap().join("defog");
     let sqlite_gold = defog.join("questions.csv");
     let same_gold: Vec<bool> = {
-        let load = |path: &Path, on_server| {
-            let options = sqlgate_eval::loaders::LoadOptions {
-                on_server,
-                ..Default::default()
+        let load = |path: &Path, on_server: bool| {
+            let backend: Arc<dyn sqlgate_eval::exec::Backend> = if on_server {
+                Arc::new(Server::new("postgres://reader@127.0.0.1/{db}", None).unwrap())
+            } else {
+                sqlgate_engine_sqlite::files()
             };
+            let options = sqlgate_eval::loaders::LoadOptions::on(backend);
             sqlgate_eval::loaders::load(path, &options).unwrap().cases
         };
         let (lite, post) = (load(&sqlite_gold, false), load(&questions(), true));
@@ -586,7 +585,7 @@ fn the_server_schema_matches_the_sqlite_build() {
     for db in sqlgate_test_support::postgres::DEFOG_DATABASES {
         let on_server = server.schema(db).unwrap();
         let in_file =
-            sqlgate_eval::exec::schema::Schema::read(&defog.join(format!("{db}.sqlite"))).unwrap();
+            sqlgate_engine_sqlite::read_schema(&defog.join(format!("{db}.sqlite"))).unwrap();
         let facts = |schema: &sqlgate_eval::exec::schema::Schema| {
             let mut columns: Vec<(String, String, bool)> = schema
                 .tables
@@ -620,7 +619,7 @@ fn the_server_schema_matches_the_sqlite_build() {
 fn etm_runs_on_the_server_with_the_facts_of_the_sqlite_build() {
     let Some(pg) = defog_server() else { return };
     let on_server = engine(&pg.reader_template(), Limits::default());
-    let on_sqlite = Engine::new(Limits::default());
+    let on_sqlite = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let defog = shared_data().unwrap().join("defog");
     for db in sqlgate_test_support::postgres::DEFOG_DATABASES {
         let server_facts = Facts::read(&on_server, Path::new(db)).unwrap();

@@ -25,9 +25,9 @@ fn defog_dir() -> Option<PathBuf> {
 fn defog_gold_against_gold_is_one_in_every_mode() {
     let Some(dir) = defog_dir() else { return };
     let bench =
-        sqlgate_eval::loaders::load(&dir.join("questions.csv"), &Default::default()).unwrap();
+        sqlgate_eval::loaders::load(&dir.join("questions.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
     assert_eq!(bench.cases.len(), 135);
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     for mode in MODES {
         for case in &bench.cases {
             let files = bench.db_files(case, mode == Mode::Testsuite).unwrap();
@@ -59,7 +59,7 @@ struct Variant {
 }
 
 fn check(db: &Path, gold: &str, question: &str, category: &str, variants: &[Variant]) {
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let gold = vec![gold.to_string()];
     let files = vec![db.to_path_buf()];
     for variant in variants {

@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sqlgate_eval::exec::sandbox::Source;
-use sqlgate_eval::exec::{ExecErrorKind, Limits, Sandbox, Value};
+use sqlgate_eval::exec::Source;
+use sqlgate_engine_sqlite::Sandbox;
+use sqlgate_eval::exec::{ExecErrorKind, Limits, Value};
 
 fn build_database(dir: &Path) -> PathBuf {
     let path = dir.join("target.sqlite");
@@ -265,7 +266,7 @@ fn preparing_a_huge_in_list_stops_at_the_time_bound() {
     };
     // 13 MB: preparing alone takes seconds, and no progress handler runs while preparing.
     let sql = in_list(1_500_000, ", ");
-    assert!(sql.len() < sqlgate_eval::exec::sandbox::MAX_SQL_BYTES);
+    assert!(sql.len() < sqlgate_eval::exec::limits::MAX_SQL_BYTES);
     let execution = sandbox.execute(&sql, &limits);
     let error = execution.result.unwrap_err();
     assert_eq!(error.kind, ExecErrorKind::Timeout, "{}", error.message);
@@ -298,7 +299,7 @@ fn empty_and_null_cells_count_what_they_cost_in_memory() {
     for cell in ["''", "x''", "NULL", "0"] {
         // Exactly ten rows of 700 cells fit; eleven do not, whatever the cell holds.
         let limits = Limits {
-            max_bytes: sqlgate_eval::exec::sandbox::result_bytes(700, 10),
+            max_bytes: sqlgate_eval::exec::limits::result_bytes(700, 10),
             ..Limits::default()
         };
         let ten = sandbox.execute(&shaped_query(cell, 700, 10), &limits);
@@ -429,7 +430,7 @@ fn a_database_changed_during_the_run_fails_closed() {
     use sqlgate_eval::exec::QueryRunner;
     let dir = tempfile::tempdir().unwrap();
     let db = build_database(dir.path());
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let count = "SELECT count(*) FROM t";
     assert!(engine.gold(&db, count).result.is_ok());
     assert!(engine.pred(&db, count).result.is_ok());
@@ -451,7 +452,7 @@ fn a_database_changed_during_the_run_fails_closed() {
     );
     assert!(error.message.contains("target.sqlite"), "{}", error.message);
     // A new run reads the new state.
-    let fresh = Engine::new(Limits::default())
+    let fresh = Engine::new(Limits::default(), sqlgate_engine_sqlite::files())
         .pred(&db, count)
         .result
         .unwrap();
@@ -482,7 +483,7 @@ fn random_result_shapes_stop_exactly_at_the_memory_bound() {
             .map(|_| cells[rng.random_range(0..cells.len())])
             .collect();
         let heap: usize = chosen.iter().map(|(_, bytes)| bytes).sum();
-        let needed = sqlgate_eval::exec::sandbox::result_bytes(width, rows) + rows * heap;
+        let needed = sqlgate_eval::exec::limits::result_bytes(width, rows) + rows * heap;
         let select: Vec<&str> = chosen.iter().map(|(cell, _)| *cell).collect();
         let sql = format!(
             "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {rows}) \

@@ -19,7 +19,7 @@ fn benchmark(dir: &Path) -> Benchmark {
     ]"#;
     let path = dir.join("dev.json");
     std::fs::write(&path, gold).unwrap();
-    load(&path, &LoadOptions::default()).unwrap()
+    load(&path, &LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap()
 }
 
 fn request(id: &str) -> Request {

@@ -196,6 +196,13 @@ pub trait Backend: Send + Sync {
         Err(self.driver().unsupported(Feature::Create).into())
     }
 
+    /// What the connection to `db` could do beyond reading, each a warning for the user (a
+    /// server role that can write); nothing for files, which are opened read-only.
+    fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {
+        let _ = db;
+        Ok(Vec::new())
+    }
+
     /// Whether this backend reads from a server (nothing then says when its data changed:
     /// results are never cached across runs).
     fn on_server(&self) -> bool {
@@ -203,8 +210,14 @@ pub trait Backend: Send + Sync {
     }
 }
 
+impl fmt::Debug for dyn Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Backend({})", self.driver().name())
+    }
+}
+
 /// A sandboxed, read-only connection to one database.
-pub trait Connection {
+pub trait Connection: Send {
     /// Runs one statement within `limits` and reads its whole result.
     fn execute(&mut self, sql: &str, limits: &Limits) -> Execution;
 

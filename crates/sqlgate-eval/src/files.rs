@@ -152,9 +152,9 @@ fn write_in_place(path: &Path, content: &[u8]) -> io::Result<()> {
 /// A database's file in a database folder: `<db_dir>/<db>.sqlite` (flat), else
 /// `<db_dir>/<db>/<db>.sqlite` (Spider's nested layout). Every reader of databases resolves them
 /// here, so the layouts are supported alike everywhere. The error names both paths tried.
-pub fn database_file(db_dir: &Path, db: &str) -> Result<PathBuf, String> {
-    let flat = db_dir.join(format!("{db}.sqlite"));
-    let nested = db_dir.join(db).join(format!("{db}.sqlite"));
+pub fn database_file(db_dir: &Path, db: &str, extension: &str) -> Result<PathBuf, String> {
+    let flat = db_dir.join(format!("{db}.{extension}"));
+    let nested = db_dir.join(db).join(format!("{db}.{extension}"));
     if flat.is_file() {
         Ok(flat)
     } else if nested.is_file() {
@@ -195,9 +195,15 @@ const WAL_SALTS_AT: u64 = 16;
 impl Stamp {
     /// The stamp of `db` and of its `-wal` file now (a missing file stamps as absent).
     pub fn of(db: &Path) -> Stamp {
+        Stamp::with_sidecar(db, "-wal")
+    }
+
+    /// The stamp of `db` and of the file beside it named with `suffix` (an engine's log of
+    /// changes not yet in the file: SQLite's `-wal`, DuckDB's `.wal`).
+    pub fn with_sidecar(db: &Path, suffix: &str) -> Stamp {
         Stamp {
             db: file_stamp(db, DB_COUNTER_AT),
-            wal: file_stamp(&sidecar(db, "-wal"), WAL_SALTS_AT),
+            wal: file_stamp(&sidecar(db, suffix), WAL_SALTS_AT),
         }
     }
 }

@@ -282,6 +282,10 @@ fn collect_files(dir: &Path, out: &mut Vec<CacheFile>) -> io::Result<()> {
     Ok(())
 }
 
+/// The file beside a database whose content [`Store::file_hash`] covers with the database's:
+/// results of an engine whose databases have another such file are not cached.
+pub const DATABASE_SIDECAR: &str = "-wal";
+
 /// The SHA-256 of a database file's content and of its `-wal` file, as [`Store::file_hash`]
 /// computes it, without a store; `None` when unreadable or written to while read.
 pub fn database_hash(path: &Path) -> Option<String> {
@@ -300,7 +304,7 @@ impl Hashed {
         let stamp = Stamp::of(path);
         let mut hasher = Hasher::new();
         hasher.field(hash_file(path).ok()?);
-        match hash_file(&sidecar(path, "-wal")) {
+        match hash_file(&sidecar(path, DATABASE_SIDECAR)) {
             Ok(wal) => hasher.field([1]).field(wal),
             Err(error) if error.kind() == io::ErrorKind::NotFound => hasher.field([0]),
             Err(_) => return None,

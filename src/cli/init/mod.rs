@@ -50,7 +50,7 @@ pub fn run(args: InitArgs) -> Result<(), Error> {
         .map_err(|e| Error::Usage(format!("cannot read the current folder: {e}")))?;
     let options = LoadOptions {
         db_dir: args.db_dir.clone(),
-        ..LoadOptions::default()
+        ..LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     let bench = loaders::load(&args.benchmark, &options)?;
     refuse_unprintable(&args, &here, &bench.name)?;

@@ -1,7 +1,7 @@
-//! The query runner used by evaluators: per-thread sandboxed connections (SQLite files or a
-//! PostgreSQL server), and every distinct (database, SQL) executed once per run, whether a gold,
-//! a prediction or both; SQLite results also come from and go to the on-disk [`ResultCache`]
-//! when the run has one.
+//! The query runner used by evaluators: per-thread sandboxed connections of one engine
+//! ([`Backend`]), and every distinct (database, SQL) executed once per run, whether a gold, a
+//! prediction or both; results of database files whose engine fingerprints their content also
+//! come from and go to the on-disk [`ResultCache`] when the run has one.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
-use super::postgres::Server;
+use sqlgate_engine::{Backend, Connection, Driver, Feature, Open, Storage};
+
 use super::result_cache::ResultCache;
-use super::sandbox::{Limits, Sandbox, Source};
-use super::{ExecError, ExecErrorKind, Execution, Probe, QueryRunner};
+use super::{ExecError, ExecErrorKind, Execution, Limits, Probe, QueryRunner, Source};
 use crate::files::Stamp;
 
 /// What a run knows of one database: when it first read it, and its distinct executions by
@@ -70,60 +70,13 @@ impl SharedExecution {
     }
 }
 
-/// The engines a suite or `sqlgate score` can name.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EngineKind {
-    /// SQLite files (`<db_dir>/<db>.sqlite`).
-    #[default]
-    Sqlite,
-    /// A PostgreSQL server (`dsn`, docs/postgres.md).
-    Postgres,
-}
-
-/// Where the databases are.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Backend {
-    /// SQLite files: a database is the path of its file.
-    #[default]
-    Sqlite,
-    /// A PostgreSQL server: a database is its name, given as a one-component path.
-    Postgres(Server),
-}
-
-impl Backend {
-    /// The backend of `kind`: PostgreSQL needs the URL template `dsn`; SQLite takes none.
-    pub fn new(
-        kind: EngineKind,
-        dsn: Option<&str>,
-        password_env: Option<&str>,
-    ) -> Result<Backend, String> {
-        match (kind, dsn) {
-            (EngineKind::Sqlite, None) if password_env.is_none() => Ok(Backend::Sqlite),
-            (EngineKind::Sqlite, _) => {
-                Err("a connection URL and its password variable need engine `postgres`".into())
-            }
-            (EngineKind::Postgres, Some(dsn)) => {
-                Server::new(dsn, password_env).map(Backend::Postgres)
-            }
-            (EngineKind::Postgres, None) => {
-                Err("engine `postgres` needs a connection URL template such as \
-                 `postgres://sqlgate_reader@127.0.0.1:5432/{db}`"
-                    .into())
-            }
-        }
-    }
-
-    /// Whether queries run on a PostgreSQL server rather than on SQLite files.
-    pub fn on_server(&self) -> bool {
-        matches!(self, Backend::Postgres(_))
-    }
-}
-
 /// Runs gold and predicted SQL with the same limits; safe to share across threads.
 pub struct Engine {
     limits: Limits,
-    backend: Backend,
+    backend: Arc<dyn Backend>,
+    /// The file beside a database that holds part of its content (SQLite's `-wal`), when its
+    /// databases are files.
+    sidecar: Option<&'static str>,
     /// Every database the run asked about, by path: one lookup of a borrowed path per
     /// execution, then a map of its own queries.
     databases: Mutex<HashMap<PathBuf, Arc<Database>>>,
@@ -155,27 +108,36 @@ pub struct EngineStats {
 }
 
 impl Engine {
-    /// An engine on SQLite files.
-    pub fn new(limits: Limits) -> Engine {
-        Engine::with_backend(limits, Backend::Sqlite)
-    }
-
     /// An engine with `limits` on `backend`.
-    pub fn with_backend(limits: Limits, backend: Backend) -> Engine {
+    pub fn new(limits: Limits, backend: Arc<dyn Backend>) -> Engine {
+        let sidecar = match backend.driver().storage() {
+            Storage::Files { sidecars, .. } => sidecars.first().copied(),
+            Storage::Server => None,
+        };
         Engine {
             limits,
             backend,
+            sidecar,
             databases: Mutex::default(),
             disk: None,
             counts: Counts::default(),
         }
     }
 
-    /// The engine reading and keeping results in `disk` across runs: SQLite files only, whose
-    /// content hash says when a result is stale (nothing says when a server's data changed).
+    /// The engine reading and keeping results in `disk` across runs: database files whose
+    /// content hash says when a result is stale (nothing says when a server's data changed),
+    /// of an engine that vouches for that hash.
     pub fn with_cache(mut self, disk: Option<ResultCache>) -> Engine {
-        self.disk = disk.filter(|_| !self.backend.on_server());
+        let vouched = !self.backend.on_server()
+            && self.backend.driver().supports(Feature::Fingerprint)
+            && self.sidecar == Some(crate::store::DATABASE_SIDECAR);
+        self.disk = disk.filter(|_| vouched);
         self
+    }
+
+    /// The stamp of the database file `db` and its sidecar now.
+    fn stamp(&self, db: &Path) -> Stamp {
+        Stamp::with_sidecar(db, self.sidecar.unwrap_or(crate::store::DATABASE_SIDECAR))
     }
 
     /// The bounds every query of this engine runs under.
@@ -184,7 +146,7 @@ impl Engine {
     }
 
     /// Where the queries run.
-    pub fn backend(&self) -> &Backend {
+    pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
     }
 
@@ -229,11 +191,15 @@ impl Engine {
         sql: &str,
         source: Source,
     ) -> (Execution, bool) {
-        if let Backend::Postgres(server) = &self.backend {
-            return (
-                server.execute(&db.to_string_lossy(), sql, &self.limits),
-                false,
-            );
+        if self.backend.on_server() {
+            let execution = match self.backend.open(db, Open::for_source(source)) {
+                Ok(mut connection) => connection.execute(sql, &self.limits),
+                Err(error) => Execution {
+                    result: Err(error),
+                    elapsed: Default::default(),
+                },
+            };
+            return (execution, false);
         }
         // With a cache, the stamp its content hash was read at: results read from other
         // content than the hash names fail as changed, and are kept nowhere.
@@ -241,20 +207,21 @@ impl Engine {
             self.disk
                 .as_ref()
                 .and_then(|disk| disk.stamp(db))
-                .unwrap_or_else(|| Stamp::of(db))
+                .unwrap_or_else(|| self.stamp(db))
         });
-        let (mut execution, unchanged) = with_sandbox(db, source, first, |sandbox| match sandbox {
+        let open = |db: &Path| self.backend.open(db, Open::for_source(source));
+        let (mut execution, unchanged) = with_sandbox(db, source, first, open, |sandbox| match sandbox {
             Ok(open) => {
                 let execution = open.sandbox.execute(sql, &self.limits);
                 // Checked after reading: a change before or during this execution shows.
-                (execution, open.still_first(db))
+                (execution, open.still_first(db, self))
             }
             Err(error) => {
                 let execution = Execution {
                     result: Err(error),
                     elapsed: Default::default(),
                 };
-                (execution, Stamp::of(db) == first)
+                (execution, self.stamp(db) == first)
             }
         });
         if !unchanged {
@@ -319,16 +286,13 @@ impl QueryRunner for Engine {
         self.shared(db, sql, Source::Prediction)
     }
 
-    fn engine(&self) -> EngineKind {
-        match self.backend {
-            Backend::Sqlite => EngineKind::Sqlite,
-            Backend::Postgres(_) => EngineKind::Postgres,
-        }
+    fn driver(&self) -> &'static dyn Driver {
+        self.backend.driver()
     }
 
-    /// On SQLite, a new prediction sandbox for each measurement, whoever wrote the SQL: gold
-    /// and prediction are timed on identical connections. On PostgreSQL, a pooled connection
-    /// (opening one costs more than most queries).
+    /// A new prediction connection for each measurement, whoever wrote the SQL: gold and
+    /// prediction are timed on identical connections (a server's is pooled: opening one
+    /// costs more than most queries).
     fn probe(
         &self,
         db: &Path,
@@ -337,24 +301,17 @@ impl QueryRunner for Engine {
         deadline: Option<Instant>,
     ) -> Result<f64, ExecError> {
         let limits = self.limits.until(deadline)?;
-        match (&self.backend, probe) {
-            (Backend::Sqlite, _) => {
-                let sandbox = Sandbox::open(db, Source::Prediction)?;
-                let (execution, steps) = sandbox.execute_counting_steps(sql, &limits);
-                execution.result?;
-                Ok(match probe {
-                    Probe::Time => execution.elapsed.as_secs_f64(),
-                    Probe::Cost => steps as f64,
-                })
-            }
-            (Backend::Postgres(server), Probe::Time) => {
-                let execution = server.execute(&db.to_string_lossy(), sql, &limits);
+        let mut connection = self.backend.open(db, Open::for_source(Source::Prediction))?;
+        match probe {
+            Probe::Time => {
+                let execution = connection.execute(sql, &limits);
                 execution.result?;
                 Ok(execution.elapsed.as_secs_f64())
             }
-            (Backend::Postgres(server), Probe::Cost) => {
-                server.planned_cost(&db.to_string_lossy(), sql, &limits)
+            Probe::Cost if !self.driver().supports(Feature::Cost) => {
+                Err(self.driver().unsupported(Feature::Cost).into())
             }
+            Probe::Cost => connection.cost(sql, &limits),
         }
     }
 }
@@ -375,7 +332,7 @@ fn changed(db: &Path) -> ExecError {
 struct OpenSandbox {
     /// The stamp the engine first saw the file at.
     stamp: Stamp,
-    sandbox: Sandbox,
+    sandbox: Box<dyn Connection>,
     /// When the file was last seen at `stamp` after a read: the connection's data version and
     /// the file's size and modification time.
     seen_at_stamp: Option<Seen>,
@@ -403,7 +360,7 @@ impl OpenSandbox {
     /// differ; SQLite's page cache relies on that same check. A version that moved for another
     /// reason (SQLite also resets its cache after an I/O error) falls back to the stamp, so it
     /// is never taken for a change.
-    fn still_first(&mut self, db: &Path) -> bool {
+    fn still_first(&mut self, db: &Path, engine: &Engine) -> bool {
         let seen = self.sandbox.data_version().and_then(|version| {
             let meta = std::fs::metadata(db).ok()?;
             Some(Seen {
@@ -415,7 +372,7 @@ impl OpenSandbox {
         if seen.is_some() && seen == self.seen_at_stamp {
             return true;
         }
-        let unchanged = Stamp::of(db) == self.stamp;
+        let unchanged = engine.stamp(db) == self.stamp;
         if unchanged {
             self.seen_at_stamp = seen;
         }
@@ -432,6 +389,7 @@ fn with_sandbox<T>(
     db: &Path,
     source: Source,
     stamp: Stamp,
+    open: impl FnOnce(&Path) -> Result<Box<dyn Connection>, ExecError>,
     f: impl FnOnce(Result<&mut OpenSandbox, ExecError>) -> T,
 ) -> T {
     SANDBOXES.with(|cell| {
@@ -446,7 +404,7 @@ fn with_sandbox<T>(
         if let Some(open) = sandboxes.get_mut(db) {
             return f(Ok(open));
         }
-        match Sandbox::open(db, source) {
+        match open(db) {
             Ok(sandbox) => {
                 let open = OpenSandbox {
                     stamp,
@@ -500,78 +458,6 @@ mod tests {
         assert!(
             other_work_at < executed_at,
             "the waiting thread ran the other work only after the query"
-        );
-    }
-
-    #[cfg(feature = "postgres")]
-    #[test]
-    fn a_backend_needs_a_url_exactly_for_postgres() {
-        assert_eq!(
-            Backend::new(EngineKind::Sqlite, None, None),
-            Ok(Backend::Sqlite)
-        );
-        let url = "postgres://reader@127.0.0.1:5432/{db}";
-        let postgres = Backend::new(EngineKind::Postgres, Some(url), Some("PW")).unwrap();
-        assert!(postgres.on_server());
-        let Backend::Postgres(server) = postgres else {
-            unreachable!()
-        };
-        assert_eq!(server.url("atis"), "postgres://reader@127.0.0.1:5432/atis");
-        let error = |kind, dsn, env| Backend::new(kind, dsn, env).unwrap_err();
-        assert!(error(EngineKind::Sqlite, Some(url), None).contains("need engine `postgres`"));
-        assert!(error(EngineKind::Sqlite, None, Some("PW")).contains("need engine `postgres`"));
-        assert!(error(EngineKind::Postgres, None, None).contains("needs a connection URL"));
-        let no_db = error(EngineKind::Postgres, Some("postgres://r@h/x"), None);
-        assert!(no_db.contains("lacks `{db}`"), "{no_db}");
-        let secret = error(
-            EngineKind::Postgres,
-            Some("postgres://r:secret@h/{db}"),
-            None,
-        );
-        assert!(
-            secret.contains("holds a password") && !secret.contains("secret@"),
-            "{secret}"
-        );
-        let garbage = error(
-            EngineKind::Postgres,
-            Some("postgres://r@h:notaport/{db}"),
-            None,
-        );
-        assert!(garbage.contains("does not parse"), "{garbage}");
-    }
-
-    #[cfg(feature = "postgres")]
-    #[test]
-    fn a_missing_password_variable_fails_the_query_saying_so() {
-        let server = Server::new(
-            "postgres://reader@127.0.0.1:1/{db}",
-            Some("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
-        )
-        .unwrap();
-        let engine = Engine::with_backend(Limits::default(), Backend::Postgres(server));
-        let error = engine
-            .execute(Path::new("atis"), "SELECT 1")
-            .result
-            .unwrap_err();
-        assert_eq!(error.kind, ExecErrorKind::Unavailable);
-        assert!(
-            error
-                .message
-                .contains("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
-            "{}",
-            error.message
-        );
-    }
-
-    #[cfg(not(feature = "postgres"))]
-    #[test]
-    fn a_build_without_postgres_refuses_the_engine_saying_why() {
-        let url = "postgres://reader@127.0.0.1:5432/{db}";
-        let error = Backend::new(EngineKind::Postgres, Some(url), None).unwrap_err();
-        assert!(error.contains("`postgres` feature"), "{error}");
-        assert_eq!(
-            Backend::new(EngineKind::Sqlite, None, None),
-            Ok(Backend::Sqlite)
         );
     }
 }

@@ -1,26 +1,19 @@
-//! Sandboxed execution of SQL against SQLite databases or a PostgreSQL server.
+//! Sandboxed execution of SQL through the engines of `sqlgate-engine`'s interface: every
+//! distinct query once per run, its result kept across runs when the database's content says
+//! it may be.
 
 pub mod engine;
-pub mod memory;
-#[cfg(feature = "postgres")]
-pub mod postgres;
-/// Without the `postgres` feature: the same API, and no server can be named.
-#[cfg(not(feature = "postgres"))]
-#[path = "postgres_disabled.rs"]
-pub mod postgres;
 pub mod result_cache;
-pub mod sandbox;
 pub mod schema;
-pub mod value;
-mod watchdog;
 
 use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-pub use engine::{Backend, Engine, EngineKind};
-pub use sandbox::{Limits, Sandbox};
-pub use value::Value;
+pub use engine::Engine;
+pub use sqlgate_engine::{
+    limits, memory, value, Backend, Driver, ExecError, ExecErrorKind, Execution, Feature, Limits,
+    Open, ResultSet, Settings, Source, Storage, Unsupported, Value,
+};
 
 /// Runs queries for the evaluators; executions are cached by the implementation.
 /// A database is named by a path: a SQLite file, or a PostgreSQL database's name.
@@ -31,7 +24,7 @@ pub trait QueryRunner: Sync {
     fn pred(&self, db: &Path, sql: &str) -> Execution;
     /// The engine the queries run on: a metric that reads the catalog or asks for a plan
     /// speaks its dialect.
-    fn engine(&self) -> EngineKind;
+    fn driver(&self) -> &'static dyn Driver;
 
     /// Measures `sql` on `db` for the efficiency metrics, never from a cache: one execution on
     /// a fresh connection, within the runner's limits and, when given, `deadline`. A runner
@@ -103,8 +96,8 @@ impl QueryRunner for Witness<'_> {
         self.saw(self.runner.pred(db, sql))
     }
 
-    fn engine(&self) -> EngineKind {
-        self.runner.engine()
+    fn driver(&self) -> &'static dyn Driver {
+        self.runner.driver()
     }
 
     fn probe(
@@ -123,3 +116,15 @@ impl QueryRunner for Witness<'_> {
     }
 }
 
+
+/// The engine `driver` configured with `settings`; the password variable's value is masked in
+/// everything sqlgate writes from now on ([`crate::secrets`]).
+pub fn connect(
+    driver: &'static dyn Driver,
+    settings: &sqlgate_engine::Settings<'_>,
+) -> Result<std::sync::Arc<dyn Backend>, String> {
+    if let Some(variable) = settings.password_env {
+        crate::secrets::register_env(variable);
+    }
+    driver.connect(settings)
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::sandbox::Limits;
+use super::limits::Limits;
 use super::{ExecError, ExecErrorKind, Execution, ResultSet, Value};
 use crate::files::Stamp;
 use crate::store::Store;
@@ -194,7 +194,7 @@ mod tests {
 
     fn engine(dir: &Path, version: &str) -> Engine {
         let store = Arc::new(Store::open(&dir.join("cache"), 1 << 30, version));
-        Engine::new(Limits::default()).with_cache(Some(ResultCache::new(store)))
+        Engine::new(Limits::default(), sqlgate_engine_sqlite::files()).with_cache(Some(ResultCache::new(store)))
     }
 
     fn count(engine: &Engine, db: &Path) -> Value {
@@ -267,7 +267,7 @@ mod tests {
             .unwrap()
             .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
             .unwrap();
-        let engine = Engine::new(Limits::default());
+        let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
         engine.gold(&db, "SELECT x FROM t");
         engine.pred(&db, "SELECT x FROM t");
         engine.pred(&db, "SELECT x FROM t");

@@ -8,10 +8,11 @@ use rusqlite::fallible_iterator::FallibleIterator;
 use sha2::{Digest, Sha256};
 
 use super::Case;
+use crate::exec::{Backend, Storage};
 use crate::error::{is_plain_name, InputError};
 
 /// The database file of a case, or an error naming the case and both paths tried.
-pub(super) fn resolve(db_dir: &Path, case: &Case) -> Result<PathBuf, InputError> {
+pub(super) fn resolve(db_dir: &Path, case: &Case, extension: &str) -> Result<PathBuf, InputError> {
     check_name(case)?;
     if let Some(file) = &case.db_file {
         return if file.is_file() {
@@ -24,7 +25,7 @@ pub(super) fn resolve(db_dir: &Path, case: &Case) -> Result<PathBuf, InputError>
             )))
         };
     }
-    crate::files::database_file(db_dir, &case.db).map_err(|problem| {
+    crate::files::database_file(db_dir, &case.db, extension).map_err(|problem| {
         case.source.error(format!(
             "case `{}`: unknown database `{}`: {problem}",
             case.id, case.db
@@ -51,9 +52,17 @@ pub(super) fn db_files(
     db_dir: &Path,
     case: &Case,
     every_file: bool,
+    backend: &dyn Backend,
 ) -> Result<Vec<PathBuf>, InputError> {
-    let file = resolve(db_dir, case)?;
-    if !every_file || case.db_file.is_some() || file == flat_path(db_dir, &case.db) {
+    let extension = match backend.driver().storage() {
+        Storage::Files { extension, .. } => extension,
+        Storage::Server => "",
+    };
+    let file = resolve(db_dir, case, extension)?;
+    if !every_file
+        || case.db_file.is_some()
+        || file == db_dir.join(format!("{}.{extension}", case.db))
+    {
         // A flat folder holds every database side by side: only the case's own file counts.
         return Ok(vec![file]);
     }
@@ -65,7 +74,11 @@ pub(super) fn db_files(
         let entry =
             entry.map_err(|e| InputError::file(&folder, format!("cannot list the folder: {e}")))?;
         let path = entry.path();
-        if !entry.file_name().to_string_lossy().contains(".sqlite") {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .contains(&format!(".{extension}"))
+        {
             continue;
         }
         // Through links, as SQLite opens it. A subfolder is skipped; anything else that is no
@@ -86,7 +99,7 @@ pub(super) fn db_files(
     }
     // `.` sorts before `_`, but a name such as `<db>-extra.sqlite` would sort before the original.
     files.sort_by(|a, b| (a != &file, a).cmp(&(b != &file, b)));
-    super::suite_folder::check(db_dir, &case.db, &files)?;
+    super::suite_folder::check(db_dir, &case.db, &files, backend)?;
     Ok(files)
 }
 
@@ -102,10 +115,6 @@ fn check_name(case: &Case) -> Result<(), InputError> {
             db.escape_debug()
         )))
     }
-}
-
-fn flat_path(db_dir: &Path, db: &str) -> PathBuf {
-    db_dir.join(format!("{db}.sqlite"))
 }
 
 /// A database a native suite builds from its own SQL scripts.
@@ -135,7 +144,7 @@ pub(super) fn build_if_stale(db_dir: &Path, build: &DatabaseBuild) -> Result<(),
         .map(|script| super::read_text(&script.path))
         .collect::<Result<Vec<_>, _>>()?;
     let hash = scripts_hash(&build.scripts, &contents);
-    let target = flat_path(db_dir, &build.name);
+    let target = db_dir.join(format!("{}.sqlite", build.name));
     let stamp = db_dir.join(format!("{}.stamp", build.name));
     let stamp_matches = std::fs::read_to_string(&stamp).is_ok_and(|old| old.trim() == hash);
     if target.is_file() && stamp_matches {

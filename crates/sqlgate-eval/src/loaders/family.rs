@@ -61,13 +61,17 @@ pub fn load_family(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<C
         (path.extension().is_some_and(|e| e == "toml")).then(|| path.to_path_buf())
     };
     match manifest {
-        Some(manifest) => load_suite_family(&manifest, family),
+        Some(manifest) => load_suite_family(&manifest, family, bench),
         None => load_mutants(path, family, bench),
     }
 }
 
-fn load_suite_family(manifest: &Path, family: &str) -> Result<Vec<Case>, InputError> {
-    let suite = super::load(manifest, &super::LoadOptions::default())?;
+fn load_suite_family(
+    manifest: &Path,
+    family: &str,
+    bench: &Benchmark,
+) -> Result<Vec<Case>, InputError> {
+    let suite = super::load(manifest, &super::LoadOptions::on(bench.backend.clone()))?;
     Ok(suite
         .cases
         .into_iter()
@@ -171,7 +175,7 @@ fn clone_of(
         )));
     }
     let folder = family.parent().unwrap_or(Path::new("."));
-    let original = databases::resolve(&bench.db_dir, case)?;
+    let original = databases::resolve(&bench.db_dir, case, bench.extension())?;
     let stem = script.file_stem().unwrap_or_default().to_string_lossy();
     let target = folder.join("build").join(format!("{stem}.sqlite"));
     databases::build_clone_if_stale(&original, &folder.join(script), &target)

@@ -18,7 +18,7 @@ pub(super) fn tag(bench: &mut Benchmark) -> Result<(), InputError> {
             let mut schemas = HashMap::new();
             for case in &bench.cases {
                 if !schemas.contains_key(&case.db) {
-                    let file = databases::resolve(&bench.db_dir, case)?;
+                    let file = databases::resolve(&bench.db_dir, case, "sqlite")?;
                     schemas.insert(case.db.clone(), Schema::from_sqlite(file)?);
                 }
             }

@@ -17,10 +17,10 @@ mod trustsql;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{check_printable, InputError};
-use crate::exec::sandbox::Source;
-use crate::exec::Sandbox;
+use crate::exec::{Backend, Open, Source, Storage};
 use crate::metrics::ex::Mode;
 
 pub use databases::build_clone_if_stale;
@@ -94,11 +94,25 @@ pub struct Benchmark {
     /// Explicit join keys per database (native `[join_keys]`), e.g.
     /// `"orders.customer_id = customers.customer_id"`.
     pub join_keys: BTreeMap<String, Vec<String>>,
-    /// The databases are on a server (PostgreSQL), named by `db`, not files in `db_dir`.
-    pub on_server: bool,
+    /// The engine the databases are opened with: files in `db_dir` named `<db>.<extension>`,
+    /// or a server's databases named by `db`.
+    pub backend: Arc<dyn Backend>,
 }
 
 impl Benchmark {
+    /// Whether the databases are on a server, named by `db`, not files in `db_dir`.
+    pub fn on_server(&self) -> bool {
+        self.backend.on_server()
+    }
+
+    /// The extension of the engine's database files (`sqlite`, `duckdb`).
+    pub fn extension(&self) -> &'static str {
+        match self.backend.driver().storage() {
+            Storage::Files { extension, .. } => extension,
+            Storage::Server => "",
+        }
+    }
+
     /// Whether an apology SELECT (`SELECT 'Sorry, ...' AS answer`,
     /// [`is_apology`](crate::model_output::is_apology)) abstains when nothing says otherwise:
     /// only in a suite that declares abstention, scored in `trustsql` mode or holding
@@ -113,22 +127,22 @@ impl Benchmark {
     /// first, then the others sorted by name; otherwise, and for the flat layout, the one file.
     /// On a server, the one database is the case's `db` name.
     pub fn db_files(&self, case: &Case, every_file: bool) -> Result<Vec<PathBuf>, InputError> {
-        if self.on_server {
+        if self.on_server() {
             return databases::server_database(case).map(|db| vec![db]);
         }
-        databases::db_files(&self.db_dir, case, every_file)
+        databases::db_files(&self.db_dir, case, every_file, &*self.backend)
     }
 
     /// Whether a case's database is the original of a folder, `<db_dir>/<db>/<db>.sqlite`,
     /// which may hold other databases of the same schema beside it (a test-suite folder).
     pub fn in_folder(&self, case: &Case, file: &Path) -> bool {
-        !self.on_server
+        !self.on_server()
             && case.db_file.is_none()
             && file
                 == self
                     .db_dir
                     .join(&case.db)
-                    .join(format!("{}.sqlite", case.db))
+                    .join(format!("{}.{}", case.db, self.extension()))
     }
 
     /// Every case id is unique and printable (also after generated families were added).
@@ -141,15 +155,15 @@ impl Benchmark {
     /// does a database folder `sqlgate distill` has not finished writing.
     /// Server databases are checked by connecting to them (`scoring::check_server`).
     pub fn check_databases(&self) -> Result<(), InputError> {
-        if self.on_server {
+        if self.on_server() {
             return Ok(());
         }
         suite_folder::refuse_unfinished(&self.db_dir)?;
         let mut checked = std::collections::HashSet::new();
         for case in &self.cases {
             if checked.insert(case.db.as_str()) {
-                let file = databases::resolve(&self.db_dir, case)?;
-                Sandbox::open(&file, Source::Gold).map_err(|e| {
+                let file = databases::resolve(&self.db_dir, case, self.extension())?;
+                self.backend.open(&file, Open::for_source(Source::Gold)).map_err(|e| {
                     case.source
                         .error(format!("case `{}`: {}", case.id, e.message))
                 })?;
@@ -159,8 +173,8 @@ impl Benchmark {
     }
 }
 
-/// How to load a gold file; every field defaults to detection.
-#[derive(Debug, Clone, Default)]
+/// How to load a gold file; every field but the engine defaults to detection.
+#[derive(Debug, Clone)]
 pub struct LoadOptions {
     /// Database folder (default: the gold file's folder; native: the manifest's `db_dir`).
     pub db_dir: Option<PathBuf>,
@@ -168,8 +182,20 @@ pub struct LoadOptions {
     pub tables: Option<PathBuf>,
     /// Skips format detection.
     pub format: Option<GoldFormat>,
-    /// The databases are on a server, named by each case's `db` (no files are looked for).
-    pub on_server: bool,
+    /// The engine the databases are opened with (loading checks that each opens).
+    pub backend: Arc<dyn Backend>,
+}
+
+impl LoadOptions {
+    /// Detection of everything, databases opened with `backend`.
+    pub fn on(backend: Arc<dyn Backend>) -> LoadOptions {
+        LoadOptions {
+            db_dir: None,
+            tables: None,
+            format: None,
+            backend,
+        }
+    }
 }
 
 /// The gold file formats (see `docs/formats.md`).
@@ -246,6 +272,7 @@ struct Suite {
 
 /// Loads a gold file into a benchmark and checks that every case's database exists.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
+    let backend = opts.backend.clone();
     let text = read_text(path)?;
     let format = match opts.format {
         Some(format) => format,
@@ -285,7 +312,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         join_keys,
         format,
         tables: tables_file(&folder, opts.tables.as_deref())?,
-        on_server: opts.on_server,
+        backend,
     };
     bench.check_databases()?;
     if matches!(format, GoldFormat::Spider | GoldFormat::SpiderJson) {

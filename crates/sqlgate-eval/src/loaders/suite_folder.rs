@@ -11,8 +11,7 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{is_plain_name, InputError};
-use crate::exec::sandbox::Source;
-use crate::exec::Sandbox;
+use crate::exec::{Backend, Open, Source};
 use crate::files::Stamp;
 use crate::store::file_sha256;
 
@@ -181,7 +180,12 @@ pub(super) fn refuse_unfinished(db_dir: &Path) -> Result<(), InputError> {
 /// `-shm` or `-journal` side file; with a manifest in `db_dir`, they are exactly the files it
 /// lists for `db`, with its hashes; each opens as a database whose schema reads (header, open,
 /// `sqlite_schema`; not a full integrity check).
-pub(super) fn check(db_dir: &Path, db: &str, files: &[PathBuf]) -> Result<(), InputError> {
+pub(super) fn check(
+    db_dir: &Path,
+    db: &str,
+    files: &[PathBuf],
+    backend: &dyn Backend,
+) -> Result<(), InputError> {
     let fingerprint = Fingerprint {
         files: files.iter().map(|f| (f.clone(), Stamp::of(f))).collect(),
         manifest: Stamp::of(&db_dir.join(MANIFEST)),
@@ -213,7 +217,7 @@ pub(super) fn check(db_dir: &Path, db: &str, files: &[PathBuf]) -> Result<(), In
         }
     }
     for file in files {
-        check_database(file)?;
+        check_database(file, backend)?;
     }
     checked().insert(fingerprint);
     Ok(())
@@ -242,8 +246,8 @@ fn refuse_side_file(file: &Path) -> Result<(), InputError> {
 }
 
 /// One file of a test-suite folder opens as a database and its schema reads.
-fn check_database(file: &Path) -> Result<(), InputError> {
-    Sandbox::open(file, Source::Gold).map(drop).map_err(|e| {
+fn check_database(file: &Path, backend: &dyn Backend) -> Result<(), InputError> {
+    backend.open(file, Open::for_source(Source::Gold)).map(drop).map_err(|e| {
         let prefix = format!("cannot open database {}: ", file.display());
         let reason = e.message.strip_prefix(&prefix).unwrap_or(&e.message);
         InputError::file(
@@ -294,15 +298,15 @@ mod tests {
     fn a_checked_folder_is_checked_again_once_a_file_changes() {
         let dir = tempfile::tempdir().unwrap();
         let files = distilled(dir.path());
-        check(dir.path(), "shop", &files).unwrap();
-        check(dir.path(), "shop", &files).unwrap();
+        check(dir.path(), "shop", &files, &*sqlgate_engine_sqlite::files()).unwrap();
+        check(dir.path(), "shop", &files, &*sqlgate_engine_sqlite::files()).unwrap();
         // Same size, one byte past the header changed: the modification time moves.
         let mut bytes = std::fs::read(&files[1]).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(&files[1], bytes).unwrap();
-        let error = check(dir.path(), "shop", &files).unwrap_err();
+        let error = check(dir.path(), "shop", &files, &*sqlgate_engine_sqlite::files()).unwrap_err();
         assert_eq!(error.file, files[1], "{error}");
         assert!(error.message.contains("SHA-256 differs"), "{error}");
     }

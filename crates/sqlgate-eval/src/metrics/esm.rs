@@ -649,7 +649,7 @@ impl Evaluator {
                 if let Some(schema) = cache.get(db_id) {
                     return Ok(schema.clone());
                 }
-                let path = crate::files::database_file(dir, db_id)
+                let path = crate::files::database_file(dir, db_id, "sqlite")
                     .map_err(|problem| InputError::file(dir, problem))?;
                 let schema = Arc::new(Schema::from_sqlite(path)?);
                 cache.insert(db_id.to_string(), schema.clone());

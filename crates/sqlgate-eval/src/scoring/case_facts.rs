@@ -11,7 +11,6 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use super::Scoring;
-use crate::exec::schema::Schema;
 use crate::exec::QueryRunner;
 use crate::loaders::Case;
 use crate::metrics::ex::{self, CaseInput};
@@ -48,7 +47,7 @@ pub(super) fn collect(
 ) -> Robustness {
     let (sql, samples, retrieved) = answer;
     let gold = case.gold.first().map(String::as_str).unwrap_or_default();
-    let columns = scoring.schemas.columns(main_db);
+    let columns = scoring.schemas.columns(main_db, runner);
     let schema_errors = match (sql, &columns) {
         (Some(sql), Some(columns)) => errors_of(gold, sql, columns),
         _ => None,
@@ -81,12 +80,12 @@ pub struct SchemaCache(Mutex<HashMap<PathBuf, Arc<SchemaColumns>>>);
 
 impl SchemaCache {
     /// The database's tables and columns; `None` when it cannot be read.
-    fn columns(&self, db: &Path) -> Option<Arc<SchemaColumns>> {
+    fn columns(&self, db: &Path, runner: &dyn QueryRunner) -> Option<Arc<SchemaColumns>> {
         let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(columns) = cache.get(db) {
             return Some(columns.clone());
         }
-        let schema = Schema::read(db).ok()?;
+        let schema = crate::exec::schema::query(runner, db).ok()?;
         let columns: SchemaColumns = schema
             .tables
             .iter()

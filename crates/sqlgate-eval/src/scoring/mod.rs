@@ -177,7 +177,7 @@ impl Scoring {
         if !self.every_database {
             return None;
         }
-        if bench.on_server {
+        if bench.on_server() {
             return Some(
                 "every_database runs cases on the files of a database folder, which a server \
                  engine does not have"
@@ -201,24 +201,19 @@ impl Scoring {
 
 /// Connects to every database of a benchmark on a server, failing (at the first case naming
 /// it) on one that cannot be reached, before anything is scored; returns warnings about what
-/// the role could do beyond reading. Nothing to check on SQLite files.
-pub fn check_server(bench: &Benchmark, backend: &Backend) -> Result<Vec<String>, InputError> {
-    let Backend::Postgres(server) = backend else {
+/// the role could do beyond reading. Nothing to check on database files.
+pub fn check_server(bench: &Benchmark, backend: &dyn Backend) -> Result<Vec<String>, InputError> {
+    if !backend.on_server() {
         return Ok(Vec::new());
-    };
+    }
     let mut warnings = Vec::new();
     let mut checked = std::collections::BTreeSet::new();
     for case in &bench.cases {
         if checked.insert(case.db.as_str()) {
-            let found = server
-                .check_reader(&case.db)
+            let found = backend
+                .check_reader(Path::new(&case.db))
                 .map_err(|message| case.source.error(format!("case `{}`: {message}", case.id)))?;
-            warnings.extend(found.into_iter().map(|w| {
-                format!(
-                    "{}: {w} (docs/postgres.md sets up a read-only role)",
-                    server.url(&case.db)
-                )
-            }));
+            warnings.extend(found);
         }
     }
     Ok(warnings)
@@ -228,7 +223,7 @@ pub fn check_server(bench: &Benchmark, backend: &Backend) -> Result<Vec<String>,
 /// table (schema-only copies), where every query returns an empty result, so a wrong query
 /// "matches" its gold as often as a right one. A case that also runs on the other databases of
 /// its folder (a distilled suite beside a schema-only original) is judged by those too.
-pub fn empty_database_warnings(databases: &[CaseDatabases]) -> Vec<String> {
+pub fn empty_database_warnings(backend: &dyn Backend, databases: &[CaseDatabases]) -> Vec<String> {
     let mut cases_by_db: BTreeMap<&Path, (usize, &[PathBuf])> = BTreeMap::new();
     for case in databases {
         cases_by_db
@@ -236,7 +231,8 @@ pub fn empty_database_warnings(databases: &[CaseDatabases]) -> Vec<String> {
             .or_insert((0, &case.evaluated))
             .0 += 1;
     }
-    let without_rows = |db: &Path| matches!(crate::exec::schema::holds_rows(db), Ok(false));
+    let without_rows =
+        |db: &Path| matches!(crate::exec::schema::holds_rows(backend, db), Ok(false));
     cases_by_db
         .into_iter()
         // A database that cannot be read fails its cases' executions, which say why.

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sqlgate_eval::exec::sandbox::Source;
-use sqlgate_eval::exec::{Engine, EngineKind, Execution, QueryRunner, ResultSet, Sandbox};
+use sqlgate_eval::exec::{
+    Driver, Engine, Execution, Feature, Open, QueryRunner, ResultSet, Source,
+};
 use sqlgate_eval::loaders::Case;
 use sqlgate_eval::metrics::ex::{self, CaseInput, Verdict};
 
@@ -27,8 +28,8 @@ impl<P: Fn(&Path, &str) -> Execution + Sync> QueryRunner for SplitRunner<'_, P> 
         (self.pred)(db, sql)
     }
 
-    fn engine(&self) -> EngineKind {
-        self.engine.engine()
+    fn driver(&self) -> &'static dyn Driver {
+        self.engine.driver()
     }
 }
 
@@ -108,11 +109,23 @@ fn case_input<'a>(case: &'a Case, gold: &'a [String], files: &'a [PathBuf]) -> C
     }
 }
 
-/// `sql` executed on `db` with `PRAGMA reverse_unordered_selects = ON`, in the gold's sandbox
-/// and limits.
+/// `sql` executed on `db` with unordered rows in another order (SQLite's
+/// `PRAGMA reverse_unordered_selects = ON`), in the gold's sandbox and limits.
 pub(super) fn reversed_scan(engine: &Engine, db: &Path, sql: &str) -> Execution {
-    match Sandbox::open_reversing_unordered(db, Source::Gold) {
-        Ok(sandbox) => sandbox.execute(sql, engine.limits()),
+    let driver = engine.driver();
+    let opened = if driver.supports(Feature::ReverseUnordered) {
+        engine.backend().open(
+            db,
+            Open {
+                source: Source::Gold,
+                reverse_unordered: true,
+            },
+        )
+    } else {
+        Err(driver.unsupported(Feature::ReverseUnordered).into())
+    };
+    match opened {
+        Ok(mut connection) => connection.execute(sql, engine.limits()),
         Err(error) => Execution {
             result: Err(error),
             elapsed: Default::default(),

@@ -54,14 +54,14 @@ fn run(db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
         format: GoldFormat::Native,
         tables: None,
         join_keys: BTreeMap::new(),
-        on_server: false,
+        backend: sqlgate_engine_sqlite::files(),
     };
     let settings = Settings {
         mode: Mode::Testsuite,
         mode_options: ModeOptions::default(),
         seed: DEFAULT_SEED,
     };
-    audit(&bench, &settings, &Engine::new(limits)).expect("the audit runs")
+    audit(&bench, &settings, &Engine::new(limits, sqlgate_engine_sqlite::files())).expect("the audit runs")
 }
 
 fn kinds(findings: &[Finding], id: &str) -> Vec<Kind> {

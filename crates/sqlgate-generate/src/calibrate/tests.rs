@@ -24,7 +24,7 @@ fn settings(regimes: &[&str]) -> Settings<'static> {
 
 fn runs(sql: &str, settings: &Settings) -> Vec<MutantRun> {
     let (_dir, db) = tiny_db();
-    let engine = Engine::new(Limits::default());
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     match mutate_and_score("q", sql, &db, settings, &engine).expect("scored") {
         SeedOutcome::Mutated(runs) => runs,
         _ => panic!("the gold executes and parses"),

@@ -29,7 +29,7 @@ pub struct Facts {
 impl Facts {
     /// Reads the facts of the SQLite file `db`, opened read-only.
     pub fn read(db: &Path) -> Result<Facts, rusqlite::Error> {
-        let schema = Schema::read(db)?;
+        let schema = sqlgate_engine_sqlite::read_schema(db)?;
         let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         let ddl = conn
             .prepare(
@@ -40,7 +40,7 @@ impl Facts {
             .query_map([], |row| row.get(0))?
             .collect::<Result<Vec<String>, _>>()?;
         let (unique, compound) = unique_columns(&conn, &schema)?;
-        let holds_rows = sqlgate_eval::exec::schema::holds_rows(db)?;
+        let holds_rows = sqlgate_engine_sqlite::holds_rows(db)?;
         Ok(Facts {
             fill_order: parents_first(&schema),
             schema,

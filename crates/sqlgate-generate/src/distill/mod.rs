@@ -147,10 +147,11 @@ pub fn distill(
     answers: &KnownAnswers,
     provenance: &Provenance,
 ) -> Result<Vec<DatabaseReport>, DistillError> {
-    if bench.on_server {
+    let engine = bench.backend.driver().name();
+    if engine != sqlgate_eval::exec::Driver::name(&sqlgate_engine_sqlite::DRIVER) {
         return Err(InputError::file(
             &bench.db_dir,
-            "distill builds SQLite databases; it cannot read a server's schema",
+            format!("distill builds SQLite databases; engine `{engine}` does not support it yet"),
         )
         .into());
     }

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use sqlgate_eval::exec::sandbox::Source;
-use sqlgate_eval::exec::{EngineKind, Execution, Limits, QueryRunner, Sandbox};
+use sqlgate_engine_sqlite::Sandbox;
+use sqlgate_eval::exec::{Driver, Execution, Limits, QueryRunner, Source};
 use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions, Verdict};
 
 use super::neighbours::Neighbour;
@@ -200,8 +200,8 @@ impl QueryRunner for FileRunner {
         self.run(db, sql)
     }
 
-    fn engine(&self) -> EngineKind {
-        EngineKind::Sqlite
+    fn driver(&self) -> &'static dyn Driver {
+        &sqlgate_engine_sqlite::DRIVER
     }
 }
 

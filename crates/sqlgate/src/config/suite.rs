@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use sqlgate_eval::exec::EngineKind;
+use sqlgate_engines::EngineKind;
 use sqlgate_eval::loaders::GoldFormat;
 use sqlgate_eval::metrics::ex::Mode;
 use sqlgate_eval::metrics::sqlmorph::Regime;
@@ -25,7 +25,8 @@ pub struct SuiteConfig {
     pub tables: Option<PathBuf>,
     /// The gold file's format, when its name does not say (as `score --format`).
     pub format: Option<GoldFormat>,
-    /// Where the databases are: `sqlite` files (default) or a `postgres` server.
+    /// Where the databases are: `sqlite` files (default), `duckdb` files, or a `postgres` or
+    /// `mysql` server (the engines this build has).
     #[serde(default)]
     pub engine: EngineKind,
     /// PostgreSQL: the connection URL template, `{db}` standing for each case's database

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use sqlgate_eval::exec::sandbox::{timeout_from_secs, MAX_TIMEOUT};
+use sqlgate_eval::exec::limits::{timeout_from_secs, MAX_TIMEOUT};
 
 /// A time bound in seconds: positive and at most a day (`timeout_secs = 60`). It serializes as
 /// the number written, so fingerprints of settings holding one read as before.

@@ -17,7 +17,6 @@ use crate::system::cassette::{record_key, Cassette, RecordedAnswer};
 use crate::system::{self, Request, System};
 use crate::Error;
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::exec::Backend;
 use sqlgate_llm::throttle::{Asked, Throttle};
 
 use super::plan::SuitePlan;
@@ -369,12 +368,14 @@ fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, I
     for case in &suite.bench.cases {
         if !schemas.contains_key(&case.db) {
             let path = suite.bench.db_files(case, false)?.remove(0);
-            let ddl = match &suite.backend {
-                Backend::Sqlite => system::schema_ddl(&path)?,
-                Backend::Postgres(server) => server
-                    .schema(&case.db)
+            // SQLite keeps each table's CREATE statement as written; other engines' catalogs
+            // are written out as one.
+            let ddl = if suite.backend.driver().name() == sqlgate_engines::sqlite().name() {
+                system::schema_ddl(&path)?
+            } else {
+                sqlgate_eval::exec::schema::query(&suite.engine(), &path)
                     .map(|schema| schema.ddl())
-                    .map_err(|message| case.source.error(message))?,
+                    .map_err(|error| case.source.error(error.message))?
             };
             schemas.insert(case.db.clone(), (path, ddl));
         }

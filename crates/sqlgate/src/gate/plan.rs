@@ -2,6 +2,7 @@
 //! Built from `sqlgate.toml`, or directly by a Rust user plugging in their own system.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::config::{Metric, PassRule, Threshold};
 use sqlgate_eval::exec::{Backend, Engine, Limits};
@@ -21,8 +22,8 @@ pub struct SuitePlan {
     pub databases: Vec<CaseDatabases>,
     /// Bounds on every query the suite executes (time, rows, bytes).
     pub limits: Limits,
-    /// Where its databases are (SQLite files unless the suite names a server).
-    pub backend: Backend,
+    /// Where its databases are (SQLite files unless the suite names another engine).
+    pub backend: Arc<dyn Backend>,
     /// TrustSQL's penalty c of the `rs` metric (the profile's `penalty`, default 0).
     pub penalty: f64,
     /// Aggregate thresholds, by metric.
@@ -49,7 +50,7 @@ pub struct SuitePlan {
 impl SuitePlan {
     /// An engine running the suite's SQL within its limits on its databases.
     pub fn engine(&self) -> Engine {
-        Engine::with_backend(self.limits, self.backend.clone())
+        Engine::new(self.limits, self.backend.clone())
     }
 
     /// `<suite>::<db>::<case-id>`.

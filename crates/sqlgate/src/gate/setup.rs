@@ -13,7 +13,7 @@ use sqlgate_eval::error::is_plain_name;
 
 use crate::config::ConfigError;
 use crate::Error;
-use sqlgate_eval::exec::{Backend, Limits};
+use sqlgate_eval::exec::{Limits, Settings};
 use sqlgate_eval::loaders::{self, LoadOptions};
 use sqlgate_eval::metrics::efficiency::measure as efficiency;
 use sqlgate_eval::metrics::ex::ModeOptions;
@@ -35,24 +35,24 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         let suite = entry.get_ref();
         // A problem of the suite as a whole, at its `[[suite]]` header.
         let suite_error = |message: String| Error::from(config.error_at(entry.span(), message));
-        let backend = Backend::new(
-            suite.engine,
-            suite.dsn.as_deref(),
-            suite.password_env.as_deref(),
-        )
-        .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
+        let settings = Settings {
+            dsn: suite.dsn.as_deref(),
+            password_env: suite.password_env.as_deref(),
+        };
+        let backend = sqlgate_eval::exec::connect(suite.engine.driver(), &settings)
+            .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
         if suite.every_database && backend.on_server() {
-            return Err(suite_error(
+            return Err(suite_error(format!(
                 "[[suite]] every_database runs cases on the files of a database folder, which \
-                 the postgres engine does not have"
-                    .to_string(),
-            ));
+                 the {} engine does not have",
+                suite.engine
+            )));
         }
         let options = LoadOptions {
             db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
             format: suite.format,
-            on_server: backend.on_server(),
+            backend: backend.clone(),
         };
         let mut bench = loaders::load(&config.resolve(&suite.benchmark), &options)?;
         for (family, path) in &suite.families {
@@ -61,7 +61,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         }
         bench.check_ids()?;
         bench.check_databases()?;
-        let server_warnings = sqlgate_eval::scoring::check_server(&bench, &backend)?;
+        let server_warnings = sqlgate_eval::scoring::check_server(&bench, &*backend)?;
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
         // The name is the snapshot's file name.
         if !is_plain_name(&name) || name.contains("::") {
@@ -153,7 +153,9 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         let mut warnings = server_warnings;
         // Server databases are names, not files to look into.
         if !backend.on_server() {
-            warnings.extend(sqlgate_eval::scoring::empty_database_warnings(&databases));
+            warnings.extend(sqlgate_eval::scoring::empty_database_warnings(
+                &*backend, &databases,
+            ));
         }
         plans.push(SuitePlan {
             must_pass: tests_of_suite(|c| c.must_pass),

@@ -418,7 +418,7 @@ fn db_dir_option_and_testsuite_folder() {
     );
     let options = LoadOptions {
         db_dir: Some(dbs.clone()),
-        ..LoadOptions::default()
+        ..LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     let bench = load(&path, &options).unwrap();
     let [nested_case, flat_case] = &bench.cases[..] else {
@@ -454,7 +454,7 @@ fn format_override_and_unknown_extension() {
     expect_error(load_default(&path), &path, None, None, &["`tsv`"]);
     let options = LoadOptions {
         format: Some(GoldFormat::Spider),
-        ..LoadOptions::default()
+        ..LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     let bench = load(&path, &options).unwrap();
     assert_eq!(bench.cases[0].gold, ["SELECT 1"]);
@@ -466,7 +466,7 @@ fn format_override_and_unknown_extension() {
     );
     let options = LoadOptions {
         format: Some(GoldFormat::DefogIdk),
-        ..LoadOptions::default()
+        ..LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     let bench = load(&csv, &options).unwrap();
     assert!(!bench.cases[0].feasible);
@@ -502,7 +502,7 @@ fn tables_json_is_given_or_found_beside_the_gold() {
     let missing = dir.path().join("nope.json");
     let options = LoadOptions {
         tables: Some(missing.clone()),
-        ..LoadOptions::default()
+        ..LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     expect_error(load(&path, &options), &missing, None, None, &["not found"]);
 }
@@ -531,7 +531,7 @@ fn odd_inputs_never_panic() {
         for format in GoldFormat::ALL {
             let options = LoadOptions {
                 format: Some(format),
-                ..LoadOptions::default()
+                ..LoadOptions::on(sqlgate_engine_sqlite::files())
             };
             // Either outcome is fine; an error must still name the file.
             if let Err(error) = load(&path, &options) {

@@ -33,7 +33,7 @@ fn make_db(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn load_default(path: &Path) -> Result<Benchmark, InputError> {
-    load(path, &LoadOptions::default())
+    load(path, &LoadOptions::on(sqlgate_engine_sqlite::files()))
 }
 
 /// Asserts that loading fails, that the error names `file` and, when given, the record and

@@ -281,7 +281,7 @@ fn db_dir_option_overrides_the_manifest() {
     let elsewhere = dir.path().join("elsewhere");
     let options = LoadOptions {
         db_dir: Some(elsewhere.clone()),
-        ..LoadOptions::default()
+        ..LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     let bench = load(&manifest, &options).unwrap();
     assert_eq!(bench.db_dir, elsewhere);

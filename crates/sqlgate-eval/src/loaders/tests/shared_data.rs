@@ -76,7 +76,7 @@ fn spider_gold_and_published_predictions() {
     let spider = data.join("spider-dev");
     let options = LoadOptions {
         db_dir: Some(spider.join("schema-db")),
-        ..LoadOptions::default()
+        ..LoadOptions::on(sqlgate_engine_sqlite::files())
     };
     let bench = load(&spider.join("gold.txt"), &options).unwrap();
     assert_eq!(bench.format, GoldFormat::Spider);

@@ -147,7 +147,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = numbers(dir.path());
         let measure_once = |pred| {
-            let engine = Engine::new(Limits::default());
+            let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
             let budget = Some(Duration::from_secs(30));
             measure(
                 &settings(false, true),
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn a_wrong_answer_scores_zero_without_running() {
-        let engine = Engine::new(Limits::default());
+        let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
         let (efficiency, notes) = measure(
             &settings(true, true),
             None,
@@ -188,7 +188,7 @@ mod tests {
     fn timed_iterations_give_the_cleaned_mean_ratio() {
         let dir = tempfile::tempdir().unwrap();
         let db = numbers(dir.path());
-        let engine = Engine::new(Limits::default());
+        let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
         let (efficiency, notes) = measure(
             &settings(true, false),
             Some(Duration::from_secs(30)),
@@ -213,7 +213,7 @@ mod tests {
             timeout: Some(Duration::from_millis(200)),
             ..Limits::default()
         };
-        let engine = Engine::new(limits);
+        let engine = Engine::new(limits, sqlgate_engine_sqlite::files());
         let started = std::time::Instant::now();
         let (efficiency, notes) = measure(
             &Settings {

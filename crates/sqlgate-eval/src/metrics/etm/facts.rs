@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::exec::schema::{quoted, Schema};
-use crate::exec::{EngineKind, ExecError, QueryRunner, ResultSet, Value};
+use crate::exec::schema;
+use crate::exec::{Driver, ExecError, QueryRunner, ResultSet, Value};
 
 #[derive(Debug, Clone, Default)]
 pub struct TableFacts {
@@ -59,9 +59,9 @@ impl Facts {
 
     /// Reads the facts of the database `db` through `runner`, in its engine's catalog.
     pub fn read(runner: &dyn QueryRunner, db: &Path) -> Result<Facts, ExecError> {
-        let engine = runner.engine();
+        let engine = runner.driver();
         let rows = |sql: &str| runner.gold(db, sql).result;
-        let schema = Schema::query(runner, db)?;
+        let schema = schema::query(runner, db)?;
         let unique = unique_columns(engine, &rows)?;
         let mut facts = Facts::default();
         for table in &schema.tables {
@@ -109,28 +109,14 @@ type Rows<'a> = dyn Fn(&str) -> Result<Arc<ResultSet>, ExecError> + 'a;
 
 /// Each table's columns that a single-column UNIQUE index (or constraint) covers, lowercased.
 fn unique_columns(
-    engine: EngineKind,
+    engine: &dyn Driver,
     rows: &Rows<'_>,
 ) -> Result<HashMap<String, HashSet<String>>, ExecError> {
-    let sql = match engine {
-        // An index on an expression has no column name.
-        EngineKind::Sqlite => {
-            "SELECT m.name, max(ii.name) FROM sqlite_master AS m, pragma_index_list(m.name) AS il, \
-             pragma_index_info(il.name) AS ii WHERE m.type = 'table' AND il.\"unique\" \
-             GROUP BY m.name, il.name HAVING count(*) = 1 AND max(ii.name) IS NOT NULL"
-        }
-        // indkey[0] is 0 for an index on an expression, which no attribute matches.
-        EngineKind::Postgres => {
-            "SELECT c.relname::text, a.attname::text FROM pg_index i \
-             JOIN pg_class c ON c.oid = i.indrelid \
-             JOIN pg_namespace n ON n.oid = c.relnamespace \
-             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] \
-             WHERE i.indisunique AND i.indnkeyatts = 1 \
-             AND n.nspname = ANY (current_schemas(false))"
-        }
-    };
     let mut unique: HashMap<String, HashSet<String>> = HashMap::new();
-    for row in &rows(sql)?.rows {
+    let Some(sql) = engine.unique_columns_query() else {
+        return Ok(unique);
+    };
+    for row in &rows(&sql)?.rows {
         if let [Value::Text(table), Value::Text(column)] = row.as_slice() {
             unique
                 .entry(table.clone())
@@ -144,12 +130,12 @@ fn unique_columns(
 /// Whether the table has rows, and rule 17's guard: its columns declared as dates or holding
 /// only ISO-8601 text. One query per table, each check stopping at its first witness.
 fn read_contents(
-    engine: EngineKind,
+    engine: &dyn Driver,
     rows: &Rows<'_>,
     name: &str,
     facts: &mut TableFacts,
 ) -> Result<(), ExecError> {
-    let table = quoted(name);
+    let table = engine.quote(name);
     let declared_date = |column: &String| {
         let declared = facts
             .declared_types
@@ -161,16 +147,8 @@ fn read_contents(
         facts.columns.iter().partition(|c| declared_date(c));
     // Only text values that are not dates disqualify a column; a table without rows has none.
     let checks = undeclared.iter().map(|column| {
-        let col = quoted(column);
-        let not_a_date = match engine {
-            EngineKind::Sqlite => format!(
-                "typeof({col}) = 'text' AND {col} GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
-            ),
-            EngineKind::Postgres => format!(
-                "pg_typeof({col}) IN ('text'::regtype, 'character varying'::regtype, \
-                 'character'::regtype) AND {col}::text ~ '^[0-9]{{4}}-[0-1][0-9]-[0-3][0-9]'"
-            ),
-        };
+        let col = engine.quote(column);
+        let not_a_date = engine.not_iso_date(&col);
         format!("EXISTS (SELECT 1 FROM {table} WHERE {col} IS NOT NULL AND NOT ({not_a_date}))")
     });
     let sql = format!(

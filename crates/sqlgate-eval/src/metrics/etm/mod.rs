@@ -34,7 +34,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
-use crate::exec::{EngineKind, QueryRunner};
+use crate::exec::{Feature, QueryRunner};
 use crate::sqltext;
 
 pub use facts::Facts;
@@ -148,7 +148,7 @@ impl Verdict {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read the database {}: {message}", path.display())]
 pub struct EtmError {
-    /// The database: a SQLite file, or a PostgreSQL database's name.
+    /// The database: a file, or a server database's name.
     pub path: PathBuf,
     /// The engine's message.
     pub message: String,
@@ -207,14 +207,18 @@ impl Evaluator {
         let facts = self.facts(runner, db)?;
         let gold = preprocess(gold, &facts);
         let pred = preprocess(pred, &facts);
-        let explain = |sql: &str| match runner.engine() {
-            EngineKind::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
-            EngineKind::Postgres => format!("EXPLAIN {sql}"),
+        let driver = runner.driver();
+        let (Some(explain_gold), Some(explain_pred)) = (driver.explain(&gold), driver.explain(&pred))
+        else {
+            return Err(EtmError {
+                path: db.to_path_buf(),
+                message: driver.unsupported(Feature::Explain).to_string(),
+            });
         };
-        if let Err(error) = runner.gold(db, &explain(&gold)).result {
+        if let Err(error) = runner.gold(db, &explain_gold).result {
             return Ok(Verdict::failed(Status::InvalidGold, error.message));
         }
-        if let Err(error) = runner.pred(db, &explain(&pred)).result {
+        if let Err(error) = runner.pred(db, &explain_pred).result {
             return Ok(Verdict::failed(Status::InvalidPred, error.message));
         }
         Ok(

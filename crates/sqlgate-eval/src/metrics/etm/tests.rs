@@ -29,7 +29,7 @@ pub(super) fn fixture(dir: &Path) -> PathBuf {
 
 /// A runner on SQLite files, with the run's default bounds.
 pub(super) fn runner() -> Engine {
-    Engine::new(Limits::default())
+    Engine::new(Limits::default(), sqlgate_engine_sqlite::files())
 }
 
 const S: &str = "SELECT name FROM singer";

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::exec::{EngineKind, ExecError, ExecErrorKind, Execution, ResultSet, Value};
+use crate::exec::{ExecError, ExecErrorKind, Execution, ResultSet, Value};
 
 use super::{evaluate, CaseInput, Mode, ModeOptions, Outcome, QueryRunner};
 
@@ -119,8 +119,8 @@ impl QueryRunner for FakeRunner {
         lookup(&self.pred, sql)
     }
 
-    fn engine(&self) -> EngineKind {
-        EngineKind::Sqlite
+    fn driver(&self) -> &'static dyn crate::exec::Driver {
+        &sqlgate_engine_sqlite::DRIVER
     }
 }
 
@@ -182,8 +182,8 @@ impl QueryRunner for SqliteRunner {
         Self::run(db, sql)
     }
 
-    fn engine(&self) -> EngineKind {
-        EngineKind::Sqlite
+    fn driver(&self) -> &'static dyn crate::exec::Driver {
+        &sqlgate_engine_sqlite::DRIVER
     }
 }
 

@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use super::expand::{is_redundant, jccs, Jcc, PatternCounts, Ranking, Shape};
-use super::graph::{Schema, SchemaGraph};
+use super::graph::SchemaGraph;
 use super::query::Jqg;
 use super::*;
 use sqlgate_eval::exec::Limits;
@@ -36,7 +36,7 @@ fn database(dir: &Path, script: &str) -> PathBuf {
 
 fn graph_of(script: &str, infer: bool) -> SchemaGraph {
     let dir = tempfile::tempdir().unwrap();
-    SchemaGraph::build(&Schema::read(&database(dir.path(), script)).unwrap(), infer)
+    SchemaGraph::build(&sqlgate_engine_sqlite::read_schema(&database(dir.path(), script)).unwrap(), infer)
 }
 
 fn jqg(sql: &str, schema: &SchemaGraph) -> (Query, Jqg) {
@@ -168,14 +168,14 @@ fn run(per_pattern: usize, seeds: &[Seed]) -> DbOutcome {
 fn run_with(options: &Options, seeds: &[Seed]) -> DbOutcome {
     let dir = tempfile::tempdir().unwrap();
     let path = database(dir.path(), TOXICOLOGY);
-    let schema = SchemaGraph::build(&Schema::read(&path).unwrap(), true);
+    let schema = SchemaGraph::build(&sqlgate_engine_sqlite::read_schema(&path).unwrap(), true);
     expand_database(
         "toxicology",
         &path,
         &schema,
         seeds,
         options,
-        &Engine::new(Limits::default()),
+        &Engine::new(Limits::default(), sqlgate_engine_sqlite::files()),
     )
 }
 

@@ -2240,7 +2240,7 @@ mod tests {
         )
         .unwrap();
         drop(conn);
-        let schema = sqlgate_eval::exec::schema::Schema::read(&db).unwrap();
+        let schema = sqlgate_engine_sqlite::read_schema(&db).unwrap();
         let comments = crate::mutate::para::descriptions::sqlite_comments(&db).unwrap();
         let names = SchemaNames::build(Some(&schema), &comments, None);
         says_with(

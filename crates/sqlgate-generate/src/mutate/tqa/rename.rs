@@ -141,7 +141,7 @@ impl RenameMap {
     /// Checks through `PRAGMA table_info` and `sqlite_master` (the schema reader) that `clone`
     /// has exactly the renamed tables and columns of `original`, and that its views still run.
     pub fn verify(&self, original: &Schema, clone: &Path) -> Result<(), String> {
-        let renamed = Schema::read(clone).map_err(|e| e.to_string())?;
+        let renamed = sqlgate_engine_sqlite::read_schema(clone).map_err(|e| e.to_string())?;
         let expected: Vec<(String, Vec<String>)> = original
             .tables
             .iter()

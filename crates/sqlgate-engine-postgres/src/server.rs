@@ -1,4 +1,4 @@
-//! The PostgreSQL engine: untrusted SQL on a server, with the SQLite sandbox's guarantees.
+//! A PostgreSQL server: untrusted SQL on it, with the SQLite sandbox's guarantees.
 //!
 //! Predicted SQL is hostile input. Defence in depth (docs/postgres.md tells how to set up the
 //! role, the main defence):
@@ -20,8 +20,6 @@
 //! back after its query, so the pool holds at most one connection per worker. TLS is not used (`NoTls`): connect
 //! over loopback or a Unix socket, or through a tunnel.
 
-mod values;
-
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
@@ -30,10 +28,12 @@ use std::time::{Duration, Instant};
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
-use super::memory::{self, ResultCharge};
-use super::sandbox::{result_bytes, Limits, MAX_SQL_BYTES};
-use super::schema::{postgres_catalog, Schema};
-use super::{ExecError, ExecErrorKind, Execution, ResultSet};
+use sqlgate_engine::limits::{result_bytes, MAX_SQL_BYTES};
+use sqlgate_engine::memory::{self, ResultCharge};
+use sqlgate_engine::{ExecError, ExecErrorKind, Execution, Limits, ResultSet, Schema};
+
+use crate::catalog::postgres_catalog;
+use crate::values;
 
 /// Functions a prediction may not call: they read or write server files, move large objects
 /// between files and the database, reach other servers, or signal other sessions.
@@ -133,9 +133,6 @@ impl Server {
                  instead (`password_env`, `--password-env`)"
                     .to_string(),
             );
-        }
-        if let Some(variable) = password_env {
-            crate::secrets::register_env(variable);
         }
         Ok(Server {
             template: template.to_string(),
@@ -594,8 +591,6 @@ fn reader_warnings(client: &mut Client) -> Result<Vec<String>, postgres::Error> 
     Ok(warnings)
 }
 
-/// The base tables of the schemas on the search path, with their columns (declared type as
-/// `format_type` spells it), primary keys, NOT NULL and foreign keys.
 #[cfg(test)]
 mod tests {
     use super::*;

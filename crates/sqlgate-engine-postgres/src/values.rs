@@ -20,7 +20,7 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 use postgres::types::{FromSql, Kind, Type};
 
-use crate::exec::Value;
+use sqlgate_engine::Value;
 
 /// A cell as the server sent it (binary format); `None` is NULL.
 pub(super) struct Raw<'a>(pub Option<&'a [u8]>);

@@ -20,16 +20,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags, StatementStatus};
 
-use super::memory::{self, ResultCharge};
-use super::{watchdog, ExecError, ExecErrorKind, Execution, ResultSet, Value};
-use crate::files::sidecar;
+use sqlgate_engine::limits::{result_bytes, MAX_SQL_BYTES};
+use sqlgate_engine::memory::{self, ResultCharge};
+use sqlgate_engine::{watchdog, ExecError, ExecErrorKind, Execution, Limits, ResultSet, Source, Value};
+
+use crate::sidecar;
 
 /// The longest string or blob a query may build (`zeroblob(1e9)`, `printf('%.*c', ...)`).
 const MAX_VALUE_LENGTH: i32 = 64 << 20;
@@ -71,7 +73,7 @@ impl Sandbox {
 
     /// Opens `path`, running `pragmas` before the authorizer, which would refuse them, is set.
     fn open_with(path: &Path, source: Source, pragmas: &str) -> Result<Sandbox, ExecError> {
-        memory::bound_sqlite();
+        crate::heap::bound();
         // A file that is not a database is a fact of its content; any other failure to open
         // (missing, unreadable, out of file handles) is of the moment.
         let open_error = |e: rusqlite::Error| ExecError {
@@ -183,7 +185,10 @@ impl Sandbox {
         // A bound too far away to represent is no bound.
         let deadline = limits.timeout.and_then(|t| start.checked_add(t));
         self.denied.store(false, Ordering::Relaxed);
-        let armed = deadline.map(|d| watchdog::arm(d, self.conn.get_interrupt_handle()));
+        let armed = deadline.map(|d| {
+            let handle = self.conn.get_interrupt_handle();
+            watchdog::arm(d, Box::new(move || handle.interrupt()))
+        });
         let mut charge = ResultCharge::default();
         let mut steps = 0;
         let result = self
@@ -285,7 +290,7 @@ impl Sandbox {
             RunError::Prepare(e) | RunError::Runtime(e)
                 if code(&e) == Some(ErrorCode::OutOfMemory) =>
             {
-                (ExecErrorKind::OutOfMemory, memory::sqlite_out_of_memory())
+                (ExecErrorKind::OutOfMemory, memory::out_of_memory())
             }
             RunError::Prepare(e) | RunError::Runtime(e)
                 if code(&e) == Some(ErrorCode::OperationInterrupted)
