@@ -2,6 +2,7 @@
 
 mod audit;
 mod calibrate;
+mod copy;
 mod diff;
 mod distill;
 mod generate;
@@ -65,6 +66,9 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Build schema-only SQLite databases (no rows) from a Spider `tables.json`.
     SchemaDb(schema_db::SchemaDbArgs),
+    /// Copy databases to another engine (SQLite files into DuckDB files, a PostgreSQL or
+    /// MySQL server), to score one benchmark on several engines.
+    Copy(copy::CopyArgs),
     /// Counterexample databases per schema that tell each gold from its near misses, written
     /// as test-suite folders for `score --mode testsuite` (see docs/distill.md).
     Distill(distill::DistillArgs),
@@ -96,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Audit(args) => audit::run(args),
         Command::SchemaDb(args) => schema_db::run(args),
+        Command::Copy(args) => copy::run(args),
         Command::Distill(args) => distill::run(args),
     };
     match result {

@@ -114,3 +114,57 @@ impl Connection for OnServer {
         self.server.planned_cost(&self.db, sql, limits)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(dsn: Option<&str>, password_env: Option<&str>) -> String {
+        let settings = Settings { dsn, password_env };
+        DRIVER.connect(&settings).err().expect("refused")
+    }
+
+    #[test]
+    fn a_server_needs_a_url_template_without_a_password() {
+        let url = "postgres://reader@127.0.0.1:5432/{db}";
+        let settings = Settings {
+            dsn: Some(url),
+            password_env: Some("PW"),
+        };
+        let backend = DRIVER.connect(&settings).unwrap();
+        assert!(backend.on_server());
+        assert_eq!(backend.driver().name(), "postgres");
+        assert!(refused(None, None).contains("needs a connection URL"));
+        let no_db = refused(Some("postgres://r@h/x"), None);
+        assert!(no_db.contains("lacks `{db}`"), "{no_db}");
+        let secret = refused(Some("postgres://r:secret@h/{db}"), None);
+        assert!(
+            secret.contains("holds a password") && !secret.contains("secret@"),
+            "{secret}"
+        );
+        let garbage = refused(Some("postgres://r@h:notaport/{db}"), None);
+        assert!(garbage.contains("does not parse"), "{garbage}");
+    }
+
+    #[test]
+    fn a_missing_password_variable_fails_the_query_saying_so() {
+        let settings = Settings {
+            dsn: Some("postgres://reader@127.0.0.1:1/{db}"),
+            password_env: Some("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
+        };
+        let backend = DRIVER.connect(&settings).unwrap();
+        let mut connection = backend
+            .open(Path::new("atis"), Open::for_source(sqlgate_engine::Source::Gold))
+            .unwrap();
+        let error = connection
+            .execute("SELECT 1", &Limits::default())
+            .result
+            .unwrap_err();
+        assert_eq!(error.kind, sqlgate_engine::ExecErrorKind::Unavailable);
+        assert!(
+            error.message.contains("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
+            "{}",
+            error.message
+        );
+    }
+}

@@ -116,4 +116,28 @@ mod tests {
         assert!(driver("oracle").unwrap_err().contains("sqlite"));
         assert!(driver("sqlite\n").unwrap_err().contains("`sqlite\\n`"));
     }
+
+    #[test]
+    fn an_engine_left_out_of_the_build_is_refused_naming_its_feature() {
+        for (name, built) in ENGINES {
+            match built {
+                Some(_) => assert!(driver(name).is_ok()),
+                None => {
+                    let error = driver(name).unwrap_err();
+                    assert!(error.contains(&format!("cargo feature `{name}`")), "{error}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sqlite_files_take_no_server_settings() {
+        let settings = sqlgate_engine::Settings {
+            dsn: Some("postgres://r@h/{db}"),
+            password_env: None,
+        };
+        let error = sqlite().connect(&settings).err().expect("refused");
+        assert!(error.contains("server engine"), "{error}");
+        assert!(!sqlite().connect(&Default::default()).unwrap().on_server());
+    }
 }

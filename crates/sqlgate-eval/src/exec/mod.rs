@@ -11,7 +11,8 @@ use std::time::Instant;
 
 pub use engine::Engine;
 pub use sqlgate_engine::{
-    limits, memory, value, Backend, Driver, ExecError, ExecErrorKind, Execution, Feature, Limits,
+    copy_database, limits, memory, value, Backend, Driver, ExecError, ExecErrorKind, Execution,
+    Feature, Limits, Writer,
     Open, ResultSet, Settings, Source, Storage, Unsupported, Value,
 };
 
