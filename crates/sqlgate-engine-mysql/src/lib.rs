@@ -228,21 +228,22 @@ impl Server {
     fn connect(&self, db: &str) -> Result<Session, String> {
         let url = self.url(db);
         let mut conn = Conn::new(self.opts(Some(db))?)
-            .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+            .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))?;
         let version: Option<String> = conn
             .query_first("SELECT VERSION()")
-            .map_err(|e| format!("cannot read the server's version on {url}: {e}"))?;
+            .map_err(|e| format!("cannot read the server's version on {url}: {}", error_text(&e)))?;
         let flavor = if version.is_some_and(|v| v.contains("MariaDB")) {
             Flavor::MariaDb
         } else {
             Flavor::MySql
         };
         // Dates and times in one fixed zone, as the PostgreSQL engine reads them.
-        conn.query_drop(
+        run(
+            &mut conn,
             "SET SESSION TRANSACTION READ ONLY; SET SESSION time_zone = '+00:00'; \
              SET NAMES utf8mb4",
         )
-        .map_err(|e| format!("cannot set up the session on {url}: {e}"))?;
+        .map_err(|e| format!("cannot set up the session on {url}: {}", error_text(&e)))?;
         Ok(Session { conn, flavor })
     }
 
@@ -288,7 +289,7 @@ impl Backend for Server {
         let db = database_name(db)?;
         let url = self.url(&db);
         let conn = Conn::new(self.opts(None).map_err(unavailable)?)
-            .map_err(|e| unavailable(format!("cannot connect to {url}: {e}")))?;
+            .map_err(|e| unavailable(format!("cannot connect to {url}: {}", error_text(&e))))?;
         writer::DatabaseWriter::create(conn, &db, &url)
     }
 }
@@ -408,7 +409,7 @@ impl Killer {
         *self.killed.lock().unwrap_or_else(|p| p.into_inner()) = true;
         // Best effort: the server's own time bound stops the statement too.
         if let Ok(mut conn) = Conn::new(self.opts.clone()) {
-            let _ = conn.query_drop(format!("KILL QUERY {}", self.id));
+            let _ = run(&mut conn, &format!("KILL QUERY {}", self.id));
         }
     }
 
@@ -433,7 +434,7 @@ fn bound_time(session: &mut Session, deadline: Option<Instant>) -> Result<(), my
             left.as_millis().clamp(1, u32::MAX as u128)
         ),
     };
-    session.conn.query_drop(statement)
+    run(&mut session.conn, &statement)
 }
 
 impl Connection for MySqlConnection {
@@ -476,10 +477,7 @@ impl Connection for MySqlConnection {
                         .or(cost.as_f64())
                 }
                 Flavor::MariaDb => {
-                    session
-                        .conn
-                        .query_drop(format!("EXPLAIN {sql}"))
-                        .map_err(Step::Prepare)?;
+                    run(&mut session.conn, &format!("EXPLAIN {sql}")).map_err(Step::Prepare)?;
                     let row: Option<(String, String)> = session
                         .conn
                         .query_first("SHOW SESSION STATUS LIKE 'Last_query_cost'")
@@ -590,6 +588,33 @@ fn fetch(
     Ok(result)
 }
 
+/// Runs `sql`, statements of the engine's own, reading every result: `query_drop` would drop
+/// the error of a statement with its result.
+pub(crate) fn run(conn: &mut Conn, sql: &str) -> Result<(), mysql::Error> {
+    drain(conn.query_iter(sql)?)
+}
+
+/// Reads every row of every result of `result`, stopping at the first error.
+pub(crate) fn drain<P: mysql::prelude::Protocol>(
+    mut result: mysql::QueryResult<'_, '_, '_, P>,
+) -> Result<(), mysql::Error> {
+    while let Some(set) = result.iter() {
+        for row in set {
+            row?;
+        }
+    }
+    Ok(())
+}
+
+/// The server's message as the server writes it (`ERROR 1054 (42S22): Unknown column...`), else
+/// the client's.
+pub(crate) fn error_text(error: &mysql::Error) -> String {
+    match error {
+        mysql::Error::MySqlError(server) => server.to_string(),
+        error => error.to_string(),
+    }
+}
+
 /// MySQL's error codes the engine tells apart.
 mod code {
     /// A write in a read-only transaction.
@@ -617,7 +642,7 @@ fn classify(step: Step, deadline: Option<Instant>, killed: bool) -> ExecError {
         Step::Prepare(error) => (error, true),
         Step::Run(error) => (error, false),
     };
-    let message = error.to_string();
+    let message = error_text(&error);
     let kind = match &error {
         mysql::Error::MySqlError(server) => match server.code {
             code::READ_ONLY_TRANSACTION | code::READ_ONLY_OPTION => ExecErrorKind::Denied,

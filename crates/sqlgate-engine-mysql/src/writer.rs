@@ -35,7 +35,7 @@ fn failed(what: &str, error: mysql::Error) -> ExecError {
             mysql::Error::MySqlError(_) => ExecErrorKind::Runtime,
             _ => ExecErrorKind::Unavailable,
         },
-        message: format!("{what}: {error}"),
+        message: format!("{what}: {}", crate::error_text(&error)),
     }
 }
 
@@ -47,9 +47,10 @@ impl DatabaseWriter {
         url: &str,
     ) -> Result<Box<dyn Writer>, ExecError> {
         let name = DRIVER.quote(db);
-        conn.query_drop(format!(
-            "CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-        ))
+        crate::run(
+            &mut conn,
+            &format!("CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),
+        )
         .map_err(|e| failed(&format!("cannot create the database {url}"), e))?;
         let mut writer = DatabaseWriter {
             conn,
@@ -119,9 +120,7 @@ fn parameter(value: &Value) -> mysql::Value {
 
 impl Writer for DatabaseWriter {
     fn execute_batch(&mut self, sql: &str) -> Result<(), ExecError> {
-        self.conn
-            .query_drop(sql)
-            .map_err(|e| failed(&format!("cannot write to {}", self.url), e))
+        crate::run(&mut self.conn, sql).map_err(|e| failed(&format!("cannot write to {}", self.url), e))
     }
 
     fn create_table(&mut self, table: &Table, foreign_keys: &[ForeignKey]) -> Result<(), ExecError> {
@@ -177,7 +176,8 @@ impl Writer for DatabaseWriter {
                 vec![placeholders.as_str(); chunk.len()].join(", ")
             );
             let params: Vec<mysql::Value> = chunk.iter().flatten().map(parameter).collect();
-            self.conn.exec_drop(&sql, params).map_err(|e| {
+            let result = self.conn.exec_iter(&sql, params).and_then(crate::drain);
+            result.map_err(|e| {
                 failed(
                     &format!("cannot insert into table `{table}` of {}", self.url),
                     e,
@@ -217,9 +217,8 @@ impl Drop for DatabaseWriter {
     fn drop(&mut self) {
         if !self.finished {
             // Best effort: nothing may take a half-written database as complete.
-            let _ = self
-                .conn
-                .query_drop(format!("DROP DATABASE IF EXISTS {}", DRIVER.quote(&self.db)));
+            let drop = format!("DROP DATABASE IF EXISTS {}", DRIVER.quote(&self.db));
+            let _ = crate::run(&mut self.conn, &drop);
         }
     }
 }
