@@ -107,6 +107,8 @@ struct Tally {
     differ: usize,
     fail: usize,
     samples: Vec<String>,
+    /// Failures by error code, and the word a syntax error stopped at.
+    reasons: std::collections::BTreeMap<String, usize>,
 }
 
 impl Tally {
@@ -115,13 +117,20 @@ impl Tally {
             Ok(true) => self.agree += 1,
             Ok(false) => {
                 self.differ += 1;
-                if self.samples.len() < 5 {
+                if self.samples.len() < 20 {
                     self.samples.push(format!("differs: {sql}"));
                 }
             }
             Err(error) => {
                 self.fail += 1;
-                if self.samples.len() < 10 {
+                // The code, and for a syntax error the word the server stopped at.
+                let code = error.split(':').next().unwrap_or_default();
+                let near = error.split(" near '").nth(1).and_then(|rest| {
+                    rest.split(|c: char| !c.is_alphanumeric() && c != '_').next()
+                });
+                let reason = format!("{code} {}", near.unwrap_or_default());
+                *self.reasons.entry(reason).or_default() += 1;
+                if self.samples.len() < 8 {
                     self.samples.push(format!("fails: {sql}: {error}"));
                 }
             }
@@ -216,15 +225,16 @@ fn golds_agree_with_sqlite_where_the_dialects_allow() {
     }
     for (name, tally) in [("SQLite", &sqlite_dialect), ("PostgreSQL", &postgres_dialect)] {
         eprintln!(
-            "Defog {name} golds on MariaDB: {} agree with SQLite, {} differ, {} fail\n  {}",
+            "Defog {name} golds on MariaDB: {} agree with SQLite, {} differ, {} fail\n  {}\n  {:#?}",
             tally.agree,
             tally.differ,
             tally.fail,
-            tally.samples.join("\n  ")
+            tally.samples.join("\n  "),
+            tally.reasons
         );
     }
     eprintln!("{sqlite_failures} SQLite golds fail on SQLite itself");
-    // Floors at what was measured (docs/mysql.md gives the numbers).
-    assert!(sqlite_dialect.agree >= 1, "{sqlite_dialect:?}");
-    assert!(postgres_dialect.agree >= 1, "{postgres_dialect:?}");
+    // Floors at what was measured on MariaDB 10.11 (docs/mysql.md gives the numbers).
+    assert!(sqlite_dialect.agree >= 144, "{sqlite_dialect:?}");
+    assert!(postgres_dialect.agree >= 114, "{postgres_dialect:?}");
 }

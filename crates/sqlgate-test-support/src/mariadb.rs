@@ -61,6 +61,7 @@ impl MariaDb {
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             "--skip-name-resolve",
+            "--lower-case-table-names=1",
         ]);
         checked("mariadb-install-db", &mut command, None);
         let port = free_port();
@@ -74,6 +75,9 @@ impl MariaDb {
                 format!("--port={port}"),
                 "--bind-address=127.0.0.1".to_string(),
                 "--skip-name-resolve".to_string(),
+                // Table names compare case-insensitively, as in SQLite and PostgreSQL (the
+                // Defog golds write `DOMAIN` for `domain`); set when the data folder is made.
+                "--lower-case-table-names=1".to_string(),
                 "--skip-log-bin".to_string(),
                 "--innodb-flush-log-at-trx-commit=0".to_string(),
                 "--innodb-buffer-pool-size=64M".to_string(),
