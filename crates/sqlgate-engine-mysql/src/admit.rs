@@ -79,8 +79,7 @@ pub(crate) fn admit(sql: &str, backslash_escapes: bool) -> Result<&str, ExecErro
                     .any(|t| !matches!(t, Token::Semicolon(_)))
                 {
                     return Err(denied(
-                        "the text holds more than one statement: one query is run at a time"
-                            .into(),
+                        "the text holds more than one statement: one query is run at a time".into(),
                     ));
                 }
                 end = end.min(*at);
@@ -249,7 +248,12 @@ mod tests {
 
     fn refused(sql: &str) -> String {
         let error = admit(sql, true).expect_err(sql);
-        assert_eq!(error.kind, ExecErrorKind::Denied, "{sql}: {}", error.message);
+        assert_eq!(
+            error.kind,
+            ExecErrorKind::Denied,
+            "{sql}: {}",
+            error.message
+        );
         error.message
     }
 
@@ -259,16 +263,37 @@ mod tests {
             ("SELECT 1", "SELECT 1"),
             ("select a FROM t;  ", "select a FROM t"),
             ("SELECT 1;;", "SELECT 1"),
-            ("  WITH c AS (SELECT 1) SELECT * FROM c ; -- done", "WITH c AS (SELECT 1) SELECT * FROM c"),
+            (
+                "  WITH c AS (SELECT 1) SELECT * FROM c ; -- done",
+                "WITH c AS (SELECT 1) SELECT * FROM c",
+            ),
             ("(SELECT 1) UNION (SELECT 2)", "(SELECT 1) UNION (SELECT 2)"),
-            ("SELECT REPLACE(name, 'a', 'b') FROM t", "SELECT REPLACE(name, 'a', 'b') FROM t"),
-            ("SELECT 'DROP TABLE t; INSERT' AS `delete`, \"into\"", "SELECT 'DROP TABLE t; INSERT' AS `delete`, \"into\""),
-            ("SELECT 'it''s', 'a\\'; DROP' FROM t", "SELECT 'it''s', 'a\\'; DROP' FROM t"),
-            ("SELECT update_time, created_at FROM t", "SELECT update_time, created_at FROM t"),
+            (
+                "SELECT REPLACE(name, 'a', 'b') FROM t",
+                "SELECT REPLACE(name, 'a', 'b') FROM t",
+            ),
+            (
+                "SELECT 'DROP TABLE t; INSERT' AS `delete`, \"into\"",
+                "SELECT 'DROP TABLE t; INSERT' AS `delete`, \"into\"",
+            ),
+            (
+                "SELECT 'it''s', 'a\\'; DROP' FROM t",
+                "SELECT 'it''s', 'a\\'; DROP' FROM t",
+            ),
+            (
+                "SELECT update_time, created_at FROM t",
+                "SELECT update_time, created_at FROM t",
+            ),
             ("SHOW TABLES", "SHOW TABLES"),
             ("DESCRIBE t", "DESCRIBE t"),
-            ("EXPLAIN SELECT 1 /* a comment; */", "EXPLAIN SELECT 1 /* a comment; */"),
-            ("SELECT CAST(x AS CHAR CHARACTER SET utf8mb4) FROM t", "SELECT CAST(x AS CHAR CHARACTER SET utf8mb4) FROM t"),
+            (
+                "EXPLAIN SELECT 1 /* a comment; */",
+                "EXPLAIN SELECT 1 /* a comment; */",
+            ),
+            (
+                "SELECT CAST(x AS CHAR CHARACTER SET utf8mb4) FROM t",
+                "SELECT CAST(x AS CHAR CHARACTER SET utf8mb4) FROM t",
+            ),
         ] {
             assert_eq!(admit(sql, true).unwrap(), admitted, "{sql}");
         }
@@ -334,6 +359,9 @@ mod tests {
             assert_eq!(error.kind, ExecErrorKind::Prepare, "{sql}");
         }
         let long = format!("SELECT '{}'", "x".repeat(MAX_SQL_BYTES));
-        assert_eq!(admit(&long, true).unwrap_err().kind, ExecErrorKind::TooLarge);
+        assert_eq!(
+            admit(&long, true).unwrap_err().kind,
+            ExecErrorKind::TooLarge
+        );
     }
 }

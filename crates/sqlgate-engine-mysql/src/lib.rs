@@ -25,6 +25,7 @@ mod writer;
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -229,9 +230,12 @@ impl Server {
         let url = self.url(db);
         let mut conn = Conn::new(self.opts(Some(db))?)
             .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))?;
-        let version: Option<String> = conn
-            .query_first("SELECT VERSION()")
-            .map_err(|e| format!("cannot read the server's version on {url}: {}", error_text(&e)))?;
+        let version: Option<String> = conn.query_first("SELECT VERSION()").map_err(|e| {
+            format!(
+                "cannot read the server's version on {url}: {}",
+                error_text(&e)
+            )
+        })?;
         let flavor = if version.is_some_and(|v| v.contains("MariaDB")) {
             Flavor::MariaDb
         } else {
@@ -296,9 +300,9 @@ impl Backend for Server {
 
 /// The database name a one-component path holds.
 fn database_name(db: &Path) -> Result<String, ExecError> {
-    let name = db.to_str().filter(|name| {
-        !name.is_empty() && !name.contains(['/', '\\', '\0']) && name.len() <= 64
-    });
+    let name = db
+        .to_str()
+        .filter(|name| !name.is_empty() && !name.contains(['/', '\\', '\0']) && name.len() <= 64);
     name.map(str::to_string).ok_or_else(|| ExecError {
         kind: ExecErrorKind::Unavailable,
         message: format!(
@@ -372,17 +376,10 @@ impl MySqlConnection {
             .and_then(|()| {
                 let armed = deadline.map(|deadline| {
                     let killer = killer.clone();
-                    watchdog::arm(
-                        deadline,
-                        // The watchdog's thread serves every deadline: connecting is left to a
-                        // thread of its own.
-                        Box::new(move || {
-                            let killer = killer.clone();
-                            std::thread::spawn(move || killer.kill());
-                        }),
-                    )
+                    watchdog::arm(deadline, Box::new(move || killer.kill_later()))
                 });
                 let result = f(&mut session, &killer);
+                // Once disarmed, the watchdog has marked the kill or never will.
                 drop(armed);
                 result
             });
@@ -401,12 +398,27 @@ impl MySqlConnection {
 struct Killer {
     opts: Opts,
     id: u32,
-    killed: Arc<Mutex<bool>>,
+    /// Set before `KILL QUERY` is sent: the session must not run another statement, which the
+    /// late kill could stop instead.
+    killed: Arc<AtomicBool>,
 }
 
 impl Killer {
+    /// Stops the statement now.
     fn kill(&self) {
-        *self.killed.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.killed.store(true, Ordering::SeqCst);
+        self.send();
+    }
+
+    /// Stops the statement from a thread of its own: the watchdog's thread serves every
+    /// deadline, and connecting takes time.
+    fn kill_later(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        let killer = self.clone();
+        std::thread::spawn(move || killer.send());
+    }
+
+    fn send(&self) {
         // Best effort: the server's own time bound stops the statement too.
         if let Ok(mut conn) = Conn::new(self.opts.clone()) {
             let _ = run(&mut conn, &format!("KILL QUERY {}", self.id));
@@ -414,7 +426,7 @@ impl Killer {
     }
 
     fn was_killed(&self) -> bool {
-        *self.killed.lock().unwrap_or_else(|p| p.into_inner())
+        self.killed.load(Ordering::SeqCst)
     }
 }
 
@@ -467,10 +479,10 @@ impl Connection for MySqlConnection {
                         .conn
                         .query_first(format!("EXPLAIN FORMAT=JSON {sql}"))
                         .map_err(Step::Prepare)?;
-                    let plan: serde_json::Value =
-                        serde_json::from_str(&plan.unwrap_or_default()).map_err(|e| {
-                            Step::Fail(ExecErrorKind::Runtime, format!("unreadable plan: {e}"))
-                        })?;
+                    let plan: serde_json::Value = serde_json::from_str(&plan.unwrap_or_default())
+                        .map_err(|e| {
+                        Step::Fail(ExecErrorKind::Runtime, format!("unreadable plan: {e}"))
+                    })?;
                     let cost = &plan["query_block"]["cost_info"]["query_cost"];
                     cost.as_str()
                         .and_then(|cost| cost.parse().ok())
@@ -539,10 +551,7 @@ fn fetch(
         rows: Vec::new(),
         lossy_text: false,
     };
-    let mut rows = session
-        .conn
-        .exec_iter(&statement, ())
-        .map_err(Step::Run)?;
+    let mut rows = session.conn.exec_iter(&statement, ()).map_err(Step::Run)?;
     let mut bytes = 0usize;
     // Past a bound the rest of the result is not read: the statement is stopped, and the
     // client reads what the server had already sent.
@@ -561,8 +570,8 @@ fn fetch(
         bytes += result_bytes(width, 1);
         let mut cells = Vec::with_capacity(width);
         for (column, cell) in columns.iter().zip(row.unwrap()) {
-            let (value, heap) = values::decode(column, cell, &mut result.lossy_text)
-                .map_err(|e| {
+            let (value, heap) =
+                values::decode(column, cell, &mut result.lossy_text).map_err(|e| {
                     Step::Fail(
                         ExecErrorKind::Runtime,
                         format!("cannot read column `{}`: {e}", column.name_str()),

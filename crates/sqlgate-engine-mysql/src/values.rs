@@ -54,7 +54,10 @@ pub(crate) fn decode(
             i64::try_from(n).map_or(Value::Real(n as f64), Value::Int),
             0,
         ),
-        My::Float(f) => (Value::Real(f.to_string().parse().map_err(|e| format!("{e}"))?), 0),
+        My::Float(f) => (
+            Value::Real(f.to_string().parse().map_err(|e| format!("{e}"))?),
+            0,
+        ),
         My::Double(f) => (Value::Real(f), 0),
         My::Date(year, month, day, hour, minute, second, micros) => {
             let date = format!("{year:04}-{month:02}-{day:02}");
@@ -159,11 +162,23 @@ mod tests {
         let cases = [
             (MYSQL_TYPE_LONGLONG, My::Int(-3), Value::Int(-3)),
             (MYSQL_TYPE_LONGLONG, My::UInt(7), Value::Int(7)),
-            (MYSQL_TYPE_LONGLONG, My::UInt(u64::MAX), Value::Real(u64::MAX as f64)),
+            (
+                MYSQL_TYPE_LONGLONG,
+                My::UInt(u64::MAX),
+                Value::Real(u64::MAX as f64),
+            ),
             (MYSQL_TYPE_FLOAT, My::Float(1.1), Value::Real(1.1)),
             (MYSQL_TYPE_DOUBLE, My::Double(0.25), Value::Real(0.25)),
-            (MYSQL_TYPE_NEWDECIMAL, My::Bytes(b"-12.50".to_vec()), Value::Real(-12.5)),
-            (MYSQL_TYPE_DATE, My::Date(2020, 1, 5, 0, 0, 0, 0), Value::Text("2020-01-05".into())),
+            (
+                MYSQL_TYPE_NEWDECIMAL,
+                My::Bytes(b"-12.50".to_vec()),
+                Value::Real(-12.5),
+            ),
+            (
+                MYSQL_TYPE_DATE,
+                My::Date(2020, 1, 5, 0, 0, 0, 0),
+                Value::Text("2020-01-05".into()),
+            ),
             (
                 MYSQL_TYPE_DATETIME,
                 My::Date(2020, 1, 5, 10, 0, 0, 0),
@@ -174,14 +189,31 @@ mod tests {
                 My::Date(2020, 1, 5, 10, 0, 0, 500_000),
                 Value::Text("2020-01-05 10:00:00.500000".into()),
             ),
-            (MYSQL_TYPE_TIME, My::Time(false, 0, 8, 0, 0, 0), Value::Text("08:00:00".into())),
-            (MYSQL_TYPE_TIME, My::Time(true, 34, 22, 59, 59, 0), Value::Text("-838:59:59".into())),
-            (MYSQL_TYPE_BIT, My::Bytes(vec![0, 5]), Value::Text("101".into())),
-            (MYSQL_TYPE_VAR_STRING, My::Bytes(b"abc".to_vec()), Value::Text("abc".into())),
+            (
+                MYSQL_TYPE_TIME,
+                My::Time(false, 0, 8, 0, 0, 0),
+                Value::Text("08:00:00".into()),
+            ),
+            (
+                MYSQL_TYPE_TIME,
+                My::Time(true, 34, 22, 59, 59, 0),
+                Value::Text("-838:59:59".into()),
+            ),
+            (
+                MYSQL_TYPE_BIT,
+                My::Bytes(vec![0, 5]),
+                Value::Text("101".into()),
+            ),
+            (
+                MYSQL_TYPE_VAR_STRING,
+                My::Bytes(b"abc".to_vec()),
+                Value::Text("abc".into()),
+            ),
             (MYSQL_TYPE_VAR_STRING, My::NULL, Value::Null),
         ];
         for (ty, cell, expected) in cases {
-            let (value, lossy) = decoded(ty, if ty == MYSQL_TYPE_BIT { BINARY } else { utf8 }, cell);
+            let (value, lossy) =
+                decoded(ty, if ty == MYSQL_TYPE_BIT { BINARY } else { utf8 }, cell);
             assert!(
                 sqlgate_engine::value::py_eq(&value, &expected)
                     && std::mem::discriminant(&value) == std::mem::discriminant(&expected),

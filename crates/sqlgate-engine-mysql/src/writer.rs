@@ -120,10 +120,15 @@ fn parameter(value: &Value) -> mysql::Value {
 
 impl Writer for DatabaseWriter {
     fn execute_batch(&mut self, sql: &str) -> Result<(), ExecError> {
-        crate::run(&mut self.conn, sql).map_err(|e| failed(&format!("cannot write to {}", self.url), e))
+        crate::run(&mut self.conn, sql)
+            .map_err(|e| failed(&format!("cannot write to {}", self.url), e))
     }
 
-    fn create_table(&mut self, table: &Table, foreign_keys: &[ForeignKey]) -> Result<(), ExecError> {
+    fn create_table(
+        &mut self,
+        table: &Table,
+        foreign_keys: &[ForeignKey],
+    ) -> Result<(), ExecError> {
         let keyed = |column: &str| {
             foreign_keys
                 .iter()

@@ -74,7 +74,11 @@ fn copied_catalogs_equal_the_sqlite_ones() {
             };
             assert_eq!(names(copied), names(table), "{db}.{}", table.name);
             for (copy, original) in copied.columns.iter().zip(&table.columns) {
-                assert_eq!(copy.primary_key, original.primary_key, "{db}.{}.{}", table.name, copy.name);
+                assert_eq!(
+                    copy.primary_key, original.primary_key,
+                    "{db}.{}.{}",
+                    table.name, copy.name
+                );
                 // MySQL makes every primary key column NOT NULL.
                 assert_eq!(
                     copy.not_null,
@@ -126,7 +130,8 @@ impl Tally {
                 // The code, and for a syntax error the word the server stopped at.
                 let code = error.split(':').next().unwrap_or_default();
                 let near = error.split(" near '").nth(1).and_then(|rest| {
-                    rest.split(|c: char| !c.is_alphanumeric() && c != '_').next()
+                    rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .next()
                 });
                 let reason = format!("{code} {}", near.unwrap_or_default());
                 *self.reasons.entry(reason).or_default() += 1;
@@ -186,7 +191,12 @@ fn golds_agree_with_sqlite_where_the_dialects_allow() {
         .collect();
     let mut sqlite: HashMap<&str, SqliteConnection> = DEFOG_DATABASES
         .iter()
-        .map(|&db| (db, SqliteConnection::open(&fixture.defog.join(format!("{db}.sqlite")))))
+        .map(|&db| {
+            (
+                db,
+                SqliteConnection::open(&fixture.defog.join(format!("{db}.sqlite"))),
+            )
+        })
         .collect();
     let read = |path: &Path| -> Vec<HashMap<String, String>> {
         csv::Reader::from_path(path)
@@ -217,13 +227,19 @@ fn golds_agree_with_sqlite_where_the_dialects_allow() {
             sqlite_dialect.record(outcome, &gold);
             expected.push(on_sqlite);
         }
-        for gold in alternatives(&original["query"]).iter().flat_map(|q| expand(q)) {
+        for gold in alternatives(&original["query"])
+            .iter()
+            .flat_map(|q| expand(q))
+        {
             let outcome = rows(&mut **conn, &gold)
                 .map(|got| expected.iter().any(|want| same_rows(&got, want)));
             postgres_dialect.record(outcome, &gold);
         }
     }
-    for (name, tally) in [("SQLite", &sqlite_dialect), ("PostgreSQL", &postgres_dialect)] {
+    for (name, tally) in [
+        ("SQLite", &sqlite_dialect),
+        ("PostgreSQL", &postgres_dialect),
+    ] {
         eprintln!(
             "Defog {name} golds on MariaDB: {} agree with SQLite, {} differ, {} fail\n  {}\n  {:#?}",
             tally.agree,

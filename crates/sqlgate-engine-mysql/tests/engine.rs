@@ -8,7 +8,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::{backend, open};
-use sqlgate_engine::{Backend, Driver, ExecErrorKind, Feature, Limits, Open, Settings, Source, Value};
+use sqlgate_engine::{
+    Backend, Driver, ExecErrorKind, Feature, Limits, Open, Settings, Source, Value,
+};
 use sqlgate_engine_mysql::DRIVER;
 use sqlgate_test_support::mariadb::{self, MariaDb};
 
@@ -161,7 +163,12 @@ fn hostile_sql_is_refused_or_bounded_and_changes_nothing() {
         let mut conn = open(&engine, DB);
         for sql in refused {
             let error = conn.execute(sql, &limits(10)).result.unwrap_err();
-            assert_eq!(error.kind, ExecErrorKind::Denied, "{user}: {sql}: {}", error.message);
+            assert_eq!(
+                error.kind,
+                ExecErrorKind::Denied,
+                "{user}: {sql}: {}",
+                error.message
+            );
         }
         // Bounded: a second, then a timeout within a few.
         let bound = Limits {
@@ -175,11 +182,23 @@ fn hostile_sql_is_refused_or_bounded_and_changes_nothing() {
         ] {
             let start = Instant::now();
             let error = conn.execute(sql, &bound).result.unwrap_err();
-            assert_eq!(error.kind, ExecErrorKind::Timeout, "{user}: {sql}: {}", error.message);
-            assert!(start.elapsed() < Duration::from_secs(10), "{sql}: {:?}", start.elapsed());
+            assert_eq!(
+                error.kind,
+                ExecErrorKind::Timeout,
+                "{user}: {sql}: {}",
+                error.message
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{sql}: {:?}",
+                start.elapsed()
+            );
         }
         // The connection stays usable after a timeout.
-        let set = conn.execute("SELECT COUNT(*) FROM orders", &bound).result.unwrap();
+        let set = conn
+            .execute("SELECT COUNT(*) FROM orders", &bound)
+            .result
+            .unwrap();
         assert_eq!(set.rows, [vec![Value::Int(3)]]);
         // The session is read-only, whatever the user may do.
         let set = conn
@@ -223,7 +242,11 @@ fn a_huge_result_stops_at_its_bounds_without_being_read_whole() {
         let error = conn.execute(huge, &bounds).result.unwrap_err();
         assert_eq!(error.kind, ExecErrorKind::TooLarge, "{}", error.message);
         assert!(error.message.contains(message), "{}", error.message);
-        assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            start.elapsed()
+        );
         // The next statement runs on a fresh session.
         let set = conn.execute("SELECT 1", &bounds).result.unwrap();
         assert_eq!(set.rows, [vec![Value::Int(1)]]);
@@ -258,7 +281,11 @@ fn errors_are_classified_and_name_the_database() {
         .open(Path::new("a/b"), Open::for_source(Source::Gold))
         .err()
         .unwrap();
-    assert!(error.message.contains("not a MySQL database name"), "{}", error.message);
+    assert!(
+        error.message.contains("not a MySQL database name"),
+        "{}",
+        error.message
+    );
     let error = reader
         .open(
             Path::new(DB),
@@ -270,7 +297,9 @@ fn errors_are_classified_and_name_the_database() {
         .err()
         .unwrap();
     assert!(
-        error.message.contains("engine `mysql` does not support reversing"),
+        error
+            .message
+            .contains("engine `mysql` does not support reversing"),
         "{}",
         error.message
     );
@@ -301,7 +330,9 @@ fn settings_are_checked() {
         .unwrap();
     assert_eq!(error.kind, ExecErrorKind::Unavailable);
     assert!(
-        error.message.contains("SQLGATE_TEST_UNSET_MYSQL_PASSWORD (the MySQL password) is not set"),
+        error
+            .message
+            .contains("SQLGATE_TEST_UNSET_MYSQL_PASSWORD (the MySQL password) is not set"),
         "{}",
         error.message
     );
@@ -324,7 +355,9 @@ fn settings_are_checked() {
         .unwrap();
     assert_eq!(error.kind, ExecErrorKind::Unavailable);
     assert!(
-        error.message.contains(&format!("cannot connect to mysql://reader@127.0.0.1:{port}/shop")),
+        error.message.contains(&format!(
+            "cannot connect to mysql://reader@127.0.0.1:{port}/shop"
+        )),
         "{}",
         error.message
     );
@@ -342,7 +375,11 @@ fn the_dialect_is_described() {
     let reader = backend(server, mariadb::READER);
     let mut conn = open(&reader, DB);
     let schema = DRIVER
-        .catalog(&mut |sql: &str| conn.execute(sql, &limits(30)).result.map(|s| s.rows.clone()))
+        .catalog(&mut |sql: &str| {
+            conn.execute(sql, &limits(30))
+                .result
+                .map(|s| s.rows.clone())
+        })
         .unwrap();
     let names: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["customer", "orders"]);
@@ -351,7 +388,10 @@ fn the_dialect_is_described() {
     let id = &customer.columns[0];
     assert!(id.primary_key && id.decl_type == "int(11)", "{id:?}");
     let name = &customer.columns[1];
-    assert!(!name.primary_key && name.not_null && name.decl_type == "varchar(40)", "{name:?}");
+    assert!(
+        !name.primary_key && name.not_null && name.decl_type == "varchar(40)",
+        "{name:?}"
+    );
     assert!(!customer.columns[2].not_null);
     assert_eq!(schema.foreign_keys.len(), 1);
     assert_eq!(schema.foreign_keys[0].from.key(), "orders.customer_id");
@@ -364,7 +404,13 @@ fn the_dialect_is_described() {
     let unique: Vec<String> = unique
         .rows
         .iter()
-        .map(|row| format!("{}.{}", sqlgate_engine::catalog::text(&row[0]), sqlgate_engine::catalog::text(&row[1])))
+        .map(|row| {
+            format!(
+                "{}.{}",
+                sqlgate_engine::catalog::text(&row[0]),
+                sqlgate_engine::catalog::text(&row[1])
+            )
+        })
         .collect();
     assert_eq!(unique, ["customer.id", "customer.name", "orders.id"]);
     // Rule 17's guard: text that is not an ISO date.
@@ -372,12 +418,28 @@ fn the_dialect_is_described() {
         "SELECT name FROM customer WHERE {} ORDER BY id",
         DRIVER.not_iso_date("`joined`")
     );
-    assert!(conn.execute(&guard, &limits(30)).result.unwrap().rows.is_empty());
-    let guard = format!("SELECT id FROM customer WHERE {}", DRIVER.not_iso_date("`name`"));
-    assert_eq!(conn.execute(&guard, &limits(30)).result.unwrap().rows.len(), 2);
+    assert!(conn
+        .execute(&guard, &limits(30))
+        .result
+        .unwrap()
+        .rows
+        .is_empty());
+    let guard = format!(
+        "SELECT id FROM customer WHERE {}",
+        DRIVER.not_iso_date("`name`")
+    );
+    assert_eq!(
+        conn.execute(&guard, &limits(30)).result.unwrap().rows.len(),
+        2
+    );
     // A plan, through the sandbox like any query.
     let plan = conn
-        .execute(&DRIVER.explain("SELECT * FROM orders WHERE id = 10").unwrap(), &limits(30))
+        .execute(
+            &DRIVER
+                .explain("SELECT * FROM orders WHERE id = 10")
+                .unwrap(),
+            &limits(30),
+        )
         .result
         .unwrap();
     assert!(!plan.rows.is_empty() && plan.columns.contains(&"select_type".to_string()));
@@ -405,13 +467,18 @@ fn cost_is_the_planned_cost() {
     assert_eq!(conn.cost("SELECT * FROM orders", &limits(30)).unwrap(), one);
     // No cost for a UNION: refused, not zero.
     let error = conn
-        .cost("SELECT id FROM orders UNION SELECT id FROM customer", &limits(30))
+        .cost(
+            "SELECT id FROM orders UNION SELECT id FROM customer",
+            &limits(30),
+        )
         .unwrap_err();
     assert_eq!(error.kind, ExecErrorKind::Unavailable);
     assert!(error.message.contains("no cost"), "{}", error.message);
     let error = conn.cost("DELETE FROM orders", &limits(30)).unwrap_err();
     assert_eq!(error.kind, ExecErrorKind::Denied);
-    let error = conn.cost("SELECT nope FROM orders", &limits(30)).unwrap_err();
+    let error = conn
+        .cost("SELECT nope FROM orders", &limits(30))
+        .unwrap_err();
     assert_eq!(error.kind, ExecErrorKind::Prepare, "{}", error.message);
 }
 
@@ -420,7 +487,11 @@ fn the_writer_creates_new_databases_only_and_drops_unfinished_ones() {
     let Some(server) = server() else { return };
     let writer: Arc<dyn Backend> = backend(server, mariadb::WRITER);
     let error = writer.create(Path::new(DB)).err().unwrap();
-    assert!(error.message.contains("cannot create the database"), "{}", error.message);
+    assert!(
+        error.message.contains("cannot create the database"),
+        "{}",
+        error.message
+    );
     let reader = backend(server, mariadb::READER);
     let error = reader.create(Path::new("sneaky")).err().unwrap();
     assert!(error.message.contains("Access denied"), "{}", error.message);
@@ -431,7 +502,11 @@ fn the_writer_creates_new_databases_only_and_drops_unfinished_ones() {
         let error = half
             .execute_batch("CREATE TABLE u (a INT); CREATE TABLE t (a INT)")
             .unwrap_err();
-        assert!(error.message.contains("already exists"), "{}", error.message);
+        assert!(
+            error.message.contains("already exists"),
+            "{}",
+            error.message
+        );
     }
     assert!(!server.sql("SHOW DATABASES").lines().any(|db| db == "half"));
     // Rows of every kind, in batches.
@@ -470,7 +545,10 @@ fn the_writer_creates_new_databases_only_and_drops_unfinished_ones() {
     server.add_reader("typed");
     let mut conn = open(&reader, "typed");
     let set = conn
-        .execute("SELECT COUNT(*), SUM(i), SUM(r), MAX(d) FROM t", &limits(30))
+        .execute(
+            "SELECT COUNT(*), SUM(i), SUM(r), MAX(d) FROM t",
+            &limits(30),
+        )
         .result
         .unwrap();
     assert_eq!(

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use sqlgate_engine::catalog::{self, ColRef, Column, ForeignKey, Schema, Table};
 use sqlgate_engine::{
-    Backend, CatalogRows, Connection, Driver, ExecError, ExecErrorKind, Execution, Feature,
-    Limits, Open, ResultSet, Settings, Source, Storage, Value,
+    Backend, CatalogRows, Connection, Driver, ExecError, ExecErrorKind, Execution, Feature, Limits,
+    Open, ResultSet, Settings, Source, Storage, Value,
 };
 use sqlgate_test_support::mariadb::{self, MariaDb};
 
@@ -37,8 +37,9 @@ pub fn copy_sqlite(server: &MariaDb, sqlite: &Path, db: &str) -> Schema {
     let writer = backend(server, mariadb::WRITER);
     let mut to = writer.create(Path::new(db)).unwrap();
     let mut from = SqliteConnection::open(sqlite);
-    let schema = sqlgate_engine::copy_database(&SQLITE, &mut from, &mut *to, &Limits::default(), 500)
-        .unwrap_or_else(|e| panic!("cannot copy {}: {}", sqlite.display(), e.message));
+    let schema =
+        sqlgate_engine::copy_database(&SQLITE, &mut from, &mut *to, &Limits::default(), 500)
+            .unwrap_or_else(|e| panic!("cannot copy {}: {}", sqlite.display(), e.message));
     to.finish().unwrap();
     server.add_reader(db);
     schema
@@ -145,7 +146,7 @@ impl Connection for SqliteConnection {
         let start = std::time::Instant::now();
         let result = (|| {
             let mut statement = self.0.prepare(sql)?;
-            let columns: Vec<String> = statement.column_names().into_iter().map(String::from).collect();
+            let columns: Vec<String> = statement.column_names().map(String::from).collect();
             let width = columns.len();
             let mut rows = statement.raw_query();
             let mut set = ResultSet {
