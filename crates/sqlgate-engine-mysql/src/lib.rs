@@ -206,16 +206,15 @@ impl Server {
 
     /// The options to connect to `db` (`None`: no database, to create one).
     fn opts(&self, db: Option<&str>) -> Result<Opts, String> {
-        let url = self.url(db.unwrap_or("db"));
-        let opts = Opts::from_url(&url)
-            .map_err(|e| format!("the MySQL URL `{url}` does not parse: {e}"))?;
+        // Checked by `Server::new`; the name is set apart, so that no character of it is
+        // read as part of the URL.
+        let opts = Opts::from_url(&self.url("db"))
+            .map_err(|e| format!("the MySQL URL `{}` does not parse: {e}", self.0.template))?;
         let mut builder = OptsBuilder::from_opts(opts)
+            .db_name(db)
             .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
             // The URL says where the server is: no switch to a Unix socket it also has.
             .prefer_socket(false);
-        if db.is_none() {
-            builder = builder.db_name(None::<String>);
-        }
         if let Some(name) = &self.0.password_env {
             let password = std::env::var(name).map_err(|_| {
                 format!("the environment variable {name} (the MySQL password) is not set")

@@ -509,6 +509,19 @@ fn the_writer_creates_new_databases_only_and_drops_unfinished_ones() {
         );
     }
     assert!(!server.sql("SHOW DATABASES").lines().any(|db| db == "half"));
+    // A name with characters that mean something in a URL or to MySQL.
+    let odd = "odd `name`?#'x";
+    let mut created = writer.create(Path::new(odd)).unwrap();
+    created
+        .execute_batch("CREATE TABLE t (a INT); INSERT INTO t VALUES (7)")
+        .unwrap();
+    created.finish().unwrap();
+    server.add_reader(odd);
+    let set = open(&reader, odd)
+        .execute("SELECT a, DATABASE() FROM t", &limits(30))
+        .result
+        .unwrap();
+    assert_eq!(set.rows, [vec![Value::Int(7), Value::Text(odd.into())]]);
     // Rows of every kind, in batches.
     let mut copy = writer.create(Path::new("typed")).unwrap();
     let table = sqlgate_engine::catalog::Table {
