@@ -166,7 +166,7 @@ struct Session {
 /// and the environment variable holding the password (never the file). Its clones share one
 /// pool.
 #[derive(Clone)]
-pub struct Server(Arc<Shared>);
+struct Server(Arc<Shared>);
 
 struct Shared {
     template: String,
@@ -177,7 +177,7 @@ struct Shared {
 
 impl Server {
     /// Checks the template: a `mysql://` URL with `{db}` and without a password.
-    pub fn new(template: &str, password_env: Option<&str>) -> Result<Server, String> {
+    fn new(template: &str, password_env: Option<&str>) -> Result<Server, String> {
         if !template.contains("{db}") {
             return Err(format!(
                 "the MySQL URL `{template}` lacks `{{db}}`, where each case's database name goes"
@@ -200,7 +200,7 @@ impl Server {
     }
 
     /// The URL of database `db`, as shown in messages (it holds no password).
-    pub fn url(&self, db: &str) -> String {
+    fn url(&self, db: &str) -> String {
         self.0.template.replace("{db}", db)
     }
 
@@ -299,9 +299,9 @@ impl Backend for Server {
 
 /// The database name a one-component path holds.
 fn database_name(db: &Path) -> Result<String, ExecError> {
-    let name = db
-        .to_str()
-        .filter(|name| !name.is_empty() && !name.contains(['/', '\\', '\0']) && name.len() <= 64);
+    let name = db.to_str().filter(|name| {
+        !name.is_empty() && !name.contains(['/', '\\', '\0']) && name.chars().count() <= 64
+    });
     name.map(str::to_string).ok_or_else(|| ExecError {
         kind: ExecErrorKind::Unavailable,
         message: format!(
@@ -343,12 +343,6 @@ enum Step {
     Fail(ExecErrorKind, String),
 }
 
-impl From<ExecError> for Step {
-    fn from(error: ExecError) -> Step {
-        Step::Fail(error.kind, error.message)
-    }
-}
-
 impl MySqlConnection {
     /// Runs `f` on the session under `limits`' time bound: the server's own, and the watchdog's
     /// `KILL QUERY` past the deadline. A session that was killed, or whose connection failed,
@@ -365,31 +359,46 @@ impl MySqlConnection {
             // A previous statement was killed or lost the connection: a new one.
             None => self.server.take(&self.db).map_err(unavailable)?,
         };
+        // A pooled session that the server closed meanwhile (`wait_timeout`) fails this first
+        // statement, before any of the user's SQL: a new session takes its place.
+        let bound = match bound_time(&mut session, deadline) {
+            Err(error) if lost(&error) => {
+                session = self.server.connect(&self.db).map_err(unavailable)?;
+                bound_time(&mut session, deadline)
+            }
+            bound => bound,
+        };
         let killer = Killer {
             opts: self.killer.clone(),
             id: session.conn.connection_id(),
             killed: Arc::default(),
         };
-        let result = bound_time(&mut session, deadline)
-            .map_err(Step::Run)
-            .and_then(|()| {
-                let armed = deadline.map(|deadline| {
-                    let killer = killer.clone();
-                    watchdog::arm(deadline, Box::new(move || killer.kill_later()))
-                });
-                let result = f(&mut session, &killer);
-                // Once disarmed, the watchdog has marked the kill or never will.
-                drop(armed);
-                result
+        let result = bound.map_err(Step::Run).and_then(|()| {
+            let armed = deadline.map(|deadline| {
+                let killer = killer.clone();
+                watchdog::arm(deadline, Box::new(move || killer.kill_later()))
             });
+            let result = f(&mut session, &killer);
+            // Once disarmed, the watchdog has marked the kill or never will.
+            drop(armed);
+            result
+        });
         let killed = killer.was_killed();
-        let result = result.map_err(|step| classify(step, deadline, killed));
-        let broken = matches!(&result, Err(e) if e.kind == ExecErrorKind::Unavailable);
+        let mut broken = false;
+        let result = result.map_err(|step| {
+            broken = matches!(&step, Step::Prepare(e) | Step::Run(e) if lost(e));
+            classify(step, deadline, killed)
+        });
         if !killed && !broken {
             self.session = Some(session);
         }
         result
     }
+}
+
+/// Whether the connection failed, rather than the server refusing a statement.
+fn lost(error: &mysql::Error) -> bool {
+    !matches!(error, mysql::Error::MySqlError(_))
 }
 
 /// Stops the statement running on connection `id` from a second connection.
@@ -476,7 +485,7 @@ impl Connection for MySqlConnection {
                 Flavor::MySql => {
                     let plan: Option<String> = session
                         .conn
-                        .query_first(format!("EXPLAIN FORMAT=JSON {sql}"))
+                        .exec_first(format!("EXPLAIN FORMAT=JSON {sql}"), ())
                         .map_err(Step::Prepare)?;
                     let plan: serde_json::Value = serde_json::from_str(&plan.unwrap_or_default())
                         .map_err(|e| {
@@ -488,7 +497,9 @@ impl Connection for MySqlConnection {
                         .or(cost.as_f64())
                 }
                 Flavor::MariaDb => {
-                    run(&mut session.conn, &format!("EXPLAIN {sql}")).map_err(Step::Prepare)?;
+                    // Prepared, as every statement holding the user's SQL: one statement only.
+                    let plan = session.conn.exec_iter(format!("EXPLAIN {sql}"), ());
+                    plan.and_then(drain).map_err(Step::Prepare)?;
                     let row: Option<(String, String)> = session
                         .conn
                         .query_first("SHOW SESSION STATUS LIKE 'Last_query_cost'")

@@ -254,6 +254,26 @@ fn a_huge_result_stops_at_its_bounds_without_being_read_whole() {
 }
 
 #[test]
+fn a_session_the_server_closed_is_replaced() {
+    let Some(server) = server() else { return };
+    let reader = backend(server, mariadb::READER);
+    let mut conn = open(&reader, DB);
+    let id = conn
+        .execute("SELECT CONNECTION_ID()", &limits(30))
+        .result
+        .unwrap();
+    server.sql(&format!(
+        "KILL {}",
+        sqlgate_engine::catalog::text(&id.rows[0][0])
+    ));
+    let set = conn
+        .execute("SELECT CONNECTION_ID()", &limits(30))
+        .result
+        .unwrap();
+    assert_ne!(set.rows, id.rows);
+}
+
+#[test]
 fn errors_are_classified_and_name_the_database() {
     let Some(server) = server() else { return };
     let reader = backend(server, mariadb::READER);
