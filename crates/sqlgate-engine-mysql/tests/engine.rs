@@ -208,6 +208,12 @@ fn hostile_sql_is_refused_or_bounded_and_changes_nothing() {
         assert_eq!(set.rows, [vec![Value::Int(1)]], "{user}");
     }
     assert_eq!(server.fingerprint(DB), before);
+    // The bounds docs/mysql-reader.sql gives the reader, whatever the client.
+    let bounds = server.sql(
+        "SELECT max_statement_time, max_user_connections FROM mysql.user \
+         WHERE user = 'sqlgate_reader'",
+    );
+    assert_eq!(bounds, "60.000000\t64\n");
     assert!(before.contains("shop.orders\t"), "{before}");
     assert!(!server.sql("SHOW DATABASES").lines().any(|db| db == "evil"));
     assert!(!Path::new("/tmp/sqlgate-evil").exists());
