@@ -55,10 +55,18 @@ fn denied(message: String) -> ExecError {
     }
 }
 
+/// How the server reads quotes (its `sql_mode`), so that strings and quoted names end where the
+/// server ends them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quoting {
+    /// `\` escapes a quote in a string (no `NO_BACKSLASH_ESCAPES`).
+    pub backslash_escapes: bool,
+    /// `"` quotes a name, not a string, and no `\` escapes in it (`ANSI_QUOTES`).
+    pub ansi_quotes: bool,
+}
+
 /// `sql` without its final `;` when it is one reading statement that may run; else why not.
-/// `backslash_escapes`: whether `\` escapes a quote in a string (the server's `sql_mode` lacks
-/// `NO_BACKSLASH_ESCAPES`), so that strings end where the server ends them.
-pub(crate) fn admit(sql: &str, backslash_escapes: bool) -> Result<&str, ExecError> {
+pub(crate) fn admit(sql: &str, quoting: Quoting) -> Result<&str, ExecError> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(ExecError {
             kind: ExecErrorKind::TooLarge,
@@ -68,7 +76,7 @@ pub(crate) fn admit(sql: &str, backslash_escapes: bool) -> Result<&str, ExecErro
             ),
         });
     }
-    let tokens = tokens(sql, backslash_escapes)?;
+    let tokens = tokens(sql, quoting)?;
     let mut end = sql.len();
     let mut words = Vec::new();
     for (i, token) in tokens.iter().enumerate() {
@@ -148,7 +156,7 @@ enum Token<'a> {
 
 /// The statement's tokens, comments skipped; executable comments (`/*! */`, `/*M! */`) and
 /// optimizer hints (`/*+ */`, which can set session variables) are refused.
-fn tokens(sql: &str, backslash_escapes: bool) -> Result<Vec<Token<'_>>, ExecError> {
+fn tokens(sql: &str, quoting: Quoting) -> Result<Vec<Token<'_>>, ExecError> {
     let bytes = sql.as_bytes();
     let mut tokens = Vec::new();
     let mut i = 0;
@@ -181,7 +189,12 @@ fn tokens(sql: &str, backslash_escapes: bool) -> Result<Vec<Token<'_>>, ExecErro
                 i += 2 + close + 2;
             }
             b'\'' | b'"' | b'`' => {
-                i = quoted_end(bytes, i, backslash_escapes && c != b'`')
+                let escapes = match c {
+                    b'\'' => quoting.backslash_escapes,
+                    b'"' => quoting.backslash_escapes && !quoting.ansi_quotes,
+                    _ => false,
+                };
+                i = quoted_end(bytes, i, escapes)
                     .ok_or_else(|| unterminated("string or quoted name"))?;
                 tokens.push(Token::Other(c));
             }
@@ -246,8 +259,13 @@ fn quoted_end(bytes: &[u8], start: usize, backslash_escapes: bool) -> Option<usi
 mod tests {
     use super::*;
 
+    const DEFAULT: Quoting = Quoting {
+        backslash_escapes: true,
+        ansi_quotes: false,
+    };
+
     fn refused(sql: &str) -> String {
-        let error = admit(sql, true).expect_err(sql);
+        let error = admit(sql, DEFAULT).expect_err(sql);
         assert_eq!(
             error.kind,
             ExecErrorKind::Denied,
@@ -295,7 +313,7 @@ mod tests {
                 "SELECT CAST(x AS CHAR CHARACTER SET utf8mb4) FROM t",
             ),
         ] {
-            assert_eq!(admit(sql, true).unwrap(), admitted, "{sql}");
+            assert_eq!(admit(sql, DEFAULT).unwrap(), admitted, "{sql}");
         }
     }
 
@@ -343,24 +361,40 @@ mod tests {
         ] {
             refused(sql);
         }
-        // A string the server ends at a backslash when NO_BACKSLASH_ESCAPES is on.
-        refused_without_escapes("SELECT 'a\\'; DROP TABLE t; -- '");
-    }
-
-    fn refused_without_escapes(sql: &str) {
-        let error = admit(sql, false).expect_err(sql);
-        assert_eq!(error.kind, ExecErrorKind::Denied, "{}", error.message);
+        // Quotes that the server ends at a backslash: strings under NO_BACKSLASH_ESCAPES,
+        // names under ANSI_QUOTES.
+        for (sql, quoting) in [
+            (
+                "SELECT 'a\\'; DROP TABLE t; -- '",
+                Quoting {
+                    backslash_escapes: false,
+                    ansi_quotes: false,
+                },
+            ),
+            (
+                "SELECT \"a\\\"; DROP TABLE t; -- \"",
+                Quoting {
+                    backslash_escapes: true,
+                    ansi_quotes: true,
+                },
+            ),
+        ] {
+            let error = admit(sql, quoting).expect_err(sql);
+            assert_eq!(error.kind, ExecErrorKind::Denied, "{}", error.message);
+            // Read with the default quoting, the same text is one string.
+            assert!(admit(sql, DEFAULT).is_ok(), "{sql}");
+        }
     }
 
     #[test]
     fn unterminated_strings_and_comments_do_not_parse() {
         for sql in ["SELECT 'a", "SELECT `a", "SELECT 1 /* x", "SELECT 'a\\'"] {
-            let error = admit(sql, true).unwrap_err();
+            let error = admit(sql, DEFAULT).unwrap_err();
             assert_eq!(error.kind, ExecErrorKind::Prepare, "{sql}");
         }
         let long = format!("SELECT '{}'", "x".repeat(MAX_SQL_BYTES));
         assert_eq!(
-            admit(&long, true).unwrap_err().kind,
+            admit(&long, DEFAULT).unwrap_err().kind,
             ExecErrorKind::TooLarge
         );
     }

@@ -160,6 +160,9 @@ enum Flavor {
 struct Session {
     conn: Conn,
     flavor: Flavor,
+    /// Whether the session's `sql_mode` has `ANSI_QUOTES` (no statement the sandbox runs can
+    /// change it).
+    ansi_quotes: bool,
 }
 
 /// Where the databases live: a connection URL template whose `{db}` is the database name,
@@ -229,17 +232,23 @@ impl Server {
         let url = self.url(db);
         let mut conn = Conn::new(self.opts(Some(db))?)
             .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))?;
-        let version: Option<String> = conn.query_first("SELECT VERSION()").map_err(|e| {
-            format!(
-                "cannot read the server's version on {url}: {}",
-                error_text(&e)
-            )
-        })?;
-        let flavor = if version.is_some_and(|v| v.contains("MariaDB")) {
+        let about: Option<(String, String)> = conn
+            .query_first("SELECT VERSION(), @@SESSION.sql_mode")
+            .map_err(|e| {
+                format!(
+                    "cannot read the server's version on {url}: {}",
+                    error_text(&e)
+                )
+            })?;
+        let (version, sql_mode) = about.unwrap_or_default();
+        let flavor = if version.contains("MariaDB") {
             Flavor::MariaDb
         } else {
             Flavor::MySql
         };
+        let ansi_quotes = sql_mode.split(',').any(|mode| {
+            mode.eq_ignore_ascii_case("ANSI_QUOTES") || mode.eq_ignore_ascii_case("ANSI")
+        });
         // Dates and times in one fixed zone, as the PostgreSQL engine reads them.
         run(
             &mut conn,
@@ -247,7 +256,11 @@ impl Server {
              SET NAMES utf8mb4",
         )
         .map_err(|e| format!("cannot set up the session on {url}: {}", error_text(&e)))?;
-        Ok(Session { conn, flavor })
+        Ok(Session {
+            conn,
+            flavor,
+            ansi_quotes,
+        })
     }
 
     /// An idle session on `db`, or a new one.
@@ -523,11 +536,16 @@ impl Connection for MySqlConnection {
 impl MySqlConnection {
     /// `sql` as it may run on this server, or why it may not.
     fn admitted<'s>(&mut self, sql: &'s str) -> Result<&'s str, ExecError> {
-        let backslash_escapes = self
-            .session
-            .as_ref()
-            .is_none_or(|session| !session.conn.no_backslash_escape());
-        admit::admit(sql, backslash_escapes)
+        let session = match &mut self.session {
+            Some(session) => session,
+            // A previous statement was killed or lost the connection: a new one.
+            session => session.insert(self.server.take(&self.db).map_err(unavailable)?),
+        };
+        let quoting = admit::Quoting {
+            backslash_escapes: !session.conn.no_backslash_escape(),
+            ansi_quotes: session.ansi_quotes,
+        };
+        admit::admit(sql, quoting)
     }
 }
 
