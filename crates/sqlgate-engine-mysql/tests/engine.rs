@@ -260,6 +260,36 @@ fn a_huge_result_stops_at_its_bounds_without_being_read_whole() {
 }
 
 #[test]
+fn every_reading_statement_runs() {
+    let Some(server) = server() else { return };
+    let reader = backend(server, mariadb::READER);
+    let mut conn = open(&reader, DB);
+    for (sql, rows) in [
+        ("SHOW TABLES", 2),
+        ("DESCRIBE orders", 3),
+        ("DESC orders", 3),
+        ("EXPLAIN SELECT * FROM orders", 1),
+        ("WITH c AS (SELECT id FROM orders) SELECT * FROM c", 3),
+        (
+            "(SELECT id FROM orders) UNION ALL (SELECT id FROM customer)",
+            5,
+        ),
+        ("VALUES (1), (2)", 2),
+        (
+            "/* a comment */ SELECT `name` FROM customer -- and another",
+            2,
+        ),
+        ("SELECT 'it''s; DROP TABLE orders' AS `into`;", 1),
+    ] {
+        let set = conn
+            .execute(sql, &limits(30))
+            .result
+            .unwrap_or_else(|e| panic!("{sql}: {}", e.message));
+        assert_eq!(set.rows.len(), rows, "{sql}");
+    }
+}
+
+#[test]
 fn a_session_the_server_closed_is_replaced() {
     let Some(server) = server() else { return };
     let reader = backend(server, mariadb::READER);
