@@ -27,7 +27,9 @@ pub fn shared_data() -> Option<PathBuf> {
     None
 }
 
+pub mod mariadb;
 pub mod postgres;
+mod server;
 pub mod skip;
 
 pub use skip::REQUIRE_SHARED_DATA;

@@ -5,10 +5,11 @@
 //! Where PostgreSQL is not installed the caller skips, counted by [`crate::skip`], unless
 //! `SQLGATE_REQUIRE_TOOLS` is set (as under CI), in which case this panics.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+
+use crate::server::{checked, free_port, give_to, path_str};
 
 /// The role tests connect as, set up by `docs/postgres-reader.sql`.
 pub const READER: &str = "sqlgate_reader";
@@ -239,48 +240,4 @@ fn binaries() -> Option<PathBuf> {
         return Some(dir);
     }
     std::env::split_paths(&std::env::var_os("PATH")?).find(|dir| has_all(dir))
-}
-
-/// Makes `dir` the OS user `user`'s, so the server (which refuses to run as root) can use it.
-fn give_to(dir: &Path, user: &str) {
-    let name = std::ffi::CString::new(user).expect("a user name");
-    // SAFETY: getpwnam reads a NUL-terminated name; the record is copied before another call.
-    let entry = unsafe { libc::getpwnam(name.as_ptr()) };
-    assert!(
-        !entry.is_null(),
-        "running as root, PostgreSQL needs the OS user `{user}` (Debian's package creates it)"
-    );
-    // SAFETY: checked non-null above.
-    let (uid, gid) = unsafe { ((*entry).pw_uid, (*entry).pw_gid) };
-    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).expect("chown the PostgreSQL folder");
-}
-
-/// A port of 127.0.0.1 nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port on 127.0.0.1")
-}
-
-fn checked(program: &str, command: &mut Command, log: Option<&Path>) -> Output {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
-    if !output.status.success() {
-        let log = log
-            .and_then(|path| std::fs::read_to_string(path).ok())
-            .unwrap_or_default();
-        panic!(
-            "{program} failed ({}): {}{}\n{log}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    output
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 temporary path")
 }

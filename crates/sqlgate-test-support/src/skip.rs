@@ -14,7 +14,7 @@ pub const REQUIRE_SHARED_DATA: &str = "SQLGATE_REQUIRE_SHARED_DATA";
 
 /// Set (to anything but `0`) where every tool the checks use is installed, as `.ci/run` does
 /// under CI after installing them (xmllint, junitparser, actionlint, cargo-insta, WordNet,
-/// PostgreSQL, Chromium): a missing one then fails the tests that need it.
+/// PostgreSQL, MariaDB, Chromium): a missing one then fails the tests that need it.
 pub const REQUIRE_TOOLS: &str = "SQLGATE_REQUIRE_TOOLS";
 
 /// How many checks this process skipped, and what they lacked, in the order first met.

@@ -1,0 +1,263 @@
+//! Creating and filling a database (distill, `sqlgate copy`, tests' fixtures) through a user
+//! that may create databases.
+//!
+//! Column types follow SQLite's affinity rules on the declared type, then the nearest MySQL
+//! type (docs/mysql.md): integers `BIGINT`; text `LONGTEXT`, or `VARCHAR(255)` when it is part
+//! of a key (MySQL indexes no unbounded text); `BLOB` `LONGBLOB` (`VARBINARY(255)` keyed); reals
+//! `DOUBLE`; of the numeric affinity, dates and times their own types, booleans `BOOLEAN`,
+//! `DECIMAL(p,s)` itself, the rest `DOUBLE`; no declared type `LONGTEXT`. Text compares as
+//! SQLite compares it, byte for byte (`utf8mb4_bin`). Foreign keys are added by
+//! [`Writer::finish`], once every table exists, without checking the rows (SQLite does not
+//! enforce them either).
+
+use mysql::prelude::Queryable;
+use mysql::Conn;
+use sqlgate_engine::catalog::{ForeignKey, Table};
+use sqlgate_engine::{Driver, ExecError, ExecErrorKind, Value, Writer};
+
+use crate::DRIVER;
+
+/// Parameters in one INSERT: the protocol counts them in 16 bits.
+const MAX_PARAMS: usize = 65_535;
+
+pub(crate) struct DatabaseWriter {
+    conn: Conn,
+    db: String,
+    url: String,
+    foreign_keys: Vec<ForeignKey>,
+    /// Set by `finish`: a writer dropped before it drops its half-written database.
+    finished: bool,
+}
+
+fn failed(what: &str, error: mysql::Error) -> ExecError {
+    ExecError {
+        kind: match &error {
+            mysql::Error::MySqlError(_) => ExecErrorKind::Runtime,
+            _ => ExecErrorKind::Unavailable,
+        },
+        message: format!("{what}: {}", crate::error_text(&error)),
+    }
+}
+
+impl DatabaseWriter {
+    /// Creates `db`, which must not exist, on the connection `conn` (to no database).
+    pub(crate) fn create(
+        mut conn: Conn,
+        db: &str,
+        url: &str,
+    ) -> Result<Box<dyn Writer>, ExecError> {
+        let name = DRIVER.quote(db);
+        crate::run(
+            &mut conn,
+            &format!("CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),
+        )
+        .map_err(|e| failed(&format!("cannot create the database {url}"), e))?;
+        let mut writer = DatabaseWriter {
+            conn,
+            db: db.to_string(),
+            url: url.to_string(),
+            foreign_keys: Vec::new(),
+            finished: false,
+        };
+        // Strict: a value the column cannot hold fails instead of being truncated.
+        writer.execute_batch(&format!(
+            "USE {name}; SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'; \
+             SET SESSION time_zone = '+00:00'; SET NAMES utf8mb4 COLLATE utf8mb4_bin; \
+             SET SESSION foreign_key_checks = 0"
+        ))?;
+        Ok(Box::new(writer))
+    }
+}
+
+/// The MySQL type of a column declared `declared` in SQLite; `keyed` when an index needs it.
+pub(crate) fn column_type(declared: &str, keyed: bool) -> String {
+    let upper = declared.to_ascii_uppercase();
+    let has = |part: &str| upper.contains(part);
+    if has("INT") {
+        "BIGINT".into()
+    } else if has("CHAR") || has("CLOB") || has("TEXT") || upper.trim().is_empty() {
+        if keyed { "VARCHAR(255)" } else { "LONGTEXT" }.into()
+    } else if has("BLOB") {
+        if keyed { "VARBINARY(255)" } else { "LONGBLOB" }.into()
+    } else if has("REAL") || has("FLOA") || has("DOUB") {
+        "DOUBLE".into()
+    } else if has("DATETIME") || has("TIMESTAMP") {
+        "DATETIME(6)".into()
+    } else if has("DATE") {
+        "DATE".into()
+    } else if has("TIME") {
+        "TIME(6)".into()
+    } else if has("BOOL") {
+        "BOOLEAN".into()
+    } else {
+        decimal(&upper).unwrap_or_else(|| "DOUBLE".into())
+    }
+}
+
+/// `DECIMAL(p,s)` of a declared `DECIMAL(p,s)` or `NUMERIC(p,s)` that MySQL can hold.
+fn decimal(upper: &str) -> Option<String> {
+    let (_, rest) = upper.split_once('(')?;
+    let (inside, _) = rest.split_once(')')?;
+    let mut parts = inside.split(',').map(|p| p.trim().parse::<u32>());
+    let precision = parts.next()?.ok()?;
+    let scale = match parts.next() {
+        Some(scale) => scale.ok()?,
+        None => 0,
+    };
+    ((1..=65).contains(&precision) && scale <= 30.min(precision) && parts.next().is_none())
+        .then(|| format!("DECIMAL({precision},{scale})"))
+}
+
+fn parameter(value: &Value) -> mysql::Value {
+    match value {
+        Value::Null => mysql::Value::NULL,
+        Value::Int(n) => mysql::Value::Int(*n),
+        Value::Real(f) => mysql::Value::Double(*f),
+        Value::Text(text) => mysql::Value::Bytes(text.as_bytes().to_vec()),
+        Value::Blob(bytes) => mysql::Value::Bytes(bytes.clone()),
+    }
+}
+
+impl Writer for DatabaseWriter {
+    fn execute_batch(&mut self, sql: &str) -> Result<(), ExecError> {
+        crate::run(&mut self.conn, sql)
+            .map_err(|e| failed(&format!("cannot write to {}", self.url), e))
+    }
+
+    fn create_table(
+        &mut self,
+        table: &Table,
+        foreign_keys: &[ForeignKey],
+    ) -> Result<(), ExecError> {
+        let keyed = |column: &str| {
+            foreign_keys
+                .iter()
+                .any(|key| key.from.column.eq_ignore_ascii_case(column))
+        };
+        let mut lines: Vec<String> = table
+            .columns
+            .iter()
+            .map(|c| {
+                let ty = column_type(&c.decl_type, c.primary_key || keyed(&c.name));
+                let not_null = if c.not_null { " NOT NULL" } else { "" };
+                format!("{} {ty}{not_null}", DRIVER.quote(&c.name))
+            })
+            .collect();
+        let keys: Vec<String> = table
+            .columns
+            .iter()
+            .filter(|c| c.primary_key)
+            .map(|c| DRIVER.quote(&c.name))
+            .collect();
+        if !keys.is_empty() {
+            lines.push(format!("PRIMARY KEY ({})", keys.join(", ")));
+        }
+        self.execute_batch(&format!(
+            "CREATE TABLE {} (\n  {}\n) ENGINE = InnoDB",
+            DRIVER.quote(&table.name),
+            lines.join(",\n  ")
+        ))?;
+        self.foreign_keys.extend_from_slice(foreign_keys);
+        Ok(())
+    }
+
+    fn insert(
+        &mut self,
+        table: &str,
+        columns: &[String],
+        rows: &[Vec<Value>],
+    ) -> Result<(), ExecError> {
+        if columns.is_empty() || rows.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = columns.iter().map(|c| DRIVER.quote(c)).collect();
+        let placeholders = format!("({})", vec!["?"; columns.len()].join(", "));
+        let per_statement = (MAX_PARAMS / columns.len()).max(1);
+        for chunk in rows.chunks(per_statement) {
+            let sql = format!(
+                "INSERT INTO {} ({}) VALUES {}",
+                DRIVER.quote(table),
+                list.join(", "),
+                vec![placeholders.as_str(); chunk.len()].join(", ")
+            );
+            let params: Vec<mysql::Value> = chunk.iter().flatten().map(parameter).collect();
+            let result = self.conn.exec_iter(&sql, params).and_then(crate::drain);
+            result.map_err(|e| {
+                failed(
+                    &format!("cannot insert into table `{table}` of {}", self.url),
+                    e,
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<(), ExecError> {
+        for key in std::mem::take(&mut self.foreign_keys) {
+            let (to_table, to_column) = (DRIVER.quote(&key.to.table), DRIVER.quote(&key.to.column));
+            // MySQL needs an index on the referenced column.
+            let indexed: Option<u32> = self
+                .conn
+                .exec_first(
+                    "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() \
+                     AND TABLE_NAME = ? AND COLUMN_NAME = ? AND SEQ_IN_INDEX = 1",
+                    (&key.to.table, &key.to.column),
+                )
+                .map_err(|e| failed("cannot read the indexes", e))?;
+            if indexed.is_none() {
+                self.execute_batch(&format!("ALTER TABLE {to_table} ADD INDEX ({to_column})"))?;
+            }
+            self.execute_batch(&format!(
+                "ALTER TABLE {} ADD FOREIGN KEY ({}) REFERENCES {to_table} ({to_column})",
+                DRIVER.quote(&key.from.table),
+                DRIVER.quote(&key.from.column)
+            ))?;
+        }
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for DatabaseWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Best effort: nothing may take a half-written database as complete.
+            let drop = format!("DROP DATABASE IF EXISTS {}", DRIVER.quote(&self.db));
+            let _ = crate::run(&mut self.conn, &drop);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_types_follow_sqlite_affinity() {
+        for (declared, keyed, expected) in [
+            ("INTEGER", false, "BIGINT"),
+            ("bigint unsigned", false, "BIGINT"),
+            ("TEXT", false, "LONGTEXT"),
+            ("TEXT", true, "VARCHAR(255)"),
+            ("varchar(20)", false, "LONGTEXT"),
+            ("", false, "LONGTEXT"),
+            ("BLOB", false, "LONGBLOB"),
+            ("BLOB", true, "VARBINARY(255)"),
+            ("REAL", false, "DOUBLE"),
+            ("double precision", false, "DOUBLE"),
+            ("DATE", false, "DATE"),
+            ("DATETIME", false, "DATETIME(6)"),
+            ("TIMESTAMP", false, "DATETIME(6)"),
+            ("TIME", false, "TIME(6)"),
+            ("BOOLEAN", false, "BOOLEAN"),
+            ("NUMERIC(10,2)", false, "DECIMAL(10,2)"),
+            ("DECIMAL(5)", false, "DECIMAL(5,0)"),
+            ("NUMERIC", false, "DOUBLE"),
+            ("NUMERIC(99,2)", false, "DOUBLE"),
+            // "POINT" has "INT": SQLite's first rule wins.
+            ("POINT", false, "BIGINT"),
+        ] {
+            assert_eq!(column_type(declared, keyed), expected, "{declared}");
+        }
+    }
+}
