@@ -50,7 +50,11 @@ fn benchmark() -> Benchmark {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml")
         }
     };
-    let mut bench = loaders::load(&gold, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).expect("benchmark loads");
+    let mut bench = loaders::load(
+        &gold,
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .expect("benchmark loads");
     bench.cases.retain(|case| case.feasible);
     bench
 }

@@ -17,7 +17,11 @@ fn databases() -> Vec<(String, PathBuf, Vec<Seed>)> {
         Some(data) => data.join("defog/questions.csv"),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml"),
     };
-    let bench = sqlgate_eval::loaders::load(&gold, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).expect("benchmark loads");
+    let bench = sqlgate_eval::loaders::load(
+        &gold,
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .expect("benchmark loads");
     let mut by_db: BTreeMap<String, (PathBuf, Vec<Seed>)> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         let path = bench.db_files(case, false).expect("database").remove(0);
@@ -51,7 +55,10 @@ fn jqe_benchmarks(c: &mut Criterion) {
                 let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
                 let mut retained = 0;
                 for (db, path, seeds) in &databases {
-                    let graph = SchemaGraph::build(&sqlgate_engine_sqlite::read_schema(path).expect("schema"), true);
+                    let graph = SchemaGraph::build(
+                        &sqlgate_engine_sqlite::read_schema(path).expect("schema"),
+                        true,
+                    );
                     retained +=
                         jqe::expand_database(db, path, &graph, seeds, &Options::default(), &engine)
                             .expansions

@@ -21,7 +21,11 @@ fn benchmark() -> Benchmark {
         Some(data) => data.join("defog/questions.csv"),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml"),
     };
-    let mut bench = loaders::load(&gold, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).expect("benchmark loads");
+    let mut bench = loaders::load(
+        &gold,
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .expect("benchmark loads");
     bench.cases.retain(|case| case.feasible);
     bench
 }

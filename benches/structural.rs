@@ -41,8 +41,11 @@ fn spider_pairs(data: &Path) -> Vec<Pair> {
 
 fn demo_pairs() -> Vec<Pair> {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo");
-    let bench =
-        sqlgate_eval::loaders::load(&demo.join("suite.toml"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).expect("demo");
+    let bench = sqlgate_eval::loaders::load(
+        &demo.join("suite.toml"),
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .expect("demo");
     bench
         .cases
         .iter()

@@ -25,7 +25,11 @@ fn naturalness_generation(c: &mut Criterion) {
             return;
         }
     };
-    let bench = loaders::load(&data.join("defog/questions.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
+    let bench = loaders::load(
+        &data.join("defog/questions.csv"),
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
     let mut by_db: BTreeMap<&str, Vec<Seed>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         by_db.entry(&case.db).or_default().push(Seed {

@@ -109,7 +109,11 @@ fn copy_to_file(
     dir: &Path,
     db: &str,
 ) -> Result<String, Error> {
-    let Storage::Files { extension, sidecars } = to.driver().storage() else {
+    let Storage::Files {
+        extension,
+        sidecars,
+    } = to.driver().storage()
+    else {
         unreachable!("a file engine")
     };
     let target = dir.join(format!("{db}.{extension}"));
@@ -162,9 +166,14 @@ fn copy_into(
             format!("cannot create the copy: {}", e.message),
         ))
     })?;
-    copy_database(from.driver(), &mut *reader, &mut *writer, &limits, BATCH_ROWS).map_err(
-        |e| Error::from(InputError::file(source, format!("copying: {}", e.message))),
-    )?;
+    copy_database(
+        from.driver(),
+        &mut *reader,
+        &mut *writer,
+        &limits,
+        BATCH_ROWS,
+    )
+    .map_err(|e| Error::from(InputError::file(source, format!("copying: {}", e.message))))?;
     writer.finish().map_err(|e| {
         Error::from(InputError::file(
             target,

@@ -275,8 +275,9 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
             .ok_or_else(|| {
                 InputError::file(&bench.db_dir, format!("no database file for `{db}`"))
             })?;
-        let mut schema = sqlgate_eval::exec::schema::query(&engine, &path)
-            .map_err(|e| InputError::file(&path, format!("cannot read the schema: {}", e.message)))?;
+        let mut schema = sqlgate_eval::exec::schema::query(&engine, &path).map_err(|e| {
+            InputError::file(&path, format!("cannot read the schema: {}", e.message))
+        })?;
         // Explicit join keys count as declared foreign keys, so they replace inference.
         for key in bench.join_keys.get(*db).into_iter().flatten() {
             let key = ForeignKey::parse(key, &schema).map_err(|e| {

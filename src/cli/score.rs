@@ -10,8 +10,8 @@ use clap::{ArgAction, Args, ValueEnum};
 use crate::report::{score_json, score_text};
 use sqlgate::Error;
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::exec::limits::{timeout_from_secs, MAX_TIMEOUT};
+use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::loaders::{
     self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction,

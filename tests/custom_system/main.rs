@@ -18,7 +18,8 @@ struct ChattyOracle {
 impl ChattyOracle {
     fn new() -> ChattyOracle {
         let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/demo/suite.toml");
-        let demo = loaders::load(&suite, &LoadOptions::on(sqlgate_engine_sqlite::files())).expect("the demo loads");
+        let demo = loaders::load(&suite, &LoadOptions::on(sqlgate_engine_sqlite::files()))
+            .expect("the demo loads");
         let gold = demo
             .cases
             .into_iter()

@@ -173,8 +173,11 @@ fn defog_files_score_gold_against_gold() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let bench = sqlgate_eval::loaders::load(&data.join("defog/questions.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()))
-        .unwrap();
+    let bench = sqlgate_eval::loaders::load(
+        &data.join("defog/questions.csv"),
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
     let mut lines = String::new();
     for case in &bench.cases {
         lines.push_str(&serde_json::json!({"id": case.id, "sql": case.gold[0]}).to_string());

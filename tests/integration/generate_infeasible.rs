@@ -84,7 +84,11 @@ fn check(gold: &Path, db_files: &dyn Fn(&str) -> std::path::PathBuf) {
     }
     // The generated suite loads, and abstaining on all of it is all correct.
     let suite = dir.path().join("a/suite.toml");
-    let bench = sqlgate_eval::loaders::load(&suite, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
+    let bench = sqlgate_eval::loaders::load(
+        &suite,
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
     assert_eq!(bench.cases.len(), cases.len());
     assert!(bench.cases.iter().all(|c| !c.feasible));
 }

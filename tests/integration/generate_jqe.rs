@@ -84,9 +84,9 @@ fn check(gold: &Path, db_dir: Option<&Path>, extra: &[&str]) -> usize {
     let mut graphs = HashMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {
         let path = bench.db_files(case, false).unwrap().remove(0);
-        let graph = graphs
-            .entry(case.db.clone())
-            .or_insert_with(|| SchemaGraph::build(&sqlgate_engine_sqlite::read_schema(&path).unwrap(), true));
+        let graph = graphs.entry(case.db.clone()).or_insert_with(|| {
+            SchemaGraph::build(&sqlgate_engine_sqlite::read_schema(&path).unwrap(), true)
+        });
         seeds.insert(case.id.clone(), case.gold[0].clone());
         paths.insert(case.db.clone(), path);
         // The originals' patterns count as taken (they are parsed the way JQE parses them).

@@ -179,7 +179,11 @@ fn the_verbalizer_covers_defog_and_names_what_it_skips() {
     generate(&b_args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 
-    let bench = sqlgate_eval::loaders::load(&gold, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
+    let bench = sqlgate_eval::loaders::load(
+        &gold,
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
     let golds = bench.cases.iter().filter(|c| c.feasible).count();
     let by_seed = per_seed(&records(&a));
     let three_or_more = by_seed.values().filter(|q| q.len() >= 3).count();

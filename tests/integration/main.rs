@@ -17,6 +17,7 @@ mod distill_safety;
 mod doc_links;
 mod efficiency_gate;
 mod efficiency_parity;
+mod engines;
 mod etm_reference;
 mod every_database;
 mod exit_codes;

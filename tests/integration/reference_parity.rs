@@ -24,8 +24,11 @@ fn defog_dir() -> Option<PathBuf> {
 #[test]
 fn defog_gold_against_gold_is_one_in_every_mode() {
     let Some(dir) = defog_dir() else { return };
-    let bench =
-        sqlgate_eval::loaders::load(&dir.join("questions.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
+    let bench = sqlgate_eval::loaders::load(
+        &dir.join("questions.csv"),
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
     assert_eq!(bench.cases.len(), 135);
     let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     for mode in MODES {

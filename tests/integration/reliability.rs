@@ -263,8 +263,16 @@ fn score_reports_rs_on_defog_with_idk_as_infeasible() {
     };
     let gold = data.join("defog/questions.csv");
     let idk = data.join("defog/idk.csv");
-    let feasible = sqlgate_eval::loaders::load(&gold, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
-    let infeasible = sqlgate_eval::loaders::load(&idk, &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
+    let feasible = sqlgate_eval::loaders::load(
+        &gold,
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
+    let infeasible = sqlgate_eval::loaders::load(
+        &idk,
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
     let mut lines = Vec::new();
     let (mut i, mut ii, mut iii, mut iv, mut v) = (0, 0, 0, 0, 0);
     for (index, case) in feasible.cases.iter().enumerate() {

@@ -19,7 +19,11 @@ use crate::support::{demo, python_with, repo, run_python};
 /// The demo benchmark answered by its sample predictions, judged by comparing SQL text (these
 /// tests are about reporting, not scoring), plus a gate, a skipped test and a gold error.
 fn demo_results() -> (Vec<TestResult>, Vec<SuiteSummary>) {
-    let bench = loaders::load(&demo("suite.toml"), &LoadOptions::on(sqlgate_engine_sqlite::files())).expect("demo loads");
+    let bench = loaders::load(
+        &demo("suite.toml"),
+        &LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .expect("demo loads");
     let predictions = loaders::load_predictions(&demo("predictions/sample.jsonl"), None, &bench)
         .expect("sample predictions load");
     let mut results: Vec<TestResult> = bench

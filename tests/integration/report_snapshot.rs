@@ -25,8 +25,11 @@ fn entry(name: &str, passed: bool, verdict: &str, ex: &str, sql: Option<&str>) -
 /// The demo benchmark's sample predictions as entries (pass = same SQL text as the gold).
 fn demo_entries() -> Vec<SnapshotEntry> {
     let demo = demo("");
-    let bench =
-        loaders::load(&demo.join("suite.toml"), &LoadOptions::on(sqlgate_engine_sqlite::files())).expect("demo loads");
+    let bench = loaders::load(
+        &demo.join("suite.toml"),
+        &LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .expect("demo loads");
     let predictions =
         loaders::load_predictions(&demo.join("predictions/sample.jsonl"), None, &bench)
             .expect("predictions load");

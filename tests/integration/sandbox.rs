@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sqlgate_eval::exec::Source;
 use sqlgate_engine_sqlite::Sandbox;
+use sqlgate_eval::exec::Source;
 use sqlgate_eval::exec::{ExecErrorKind, Limits, Value};
 
 fn build_database(dir: &Path) -> PathBuf {

@@ -153,8 +153,11 @@ fn soft_f1_matches_the_reference_on_defog() {
     if !python_with("sqlite3", "its standard module") {
         return;
     }
-    let bench = sqlgate_eval::loaders::load(&defog.join("questions.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()))
-        .expect("questions.csv loads");
+    let bench = sqlgate_eval::loaders::load(
+        &defog.join("questions.csv"),
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .expect("questions.csv loads");
     let items: Vec<Item> = bench
         .cases
         .iter()

@@ -91,7 +91,8 @@ fn one(value: f64) -> bool {
 
 /// Every scored mutant of the feasible cases' first gold query.
 fn samples(gold: &Path) -> Vec<Sample> {
-    let bench = loaders::load(gold, &LoadOptions::on(sqlgate_engine_sqlite::files())).expect("gold loads");
+    let bench =
+        loaders::load(gold, &LoadOptions::on(sqlgate_engine_sqlite::files())).expect("gold loads");
     let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let settings = Settings {
         regimes: REGIMES.iter().map(|r| r.parse().expect("regime")).collect(),

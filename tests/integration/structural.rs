@@ -173,10 +173,16 @@ fn no_query_of_the_shared_data_makes_the_structural_metrics_panic() {
     }
     // Defog: every gold alternative against every other of its question, and the apology
     // queries of idk.csv, on the real databases.
-    let defog = sqlgate_eval::loaders::load(&data.join("defog/questions.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()))
-        .unwrap();
-    let idk =
-        sqlgate_eval::loaders::load(&data.join("defog/idk.csv"), &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
+    let defog = sqlgate_eval::loaders::load(
+        &data.join("defog/questions.csv"),
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
+    let idk = sqlgate_eval::loaders::load(
+        &data.join("defog/idk.csv"),
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
     for case in defog.cases.iter().chain(&idk.cases) {
         let bench = if defog.cases.iter().any(|c| std::ptr::eq(c, case)) {
             &defog

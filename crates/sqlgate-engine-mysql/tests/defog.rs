@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use common::{backend, open, same_rows, SqliteConnection};
+use common::{backend, open, open_sqlite, same_rows};
 use sqlgate_engine::{Connection, Driver, Limits, ResultSet, Schema};
 use sqlgate_engine_mysql::DRIVER;
 use sqlgate_test_support::mariadb::{self, MariaDb};
@@ -189,14 +189,9 @@ fn golds_agree_with_sqlite_where_the_dialects_allow() {
         .iter()
         .map(|&db| (db, open(&reader, db)))
         .collect();
-    let mut sqlite: HashMap<&str, SqliteConnection> = DEFOG_DATABASES
+    let mut sqlite: HashMap<&str, sqlgate_engine_sqlite::Sandbox> = DEFOG_DATABASES
         .iter()
-        .map(|&db| {
-            (
-                db,
-                SqliteConnection::open(&fixture.defog.join(format!("{db}.sqlite"))),
-            )
-        })
+        .map(|&db| (db, open_sqlite(&fixture.defog.join(format!("{db}.sqlite")))))
         .collect();
     let read = |path: &Path| -> Vec<HashMap<String, String>> {
         csv::Reader::from_path(path)

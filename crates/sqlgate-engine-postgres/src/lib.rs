@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sqlgate_engine::{
-    Backend, CatalogRows, Connection, Driver, ExecError, Execution, Feature, Limits, Open,
-    Schema, Settings, Storage,
+    Backend, CatalogRows, Connection, Driver, ExecError, Execution, Feature, Limits, Open, Schema,
+    Settings, Storage,
 };
 
 pub use server::Server;
@@ -94,7 +94,12 @@ impl Backend for Server {
         let warnings = Server::check_reader(self, &db)?;
         Ok(warnings
             .into_iter()
-            .map(|w| format!("{}: {w} (docs/postgres.md sets up a read-only role)", self.url(&db)))
+            .map(|w| {
+                format!(
+                    "{}: {w} (docs/postgres.md sets up a read-only role)",
+                    self.url(&db)
+                )
+            })
             .collect())
     }
 }
@@ -154,7 +159,10 @@ mod tests {
         };
         let backend = DRIVER.connect(&settings).unwrap();
         let mut connection = backend
-            .open(Path::new("atis"), Open::for_source(sqlgate_engine::Source::Gold))
+            .open(
+                Path::new("atis"),
+                Open::for_source(sqlgate_engine::Source::Gold),
+            )
             .unwrap();
         let error = connection
             .execute("SELECT 1", &Limits::default())
@@ -162,7 +170,9 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.kind, sqlgate_engine::ExecErrorKind::Unavailable);
         assert!(
-            error.message.contains("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
+            error
+                .message
+                .contains("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
             "{}",
             error.message
         );

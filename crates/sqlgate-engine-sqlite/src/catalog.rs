@@ -42,7 +42,6 @@ pub fn read_schema(db: &Path) -> Result<Schema, rusqlite::Error> {
     })
 }
 
-
 /// The schema from SQLite's catalog, each query's rows given by `rows`.
 pub(crate) fn sqlite_catalog<E>(
     mut rows: impl FnMut(&str) -> Result<Vec<Vec<Value>>, E>,

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sqlgate_engine::{
-    Backend, CatalogRows, Connection, Driver, ExecError, Execution, Feature, Limits, Open,
-    Schema, Settings, Storage, Writer,
+    Backend, CatalogRows, Connection, Driver, ExecError, Execution, Feature, Limits, Open, Schema,
+    Settings, Storage, Writer,
 };
 
 pub use catalog::{holds_rows, read_schema};

@@ -29,7 +29,9 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, StatementStatus};
 
 use sqlgate_engine::limits::{result_bytes, MAX_SQL_BYTES};
 use sqlgate_engine::memory::{self, ResultCharge};
-use sqlgate_engine::{watchdog, ExecError, ExecErrorKind, Execution, Limits, ResultSet, Source, Value};
+use sqlgate_engine::{
+    watchdog, ExecError, ExecErrorKind, Execution, Limits, ResultSet, Source, Value,
+};
 
 use crate::sidecar;
 

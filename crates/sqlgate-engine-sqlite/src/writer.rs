@@ -48,7 +48,11 @@ impl Writer for SqliteWriter {
     }
 
     /// SQLite keeps declared types as written: the copy declares what the original declared.
-    fn create_table(&mut self, table: &Table, foreign_keys: &[ForeignKey]) -> Result<(), ExecError> {
+    fn create_table(
+        &mut self,
+        table: &Table,
+        foreign_keys: &[ForeignKey],
+    ) -> Result<(), ExecError> {
         let mut lines: Vec<String> = table
             .columns
             .iter()
@@ -83,7 +87,12 @@ impl Writer for SqliteWriter {
             .map_err(failed)
     }
 
-    fn insert(&mut self, table: &str, columns: &[String], rows: &[Vec<Value>]) -> Result<(), ExecError> {
+    fn insert(
+        &mut self,
+        table: &str,
+        columns: &[String],
+        rows: &[Vec<Value>],
+    ) -> Result<(), ExecError> {
         let names: Vec<String> = columns.iter().map(|c| quoted(c)).collect();
         let marks = vec!["?"; columns.len()].join(", ");
         let mut statement = self

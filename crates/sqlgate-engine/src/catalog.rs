@@ -162,7 +162,6 @@ impl Schema {
     }
 }
 
-
 /// The text of a catalog cell: a name or a declared type (NULL reads as empty).
 pub fn text(value: &Value) -> String {
     match value {

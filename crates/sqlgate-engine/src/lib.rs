@@ -86,7 +86,11 @@ pub struct Unsupported {
 
 impl fmt::Display for Unsupported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "engine `{}` does not support {}", self.engine, self.feature)
+        write!(
+            f,
+            "engine `{}` does not support {}",
+            self.engine, self.feature
+        )
     }
 }
 
@@ -271,9 +275,8 @@ pub fn copy_database(
     limits: &Limits,
     batch: usize,
 ) -> Result<Schema, ExecError> {
-    let schema = from_driver.catalog(&mut |sql: &str| {
-        from.execute(sql, limits).result.map(|set| set.rows.clone())
-    })?;
+    let schema = from_driver
+        .catalog(&mut |sql: &str| from.execute(sql, limits).result.map(|set| set.rows.clone()))?;
     for table in &schema.tables {
         let keys: Vec<catalog::ForeignKey> = schema
             .foreign_keys
@@ -300,9 +303,8 @@ pub fn copy_database(
             .join(", ");
         let mut offset = 0usize;
         loop {
-            let sql = format!(
-                "SELECT {list} FROM {name} ORDER BY {order} LIMIT {batch} OFFSET {offset}"
-            );
+            let sql =
+                format!("SELECT {list} FROM {name} ORDER BY {order} LIMIT {batch} OFFSET {offset}");
             let rows = from.execute(&sql, limits).result?;
             to.insert(&table.name, &columns, &rows.rows)?;
             if rows.rows.len() < batch {

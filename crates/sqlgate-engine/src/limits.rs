@@ -77,4 +77,3 @@ pub enum Source {
 pub fn result_bytes(width: usize, rows: usize) -> usize {
     rows.saturating_mul(size_of::<Vec<Value>>() + width * size_of::<Value>())
 }
-

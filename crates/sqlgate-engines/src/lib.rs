@@ -11,6 +11,10 @@ pub const ENGINES: &[(&str, Option<&'static dyn Driver>)] = &[
     ("postgres", Some(&sqlgate_engine_postgres::DRIVER)),
     #[cfg(not(feature = "postgres"))]
     ("postgres", None),
+    #[cfg(feature = "mysql")]
+    ("mysql", Some(&sqlgate_engine_mysql::DRIVER)),
+    #[cfg(not(feature = "mysql"))]
+    ("mysql", None),
 ];
 
 /// The engine named `name`, or why there is none.
@@ -124,7 +128,10 @@ mod tests {
                 Some(_) => assert!(driver(name).is_ok()),
                 None => {
                     let error = driver(name).unwrap_err();
-                    assert!(error.contains(&format!("cargo feature `{name}`")), "{error}");
+                    assert!(
+                        error.contains(&format!("cargo feature `{name}`")),
+                        "{error}"
+                    );
                 }
             }
         }

@@ -1,16 +1,15 @@
-//! What the MySQL engine's tests share: the engine on the test server, a test-only SQLite side
-//! (a `Driver` and `Connection` over rusqlite, to copy the Defog files and to run their golds),
-//! and result comparison as multisets.
+//! What the MySQL engine's tests share: the engine on the test server, the SQLite engine (to
+//! copy the Defog files and to run their golds), and result comparison as multisets.
 #![allow(dead_code)] // Each test binary uses its own part.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use sqlgate_engine::catalog::{self, ColRef, Column, ForeignKey, Schema, Table};
+use sqlgate_engine::catalog::Schema;
 use sqlgate_engine::{
-    Backend, CatalogRows, Connection, Driver, ExecError, ExecErrorKind, Execution, Feature, Limits,
-    Open, ResultSet, Settings, Source, Storage, Value,
+    Backend, Connection, Driver, Limits, Open, ResultSet, Settings, Source, Value,
 };
+use sqlgate_engine_sqlite::{Sandbox, DRIVER as SQLITE};
 use sqlgate_test_support::mariadb::{self, MariaDb};
 
 /// The engine on `server` as `user`.
@@ -36,7 +35,7 @@ pub fn open(backend: &Arc<dyn Backend>, db: &str) -> Box<dyn Connection> {
 pub fn copy_sqlite(server: &MariaDb, sqlite: &Path, db: &str) -> Schema {
     let writer = backend(server, mariadb::WRITER);
     let mut to = writer.create(Path::new(db)).unwrap();
-    let mut from = SqliteConnection::open(sqlite);
+    let mut from = open_sqlite(sqlite);
     let schema =
         sqlgate_engine::copy_database(&SQLITE, &mut from, &mut *to, &Limits::default(), 500)
             .unwrap_or_else(|e| panic!("cannot copy {}: {}", sqlite.display(), e.message));
@@ -45,144 +44,9 @@ pub fn copy_sqlite(server: &MariaDb, sqlite: &Path, db: &str) -> Schema {
     schema
 }
 
-/// The SQLite side of the tests: enough of a driver to read a catalog.
-pub struct Sqlite;
-
-pub static SQLITE: Sqlite = Sqlite;
-
-impl Driver for Sqlite {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-
-    fn storage(&self) -> Storage {
-        Storage::Files {
-            extension: "sqlite",
-            sidecars: &[],
-        }
-    }
-
-    fn connect(&self, _: &Settings<'_>) -> Result<Arc<dyn Backend>, String> {
-        Err("the tests' SQLite side opens files itself".into())
-    }
-
-    fn supports(&self, _: Feature) -> bool {
-        false
-    }
-
-    fn parser_dialect(&self) -> &'static str {
-        "sqlite"
-    }
-
-    fn explain(&self, _: &str) -> Option<String> {
-        None
-    }
-
-    fn catalog(&self, rows: &mut CatalogRows<'_>) -> Result<Schema, ExecError> {
-        let mut schema = Schema::default();
-        for row in rows(
-            "SELECT m.name, c.name, c.type, c.pk, c.\"notnull\" \
-             FROM sqlite_master AS m, pragma_table_info(m.name) AS c \
-             WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name, c.cid",
-        )? {
-            let table = catalog::text(&row[0]);
-            if schema.tables.last().is_none_or(|t| t.name != table) {
-                schema.tables.push(Table {
-                    name: table,
-                    columns: Vec::new(),
-                });
-            }
-            schema.tables.last_mut().unwrap().columns.push(Column {
-                name: catalog::text(&row[1]),
-                decl_type: catalog::text(&row[2]),
-                primary_key: catalog::flag(&row[3]),
-                not_null: catalog::flag(&row[4]),
-            });
-        }
-        for row in rows(
-            "SELECT m.name, f.\"from\", f.\"table\", f.\"to\" \
-             FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS f \
-             WHERE m.type = 'table' ORDER BY m.name, f.id, f.seq",
-        )? {
-            let target = catalog::text(&row[2]);
-            let to = match &row[3] {
-                Value::Null => schema
-                    .single_primary_key(&target)
-                    .map(|c| c.name.clone())
-                    .unwrap(),
-                to => catalog::text(to),
-            };
-            schema.foreign_keys.push(ForeignKey {
-                from: ColRef::new(&catalog::text(&row[0]), &catalog::text(&row[1])),
-                to: ColRef::new(&target, &to),
-            });
-        }
-        Ok(schema)
-    }
-
-    fn unique_columns_query(&self) -> Option<String> {
-        None
-    }
-
-    fn not_iso_date(&self, _: &str) -> String {
-        unimplemented!("not used by the tests")
-    }
-}
-
-/// A read-only SQLite file.
-pub struct SqliteConnection(rusqlite::Connection);
-
-impl SqliteConnection {
-    pub fn open(path: &Path) -> SqliteConnection {
-        let conn =
-            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .unwrap();
-        SqliteConnection(conn)
-    }
-}
-
-impl Connection for SqliteConnection {
-    fn execute(&mut self, sql: &str, _: &Limits) -> Execution {
-        let start = std::time::Instant::now();
-        let result = (|| {
-            let mut statement = self.0.prepare(sql)?;
-            let columns: Vec<String> = statement.column_names().map(String::from).collect();
-            let width = columns.len();
-            let mut rows = statement.raw_query();
-            let mut set = ResultSet {
-                columns,
-                ..ResultSet::default()
-            };
-            while let Some(row) = rows.next()? {
-                let mut cells = Vec::with_capacity(width);
-                for i in 0..width {
-                    use rusqlite::types::ValueRef;
-                    cells.push(match row.get_ref(i)? {
-                        ValueRef::Null => Value::Null,
-                        ValueRef::Integer(n) => Value::Int(n),
-                        ValueRef::Real(f) => Value::Real(f),
-                        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
-                        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
-                    });
-                }
-                set.rows.push(cells);
-            }
-            Ok(set)
-        })()
-        .map(Arc::new)
-        .map_err(|e: rusqlite::Error| ExecError {
-            kind: ExecErrorKind::Runtime,
-            message: e.to_string(),
-        });
-        Execution {
-            result,
-            elapsed: start.elapsed(),
-        }
-    }
-
-    fn cost(&mut self, _: &str, _: &Limits) -> Result<f64, ExecError> {
-        unimplemented!("not used by the tests")
-    }
+/// A Defog file, opened read-only by the SQLite engine.
+pub fn open_sqlite(path: &Path) -> Sandbox {
+    Sandbox::open(path, Source::Gold).unwrap_or_else(|e| panic!("{}", e.message))
 }
 
 /// Whether two cells are the same: numbers within 1e-9 (an integer and a real alike), others

@@ -210,20 +210,21 @@ impl Engine {
                 .unwrap_or_else(|| self.stamp(db))
         });
         let open = |db: &Path| self.backend.open(db, Open::for_source(source));
-        let (mut execution, unchanged) = with_sandbox(db, source, first, open, |sandbox| match sandbox {
-            Ok(open) => {
-                let execution = open.sandbox.execute(sql, &self.limits);
-                // Checked after reading: a change before or during this execution shows.
-                (execution, open.still_first(db, self))
-            }
-            Err(error) => {
-                let execution = Execution {
-                    result: Err(error),
-                    elapsed: Default::default(),
-                };
-                (execution, self.stamp(db) == first)
-            }
-        });
+        let (mut execution, unchanged) =
+            with_sandbox(db, source, first, open, |sandbox| match sandbox {
+                Ok(open) => {
+                    let execution = open.sandbox.execute(sql, &self.limits);
+                    // Checked after reading: a change before or during this execution shows.
+                    (execution, open.still_first(db, self))
+                }
+                Err(error) => {
+                    let execution = Execution {
+                        result: Err(error),
+                        elapsed: Default::default(),
+                    };
+                    (execution, self.stamp(db) == first)
+                }
+            });
         if !unchanged {
             execution.result = Err(changed(db));
         }
@@ -301,7 +302,9 @@ impl QueryRunner for Engine {
         deadline: Option<Instant>,
     ) -> Result<f64, ExecError> {
         let limits = self.limits.until(deadline)?;
-        let mut connection = self.backend.open(db, Open::for_source(Source::Prediction))?;
+        let mut connection = self
+            .backend
+            .open(db, Open::for_source(Source::Prediction))?;
         match probe {
             Probe::Time => {
                 let execution = connection.execute(sql, &limits);

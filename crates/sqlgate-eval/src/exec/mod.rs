@@ -12,8 +12,7 @@ use std::time::Instant;
 pub use engine::Engine;
 pub use sqlgate_engine::{
     copy_database, limits, memory, value, Backend, Driver, ExecError, ExecErrorKind, Execution,
-    Feature, Limits, Writer,
-    Open, ResultSet, Settings, Source, Storage, Unsupported, Value,
+    Feature, Limits, Open, ResultSet, Settings, Source, Storage, Unsupported, Value, Writer,
 };
 
 /// Runs queries for the evaluators; executions are cached by the implementation.
@@ -116,7 +115,6 @@ impl QueryRunner for Witness<'_> {
         measured
     }
 }
-
 
 /// The engine `driver` configured with `settings`; the password variable's value is masked in
 /// everything sqlgate writes from now on ([`crate::secrets`]).

@@ -194,7 +194,8 @@ mod tests {
 
     fn engine(dir: &Path, version: &str) -> Engine {
         let store = Arc::new(Store::open(&dir.join("cache"), 1 << 30, version));
-        Engine::new(Limits::default(), sqlgate_engine_sqlite::files()).with_cache(Some(ResultCache::new(store)))
+        Engine::new(Limits::default(), sqlgate_engine_sqlite::files())
+            .with_cache(Some(ResultCache::new(store)))
     }
 
     fn count(engine: &Engine, db: &Path) -> Value {

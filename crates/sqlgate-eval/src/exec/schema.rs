@@ -10,9 +10,9 @@ use super::{Backend, ExecError, Limits, Open, QueryRunner, Source};
 /// Reads tables, columns and foreign keys of `db` through `runner`, from its engine's catalog
 /// (SQLite's PRAGMAs, PostgreSQL's `pg_catalog`, ...).
 pub fn query(runner: &dyn QueryRunner, db: &Path) -> Result<Schema, ExecError> {
-    runner.driver().catalog(&mut |sql: &str| {
-        runner.gold(db, sql).result.map(|set| set.rows.clone())
-    })
+    runner
+        .driver()
+        .catalog(&mut |sql: &str| runner.gold(db, sql).result.map(|set| set.rows.clone()))
 }
 
 /// Whether any table of `db` holds a row. On a database without rows (a schema-only copy)

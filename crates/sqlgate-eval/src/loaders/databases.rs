@@ -8,8 +8,8 @@ use rusqlite::fallible_iterator::FallibleIterator;
 use sha2::{Digest, Sha256};
 
 use super::Case;
-use crate::exec::{Backend, Storage};
 use crate::error::{is_plain_name, InputError};
+use crate::exec::{Backend, Storage};
 
 /// The database file of a case, or an error naming the case and both paths tried.
 pub(super) fn resolve(db_dir: &Path, case: &Case, extension: &str) -> Result<PathBuf, InputError> {

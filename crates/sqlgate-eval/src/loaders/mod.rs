@@ -163,10 +163,12 @@ impl Benchmark {
         for case in &self.cases {
             if checked.insert(case.db.as_str()) {
                 let file = databases::resolve(&self.db_dir, case, self.extension())?;
-                self.backend.open(&file, Open::for_source(Source::Gold)).map_err(|e| {
-                    case.source
-                        .error(format!("case `{}`: {}", case.id, e.message))
-                })?;
+                self.backend
+                    .open(&file, Open::for_source(Source::Gold))
+                    .map_err(|e| {
+                        case.source
+                            .error(format!("case `{}`: {}", case.id, e.message))
+                    })?;
             }
         }
         Ok(())

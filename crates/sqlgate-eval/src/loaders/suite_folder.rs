@@ -247,17 +247,20 @@ fn refuse_side_file(file: &Path) -> Result<(), InputError> {
 
 /// One file of a test-suite folder opens as a database and its schema reads.
 fn check_database(file: &Path, backend: &dyn Backend) -> Result<(), InputError> {
-    backend.open(file, Open::for_source(Source::Gold)).map(drop).map_err(|e| {
-        let prefix = format!("cannot open database {}: ", file.display());
-        let reason = e.message.strip_prefix(&prefix).unwrap_or(&e.message);
-        InputError::file(
-            file,
-            format!(
-                "a test-suite folder runs every file whose name contains `.sqlite` as a \
+    backend
+        .open(file, Open::for_source(Source::Gold))
+        .map(drop)
+        .map_err(|e| {
+            let prefix = format!("cannot open database {}: ", file.display());
+            let reason = e.message.strip_prefix(&prefix).unwrap_or(&e.message);
+            InputError::file(
+                file,
+                format!(
+                    "a test-suite folder runs every file whose name contains `.sqlite` as a \
                  database, and this one cannot be read as one: {reason}"
-            ),
-        )
-    })
+                ),
+            )
+        })
 }
 
 #[cfg(test)]
@@ -306,7 +309,8 @@ mod tests {
         bytes[last] ^= 1;
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(&files[1], bytes).unwrap();
-        let error = check(dir.path(), "shop", &files, &*sqlgate_engine_sqlite::files()).unwrap_err();
+        let error =
+            check(dir.path(), "shop", &files, &*sqlgate_engine_sqlite::files()).unwrap_err();
         assert_eq!(error.file, files[1], "{error}");
         assert!(error.message.contains("SHA-256 differs"), "{error}");
     }

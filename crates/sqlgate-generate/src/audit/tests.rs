@@ -61,7 +61,12 @@ fn run(db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
         mode_options: ModeOptions::default(),
         seed: DEFAULT_SEED,
     };
-    audit(&bench, &settings, &Engine::new(limits, sqlgate_engine_sqlite::files())).expect("the audit runs")
+    audit(
+        &bench,
+        &settings,
+        &Engine::new(limits, sqlgate_engine_sqlite::files()),
+    )
+    .expect("the audit runs")
 }
 
 fn kinds(findings: &[Finding], id: &str) -> Vec<Kind> {

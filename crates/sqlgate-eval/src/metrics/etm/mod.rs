@@ -208,7 +208,8 @@ impl Evaluator {
         let gold = preprocess(gold, &facts);
         let pred = preprocess(pred, &facts);
         let driver = runner.driver();
-        let (Some(explain_gold), Some(explain_pred)) = (driver.explain(&gold), driver.explain(&pred))
+        let (Some(explain_gold), Some(explain_pred)) =
+            (driver.explain(&gold), driver.explain(&pred))
         else {
             return Err(EtmError {
                 path: db.to_path_buf(),

@@ -36,7 +36,10 @@ fn database(dir: &Path, script: &str) -> PathBuf {
 
 fn graph_of(script: &str, infer: bool) -> SchemaGraph {
     let dir = tempfile::tempdir().unwrap();
-    SchemaGraph::build(&sqlgate_engine_sqlite::read_schema(&database(dir.path(), script)).unwrap(), infer)
+    SchemaGraph::build(
+        &sqlgate_engine_sqlite::read_schema(&database(dir.path(), script)).unwrap(),
+        infer,
+    )
 }
 
 fn jqg(sql: &str, schema: &SchemaGraph) -> (Query, Jqg) {

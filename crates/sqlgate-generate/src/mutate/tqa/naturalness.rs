@@ -79,7 +79,8 @@ pub fn plan(
     wordnet: &WordNet,
     lowering: Lowering,
 ) -> Result<(Schema, RenameMap, LevelCounts, String), String> {
-    let schema = sqlgate_engine_sqlite::read_schema(original).map_err(|e| format!("cannot read the schema: {e}"))?;
+    let schema = sqlgate_engine_sqlite::read_schema(original)
+        .map_err(|e| format!("cannot read the schema: {e}"))?;
     let (map, levels) = RenameMap::build(&schema, wordnet, lowering);
     let about = format!(
         "sqlgate generate tqa --method naturalness: `{db}` with its identifiers lowered to N3"
