@@ -1,6 +1,8 @@
 //! `sqlgate audit`: what is wrong with a benchmark's gold queries (docs/audit.md).
 
+use std::collections::HashSet;
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
@@ -10,16 +12,39 @@ use super::Source;
 use sqlgate::gate::session::Session;
 use sqlgate::report::plural;
 use sqlgate::Error;
+use sqlgate_engines::EngineKind;
+use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
+use sqlgate_eval::exec::Settings;
 use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::loaders::{self, Benchmark, GoldFormat, LoadOptions};
 use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
-use sqlgate_generate::audit::{self, Finding, Kind, Settings};
+use sqlgate_generate::audit::{self, Comparison, Finding, Kind};
 use sqlgate_generate::mutate::DEFAULT_SEED;
 
 #[derive(Args)]
 pub struct AuditArgs {
     #[command(flatten)]
     source: Source,
+    #[command(flatten)]
+    server: super::ServerArgs,
+    /// Compare each case's gold with its run on this engine too: a different result (as the
+    /// mode scores it) or a failure there only is an `engine_disagrees` finding.
+    #[arg(long)]
+    compare_engine: Option<EngineKind>,
+    /// The compared engine's gold file, cases matched by id (default: the audited one), for a
+    /// benchmark whose golds exist in each engine's dialect (Defog's `questions_postgres.csv`).
+    #[arg(long, requires = "compare_engine")]
+    compare_gold: Option<PathBuf>,
+    /// The compared engine's database folder (file engines; default: the audited one's).
+    #[arg(long, requires = "compare_engine")]
+    compare_db_dir: Option<PathBuf>,
+    /// The compared server's connection URL template, `{db}` standing for each database.
+    #[arg(long, requires = "compare_engine")]
+    compare_dsn: Option<String>,
+    /// The environment variable holding the compared server's password.
+    #[arg(long, requires = "compare_engine")]
+    compare_password_env: Option<String>,
     /// Comparison mode (default: the gold format's own evaluator).
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
@@ -49,11 +74,12 @@ enum OutputFormat {
 
 pub fn run(args: AuditArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
-    let benchmark = args.source.load()?;
+    let backend = args.server.backend(&args.source.gold)?;
+    let benchmark = args.source.load_from(&backend)?;
     let mode = args
         .mode
         .map_or(benchmark.format.default_mode(), Mode::from);
-    let settings = Settings {
+    let settings = audit::Settings {
         mode,
         mode_options: ModeOptions {
             pair_budget: args.timeout.0,
@@ -61,14 +87,43 @@ pub fn run(args: AuditArgs) -> Result<(), Error> {
         },
         seed: args.seed,
     };
-    let engine = Engine::new(
-        Limits {
-            timeout: args.timeout.0,
-            ..Limits::default()
-        },
-        benchmark.backend.clone(),
-    );
-    let findings = audit::audit(&benchmark, &settings, &engine)?;
+    let limits = Limits {
+        timeout: args.timeout.0,
+        ..Limits::default()
+    };
+    let engine = Engine::new(limits, backend);
+    let compared = match args.compare_engine {
+        Some(kind) => Some(compared_benchmark(&args, kind)?),
+        None => None,
+    };
+    let other_engine = compared
+        .as_ref()
+        .map(|bench| Engine::new(limits, bench.backend.clone()));
+    let comparison = compared
+        .as_ref()
+        .zip(other_engine.as_ref())
+        .map(|(bench, engine)| Comparison { bench, engine });
+    if let Some(comparison) = &comparison {
+        let ids: HashSet<&str> = comparison
+            .bench
+            .cases
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let missing = benchmark
+            .cases
+            .iter()
+            .filter(|case| !ids.contains(case.id.as_str()))
+            .count();
+        if missing > 0 {
+            eprintln!(
+                "note: {} of the audited benchmark not compared: no case of the same id in {}",
+                plural(missing, "case"),
+                comparison_gold(&args).display()
+            );
+        }
+    }
+    let findings = audit::audit(&benchmark, &settings, &engine, comparison.as_ref())?;
     let output = match args.format {
         OutputFormat::Text => render_text(&findings, benchmark.cases.len()),
         // Plain structs with string keys always serialize.
@@ -82,6 +137,33 @@ pub fn run(args: AuditArgs) -> Result<(), Error> {
         return Err(Error::AuditFindings(findings.len()));
     }
     Ok(())
+}
+
+/// The compared engine's gold file.
+fn comparison_gold(args: &AuditArgs) -> &Path {
+    args.compare_gold.as_deref().unwrap_or(&args.source.gold)
+}
+
+/// The benchmark as the compared engine runs it: its gold file, its databases.
+fn compared_benchmark(args: &AuditArgs, kind: EngineKind) -> Result<Benchmark, Error> {
+    let gold = comparison_gold(args);
+    let settings = Settings {
+        dsn: args.compare_dsn.as_deref(),
+        password_env: args.compare_password_env.as_deref(),
+    };
+    let backend = sqlgate_eval::exec::connect(kind.driver(), &settings)
+        .map_err(|message| InputError::file(gold, format!("--compare-engine: {message}")))?;
+    let options = LoadOptions {
+        db_dir: args
+            .compare_db_dir
+            .clone()
+            .or_else(|| args.source.db_dir.clone()),
+        format: args.source.gold_format.map(GoldFormat::from),
+        ..LoadOptions::on(backend.clone())
+    };
+    let bench = loaders::load(gold, &options)?;
+    super::warn_about_the_role(&bench, &*backend)?;
+    Ok(bench)
 }
 
 /// The findings grouped by kind, each group headed by its count.
@@ -140,12 +222,12 @@ pub(super) fn suite_lines(session: &Session) -> Result<Vec<String>, Error> {
         }
         let mut bench = plan.bench.clone();
         bench.cases.retain(|case| !case.tags.contains_key("family"));
-        let settings = Settings {
+        let settings = audit::Settings {
             mode: plan.scoring.mode,
             mode_options: plan.scoring.mode_options.clone(),
             seed: DEFAULT_SEED,
         };
-        let findings = audit::audit(&bench, &settings, &plan.engine())?;
+        let findings = audit::audit(&bench, &settings, &plan.engine(), None)?;
         let command = format!(
             "sqlgate audit --gold {} --db-dir {} --mode {}",
             session.config.resolve(&suite.benchmark).display(),

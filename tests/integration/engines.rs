@@ -2,6 +2,7 @@
 //! databases on another engine, and `sqlgate score --engine ...` scores the golds there.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use sqlgate_test_support::mariadb;
 
@@ -144,26 +145,35 @@ fn copy_never_replaces_a_database_and_refuses_bad_names() {
         .assert_bad_input(&["--to-engine", "needs `dsn`"]);
 }
 
+/// The test binary's MariaDB with the Defog databases, copied there once by `sqlgate copy`
+/// (as the writer) and readable by the documented reader.
+fn mariadb_defog() -> Option<(&'static mariadb::MariaDb, PathBuf)> {
+    static COPIED: OnceLock<bool> = OnceLock::new();
+    let defog = defog()?;
+    let server = mariadb::shared()?;
+    let copied = COPIED.get_or_init(|| {
+        let writer = server.template(mariadb::WRITER);
+        copy(&defog, &["--to-engine", "mysql", "--to-dsn", &writer]).assert_success();
+        for db in DEFOG {
+            server.add_reader(db);
+        }
+        true
+    });
+    copied.then_some((server, defog))
+}
+
 /// The Defog databases copied onto MariaDB by `sqlgate copy`, then scored there with each
 /// question's gold as its prediction: every case whose gold MariaDB runs is correct, and the
 /// golds MariaDB cannot run (SQLite's dialect: `NULLS FIRST`, `CAST(... AS REAL)`) fail as
 /// gold errors, never as a wrong prediction.
 #[test]
 fn defog_on_mariadb_scores_gold_as_prediction() {
-    let Some(defog) = defog() else { return };
-    let Some(server) = mariadb::shared() else {
+    let Some((server, defog)) = mariadb_defog() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    // Names of their own on the shared server.
-    let copied = dir.path().join("named");
-    std::fs::create_dir(&copied).unwrap();
-    let writer = server.template(mariadb::WRITER);
-    copy(&defog, &["--to-engine", "mysql", "--to-dsn", &writer]).assert_success();
-    for db in DEFOG {
-        server.add_reader(db);
-    }
     // A second copy onto the same databases is refused: they exist.
+    let writer = server.template(mariadb::WRITER);
     copy(&defog, &["--to-engine", "mysql", "--to-dsn", &writer]).assert_bad_input(&["academic"]);
     let before: Vec<String> = DEFOG.iter().map(|db| server.fingerprint(db)).collect();
     let gold = defog.join("questions.csv");
@@ -193,4 +203,84 @@ fn defog_on_mariadb_scores_gold_as_prediction() {
     assert!(correct >= 74, "{correct} correct");
     let after: Vec<String> = DEFOG.iter().map(|db| server.fingerprint(db)).collect();
     assert_eq!(before, after);
+}
+
+/// `sqlgate audit --compare-engine`: Defog's SQLite golds on SQLite against its PostgreSQL
+/// originals on PostgreSQL (`questions_postgres.csv`), cases matched by id: where the two
+/// dialects' golds mean different things, an `engine_disagrees` finding shows both results.
+#[test]
+fn audit_compares_the_golds_of_two_engines() {
+    let Some(defog) = defog() else { return };
+    let Some(pg) = sqlgate_test_support::postgres::defog_server() else {
+        return;
+    };
+    let run = sqlgate()
+        .args(["audit", "--format", "json", "--gold"])
+        .arg(defog.join("questions.csv"))
+        .args(["--compare-engine", "postgres", "--compare-gold"])
+        .arg(defog.join("postgres/questions_postgres.csv"))
+        .args(["--compare-dsn", &pg.reader_template()])
+        .run();
+    run.assert_success();
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let disagreements = engine_disagreements(&run);
+    // Every PostgreSQL original runs (Defog's `{a,b}` column sets taken whole)...
+    assert!(disagreements.values().all(|d| !d.contains("fails on")));
+    // ...and some mean something else: a month truncated to a timestamp rather than to
+    // `YYYY-MM`, an average of intervals rather than of minutes.
+    for (id, words) in [
+        (
+            "25",
+            [
+                "sqlite returns 1 row of (month, total_students): (2018-01, 2)",
+                "(2018-01-01 00:00:00+00:00, 2)",
+            ],
+        ),
+        ("56", ["(109.33333333333333)", "(1:49:20)"]),
+    ] {
+        let detail = &disagreements[id];
+        assert!(words.iter().all(|w| detail.contains(w)), "{id}: {detail}");
+    }
+}
+
+/// The same SQLite golds on SQLite and, copied by `sqlgate copy`, on MariaDB: the golds of
+/// SQLite's dialect that MariaDB cannot run are found, each with its error there, and none
+/// whose result MariaDB reads differently (its copies compare text byte for byte, as SQLite).
+#[test]
+fn audit_finds_the_golds_another_engine_cannot_run() {
+    let Some((server, defog)) = mariadb_defog() else {
+        return;
+    };
+    let run = sqlgate()
+        .args(["audit", "--format", "json", "--gold"])
+        .arg(defog.join("questions.csv"))
+        .args(["--compare-engine", "mysql", "--compare-dsn"])
+        .arg(server.template(mariadb::READER))
+        .run();
+    let disagreements = engine_disagreements(&run);
+    let failing = disagreements
+        .values()
+        .filter(|d| d.contains("but fails on mysql: "))
+        .count();
+    assert!(failing >= 40, "{disagreements:#?}");
+    assert!(
+        disagreements.values().any(|d| d.contains("NULLS")),
+        "{disagreements:#?}"
+    );
+}
+
+/// The `engine_disagrees` findings of an audit's JSON, by case id.
+fn engine_disagreements(run: &Run) -> std::collections::BTreeMap<String, String> {
+    run.assert_success();
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "engine_disagrees")
+        .map(|f| {
+            let text = |key: &str| f[key].as_str().unwrap_or_default().to_string();
+            (text("id"), text("detail"))
+        })
+        .collect()
 }

@@ -82,7 +82,10 @@ impl Backend for Server {
 
     /// A handle on the server's pooled connections to `db` (connecting costs more than most
     /// queries): the first query connects.
-    fn open(&self, db: &Path, _how: Open) -> Result<Box<dyn Connection>, ExecError> {
+    fn open(&self, db: &Path, how: Open) -> Result<Box<dyn Connection>, ExecError> {
+        if how.reverse_unordered {
+            return Err(DRIVER.unsupported(Feature::ReverseUnordered).into());
+        }
         Ok(Box::new(OnServer {
             server: self.clone(),
             db: db.to_string_lossy().into_owned(),

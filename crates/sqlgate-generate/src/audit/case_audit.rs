@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sqlgate_eval::exec::{Engine, ExecErrorKind, QueryRunner, ResultSet};
+use sqlgate_eval::exec::{Engine, ExecErrorKind, Feature, QueryRunner, ResultSet};
 use sqlgate_eval::loaders::Case;
 use sqlgate_eval::metrics::ex::Verdict;
 
@@ -135,6 +135,10 @@ fn nondeterminism(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
                 "on {}: a second execution returns rows the mode scores as different",
                 name(r.file)
             ));
+        }
+        // An engine that cannot reverse its scans is not probed for it.
+        if !engine.driver().supports(Feature::ReverseUnordered) {
+            return None;
         }
         let reversed = scorer.verdict_under(gold, r.file, |db, sql| reversed_scan(engine, db, sql));
         (reversed == Verdict::Incorrect).then(|| {

@@ -5,6 +5,7 @@
 
 mod case_audit;
 mod duplicate;
+mod engines;
 pub(crate) mod order;
 mod runs;
 mod volatile;
@@ -54,11 +55,14 @@ pub enum Kind {
     Weak,
     /// One question on one database with several different golds.
     Duplicate,
+    /// The gold means something else on another engine: run there (in that engine's gold,
+    /// `--compare-gold`), the mode scores its rows as different, or it fails there only.
+    EngineDisagrees,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Error,
         Kind::Timeout,
         Kind::Empty,
@@ -67,6 +71,7 @@ impl Kind {
         Kind::AlternativesDisagree,
         Kind::Weak,
         Kind::Duplicate,
+        Kind::EngineDisagrees,
     ];
 
     /// The name used in the JSON output and in reports.
@@ -80,6 +85,7 @@ impl Kind {
             Kind::AlternativesDisagree => "alternatives_disagree",
             Kind::Weak => "weak",
             Kind::Duplicate => "duplicate",
+            Kind::EngineDisagrees => "engine_disagrees",
         }
     }
 }
@@ -97,23 +103,54 @@ pub struct Finding {
     pub detail: String,
 }
 
-/// Audits every case's gold on every database of its folder, in parallel. Findings come in
-/// case order, then kind order.
+/// The same benchmark on a second engine, whose golds each case's gold is compared with.
+pub struct Comparison<'a> {
+    /// The benchmark as loaded for the other engine (its own gold file when its dialect needs
+    /// one); cases are matched by id.
+    pub bench: &'a Benchmark,
+    /// The other engine, within the audit's limits.
+    pub engine: &'a Engine,
+}
+
+/// Audits every case's gold on every database of its folder, in parallel, and against its
+/// counterpart on the `compare` engine when there is one. Findings come in case order, then
+/// kind order.
 pub fn audit(
     bench: &Benchmark,
     settings: &Settings,
     engine: &Engine,
+    compare: Option<&Comparison<'_>>,
 ) -> Result<Vec<Finding>, InputError> {
     let files = bench
         .cases
         .iter()
         .map(|case| bench.db_files(case, true))
         .collect::<Result<Vec<_>, _>>()?;
+    let counterparts = match compare {
+        Some(compare) => Some(engines::counterparts(bench, compare)?),
+        None => None,
+    };
     let mut per_case: Vec<Vec<Finding>> = bench
         .cases
         .par_iter()
         .zip(&files)
-        .map(|(case, files)| case_audit::audit_case(settings, engine, case, files))
+        .enumerate()
+        .map(|(index, (case, files))| {
+            let mut findings = case_audit::audit_case(settings, engine, case, files);
+            if let (Some(compare), Some(counterparts)) = (compare, &counterparts) {
+                if let (Some(other), Some(file)) = (&counterparts[index], files.first()) {
+                    findings.extend(engines::disagreement(
+                        settings,
+                        engine,
+                        case,
+                        file,
+                        compare.engine,
+                        other,
+                    ));
+                }
+            }
+            findings
+        })
         .collect();
     for (index, finding) in duplicate::findings(&bench.cases) {
         per_case[index].push(finding);

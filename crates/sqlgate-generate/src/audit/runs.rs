@@ -5,9 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sqlgate_eval::exec::{
-    Driver, Engine, Execution, Feature, Open, QueryRunner, ResultSet, Source,
-};
+use sqlgate_eval::exec::{Driver, Engine, Execution, Open, QueryRunner, ResultSet, Source};
 use sqlgate_eval::loaders::Case;
 use sqlgate_eval::metrics::ex::{self, CaseInput, Verdict};
 
@@ -110,21 +108,14 @@ fn case_input<'a>(case: &'a Case, gold: &'a [String], files: &'a [PathBuf]) -> C
 }
 
 /// `sql` executed on `db` with unordered rows in another order (SQLite's
-/// `PRAGMA reverse_unordered_selects = ON`), in the gold's sandbox and limits.
+/// `PRAGMA reverse_unordered_selects = ON`; an engine without [`Feature::ReverseUnordered`]
+/// refuses), in the gold's sandbox and limits.
 pub(super) fn reversed_scan(engine: &Engine, db: &Path, sql: &str) -> Execution {
-    let driver = engine.driver();
-    let opened = if driver.supports(Feature::ReverseUnordered) {
-        engine.backend().open(
-            db,
-            Open {
-                source: Source::Gold,
-                reverse_unordered: true,
-            },
-        )
-    } else {
-        Err(driver.unsupported(Feature::ReverseUnordered).into())
+    let how = Open {
+        source: Source::Gold,
+        reverse_unordered: true,
     };
-    match opened {
+    match engine.backend().open(db, how) {
         Ok(mut connection) => connection.execute(sql, engine.limits()),
         Err(error) => Execution {
             result: Err(error),

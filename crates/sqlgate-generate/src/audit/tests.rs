@@ -65,6 +65,7 @@ fn run(db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
         &bench,
         &settings,
         &Engine::new(limits, sqlgate_engine_sqlite::files()),
+        None,
     )
     .expect("the audit runs")
 }

@@ -141,6 +141,15 @@ fn expand_alternatives(pieces: &[String]) -> Result<Vec<String>, Failure> {
     Ok(queries)
 }
 
+/// `query` with its first `{a,b,...}` column set taken whole: the widest of its expansions, a
+/// query any engine can run (the audit's cross-engine check runs it).
+pub fn widest_expansion(query: &str) -> String {
+    expand_column_set(query)
+        .ok()
+        .and_then(|mut queries| queries.pop())
+        .unwrap_or_else(|| query.to_string())
+}
+
 /// Expands the first `{a,b,...}` group into every non-empty combination of its options.
 pub(super) fn expand_column_set(query: &str) -> Result<Vec<String>, Failure> {
     if query.is_empty() {

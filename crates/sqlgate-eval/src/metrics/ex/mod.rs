@@ -3,6 +3,7 @@
 
 mod bird;
 mod defog;
+pub use defog::widest_expansion;
 mod every_db;
 mod result_eq;
 mod spider2;
