@@ -284,3 +284,56 @@ fn engine_disagreements(run: &Run) -> std::collections::BTreeMap<String, String>
         })
         .collect()
 }
+
+/// ETM (plans and the catalog through the engine) and `steps` efficiency (the planner's cost)
+/// on MariaDB: each computed there for the golds MariaDB runs.
+#[test]
+fn etm_and_steps_run_on_mariadb() {
+    let Some((server, defog)) = mariadb_defog() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let gold = defog.join("questions.csv");
+    let pred = gold_predictions(dir.path(), &gold);
+    let run = sqlgate()
+        .args(["score", "--format", "json", "--gold"])
+        .arg(&gold)
+        .arg("--pred")
+        .arg(&pred)
+        .args([
+            "--engine",
+            "mysql",
+            "--dsn",
+            &server.template(mariadb::READER),
+        ])
+        .args(["--metrics", "etm", "--efficiency", "steps"])
+        .run();
+    run.assert_success();
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    let correct: Vec<&serde_json::Value> = cases.iter().filter(|c| c["ex"] == 1).collect();
+    assert!(correct.len() >= 74, "{} correct", correct.len());
+    // A gold is its own ETM match wherever MariaDB plans it.
+    assert!(correct.iter().all(|c| c["etm"] == 1), "{}", run.stdout);
+    // The same SQL costs the same: a ratio of 1, or a failure shown and counted where the
+    // server gives no cost.
+    let mut measured = 0;
+    for case in &correct {
+        let failed = case["diagnostics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|d| {
+                d["code"] == "efficiency_failed"
+                    && d["message"].as_str().unwrap().contains("Last_query_cost")
+            });
+        if !failed {
+            assert_eq!(case["efficiency"]["steps"]["ratio"], 1.0, "{case}");
+            measured += 1;
+        }
+    }
+    assert!(measured > 0);
+    assert!(report["summary"]["efficiency"]["ves_steps"]
+        .as_f64()
+        .is_some());
+}
