@@ -191,6 +191,11 @@ fn defog_on_mariadb_scores_gold_as_prediction() {
         ])
         .run();
     let cases = verdicts(&run);
+    assert!(
+        !run.stderr.contains("more than reading needs"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(cases.len(), 135);
     let correct = cases.iter().filter(|(ex, _)| *ex == 1.0).count();
     let gold_errors = cases.iter().filter(|(_, failed)| *failed).count();
@@ -203,6 +208,19 @@ fn defog_on_mariadb_scores_gold_as_prediction() {
     assert!(correct >= 74, "{correct} correct");
     let after: Vec<String> = DEFOG.iter().map(|db| server.fingerprint(db)).collect();
     assert_eq!(before, after);
+    // The same run as a user that could write is warned about, database by database.
+    let as_writer = sqlgate()
+        .args(["score", "--format", "json", "--gold"])
+        .arg(&gold)
+        .arg("--pred")
+        .arg(&pred)
+        .args(["--engine", "mysql", "--dsn", &writer])
+        .run();
+    assert_eq!(verdicts(&as_writer), cases);
+    for db in DEFOG {
+        let warning = format!("/{db}: the user holds ALL PRIVILEGES, more than reading needs");
+        assert!(as_writer.stderr.contains(&warning), "{}", as_writer.stderr);
+    }
 }
 
 /// `sqlgate audit --compare-engine`: Defog's SQLite golds on SQLite against its PostgreSQL

@@ -281,9 +281,62 @@ impl Server {
     }
 }
 
+/// Privileges beyond reading, as `SHOW GRANTS` spells them: each makes the sandbox's own
+/// checks the only defence.
+const BEYOND_READING: &[&str] = &[
+    "ALL PRIVILEGES",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "CREATE",
+    "DROP",
+    "ALTER",
+    "INDEX",
+    "EXECUTE",
+    "FILE",
+    "SUPER",
+    "GRANT OPTION",
+    "LOCK TABLES",
+    "EVENT",
+    "TRIGGER",
+];
+
 impl Backend for Server {
     fn driver(&self) -> &'static dyn Driver {
         &DRIVER
+    }
+
+    /// The user's grants (`SHOW GRANTS`): each privilege beyond reading is a warning
+    /// (docs/mysql.md sets up a read-only user).
+    fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {
+        let db = database_name(db).map_err(|e| e.message)?;
+        let url = self.url(&db);
+        let mut session = self.take(&db)?;
+        let grants: Vec<String> = session
+            .conn
+            .query("SHOW GRANTS")
+            .map_err(|e| format!("cannot read the grants on {url}: {}", error_text(&e)))?;
+        self.give_back(&db, session);
+        let mut found: Vec<&str> = BEYOND_READING
+            .iter()
+            .copied()
+            .filter(|privilege| {
+                grants.iter().any(|grant| {
+                    let granted = grant.split(" ON ").next().unwrap_or_default();
+                    granted.to_uppercase().contains(privilege)
+                })
+            })
+            .collect();
+        found.dedup();
+        Ok(found
+            .into_iter()
+            .map(|privilege| {
+                format!(
+                    "{url}: the user holds {privilege}, more than reading needs \
+                     (docs/mysql.md sets up a read-only user)"
+                )
+            })
+            .collect())
     }
 
     fn open(&self, db: &Path, how: Open) -> Result<Box<dyn Connection>, ExecError> {
