@@ -239,8 +239,6 @@ fn audit_compares_the_golds_of_two_engines() {
         .arg(defog.join("postgres/questions_postgres.csv"))
         .args(["--compare-dsn", &pg.reader_template()])
         .run();
-    run.assert_success();
-    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let disagreements = engine_disagreements(&run);
     // Every PostgreSQL original runs (Defog's `{a,b}` column sets taken whole)...
     assert!(disagreements.values().all(|d| !d.contains("fails on")));

@@ -88,6 +88,13 @@ impl Driver for Sqlite {
         )
     }
 
+    fn schema_text_query(&self) -> Option<&'static str> {
+        Some(
+            "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' \
+             ORDER BY rowid",
+        )
+    }
+
     fn not_iso_date(&self, column: &str) -> String {
         format!(
             "typeof({column}) = 'text' AND {column} GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"

@@ -154,6 +154,13 @@ pub trait Driver: Sync + 'static {
     /// A condition true when the value of the quoted column `column` is text that does not
     /// start with an ISO-8601 date (ETM's rule 17 guard).
     fn not_iso_date(&self, column: &str) -> String;
+
+    /// A query whose rows hold, in their first column, the database's own `CREATE`
+    /// statements as written (SQLite's `sqlite_schema`): the schema text a model's prompt
+    /// shows. `None`: the catalog is written out as `CREATE TABLE` statements instead.
+    fn schema_text_query(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Driver {

@@ -15,6 +15,25 @@ pub fn query(runner: &dyn QueryRunner, db: &Path) -> Result<Schema, ExecError> {
         .catalog(&mut |sql: &str| runner.gold(db, sql).result.map(|set| set.rows.clone()))
 }
 
+/// The schema text of `db` a model's prompt shows: the engine's own `CREATE` statements as
+/// written where it keeps them ([`sqlgate_engine::Driver::schema_text_query`]), else the
+/// catalog written out as `CREATE TABLE` statements.
+pub fn schema_text(runner: &dyn QueryRunner, db: &Path) -> Result<String, ExecError> {
+    let Some(sql) = runner.driver().schema_text_query() else {
+        return query(runner, db).map(|schema| schema.ddl());
+    };
+    let rows = runner.gold(db, sql).result?;
+    Ok(rows
+        .rows
+        .iter()
+        .filter_map(|row| match row.first() {
+            Some(super::Value::Text(statement)) => Some(format!("{statement};")),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n"))
+}
+
 /// Whether any table of `db` holds a row. On a database without rows (a schema-only copy)
 /// every query returns nothing, so execution accuracy cannot tell a right query from a wrong
 /// one.

@@ -368,15 +368,11 @@ fn schemas_of(suite: &SuitePlan) -> Result<HashMap<String, (PathBuf, String)>, I
     for case in &suite.bench.cases {
         if !schemas.contains_key(&case.db) {
             let path = suite.bench.db_files(case, false)?.remove(0);
-            // SQLite keeps each table's CREATE statement as written; other engines' catalogs
-            // are written out as one.
-            let ddl = if suite.backend.driver().name() == sqlgate_engines::sqlite().name() {
-                system::schema_ddl(&path)?
-            } else {
-                sqlgate_eval::exec::schema::query(&suite.engine(), &path)
-                    .map(|schema| schema.ddl())
-                    .map_err(|error| case.source.error(error.message))?
-            };
+            let ddl = sqlgate_eval::exec::schema::schema_text(&suite.engine(), &path).map_err(
+                |error| {
+                    InputError::file(&path, format!("cannot read the schema: {}", error.message))
+                },
+            )?;
             schemas.insert(case.db.clone(), (path, ddl));
         }
     }

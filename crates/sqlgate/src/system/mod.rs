@@ -221,7 +221,8 @@ impl Request {
         }
     }
 
-    /// Adds the database's schema, as its `CREATE` statements ([`schema_ddl`] reads them).
+    /// Adds the database's schema, as its `CREATE` statements
+    /// ([`sqlgate_eval::exec::schema::schema_text`] reads them).
     pub fn with_schema(mut self, schema: impl Into<String>) -> Request {
         self.schema = schema.into();
         self
@@ -239,27 +240,4 @@ impl Request {
             sample: None,
         }
     }
-}
-
-/// A database's schema as its `CREATE` statements, as systems are given it.
-pub fn schema_ddl(db_path: &std::path::Path) -> Result<String, sqlgate_eval::error::InputError> {
-    let fail = |e: rusqlite::Error| {
-        sqlgate_eval::error::InputError::file(db_path, format!("cannot read the schema: {e}"))
-    };
-    let conn =
-        rusqlite::Connection::open_with_flags(db_path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(fail)?;
-    let mut stmt = conn
-        .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
-        .map_err(fail)?;
-    let statements = stmt
-        .query_map([], |row| row.get::<_, String>(0))
-        .map_err(fail)?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(fail)?;
-    Ok(statements
-        .into_iter()
-        .map(|s| s + ";")
-        .collect::<Vec<_>>()
-        .join("\n"))
 }
