@@ -17,6 +17,7 @@ mod distill_safety;
 mod doc_links;
 mod efficiency_gate;
 mod efficiency_parity;
+mod engine_imports;
 mod engines;
 mod etm_reference;
 mod every_database;
