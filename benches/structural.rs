@@ -92,8 +92,12 @@ fn structural(c: &mut Criterion) {
     if let Some(data) = &data {
         let spider = data.join("spider-dev");
         let cold_esm = || {
-            esm::Evaluator::with_database_dir(spider.join("tables.json"), spider.join("schema-db"))
-                .expect("tables.json")
+            esm::Evaluator::with_database_dir(
+                spider.join("tables.json"),
+                spider.join("schema-db"),
+                sqlgate_engine_sqlite::files(),
+            )
+            .expect("tables.json")
         };
         group.bench_function("esm (cold)", |b| b.iter(|| run_esm(&cold_esm(), &pairs)));
         group.bench_function("esm + etm (cold)", |b| {

@@ -55,7 +55,13 @@ fn naturalness_generation(c: &mut Criterion) {
                 let clone = dir.path().join(format!("{db}.tqa.sqlite"));
                 // A fresh clone every iteration: the stamp would otherwise skip the build.
                 let _ = std::fs::remove_file(&clone);
-                build_clone_if_stale(&original, &script_path, &clone).unwrap();
+                build_clone_if_stale(
+                    &original,
+                    &script_path,
+                    &clone,
+                    &*sqlgate_engine_sqlite::files(),
+                )
+                .unwrap();
                 map.verify(&schema, &clone).unwrap();
                 kept += naturalness::reduce(&original, &clone, &map, seeds, &wordnet, &engine)
                     .0

@@ -174,7 +174,7 @@ fn infeasible(args: InfeasibleArgs) -> Result<(), Error> {
     for case in &bench.cases {
         if !schemas.iter().any(|(db, _)| db == &case.db) {
             let file = bench.db_files(case, false)?.remove(0);
-            schemas.push((case.db.clone(), Schema::from_sqlite(file)?));
+            schemas.push((case.db.clone(), Schema::from_sqlite(&*bench.backend, file)?));
         }
     }
     let mut cases = String::new();

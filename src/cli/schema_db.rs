@@ -24,7 +24,13 @@ pub struct SchemaDbArgs {
 }
 
 pub fn run(args: SchemaDbArgs) -> Result<(), Error> {
-    let built = build_databases(&args.tables, &args.out, &args.db_ids, args.force)?;
+    let built = build_databases(
+        &args.tables,
+        &args.out,
+        &args.db_ids,
+        args.force,
+        &*super::sqlite_files(),
+    )?;
     for database in built {
         let path = database.path.display();
         match database.outcome {

@@ -328,6 +328,7 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         Some(Arc::new(esm::Evaluator::with_database_dir(
             &tables,
             &benchmark.db_dir,
+            benchmark.backend.clone(),
         )?))
     } else {
         None

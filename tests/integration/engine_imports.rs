@@ -8,13 +8,9 @@ use std::path::{Path, PathBuf};
 
 use crate::support::repo;
 
-/// Production files outside the engine crates that still open SQLite directly: the native
-/// suites' script builds, Spider's schema reader and `schema-db`, and the generators' SQLite
-/// work (distill, TQA's clone check, paraphrase descriptions).
+/// Production files outside the engine crates that still open SQLite directly: the
+/// generators' SQLite work (distill, TQA's clone check, paraphrase descriptions).
 const STILL_TO_MOVE: &[&str] = &[
-    "crates/sqlgate-eval/src/loaders/databases.rs",
-    "crates/sqlgate-eval/src/spider/schema.rs",
-    "crates/sqlgate-eval/src/spider/schema_db.rs",
     "crates/sqlgate-generate/src/distill/facts.rs",
     "crates/sqlgate-generate/src/distill/fill.rs",
     "crates/sqlgate-generate/src/distill/hints.rs",

@@ -49,7 +49,7 @@ fn check(gold: &Path, db_files: &dyn Fn(&str) -> std::path::PathBuf) {
             continue;
         };
         let (table, column) = hypothetical.split_once('.').unwrap();
-        let schema = Schema::from_sqlite(db_files(db)).unwrap();
+        let schema = Schema::from_sqlite(&*sqlgate_engine_sqlite::files(), db_files(db)).unwrap();
         let columns = schema
             .columns(table)
             .unwrap_or_else(|| panic!("{db}: no table {table}"));

@@ -77,8 +77,14 @@ fn dev_databases_equal_the_reference_schema_databases() {
     assert_eq!(db_ids.len(), 20, "the 20 Spider dev databases");
 
     let out = tempfile::tempdir().expect("temp dir");
-    let built = build_databases(&spider.join("tables.json"), out.path(), &db_ids, false)
-        .expect("tables.json builds");
+    let built = build_databases(
+        &spider.join("tables.json"),
+        out.path(),
+        &db_ids,
+        false,
+        &*sqlgate_engine_sqlite::files(),
+    )
+    .expect("tables.json builds");
     let mut built_ids: Vec<&str> = built.iter().map(|b| b.db_id.as_str()).collect();
     built_ids.sort();
     assert_eq!(built_ids, db_ids);

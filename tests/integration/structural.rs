@@ -152,9 +152,12 @@ fn no_query_of_the_shared_data_makes_the_structural_metrics_panic() {
     let runner = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     // Spider: every gold and prediction, as gold and as prediction of its neighbour.
     let spider = data.join("spider-dev");
-    let esm =
-        esm::Evaluator::with_database_dir(spider.join("tables.json"), spider.join("schema-db"))
-            .unwrap();
+    let esm = esm::Evaluator::with_database_dir(
+        spider.join("tables.json"),
+        spider.join("schema-db"),
+        sqlgate_engine_sqlite::files(),
+    )
+    .unwrap();
     let queries = spider_queries(&data);
     for window in queries.windows(2) {
         let ((a, db), (b, _)) = (&window[0], &window[1]);

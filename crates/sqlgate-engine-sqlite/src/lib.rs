@@ -119,6 +119,10 @@ impl Backend for Files {
     fn create(&self, db: &Path) -> Result<Box<dyn Writer>, ExecError> {
         Ok(Box::new(writer::SqliteWriter::create(db)?))
     }
+
+    fn reopen(&self, db: &Path) -> Result<Box<dyn Writer>, ExecError> {
+        Ok(Box::new(writer::SqliteWriter::reopen(db)?))
+    }
 }
 
 impl Connection for Sandbox {

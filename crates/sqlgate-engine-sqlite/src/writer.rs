@@ -1,11 +1,14 @@
-//! A new SQLite file being built, in one transaction committed by `finish`.
+//! A SQLite file being built: a new one, or a private staging copy changed by a script. Each
+//! statement of a script commits on its own (a script may hold its own transactions); each
+//! batch of inserted rows is one transaction.
 
 use std::path::Path;
 
+use rusqlite::fallible_iterator::FallibleIterator;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use sqlgate_engine::catalog::{quoted, ForeignKey, Table};
-use sqlgate_engine::{ExecError, ExecErrorKind, Value, Writer};
+use sqlgate_engine::{ExecError, ExecErrorKind, ScriptError, Value, Writer};
 
 pub(crate) struct SqliteWriter {
     conn: Connection,
@@ -19,6 +22,17 @@ fn failed(error: impl std::fmt::Display) -> ExecError {
 }
 
 impl SqliteWriter {
+    /// Opens `db`, a private staging file of the caller's, for writing.
+    pub(crate) fn reopen(db: &Path) -> Result<SqliteWriter, ExecError> {
+        if !db.is_file() {
+            return Err(ExecError {
+                kind: ExecErrorKind::Unavailable,
+                message: format!("cannot open database {}: no such file", db.display()),
+            });
+        }
+        SqliteWriter::open(db)
+    }
+
     /// Creates `db`, which must not exist (an existing file is never written over).
     pub(crate) fn create(db: &Path) -> Result<SqliteWriter, ExecError> {
         std::fs::OpenOptions::new()
@@ -29,15 +43,22 @@ impl SqliteWriter {
                 kind: ExecErrorKind::Unavailable,
                 message: format!("cannot create database {}: {e}", db.display()),
             })?;
+        SqliteWriter::open(db)
+    }
+
+    fn open(db: &Path) -> Result<SqliteWriter, ExecError> {
         let conn = Connection::open_with_flags(
             db,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(failed)?;
         // The copy holds the data as the original does: SQLite enforces no foreign key unless
-        // asked, and a benchmark's data may have dangling ones.
-        conn.execute_batch("PRAGMA foreign_keys = OFF; BEGIN")
-            .map_err(failed)?;
+        // asked, and a benchmark's data may have dangling ones. The file is private until its
+        // writer's caller moves it into place, so durability meanwhile buys nothing.
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF",
+        )
+        .map_err(failed)?;
         Ok(SqliteWriter { conn })
     }
 }
@@ -45,6 +66,10 @@ impl SqliteWriter {
 impl Writer for SqliteWriter {
     fn execute_batch(&mut self, sql: &str) -> Result<(), ExecError> {
         self.conn.execute_batch(sql).map_err(failed)
+    }
+
+    fn execute_script(&mut self, script: &str) -> Result<(), ScriptError> {
+        run_script(&self.conn, script).map_err(|(line, message)| ScriptError { line, message })
     }
 
     /// SQLite keeps declared types as written: the copy declares what the original declared.
@@ -95,8 +120,8 @@ impl Writer for SqliteWriter {
     ) -> Result<(), ExecError> {
         let names: Vec<String> = columns.iter().map(|c| quoted(c)).collect();
         let marks = vec!["?"; columns.len()].join(", ");
-        let mut statement = self
-            .conn
+        let transaction = self.conn.unchecked_transaction().map_err(failed)?;
+        let mut statement = transaction
             .prepare_cached(&format!(
                 "INSERT INTO {} ({}) VALUES ({marks})",
                 quoted(table),
@@ -115,11 +140,69 @@ impl Writer for SqliteWriter {
                 .execute(rusqlite::params_from_iter(values))
                 .map_err(failed)?;
         }
-        Ok(())
+        drop(statement);
+        transaction.commit().map_err(failed)
     }
 
     fn finish(self: Box<Self>) -> Result<(), ExecError> {
-        self.conn.execute_batch("COMMIT").map_err(failed)?;
         self.conn.close().map_err(|(_, e)| failed(e))
     }
+}
+
+/// Runs a script statement by statement so that a failure names its line.
+fn run_script(conn: &rusqlite::Connection, text: &str) -> Result<(), (Option<usize>, String)> {
+    let line_at = |offset: usize| {
+        let before = &text.as_bytes()[..offset.min(text.len())];
+        1 + before.iter().filter(|&&b| b == b'\n').count()
+    };
+    let mut cursor = 0;
+    let mut batch = rusqlite::Batch::new(conn, text);
+    loop {
+        let mut statement = match batch.next() {
+            Ok(Some(statement)) => statement,
+            Ok(None) => return Ok(()),
+            Err(rusqlite::Error::SqlInputError {
+                msg, sql, offset, ..
+            }) => {
+                let start = text.len().saturating_sub(sql.len());
+                let at = start + usize::try_from(offset).unwrap_or(0);
+                return Err((Some(line_at(at)), msg));
+            }
+            Err(e) => {
+                let next = cursor + (text[cursor..].len() - text[cursor..].trim_start().len());
+                return Err((Some(line_at(next)), e.to_string()));
+            }
+        };
+        // The statement's text runs from the end of the previous one, whitespace included.
+        let sql = statement.expanded_sql().unwrap_or_default();
+        let found = text[cursor..].find(&sql).map(|at| cursor + at);
+        if let Some(found) = found {
+            cursor = found + sql.len();
+        }
+        let start = found.map(|found| found + (sql.len() - sql.trim_start().len()));
+        if let Err(e) = run_to_completion(&mut statement) {
+            let shown = shorten(&sql);
+            return Err((
+                start.map(line_at),
+                format!("statement `{shown}` failed: {e}"),
+            ));
+        }
+    }
+}
+
+/// Steps a statement to its end (scripts may hold queries, whose rows are discarded).
+fn run_to_completion(statement: &mut rusqlite::Statement) -> rusqlite::Result<()> {
+    let mut rows = statement.raw_query();
+    while rows.next()?.is_some() {}
+    Ok(())
+}
+
+/// The first line of a statement, cut to a readable length.
+fn shorten(sql: &str) -> String {
+    let first_line = sql.trim().lines().next().unwrap_or_default();
+    let mut shown: String = first_line.chars().take(80).collect();
+    if shown.len() < sql.trim().len() {
+        shown.push_str(" ...");
+    }
+    shown
 }

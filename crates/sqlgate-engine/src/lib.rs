@@ -207,6 +207,14 @@ pub trait Backend: Send + Sync {
         Err(self.driver().unsupported(Feature::Create).into())
     }
 
+    /// Opens for writing the database file `db` that the caller made and no one else reads
+    /// yet (a staging copy changed by a script: the generators' clones), with
+    /// [`Feature::Create`].
+    fn reopen(&self, db: &Path) -> Result<Box<dyn Writer>, ExecError> {
+        let _ = db;
+        Err(self.driver().unsupported(Feature::Create).into())
+    }
+
     /// What the connection to `db` could do beyond reading, each a warning for the user (a
     /// server role that can write); nothing for files, which are opened read-only.
     fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {
@@ -245,10 +253,29 @@ pub trait Connection: Send {
     }
 }
 
+/// Why a script stopped: its message, and the line of the statement that failed when the
+/// engine can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptError {
+    /// The 1-based line of the script where the failing statement starts.
+    pub line: Option<usize>,
+    /// The engine's message.
+    pub message: String,
+}
+
 /// A database being built (distill, `sqlgate copy`, TQA's renamed clones, tests' fixtures).
 pub trait Writer {
     /// Runs statements of the engine's own dialect (DDL, inserts).
     fn execute_batch(&mut self, sql: &str) -> Result<(), ExecError>;
+
+    /// Runs a script of the engine's dialect (a suite's `[[database]]` scripts), statement by
+    /// statement, so that a failure names its line where the engine can tell.
+    fn execute_script(&mut self, script: &str) -> Result<(), ScriptError> {
+        self.execute_batch(script).map_err(|error| ScriptError {
+            line: None,
+            message: error.message,
+        })
+    }
 
     /// Creates `table` with its columns, each of the engine's type nearest to the declared
     /// type (SQLite's affinity rules read the declared text: `varchar(20)` is text,

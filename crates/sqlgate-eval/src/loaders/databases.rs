@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rusqlite::fallible_iterator::FallibleIterator;
 use sha2::{Digest, Sha256};
 
 use super::Case;
 use crate::error::{is_plain_name, InputError};
-use crate::exec::{Backend, Storage};
+use crate::exec::{Backend, ExecError, Storage, Writer};
 
 /// The database file of a case, or an error naming the case and both paths tried.
 pub(super) fn resolve(db_dir: &Path, case: &Case, extension: &str) -> Result<PathBuf, InputError> {
@@ -135,16 +134,31 @@ pub(super) struct BuildScript {
 /// Distinguishes the temporary files of concurrent builds within one process.
 static BUILD_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-/// Builds `<db_dir>/<name>.sqlite` unless its stamp shows the same scripts built it.
-/// The scripts run into a temporary file that is renamed into place only on success.
-pub(super) fn build_if_stale(db_dir: &Path, build: &DatabaseBuild) -> Result<(), InputError> {
+/// Builds `<db_dir>/<name>.<extension>` with `backend` unless its stamp shows the same scripts
+/// built it. The scripts run into a temporary file that is renamed into place only on success.
+pub(super) fn build_if_stale(
+    db_dir: &Path,
+    build: &DatabaseBuild,
+    backend: &dyn Backend,
+) -> Result<(), InputError> {
+    let Storage::Files { extension, .. } = backend.driver().storage() else {
+        return Err(InputError::file(
+            db_dir,
+            format!(
+                "database `{}` is built from scripts into a file, and engine `{}` keeps its \
+                 databases on a server",
+                build.name,
+                backend.driver().name()
+            ),
+        ));
+    };
     let contents = build
         .scripts
         .iter()
         .map(|script| super::read_text(&script.path))
         .collect::<Result<Vec<_>, _>>()?;
     let hash = scripts_hash(&build.scripts, &contents);
-    let target = db_dir.join(format!("{}.sqlite", build.name));
+    let target = db_dir.join(format!("{}.{extension}", build.name));
     let stamp = db_dir.join(format!("{}.stamp", build.name));
     let stamp_matches = std::fs::read_to_string(&stamp).is_ok_and(|old| old.trim() == hash);
     if target.is_file() && stamp_matches {
@@ -158,10 +172,15 @@ pub(super) fn build_if_stale(db_dir: &Path, build: &DatabaseBuild) -> Result<(),
         std::process::id(),
         BUILD_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    let built = run_scripts(&temp, build, &contents).and_then(|()| {
-        std::fs::rename(&temp, &target)
-            .map_err(|e| InputError::file(&target, format!("cannot move the built database: {e}")))
-    });
+    let built = backend
+        .create(&temp)
+        .map_err(|e| cannot_create(&temp, &build.name, e))
+        .and_then(|writer| run_scripts(&temp, writer, build, &contents))
+        .and_then(|()| {
+            std::fs::rename(&temp, &target).map_err(|e| {
+                InputError::file(&target, format!("cannot move the built database: {e}"))
+            })
+        });
     if let Err(error) = built {
         // Best effort: the build already failed, and a leftover temp file is harmless.
         let _ = std::fs::remove_file(&temp);
@@ -197,6 +216,7 @@ pub fn build_clone_if_stale(
     original: &Path,
     script: &Path,
     target: &Path,
+    backend: &dyn Backend,
 ) -> Result<(), InputError> {
     let text = super::read_text(script)?;
     let content = crate::store::database_hash(original)
@@ -233,7 +253,12 @@ pub fn build_clone_if_stale(
     ));
     let built = std::fs::copy(original, &temp)
         .map_err(|e| InputError::file(original, format!("cannot copy the database: {e}")))
-        .and_then(|_| run_scripts(&temp, &build, std::slice::from_ref(&text)))
+        .and_then(|_| {
+            let writer = backend
+                .reopen(&temp)
+                .map_err(|e| cannot_create(&temp, &build.name, e))?;
+            run_scripts(&temp, writer, &build, std::slice::from_ref(&text))
+        })
         .and_then(|()| {
             std::fs::rename(&temp, target).map_err(|e| {
                 InputError::file(target, format!("cannot move the built database: {e}"))
@@ -248,86 +273,38 @@ pub fn build_clone_if_stale(
         .map_err(|e| InputError::file(&stamp, format!("cannot write the build stamp: {e}")))
 }
 
-fn run_scripts(temp: &Path, build: &DatabaseBuild, contents: &[String]) -> Result<(), InputError> {
-    let open_error = |e: rusqlite::Error| {
-        InputError::file(
-            temp,
-            format!("cannot create database `{}`: {e}", build.name),
-        )
-    };
-    let conn = rusqlite::Connection::open(temp).map_err(open_error)?;
-    // The file is private until renamed, so durability during the build buys nothing.
-    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
-        .map_err(open_error)?;
+/// Runs the build's scripts in `writer`, which writes `temp`; a failure names the script and
+/// the line of its statement.
+fn run_scripts(
+    temp: &Path,
+    mut writer: Box<dyn Writer>,
+    build: &DatabaseBuild,
+    contents: &[String],
+) -> Result<(), InputError> {
     for (script, text) in build.scripts.iter().zip(contents) {
-        run_script(&conn, text).map_err(|(line, message)| {
+        writer.execute_script(text).map_err(|failed| {
             let error = InputError::file(
                 &script.path,
-                format!("building database `{}`: {message}", build.name),
+                format!("building database `{}`: {}", build.name, failed.message),
             );
-            match line {
+            match failed.line {
                 Some(line) => error.at_line(line),
                 None => error,
             }
         })?;
     }
-    conn.close().map_err(|(_, e)| open_error(e))
+    writer.finish().map_err(|e| {
+        InputError::file(
+            temp,
+            format!("cannot create database `{}`: {}", build.name, e.message),
+        )
+    })
 }
 
-/// Runs a script statement by statement so that a failure names its line.
-fn run_script(conn: &rusqlite::Connection, text: &str) -> Result<(), (Option<usize>, String)> {
-    let line_at = |offset: usize| {
-        let before = &text.as_bytes()[..offset.min(text.len())];
-        1 + before.iter().filter(|&&b| b == b'\n').count()
-    };
-    let mut cursor = 0;
-    let mut batch = rusqlite::Batch::new(conn, text);
-    loop {
-        let mut statement = match batch.next() {
-            Ok(Some(statement)) => statement,
-            Ok(None) => return Ok(()),
-            Err(rusqlite::Error::SqlInputError {
-                msg, sql, offset, ..
-            }) => {
-                let start = text.len().saturating_sub(sql.len());
-                let at = start + usize::try_from(offset).unwrap_or(0);
-                return Err((Some(line_at(at)), msg));
-            }
-            Err(e) => {
-                let next = cursor + (text[cursor..].len() - text[cursor..].trim_start().len());
-                return Err((Some(line_at(next)), e.to_string()));
-            }
-        };
-        // The statement's text runs from the end of the previous one, whitespace included.
-        let sql = statement.expanded_sql().unwrap_or_default();
-        let found = text[cursor..].find(&sql).map(|at| cursor + at);
-        if let Some(found) = found {
-            cursor = found + sql.len();
-        }
-        let start = found.map(|found| found + (sql.len() - sql.trim_start().len()));
-        if let Err(e) = run_to_completion(&mut statement) {
-            let shown = shorten(&sql);
-            return Err((
-                start.map(line_at),
-                format!("statement `{shown}` failed: {e}"),
-            ));
-        }
-    }
-}
-
-/// Steps a statement to its end (scripts may hold queries, whose rows are discarded).
-fn run_to_completion(statement: &mut rusqlite::Statement) -> rusqlite::Result<()> {
-    let mut rows = statement.raw_query();
-    while rows.next()?.is_some() {}
-    Ok(())
-}
-
-/// The first line of a statement, cut to a readable length.
-fn shorten(sql: &str) -> String {
-    let first_line = sql.trim().lines().next().unwrap_or_default();
-    let mut shown: String = first_line.chars().take(80).collect();
-    if shown.len() < sql.trim().len() {
-        shown.push_str(" ...");
-    }
-    shown
+/// The error of a database that could not be created or opened for the build.
+fn cannot_create(temp: &Path, name: &str, error: ExecError) -> InputError {
+    InputError::file(
+        temp,
+        format!("cannot create database `{name}`: {}", error.message),
+    )
 }

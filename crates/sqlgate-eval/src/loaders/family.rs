@@ -177,8 +177,10 @@ fn clone_of(
     let folder = family.parent().unwrap_or(Path::new("."));
     let original = databases::resolve(&bench.db_dir, case, bench.extension())?;
     let stem = script.file_stem().unwrap_or_default().to_string_lossy();
-    let target = folder.join("build").join(format!("{stem}.sqlite"));
-    databases::build_clone_if_stale(&original, &folder.join(script), &target)
+    let target = folder
+        .join("build")
+        .join(format!("{stem}.{}", bench.extension()));
+    databases::build_clone_if_stale(&original, &folder.join(script), &target, &*bench.backend)
         .map_err(|e| case.source.error(format!("db_script: {e}")))?;
     Ok(target)
 }

@@ -19,7 +19,7 @@ pub(super) fn tag(bench: &mut Benchmark) -> Result<(), InputError> {
             for case in &bench.cases {
                 if !schemas.contains_key(&case.db) {
                     let file = databases::resolve(&bench.db_dir, case, "sqlite")?;
-                    schemas.insert(case.db.clone(), Schema::from_sqlite(file)?);
+                    schemas.insert(case.db.clone(), Schema::from_sqlite(&*bench.backend, file)?);
                 }
             }
             schemas

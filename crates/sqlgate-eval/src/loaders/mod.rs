@@ -293,7 +293,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         db_dir,
         join_keys,
     } = match format {
-        GoldFormat::Native => native::load(path, &text, opts.db_dir.as_deref())?,
+        GoldFormat::Native => native::load(path, &text, opts.db_dir.as_deref(), &*backend)?,
         GoldFormat::Defog => reference(defog::load(path, &text, false)?),
         GoldFormat::DefogIdk => reference(defog::load(path, &text, true)?),
         GoldFormat::Spider | GoldFormat::BirdSql => {

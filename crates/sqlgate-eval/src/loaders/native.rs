@@ -1,6 +1,7 @@
 //! sqlgate's native suite: a TOML manifest naming a JSONL file of cases and, optionally,
 //! databases built from the suite's own SQL scripts.
 
+use crate::exec::Backend;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -63,6 +64,7 @@ pub(super) fn load(
     path: &Path,
     text: &str,
     db_dir_override: Option<&Path>,
+    backend: &dyn Backend,
 ) -> Result<Suite, InputError> {
     let manifest: Manifest = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
     let folder = parent_folder(path);
@@ -83,7 +85,7 @@ pub(super) fn load(
     }
     let cases = load_cases(&cases_path, &read_text(&cases_path)?)?;
     for build in &builds {
-        databases::build_if_stale(&db_dir, build)?;
+        databases::build_if_stale(&db_dir, build, backend)?;
     }
     Ok(Suite {
         name: manifest.name,

@@ -27,6 +27,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::error::InputError;
+use crate::exec::Backend;
 use crate::spider::{
     self, read_tables_json, ColUnit, Condition, Connector, Hardness, OrderDirection, ParseError,
     Schema, Sql, TableUnit, TablesJsonEntry, ValUnit, WhereOp,
@@ -580,6 +581,8 @@ enum Schemas {
     /// The database folder (either layout of [`crate::files::database_file`]), read on first use.
     Sqlite {
         dir: PathBuf,
+        /// The engine reading them (SQLite's catalog queries, as the reference's).
+        backend: Arc<dyn Backend>,
         cache: Mutex<HashMap<String, Arc<Schema>>>,
     },
 }
@@ -616,15 +619,18 @@ impl Evaluator {
     }
 
     /// The reference's setup: foreign keys from `tables.json`, the parser's schema read from
-    /// the database file, `<db_dir>/<db>.sqlite` or `<db_dir>/<db>/<db>.sqlite` (once per database).
+    /// the database file, `<db_dir>/<db>.sqlite` or `<db_dir>/<db>/<db>.sqlite` (once per
+    /// database), through `backend`.
     pub fn with_database_dir(
         tables_json: impl AsRef<Path>,
         db_dir: impl Into<PathBuf>,
+        backend: Arc<dyn Backend>,
     ) -> Result<Evaluator, InputError> {
         Ok(Evaluator {
             foreign_keys: ForeignKeyMap::from_tables_json(tables_json)?,
             schemas: Schemas::Sqlite {
                 dir: db_dir.into(),
+                backend,
                 cache: Mutex::default(),
             },
         })
@@ -644,14 +650,18 @@ impl Evaluator {
                 .get(db_id)
                 .cloned()
                 .ok_or_else(|| EsmError::UnknownDatabase(db_id.to_string())),
-            Schemas::Sqlite { dir, cache } => {
+            Schemas::Sqlite {
+                dir,
+                backend,
+                cache,
+            } => {
                 let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some(schema) = cache.get(db_id) {
                     return Ok(schema.clone());
                 }
                 let path = crate::files::database_file(dir, db_id, "sqlite")
                     .map_err(|problem| InputError::file(dir, problem))?;
-                let schema = Arc::new(Schema::from_sqlite(path)?);
+                let schema = Arc::new(Schema::from_sqlite(&**backend, path)?);
                 cache.insert(db_id.to_string(), schema.clone());
                 Ok(schema)
             }

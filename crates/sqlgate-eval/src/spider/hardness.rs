@@ -289,7 +289,7 @@ mod tests {
         )
         .expect("create tables");
         drop(conn);
-        let schema = Schema::from_sqlite(&db).expect("schema");
+        let schema = Schema::from_sqlite(&*sqlgate_engine_sqlite::files(), &db).expect("schema");
         assert_eq!(schema, fixture_schema());
         for (sql, _, expected) in VECTORS {
             assert_eq!(crate::spider::classify(sql, &schema), Ok(expected), "{sql}");

@@ -4,10 +4,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
 use serde::Deserialize;
 
 use crate::error::InputError;
+use crate::exec::{Backend, ExecError, Limits, Open, Source, Value};
 
 /// A table with its column names, lowercased.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,23 +60,35 @@ impl Schema {
         schema
     }
 
-    /// Reads the tables (`sqlite_master`, type `table`) and their columns (`PRAGMA table_info`).
-    pub fn from_sqlite(path: impl AsRef<Path>) -> Result<Schema, InputError> {
+    /// Reads the tables (`sqlite_master`, type `table`) and their columns (`PRAGMA
+    /// table_info`) of a SQLite database, as the reference does, through `backend`'s sandbox.
+    pub fn from_sqlite(
+        backend: &dyn Backend,
+        path: impl AsRef<Path>,
+    ) -> Result<Schema, InputError> {
         let path = path.as_ref();
-        let fail = |e: rusqlite::Error| InputError::file(path, format!("cannot read schema: {e}"));
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
-        let names: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type='table'")
-            .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
+        let fail =
+            |e: ExecError| InputError::file(path, format!("cannot read schema: {}", e.message));
+        let mut connection = backend
+            .open(path, Open::for_source(Source::Gold))
             .map_err(fail)?;
+        let limits = Limits::default();
+        let mut column = |sql: &str, at: usize| -> Result<Vec<String>, InputError> {
+            let rows = connection.execute(sql, &limits).result.map_err(fail)?;
+            Ok(rows
+                .rows
+                .iter()
+                .map(|row| match row.get(at) {
+                    Some(Value::Text(text)) => text.clone(),
+                    _ => String::new(),
+                })
+                .collect())
+        };
+        let names = column("SELECT name FROM sqlite_master WHERE type='table'", 0)?;
         let mut tables = Vec::with_capacity(names.len());
         for name in names {
             let pragma = format!("PRAGMA table_info(\"{}\")", name.replace('"', "\"\""));
-            let columns: Vec<String> = conn
-                .prepare(&pragma)
-                .and_then(|mut stmt| stmt.query_map([], |row| row.get(1))?.collect())
-                .map_err(fail)?;
+            let columns = column(&pragma, 1)?;
             tables.push((name, columns));
         }
         Ok(Schema::new(tables))
@@ -283,7 +295,7 @@ mod tests {
     fn reads_sqlite_and_tables_json_alike() {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("t.sqlite");
-        let conn = Connection::open(&db).expect("create db");
+        let conn = rusqlite::Connection::open(&db).expect("create db");
         conn.execute_batch(
             "CREATE TABLE Singer (Singer_ID INTEGER PRIMARY KEY, Name TEXT);
              CREATE TABLE \"my table\" (\"Some Col\" TEXT);",
@@ -298,7 +310,8 @@ mod tests {
         )
         .expect("write json");
 
-        let from_db = Schema::from_sqlite(&db).expect("schema from sqlite");
+        let from_db =
+            Schema::from_sqlite(&*sqlgate_engine_sqlite::files(), &db).expect("schema from sqlite");
         let from_json = Schema::from_tables_json(&json).expect("schema from json");
         assert_eq!(from_json.get("t"), Some(&from_db));
         assert_eq!(
@@ -311,7 +324,7 @@ mod tests {
     fn bad_inputs_are_input_errors() {
         let dir = tempfile::tempdir().expect("temp dir");
         let missing = dir.path().join("missing.sqlite");
-        assert!(Schema::from_sqlite(&missing).is_err());
+        assert!(Schema::from_sqlite(&*sqlgate_engine_sqlite::files(), &missing).is_err());
 
         let json = dir.path().join("tables.json");
         std::fs::write(

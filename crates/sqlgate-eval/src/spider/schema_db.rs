@@ -23,10 +23,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use rusqlite::Connection;
-
 use super::schema::{read_tables_json, TablesJsonEntry};
 use crate::error::{is_plain_name, FileError, InputError, OutputError};
+use crate::exec::{Backend, ExecError};
 
 /// One `CREATE TABLE` statement of a database.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +76,7 @@ pub fn build_databases(
     out_dir: &Path,
     db_ids: &[String],
     force: bool,
+    sqlite: &dyn Backend,
 ) -> Result<Vec<Built>, FileError> {
     let entries = read_tables_json(tables_json)?;
     if entries.is_empty() {
@@ -98,10 +98,11 @@ pub fn build_databases(
     for (record, entry, tables) in plans {
         let db_id = &entry.db_id;
         let path = out_dir.join(db_id).join(format!("{db_id}.sqlite"));
-        let outcome = write_database(&tables, &path, force).map_err(|error| match error {
-            BuildError::Schema(message) => FileError::Input(at_record(record, db_id, message)),
-            BuildError::Output(error) => FileError::Output(error),
-        })?;
+        let outcome =
+            write_database(&tables, &path, force, sqlite).map_err(|error| match error {
+                BuildError::Schema(message) => FileError::Input(at_record(record, db_id, message)),
+                BuildError::Output(error) => FileError::Output(error),
+            })?;
         built.push(Built {
             db_id: db_id.clone(),
             path,
@@ -118,9 +119,10 @@ pub fn build_database(
     entry: &TablesJsonEntry,
     path: &Path,
     force: bool,
+    sqlite: &dyn Backend,
 ) -> Result<Outcome, BuildError> {
     let tables = create_statements(entry).map_err(BuildError::Schema)?;
-    write_database(&tables, path, force)
+    write_database(&tables, path, force, sqlite)
 }
 
 /// The `CREATE TABLE` statements of one entry, in creation order (`sqlite_sequence` excluded:
@@ -333,7 +335,12 @@ fn check_plain_name(db_id: &str) -> Result<(), String> {
     }
 }
 
-fn write_database(tables: &[CreateTable], path: &Path, force: bool) -> Result<Outcome, BuildError> {
+fn write_database(
+    tables: &[CreateTable],
+    path: &Path,
+    force: bool,
+    sqlite: &dyn Backend,
+) -> Result<Outcome, BuildError> {
     if path.exists() && !force {
         return Ok(Outcome::Skipped);
     }
@@ -350,9 +357,9 @@ fn write_database(tables: &[CreateTable], path: &Path, force: bool) -> Result<Ou
         .tempdir_in(folder)
         .map_err(output)?;
     let staged = staging.path().join("database");
-    create_tables(&staged, tables).map_err(|error| match error {
+    create_tables(&staged, tables, sqlite).map_err(|error| match error {
         CreateError::Rejected(message) => BuildError::Schema(message),
-        CreateError::Sqlite(error) => output(io::Error::other(error)),
+        CreateError::Sqlite(error) => output(io::Error::other(error.message)),
     })?;
     fs::rename(&staged, path).map_err(output)?;
     Ok(Outcome::Written)
@@ -361,20 +368,25 @@ fn write_database(tables: &[CreateTable], path: &Path, force: bool) -> Result<Ou
 enum CreateError {
     /// SQLite rejects a statement: a problem of the input (a duplicate column, a reserved name).
     Rejected(String),
-    Sqlite(rusqlite::Error),
+    Sqlite(ExecError),
 }
 
-fn create_tables(file: &Path, tables: &[CreateTable]) -> Result<(), CreateError> {
-    let mut conn = Connection::open(file).map_err(CreateError::Sqlite)?;
-    let transaction = conn.transaction().map_err(CreateError::Sqlite)?;
+/// Creates `file` with `tables`, through the SQLite engine's writer (one transaction).
+fn create_tables(
+    file: &Path,
+    tables: &[CreateTable],
+    sqlite: &dyn Backend,
+) -> Result<(), CreateError> {
+    let mut writer = sqlite.create(file).map_err(CreateError::Sqlite)?;
     for table in tables {
-        transaction.execute(&table.sql, []).map_err(|error| {
-            CreateError::Rejected(format!("SQLite rejects table {:?}: {error}", table.table))
+        writer.execute_batch(&table.sql).map_err(|error| {
+            CreateError::Rejected(format!(
+                "SQLite rejects table {:?}: {}",
+                table.table, error.message
+            ))
         })?;
     }
-    transaction.commit().map_err(CreateError::Sqlite)?;
-    conn.close()
-        .map_err(|(_, error)| CreateError::Sqlite(error))
+    writer.finish().map_err(CreateError::Sqlite)
 }
 
 #[cfg(test)]
@@ -503,8 +515,8 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("db.sqlite");
-        build_database(&entry, &path, false).expect("built");
-        let conn = Connection::open(&path).expect("open");
+        build_database(&entry, &path, false, &*sqlgate_engine_sqlite::files()).expect("built");
+        let conn = rusqlite::Connection::open(&path).expect("open");
         let tables: Vec<String> = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
             .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
@@ -569,8 +581,13 @@ mod tests {
         let columns: &[(&str, &str)] = &[("a", "number"), ("A", "text")];
         let entry = entry(&[("t", columns)], vec![], vec![]);
         let dir = tempfile::tempdir().expect("temp dir");
-        let error = build_database(&entry, &dir.path().join("db.sqlite"), false)
-            .expect_err("duplicate column");
+        let error = build_database(
+            &entry,
+            &dir.path().join("db.sqlite"),
+            false,
+            &*sqlgate_engine_sqlite::files(),
+        )
+        .expect_err("duplicate column");
         match error {
             BuildError::Schema(message) => {
                 assert!(message.contains("duplicate column"), "{message}")
@@ -589,12 +606,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("nested").join("db.sqlite");
         let table_names = |path: &Path| -> Vec<String> {
-            let conn = Connection::open(path).expect("open");
+            let conn = rusqlite::Connection::open(path).expect("open");
             conn.prepare("SELECT name FROM sqlite_master")
                 .and_then(|mut stmt| stmt.query_map([], |row| row.get(0))?.collect())
                 .expect("names")
         };
-        let build = |entry, force| build_database(entry, &path, force).expect("builds");
+        let build = |entry, force| {
+            build_database(entry, &path, force, &*sqlgate_engine_sqlite::files()).expect("builds")
+        };
         assert_eq!(build(&first, false), Outcome::Written);
         assert_eq!(build(&second, false), Outcome::Skipped);
         assert_eq!(table_names(&path), ["first"]);
@@ -619,13 +638,26 @@ mod tests {
             fs::write(&json, format!("[{}]", entries.join(","))).expect("write json");
         };
         let out = dir.path().join("out");
-        let input_error = |ids: &[String]| match build_databases(&json, &out, ids, false) {
+        let input_error = |ids: &[String]| match build_databases(
+            &json,
+            &out,
+            ids,
+            false,
+            &*sqlgate_engine_sqlite::files(),
+        ) {
             Err(FileError::Input(error)) => error,
             other => panic!("expected an input error, got {other:?}"),
         };
 
         write(&["a", "b"]);
-        let built = build_databases(&json, &out, &["b".to_string()], false).expect("built");
+        let built = build_databases(
+            &json,
+            &out,
+            &["b".to_string()],
+            false,
+            &*sqlgate_engine_sqlite::files(),
+        )
+        .expect("built");
         assert_eq!(built.len(), 1);
         assert_eq!(built[0].path, out.join("b").join("b.sqlite"));
         assert!(built[0].path.is_file() && !out.join("a").exists());

@@ -40,7 +40,8 @@ fn sqlite_schemas(dir: &Path, gold: &[(String, String)]) -> HashMap<String, Sche
     for (_, db) in gold {
         if !schemas.contains_key(db) {
             let path = dir.join("schema-db").join(db).join(format!("{db}.sqlite"));
-            let schema = Schema::from_sqlite(&path).expect("schema database");
+            let schema = Schema::from_sqlite(&*sqlgate_engine_sqlite::files(), &path)
+                .expect("schema database");
             schemas.insert(db.clone(), schema);
         }
     }

@@ -100,6 +100,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             Some(Arc::new(esm::Evaluator::with_database_dir(
                 &tables,
                 &bench.db_dir,
+                bench.backend.clone(),
             )?))
         } else {
             None

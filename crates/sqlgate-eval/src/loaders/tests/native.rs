@@ -311,7 +311,13 @@ fn a_clone_is_rebuilt_when_its_original_changes_even_with_the_same_size_and_time
             .query_row("SELECT amount FROM t", [], |row| row.get(0))
             .unwrap()
     };
-    crate::loaders::build_clone_if_stale(&original, &script, &clone).unwrap();
+    crate::loaders::build_clone_if_stale(
+        &original,
+        &script,
+        &clone,
+        &*sqlgate_engine_sqlite::files(),
+    )
+    .unwrap();
     assert_eq!(amount(), 1);
     // An edit that leaves the size and restores the modification time.
     let before = std::fs::metadata(&original).unwrap();
@@ -327,6 +333,12 @@ fn a_clone_is_rebuilt_when_its_original_changes_even_with_the_same_size_and_time
         (after.len(), after.modified().unwrap()),
         (before.len(), before.modified().unwrap())
     );
-    crate::loaders::build_clone_if_stale(&original, &script, &clone).unwrap();
+    crate::loaders::build_clone_if_stale(
+        &original,
+        &script,
+        &clone,
+        &*sqlgate_engine_sqlite::files(),
+    )
+    .unwrap();
     assert_eq!(amount(), 2, "the clone must follow its original's content");
 }

@@ -311,8 +311,12 @@ fn spider_dev() -> Option<PathBuf> {
 }
 
 fn reference_evaluator(dir: &Path) -> Evaluator {
-    Evaluator::with_database_dir(dir.join("tables.json"), dir.join("schema-db"))
-        .expect("tables.json")
+    Evaluator::with_database_dir(
+        dir.join("tables.json"),
+        dir.join("schema-db"),
+        sqlgate_engine_sqlite::files(),
+    )
+    .expect("tables.json")
 }
 
 /// `SQL<TAB>db_id` lines.
