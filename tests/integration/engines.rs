@@ -387,3 +387,105 @@ fn the_engine_table_of_the_docs_is_what_the_drivers_say() {
     }
     assert_eq!(rows, sqlgate_engines::names().len());
 }
+
+/// Hostile predictions, the same SQL on every engine (writes, DDL, a second statement, a
+/// runaway join), scored with the Defog questions: every engine gives each case the same
+/// verdict (where its gold, in SQLite's dialect, runs there), none is correct, and no
+/// database changes (SQLite: its bytes; PostgreSQL: a dump's checksum; MariaDB: every table's
+/// checksum).
+#[test]
+fn hostile_predictions_get_the_same_verdicts_on_every_engine() {
+    let Some(defog) = defog() else { return };
+    let Some(pg) = sqlgate_test_support::postgres::defog_server() else {
+        return;
+    };
+    let Some((maria, _)) = mariadb_defog() else {
+        return;
+    };
+    const HOSTILE: [&str; 9] = [
+        "DELETE FROM author",
+        "SELECT 'not an answer' AS evil; DROP TABLE author",
+        "DROP TABLE author",
+        "INSERT INTO author (aid, name) VALUES (999999, 'x')",
+        "UPDATE author SET name = 'x'",
+        "CREATE TABLE evil (x int)",
+        "ALTER TABLE author ADD COLUMN evil int",
+        "SELECT count(*) FROM flight a, flight b, flight c, flight d, flight e, flight f",
+        "SELECT a.name FROM author a, author b, author c, author d, author e",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let gold = defog.join("questions.csv");
+    let bench = sqlgate_eval::loaders::load(
+        &gold,
+        &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
+    )
+    .unwrap();
+    let lines: Vec<String> = bench
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(i, case)| {
+            serde_json::json!({"id": case.id, "sql": HOSTILE[i % HOSTILE.len()]}).to_string()
+        })
+        .collect();
+    let pred = dir.path().join("hostile.jsonl");
+    std::fs::write(&pred, lines.join("\n")).unwrap();
+    let sqlite_bytes = || -> Vec<Vec<u8>> {
+        DEFOG
+            .iter()
+            .map(|db| std::fs::read(defog.join(format!("{db}.sqlite"))).unwrap())
+            .collect()
+    };
+    let pg_sums = || -> Vec<String> { DEFOG.iter().map(|db| pg.dump_checksum(db)).collect() };
+    let maria_sums = || -> Vec<String> { DEFOG.iter().map(|db| maria.fingerprint(db)).collect() };
+    let before = (sqlite_bytes(), pg_sums(), maria_sums());
+    let score = |engine: &[&str]| {
+        let run = sqlgate()
+            .args([
+                "score",
+                "--format",
+                "json",
+                "--timeout",
+                "1",
+                "--max-rows",
+                "1000",
+            ])
+            .arg("--gold")
+            .arg(&gold)
+            .arg("--pred")
+            .arg(&pred)
+            .arg("--db-dir")
+            .arg(&defog)
+            .args(engine)
+            .run();
+        run.assert_success();
+        let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|case| case["verdict"].as_str().unwrap().to_string())
+            .collect::<Vec<String>>()
+    };
+    let on_sqlite = score(&[]);
+    assert_eq!(on_sqlite.len(), 135);
+    assert!(on_sqlite.iter().all(|v| v != "correct"), "{on_sqlite:?}");
+    assert!(on_sqlite.iter().any(|v| v == "pred_error"));
+    let same_where_the_gold_runs = |other: Vec<String>, at_least: usize| {
+        let compared: Vec<(&String, &String)> = on_sqlite
+            .iter()
+            .zip(&other)
+            .filter(|(_, theirs)| *theirs != "gold_error")
+            .collect();
+        assert!(
+            compared.iter().all(|(ours, theirs)| ours == theirs),
+            "{other:?}"
+        );
+        assert!(compared.len() >= at_least, "{} compared", compared.len());
+    };
+    let pg_url = pg.reader_template();
+    same_where_the_gold_runs(score(&["--engine", "postgres", "--dsn", &pg_url]), 120);
+    let maria_url = maria.template(mariadb::READER);
+    same_where_the_gold_runs(score(&["--engine", "mysql", "--dsn", &maria_url]), 70);
+    assert!(before == (sqlite_bytes(), pg_sums(), maria_sums()));
+}
