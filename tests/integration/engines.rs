@@ -489,3 +489,74 @@ fn hostile_predictions_get_the_same_verdicts_on_every_engine() {
     same_where_the_gold_runs(score(&["--engine", "mysql", "--dsn", &maria_url]), 70);
     assert!(before == (sqlite_bytes(), pg_sums(), maria_sums()));
 }
+
+/// The Defog SQLite files copied onto a PostgreSQL server of their own by `sqlgate copy`, and
+/// the server's databases copied back into SQLite files: gold as prediction is correct on the
+/// server wherever PostgreSQL runs SQLite's dialect, and every table comes back whole.
+#[test]
+fn defog_goes_to_postgres_and_back() {
+    let Some(defog) = defog() else { return };
+    let Some(pg) = sqlgate_test_support::postgres::PgServer::start() else {
+        return;
+    };
+    let admin = pg.admin_url("{db}");
+    copy(&defog, &["--to-engine", "postgres", "--to-dsn", &admin]).assert_success();
+    for db in DEFOG {
+        pg.add_reader(db);
+    }
+    copy(&defog, &["--to-engine", "postgres", "--to-dsn", &admin]).assert_bad_input(&["academic"]);
+    let dir = tempfile::tempdir().unwrap();
+    let gold = defog.join("questions.csv");
+    let pred = gold_predictions(dir.path(), &gold);
+    let run = sqlgate()
+        .args(["score", "--format", "json", "--gold"])
+        .arg(&gold)
+        .arg("--pred")
+        .arg(&pred)
+        .args(["--engine", "postgres", "--dsn", &pg.reader_template()])
+        .run();
+    let cases = verdicts(&run);
+    let correct = cases.iter().filter(|(ex, _)| *ex == 1.0).count();
+    let gold_errors = cases.iter().filter(|(_, failed)| *failed).count();
+    assert_eq!(correct + gold_errors, 135);
+    assert!(correct >= 60, "{correct} correct");
+    // Back into SQLite files, from the server.
+    let back = dir.path().join("back");
+    let mut command = sqlgate();
+    command.args([
+        "copy",
+        "--engine",
+        "postgres",
+        "--dsn",
+        &pg.reader_template(),
+    ]);
+    for db in DEFOG {
+        command.args(["--db", db]);
+    }
+    command
+        .args(["--to-engine", "sqlite", "--to-db-dir"])
+        .arg(&back)
+        .run()
+        .assert_success();
+    for db in DEFOG {
+        let original = rusqlite::Connection::open(defog.join(format!("{db}.sqlite"))).unwrap();
+        let copied = rusqlite::Connection::open(back.join(format!("{db}.sqlite"))).unwrap();
+        let tables: Vec<String> = original
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(!tables.is_empty());
+        for table in tables {
+            let count = |conn: &rusqlite::Connection| -> i64 {
+                conn.query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| {
+                    r.get(0)
+                })
+                .unwrap()
+            };
+            assert_eq!(count(&original), count(&copied), "{db}.{table}");
+        }
+    }
+}

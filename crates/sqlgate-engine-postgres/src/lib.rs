@@ -4,6 +4,7 @@
 mod catalog;
 mod server;
 mod values;
+mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -39,7 +40,7 @@ impl Driver for Postgres {
     }
 
     fn supports(&self, feature: Feature) -> bool {
-        matches!(feature, Feature::Explain | Feature::Cost)
+        matches!(feature, Feature::Explain | Feature::Cost | Feature::Create)
     }
 
     fn parser_dialect(&self) -> &'static str {
@@ -90,6 +91,14 @@ impl Backend for Server {
             server: self.clone(),
             db: db.to_string_lossy().into_owned(),
         }))
+    }
+
+    /// A new database on the server, created by the URL's role (which needs `CREATEDB`).
+    fn create(&self, db: &Path) -> Result<Box<dyn sqlgate_engine::Writer>, ExecError> {
+        Ok(Box::new(writer::PgWriter::create(
+            self,
+            &db.to_string_lossy(),
+        )?))
     }
 
     fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {

@@ -147,6 +147,26 @@ impl Server {
     }
 
     fn connect(&self, db: &str) -> Result<Client, String> {
+        let mut client = self.connect_as_given(db)?;
+        // psycopg2 sees timestamps with time zone in the session's zone: one fixed zone here.
+        client
+            .batch_execute(
+                "SET default_transaction_read_only = on; SET TIME ZONE 'UTC'; \
+                 SET idle_in_transaction_session_timeout = '10min'",
+            )
+            .map_err(|e| {
+                format!(
+                    "cannot set up the session on {}: {}",
+                    self.url(db),
+                    error_text(&e)
+                )
+            })?;
+        Ok(client)
+    }
+
+    /// A session on `db` as the URL's role has it, not read-only: for creating databases
+    /// ([`crate::writer`]).
+    pub(crate) fn connect_as_given(&self, db: &str) -> Result<Client, String> {
         let url = self.url(db);
         let mut config = postgres::Config::from_str(&url).map_err(|e| {
             format!(
@@ -163,17 +183,9 @@ impl Server {
         config
             .connect_timeout(CONNECT_TIMEOUT)
             .application_name("sqlgate");
-        let mut client = config
+        config
             .connect(NoTls)
-            .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))?;
-        // psycopg2 sees timestamps with time zone in the session's zone: one fixed zone here.
-        client
-            .batch_execute(
-                "SET default_transaction_read_only = on; SET TIME ZONE 'UTC'; \
-                 SET idle_in_transaction_session_timeout = '10min'",
-            )
-            .map_err(|e| format!("cannot set up the session on {url}: {}", error_text(&e)))?;
-        Ok(client)
+            .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))
     }
 
     /// Runs `f` on an idle connection to `db`, or a new one; a connection the server closed is
@@ -496,7 +508,7 @@ fn is_denial(code: Option<&SqlState>) -> bool {
 /// The server's message itself (the client's `Display` says only "db error"), else the
 /// client's error with its causes: its `Display` says "error connecting to server" but not
 /// that the connection was refused.
-fn error_text(error: &postgres::Error) -> String {
+pub(crate) fn error_text(error: &postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
         return format!("{}: {}", db.severity(), db.message());
     }
