@@ -352,3 +352,21 @@ fn a_bad_embeddings_throttle_is_located_at_its_suite() {
         "[[suite]] embeddings: throttle: `backoff_secs` must be a non-negative number",
     );
 }
+
+#[test]
+fn an_unknown_engine_names_the_known_ones() {
+    assert_located(
+        &format!("{}engine = \"oracle\"\n", demo_suite()),
+        3,
+        10,
+        "unknown engine `oracle`; sqlgate knows sqlite, postgres, mysql",
+    );
+}
+
+#[test]
+fn a_server_engine_without_its_url_is_refused_at_the_suite() {
+    let (output, stderr) = run_config(&format!("{}engine = \"mysql\"\n", demo_suite()));
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("engine `mysql` needs `dsn`"), "{stderr}");
+    assert!(stderr.contains("sqlgate.toml:1:"), "{stderr}");
+}
