@@ -560,3 +560,33 @@ fn defog_goes_to_postgres_and_back() {
         }
     }
 }
+
+/// `sqlgate audit --engine postgres` audits the PostgreSQL originals on the server itself: the
+/// checks run through the engine (plans, reruns, mutants), the scan-order probe left out.
+#[test]
+fn audit_runs_on_a_server_engine() {
+    let Some(defog) = defog() else { return };
+    let Some(pg) = sqlgate_test_support::postgres::defog_server() else {
+        return;
+    };
+    let run = sqlgate()
+        .args(["audit", "--format", "json", "--gold"])
+        .arg(defog.join("postgres/questions_postgres.csv"))
+        .args(["--engine", "postgres", "--dsn", &pg.reader_template()])
+        .run();
+    run.assert_success();
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    let kinds: std::collections::BTreeSet<&str> = findings
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    // Single-error mutants the golds cannot see exist on any engine.
+    assert!(kinds.contains("weak"), "{kinds:?}");
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f["detail"].as_str().unwrap().contains("reverse_unordered")),
+        "{findings:?}"
+    );
+}
