@@ -62,7 +62,8 @@ fn naturalness_generation(c: &mut Criterion) {
                     &*sqlgate_engine_sqlite::files(),
                 )
                 .unwrap();
-                map.verify(&schema, &clone).unwrap();
+                map.verify(&schema, &clone, &*sqlgate_engine_sqlite::files())
+                    .unwrap();
                 kept += naturalness::reduce(&original, &clone, &map, seeds, &wordnet, &engine)
                     .0
                     .len();

@@ -134,7 +134,7 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
         // The clone is built exactly as the family loader builds it, so a test run reuses it.
         let clone = out.join("build").join(format!("{db}.tqa.sqlite"));
         loaders::build_clone_if_stale(&original, &out.join(&script_name), &clone, &*bench.backend)?;
-        map.verify(&schema, &clone)
+        map.verify(&schema, &clone, &*bench.backend)
             .map_err(|e| InputError::file(&clone, format!("the renamed clone is wrong: {e}")))?;
         let seeds: Vec<Seed> = cases
             .iter()

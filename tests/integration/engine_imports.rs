@@ -17,7 +17,6 @@ const STILL_TO_MOVE: &[&str] = &[
     "crates/sqlgate-generate/src/distill/mod.rs",
     "crates/sqlgate-generate/src/distill/values.rs",
     "crates/sqlgate-generate/src/mutate/para/descriptions.rs",
-    "crates/sqlgate-generate/src/mutate/tqa/rename.rs",
 ];
 
 const DRIVERS: [&str; 4] = ["rusqlite", "postgres", "mysql", "duckdb"];

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::ident::{self, Level};
 use super::wordnet::WordNet;
 use sqlgate_eval::exec::schema::Schema;
+use sqlgate_eval::exec::{Backend, ExecError, Limits, Open, Source, Value};
 
 /// Old name → new name, for tables and (database-wide, so that an unqualified column needs no
 /// scope resolution) columns. Keys are lowercased; identifiers that stay are absent.
@@ -138,10 +139,26 @@ impl RenameMap {
         out
     }
 
-    /// Checks through `PRAGMA table_info` and `sqlite_master` (the schema reader) that `clone`
-    /// has exactly the renamed tables and columns of `original`, and that its views still run.
-    pub fn verify(&self, original: &Schema, clone: &Path) -> Result<(), String> {
-        let renamed = sqlgate_engine_sqlite::read_schema(clone).map_err(|e| e.to_string())?;
+    /// Checks through the engine's catalog (SQLite's `PRAGMA table_info` and `sqlite_master`)
+    /// that `clone` has exactly the renamed tables and columns of `original`, and that its views
+    /// still run.
+    pub fn verify(
+        &self,
+        original: &Schema,
+        clone: &Path,
+        backend: &dyn Backend,
+    ) -> Result<(), String> {
+        let mut connection = backend
+            .open(clone, Open::for_source(Source::Gold))
+            .map_err(|e| e.message)?;
+        let limits = Limits::default();
+        let mut rows = |sql: &str| -> Result<Vec<Vec<Value>>, ExecError> {
+            connection
+                .execute(sql, &limits)
+                .result
+                .map(|set| set.rows.clone())
+        };
+        let renamed = backend.driver().catalog(&mut rows).map_err(|e| e.message)?;
         let expected: Vec<(String, Vec<String>)> = original
             .tables
             .iter()
@@ -172,18 +189,14 @@ impl RenameMap {
         if renamed.foreign_keys.len() != original.foreign_keys.len() {
             return Err("the clone lost foreign keys".into());
         }
-        let conn = rusqlite::Connection::open_with_flags(
-            clone,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .map_err(|e| e.to_string())?;
-        let views: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-            .map_err(|e| e.to_string())?;
+        let views = rows("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")
+            .map_err(|e| e.message)?;
         for view in views {
-            conn.prepare(&format!("SELECT * FROM {} LIMIT 0", quote(&view)))
-                .map_err(|e| format!("view `{view}` no longer works: {e}"))?;
+            let Some(Value::Text(view)) = view.first() else {
+                continue;
+            };
+            rows(&format!("SELECT * FROM {} LIMIT 0", quote(view)))
+                .map_err(|e| format!("view `{view}` no longer works: {}", e.message))?;
         }
         Ok(())
     }
