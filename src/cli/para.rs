@@ -10,6 +10,7 @@ use sqlgate::report::plural;
 use sqlgate::Error;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::schema::Schema;
+use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::files::write_atomically;
 use sqlgate_eval::loaders::{self, Answer, Benchmark, Case};
 use sqlgate_eval::metrics::sqlmorph::{Embedder, NgramEmbedder};
@@ -486,18 +487,17 @@ fn schema_names<'n>(
     names: &'n mut HashMap<String, SchemaNames>,
 ) -> Result<&'n SchemaNames, InputError> {
     if !names.contains_key(&case.db) {
-        let file = match bench.on_server() {
-            true => None,
-            false => bench.db_files(case, false).ok().and_then(|mut f| f.pop()),
-        };
-        let file = file.filter(|f| f.is_file());
-        let mut descriptions = described.of(&case.db, file.as_deref())?;
-        let schema = file
+        let db = bench.db_files(case, false).ok().and_then(|mut f| f.pop());
+        let file = db.as_deref().filter(|_| !bench.on_server());
+        let mut descriptions = described.of(&case.db, file)?;
+        // The schema and the comments of its catalog, through the suite's engine.
+        let engine = Engine::new(Limits::default(), bench.backend.clone());
+        let schema = db
             .as_deref()
-            .and_then(|f| sqlgate_engine_sqlite::read_schema(f).ok());
-        if let Some(comments) = file
+            .and_then(|db| sqlgate_eval::exec::schema::query(&engine, db).ok());
+        if let Some(comments) = db
             .as_deref()
-            .and_then(|f| descriptions::sqlite_comments(f).ok())
+            .and_then(|db| descriptions::catalog_comments(&engine, db).ok())
         {
             descriptions.fill_from(comments);
         }

@@ -16,7 +16,6 @@ const STILL_TO_MOVE: &[&str] = &[
     "crates/sqlgate-generate/src/distill/hints.rs",
     "crates/sqlgate-generate/src/distill/mod.rs",
     "crates/sqlgate-generate/src/distill/values.rs",
-    "crates/sqlgate-generate/src/mutate/para/descriptions.rs",
 ];
 
 const DRIVERS: [&str; 4] = ["rusqlite", "postgres", "mysql", "duckdb"];

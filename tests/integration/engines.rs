@@ -590,3 +590,57 @@ fn audit_runs_on_a_server_engine() {
         "{findings:?}"
     );
 }
+
+/// Column comments come from each engine's catalog: PostgreSQL's `COMMENT ON COLUMN`, MySQL's
+/// `COMMENT`, SQLite's trailing `-- comment` (the paraphraser names columns by them).
+#[test]
+fn column_comments_come_from_each_catalog() {
+    use sqlgate_eval::exec::schema::column_comments;
+    use sqlgate_eval::exec::{Engine, Limits, Settings};
+    let expected = vec![(
+        "nurse".to_string(),
+        "nid".to_string(),
+        "Unique identifier for each nurse".to_string(),
+    )];
+    let connect = |engine: &str, dsn: &str| {
+        let settings = Settings {
+            dsn: Some(dsn),
+            password_env: None,
+        };
+        let driver = sqlgate_engines::driver(engine).unwrap();
+        Engine::new(Limits::default(), driver.connect(&settings).unwrap())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("clinic.sqlite");
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch("CREATE TABLE nurse (\n  nid INTEGER, -- Unique identifier for each nurse\n  name TEXT\n);")
+        .unwrap();
+    let sqlite = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
+    assert_eq!(column_comments(&sqlite, &file).unwrap(), expected);
+    if let Some(pg) = sqlgate_test_support::postgres::defog_server() {
+        pg.psql("postgres", &["-c", "CREATE DATABASE commented"]);
+        pg.psql(
+            "commented",
+            &["-c", "CREATE TABLE nurse (nid int, name text); COMMENT ON COLUMN nurse.nid IS 'Unique identifier for each nurse'"],
+        );
+        pg.add_reader("commented");
+        let engine = connect("postgres", &pg.reader_template());
+        assert_eq!(
+            column_comments(&engine, Path::new("commented")).unwrap(),
+            expected
+        );
+    }
+    if let Some(maria) = mariadb::shared() {
+        maria.sql(
+            "CREATE DATABASE commented; CREATE TABLE commented.nurse \
+             (nid int COMMENT 'Unique identifier for each nurse', name text)",
+        );
+        maria.add_reader("commented");
+        let engine = connect("mysql", &maria.template(mariadb::READER));
+        assert_eq!(
+            column_comments(&engine, Path::new("commented")).unwrap(),
+            expected
+        );
+    }
+}

@@ -144,6 +144,27 @@ impl Driver for MySql {
         )
     }
 
+    fn column_comments(
+        &self,
+        rows: &mut CatalogRows<'_>,
+    ) -> Result<Vec<(String, String, String)>, ExecError> {
+        let found = rows(
+            "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_COMMENT FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = DATABASE() AND COLUMN_COMMENT <> '' \
+             ORDER BY TABLE_NAME, ORDINAL_POSITION",
+        )?;
+        Ok(found
+            .iter()
+            .map(|row| {
+                (
+                    catalog::text(&row[0]),
+                    catalog::text(&row[1]),
+                    catalog::text(&row[2]),
+                )
+            })
+            .collect())
+    }
+
     fn not_iso_date(&self, column: &str) -> String {
         format!("NOT ({column} REGEXP '^[0-9]{{4}}-[0-1][0-9]-[0-3][0-9]')")
     }

@@ -9,6 +9,7 @@ mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
+use sqlgate_engine::catalog::text;
 use sqlgate_engine::{
     Backend, CatalogRows, Connection, Driver, ExecError, Execution, Feature, Limits, Open, Schema,
     Settings, Storage,
@@ -66,6 +67,24 @@ impl Driver for Postgres {
              AND n.nspname = ANY (current_schemas(false))"
                 .to_string(),
         )
+    }
+
+    fn column_comments(
+        &self,
+        rows: &mut CatalogRows<'_>,
+    ) -> Result<Vec<(String, String, String)>, ExecError> {
+        let found = rows(
+            "SELECT c.relname::text, a.attname::text, col_description(c.oid, a.attnum) \
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+             WHERE c.relkind IN ('r', 'p') AND n.nspname = ANY (current_schemas(false)) \
+             AND col_description(c.oid, a.attnum) IS NOT NULL \
+             ORDER BY c.relname, a.attnum",
+        )?;
+        Ok(found
+            .iter()
+            .map(|row| (text(&row[0]), text(&row[1]), text(&row[2])))
+            .collect())
     }
 
     fn not_iso_date(&self, column: &str) -> String {

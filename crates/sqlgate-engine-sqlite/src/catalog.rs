@@ -104,3 +104,91 @@ fn catalog_value(value: rusqlite::types::ValueRef<'_>) -> Value {
         ValueRef::Blob(bytes) => Value::Blob(bytes.to_vec()),
     }
 }
+
+/// Each table's `CREATE TABLE` text, as SQLite keeps it: the trailing `-- comment` of a
+/// column's line is that column's comment.
+pub(crate) const CREATE_TEXTS: &str = "SELECT name, sql FROM sqlite_master WHERE type = 'table' \
+     AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%'";
+
+/// (column, comment) for each line of a `CREATE TABLE` text that defines a column and ends in
+/// a `-- comment`; constraint lines and comments on lines of their own are not columns.
+pub(crate) fn column_comments(create: &str) -> Vec<(String, String)> {
+    const NOT_COLUMNS: &[&str] = &[
+        "create",
+        "primary",
+        "foreign",
+        "constraint",
+        "unique",
+        "check",
+    ];
+    let mut out = Vec::new();
+    for line in create.lines() {
+        let Some(start) = comment_start(line) else {
+            continue;
+        };
+        let comment = line[start + 2..].trim();
+        let definition = line[..start].trim().trim_start_matches([',', '(']).trim();
+        let Some(name) = first_name(definition) else {
+            continue;
+        };
+        let keyword = !definition.starts_with(['"', '`', '['])
+            && NOT_COLUMNS.contains(&name.to_lowercase().as_str());
+        if !keyword && !comment.is_empty() {
+            out.push((name, comment.to_string()));
+        }
+    }
+    out
+}
+
+/// Where `--` starts on a line, outside quotes.
+fn comment_start(line: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let bytes = line.as_bytes();
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(q) if c == q || (q == '[' && c == ']') => quote = None,
+            Some(_) => {}
+            None if matches!(c, '\'' | '"' | '`' | '[') => quote = Some(c),
+            None if c == '-' && bytes.get(i + 1) == Some(&b'-') => return Some(i),
+            None => {}
+        }
+    }
+    None
+}
+
+/// The first name of a definition, unquoted: `"aid" INTEGER` → `aid`.
+fn first_name(definition: &str) -> Option<String> {
+    let close = match definition.chars().next()? {
+        '"' => '"',
+        '`' => '`',
+        '[' => ']',
+        _ => {
+            let end = definition
+                .find(|c: char| c.is_whitespace() || c == ',' || c == '(')
+                .unwrap_or(definition.len());
+            return (end > 0).then(|| definition[..end].to_string());
+        }
+    };
+    let rest = &definition[1..];
+    let end = rest.find(close)?;
+    Some(rest[..end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_end_column_lines() {
+        let create = "CREATE TABLE t ( -- the table\n  \"aid\" INTEGER, -- author of the row\n  \
+                      name TEXT DEFAULT '--x', -- Name of the author\n  -- a note\n  \
+                      PRIMARY KEY (aid) -- the key\n)";
+        assert_eq!(
+            column_comments(create),
+            vec![
+                ("aid".to_string(), "author of the row".to_string()),
+                ("name".to_string(), "Name of the author".to_string()),
+            ]
+        );
+    }
+}

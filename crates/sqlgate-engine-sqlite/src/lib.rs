@@ -10,6 +10,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use sqlgate_engine::catalog::text;
 use sqlgate_engine::{
     Backend, CatalogRows, Connection, Driver, ExecError, Execution, Feature, Limits, Open, Schema,
     Settings, Storage, Writer,
@@ -86,6 +87,20 @@ impl Driver for Sqlite {
              GROUP BY m.name, il.name HAVING count(*) = 1 AND max(ii.name) IS NOT NULL"
                 .to_string(),
         )
+    }
+
+    fn column_comments(
+        &self,
+        rows: &mut CatalogRows<'_>,
+    ) -> Result<Vec<(String, String, String)>, ExecError> {
+        let mut comments = Vec::new();
+        for row in rows(catalog::CREATE_TEXTS)? {
+            let (table, create) = (text(&row[0]), text(&row[1]));
+            for (column, comment) in catalog::column_comments(&create) {
+                comments.push((table.clone(), column, comment));
+            }
+        }
+        Ok(comments)
     }
 
     fn schema_text_query(&self) -> Option<&'static str> {

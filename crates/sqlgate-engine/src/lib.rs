@@ -155,6 +155,17 @@ pub trait Driver: Sync + 'static {
     /// start with an ISO-8601 date (ETM's rule 17 guard).
     fn not_iso_date(&self, column: &str) -> String;
 
+    /// The comments on columns, as `(table, column, comment)`, read with catalog queries given
+    /// to `rows` (PostgreSQL's `col_description`, MySQL's `COLUMN_COMMENT`, SQLite's trailing
+    /// `-- comment` of a column's line): the paraphraser names columns by them.
+    fn column_comments(
+        &self,
+        rows: &mut CatalogRows<'_>,
+    ) -> Result<Vec<(String, String, String)>, ExecError> {
+        let _ = rows;
+        Ok(Vec::new())
+    }
+
     /// A query whose rows hold, in their first column, the database's own `CREATE`
     /// statements as written (SQLite's `sqlite_schema`): the schema text a model's prompt
     /// shows. `None`: the catalog is written out as `CREATE TABLE` statements instead.

@@ -15,6 +15,17 @@ pub fn query(runner: &dyn QueryRunner, db: &Path) -> Result<Schema, ExecError> {
         .catalog(&mut |sql: &str| runner.gold(db, sql).result.map(|set| set.rows.clone()))
 }
 
+/// The comments on the columns of `db`, `(table, column, comment)`, from its engine's catalog
+/// through `runner`.
+pub fn column_comments(
+    runner: &dyn QueryRunner,
+    db: &Path,
+) -> Result<Vec<(String, String, String)>, ExecError> {
+    runner
+        .driver()
+        .column_comments(&mut |sql: &str| runner.gold(db, sql).result.map(|set| set.rows.clone()))
+}
+
 /// The schema text of `db` a model's prompt shows: the engine's own `CREATE` statements as
 /// written where it keeps them ([`sqlgate_engine::Driver::schema_text_query`]), else the
 /// catalog written out as `CREATE TABLE` statements.

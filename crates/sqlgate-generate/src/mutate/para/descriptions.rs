@@ -1,13 +1,13 @@
 //! What a schema says about its tables and columns beyond their identifiers, read from where
 //! it is kept: Spider's `tables.json` (human names), a Defog-style descriptions file
 //! (`{"table_metadata": {table: [{"column_name", "column_description"}]}}`, sentences) and the
-//! trailing `-- comment` of a column's line in SQLite's stored `CREATE TABLE` text.
+//! comments the database's catalog keeps on its columns.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
 use serde::Deserialize;
+use sqlgate_eval::exec::{ExecError, QueryRunner};
 
 /// What a column's description is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,93 +141,16 @@ fn defog(file: DefogFile) -> Descriptions {
     out
 }
 
-/// The column comments of a SQLite file: the `-- comment` ending a column's line in the
-/// `CREATE TABLE` text SQLite keeps in `sqlite_master`.
-pub fn sqlite_comments(db: &Path) -> Result<Descriptions, rusqlite::Error> {
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let mut statement = conn.prepare(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL \
-         AND name NOT LIKE 'sqlite_%'",
-    )?;
-    let tables = statement
-        .query_map([], |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
+/// The column comments of database `db`, from its engine's catalog (read through `runner`).
+pub fn catalog_comments(runner: &dyn QueryRunner, db: &Path) -> Result<Descriptions, ExecError> {
     let mut out = Descriptions::default();
-    for (table, create) in tables {
-        for (column, comment) in column_comments(&create) {
-            out.columns.insert(
-                (table.to_lowercase(), column.to_lowercase()),
-                Described::Sentence(comment),
-            );
-        }
+    for (table, column, comment) in sqlgate_eval::exec::schema::column_comments(runner, db)? {
+        out.columns.insert(
+            (table.to_lowercase(), column.to_lowercase()),
+            Described::Sentence(comment),
+        );
     }
     Ok(out)
-}
-
-/// (column, comment) for each line of a `CREATE TABLE` text that defines a column and ends in
-/// a `-- comment`; constraint lines and comments on lines of their own are not columns.
-pub fn column_comments(create: &str) -> Vec<(String, String)> {
-    const NOT_COLUMNS: &[&str] = &[
-        "create",
-        "primary",
-        "foreign",
-        "constraint",
-        "unique",
-        "check",
-    ];
-    let mut out = Vec::new();
-    for line in create.lines() {
-        let Some(start) = comment_start(line) else {
-            continue;
-        };
-        let comment = line[start + 2..].trim();
-        let definition = line[..start].trim().trim_start_matches([',', '(']).trim();
-        let Some(name) = first_name(definition) else {
-            continue;
-        };
-        let keyword = !definition.starts_with(['"', '`', '['])
-            && NOT_COLUMNS.contains(&name.to_lowercase().as_str());
-        if !keyword && !comment.is_empty() {
-            out.push((name, comment.to_string()));
-        }
-    }
-    out
-}
-
-/// Where `--` starts on a line, outside quotes.
-fn comment_start(line: &str) -> Option<usize> {
-    let mut quote: Option<char> = None;
-    let bytes = line.as_bytes();
-    for (i, c) in line.char_indices() {
-        match quote {
-            Some(q) if c == q || (q == '[' && c == ']') => quote = None,
-            Some(_) => {}
-            None if matches!(c, '\'' | '"' | '`' | '[') => quote = Some(c),
-            None if c == '-' && bytes.get(i + 1) == Some(&b'-') => return Some(i),
-            None => {}
-        }
-    }
-    None
-}
-
-/// The first name of a definition, unquoted: `"aid" INTEGER` → `aid`.
-fn first_name(definition: &str) -> Option<String> {
-    let close = match definition.chars().next()? {
-        '"' => '"',
-        '`' => '`',
-        '[' => ']',
-        _ => {
-            let end = definition
-                .find(|c: char| c.is_whitespace() || c == ',' || c == '(')
-                .unwrap_or(definition.len());
-            return (end > 0).then(|| definition[..end].to_string());
-        }
-    };
-    let rest = &definition[1..];
-    let end = rest.find(close)?;
-    Some(rest[..end].to_string())
 }
 
 #[cfg(test)]
@@ -273,19 +196,5 @@ mod tests {
             .unwrap_err()
             .contains("tables.json"));
         assert!(parse("42").unwrap_err().contains("neither"));
-    }
-
-    #[test]
-    fn comments_end_column_lines() {
-        let create = "CREATE TABLE t ( -- the table\n  \"aid\" INTEGER, -- author of the row\n  \
-                      name TEXT DEFAULT '--x', -- Name of the author\n  -- a note\n  \
-                      PRIMARY KEY (aid) -- the key\n)";
-        assert_eq!(
-            column_comments(create),
-            vec![
-                ("aid".to_string(), "author of the row".to_string()),
-                ("name".to_string(), "Name of the author".to_string()),
-            ]
-        );
     }
 }

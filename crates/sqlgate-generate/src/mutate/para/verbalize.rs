@@ -2241,7 +2241,11 @@ mod tests {
         .unwrap();
         drop(conn);
         let schema = sqlgate_engine_sqlite::read_schema(&db).unwrap();
-        let comments = crate::mutate::para::descriptions::sqlite_comments(&db).unwrap();
+        let engine = sqlgate_eval::exec::Engine::new(
+            sqlgate_eval::exec::Limits::default(),
+            sqlgate_engine_sqlite::files(),
+        );
+        let comments = crate::mutate::para::descriptions::catalog_comments(&engine, &db).unwrap();
         let names = SchemaNames::build(Some(&schema), &comments, None);
         says_with(
             &names,
