@@ -1,7 +1,7 @@
-//! Fingerprints the code that computes what the cache keeps (this crate's and the evaluation
-//! core's sources, and `Cargo.lock`'s dependency versions, SQLite's among them), so that a
-//! cached result or verdict is reused only by the code that computed it: the package version
-//! alone stays the same across every commit of a development branch.
+//! Fingerprints the code that computes what the cache keeps (this crate's, the evaluation
+//! core's and the engine crates' sources, and `Cargo.lock`'s dependency versions, SQLite's
+//! among them), so that a cached result or verdict is reused only by the code that computed it:
+//! the package version alone stays the same across every commit of a development branch.
 
 use std::fs;
 use std::hash::{DefaultHasher, Hasher};
@@ -11,11 +11,22 @@ fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     // In the workspace; a published package has neither (its dependencies' versions are fixed
     // by its own, so the version is fingerprint enough there).
-    let inputs = [
+    let mut inputs = vec![
         manifest.join("src"),
         manifest.join("../sqlgate-eval/src"),
         manifest.join("../../Cargo.lock"),
     ];
+    // The engine interface, each engine (its sandbox decodes the values results hold) and
+    // their registry.
+    let mut engines: Vec<PathBuf> = fs::read_dir(manifest.join(".."))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("sqlgate-engine"))
+        .map(|entry| entry.path().join("src"))
+        .collect();
+    engines.sort();
+    inputs.extend(engines);
     let mut hasher = DefaultHasher::new();
     for input in &inputs {
         println!("cargo:rerun-if-changed={}", input.display());
