@@ -22,7 +22,12 @@ fn main() {
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("sqlgate-engine"))
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("sqlgate-engine")
+        })
         .map(|entry| entry.path().join("src"))
         .collect();
     engines.sort();

@@ -157,7 +157,7 @@ mod tests {
 
     fn refused(dsn: Option<&str>, password_env: Option<&str>) -> String {
         let settings = Settings { dsn, password_env };
-        DRIVER.connect(&settings).err().expect("refused")
+        DRIVER.connect(&settings).expect_err("refused")
     }
 
     #[test]

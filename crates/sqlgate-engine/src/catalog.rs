@@ -1,5 +1,5 @@
 //! What a database declares: tables, columns (declared type, primary key, NOT NULL) and
-//! foreign keys, as each engine's catalog reports them ([`crate::Dialect::catalog`]). Used by
+//! foreign keys, as each engine's catalog reports them ([`crate::Driver::catalog`]). Used by
 //! the generators (JQE's schema graph, TQA, paraphrase names), the structural metrics (ETM's
 //! schema facts) and the schema text of model prompts.
 

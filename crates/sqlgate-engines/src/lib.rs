@@ -144,7 +144,7 @@ mod tests {
             dsn: Some("postgres://r@h/{db}"),
             password_env: None,
         };
-        let error = sqlite().connect(&settings).err().expect("refused");
+        let error = sqlite().connect(&settings).expect_err("refused");
         assert!(error.contains("server engine"), "{error}");
         assert!(!sqlite().connect(&Default::default()).unwrap().on_server());
     }
