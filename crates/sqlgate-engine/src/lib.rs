@@ -1,7 +1,7 @@
 //! sqlgate's engine interface: what the evaluation core asks of a database engine, and the
 //! values, results, bounds and catalog that every engine speaks.
 //!
-//! An engine is a crate of its own (`sqlgate-engine-sqlite`, `-postgres`, `-duckdb`, `-mysql`)
+//! An engine is a crate of its own (`sqlgate-engine-sqlite`, `-postgres`, `-mysql`)
 //! implementing [`Driver`]; the `sqlgate-engines` crate lists them, one line each. The core
 //! never names an engine: it runs SQL through a [`Backend`] and reads the catalog, plans and
 //! work counts in the dialect its [`Driver`] describes. (In the manner of sqllogictest-rs's
@@ -111,7 +111,7 @@ pub type CatalogRows<'a> = dyn FnMut(&str) -> Result<Vec<Vec<Value>>, ExecError>
 /// One database engine: its name, where its databases live, and its dialect. Registered once
 /// (`sqlgate-engines`); [`Driver::connect`] configures it for one suite.
 pub trait Driver: Sync + 'static {
-    /// The name `engine = "..."` selects (`sqlite`, `postgres`, `duckdb`, `mysql`).
+    /// The name `engine = "..."` selects (`sqlite`, `postgres`, `mysql`).
     fn name(&self) -> &'static str;
 
     /// Where its databases live.

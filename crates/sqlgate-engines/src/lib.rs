@@ -15,7 +15,6 @@ pub const ENGINES: &[(&str, Option<&'static dyn Driver>)] = &[
     ("mysql", Some(&sqlgate_engine_mysql::DRIVER)),
     #[cfg(not(feature = "mysql"))]
     ("mysql", None),
-    ("duckdb", None),
 ];
 
 /// The engine named `name`, or why there is none.
