@@ -25,6 +25,17 @@ fn copy(defog: &Path, to: &[&str]) -> Run {
     command.args(to).run()
 }
 
+/// `sqlgate score --format json` of `pred` against `gold`, with `extra` flags.
+fn score_json(gold: &Path, pred: &Path, extra: &[&str]) -> Run {
+    sqlgate()
+        .args(["score", "--format", "json", "--gold"])
+        .arg(gold)
+        .arg("--pred")
+        .arg(pred)
+        .args(extra)
+        .run()
+}
+
 /// A JSONL predictions file giving each question's first gold as its answer.
 fn gold_predictions(dir: &Path, gold: &Path) -> PathBuf {
     let bench = sqlgate_eval::loaders::load(
@@ -76,16 +87,7 @@ fn copies_of_the_defog_files_score_as_the_originals() {
     assert_eq!(run.stdout.matches("copied ").count(), 5, "{}", run.stdout);
     let gold = defog.join("questions.csv");
     let pred = gold_predictions(dir.path(), &gold);
-    let score = |db_dir: &Path| {
-        sqlgate()
-            .args(["score", "--format", "json", "--gold"])
-            .arg(&gold)
-            .arg("--pred")
-            .arg(&pred)
-            .arg("--db-dir")
-            .arg(db_dir)
-            .run()
-    };
+    let score = |db_dir: &Path| score_json(&gold, &pred, &["--db-dir", &db_dir.to_string_lossy()]);
     let original = verdicts(&score(&defog));
     assert_eq!(original.len(), 135);
     assert!(original.iter().all(|(ex, _)| *ex == 1.0));
@@ -178,18 +180,16 @@ fn defog_on_mariadb_scores_gold_as_prediction() {
     let before: Vec<String> = DEFOG.iter().map(|db| server.fingerprint(db)).collect();
     let gold = defog.join("questions.csv");
     let pred = gold_predictions(dir.path(), &gold);
-    let run = sqlgate()
-        .args(["score", "--format", "json", "--gold"])
-        .arg(&gold)
-        .arg("--pred")
-        .arg(&pred)
-        .args([
+    let run = score_json(
+        &gold,
+        &pred,
+        &[
             "--engine",
             "mysql",
             "--dsn",
             &server.template(mariadb::READER),
-        ])
-        .run();
+        ],
+    );
     let cases = verdicts(&run);
     assert!(
         !run.stderr.contains("more than reading needs"),
@@ -209,13 +209,7 @@ fn defog_on_mariadb_scores_gold_as_prediction() {
     let after: Vec<String> = DEFOG.iter().map(|db| server.fingerprint(db)).collect();
     assert_eq!(before, after);
     // The same run as a user that could write is warned about, database by database.
-    let as_writer = sqlgate()
-        .args(["score", "--format", "json", "--gold"])
-        .arg(&gold)
-        .arg("--pred")
-        .arg(&pred)
-        .args(["--engine", "mysql", "--dsn", &writer])
-        .run();
+    let as_writer = score_json(&gold, &pred, &["--engine", "mysql", "--dsn", &writer]);
     assert_eq!(verdicts(&as_writer), cases);
     for db in DEFOG {
         let warning = format!("/{db}: the user holds ALL PRIVILEGES, more than reading needs");
@@ -313,19 +307,20 @@ fn etm_and_steps_run_on_mariadb() {
     let dir = tempfile::tempdir().unwrap();
     let gold = defog.join("questions.csv");
     let pred = gold_predictions(dir.path(), &gold);
-    let run = sqlgate()
-        .args(["score", "--format", "json", "--gold"])
-        .arg(&gold)
-        .arg("--pred")
-        .arg(&pred)
-        .args([
+    let run = score_json(
+        &gold,
+        &pred,
+        &[
             "--engine",
             "mysql",
             "--dsn",
             &server.template(mariadb::READER),
-        ])
-        .args(["--metrics", "etm", "--efficiency", "steps"])
-        .run();
+            "--metrics",
+            "etm",
+            "--efficiency",
+            "steps",
+        ],
+    );
     run.assert_success();
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let cases = report["cases"].as_array().unwrap();
@@ -440,24 +435,17 @@ fn hostile_predictions_get_the_same_verdicts_on_every_engine() {
     let maria_sums = || -> Vec<String> { DEFOG.iter().map(|db| maria.fingerprint(db)).collect() };
     let before = (sqlite_bytes(), pg_sums(), maria_sums());
     let score = |engine: &[&str]| {
-        let run = sqlgate()
-            .args([
-                "score",
-                "--format",
-                "json",
-                "--timeout",
-                "1",
-                "--max-rows",
-                "1000",
-            ])
-            .arg("--gold")
-            .arg(&gold)
-            .arg("--pred")
-            .arg(&pred)
-            .arg("--db-dir")
-            .arg(&defog)
-            .args(engine)
-            .run();
+        let defog_dir = defog.to_string_lossy();
+        let mut flags = vec![
+            "--timeout",
+            "1",
+            "--max-rows",
+            "1000",
+            "--db-dir",
+            &defog_dir,
+        ];
+        flags.extend_from_slice(engine);
+        let run = score_json(&gold, &pred, &flags);
         run.assert_success();
         let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         report["cases"]
@@ -508,13 +496,11 @@ fn defog_goes_to_postgres_and_back() {
     let dir = tempfile::tempdir().unwrap();
     let gold = defog.join("questions.csv");
     let pred = gold_predictions(dir.path(), &gold);
-    let run = sqlgate()
-        .args(["score", "--format", "json", "--gold"])
-        .arg(&gold)
-        .arg("--pred")
-        .arg(&pred)
-        .args(["--engine", "postgres", "--dsn", &pg.reader_template()])
-        .run();
+    let run = score_json(
+        &gold,
+        &pred,
+        &["--engine", "postgres", "--dsn", &pg.reader_template()],
+    );
     let cases = verdicts(&run);
     let correct = cases.iter().filter(|(ex, _)| *ex == 1.0).count();
     let gold_errors = cases.iter().filter(|(_, failed)| *failed).count();

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder};
-use sqlgate_engine::catalog::{self, ColRef, Column, ForeignKey, Schema, Table};
+use sqlgate_engine::catalog::{self, ColRef, Column, ForeignKey, Schema};
 use sqlgate_engine::limits::result_bytes;
 use sqlgate_engine::memory::{self, ResultCharge};
 use sqlgate_engine::{
@@ -98,20 +98,15 @@ impl Driver for MySql {
         )?;
         let mut schema = Schema::default();
         for row in columns {
-            let table = catalog::text(&row[0]);
-            if schema.tables.last().is_none_or(|t| t.name != table) {
-                schema.tables.push(Table {
-                    name: table,
-                    columns: Vec::new(),
-                });
-            }
-            let last = schema.tables.last_mut().expect("pushed above");
-            last.columns.push(Column {
-                name: catalog::text(&row[1]),
-                decl_type: catalog::text(&row[2]),
-                primary_key: catalog::flag(&row[4]),
-                not_null: catalog::flag(&row[3]),
-            });
+            schema.push_column(
+                catalog::text(&row[0]),
+                Column {
+                    name: catalog::text(&row[1]),
+                    decl_type: catalog::text(&row[2]),
+                    primary_key: catalog::flag(&row[4]),
+                    not_null: catalog::flag(&row[3]),
+                },
+            );
         }
         let keys = rows(
             "SELECT k.TABLE_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME \

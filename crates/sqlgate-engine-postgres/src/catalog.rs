@@ -1,6 +1,6 @@
 //! PostgreSQL's catalog: `pg_catalog`, for the schemas on the search path.
 
-use sqlgate_engine::catalog::{flag, text, ColRef, Column, ForeignKey, Table};
+use sqlgate_engine::catalog::{flag, text, ColRef, Column, ForeignKey};
 use sqlgate_engine::{Schema, Value};
 
 /// The schema from PostgreSQL's catalog (tables of the schemas on the search path), each
@@ -20,20 +20,15 @@ pub(crate) fn postgres_catalog<E>(
     )?;
     let mut schema = Schema::default();
     for row in columns {
-        let table = text(&row[0]);
-        if schema.tables.last().is_none_or(|t| t.name != table) {
-            schema.tables.push(Table {
-                name: table,
-                columns: Vec::new(),
-            });
-        }
-        let last = schema.tables.last_mut().expect("pushed above");
-        last.columns.push(Column {
-            name: text(&row[1]),
-            decl_type: text(&row[2]),
-            primary_key: flag(&row[4]),
-            not_null: flag(&row[3]),
-        });
+        schema.push_column(
+            text(&row[0]),
+            Column {
+                name: text(&row[1]),
+                decl_type: text(&row[2]),
+                primary_key: flag(&row[4]),
+                not_null: flag(&row[3]),
+            },
+        );
     }
     let keys = rows(
         "SELECT src.relname::text, sa.attname::text, dst.relname::text, da.attname::text \

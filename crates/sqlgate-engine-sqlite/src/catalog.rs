@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
-use sqlgate_engine::catalog::{flag, text, ColRef, Column, ForeignKey, Table};
+use sqlgate_engine::catalog::{flag, text, ColRef, Column, ForeignKey};
 use sqlgate_engine::{Schema, Value};
 
 /// Whether any table of the SQLite file `db` holds a row. On a database without rows (a
@@ -55,20 +55,15 @@ pub(crate) fn sqlite_catalog<E>(
     ))?;
     let mut schema = Schema::default();
     for row in columns {
-        let table = text(&row[0]);
-        if schema.tables.last().is_none_or(|t| t.name != table) {
-            schema.tables.push(Table {
-                name: table,
-                columns: Vec::new(),
-            });
-        }
-        let last = schema.tables.last_mut().expect("pushed above");
-        last.columns.push(Column {
-            name: text(&row[1]),
-            decl_type: text(&row[2]),
-            primary_key: flag(&row[3]),
-            not_null: flag(&row[4]),
-        });
+        schema.push_column(
+            text(&row[0]),
+            Column {
+                name: text(&row[1]),
+                decl_type: text(&row[2]),
+                primary_key: flag(&row[3]),
+                not_null: flag(&row[4]),
+            },
+        );
     }
     let keys = rows(&format!(
         "SELECT m.name, f.\"table\", f.\"from\", f.\"to\" \

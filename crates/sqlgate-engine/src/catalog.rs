@@ -144,6 +144,20 @@ impl Schema {
         statements.join("\n")
     }
 
+    /// Adds `column` to `table`: to the last table when it has that name (catalog rows come
+    /// ordered by table), else to a new table.
+    pub fn push_column(&mut self, table: String, column: Column) {
+        if self.tables.last().is_none_or(|t| t.name != table) {
+            self.tables.push(Table {
+                name: table,
+                columns: Vec::new(),
+            });
+        }
+        if let Some(last) = self.tables.last_mut() {
+            last.columns.push(column);
+        }
+    }
+
     /// The table named `name`, compared case-insensitively.
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables
