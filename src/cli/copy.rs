@@ -125,7 +125,18 @@ fn copy_to_file(
         .into());
     }
     std::fs::create_dir_all(dir).map_err(|e| OutputError::new(dir, e))?;
-    let staging = dir.join(format!(".sqlgate-copy-{}.partial", std::process::id()));
+    // A name of this run's own: the engine creates it new (an existing file is refused, never
+    // removed), so what is removed below is what this run wrote.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    let staging = dir.join(format!(
+        ".sqlgate-copy-{}-{nanos}.partial",
+        std::process::id()
+    ));
+    if std::fs::symlink_metadata(&staging).is_ok() {
+        return Err(InputError::file(&staging, "exists: sqlgate copy does not replace it").into());
+    }
     let remove_staging = || {
         for path in std::iter::once(staging.clone()).chain(
             sidecars
@@ -135,7 +146,6 @@ fn copy_to_file(
             let _ = std::fs::remove_file(path);
         }
     };
-    remove_staging();
     let copied = copy_into(from, source, to, &staging);
     let linked = copied.and_then(|()| {
         std::fs::hard_link(&staging, &target).map_err(|e| OutputError::new(&target, e).into())

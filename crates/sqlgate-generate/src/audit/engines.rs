@@ -112,10 +112,22 @@ fn preview(rows: &ResultSet) -> String {
             let cells: Vec<String> = row
                 .iter()
                 .map(|value| {
-                    let text = py_str(value);
+                    // A database's text is anyone's: control characters (a line break that
+                    // would start a workflow command in a CI log) are shown escaped.
+                    let text: String = py_str(value)
+                        .chars()
+                        .flat_map(|c| {
+                            let escaped: Vec<char> = if c.is_control() {
+                                c.escape_default().collect()
+                            } else {
+                                vec![c]
+                            };
+                            escaped
+                        })
+                        .collect();
                     match text.char_indices().nth(PREVIEW_CHARS) {
                         Some((end, _)) => format!("{}…", &text[..end]),
-                        None => text.into_owned(),
+                        None => text,
                     }
                 })
                 .collect();
@@ -133,4 +145,35 @@ fn preview(rows: &ResultSet) -> String {
         format!(": {}{more}", shown.join(", "))
     };
     format!("{count} of ({}){listed}", rows.columns.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlgate_eval::exec::Value;
+
+    #[test]
+    fn a_preview_shows_the_first_rows_shortened_and_control_characters_escaped() {
+        let rows = ResultSet {
+            columns: vec!["name".into(), "n".into()],
+            rows: (0..5)
+                .map(|i| {
+                    vec![
+                        Value::Text(format!("a\n::error::x{}", "y".repeat(60))),
+                        Value::Int(i),
+                    ]
+                })
+                .collect(),
+            lossy_text: false,
+        };
+        let shown = preview(&rows);
+        assert!(!shown.contains('\n'), "{shown}");
+        assert!(
+            shown.starts_with("5 rows of (name, n): (a\\n::error::xyyy"),
+            "{shown}"
+        );
+        assert!(shown.contains("…, 0)") && shown.ends_with(", …"), "{shown}");
+        assert_eq!(shown.matches(", 2)").count(), 1, "{shown}");
+        assert!(!shown.contains(", 3)"), "{shown}");
+    }
 }
