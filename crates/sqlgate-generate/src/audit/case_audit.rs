@@ -46,6 +46,7 @@ pub(super) fn audit_case(
     };
     let mut runs_everywhere = !files.is_empty();
     for (alternative, gold) in case.gold.iter().enumerate() {
+        let gold = &settings.runnable(gold);
         let mut ran = Vec::new();
         let mut failed = Vec::new();
         for file in files {
@@ -158,7 +159,8 @@ fn disagreement(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
     ran.iter()
         .find(|r| scorer.verdict(first, r.file, gold) == Verdict::Incorrect)
         .map(|r| {
-            let theirs = match &scorer.engine.gold(r.file, &first[0]).result {
+            let first = scorer.settings.runnable(&first[0]);
+            let theirs = match &scorer.engine.gold(r.file, &first).result {
                 Ok(rows) => shape(rows),
                 Err(error) => error.message.clone(),
             };

@@ -10,7 +10,7 @@ use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::value::py_str;
 use sqlgate_eval::exec::{Engine, QueryRunner, ResultSet};
 use sqlgate_eval::loaders::{Benchmark, Case};
-use sqlgate_eval::metrics::ex::{widest_expansion, Verdict};
+use sqlgate_eval::metrics::ex::Verdict;
 
 use super::runs::Scorer;
 use super::{Comparison, Finding, Kind, Settings};
@@ -62,11 +62,10 @@ pub(super) fn disagreement(
     other_engine: &Engine,
     other: &Counterpart,
 ) -> Option<Finding> {
-    // Defog's `{a,b}` column sets, each taken whole.
-    let gold = widest_expansion(case.gold.first()?);
+    let gold = settings.runnable(case.gold.first()?);
     let mine = engine.gold(file, &gold).result.ok()?;
     let (here, there) = (engine.driver().name(), other_engine.driver().name());
-    let theirs = other_engine.gold(&other.file, &widest_expansion(&other.gold));
+    let theirs = other_engine.gold(&other.file, &settings.runnable(&other.gold));
     let detail = match &theirs.result {
         Err(error) => format!(
             "runs on {here} ({}) but fails on {there}: {}",

@@ -22,7 +22,7 @@ use serde::Serialize;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::Engine;
 use sqlgate_eval::loaders::Benchmark;
-use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
+use sqlgate_eval::metrics::ex::{widest_expansion, Mode, ModeOptions};
 
 /// How the audit compares results and draws mutants.
 #[derive(Debug, Clone)]
@@ -33,6 +33,18 @@ pub struct Settings {
     pub mode_options: ModeOptions,
     /// The mutation run seed of the `weak` check's single-error mutants.
     pub seed: u64,
+}
+
+impl Settings {
+    /// A gold query as the mode runs it: in the Defog modes, its `{a,b}` column set taken whole
+    /// (the widest of the expansions the evaluator runs); elsewhere the text as written (a
+    /// brace in a string literal is not markup there).
+    pub(crate) fn runnable(&self, gold: &str) -> String {
+        match self.mode {
+            Mode::Defog | Mode::DefogExact => widest_expansion(gold),
+            _ => gold.to_string(),
+        }
+    }
 }
 
 /// What is wrong with a gold query.
