@@ -134,24 +134,10 @@ impl Writer for DatabaseWriter {
                 .iter()
                 .any(|key| key.from.column.eq_ignore_ascii_case(column))
         };
-        let mut lines: Vec<String> = table
-            .columns
-            .iter()
-            .map(|c| {
-                let ty = column_type(&c.decl_type, c.primary_key || keyed(&c.name));
-                let not_null = if c.not_null { " NOT NULL" } else { "" };
-                format!("{} {ty}{not_null}", DRIVER.quote(&c.name))
-            })
-            .collect();
-        let keys: Vec<String> = table
-            .columns
-            .iter()
-            .filter(|c| c.primary_key)
-            .map(|c| DRIVER.quote(&c.name))
-            .collect();
-        if !keys.is_empty() {
-            lines.push(format!("PRIMARY KEY ({})", keys.join(", ")));
-        }
+        let lines = table.definition_lines(
+            |name| DRIVER.quote(name),
+            |c| column_type(&c.decl_type, c.primary_key || keyed(&c.name)).to_string(),
+        );
         self.execute_batch(&format!(
             "CREATE TABLE {} (\n  {}\n) ENGINE = InnoDB",
             DRIVER.quote(&table.name),

@@ -141,24 +141,7 @@ impl Writer for PgWriter {
             .iter()
             .map(|c| column_type(&c.decl_type))
             .collect();
-        let mut lines: Vec<String> = table
-            .columns
-            .iter()
-            .zip(&types)
-            .map(|(c, ty)| {
-                let not_null = if c.not_null { " NOT NULL" } else { "" };
-                format!("{} {ty}{not_null}", quoted(&c.name))
-            })
-            .collect();
-        let keys: Vec<String> = table
-            .columns
-            .iter()
-            .filter(|c| c.primary_key)
-            .map(|c| quoted(&c.name))
-            .collect();
-        if !keys.is_empty() {
-            lines.push(format!("PRIMARY KEY ({})", keys.join(", ")));
-        }
+        let lines = table.definition_lines(quoted, |c| column_type(&c.decl_type).to_string());
         let sql = format!(
             "CREATE TABLE {} ({})",
             quoted(&table.name),

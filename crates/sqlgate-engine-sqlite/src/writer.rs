@@ -78,23 +78,7 @@ impl Writer for SqliteWriter {
         table: &Table,
         foreign_keys: &[ForeignKey],
     ) -> Result<(), ExecError> {
-        let mut lines: Vec<String> = table
-            .columns
-            .iter()
-            .map(|c| {
-                let not_null = if c.not_null { " NOT NULL" } else { "" };
-                format!("{} {}{not_null}", quoted(&c.name), c.decl_type)
-            })
-            .collect();
-        let keys: Vec<String> = table
-            .columns
-            .iter()
-            .filter(|c| c.primary_key)
-            .map(|c| quoted(&c.name))
-            .collect();
-        if !keys.is_empty() {
-            lines.push(format!("PRIMARY KEY ({})", keys.join(", ")));
-        }
+        let mut lines = table.definition_lines(quoted, |c| c.decl_type.clone());
         for key in foreign_keys {
             lines.push(format!(
                 "FOREIGN KEY ({}) REFERENCES {} ({})",

@@ -51,6 +51,35 @@ pub struct Table {
     pub columns: Vec<Column>,
 }
 
+impl Table {
+    /// The lines of a `CREATE TABLE` for this table: each column with the type `type_of` gives
+    /// it and `NOT NULL` as declared, then its primary key, names quoted by `quote`.
+    pub fn definition_lines(
+        &self,
+        quote: impl Fn(&str) -> String,
+        type_of: impl Fn(&Column) -> String,
+    ) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| {
+                let not_null = if c.not_null { " NOT NULL" } else { "" };
+                format!("{} {}{not_null}", quote(&c.name), type_of(c))
+            })
+            .collect();
+        let keys: Vec<String> = self
+            .columns
+            .iter()
+            .filter(|c| c.primary_key)
+            .map(|c| quote(&c.name))
+            .collect();
+        if !keys.is_empty() {
+            lines.push(format!("PRIMARY KEY ({})", keys.join(", ")));
+        }
+        lines
+    }
+}
+
 /// A declared foreign key `from → to`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForeignKey {
