@@ -637,3 +637,68 @@ fn column_comments_come_from_each_catalog() {
         );
     }
 }
+
+/// A copy onto PostgreSQL killed halfway (its writer never finishes nor drops: `kill -9`)
+/// leaves no database under the target's name, only its staging one, which a later copy
+/// refuses to build over rather than dropping; a finished one is renamed into place.
+#[test]
+fn a_killed_copy_onto_postgres_leaves_nothing_under_the_target_name() {
+    use sqlgate_eval::exec::{Settings, Value};
+    let Some(pg) = sqlgate_test_support::postgres::PgServer::start() else {
+        return;
+    };
+    let admin = pg.admin_url("{db}");
+    let settings = Settings {
+        dsn: Some(&admin),
+        password_env: None,
+    };
+    let backend = sqlgate_engines::driver("postgres")
+        .unwrap()
+        .connect(&settings)
+        .unwrap();
+    let databases = || {
+        pg.psql(
+            "postgres",
+            &[
+                "-A",
+                "-t",
+                "-c",
+                "SELECT datname FROM pg_database ORDER BY 1",
+            ],
+        )
+    };
+    let table = sqlgate_eval::exec::schema::Table {
+        name: "t".into(),
+        columns: vec![sqlgate_eval::exec::schema::Column {
+            name: "x".into(),
+            decl_type: "INTEGER".into(),
+            primary_key: false,
+            not_null: false,
+        }],
+    };
+    let mut killed = backend.create(Path::new("shop")).unwrap();
+    killed.create_table(&table, &[]).unwrap();
+    killed
+        .insert("t", &["x".to_string()], &[vec![Value::Int(1)]])
+        .unwrap();
+    std::mem::forget(killed);
+    let listed = databases();
+    assert!(!listed.lines().any(|l| l == "shop"), "{listed}");
+    assert!(
+        listed.lines().any(|l| l == "shop__sqlgate_partial"),
+        "{listed}"
+    );
+    let refused = backend.create(Path::new("shop")).err().unwrap();
+    assert!(
+        refused.message.contains("`shop__sqlgate_partial` exists"),
+        "{}",
+        refused.message
+    );
+    // A finished copy is renamed into place.
+    let mut done = backend.create(Path::new("fresh")).unwrap();
+    done.create_table(&table, &[]).unwrap();
+    done.finish().unwrap();
+    let listed = databases();
+    assert!(listed.lines().any(|l| l == "fresh"), "{listed}");
+    assert!(!listed.contains("fresh__sqlgate_partial"), "{listed}");
+}

@@ -1,6 +1,8 @@
 //! A new PostgreSQL database being built (`sqlgate copy`): created by the URL's role, tables
 //! of the types nearest to SQLite's declared ones, rows as text cast by the server, foreign
-//! keys added last. A writer dropped before `finish` drops its half-written database.
+//! keys added last. It is built under a staging name and renamed to its own by `finish`, so a
+//! copy killed halfway never leaves a database under the name a later run reads; a writer
+//! dropped before `finish` drops its staging database.
 
 use postgres::types::ToSql;
 use postgres::Client;
@@ -11,6 +13,11 @@ use crate::server::{error_text, Server};
 
 /// The database every server has, where `CREATE DATABASE` and `DROP DATABASE` run.
 const MAINTENANCE_DATABASE: &str = "postgres";
+/// Appended to a database's name while it is built.
+const STAGING_SUFFIX: &str = "__sqlgate_partial";
+/// PostgreSQL's longest identifier, in bytes.
+const MAX_NAME_BYTES: usize = 63;
+
 /// Rows per `INSERT` (each row's values are parameters; a statement holds at most 65,535).
 const ROWS_PER_INSERT: usize = 500;
 
@@ -84,23 +91,39 @@ fn as_text(value: &Value) -> Option<String> {
 impl PgWriter {
     /// Creates the database `name` (which must not exist) and connects to it.
     pub(crate) fn create(server: &Server, name: &str) -> Result<PgWriter, ExecError> {
+        let longest = MAX_NAME_BYTES - STAGING_SUFFIX.len();
         let plain = !name.is_empty()
-            && name.len() <= 63
+            && name.len() <= longest
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !plain {
             return Err(failed(format!(
-                "cannot create database `{}`: a name of at most 63 letters, digits, `_` and `-` \
-                 is needed in a connection URL",
+                "cannot create database `{}`: a name of at most {longest} letters, digits, `_` \
+                 and `-` is needed (in a connection URL, with room for the staging name)",
                 name.escape_debug()
             )));
         }
         let mut admin = server
             .connect_as_given(MAINTENANCE_DATABASE)
             .map_err(failed)?;
+        let staging = format!("{name}{STAGING_SUFFIX}");
+        for existing in [name, staging.as_str()] {
+            let found = admin
+                .query("SELECT 1 FROM pg_database WHERE datname = $1", &[&existing])
+                .map_err(|e| failed(error_text(&e)))?;
+            if !found.is_empty() {
+                return Err(ExecError {
+                    kind: ExecErrorKind::Denied,
+                    message: format!(
+                        "cannot create database `{name}`: `{existing}` exists (sqlgate never \
+                         replaces a database; drop it first)"
+                    ),
+                });
+            }
+        }
         admin
-            .batch_execute(&format!("CREATE DATABASE {}", quoted(name)))
+            .batch_execute(&format!("CREATE DATABASE {}", quoted(&staging)))
             .map_err(|e| {
                 failed(format!(
                     "cannot create database `{name}`: {}",
@@ -115,8 +138,13 @@ impl PgWriter {
             foreign_keys: Vec::new(),
             finished: false,
         };
-        writer.client = Some(server.connect_as_given(name).map_err(failed)?);
+        writer.client = Some(server.connect_as_given(&staging).map_err(failed)?);
         Ok(writer)
+    }
+
+    /// The name the database is built under.
+    fn staging(&self) -> String {
+        format!("{}{STAGING_SUFFIX}", self.name)
     }
 
     fn client(&mut self) -> &mut Client {
@@ -208,13 +236,33 @@ impl Writer for PgWriter {
             let sql = format!(
                 "ALTER TABLE {} ADD CONSTRAINT {} FOREIGN KEY ({}) REFERENCES {} ({}) NOT VALID",
                 quoted(table),
-                quoted(&format!("{table}_fk_{index}")),
+                // Unique whatever the tables' names (PostgreSQL cuts names at 63 bytes).
+                quoted(&format!("sqlgate_fk_{index}")),
                 quoted(&key.from.column),
                 quoted(&key.to.table),
                 quoted(&key.to.column)
             );
             self.execute_batch(&sql)?;
         }
+        // The rename needs the staging database without sessions.
+        self.client = None;
+        let mut admin = self
+            .server
+            .connect_as_given(MAINTENANCE_DATABASE)
+            .map_err(failed)?;
+        admin
+            .batch_execute(&format!(
+                "ALTER DATABASE {} RENAME TO {}",
+                quoted(&self.staging()),
+                quoted(&self.name)
+            ))
+            .map_err(|e| {
+                failed(format!(
+                    "cannot name database `{}`: {}",
+                    self.name,
+                    error_text(&e)
+                ))
+            })?;
         self.finished = true;
         Ok(())
     }
@@ -229,7 +277,10 @@ impl Drop for PgWriter {
         // a whole one.
         self.client = None;
         if let Ok(mut admin) = self.server.connect_as_given(MAINTENANCE_DATABASE) {
-            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {}", quoted(&self.name)));
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {}",
+                quoted(&self.staging())
+            ));
         }
     }
 }
