@@ -8,15 +8,15 @@ use sqlgate_test_support::mariadb;
 
 use crate::support::{shared_data, sqlgate, Run};
 
-const DEFOG: [&str; 5] = ["academic", "advising", "atis", "geography", "restaurants"];
+pub(crate) const DEFOG: [&str; 5] = ["academic", "advising", "atis", "geography", "restaurants"];
 
 /// The Defog folder, or `None` (skipped, counted) without the shared data.
-fn defog() -> Option<PathBuf> {
+pub(crate) fn defog() -> Option<PathBuf> {
     shared_data().map(|data| data.join("defog"))
 }
 
 /// `sqlgate copy` of the Defog databases from their SQLite files to `to` (its flags).
-fn copy(defog: &Path, to: &[&str]) -> Run {
+pub(crate) fn copy(defog: &Path, to: &[&str]) -> Run {
     let mut command = sqlgate();
     command.arg("copy").arg("--db-dir").arg(defog);
     for db in DEFOG {
@@ -26,7 +26,7 @@ fn copy(defog: &Path, to: &[&str]) -> Run {
 }
 
 /// `sqlgate score --format json` of `pred` against `gold`, with `extra` flags.
-fn score_json(gold: &Path, pred: &Path, extra: &[&str]) -> Run {
+pub(crate) fn score_json(gold: &Path, pred: &Path, extra: &[&str]) -> Run {
     sqlgate()
         .args(["score", "--format", "json", "--gold"])
         .arg(gold)
@@ -37,7 +37,7 @@ fn score_json(gold: &Path, pred: &Path, extra: &[&str]) -> Run {
 }
 
 /// A JSONL predictions file giving each question's first gold as its answer.
-fn gold_predictions(dir: &Path, gold: &Path) -> PathBuf {
+pub(crate) fn gold_predictions(dir: &Path, gold: &Path) -> PathBuf {
     let bench = sqlgate_eval::loaders::load(
         gold,
         &sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files()),
@@ -54,7 +54,7 @@ fn gold_predictions(dir: &Path, gold: &Path) -> PathBuf {
 }
 
 /// The cases of a `score --format json` run: (ex, whether the gold failed).
-fn verdicts(run: &Run) -> Vec<(f64, bool)> {
+pub(crate) fn verdicts(run: &Run) -> Vec<(f64, bool)> {
     run.assert_success();
     let report: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
     report["cases"]
@@ -282,7 +282,7 @@ fn audit_finds_the_golds_another_engine_cannot_run() {
 }
 
 /// The `engine_disagrees` findings of an audit's JSON, by case id.
-fn engine_disagreements(run: &Run) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn engine_disagreements(run: &Run) -> std::collections::BTreeMap<String, String> {
     run.assert_success();
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     report["findings"]
@@ -638,55 +638,60 @@ fn column_comments_come_from_each_catalog() {
     }
 }
 
-/// A copy onto PostgreSQL killed halfway (its writer never finishes nor drops: `kill -9`)
+/// A copy onto a server killed halfway (its writer never finishes nor drops: `kill -9`)
 /// leaves no database under the target's name, only its staging one, which a later copy
-/// refuses to build over rather than dropping; a finished one is renamed into place.
-#[test]
-fn a_killed_copy_onto_postgres_leaves_nothing_under_the_target_name() {
-    use sqlgate_eval::exec::{Settings, Value};
-    let Some(pg) = sqlgate_test_support::postgres::PgServer::start() else {
-        return;
-    };
-    let admin = pg.admin_url("{db}");
+/// refuses to build over rather than dropping; a finished one takes its name with its tables,
+/// rows and foreign keys.
+fn check_a_killed_copy(engine: &str, dsn: &str, databases: impl Fn() -> Vec<String>) {
+    use sqlgate_eval::exec::schema::{ColRef, Column, ForeignKey, Table};
+    use sqlgate_eval::exec::{Engine, Limits, QueryRunner, Settings, Value};
     let settings = Settings {
-        dsn: Some(&admin),
+        dsn: Some(dsn),
         password_env: None,
     };
-    let backend = sqlgate_engines::driver("postgres")
+    let backend = sqlgate_engines::driver(engine)
         .unwrap()
         .connect(&settings)
         .unwrap();
-    let databases = || {
-        pg.psql(
-            "postgres",
-            &[
-                "-A",
-                "-t",
-                "-c",
-                "SELECT datname FROM pg_database ORDER BY 1",
-            ],
-        )
+    let column = |name: &str, primary_key: bool| Column {
+        name: name.into(),
+        decl_type: "INTEGER".into(),
+        primary_key,
+        not_null: false,
     };
-    let table = sqlgate_eval::exec::schema::Table {
-        name: "t".into(),
-        columns: vec![sqlgate_eval::exec::schema::Column {
-            name: "x".into(),
-            decl_type: "INTEGER".into(),
-            primary_key: false,
-            not_null: false,
-        }],
+    let parent = Table {
+        name: "parent".into(),
+        columns: vec![column("id", true)],
     };
-    let mut killed = backend.create(Path::new("shop")).unwrap();
-    killed.create_table(&table, &[]).unwrap();
-    killed
-        .insert("t", &["x".to_string()], &[vec![Value::Int(1)]])
-        .unwrap();
-    std::mem::forget(killed);
+    let child = Table {
+        name: "child".into(),
+        columns: vec![column("x", false), column("parent_id", false)],
+    };
+    let key = ForeignKey {
+        from: ColRef::new("child", "parent_id"),
+        to: ColRef::new("parent", "id"),
+    };
+    let build = |name: &str| {
+        let mut writer = backend.create(Path::new(name)).unwrap();
+        writer.create_table(&parent, &[]).unwrap();
+        writer
+            .create_table(&child, std::slice::from_ref(&key))
+            .unwrap();
+        writer
+            .insert("parent", &["id".to_string()], &[vec![Value::Int(1)]])
+            .unwrap();
+        let columns = ["x".to_string(), "parent_id".to_string()];
+        writer
+            .insert("child", &columns, &[vec![Value::Int(7), Value::Int(1)]])
+            .unwrap();
+        writer
+    };
+    std::mem::forget(build("shop"));
     let listed = databases();
-    assert!(!listed.lines().any(|l| l == "shop"), "{listed}");
+    assert!(!listed.iter().any(|l| l == "shop"), "{listed:?}");
     assert!(
-        listed.lines().any(|l| l == "shop__sqlgate_partial"),
-        "{listed}"
+        listed.iter().any(|l| l == "shop__sqlgate_partial"),
+        "{listed:?}"
     );
     let refused = backend.create(Path::new("shop")).err().unwrap();
     assert!(
@@ -694,11 +699,43 @@ fn a_killed_copy_onto_postgres_leaves_nothing_under_the_target_name() {
         "{}",
         refused.message
     );
-    // A finished copy is renamed into place.
-    let mut done = backend.create(Path::new("fresh")).unwrap();
-    done.create_table(&table, &[]).unwrap();
-    done.finish().unwrap();
+    build("fresh").finish().unwrap();
     let listed = databases();
-    assert!(listed.lines().any(|l| l == "fresh"), "{listed}");
-    assert!(!listed.contains("fresh__sqlgate_partial"), "{listed}");
+    assert!(listed.iter().any(|l| l == "fresh"), "{listed:?}");
+    assert!(
+        !listed.iter().any(|l| l.starts_with("fresh__")),
+        "{listed:?}"
+    );
+    let engine = Engine::new(Limits::default(), backend);
+    let schema = sqlgate_eval::exec::schema::query(&engine, Path::new("fresh")).unwrap();
+    assert_eq!(schema.tables.len(), 2, "{schema:?}");
+    assert_eq!(schema.foreign_keys, vec![key]);
+    let rows = engine
+        .gold(Path::new("fresh"), "SELECT x FROM child")
+        .result
+        .unwrap();
+    assert_eq!(rows.rows, vec![vec![Value::Int(7)]]);
+}
+
+#[test]
+fn a_killed_copy_onto_postgres_leaves_nothing_under_the_target_name() {
+    let Some(pg) = sqlgate_test_support::postgres::PgServer::start() else {
+        return;
+    };
+    check_a_killed_copy("postgres", &pg.admin_url("{db}"), || {
+        let sql = "SELECT datname FROM pg_database ORDER BY 1";
+        let listed = pg.psql("postgres", &["-A", "-t", "-c", sql]);
+        listed.lines().map(str::to_string).collect()
+    });
+}
+
+#[test]
+fn a_killed_copy_onto_mariadb_leaves_nothing_under_the_target_name() {
+    let Some(maria) = mariadb::shared() else {
+        return;
+    };
+    check_a_killed_copy("mysql", &maria.template(mariadb::WRITER), || {
+        let listed = maria.sql("SHOW DATABASES");
+        listed.lines().map(str::to_string).collect()
+    });
 }

@@ -9,16 +9,22 @@
 //! SQLite compares it, byte for byte (`utf8mb4_bin`). Foreign keys are added by
 //! [`Writer::finish`], once every table exists, without checking the rows (SQLite does not
 //! enforce them either).
+//!
+//! The database is built under a staging name ([`STAGING_SUFFIX`]) and its tables moved to
+//! the database's own name in one `RENAME TABLE` when complete (their foreign keys with them):
+//! a copy cut short leaves nothing under the name a case reads.
 
 use mysql::prelude::Queryable;
 use mysql::Conn;
 use sqlgate_engine::catalog::{ForeignKey, Table};
-use sqlgate_engine::{Driver, ExecError, ExecErrorKind, Value, Writer};
+use sqlgate_engine::{Driver, ExecError, ExecErrorKind, Value, Writer, STAGING_SUFFIX};
 
 use crate::DRIVER;
 
 /// Parameters in one INSERT: the protocol counts them in 16 bits.
 const MAX_PARAMS: usize = 65_535;
+/// MySQL's longest database name, in characters.
+const MAX_NAME_CHARS: usize = 64;
 
 pub(crate) struct DatabaseWriter {
     conn: Conn,
@@ -40,18 +46,40 @@ fn failed(what: &str, error: mysql::Error) -> ExecError {
 }
 
 impl DatabaseWriter {
-    /// Creates `db`, which must not exist, on the connection `conn` (to no database).
+    /// Creates `db`, which must not exist, on the connection `conn` (to no database): under
+    /// its staging name until [`Writer::finish`].
     pub(crate) fn create(
         mut conn: Conn,
         db: &str,
         url: &str,
     ) -> Result<Box<dyn Writer>, ExecError> {
-        let name = DRIVER.quote(db);
-        crate::run(
-            &mut conn,
-            &format!("CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),
-        )
-        .map_err(|e| failed(&format!("cannot create the database {url}"), e))?;
+        let longest = MAX_NAME_CHARS - STAGING_SUFFIX.len();
+        if db.chars().count() > longest {
+            return Err(ExecError {
+                kind: ExecErrorKind::Unavailable,
+                message: format!(
+                    "cannot create the database {url}: a name of at most {longest} characters is \
+                     needed (with room for the staging name)"
+                ),
+            });
+        }
+        let staging = format!("{db}{STAGING_SUFFIX}");
+        for existing in [db, staging.as_str()] {
+            if database_exists(&mut conn, existing)
+                .map_err(|e| failed(&format!("cannot create the database {url}"), e))?
+            {
+                return Err(ExecError {
+                    kind: ExecErrorKind::Denied,
+                    message: format!(
+                        "cannot create the database {url}: `{}` exists (sqlgate never replaces \
+                         a database; drop it first)",
+                        existing.escape_debug()
+                    ),
+                });
+            }
+        }
+        crate::run(&mut conn, &create_database(&staging))
+            .map_err(|e| failed(&format!("cannot create the database {url}"), e))?;
         let mut writer = DatabaseWriter {
             conn,
             db: db.to_string(),
@@ -61,12 +89,64 @@ impl DatabaseWriter {
         };
         // Strict: a value the column cannot hold fails instead of being truncated.
         writer.execute_batch(&format!(
-            "USE {name}; SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'; \
+            "USE {}; SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'; \
              SET SESSION time_zone = '+00:00'; SET NAMES utf8mb4 COLLATE utf8mb4_bin; \
-             SET SESSION foreign_key_checks = 0"
+             SET SESSION foreign_key_checks = 0",
+            DRIVER.quote(&staging)
         ))?;
         Ok(Box::new(writer))
     }
+
+    /// The name the database is built under.
+    fn staging(&self) -> String {
+        format!("{}{STAGING_SUFFIX}", self.db)
+    }
+
+    /// Moves every table of the staging database to the database's own name, in one
+    /// statement, and drops the emptied staging database.
+    fn rename_into_place(&mut self) -> Result<(), ExecError> {
+        let staging = self.staging();
+        let tables: Vec<String> = self
+            .conn
+            .exec(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? \
+                 ORDER BY TABLE_NAME",
+                (&staging,),
+            )
+            .map_err(|e| failed("cannot list the tables built", e))?;
+        let (from, to) = (DRIVER.quote(&staging), DRIVER.quote(&self.db));
+        let moves: Vec<String> = tables
+            .iter()
+            .map(|table| {
+                let table = DRIVER.quote(table);
+                format!("{from}.{table} TO {to}.{table}")
+            })
+            .collect();
+        let mut sql = create_database(&self.db);
+        if !moves.is_empty() {
+            sql.push_str(&format!("; RENAME TABLE {}", moves.join(", ")));
+        }
+        sql.push_str(&format!("; USE {to}; DROP DATABASE {from}"));
+        crate::run(&mut self.conn, &sql)
+            .map_err(|e| failed(&format!("cannot name the database {}", self.url), e))
+    }
+}
+
+/// Whether the server holds a database named `name`.
+fn database_exists(conn: &mut Conn, name: &str) -> Result<bool, mysql::Error> {
+    let found: Option<u32> = conn.exec_first(
+        "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+        (name,),
+    )?;
+    Ok(found.is_some())
+}
+
+/// The statement creating the database `name`: text compared byte for byte, as SQLite does.
+fn create_database(name: &str) -> String {
+    format!(
+        "CREATE DATABASE {} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+        DRIVER.quote(name)
+    )
 }
 
 /// The MySQL type of a column declared `declared` in SQLite; `keyed` when an index needs it.
@@ -199,6 +279,7 @@ impl Writer for DatabaseWriter {
                 DRIVER.quote(&key.from.column)
             ))?;
         }
+        self.rename_into_place()?;
         self.finished = true;
         Ok(())
     }
@@ -207,8 +288,9 @@ impl Writer for DatabaseWriter {
 impl Drop for DatabaseWriter {
     fn drop(&mut self) {
         if !self.finished {
-            // Best effort: nothing may take a half-written database as complete.
-            let drop = format!("DROP DATABASE IF EXISTS {}", DRIVER.quote(&self.db));
+            // Best effort: the staging database is this writer's own (a `kill -9` leaves it,
+            // under a name no case reads).
+            let drop = format!("DROP DATABASE IF EXISTS {}", DRIVER.quote(&self.staging()));
             let _ = crate::run(&mut self.conn, &drop);
         }
     }

@@ -7,14 +7,12 @@
 use postgres::types::ToSql;
 use postgres::Client;
 use sqlgate_engine::catalog::{quoted, ForeignKey, Table};
-use sqlgate_engine::{ExecError, ExecErrorKind, Value, Writer};
+use sqlgate_engine::{ExecError, ExecErrorKind, Value, Writer, STAGING_SUFFIX};
 
 use crate::server::{error_text, Server};
 
 /// The database every server has, where `CREATE DATABASE` and `DROP DATABASE` run.
 const MAINTENANCE_DATABASE: &str = "postgres";
-/// Appended to a database's name while it is built.
-const STAGING_SUFFIX: &str = "__sqlgate_partial";
 /// PostgreSQL's longest identifier, in bytes.
 const MAX_NAME_BYTES: usize = 63;
 

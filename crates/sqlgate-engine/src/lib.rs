@@ -310,6 +310,11 @@ pub trait Writer {
     fn finish(self: Box<Self>) -> Result<(), ExecError>;
 }
 
+/// Appended to the name of a database a server engine's [`Writer`] is building: the database
+/// takes its own name only when complete, so a build cut short (`kill -9`) leaves nothing under
+/// a name a case reads, and a later build refuses to start over the leftover rather than drop it.
+pub const STAGING_SUFFIX: &str = "__sqlgate_partial";
+
 /// Copies every table of `from` into `to`: the catalog as `from_driver` reads it, then the rows
 /// of each table, `batch` rows per read (each read within `limits`). The way the same data
 /// reaches several engines (`sqlgate copy`, the cross-engine audit's fixtures).
