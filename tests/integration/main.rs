@@ -19,6 +19,8 @@ mod efficiency_gate;
 mod efficiency_parity;
 mod engine_imports;
 mod engines;
+#[cfg(feature = "duckdb")]
+mod engines_duckdb;
 mod etm_reference;
 mod every_database;
 mod exit_codes;

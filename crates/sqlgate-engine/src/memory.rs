@@ -129,6 +129,12 @@ pub fn set_max_memory(budget: MaxMemory) {
     });
 }
 
+/// The bytes queries may hold together under the current budget: an engine that bounds its
+/// memory per connection (DuckDB's `memory_limit`) gives each connection a share of it.
+pub fn pool_bytes_now() -> u64 {
+    with_pool(|pool| pool.bytes)
+}
+
 /// The bytes queries may hold under `budget`.
 fn pool_bytes(budget: MaxMemory) -> u64 {
     budget.bytes / 8 * 3

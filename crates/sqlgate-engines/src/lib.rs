@@ -15,6 +15,10 @@ pub const ENGINES: &[(&str, Option<&'static dyn Driver>)] = &[
     ("mysql", Some(&sqlgate_engine_mysql::DRIVER)),
     #[cfg(not(feature = "mysql"))]
     ("mysql", None),
+    #[cfg(feature = "duckdb")]
+    ("duckdb", Some(&sqlgate_engine_duckdb::DRIVER)),
+    #[cfg(not(feature = "duckdb"))]
+    ("duckdb", None),
 ];
 
 /// The engine named `name`, or why there is none.
