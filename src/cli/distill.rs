@@ -10,7 +10,7 @@ use sqlgate_eval::error::OutputError;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::loaders::{self, Answer, Prediction};
 use sqlgate_generate::distill::{
-    distill, refusal, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
+    database_files, distill, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
 };
 
 use super::{ServerArgs, Source};
@@ -60,9 +60,7 @@ enum DistillFormat {
 pub fn run(args: DistillArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
     // Before connecting: a server engine needs no server to be refused.
-    if let Some(problem) = refusal(args.server.engine.driver()) {
-        return Err(Error::Usage(problem));
-    }
+    database_files(args.server.engine.driver()).map_err(Error::Usage)?;
     let backend = args.server.backend(&args.source.gold)?;
     let bench = args.source.load_from(&backend)?;
     let options = Options {

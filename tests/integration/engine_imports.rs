@@ -115,7 +115,11 @@ fn no_driver_is_named_outside_the_engine_crates() {
         importing.is_empty(),
         "production files naming a driver crate outside the engine crates: {importing:?}"
     );
-    assert!(files.len() > 100, "the scan read the sources ({})", files.len());
+    assert!(
+        files.len() > 100,
+        "the scan read the sources ({})",
+        files.len()
+    );
 }
 
 #[test]

@@ -241,7 +241,12 @@ mod tests {
         writer.insert("t", &columns, &[row(2, "b")]).unwrap();
         // A table that is not there is no refused row.
         let broken = writer.insert("nope", &columns, &[row(5, "c")]).unwrap_err();
-        assert_eq!(broken.kind, ExecErrorKind::Unavailable, "{}", broken.message);
+        assert_eq!(
+            broken.kind,
+            ExecErrorKind::Unavailable,
+            "{}",
+            broken.message
+        );
         Box::new(writer).finish().unwrap();
         let conn = Connection::open(&path).unwrap();
         let names: Vec<String> = conn

@@ -203,7 +203,10 @@ mod tests {
         let compound: Vec<&str> = facts.compound.iter().map(String::as_str).collect();
         assert_eq!(compound.len(), 4, "{compound:?}");
         for column in ["line.o", "line.n", "line.x", "line.y"] {
-            assert!(facts.compound.contains(column), "{column} is in a compound key");
+            assert!(
+                facts.compound.contains(column),
+                "{column} is in a compound key"
+            );
         }
         let ddl = facts.ddl.unwrap();
         assert!(ddl.iter().any(|sql| sql.contains("CHECK (amount >= 0)")));

@@ -442,7 +442,10 @@ fn sql_order(a: &Value, b: &Value) -> Ordering {
         (Value::Text(x), Value::Text(y)) => x.cmp(y),
         (Value::Blob(x), Value::Blob(y)) => x.cmp(y),
         _ if a.is_numeric() && b.is_numeric() => {
-            let (x, y) = (a.as_f64().unwrap_or_default(), b.as_f64().unwrap_or_default());
+            let (x, y) = (
+                a.as_f64().unwrap_or_default(),
+                b.as_f64().unwrap_or_default(),
+            );
             x.partial_cmp(&y).unwrap_or(Ordering::Equal)
         }
         _ => rank(a).cmp(&rank(b)),

@@ -137,20 +137,21 @@ pub type KnownAnswers = BTreeMap<String, Vec<String>>;
 /// The operator name of a neighbour taken from [`KnownAnswers`].
 pub const PREDICTION_OPERATOR: &str = "prediction";
 
-/// Why distill cannot write the databases of engine `driver`, if it cannot: a server engine
-/// (distill writes database files), or a file engine that cannot create databases.
-pub fn refusal(driver: &dyn sqlgate_eval::exec::Driver) -> Option<String> {
+/// The file extension of the databases distill writes on engine `driver`, or why it cannot
+/// write them: a server engine (distill writes database files), or a file engine that cannot
+/// create databases.
+pub fn database_files(driver: &dyn sqlgate_eval::exec::Driver) -> Result<&'static str, String> {
     let engine = driver.name();
     match driver.storage() {
-        Storage::Server => Some(format!(
+        Storage::Server => Err(format!(
             "engine `{engine}` keeps its databases on a server, and distill writes database \
              files: copy them to a file engine first (`sqlgate copy --to-engine sqlite`) and \
              distill those"
         )),
         Storage::Files { .. } if !driver.supports(Feature::Create) => {
-            Some(driver.unsupported(Feature::Create).to_string())
+            Err(driver.unsupported(Feature::Create).to_string())
         }
-        Storage::Files { .. } => None,
+        Storage::Files { extension, .. } => Ok(extension),
     }
 }
 
@@ -164,14 +165,8 @@ pub fn distill(
     answers: &KnownAnswers,
     provenance: &Provenance,
 ) -> Result<Vec<DatabaseReport>, DistillError> {
-    let driver = bench.backend.driver();
-    let extension = match (refusal(driver), driver.storage()) {
-        (None, Storage::Files { extension, .. }) => extension,
-        (refused, _) => {
-            let problem = refused.unwrap_or_else(|| format!("engine `{}`", driver.name()));
-            return Err(InputError::file(&bench.db_dir, problem).into());
-        }
-    };
+    let extension = database_files(bench.backend.driver())
+        .map_err(|problem| InputError::file(&bench.db_dir, problem))?;
     let mut by_db: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| !c.gold.is_empty()) {
         by_db.entry(case.db.as_str()).or_default().push(case);
@@ -222,9 +217,8 @@ fn distill_database(
     answers: &KnownAnswers,
 ) -> Result<DatabaseReport, DistillError> {
     let start = Instant::now();
-    let unreadable = |e: ExecError| {
-        InputError::file(original, format!("cannot read its schema: {}", e.message))
-    };
+    let unreadable =
+        |e: ExecError| InputError::file(original, format!("cannot read its schema: {}", e.message));
     let facts = Facts::read(backend, original).map_err(unreadable)?;
     // Known answers' literals join the golds': a value only a wrong answer mentions is often
     // the one that tells it apart.

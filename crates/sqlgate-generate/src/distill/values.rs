@@ -147,7 +147,8 @@ impl Affinity {
 fn numeric_text(text: &str) -> Option<Value> {
     let t = text.trim_matches(|c: char| c.is_ascii_whitespace());
     let plain = t.bytes().any(|b| b.is_ascii_digit())
-        && t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+        && t.bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
     plain.then(|| number(t)).flatten()
 }
 
@@ -449,7 +450,6 @@ fn distinct(values: Vec<Value>) -> Vec<Value> {
         .collect()
 }
 
-
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -543,13 +543,22 @@ pub(super) mod tests {
         assert_eq!(int.hold(Value::Real(-1.0)), Value::Int(-1));
         assert!(matches!(int.hold(Value::Text(" 7 ".into())), Value::Int(7)));
         assert!(matches!(int.hold(Value::Real(2.5)), Value::Real(_)));
-        assert!(matches!(int.hold(Value::Text("inf".into())), Value::Text(_)));
+        assert!(matches!(
+            int.hold(Value::Text("inf".into())),
+            Value::Text(_)
+        ));
         let text = Affinity::of("varchar(20)");
         assert!(matches!(text.hold(Value::Real(-1.0)), Value::Text(t) if t == "-1.0"));
         assert!(matches!(text.hold(Value::Int(3)), Value::Text(t) if t == "3"));
         let real = Affinity::of("DOUBLE");
         assert!(matches!(real.hold(Value::Int(3)), Value::Real(x) if x == 3.0));
-        assert!(matches!(Affinity::of("DATE").hold(Value::Text("2000-01-01".into())), Value::Text(_)));
-        assert!(matches!(Affinity::of("").hold(Value::Real(1.0)), Value::Real(_)));
+        assert!(matches!(
+            Affinity::of("DATE").hold(Value::Text("2000-01-01".into())),
+            Value::Text(_)
+        ));
+        assert!(matches!(
+            Affinity::of("").hold(Value::Real(1.0)),
+            Value::Real(_)
+        ));
     }
 }
