@@ -531,6 +531,32 @@ mod tests {
         assert!(emp_rows > 30, "candidates hold rows ({emp_rows})");
     }
 
+    /// The way of engines that keep no `CREATE` text: tables from the catalog, which SQLite's
+    /// writer creates with their foreign keys but does not enforce them; distill keeps them.
+    #[test]
+    fn candidates_from_the_catalog_keep_every_foreign_key() {
+        let (dir, mut facts, pools) = setup(
+            "INSERT INTO dept VALUES (1, 'ops'), (2, 'dev');
+             INSERT INTO emp VALUES (1, 1, NULL, 10.0, 'a'), (2, 2, 1, 20.0, 'b');",
+        );
+        facts.ddl = None;
+        // Witnesses fix a department no original row holds: its parent is added first.
+        let gold = "SELECT id FROM emp WHERE dept = 7 AND code = 'zz'";
+        let hints = Hints::gather([gold], &facts.schema);
+        let (mut emp_rows, mut witnessed) = (0, 0);
+        for index in 0..24 {
+            let path = dir.path().join(format!("catalog{index}.sqlite"));
+            candidate(&*sqlite(), &facts, &pools, &hints, 7, "hr", index, &path).unwrap();
+            let conn = Connection::open(&path).unwrap();
+            let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+            assert_eq!(count("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+            emp_rows += count("SELECT count(*) FROM emp");
+            witnessed += count(&format!("SELECT count(*) FROM ({gold})"));
+        }
+        assert!(emp_rows > 24, "candidates hold rows ({emp_rows})");
+        assert!(witnessed > 0, "a witness row and its added parent");
+    }
+
     #[test]
     fn a_seed_gives_the_same_bytes_and_another_seed_other_rows() {
         let (dir, facts, pools) = setup("INSERT INTO dept VALUES (1, 'ops'), (2, 'dev');");
