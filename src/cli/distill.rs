@@ -10,16 +10,19 @@ use sqlgate_eval::error::OutputError;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::loaders::{self, Answer, Prediction};
 use sqlgate_generate::distill::{
-    distill, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
+    database_files, distill, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
 };
 
-use super::Source;
+use super::{ServerArgs, Source};
 
 #[derive(Args)]
 pub struct DistillArgs {
     #[command(flatten)]
     source: Source,
-    /// Output folder: `<out>/<db>/<db>.sqlite` (the original) and `<db>_<k>.sqlite`.
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Output folder: `<out>/<db>/<db>.<ext>` (the original) and `<db>_<k>.<ext>`, `<ext>` the
+    /// engine's (`sqlite`, `duckdb`).
     #[arg(long)]
     out: PathBuf,
     /// Databases kept per schema by the greedy choice (one more for a gold that returns rows
@@ -56,7 +59,10 @@ enum DistillFormat {
 
 pub fn run(args: DistillArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
-    let bench = args.source.load()?;
+    // Before connecting: a server engine needs no server to be refused.
+    database_files(args.server.engine.driver()).map_err(Error::Usage)?;
+    let backend = args.server.backend(&args.source.gold)?;
+    let bench = args.source.load_from(&backend)?;
     let options = Options {
         per_db: args.per_db,
         seed: args.seed,

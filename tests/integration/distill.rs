@@ -235,6 +235,31 @@ fn distill_names_a_missing_gold_file_and_exits_2() {
 }
 
 #[test]
+fn distill_on_a_server_engine_is_refused_naming_it_and_suggesting_a_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    // No server is asked: the engine alone is refused, before any connection.
+    let run = sqlgate()
+        .arg("distill")
+        .arg("--gold")
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .args(["--engine", "postgres"])
+        .run();
+    run.assert_code(2);
+    for part in [
+        "engine `postgres`",
+        "distill writes database files",
+        "sqlgate copy",
+    ] {
+        assert!(run.text().contains(part), "{part}: {}", run.text());
+    }
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
 fn distill_on_defog_keeps_every_gold_passing_on_every_database() {
     let Some(data) = shared_data() else {
         return;

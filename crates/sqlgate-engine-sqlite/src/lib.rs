@@ -89,6 +89,16 @@ impl Driver for Sqlite {
         )
     }
 
+    fn compound_unique_columns_query(&self) -> Option<String> {
+        Some(
+            "SELECT m.name, ii.name FROM sqlite_master AS m, pragma_index_list(m.name) AS il, \
+             pragma_index_info(il.name) AS ii WHERE m.type = 'table' AND il.\"unique\" \
+             AND ii.name IS NOT NULL \
+             AND (SELECT count(*) FROM pragma_index_info(il.name)) > 1"
+                .to_string(),
+        )
+    }
+
     fn column_comments(
         &self,
         rows: &mut CatalogRows<'_>,

@@ -1,12 +1,13 @@
 //! A SQLite file being built: a new one, or a private staging copy changed by a script. Each
 //! statement of a script commits on its own (a script may hold its own transactions); each
-//! batch of inserted rows is one transaction.
+//! batch of inserted rows is one transaction, rolled back whole when a row is refused. The
+//! same statements write the same bytes (distill's seeds rely on it).
 
 use std::path::Path;
 
 use rusqlite::fallible_iterator::FallibleIterator;
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 use sqlgate_engine::catalog::{quoted, ForeignKey, Table};
 use sqlgate_engine::{ExecError, ExecErrorKind, ScriptError, Value, Writer};
 
@@ -17,6 +18,24 @@ pub(crate) struct SqliteWriter {
 fn failed(error: impl std::fmt::Display) -> ExecError {
     ExecError {
         kind: ExecErrorKind::Runtime,
+        message: error.to_string(),
+    }
+}
+
+/// An insert's failure: `Runtime` when SQLite refused the row (a constraint, a value an
+/// `INTEGER PRIMARY KEY` cannot hold, a value past its size bound), `Unavailable` otherwise
+/// (the database cannot be written: I/O, a full disk, a missing table).
+fn refused_or_broken(error: rusqlite::Error) -> ExecError {
+    let refused = matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::ConstraintViolation | ErrorCode::TypeMismatch | ErrorCode::TooBig)
+    );
+    ExecError {
+        kind: if refused {
+            ExecErrorKind::Runtime
+        } else {
+            ExecErrorKind::Unavailable
+        },
         message: error.to_string(),
     }
 }
@@ -54,9 +73,11 @@ impl SqliteWriter {
         .map_err(failed)?;
         // The copy holds the data as the original does: SQLite enforces no foreign key unless
         // asked, and a benchmark's data may have dangling ones. The file is private until its
-        // writer's caller moves it into place, so durability meanwhile buys nothing.
+        // writer's caller moves it into place, so durability meanwhile buys nothing; the
+        // journal stays, in memory, because a refused row's batch is rolled back (without a
+        // journal a rollback leaves the file undefined).
         conn.execute_batch(
-            "PRAGMA foreign_keys = OFF; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF",
+            "PRAGMA foreign_keys = OFF; PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF",
         )
         .map_err(failed)?;
         Ok(SqliteWriter { conn })
@@ -104,14 +125,17 @@ impl Writer for SqliteWriter {
     ) -> Result<(), ExecError> {
         let names: Vec<String> = columns.iter().map(|c| quoted(c)).collect();
         let marks = vec!["?"; columns.len()].join(", ");
-        let transaction = self.conn.unchecked_transaction().map_err(failed)?;
+        let transaction = self
+            .conn
+            .unchecked_transaction()
+            .map_err(refused_or_broken)?;
         let mut statement = transaction
             .prepare_cached(&format!(
                 "INSERT INTO {} ({}) VALUES ({marks})",
                 quoted(table),
                 names.join(", ")
             ))
-            .map_err(failed)?;
+            .map_err(refused_or_broken)?;
         for row in rows {
             let values = row.iter().map(|value| match value {
                 Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
@@ -122,10 +146,10 @@ impl Writer for SqliteWriter {
             });
             statement
                 .execute(rusqlite::params_from_iter(values))
-                .map_err(failed)?;
+                .map_err(refused_or_broken)?;
         }
         drop(statement);
-        transaction.commit().map_err(failed)
+        transaction.commit().map_err(refused_or_broken)
     }
 
     fn finish(self: Box<Self>) -> Result<(), ExecError> {
@@ -189,4 +213,49 @@ fn shorten(sql: &str) -> String {
         shown.push_str(" ...");
     }
     shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_row_is_a_runtime_error_and_leaves_the_batch_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.sqlite");
+        let mut writer = SqliteWriter::create(&path).unwrap();
+        writer
+            .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
+            .unwrap();
+        let columns = ["id".to_string(), "name".to_string()];
+        let row = |id: i64, name: &str| vec![Value::Int(id), Value::Text(name.into())];
+        writer.insert("t", &columns, &[row(1, "a")]).unwrap();
+        // The second row breaks UNIQUE: the whole batch is left out.
+        let refused = writer
+            .insert("t", &columns, &[row(2, "b"), row(3, "a")])
+            .unwrap_err();
+        assert_eq!(refused.kind, ExecErrorKind::Runtime, "{}", refused.message);
+        let null = vec![Value::Int(4), Value::Null];
+        let refused = writer.insert("t", &columns, &[null]).unwrap_err();
+        assert_eq!(refused.kind, ExecErrorKind::Runtime, "{}", refused.message);
+        writer.insert("t", &columns, &[row(2, "b")]).unwrap();
+        // A table that is not there is no refused row.
+        let broken = writer.insert("nope", &columns, &[row(5, "c")]).unwrap_err();
+        assert_eq!(
+            broken.kind,
+            ExecErrorKind::Unavailable,
+            "{}",
+            broken.message
+        );
+        Box::new(writer).finish().unwrap();
+        let conn = Connection::open(&path).unwrap();
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM t ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(names, ["a", "b"]);
+    }
 }

@@ -151,6 +151,13 @@ pub trait Driver: Sync + 'static {
     /// constraint covers (ETM's schema facts); `None` when the engine has no such catalog.
     fn unique_columns_query(&self) -> Option<String>;
 
+    /// A query of `(table, column)` rows: the columns of each UNIQUE index or constraint over
+    /// several columns (distill gives them fresh values when a row is refused, so rows that
+    /// share the other columns stay distinct); `None` when the engine has no such catalog.
+    fn compound_unique_columns_query(&self) -> Option<String> {
+        None
+    }
+
     /// A condition true when the value of the quoted column `column` is text that does not
     /// start with an ISO-8601 date (ETM's rule 17 guard).
     fn not_iso_date(&self, column: &str) -> String;
@@ -298,7 +305,11 @@ pub trait Writer {
         foreign_keys: &[catalog::ForeignKey],
     ) -> Result<(), ExecError>;
 
-    /// Inserts `rows` into the columns `columns` of `table` (names unquoted).
+    /// Inserts `rows` into the columns `columns` of `table` (names unquoted). When it fails,
+    /// none of `rows` is inserted: with [`ExecErrorKind::Runtime`] when the database refused a
+    /// row (a NOT NULL, UNIQUE, CHECK or key constraint, a value its column cannot hold) and
+    /// can take others (distill draws the row again), with another kind when the database
+    /// cannot be written.
     fn insert(
         &mut self,
         table: &str,

@@ -11,8 +11,9 @@ use std::time::Instant;
 
 pub use engine::Engine;
 pub use sqlgate_engine::{
-    copy_database, limits, memory, value, Backend, Driver, ExecError, ExecErrorKind, Execution,
-    Feature, Limits, Open, ResultSet, Settings, Source, Storage, Unsupported, Value, Writer,
+    copy_database, limits, memory, value, Backend, Connection, Driver, ExecError, ExecErrorKind,
+    Execution, Feature, Limits, Open, ResultSet, Settings, Source, Storage, Unsupported, Value,
+    Writer,
 };
 
 /// Runs queries for the evaluators; executions are cached by the implementation.

@@ -1,20 +1,26 @@
-//! What a database declares, as `distill` needs it to build look-alikes: the original's own
-//! `CREATE` statements (so SQLite itself enforces every key, NOT NULL, UNIQUE and CHECK on the
-//! generated rows), the tables parents first, and the single columns that must stay unique.
+//! What a database declares, as `distill` needs it to build look-alikes, read through its
+//! engine: the tables parents first, the single columns that must stay unique, and, where the
+//! engine keeps them (SQLite), the original's own `CREATE` statements, so that the engine
+//! itself enforces every NOT NULL, UNIQUE and CHECK on the generated rows.
 
 use std::collections::HashSet;
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
-use sqlgate_eval::exec::schema::{ColRef, Schema};
+use sqlgate_eval::exec::schema::{self, ColRef, Schema};
+use sqlgate_eval::exec::{Backend, Connection, ExecError, Limits, Open, Source, Value};
 
 /// A database's schema facts.
 #[derive(Debug, Clone)]
 pub struct Facts {
     /// Tables, columns, declared types, primary and foreign keys.
     pub schema: Schema,
-    /// The original's `CREATE TABLE`, `CREATE INDEX` and `CREATE VIEW` statements, in that order.
-    pub ddl: Vec<String>,
+    /// The original's `CREATE TABLE`, `CREATE INDEX` and `CREATE VIEW` statements, in that
+    /// order, when its engine keeps them as written ([`Driver::schema_text_query`]); `None`:
+    /// the tables are created from the catalog ([`Writer::create_table`]).
+    ///
+    /// [`Driver::schema_text_query`]: sqlgate_eval::exec::Driver::schema_text_query
+    /// [`Writer::create_table`]: sqlgate_eval::exec::Writer::create_table
+    pub ddl: Option<Vec<String>>,
     /// Indexes of `schema.tables`, parents before the tables that reference them.
     pub fill_order: Vec<usize>,
     /// Single columns a primary key or unique index keeps distinct (lowercased `table.column`).
@@ -27,68 +33,85 @@ pub struct Facts {
 }
 
 impl Facts {
-    /// Reads the facts of the SQLite file `db`, opened read-only.
-    pub fn read(db: &Path) -> Result<Facts, rusqlite::Error> {
-        let schema = sqlgate_engine_sqlite::read_schema(db)?;
-        let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        let ddl = conn
-            .prepare(
-                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' \
-                 AND type IN ('table', 'index', 'view') \
-                 ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid",
-            )?
-            .query_map([], |row| row.get(0))?
-            .collect::<Result<Vec<String>, _>>()?;
-        let (unique, compound) = unique_columns(&conn, &schema)?;
-        let holds_rows = sqlgate_engine_sqlite::holds_rows(db)?;
+    /// Reads the facts of `db` through `backend`'s read-only sandbox.
+    pub fn read(backend: &dyn Backend, db: &Path) -> Result<Facts, ExecError> {
+        let driver = backend.driver();
+        let mut conn = backend.open(db, Open::for_source(Source::Gold))?;
+        let schema = driver.catalog(&mut |sql: &str| rows(&mut *conn, sql))?;
+        let ddl = match driver.schema_text_query() {
+            Some(sql) => Some(creates(rows(&mut *conn, sql)?)),
+            None => None,
+        };
+        let mut unique = HashSet::new();
+        let mut compound = HashSet::new();
+        for table in &schema.tables {
+            let keys: Vec<_> = table.columns.iter().filter(|c| c.primary_key).collect();
+            match keys.as_slice() {
+                [key] => {
+                    unique.insert(ColRef::new(&table.name, &key.name).key());
+                }
+                keys => {
+                    compound.extend(keys.iter().map(|k| ColRef::new(&table.name, &k.name).key()))
+                }
+            }
+        }
+        let queries = [
+            (driver.unique_columns_query(), &mut unique),
+            (driver.compound_unique_columns_query(), &mut compound),
+        ];
+        for (sql, set) in queries {
+            for row in sql.map_or(Ok(Vec::new()), |sql| rows(&mut *conn, &sql))? {
+                if let [Value::Text(table), Value::Text(column)] = row.as_slice() {
+                    set.insert(ColRef::new(table, column).key());
+                }
+            }
+        }
+        drop(conn);
         Ok(Facts {
             fill_order: parents_first(&schema),
+            holds_rows: schema::holds_rows(backend, db)?,
             schema,
             ddl,
             unique,
             compound,
-            holds_rows,
         })
     }
 }
 
-/// Columns that a single-column primary key or unique index (declared or automatic) covers,
-/// and those that a multi-column one covers.
-type KeyColumns = (HashSet<String>, HashSet<String>);
+/// The rows of a catalog query.
+fn rows(conn: &mut dyn Connection, sql: &str) -> Result<Vec<Vec<Value>>, ExecError> {
+    let result = conn.execute(sql, &Limits::default()).result?;
+    Ok(result.rows.clone())
+}
 
-fn unique_columns(conn: &Connection, schema: &Schema) -> Result<KeyColumns, rusqlite::Error> {
-    let mut unique = HashSet::new();
-    let mut compound = HashSet::new();
-    for table in &schema.tables {
-        let keys: Vec<_> = table.columns.iter().filter(|c| c.primary_key).collect();
-        match keys.as_slice() {
-            [key] => {
-                unique.insert(ColRef::new(&table.name, &key.name).key());
-            }
-            keys => compound.extend(keys.iter().map(|k| ColRef::new(&table.name, &k.name).key())),
-        }
-        let indexes: Vec<String> = conn
-            .prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1")?
-            .query_map([&table.name], |row| row.get(0))?
-            .collect::<Result<_, _>>()?;
-        for index in indexes {
-            let columns: Vec<Option<String>> = conn
-                .prepare("SELECT name FROM pragma_index_info(?1)")?
-                .query_map([&index], |row| row.get(0))?
-                .collect::<Result<_, _>>()?;
-            if let [Some(column)] = columns.as_slice() {
-                unique.insert(ColRef::new(&table.name, column).key());
-            } else {
-                compound.extend(
-                    columns
-                        .iter()
-                        .flatten()
-                        .map(|c| ColRef::new(&table.name, c).key()),
-                );
-            }
-        }
-    }
-    Ok((unique, compound))
+/// Of the engine's own statements (first column of `rows`), those creating tables, indexes
+/// and views, in that order (a view may name a table created after it): never a trigger, which
+/// would write rows of its own.
+fn creates(rows: Vec<Vec<Value>>) -> Vec<String> {
+    let mut found: Vec<(usize, String)> = rows
+        .into_iter()
+        .filter_map(|row| match row.into_iter().next() {
+            Some(Value::Text(sql)) => Some(sql),
+            _ => None,
+        })
+        .filter_map(|sql| {
+            let words: Vec<String> = sql
+                .split_whitespace()
+                .take(3)
+                .map(str::to_ascii_uppercase)
+                .collect();
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let rank = match words.as_slice() {
+                ["CREATE", "TABLE", ..] | ["CREATE", "VIRTUAL", "TABLE"] => 0,
+                ["CREATE", "INDEX", ..] | ["CREATE", "UNIQUE", "INDEX"] => 1,
+                ["CREATE", "VIEW", ..] => 2,
+                _ => return None,
+            };
+            Some((rank, sql))
+        })
+        .collect();
+    found.sort_by_key(|(rank, _)| *rank);
+    found.into_iter().map(|(_, sql)| sql).collect()
 }
 
 /// Table indexes with every referenced table before its referencing ones; a cycle (or a
@@ -148,22 +171,26 @@ mod tests {
     fn facts_name_parents_first_unique_columns_and_keep_checks() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("shop.sqlite");
-        let conn = Connection::open(&db).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
         conn.execute_batch(
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer INTEGER NOT NULL \
+            "CREATE VIEW big AS SELECT * FROM orders WHERE amount > 10;
+             CREATE TABLE orders (id INTEGER PRIMARY KEY, customer INTEGER NOT NULL \
                REFERENCES customers(id), amount REAL CHECK (amount >= 0));
              CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT UNIQUE, name TEXT);
-             CREATE UNIQUE INDEX by_name ON customers(name);",
+             CREATE UNIQUE INDEX by_name ON customers(name);
+             CREATE TABLE line (o INTEGER, n INTEGER, x TEXT, y TEXT, PRIMARY KEY (o, n), \
+               UNIQUE (x, y));
+             CREATE TRIGGER stamp AFTER INSERT ON line BEGIN DELETE FROM line; END;",
         )
         .unwrap();
         drop(conn);
-        let facts = Facts::read(&db).unwrap();
+        let facts = Facts::read(&*sqlgate_engine_sqlite::files(), &db).unwrap();
         let names: Vec<&str> = facts
             .fill_order
             .iter()
             .map(|&i| facts.schema.tables[i].name.as_str())
             .collect();
-        assert_eq!(names, ["customers", "orders"]);
+        assert_eq!(names, ["customers", "line", "orders"]);
         for column in [
             "customers.id",
             "customers.email",
@@ -173,12 +200,20 @@ mod tests {
             assert!(facts.unique.contains(column), "{column} is unique");
         }
         assert!(!facts.unique.contains("orders.customer"));
-        assert!(facts.compound.is_empty());
-        assert!(facts
-            .ddl
-            .iter()
-            .any(|sql| sql.contains("CHECK (amount >= 0)")));
-        assert!(facts.ddl.last().unwrap().contains("CREATE UNIQUE INDEX"));
+        let compound: Vec<&str> = facts.compound.iter().map(String::as_str).collect();
+        assert_eq!(compound.len(), 4, "{compound:?}");
+        for column in ["line.o", "line.n", "line.x", "line.y"] {
+            assert!(
+                facts.compound.contains(column),
+                "{column} is in a compound key"
+            );
+        }
+        let ddl = facts.ddl.unwrap();
+        assert!(ddl.iter().any(|sql| sql.contains("CHECK (amount >= 0)")));
+        // Tables, then indexes, then views; no trigger.
+        assert_eq!(ddl.len(), 5, "{ddl:?}");
+        assert!(ddl[3].contains("CREATE UNIQUE INDEX"));
+        assert!(ddl[4].starts_with("CREATE VIEW"));
         assert!(!facts.holds_rows);
     }
 }

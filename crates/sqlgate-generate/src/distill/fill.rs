@@ -1,22 +1,24 @@
 //! One small random database with the original's schema: a few rows per table (sizes vary
 //! from database to database), values from the pools, NULL where the column allows it, child
 //! keys drawn from the rows their parent table already holds (a parent may have no children,
-//! which is what a LEFT JOIN shows). Rows are inserted through the original's own DDL, so a row
-//! breaking a key, NOT NULL, UNIQUE or CHECK is refused by SQLite and drawn again.
+//! which is what a LEFT JOIN shows). Written through the engine's [`Writer`]: on SQLite the
+//! tables are the original's own DDL, so a row breaking a key, NOT NULL, UNIQUE or CHECK is
+//! refused by SQLite and drawn again; on other engines, by the constraints their catalog
+//! tables keep. Foreign keys are kept by the filler itself (a child's value is one its parent
+//! holds), on every engine.
 
-use std::path::Path;
-
+use std::cmp::Ordering;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::path::Path;
 
 use rand::{Rng, RngExt};
-use rusqlite::types::Value;
-use rusqlite::{params_from_iter, Connection};
-use sqlgate_eval::exec::schema::{ColRef, Column};
+use sqlgate_eval::exec::schema::{ColRef, Column, ForeignKey};
+use sqlgate_eval::exec::{Backend, ExecError, ExecErrorKind, Value, Writer};
 
 use super::facts::Facts;
 use super::hints::{Hints, Witness, MAX_ROWS};
-use super::values::{quoted, Kind, Pools};
+use super::values::{Affinity, Kind, Pools};
 use crate::mutate::labelled_stream;
 
 /// The largest table size a candidate draws, by candidate: small databases find empty-group
@@ -29,9 +31,12 @@ const NARROW_TRIES: usize = 2;
 /// How often a nullable column gets NULL.
 const NULL_ODDS: f64 = 0.15;
 
-/// Builds candidate `index` of database `db` in memory and writes it to `path` with
-/// `VACUUM INTO`, whose page layout depends on the content only (same seed, same bytes).
+/// Builds candidate `index` of database `db` as the new database `path` of `backend`'s
+/// engine. Its content depends on (seed, database name, candidate number) only, and the
+/// statements that write it on its content: the same seed writes the same bytes.
+#[allow(clippy::too_many_arguments)]
 pub fn candidate(
+    backend: &dyn Backend,
     facts: &Facts,
     pools: &Pools,
     hints: &Hints,
@@ -39,10 +44,29 @@ pub fn candidate(
     db: &str,
     index: usize,
     path: &Path,
-) -> Result<(), rusqlite::Error> {
-    let conn = filled(facts, pools, hints, seed, db, index)?;
-    conn.execute("VACUUM INTO ?1", [path.to_string_lossy()])?;
-    Ok(())
+) -> Result<(), ExecError> {
+    let mut writer = backend.create(path)?;
+    match &facts.ddl {
+        Some(ddl) => {
+            for sql in ddl {
+                writer.execute_batch(sql)?;
+            }
+        }
+        None => {
+            for table in &facts.schema.tables {
+                let keys: Vec<ForeignKey> = facts
+                    .schema
+                    .foreign_keys
+                    .iter()
+                    .filter(|key| key.from.table == table.name)
+                    .cloned()
+                    .collect();
+                writer.create_table(table, &keys)?;
+            }
+        }
+    }
+    fill(&mut *writer, facts, pools, hints, seed, db, index)?;
+    writer.finish()
 }
 
 /// What a candidate is built for, by its index: one in four is plain random, one draws every
@@ -101,25 +125,16 @@ impl Shape {
     }
 }
 
-/// The candidate's rows in an in-memory database with foreign keys enforced (unless the
-/// schema's keys are malformed, e.g. naming a column that is not a key of its table: SQLite
-/// then refuses every insert into the child, so the keys are only followed, not enforced).
-pub(super) fn filled(
+/// Writes the candidate's rows, table by table, parents first.
+fn fill(
+    writer: &mut dyn Writer,
     facts: &Facts,
     pools: &Pools,
     hints: &Hints,
     seed: u64,
     db: &str,
     index: usize,
-) -> Result<Connection, rusqlite::Error> {
-    let conn = Connection::open_in_memory()?;
-    for sql in &facts.ddl {
-        conn.execute_batch(sql)?;
-    }
-    conn.execute_batch("PRAGMA foreign_keys = ON")?;
-    if conn.execute_batch("PRAGMA foreign_key_check").is_err() {
-        conn.execute_batch("PRAGMA foreign_keys = OFF")?;
-    }
+) -> Result<(), ExecError> {
     let label = index.to_string();
     let mut rng = labelled_stream(seed, db, &["fill", &label]);
     let largest = SIZES[rng.random_range(0..SIZES.len())];
@@ -131,8 +146,8 @@ pub(super) fn filled(
         } => Some(pools.narrowed(&facts.unique, 1, &mut rng)),
         _ => None,
     };
-    let filler = Filler {
-        conn: &conn,
+    let mut filler = Filler {
+        writer,
         facts,
         pools,
         narrowed: narrowed.as_ref(),
@@ -143,6 +158,7 @@ pub(super) fn filled(
                 ..
             }
         ),
+        written: vec![Vec::new(); facts.schema.tables.len()],
     };
     let witnesses: Vec<&Witness> = match &shape {
         Shape::Witnesses(golds) => golds.iter().flat_map(|&g| &hints.witnesses[g]).collect(),
@@ -163,12 +179,12 @@ pub(super) fn filled(
         };
         filler.rows(at, rows, &mut rng)?;
     }
-    Ok(conn)
+    Ok(())
 }
 
 /// Inserts rows into one candidate.
 struct Filler<'a> {
-    conn: &'a Connection,
+    writer: &'a mut dyn Writer,
     facts: &'a Facts,
     pools: &'a Pools,
     /// Narrower pools the first [`NARROW_TRIES`] attempts at a row draw from (a value a CHECK
@@ -176,27 +192,95 @@ struct Filler<'a> {
     narrowed: Option<&'a Pools>,
     /// Foreign keys take the first parent key, not a random one, in all but the last attempt.
     concentrated: bool,
+    /// The rows written to each table (by index in the schema), as the database holds them.
+    written: Vec<Vec<Vec<Value>>>,
 }
 
 impl Filler<'_> {
-    fn insert_sql(&self, at: usize) -> String {
+    /// Writes `row` into table `at` unless a foreign key's value is not among its parent's
+    /// or the database refuses it; whether it was written.
+    fn insert(&mut self, at: usize, row: Vec<Value>) -> Result<bool, ExecError> {
         let table = &self.facts.schema.tables[at];
-        let names: Vec<String> = table.columns.iter().map(|c| quoted(&c.name)).collect();
-        let marks = vec!["?"; names.len()].join(", ");
-        format!(
-            "INSERT INTO {} ({}) VALUES ({marks})",
-            quoted(&table.name),
-            names.join(", ")
-        )
+        let row: Vec<Value> = row
+            .into_iter()
+            .zip(&table.columns)
+            .map(|(value, column)| Affinity::of(&column.decl_type).hold(value))
+            .collect();
+        if !self.keys_hold(at, &row) {
+            return Ok(false);
+        }
+        let columns: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        match self
+            .writer
+            .insert(&table.name, &columns, std::slice::from_ref(&row))
+        {
+            Ok(()) => {
+                self.written[at].push(row);
+                Ok(true)
+            }
+            // A constraint refused the row (see `Writer::insert`).
+            Err(error) if error.kind == ExecErrorKind::Runtime => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Whether every foreign key value of `row` (of table `at`) is NULL or held by its parent
+    /// column (compared as the parent column holds it; a row may reference itself).
+    fn keys_hold(&self, at: usize, row: &[Value]) -> bool {
+        let schema = &self.facts.schema;
+        schema.foreign_keys.iter().all(|key| {
+            let Some((child, column)) = self.locate(&key.from) else {
+                return true;
+            };
+            let Some((parent, parent_column)) = self.locate(&key.to) else {
+                return true;
+            };
+            if child != at || row[column] == Value::Null {
+                return true;
+            }
+            let declared = &schema.tables[parent].columns[parent_column].decl_type;
+            let value = Affinity::of(declared).hold(row[column].clone());
+            (parent == at && row[parent_column] == value)
+                || self.written[parent]
+                    .iter()
+                    .any(|held| held[parent_column] == value)
+        })
+    }
+
+    /// The table and column indexes of `column`, when the schema has them.
+    fn locate(&self, column: &ColRef) -> Option<(usize, usize)> {
+        let schema = &self.facts.schema;
+        let table = schema
+            .tables
+            .iter()
+            .position(|t| t.name.eq_ignore_ascii_case(&column.table))?;
+        let at = schema.tables[table]
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(&column.column))?;
+        Some((table, at))
+    }
+
+    /// The distinct values the candidate's `column` holds, NULL aside, in SQL's order
+    /// (numbers, then texts, then blobs); `None` for a column the schema does not have.
+    fn parent_keys(&self, column: &ColRef) -> Option<Vec<Value>> {
+        let (table, at) = self.locate(column)?;
+        let mut keys: Vec<Value> = self.written[table]
+            .iter()
+            .map(|row| row[at].clone())
+            .filter(|value| *value != Value::Null)
+            .collect();
+        keys.sort_by(sql_order);
+        keys.dedup();
+        Some(keys)
     }
 
     /// `rows` random rows into table `at`.
-    fn rows(&self, at: usize, rows: usize, rng: &mut impl Rng) -> Result<(), rusqlite::Error> {
-        let insert = self.insert_sql(at);
+    fn rows(&mut self, at: usize, rows: usize, rng: &mut impl Rng) -> Result<(), ExecError> {
         for _ in 0..rows {
             for attempt in 0..TRIES {
-                let row = self.draw_row(at, attempt, rng)?;
-                if self.conn.execute(&insert, params_from_iter(row)).is_ok() {
+                let row = self.draw_row(at, attempt, rng);
+                if self.insert(at, row)? {
                     break;
                 }
             }
@@ -206,12 +290,7 @@ impl Filler<'_> {
 
     /// A random row of table `at`; after the first attempt, key columns (but foreign keys)
     /// take fresh values (pools are smaller than the larger tables).
-    fn draw_row(
-        &self,
-        at: usize,
-        attempt: usize,
-        rng: &mut impl Rng,
-    ) -> Result<Vec<Value>, rusqlite::Error> {
+    fn draw_row(&self, at: usize, attempt: usize, rng: &mut impl Rng) -> Vec<Value> {
         let table = &self.facts.schema.tables[at];
         let mut row = Vec::with_capacity(table.columns.len());
         for column in &table.columns {
@@ -226,30 +305,29 @@ impl Filler<'_> {
             let value = if attempt > 0 && keyed && !referencing {
                 fresh(Kind::of(&column.decl_type), rng)
             } else {
-                self.draw(&table.name, column, attempt, rng)?
+                self.draw(&table.name, column, attempt, rng)
             };
             row.push(value);
         }
-        Ok(row)
+        row
     }
 
     /// The witness rows of `witness`'s instance `i`: two rows holding its fixed values
     /// (other columns vary, so aggregates over them differ), or one when it only joins; a
     /// joined column copies the value of the first row of the instance it is joined with.
     fn witness_rows(
-        &self,
+        &mut self,
         witness: &Witness,
         w: usize,
         i: usize,
         anchors: &mut HashMap<(usize, usize), Vec<Value>>,
         rng: &mut impl Rng,
-    ) -> Result<(), rusqlite::Error> {
+    ) -> Result<(), ExecError> {
         let instance = &witness.instances[i];
-        let insert = self.insert_sql(instance.table);
         let count = if instance.fixed.is_empty() { 1 } else { 2 };
         for _ in 0..count {
             for attempt in 0..TRIES {
-                let mut row = self.draw_row(instance.table, attempt, rng)?;
+                let mut row = self.draw_row(instance.table, attempt, rng);
                 for (column, value) in &instance.fixed {
                     row[*column] = value.clone();
                 }
@@ -266,11 +344,13 @@ impl Filler<'_> {
                     }
                 }
                 self.ensure_parents(instance.table, &row, rng)?;
-                if self.conn.execute(&insert, params_from_iter(&row)).is_ok() {
+                if self.insert(instance.table, row)? {
                     // As stored: a column's affinity turns -1.0 into -1, and a joined
                     // column of another type must get the stored value.
                     if let Entry::Vacant(slot) = anchors.entry((w, i)) {
-                        slot.insert(self.stored(instance.table).unwrap_or(row));
+                        if let Some(stored) = self.written[instance.table].last() {
+                            slot.insert(stored.clone());
+                        }
                     }
                     break;
                 }
@@ -279,74 +359,37 @@ impl Filler<'_> {
         Ok(())
     }
 
-    /// The row of table `at` inserted last, as SQLite stored it.
-    fn stored(&self, at: usize) -> Option<Vec<Value>> {
-        let table = &self.facts.schema.tables[at];
-        let names: Vec<String> = table.columns.iter().map(|c| quoted(&c.name)).collect();
-        let sql = format!(
-            "SELECT {} FROM {} WHERE rowid = last_insert_rowid()",
-            names.join(", "),
-            quoted(&table.name)
-        );
-        self.conn
-            .query_row(&sql, [], |r| {
-                (0..names.len()).map(|k| r.get(k)).collect::<Result<_, _>>()
-            })
-            .ok()
-    }
-
     /// Adds a parent row for every foreign key value of `row` its parent table lacks (a
     /// witness's fixed code that no airport holds yet).
     fn ensure_parents(
-        &self,
+        &mut self,
         at: usize,
         row: &[Value],
         rng: &mut impl Rng,
-    ) -> Result<(), rusqlite::Error> {
-        let schema = &self.facts.schema;
-        let table = &schema.tables[at];
-        for key in &schema.foreign_keys {
-            if !key.from.table.eq_ignore_ascii_case(&table.name) {
+    ) -> Result<(), ExecError> {
+        let facts = self.facts;
+        for key in &facts.schema.foreign_keys {
+            let Some((child, column)) = self.locate(&key.from) else {
+                continue;
+            };
+            let Some((parent, parent_column)) = self.locate(&key.to) else {
+                continue;
+            };
+            if child != at || row[column] == Value::Null || parent == at {
                 continue;
             }
-            let Some(column) = table
-                .columns
-                .iter()
-                .position(|c| c.name.eq_ignore_ascii_case(&key.from.column))
-            else {
-                continue;
-            };
-            let Some(parent) = schema
-                .tables
-                .iter()
-                .position(|t| t.name.eq_ignore_ascii_case(&key.to.table))
-            else {
-                continue;
-            };
-            let Some(parent_column) = schema.tables[parent]
-                .columns
-                .iter()
-                .position(|c| c.name.eq_ignore_ascii_case(&key.to.column))
-            else {
-                continue;
-            };
-            if row[column] == Value::Null || parent == at {
-                continue;
-            }
-            let present = parent_keys(self.conn, &key.to.table, &key.to.column)
-                .is_ok_and(|keys| keys.contains(&row[column]));
+            let declared = &facts.schema.tables[parent].columns[parent_column].decl_type;
+            let value = Affinity::of(declared).hold(row[column].clone());
+            let present = self
+                .parent_keys(&key.to)
+                .is_some_and(|keys| keys.contains(&value));
             if present {
                 continue;
             }
-            let insert = self.insert_sql(parent);
             for attempt in 0..TRIES {
-                let mut parent_row = self.draw_row(parent, attempt, rng)?;
+                let mut parent_row = self.draw_row(parent, attempt, rng);
                 parent_row[parent_column] = row[column].clone();
-                if self
-                    .conn
-                    .execute(&insert, params_from_iter(parent_row))
-                    .is_ok()
-                {
+                if self.insert(parent, parent_row)? {
                     break;
                 }
             }
@@ -356,41 +399,56 @@ impl Filler<'_> {
 
     /// One value for `table.column`: a parent's key for a foreign key column, else from its
     /// pool.
-    fn draw(
-        &self,
-        table: &str,
-        column: &Column,
-        attempt: usize,
-        rng: &mut impl Rng,
-    ) -> Result<Value, rusqlite::Error> {
+    fn draw(&self, table: &str, column: &Column, attempt: usize, rng: &mut impl Rng) -> Value {
         let nullable = !column.not_null && !column.primary_key;
         // NULLs would split a concentrated table's one group.
         if nullable && !self.concentrated && rng.random_bool(NULL_ODDS) {
-            return Ok(Value::Null);
+            return Value::Null;
         }
         let parent = self.facts.schema.foreign_keys.iter().find(|k| {
             k.from.table.eq_ignore_ascii_case(table)
                 && k.from.column.eq_ignore_ascii_case(&column.name)
         });
-        if let Some(key) = parent {
-            // A key naming a column its table lacks is followed nowhere: the pool decides.
-            if let Ok(keys) = parent_keys(self.conn, &key.to.table, &key.to.column) {
-                return Ok(match keys.len() {
-                    0 => Value::Null,
-                    _ if self.concentrated && attempt + 1 < TRIES => keys[0].clone(),
-                    n => keys[rng.random_range(0..n)].clone(),
-                });
-            }
+        // A key naming a column its table lacks is followed nowhere: the pool decides.
+        if let Some(keys) = parent.and_then(|key| self.parent_keys(&key.to)) {
+            return match keys.len() {
+                0 => Value::Null,
+                _ if self.concentrated && attempt + 1 < TRIES => keys[0].clone(),
+                n => keys[rng.random_range(0..n)].clone(),
+            };
         }
         let pools = match self.narrowed {
             Some(narrowed) if attempt < NARROW_TRIES => narrowed,
             _ => self.pools,
         };
         let pool = pools.of(table, &column.name);
-        Ok(match pool.len() {
+        match pool.len() {
             0 => Value::Null,
             n => pool[rng.random_range(0..n)].clone(),
-        })
+        }
+    }
+}
+
+/// SQL's order of values: NULL, numbers (by value), texts (by bytes), blobs.
+fn sql_order(a: &Value, b: &Value) -> Ordering {
+    let rank = |v: &Value| match v {
+        Value::Null => 0,
+        Value::Int(_) | Value::Real(_) => 1,
+        Value::Text(_) => 2,
+        Value::Blob(_) => 3,
+    };
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Text(x), Value::Text(y)) => x.cmp(y),
+        (Value::Blob(x), Value::Blob(y)) => x.cmp(y),
+        _ if a.is_numeric() && b.is_numeric() => {
+            let (x, y) = (
+                a.as_f64().unwrap_or_default(),
+                b.as_f64().unwrap_or_default(),
+            );
+            x.partial_cmp(&y).unwrap_or(Ordering::Equal)
+        }
+        _ => rank(a).cmp(&rank(b)),
     }
 }
 
@@ -398,31 +456,23 @@ impl Filler<'_> {
 fn fresh(kind: Kind, rng: &mut impl Rng) -> Value {
     let n: i64 = rng.random_range(100..1_000_000);
     match kind {
-        Kind::Integer => Value::Integer(n),
+        Kind::Integer => Value::Int(n),
         Kind::Real => Value::Real(n as f64 + 0.25),
         Kind::Date => Value::Text(format!("19{:02}-01-01", n % 100)),
         Kind::Text => Value::Text(format!("k{n}")),
     }
 }
 
-fn parent_keys(
-    conn: &Connection,
-    table: &str,
-    column: &str,
-) -> Result<Vec<Value>, rusqlite::Error> {
-    let c = quoted(column);
-    conn.prepare_cached(&format!(
-        "SELECT DISTINCT {c} FROM {} WHERE {c} IS NOT NULL ORDER BY {c}",
-        quoted(table)
-    ))?
-    .query_map([], |row| row.get(0))?
-    .collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::values::tests::pools_of;
     use super::super::values::Literals;
     use super::*;
+    use rusqlite::Connection;
+
+    fn sqlite() -> std::sync::Arc<dyn Backend> {
+        sqlgate_engine_sqlite::files()
+    }
 
     const SCHEMA: &str = "
         CREATE TABLE dept (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
@@ -436,8 +486,8 @@ mod tests {
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(SCHEMA).unwrap();
         conn.execute_batch(rows).unwrap();
-        let facts = Facts::read(&path).unwrap();
-        let pools = Pools::build(&conn, &facts, &Literals::default(), 7, "hr").unwrap();
+        let facts = Facts::read(&*sqlite(), &path).unwrap();
+        let pools = pools_of(&path, &facts, &Literals::default(), 7, "hr");
         (dir, facts, pools)
     }
 
@@ -450,7 +500,8 @@ mod tests {
         let mut emp_rows = 0;
         for index in 0..30 {
             let path = dir.path().join(format!("c{index}.sqlite"));
-            candidate(&facts, &pools, &Hints::default(), 7, "hr", index, &path).unwrap();
+            let hints = Hints::default();
+            candidate(&*sqlite(), &facts, &pools, &hints, 7, "hr", index, &path).unwrap();
             let conn = Connection::open(&path).unwrap();
             let broken: i64 = conn
                 .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
@@ -480,13 +531,40 @@ mod tests {
         assert!(emp_rows > 30, "candidates hold rows ({emp_rows})");
     }
 
+    /// The way of engines that keep no `CREATE` text: tables from the catalog, which SQLite's
+    /// writer creates with their foreign keys but does not enforce them; distill keeps them.
+    #[test]
+    fn candidates_from_the_catalog_keep_every_foreign_key() {
+        let (dir, mut facts, pools) = setup(
+            "INSERT INTO dept VALUES (1, 'ops'), (2, 'dev');
+             INSERT INTO emp VALUES (1, 1, NULL, 10.0, 'a'), (2, 2, 1, 20.0, 'b');",
+        );
+        facts.ddl = None;
+        // Witnesses fix a department no original row holds: its parent is added first.
+        let gold = "SELECT id FROM emp WHERE dept = 7 AND code = 'zz'";
+        let hints = Hints::gather([gold], &facts.schema);
+        let (mut emp_rows, mut witnessed) = (0, 0);
+        for index in 0..24 {
+            let path = dir.path().join(format!("catalog{index}.sqlite"));
+            candidate(&*sqlite(), &facts, &pools, &hints, 7, "hr", index, &path).unwrap();
+            let conn = Connection::open(&path).unwrap();
+            let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+            assert_eq!(count("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+            emp_rows += count("SELECT count(*) FROM emp");
+            witnessed += count(&format!("SELECT count(*) FROM ({gold})"));
+        }
+        assert!(emp_rows > 24, "candidates hold rows ({emp_rows})");
+        assert!(witnessed > 0, "a witness row and its added parent");
+    }
+
     #[test]
     fn a_seed_gives_the_same_bytes_and_another_seed_other_rows() {
         let (dir, facts, pools) = setup("INSERT INTO dept VALUES (1, 'ops'), (2, 'dev');");
         let bytes = |seed: u64, name: &str| {
             let path = dir.path().join(format!("{name}-{seed}"));
             let _ = std::fs::remove_file(&path);
-            candidate(&facts, &pools, &Hints::default(), seed, "hr", 3, &path).unwrap();
+            let hints = Hints::default();
+            candidate(&*sqlite(), &facts, &pools, &hints, seed, "hr", 3, &path).unwrap();
             std::fs::read(path).unwrap()
         };
         assert_eq!(bytes(7, "a.sqlite"), bytes(7, "b.sqlite"));
@@ -503,13 +581,15 @@ mod tests {
         conn.execute_batch(SCHEMA).unwrap();
         conn.execute_batch("ALTER TABLE emp ADD COLUMN city TEXT")
             .unwrap();
-        let facts = Facts::read(&path).unwrap();
+        let facts = Facts::read(&*sqlite(), &path).unwrap();
         let literals = Literals::gather(golds.iter().copied(), []);
-        let pools = Pools::build(&conn, &facts, &literals, 7, "hr").unwrap();
+        let pools = pools_of(&path, &facts, &literals, 7, "hr");
         let hints = Hints::gather(golds.iter().copied(), &facts.schema);
         (0..40)
             .map(|index| {
-                let conn = filled(&facts, &pools, &hints, 7, "hr", index).unwrap();
+                let built = dir.path().join(format!("c{index}.sqlite"));
+                candidate(&*sqlite(), &facts, &pools, &hints, 7, "hr", index, &built).unwrap();
+                let conn = Connection::open(&built).unwrap();
                 conn.query_row(probe, [], |r| r.get::<_, Option<i64>>(0))
                     .unwrap()
                     .unwrap_or(0)

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use rusqlite::types::Value;
+use sqlgate_eval::exec::Value;
 use sqlparser::ast::{
     BinaryOperator, Expr, JoinConstraint, JoinOperator, LimitClause, Query, Select, SetExpr,
     TableFactor, Visit, Visitor,
@@ -106,7 +106,7 @@ impl Visitor for Numbers {
 
 fn integer(expr: &Expr) -> Option<usize> {
     match literal_value(expr)? {
-        Value::Integer(n) => usize::try_from(n).ok(),
+        Value::Int(n) => usize::try_from(n).ok(),
         _ => None,
     }
 }
@@ -317,8 +317,8 @@ fn satisfying(op: &BinaryOperator, bound: Option<Value>) -> Option<Value> {
     let bound = bound?;
     match (op, bound) {
         (Eq | GtEq | LtEq, v) => Some(v),
-        (Gt, Value::Integer(n)) => Some(Value::Integer(n + 1)),
-        (Lt, Value::Integer(n)) => Some(Value::Integer(n - 1)),
+        (Gt, Value::Int(n)) => Some(Value::Int(n + 1)),
+        (Lt, Value::Int(n)) => Some(Value::Int(n - 1)),
         (Gt, Value::Real(x)) => Some(Value::Real(x + 0.5)),
         (Lt, Value::Real(x)) => Some(Value::Real(x - 0.5)),
         (Gt, Value::Text(t)) => Some(Value::Text(format!("{t}z"))),
@@ -385,7 +385,7 @@ mod tests {
         };
         assert_eq!(
             witness.instances[0].fixed,
-            [(3, Value::Integer(101)), (1, Value::Text("A".into()))]
+            [(3, Value::Int(101)), (1, Value::Text("A".into()))]
         );
         assert_eq!(
             witness.instances[1].fixed,

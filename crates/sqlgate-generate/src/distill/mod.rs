@@ -2,7 +2,7 @@
 //! with its schema that tells each gold apart from as many of its neighbours (single-error
 //! mutants and near misses) as any generated database can, written as test-suite folders that
 //! `score --mode testsuite` reads (Zhong et al., "Semantic Evaluation for Text-to-SQL with
-//! Distilled Test Suites", 2020, for any SQLite schema).
+//! Distilled Test Suites", 2020, for any schema of a file engine: SQLite, DuckDB).
 //!
 //! One module a step: [`facts`] reads the schema, [`values`] the value pools, [`fill`] builds
 //! candidates, [`neighbours`] lists what each gold must be told apart from, [`trial`] runs them
@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 use sqlgate_eval::error::{InputError, OutputError};
+use sqlgate_eval::exec::{Backend, ExecError, Feature, Open, Source, Storage};
 use sqlgate_eval::loaders::{Benchmark, Case};
 
 use facts::Facts;
@@ -137,9 +137,27 @@ pub type KnownAnswers = BTreeMap<String, Vec<String>>;
 /// The operator name of a neighbour taken from [`KnownAnswers`].
 pub const PREDICTION_OPERATOR: &str = "prediction";
 
+/// The file extension of the databases distill writes on engine `driver`, or why it cannot
+/// write them: a server engine (distill writes database files), or a file engine that cannot
+/// create databases.
+pub fn database_files(driver: &dyn sqlgate_eval::exec::Driver) -> Result<&'static str, String> {
+    let engine = driver.name();
+    match driver.storage() {
+        Storage::Server => Err(format!(
+            "engine `{engine}` keeps its databases on a server, and distill writes database \
+             files: copy them to a file engine first (`sqlgate copy --to-engine sqlite`) and \
+             distill those"
+        )),
+        Storage::Files { .. } if !driver.supports(Feature::Create) => {
+            Err(driver.unsupported(Feature::Create).to_string())
+        }
+        Storage::Files { extension, .. } => Ok(extension),
+    }
+}
+
 /// Distills every database the benchmark's golds use into `out/<db>/`, databases in name order,
 /// with a manifest naming `provenance` (see [`write`](mod@write): `out` is replaced whole, and
-/// only when distill wrote it).
+/// only when distill wrote it). The generated databases are files of the benchmark's engine.
 pub fn distill(
     bench: &Benchmark,
     out: &Path,
@@ -147,14 +165,8 @@ pub fn distill(
     answers: &KnownAnswers,
     provenance: &Provenance,
 ) -> Result<Vec<DatabaseReport>, DistillError> {
-    let engine = bench.backend.driver().name();
-    if engine != sqlgate_eval::exec::Driver::name(&sqlgate_engine_sqlite::DRIVER) {
-        return Err(InputError::file(
-            &bench.db_dir,
-            format!("distill builds SQLite databases; engine `{engine}` does not support it yet"),
-        )
-        .into());
-    }
+    let extension = database_files(bench.backend.driver())
+        .map_err(|problem| InputError::file(&bench.db_dir, problem))?;
     let mut by_db: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| !c.gold.is_empty()) {
         by_db.entry(case.db.as_str()).or_default().push(case);
@@ -169,7 +181,7 @@ pub fn distill(
             Ok(files.remove(0))
         })
         .collect::<Result<Vec<PathBuf>, InputError>>()?;
-    let mut staging = Staging::begin(out, &bench.db_dir, &originals)?;
+    let mut staging = Staging::begin(out, &bench.db_dir, &originals, extension)?;
     let mut provenance = provenance.clone();
     for case in &bench.cases {
         if !provenance.inputs.contains(&case.source.file) {
@@ -180,7 +192,15 @@ pub fn distill(
         .into_iter()
         .zip(&originals)
         .map(|((db, cases), original)| {
-            distill_database(db, &cases, original, &mut staging, options, answers)
+            distill_database(
+                &*bench.backend,
+                db,
+                &cases,
+                original,
+                &mut staging,
+                options,
+                answers,
+            )
         })
         .collect::<Result<Vec<_>, _>>()?;
     staging.commit(&provenance)?;
@@ -188,6 +208,7 @@ pub fn distill(
 }
 
 fn distill_database(
+    backend: &dyn Backend,
     db: &str,
     cases: &[&Case],
     original: &Path,
@@ -197,8 +218,8 @@ fn distill_database(
 ) -> Result<DatabaseReport, DistillError> {
     let start = Instant::now();
     let unreadable =
-        |e: rusqlite::Error| InputError::file(original, format!("cannot read its schema: {e}"));
-    let facts = Facts::read(original).map_err(unreadable)?;
+        |e: ExecError| InputError::file(original, format!("cannot read its schema: {}", e.message));
+    let facts = Facts::read(backend, original).map_err(unreadable)?;
     // Known answers' literals join the golds': a value only a wrong answer mentions is often
     // the one that tells it apart.
     let known = cases
@@ -213,9 +234,18 @@ fn distill_database(
         cases.iter().map(|c| c.question.as_str()),
     );
     let hints = hints::Hints::gather(cases.iter().map(|c| c.gold[0].as_str()), &facts.schema);
-    let conn = Connection::open_with_flags(original, OpenFlags::SQLITE_OPEN_READ_ONLY)
+    let mut conn = backend
+        .open(original, Open::for_source(Source::Gold))
         .map_err(unreadable)?;
-    let pools = Pools::build(&conn, &facts, &literals, options.seed, db).map_err(unreadable)?;
+    let pools = Pools::build(
+        &mut *conn,
+        backend.driver(),
+        &facts,
+        &literals,
+        options.seed,
+        db,
+    )
+    .map_err(unreadable)?;
     drop(conn);
 
     let mut golds: Vec<GoldEntry> = cases
@@ -233,7 +263,7 @@ fn distill_database(
             )
         })
         .collect();
-    let on_original = try_database(original, &golds);
+    let on_original = try_database(backend, original, &golds);
     let mut report = DatabaseReport {
         db: db.to_string(),
         golds: golds.len(),
@@ -254,21 +284,24 @@ fn distill_database(
 
     let scratch = staging.scratch()?;
     let paths: Vec<PathBuf> = (0..options.candidates)
-        .map(|i| scratch.join(format!("candidate_{i}.sqlite")))
+        .map(|i| scratch.join(format!("candidate_{i}.{}", staging.extension())))
         .collect();
     paths
         .par_iter()
         .enumerate()
         .try_for_each(|(i, path)| {
-            fill::candidate(&facts, &pools, &hints, options.seed, db, i, path)
+            fill::candidate(backend, &facts, &pools, &hints, options.seed, db, i, path)
         })
         .map_err(|e| {
             InputError::file(
                 original,
-                format!("cannot build a database with its schema: {e}"),
+                format!("cannot build a database with its schema: {}", e.message),
             )
         })?;
-    let trials: Vec<Trial> = paths.par_iter().map(|p| try_database(p, &golds)).collect();
+    let trials: Vec<Trial> = paths
+        .par_iter()
+        .map(|p| try_database(backend, p, &golds))
+        .collect();
 
     let safe = |t: &Trial| {
         t.rejected_rewrites.is_empty()
@@ -301,7 +334,15 @@ fn distill_database(
             report.empty_everywhere.push(entry.id.clone());
         }
     }
-    count(&mut report, &golds, &on_original, &trials, &usable, &chosen);
+    count(
+        staging.extension(),
+        &mut report,
+        &golds,
+        &on_original,
+        &trials,
+        &usable,
+        &chosen,
+    );
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -331,6 +372,7 @@ fn with_answers(
 
 /// Fills the report's neighbour counts from the trials.
 fn count(
+    extension: &str,
     report: &mut DatabaseReport,
     golds: &[GoldEntry],
     on_original: &Trial,
@@ -358,7 +400,7 @@ fn count(
                         operator: neighbour.operator,
                         gold: entry.gold[0].clone(),
                         mutant: neighbour.sql.clone(),
-                        database: format!("{}_{}.sqlite", report.db, k + 1),
+                        database: write::kept_name(&report.db, k, extension),
                     });
                 }
             }

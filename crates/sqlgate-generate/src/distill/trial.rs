@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use sqlgate_engine_sqlite::Sandbox;
-use sqlgate_eval::exec::{Driver, Execution, Limits, QueryRunner, Source};
+use sqlgate_eval::exec::{
+    Backend, Connection, Driver, ExecError, Execution, Limits, Open, QueryRunner, Source,
+};
 use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions, Verdict};
 
 use super::neighbours::Neighbour;
@@ -79,9 +80,9 @@ pub struct Trial {
     pub open_orders: Vec<String>,
 }
 
-/// Tries every gold and neighbour on the SQLite file `db`.
-pub fn try_database(db: &Path, golds: &[GoldEntry]) -> Trial {
-    let runner = match FileRunner::open(db) {
+/// Tries every gold and neighbour on the database `db` of `backend`.
+pub fn try_database(backend: &dyn Backend, db: &Path, golds: &[GoldEntry]) -> Trial {
+    let runner = match FileRunner::open(backend, db) {
         Ok(runner) => runner,
         Err(_) => {
             return Trial {
@@ -162,16 +163,18 @@ fn order_is_open(runner: &FileRunner, db: &Path, probe: &OrderProbe) -> bool {
 
 /// Runs queries on one file through one sandbox, each distinct SQL once.
 struct FileRunner {
-    sandbox: Mutex<Sandbox>,
+    sandbox: Mutex<Box<dyn Connection>>,
+    driver: &'static dyn Driver,
     path: PathBuf,
     done: Mutex<HashMap<String, Execution>>,
     limits: Limits,
 }
 
 impl FileRunner {
-    fn open(db: &Path) -> Result<FileRunner, sqlgate_eval::exec::ExecError> {
+    fn open(backend: &dyn Backend, db: &Path) -> Result<FileRunner, ExecError> {
         Ok(FileRunner {
-            sandbox: Mutex::new(Sandbox::open(db, Source::Prediction)?),
+            sandbox: Mutex::new(backend.open(db, Open::for_source(Source::Prediction))?),
+            driver: backend.driver(),
             path: db.to_path_buf(),
             done: Mutex::new(HashMap::new()),
             limits: limits(),
@@ -184,7 +187,7 @@ impl FileRunner {
         if let Some(execution) = done.get(sql) {
             return execution.clone();
         }
-        let sandbox = self.sandbox.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sandbox = self.sandbox.lock().unwrap_or_else(|p| p.into_inner());
         let execution = sandbox.execute(sql, &self.limits);
         done.insert(sql.to_string(), execution.clone());
         execution
@@ -201,7 +204,7 @@ impl QueryRunner for FileRunner {
     }
 
     fn driver(&self) -> &'static dyn Driver {
-        &sqlgate_engine_sqlite::DRIVER
+        self.driver
     }
 }
 
@@ -238,6 +241,7 @@ mod tests {
         ];
         // Two rows tie on the top score: LIMIT 1 keeps either, and the full order is open.
         let tied = try_database(
+            &*sqlgate_engine_sqlite::files(),
             &database(dir.path(), "('a', 3), ('b', 3), ('c', 1)"),
             &golds,
         );
@@ -247,6 +251,7 @@ mod tests {
         );
         // Distinct scores: every order is settled.
         let total = try_database(
+            &*sqlgate_engine_sqlite::files(),
             &database(dir.path(), "('a', 3), ('b', 2), ('c', 1), ('d', 0)"),
             &golds,
         );

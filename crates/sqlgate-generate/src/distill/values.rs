@@ -9,8 +9,7 @@ use std::ops::ControlFlow;
 
 use rand::seq::SliceRandom;
 use rand::{Rng, RngExt};
-use rusqlite::types::Value;
-use rusqlite::Connection;
+use sqlgate_eval::exec::{Connection, Driver, ExecError, Limits, Value};
 use sqlparser::ast::{BinaryOperator, Expr, Visit, Visitor};
 
 use super::facts::Facts;
@@ -53,7 +52,7 @@ impl Kind {
     /// Values of this kind when nothing else says which: few, so rows share them.
     fn synthetic(self) -> Vec<Value> {
         match self {
-            Kind::Integer => (-1..=5).map(Value::Integer).collect(),
+            Kind::Integer => (-1..=5).map(Value::Int).collect(),
             Kind::Real => [-1.5, 0.0, 0.5, 1.0, 2.5, 10.0]
                 .into_iter()
                 .map(Value::Real)
@@ -77,10 +76,89 @@ impl Kind {
     /// Boundary values added to every pool of this kind.
     fn boundaries(self) -> Vec<Value> {
         match self {
-            Kind::Integer => vec![Value::Integer(0), Value::Integer(-1)],
+            Kind::Integer => vec![Value::Int(0), Value::Int(-1)],
             Kind::Real => vec![Value::Real(0.0), Value::Real(-1.0)],
             Kind::Date | Kind::Text => vec![Value::Text(String::new())],
         }
+    }
+}
+
+/// How a column of a declared type holds the values given to it: SQLite's affinity rules, which
+/// the other file engines' writers follow in the types they give columns. The filler keeps the
+/// rows it wrote as the database holds them (a joined column copies the stored value: `-1.0`
+/// given to an integer column is `-1`, and a text column given `-1.0` would hold `'-1.0'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Affinity {
+    /// INT in the type.
+    Integer,
+    /// CHAR, CLOB or TEXT.
+    Text,
+    /// BLOB, or no type: values kept as given.
+    Blob,
+    /// REAL, FLOA or DOUB.
+    Real,
+    /// Anything else (NUMERIC, DECIMAL, DATE, BOOLEAN).
+    Numeric,
+}
+
+impl Affinity {
+    /// The affinity of a declared type (SQLite's rules, in their order).
+    pub fn of(decl_type: &str) -> Affinity {
+        let t = decl_type.to_ascii_uppercase();
+        let has = |parts: &[&str]| parts.iter().any(|p| t.contains(p));
+        if has(&["INT"]) {
+            Affinity::Integer
+        } else if has(&["CHAR", "CLOB", "TEXT"]) {
+            Affinity::Text
+        } else if has(&["BLOB"]) || t.trim().is_empty() {
+            Affinity::Blob
+        } else if has(&["REAL", "FLOA", "DOUB"]) {
+            Affinity::Real
+        } else {
+            Affinity::Numeric
+        }
+    }
+
+    /// `value` as a column of this affinity holds it.
+    pub fn hold(self, value: Value) -> Value {
+        match (self, value) {
+            (Affinity::Text, Value::Int(n)) => Value::Text(n.to_string()),
+            // SQLite writes 15 significant digits; the values distill draws have fewer.
+            (Affinity::Text, Value::Real(x)) => Value::Text(format!("{x:?}")),
+            (Affinity::Real, Value::Int(n)) => Value::Real(n as f64),
+            (Affinity::Real, Value::Text(text)) => match numeric_text(&text) {
+                Some(number) => Value::Real(number.as_f64().unwrap_or_default()),
+                None => Value::Text(text),
+            },
+            (Affinity::Integer | Affinity::Numeric, Value::Real(x)) => integral(x),
+            (Affinity::Integer | Affinity::Numeric, Value::Text(text)) => {
+                match numeric_text(&text) {
+                    Some(Value::Real(x)) => integral(x),
+                    Some(number) => number,
+                    None => Value::Text(text),
+                }
+            }
+            (_, value) => value,
+        }
+    }
+}
+
+/// The number a text spells (surrounding spaces allowed, no hexadecimal, no `inf`).
+fn numeric_text(text: &str) -> Option<Value> {
+    let t = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    let plain = t.bytes().any(|b| b.is_ascii_digit())
+        && t.bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+    plain.then(|| number(t)).flatten()
+}
+
+/// A real that is an integer as an integer.
+fn integral(x: f64) -> Value {
+    // 2^63 is the first float past the i64 range.
+    if x.fract() == 0.0 && x.abs() < 9_223_372_036_854_775_808.0 {
+        Value::Int(x as i64)
+    } else {
+        Value::Real(x)
     }
 }
 
@@ -127,9 +205,9 @@ impl Literals {
         };
         let values = self.by_column.entry(name).or_default();
         // Comparisons also get the values just beside the bound, so each side of it has rows.
-        if let (Value::Integer(n), Some(op)) = (&value, op) {
+        if let (Value::Int(n), Some(op)) = (&value, op) {
             if !matches!(op, BinaryOperator::Eq | BinaryOperator::NotEq) {
-                values.extend([Value::Integer(n - 1), Value::Integer(n + 1)]);
+                values.extend([Value::Int(n - 1), Value::Int(n + 1)]);
             }
         }
         if let Value::Text(text) = &value {
@@ -208,7 +286,7 @@ pub(super) fn literal_value(expr: &Expr) -> Option<Value> {
             op: sqlparser::ast::UnaryOperator::Minus,
             expr,
         } => match literal_value(expr)? {
-            Value::Integer(n) => Some(Value::Integer(-n)),
+            Value::Int(n) => Some(Value::Int(-n)),
             Value::Real(x) => Some(Value::Real(-x)),
             _ => None,
         },
@@ -224,7 +302,7 @@ pub(super) fn literal_value(expr: &Expr) -> Option<Value> {
 
 fn number(text: &str) -> Option<Value> {
     text.parse::<i64>()
-        .map(Value::Integer)
+        .map(Value::Int)
         .ok()
         .or_else(|| text.parse::<f64>().ok().map(Value::Real))
 }
@@ -250,22 +328,24 @@ pub struct Pools {
 }
 
 impl Pools {
-    /// The pools of every column of the database `conn` (the original), seeded by `seed` and
-    /// the database's name.
+    /// The pools of every column of the database `conn` (the original, on `driver`'s engine),
+    /// seeded by `seed` and the database's name.
     pub fn build(
-        conn: &Connection,
+        conn: &mut dyn Connection,
+        driver: &dyn Driver,
         facts: &Facts,
         literals: &Literals,
         seed: u64,
         db: &str,
-    ) -> Result<Pools, rusqlite::Error> {
+    ) -> Result<Pools, ExecError> {
         let mut by_column = BTreeMap::new();
         for table in &facts.schema.tables {
             for column in &table.columns {
                 let key = format!("{}.{}", table.name, column.name).to_lowercase();
                 let kind = Kind::of(&column.decl_type);
                 let mut pool = if facts.holds_rows {
-                    sampled(conn, &table.name, &column.name, seed, db, &key)?
+                    let (t, c) = (driver.quote(&table.name), driver.quote(&column.name));
+                    sampled(conn, &t, &c, seed, db, &key)?
                 } else {
                     let mut pool = kind.synthetic();
                     if kind == Kind::Text {
@@ -326,27 +406,34 @@ impl Pools {
     }
 }
 
-/// A seeded sample of a column's distinct non-NULL values, with its minimum and maximum.
+/// A seeded sample of the distinct non-NULL values of the quoted column `c` of the quoted
+/// table `t`, with its minimum and maximum.
 fn sampled(
-    conn: &Connection,
-    table: &str,
-    column: &str,
+    conn: &mut dyn Connection,
+    t: &str,
+    c: &str,
     seed: u64,
     db: &str,
     key: &str,
-) -> Result<Vec<Value>, rusqlite::Error> {
-    let (t, c) = (quoted(table), quoted(column));
-    let mut values: Vec<Value> = conn
-        .prepare(&format!(
-            "SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} LIMIT 5000"
-        ))?
-        .query_map([], |row| row.get(0))?
-        .collect::<Result<_, _>>()?;
-    let extremes: Vec<Value> = conn
-        .prepare(&format!(
-            "SELECT min({c}), max({c}) FROM {t} WHERE {c} IS NOT NULL"
-        ))?
-        .query_row([], |row| Ok(vec![row.get(0)?, row.get(1)?]))?;
+) -> Result<Vec<Value>, ExecError> {
+    let limits = Limits::default();
+    let first = |rows: &[Vec<Value>]| -> Vec<Value> {
+        rows.iter().filter_map(|row| row.first().cloned()).collect()
+    };
+    let distinct = conn
+        .execute(
+            &format!("SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} LIMIT 5000"),
+            &limits,
+        )
+        .result?;
+    let mut values = first(&distinct.rows);
+    let extremes = conn
+        .execute(
+            &format!("SELECT min({c}), max({c}) FROM {t} WHERE {c} IS NOT NULL"),
+            &limits,
+        )
+        .result?;
+    let extremes = extremes.rows.first().cloned().unwrap_or_default();
     let mut rng = labelled_stream(seed, db, &["pool", key]);
     values.shuffle(&mut rng);
     values.truncate(SAMPLED_VALUES);
@@ -363,13 +450,8 @@ fn distinct(values: Vec<Value>) -> Vec<Value> {
         .collect()
 }
 
-/// A double-quoted SQLite identifier.
-pub(super) fn quoted(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -383,7 +465,7 @@ mod tests {
         );
         assert_eq!(
             literals.of("age"),
-            [Value::Integer(29), Value::Integer(31), Value::Integer(30)]
+            [Value::Int(29), Value::Int(31), Value::Int(30)]
         );
         assert!(literals.of("city").contains(&Value::Text("Paris".into())));
         assert!(literals.of("city").contains(&Value::Text("PARIS".into())));
@@ -395,23 +477,37 @@ mod tests {
         assert_eq!(literals.words, [Value::Text("France".into())]);
     }
 
-    fn shop() -> (tempfile::TempDir, Facts, Connection) {
+    /// The pools of the SQLite file `path`, read through the engine.
+    pub(in crate::distill) fn pools_of(
+        path: &std::path::Path,
+        facts: &Facts,
+        literals: &Literals,
+        seed: u64,
+        db: &str,
+    ) -> Pools {
+        let backend = sqlgate_engine_sqlite::files();
+        let open = sqlgate_eval::exec::Open::for_source(sqlgate_eval::exec::Source::Gold);
+        let mut conn = backend.open(path, open).unwrap();
+        Pools::build(&mut *conn, backend.driver(), facts, literals, seed, db).unwrap()
+    }
+
+    fn shop() -> (tempfile::TempDir, Facts, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("shop.sqlite");
-        let conn = Connection::open(&path).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "CREATE TABLE item (id INTEGER PRIMARY KEY, price REAL, label TEXT);
              INSERT INTO item VALUES (1, 9.5, 'x'), (2, 20.0, 'y'), (3, 9.5, NULL);",
         )
         .unwrap();
-        let facts = Facts::read(&path).unwrap();
-        (dir, facts, conn)
+        let facts = Facts::read(&*sqlgate_engine_sqlite::files(), &path).unwrap();
+        (dir, facts, path)
     }
 
     #[test]
     fn pools_hold_the_originals_values_and_boundaries_each_once() {
-        let (_dir, facts, conn) = shop();
-        let pools = Pools::build(&conn, &facts, &Literals::default(), 1, "shop").unwrap();
+        let (_dir, facts, path) = shop();
+        let pools = pools_of(&path, &facts, &Literals::default(), 1, "shop");
         let price = pools.of("item", "price");
         for v in [9.5, 20.0, 0.0, -1.0] {
             assert_eq!(price.iter().filter(|p| **p == Value::Real(v)).count(), 1);
@@ -427,10 +523,10 @@ mod tests {
 
     #[test]
     fn schema_only_pools_come_from_types_and_literals() {
-        let (_dir, mut facts, conn) = shop();
+        let (_dir, mut facts, path) = shop();
         facts.holds_rows = false;
         let literals = Literals::gather(["SELECT 1 FROM item WHERE label = 'zz'"], ["\"Rome\""]);
-        let pools = Pools::build(&conn, &facts, &literals, 1, "shop").unwrap();
+        let pools = pools_of(&path, &facts, &literals, 1, "shop");
         assert!(pools
             .of("item", "label")
             .contains(&Value::Text("zz".into())));
@@ -438,6 +534,31 @@ mod tests {
             .of("item", "label")
             .contains(&Value::Text("Rome".into())));
         assert!(!pools.of("item", "price").contains(&Value::Real(9.5)));
-        assert!(pools.of("item", "id").contains(&Value::Integer(3)));
+        assert!(pools.of("item", "id").contains(&Value::Int(3)));
+    }
+
+    #[test]
+    fn values_are_kept_as_a_column_of_their_declared_type_holds_them() {
+        let int = Affinity::of("INTEGER");
+        assert_eq!(int.hold(Value::Real(-1.0)), Value::Int(-1));
+        assert!(matches!(int.hold(Value::Text(" 7 ".into())), Value::Int(7)));
+        assert!(matches!(int.hold(Value::Real(2.5)), Value::Real(_)));
+        assert!(matches!(
+            int.hold(Value::Text("inf".into())),
+            Value::Text(_)
+        ));
+        let text = Affinity::of("varchar(20)");
+        assert!(matches!(text.hold(Value::Real(-1.0)), Value::Text(t) if t == "-1.0"));
+        assert!(matches!(text.hold(Value::Int(3)), Value::Text(t) if t == "3"));
+        let real = Affinity::of("DOUBLE");
+        assert!(matches!(real.hold(Value::Int(3)), Value::Real(x) if x == 3.0));
+        assert!(matches!(
+            Affinity::of("DATE").hold(Value::Text("2000-01-01".into())),
+            Value::Text(_)
+        ));
+        assert!(matches!(
+            Affinity::of("").hold(Value::Real(1.0)),
+            Value::Real(_)
+        ));
     }
 }

@@ -44,15 +44,24 @@ pub struct Staging {
     files: BTreeMap<String, String>,
     originals: Vec<HashedFile>,
     committed: bool,
+    /// The engine's file extension (`sqlite`, `duckdb`).
+    extension: &'static str,
+}
+
+/// The file name of the `k`-th kept database (from 0) of `db`: `<db>_<k+1>.<extension>`.
+pub fn kept_name(db: &str, k: usize, extension: &str) -> String {
+    format!("{db}_{}.{extension}", k + 1)
 }
 
 impl Staging {
     /// Checks `out` against the inputs (`db_dir` and the original databases) and what it holds,
-    /// removes a killed run's leftovers beside it, and opens the staging folder.
+    /// removes a killed run's leftovers beside it, and opens the staging folder for databases
+    /// whose files end in `.<extension>`.
     pub fn begin(
         out: &Path,
         db_dir: &Path,
         originals: &[PathBuf],
+        extension: &'static str,
     ) -> Result<Staging, DistillError> {
         let out = resolve(out)?;
         refuse_overlap(&out, db_dir, originals)?;
@@ -60,13 +69,13 @@ impl Staging {
             if !out.is_dir() {
                 return Err(refusal(&out, "exists and is not a folder").into());
             }
-            written_by_distill(&out)?;
+            written_by_distill(&out, extension)?;
         }
         let parent = out.parent().unwrap_or(Path::new("/"));
         fs::create_dir_all(parent).map_err(|e| OutputError::new(parent, e))?;
         let dir = beside(&out, "distill-staging");
-        remove_leftover(&dir)?;
-        remove_leftover(&beside(&out, "distill-replaced"))?;
+        remove_leftover(&dir, extension)?;
+        remove_leftover(&beside(&out, "distill-replaced"), extension)?;
         fs::create_dir(&dir).map_err(|e| OutputError::new(&dir, e))?;
         let marker = dir.join(UNFINISHED);
         let lock = fs::File::create(&marker).map_err(|e| OutputError::new(&marker, e))?;
@@ -80,7 +89,13 @@ impl Staging {
             files: BTreeMap::new(),
             originals: Vec::new(),
             committed: false,
+            extension,
         })
+    }
+
+    /// The engine's file extension.
+    pub fn extension(&self) -> &'static str {
+        self.extension
     }
 
     /// An empty scratch folder for one database's candidates.
@@ -93,8 +108,8 @@ impl Staging {
         Ok(scratch)
     }
 
-    /// Writes `<db>/<db>.sqlite` (a copy of `original`) and `<db>/<db>_<k>.sqlite` (the kept
-    /// candidates, moved out of the scratch folder).
+    /// Writes `<db>/<db>.<extension>` (a copy of `original`) and `<db>/<db>_<k>.<extension>`
+    /// (the kept candidates, moved out of the scratch folder).
     pub fn add_suite(
         &mut self,
         db: &str,
@@ -103,16 +118,17 @@ impl Staging {
     ) -> Result<(), DistillError> {
         let folder = self.dir.join(db);
         fs::create_dir(&folder).map_err(|e| OutputError::new(&folder, e))?;
-        let copy = folder.join(format!("{db}.sqlite"));
+        let copy = folder.join(format!("{db}.{}", self.extension));
         fs::copy(original, &copy).map_err(|e| OutputError::new(&copy, e))?;
         let hash = file_sha256(&copy).map_err(|e| OutputError::new(&copy, e))?;
         self.originals.push(HashedFile {
             path: original.to_string_lossy().into_owned(),
             sha256: hash.clone(),
         });
-        self.files.insert(format!("{db}/{db}.sqlite"), hash);
+        self.files
+            .insert(format!("{db}/{db}.{}", self.extension), hash);
         for (k, candidate) in kept.iter().enumerate() {
-            let name = format!("{db}_{}.sqlite", k + 1);
+            let name = kept_name(db, k, self.extension);
             let to = folder.join(&name);
             fs::rename(candidate, &to).map_err(|e| OutputError::new(&to, e))?;
             let hash = file_sha256(&to).map_err(|e| OutputError::new(&to, e))?;
@@ -152,7 +168,7 @@ impl Staging {
         let replaced = beside(&self.out, "distill-replaced");
         let old = if self.out.exists() && !is_empty_dir(&self.out) {
             // Checked again: something may have been added while the run went on.
-            let files = written_by_distill(&self.out)?;
+            let files = written_by_distill(&self.out, self.extension)?;
             fs::rename(&self.out, &replaced).map_err(|e| OutputError::new(&self.out, e))?;
             let moved = |file: PathBuf| match file.strip_prefix(&self.out) {
                 Ok(inside) => replaced.join(inside),
@@ -275,9 +291,9 @@ fn is_empty_dir(path: &Path) -> bool {
 
 /// Every file and folder of `dir`, deepest first, when distill wrote them all: the manifest,
 /// the marker, the files the manifest lists (content unchanged) and, in an unfinished folder,
-/// its scratch files and `<db>/*.sqlite`. Otherwise an error naming the first that it did not
-/// write: such a folder is never replaced.
-fn written_by_distill(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+/// its scratch files and `<db>/*.<extension>`. Otherwise an error naming the first that it did
+/// not write: such a folder is never replaced.
+fn written_by_distill(dir: &Path, extension: &str) -> Result<Vec<PathBuf>, InputError> {
     let manifest = Manifest::read(dir)?;
     let unfinished = dir.join(UNFINISHED).is_file();
     if manifest.is_none() && !unfinished {
@@ -341,7 +357,7 @@ fn written_by_distill(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
                             ),
                         ));
                     }
-                    None if !(unfinished && file_name.ends_with(".sqlite")) => {
+                    None if !(unfinished && file_name.ends_with(&format!(".{extension}"))) => {
                         return Err(foreign(&file_path));
                     }
                     _ => found.push(file_path),
@@ -368,7 +384,7 @@ fn read_dir(dir: &Path) -> Result<Vec<fs::DirEntry>, InputError> {
 
 /// Removes a folder left beside `--out` by a killed run (a staging folder, or a replaced
 /// suite), when distill wrote everything in it and no live run holds its marker.
-fn remove_leftover(dir: &Path) -> Result<(), DistillError> {
+fn remove_leftover(dir: &Path, extension: &str) -> Result<(), DistillError> {
     let Ok(meta) = fs::symlink_metadata(dir) else {
         return Ok(());
     };
@@ -388,7 +404,7 @@ fn remove_leftover(dir: &Path) -> Result<(), DistillError> {
             .into());
         }
     }
-    let files = written_by_distill(dir)?;
+    let files = written_by_distill(dir, extension)?;
     remove_written(dir, &files)
 }
 
