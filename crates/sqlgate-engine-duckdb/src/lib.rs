@@ -1,5 +1,5 @@
 //! sqlgate's DuckDB engine: `engine = "duckdb"`, a suite's `db_dir` holding `<db>.duckdb`
-//! files, opened read-only under the SQLite sandbox's guarantees (see [`sandbox`] and
+//! files, opened read-only under the SQLite sandbox's guarantees (see its `sandbox` module and
 //! docs/duckdb.md).
 //!
 //! DuckDB is compiled into the crate from its bundled C++ sources (the `duckdb` crate's
@@ -99,6 +99,14 @@ impl Driver for DuckDb {
             "SELECT table_name, constraint_column_names[1] FROM duckdb_constraints() \
              WHERE {MAIN} AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') \
              AND len(constraint_column_names) = 1"
+        ))
+    }
+
+    fn compound_unique_columns_query(&self) -> Option<String> {
+        Some(format!(
+            "SELECT table_name, unnest(constraint_column_names) FROM duckdb_constraints() \
+             WHERE {MAIN} AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') \
+             AND len(constraint_column_names) > 1"
         ))
     }
 

@@ -126,6 +126,8 @@ impl Writer for DuckDbWriter {
             .map_err(|e| self.fail(&format!("cannot create table `{}`", table.name), e))
     }
 
+    /// One transaction per call: a refused row (a key, NOT NULL, a value its column cannot
+    /// hold) leaves none of `rows` in, as [`Writer::insert`] promises.
     fn insert(
         &mut self,
         table: &str,
@@ -136,17 +138,24 @@ impl Writer for DuckDbWriter {
             return Ok(());
         }
         let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-        let failed = |e| self.fail(&format!("cannot insert into `{table}`"), e);
-        let mut appender = self
-            .conn()
-            .appender_with_columns(table, &names)
-            .map_err(failed)?;
-        for row in rows {
-            appender
-                .append_row(duckdb::appender_params_from_iter(row.iter().map(duck)))
-                .map_err(failed)?;
-        }
-        appender.flush().map_err(failed)
+        let conn = self.conn();
+        let appended = conn.execute_batch("BEGIN TRANSACTION").and_then(|()| {
+            let mut appender = conn.appender_with_columns(table, &names)?;
+            for row in rows {
+                appender.append_row(duckdb::appender_params_from_iter(row.iter().map(duck)))?;
+            }
+            appender.flush()
+        });
+        let done = appended.and_then(|()| conn.execute_batch("COMMIT"));
+        done.map_err(|error| {
+            // Best effort: the transaction may already be over.
+            let _ = conn.execute_batch("ROLLBACK");
+            let mut failed = self.fail(&format!("cannot insert into `{table}`"), error);
+            if !refused_row(&failed.message) {
+                failed.kind = ExecErrorKind::Unavailable;
+            }
+            failed
+        })
     }
 
     fn finish(mut self: Box<Self>) -> Result<(), ExecError> {
@@ -172,6 +181,24 @@ impl Drop for DuckDbWriter {
             let _ = std::fs::remove_file(wal_of(&self.path));
         }
     }
+}
+
+/// Whether DuckDB's message is about the row (a constraint, a value its column cannot hold:
+/// DuckDB words these many ways, "violates primary key constraint", "invalid date field
+/// format", "can't be cast") rather than the database (a missing table, I/O, memory).
+fn refused_row(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    ![
+        "catalog error",
+        "could not be found",
+        "io error",
+        "out of memory",
+        "fatal",
+        "internal error",
+        "interrupt",
+    ]
+    .iter()
+    .any(|kind| lower.contains(kind))
 }
 
 fn wal_of(path: &Path) -> PathBuf {

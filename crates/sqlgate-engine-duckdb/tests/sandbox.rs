@@ -411,6 +411,66 @@ fn the_writer_creates_only_new_files_and_removes_an_unfinished_one() {
     assert!(!dir.path().join("half.duckdb.wal").exists());
 }
 
+/// A refused row (a duplicate key, a NULL in a NOT NULL column, a value its column cannot
+/// hold) fails as `Runtime` and leaves its whole batch out, and the database takes rows again;
+/// a missing table is no refused row. A reopened file is the caller's: an unfinished writer
+/// leaves it.
+#[test]
+fn a_refused_row_is_a_runtime_error_and_leaves_its_batch_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.duckdb");
+    let mut writer = backend().create(&db).unwrap();
+    writer
+        .execute_batch("CREATE TABLE t (id BIGINT PRIMARY KEY, name VARCHAR NOT NULL, n INTEGER)")
+        .unwrap();
+    let columns = ["id".to_string(), "name".to_string(), "n".to_string()];
+    let row = |id: i64, name: Value, n: Value| vec![Value::Int(id), name, n];
+    let text = |t: &str| Value::Text(t.into());
+    writer
+        .insert("t", &columns, &[row(1, text("a"), Value::Int(1))])
+        .unwrap();
+    for refused in [
+        vec![
+            row(2, text("b"), Value::Null),
+            row(1, text("dup"), Value::Null),
+        ],
+        vec![row(3, Value::Null, Value::Null)],
+        vec![row(4, text("d"), text("not a number"))],
+        vec![row(5, text("e"), Value::Int(1 << 40))],
+    ] {
+        let error = writer.insert("t", &columns, &refused).unwrap_err();
+        assert_eq!(error.kind, ExecErrorKind::Runtime, "{}", error.message);
+    }
+    writer
+        .insert("t", &columns, &[row(2, text("b"), Value::Null)])
+        .unwrap();
+    let missing = writer
+        .insert("nope", &columns, &[row(9, text("x"), Value::Null)])
+        .unwrap_err();
+    assert_eq!(
+        missing.kind,
+        ExecErrorKind::Unavailable,
+        "{}",
+        missing.message
+    );
+    writer.finish().unwrap();
+    let mut conn = open(&db, Source::Gold);
+    let ids = run(
+        conn.as_mut(),
+        "SELECT id FROM t ORDER BY id",
+        &Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(ids.rows, vec![vec![Value::Int(1)], vec![Value::Int(2)]]);
+    drop(conn);
+    let mut reopened = backend().reopen(&db).unwrap();
+    reopened
+        .execute_batch("CREATE TABLE u (x INTEGER)")
+        .unwrap();
+    drop(reopened);
+    assert!(db.is_file(), "a reopened file was removed");
+}
+
 #[test]
 fn gold_and_prediction_connections_keep_no_temporary_files_beside_the_database() {
     let dir = tempfile::tempdir().unwrap();

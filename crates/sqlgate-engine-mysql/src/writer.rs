@@ -239,6 +239,17 @@ impl Writer for DatabaseWriter {
         let list: Vec<String> = columns.iter().map(|c| DRIVER.quote(c)).collect();
         let placeholders = format!("({})", vec!["?"; columns.len()].join(", "));
         let per_statement = (MAX_PARAMS / columns.len()).max(1);
+        let failed_insert = |e| {
+            failed(
+                &format!("cannot insert into table `{table}` of {}", self.url),
+                e,
+            )
+        };
+        // One transaction: a refused row leaves none of `rows` in ([`Writer::insert`]).
+        let mut transaction = self
+            .conn
+            .start_transaction(mysql::TxOpts::default())
+            .map_err(failed_insert)?;
         for chunk in rows.chunks(per_statement) {
             let sql = format!(
                 "INSERT INTO {} ({}) VALUES {}",
@@ -247,15 +258,10 @@ impl Writer for DatabaseWriter {
                 vec![placeholders.as_str(); chunk.len()].join(", ")
             );
             let params: Vec<mysql::Value> = chunk.iter().flatten().map(parameter).collect();
-            let result = self.conn.exec_iter(&sql, params).and_then(crate::drain);
-            result.map_err(|e| {
-                failed(
-                    &format!("cannot insert into table `{table}` of {}", self.url),
-                    e,
-                )
-            })?;
+            let result = transaction.exec_iter(&sql, params).and_then(crate::drain);
+            result.map_err(failed_insert)?;
         }
-        Ok(())
+        transaction.commit().map_err(failed_insert)
     }
 
     fn finish(mut self: Box<Self>) -> Result<(), ExecError> {

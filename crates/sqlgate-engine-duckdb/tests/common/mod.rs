@@ -101,7 +101,7 @@ impl SqliteFile {
 
     fn rows(&self, sql: &str) -> rusqlite::Result<ResultSet> {
         let mut stmt = self.0.prepare(sql)?;
-        let columns: Vec<String> = stmt.column_names().into_iter().map(String::from).collect();
+        let columns: Vec<String> = stmt.column_names().map(String::from).collect();
         let width = columns.len();
         let mut result = ResultSet {
             columns,
