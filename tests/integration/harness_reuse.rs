@@ -23,6 +23,11 @@ fn text2sql_binary() -> PathBuf {
     if !cfg!(debug_assertions) {
         cargo.arg("--release");
     }
+    // The features this binary was built with: others would rebuild, and replace, the
+    // `sqlgate` binary the other tests are running.
+    if cfg!(feature = "duckdb") {
+        cargo.args(["--features", "duckdb"]);
+    }
     let output = cargo.output().unwrap();
     assert!(
         output.status.success(),
