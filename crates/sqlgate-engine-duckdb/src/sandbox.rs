@@ -277,21 +277,15 @@ fn admit(sql: &str) -> Result<(), RunError> {
             "the text holds more than one statement".into(),
         ));
     }
-    let rest = skip_comments(sql);
-    if rest.starts_with('(') {
-        return Ok(());
-    }
-    let keyword: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect::<String>()
-        .to_ascii_lowercase();
-    if QUERY_KEYWORDS.contains(&keyword.as_str()) {
-        return Ok(());
-    }
-    // ETM's plans: `EXPLAIN` of a statement that is admitted itself.
+    let mut rest = skip_comments(sql);
+    let mut keyword = first_keyword(rest);
+    // ETM's plans: one `EXPLAIN` before a query (not a loop: `EXPLAIN EXPLAIN ...` is refused).
     if keyword == "explain" {
-        return admit(&rest[keyword.len()..]);
+        rest = skip_comments(&rest[keyword.len()..]);
+        keyword = first_keyword(rest);
+    }
+    if rest.starts_with('(') || QUERY_KEYWORDS.contains(&keyword.as_str()) {
+        return Ok(());
     }
     let shown = if keyword.is_empty() {
         rest.chars().take(20).collect::<String>()
@@ -302,6 +296,14 @@ fn admit(sql: &str) -> Result<(), RunError> {
         ExecErrorKind::Denied,
         format!("the statement is not a read-only query: it starts with `{shown}`"),
     ))
+}
+
+/// The first word of `text`, lower-cased (ASCII letters, digits and `_`).
+fn first_keyword(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect::<String>()
+        .to_ascii_lowercase()
 }
 
 /// Whether `sql` holds one statement: no `;` outside strings, quoted names and comments but at
@@ -490,9 +492,13 @@ mod tests {
             "EXPLAIN DELETE FROM t",
             "EXPLAIN ANALYZE DELETE FROM t",
             "EXPLAIN EXPLAIN",
+            "EXPLAIN EXPLAIN SELECT 1",
         ] {
             assert!(admit(sql).is_err(), "{sql}");
         }
+        // A hostile chain of EXPLAINs is refused at once, not recursed into.
+        let chain = format!("{}SELECT 1", "EXPLAIN ".repeat(100_000));
+        assert!(admit(&chain).is_err());
         for sql in [
             "SELECT 1;",
             "SELECT 1 ; \n",
