@@ -10,7 +10,7 @@ use sqlgate_eval::error::OutputError;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::loaders::{self, Answer, Prediction};
 use sqlgate_generate::distill::{
-    database_files, distill, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
+    check_engine, distill, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
 };
 
 use super::{ServerArgs, Source};
@@ -22,7 +22,8 @@ pub struct DistillArgs {
     #[command(flatten)]
     server: ServerArgs,
     /// Output folder: `<out>/<db>/<db>.<ext>` (the original) and `<db>_<k>.<ext>`, `<ext>` the
-    /// engine's (`sqlite`, `duckdb`).
+    /// engine's (`sqlite`, `duckdb`); on a server engine, `<out>/<db>/databases.txt` naming the
+    /// suite's databases on the server.
     #[arg(long)]
     out: PathBuf,
     /// Databases kept per schema by the greedy choice (one more for a gold that returns rows
@@ -59,8 +60,8 @@ enum DistillFormat {
 
 pub fn run(args: DistillArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
-    // Before connecting: a server engine needs no server to be refused.
-    database_files(args.server.engine.driver()).map_err(Error::Usage)?;
+    // Before connecting: an engine that cannot create databases needs no server to be refused.
+    check_engine(args.server.engine.driver()).map_err(Error::Usage)?;
     let backend = args.server.backend(&args.source.gold)?;
     let bench = args.source.load_from(&backend)?;
     let options = Options {

@@ -739,3 +739,202 @@ fn a_killed_copy_onto_mariadb_leaves_nothing_under_the_target_name() {
         listed.lines().map(str::to_string).collect()
     });
 }
+
+/// The rows of the Defog questions file `questions` (relative to the Defog folder) on
+/// database `db`, as a CSV file in `dir`.
+fn defog_questions_of(defog: &Path, questions: &str, db: &str, dir: &Path) -> PathBuf {
+    let mut reader = csv::Reader::from_path(defog.join(questions)).unwrap();
+    let column = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "db_name")
+        .unwrap();
+    let path = dir.join(format!("{db}.csv"));
+    let mut writer = csv::Writer::from_path(&path).unwrap();
+    writer.write_record(reader.headers().unwrap()).unwrap();
+    let mut kept = 0;
+    for record in reader.records() {
+        let record = record.unwrap();
+        if &record[column] == db {
+            writer.write_record(&record).unwrap();
+            kept += 1;
+        }
+    }
+    writer.flush().unwrap();
+    assert!(kept > 0, "no question on {db}");
+    path
+}
+
+/// `sqlgate distill --engine <engine>` on the server database `restaurants` with the golds of
+/// `gold`: candidates are scratch databases created and dropped on the server, the kept ones
+/// stay under names of the run and are listed in `OUT/restaurants/databases.txt`;
+/// `score --mode testsuite` on the server then rejects every neighbour the report says the
+/// suite adds (the original alone accepts each); a rerun replaces the suite and drops the
+/// databases of the old one; a list the manifest does not vouch for is refused.
+/// `databases` lists the server's databases, `drop` drops one.
+fn check_distill_on_a_server(
+    engine: &str,
+    dsn: &str,
+    gold: &Path,
+    databases: impl Fn() -> Vec<String>,
+    drop: impl Fn(&str),
+) {
+    let db = "restaurants";
+    let defog = defog().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("suite");
+    let before = databases();
+    let distill = || {
+        sqlgate()
+            .args(["distill", "--format", "json", "--gold"])
+            .arg(gold)
+            .args(["--engine", engine, "--dsn", dsn])
+            .args(["--candidates", "8", "--per-db", "3", "--out"])
+            .arg(&out)
+            .run()
+    };
+    let run = distill();
+    run.assert_success();
+    let report = run.json();
+    let report = &report["databases"][0];
+    let listed = std::fs::read_to_string(out.join(db).join("databases.txt")).unwrap();
+    let suite: Vec<&str> = listed.lines().collect();
+    assert_eq!(suite[0], db);
+    assert_eq!(suite.len() - 1, report["kept"].as_u64().unwrap() as usize);
+    assert!(suite.len() > 1, "{report}");
+    // Only the kept databases remain: every scratch candidate was dropped.
+    let mut new: Vec<String> = databases()
+        .into_iter()
+        .filter(|d| !before.contains(d))
+        .collect();
+    new.sort();
+    let mut kept: Vec<String> = suite[1..].iter().map(|d| d.to_string()).collect();
+    kept.sort();
+    assert_eq!(new, kept);
+
+    // Every neighbour the report says the suite adds: accepted by the original alone, rejected
+    // by the suite on the server.
+    let rejections = report["rejections"].as_array().unwrap();
+    assert!(!rejections.is_empty(), "{report}");
+    // Case ids and golds as the loader reads them (the SQLite files stand in for the server).
+    let options = sqlgate_eval::loaders::LoadOptions {
+        db_dir: Some(defog.clone()),
+        ..sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())
+    };
+    let bench = sqlgate_eval::loaders::load(gold, &options).unwrap();
+    let mut lines = Vec::new();
+    let mut expected_wrong = std::collections::BTreeSet::new();
+    for case in &bench.cases {
+        let mutant = rejections
+            .iter()
+            .find(|r| r["case"] == case.id.as_str())
+            .map(|r| r["mutant"].as_str().unwrap().to_string());
+        if mutant.is_some() {
+            expected_wrong.insert(case.id.clone());
+        }
+        let sql = mutant.unwrap_or_else(|| case.gold[0].clone());
+        lines.push(serde_json::json!({"id": case.id, "sql": sql}).to_string());
+    }
+    let pred = dir.path().join("pred.jsonl");
+    std::fs::write(&pred, lines.join("\n")).unwrap();
+    let score = |db_dir: &Path| {
+        sqlgate()
+            .args(["score", "--format", "json", "--mode", "testsuite", "--gold"])
+            .arg(gold)
+            .arg("--pred")
+            .arg(&pred)
+            .args(["--engine", engine, "--dsn", dsn, "--db-dir"])
+            .arg(db_dir)
+            .run()
+    };
+    let not_correct = |db_dir: &Path| -> std::collections::BTreeSet<String> {
+        let run = score(db_dir);
+        run.assert_success();
+        run.json()["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|case| case["ex"].as_f64() != Some(1.0))
+            .map(|case| case["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let original_only = dir.path().join("no-suite");
+    std::fs::create_dir(&original_only).unwrap();
+    assert!(not_correct(&original_only).is_disjoint(&expected_wrong));
+    let wrong = not_correct(&out);
+    assert!(
+        expected_wrong.is_subset(&wrong),
+        "{expected_wrong:?} {wrong:?}"
+    );
+
+    // A rerun builds a new suite beside the old and drops the old one's databases.
+    distill().assert_success();
+    let relisted = std::fs::read_to_string(out.join(db).join("databases.txt")).unwrap();
+    let now = databases();
+    for old in &suite[1..] {
+        assert!(!relisted.contains(old), "{relisted}");
+        assert!(!now.iter().any(|d| d == old), "{old} still on the server");
+    }
+    for kept in relisted.lines() {
+        assert!(now.iter().any(|d| d == kept), "{kept} missing");
+    }
+
+    // A list changed after distill wrote it is refused, naming the file.
+    std::fs::write(
+        out.join(db).join("databases.txt"),
+        format!("{db}\n{}\n", suite[1]),
+    )
+    .unwrap();
+    score(&out).assert_bad_input(&["databases.txt", "SHA-256"]);
+    for kept in relisted.lines().skip(1) {
+        drop(kept);
+    }
+}
+
+#[test]
+fn distill_on_postgres_writes_a_suite_on_the_server_that_testsuite_scores() {
+    let Some(defog) = defog() else { return };
+    let Some(pg) = sqlgate_test_support::postgres::defog_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let gold = defog_questions_of(
+        &defog,
+        "postgres/questions_postgres.csv",
+        "restaurants",
+        dir.path(),
+    );
+    let databases = || {
+        let sql = "SELECT datname FROM pg_database ORDER BY 1";
+        let listed = pg.psql("postgres", &["-A", "-t", "-c", sql]);
+        listed.lines().map(str::to_string).collect()
+    };
+    let drop = |db: &str| {
+        pg.psql("postgres", &["-c", &format!("DROP DATABASE \"{db}\"")]);
+    };
+    check_distill_on_a_server("postgres", &pg.admin_url("{db}"), &gold, databases, drop);
+}
+
+#[test]
+fn distill_on_mariadb_writes_a_suite_on_the_server_that_testsuite_scores() {
+    let Some((server, defog)) = mariadb_defog() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let gold = defog_questions_of(&defog, "questions.csv", "restaurants", dir.path());
+    let databases = || {
+        let listed = server.sql("SHOW DATABASES");
+        listed.lines().map(str::to_string).collect()
+    };
+    let drop = |db: &str| {
+        server.sql(&format!("DROP DATABASE `{db}`"));
+    };
+    check_distill_on_a_server(
+        "mysql",
+        &server.template(mariadb::WRITER),
+        &gold,
+        databases,
+        drop,
+    );
+}

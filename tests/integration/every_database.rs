@@ -291,7 +291,8 @@ fn every_database_needs_database_folders_and_files() {
     let run = on_server.test();
     run.assert_code(2);
     assert!(
-        run.text().contains("the postgres engine does not have"),
+        run.text()
+            .contains("distilled suite, which a server engine lists in"),
         "{}",
         run.text()
     );

@@ -288,6 +288,11 @@ impl Server {
         }
     }
 
+    /// Closes the idle sessions on `db`.
+    fn forget(&self, db: &str) {
+        self.lock().remove(&self.url(db));
+    }
+
     fn give_back(&self, db: &str, session: Session) {
         self.lock().entry(self.url(db)).or_default().push(session);
     }
@@ -368,6 +373,15 @@ impl Backend for Server {
             session: Some(session),
             killer,
         }))
+    }
+
+    fn remove(&self, db: &Path) -> Result<(), ExecError> {
+        let db = database_name(db)?;
+        self.forget(&db);
+        let url = self.url(&db);
+        let mut conn = Conn::new(self.opts(None).map_err(unavailable)?)
+            .map_err(|e| unavailable(format!("cannot connect to {url}: {}", error_text(&e))))?;
+        writer::drop_database(&mut conn, &db, &url)
     }
 
     fn create(&self, db: &Path) -> Result<Box<dyn Writer>, ExecError> {

@@ -132,6 +132,12 @@ impl DatabaseWriter {
     }
 }
 
+/// Drops the database `db` (at `url`, for messages).
+pub(crate) fn drop_database(conn: &mut Conn, db: &str, url: &str) -> Result<(), ExecError> {
+    let sql = format!("DROP DATABASE IF EXISTS {}", DRIVER.quote(db));
+    crate::run(conn, &sql).map_err(|e| failed(&format!("cannot drop the database {url}"), e))
+}
+
 /// Whether the server holds a database named `name`.
 fn database_exists(conn: &mut Conn, name: &str) -> Result<bool, mysql::Error> {
     let found: Option<u32> = conn.exec_first(

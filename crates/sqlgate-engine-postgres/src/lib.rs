@@ -120,6 +120,10 @@ impl Backend for Server {
         )?))
     }
 
+    fn remove(&self, db: &Path) -> Result<(), ExecError> {
+        writer::drop_database(self, &db.to_string_lossy())
+    }
+
     fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {
         let db = db.to_string_lossy();
         let warnings = Server::check_reader(self, &db)?;

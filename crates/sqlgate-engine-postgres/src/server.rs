@@ -188,6 +188,15 @@ impl Server {
             .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))
     }
 
+    /// Closes the idle connections to `db`.
+    pub(crate) fn forget(&self, db: &str) {
+        let url = self.url(db);
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&url);
+    }
+
     /// Runs `f` on an idle connection to `db`, or a new one; a connection the server closed is
     /// not given back.
     fn with_client<T>(&self, db: &str, f: impl FnOnce(&mut Client) -> T) -> Result<T, String> {

@@ -150,6 +150,18 @@ impl PgWriter {
     }
 }
 
+/// Drops the database `name`, after closing the idle connections the server keeps to it (the
+/// server refuses to drop a database with sessions).
+pub(crate) fn drop_database(server: &Server, name: &str) -> Result<(), ExecError> {
+    server.forget(name);
+    let mut admin = server
+        .connect_as_given(MAINTENANCE_DATABASE)
+        .map_err(failed)?;
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {}", quoted(name)))
+        .map_err(|e| failed(format!("cannot drop database `{name}`: {}", error_text(&e))))
+}
+
 impl Writer for PgWriter {
     fn execute_batch(&mut self, sql: &str) -> Result<(), ExecError> {
         self.client()

@@ -233,6 +233,14 @@ pub trait Backend: Send + Sync {
         Err(self.driver().unsupported(Feature::Create).into())
     }
 
+    /// Drops the database `db` that this process created with [`Backend::create`] (distill's
+    /// scratch candidates on a server; a file engine's candidates are files in distill's own
+    /// staging folder), closing the connections it keeps to it ([`Feature::Create`]).
+    fn remove(&self, db: &Path) -> Result<(), ExecError> {
+        let _ = db;
+        Err(self.driver().unsupported(Feature::Create).into())
+    }
+
     /// What the connection to `db` could do beyond reading, each a warning for the user (a
     /// server role that can write); nothing for files, which are opened read-only.
     fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {

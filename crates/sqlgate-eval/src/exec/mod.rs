@@ -13,7 +13,7 @@ pub use engine::Engine;
 pub use sqlgate_engine::{
     copy_database, limits, memory, value, Backend, Connection, Driver, ExecError, ExecErrorKind,
     Execution, Feature, Limits, Open, ResultSet, Settings, Source, Storage, Unsupported, Value,
-    Writer,
+    Writer, STAGING_SUFFIX,
 };
 
 /// Runs queries for the evaluators; executions are cached by the implementation.

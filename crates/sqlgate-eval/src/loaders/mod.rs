@@ -125,10 +125,18 @@ impl Benchmark {
     /// `every_database`), the nested layout `<db_dir>/<db>/` yields every file of that folder
     /// whose name contains `.sqlite` (spec `evaluators.md` §2.3): the original `<db>.sqlite`
     /// first, then the others sorted by name; otherwise, and for the flat layout, the one file.
-    /// On a server, the one database is the case's `db` name.
+    /// On a server, the one database is the case's `db` name; with `every_file`, the
+    /// databases of its distilled suite when `<db_dir>/<db>/databases.txt` lists them
+    /// ([`suite_folder::server_suite`]).
     pub fn db_files(&self, case: &Case, every_file: bool) -> Result<Vec<PathBuf>, InputError> {
         if self.on_server() {
-            return databases::server_database(case).map(|db| vec![db]);
+            let db = databases::server_database(case)?;
+            if every_file {
+                if let Some(suite) = suite_folder::server_suite(&self.db_dir, &case.db)? {
+                    return Ok(suite);
+                }
+            }
+            return Ok(vec![db]);
         }
         databases::db_files(&self.db_dir, case, every_file, &*self.backend)
     }

@@ -1,7 +1,8 @@
-//! Test-suite folders (`<db_dir>/<db>/`, every file whose name contains `.sqlite` run as a
-//! database) are checked when they are listed, before any case runs: each file must open as a
-//! database, and a folder `sqlgate distill` wrote must hold exactly the files its manifest
-//! lists, with their hashes. The manifest's format lives here, beside the reader that trusts it.
+//! Test-suite folders (`<db_dir>/<db>/`, every file whose name contains `.<ext>`, the
+//! engine's extension, run as a database) are checked when they are listed, before any case
+//! runs: each file must open as a database, and a folder `sqlgate distill` wrote must hold
+//! exactly the files its manifest lists, with their hashes; a server engine's suite is the
+//! list `<db>/databases.txt`, read only when the manifest vouches for it. The manifest's format lives here, beside the reader that trusts it.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
@@ -11,9 +12,16 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{is_plain_name, InputError};
-use crate::exec::{Backend, Open, Source};
+use crate::exec::{Backend, Open, Source, Storage};
 use crate::files::Stamp;
 use crate::store::file_sha256;
+
+/// In a suite `sqlgate distill` wrote on a server engine, `<db>/databases.txt` names the
+/// suite's databases on the server, one per line, the original `<db>` first.
+pub const SERVER_DATABASES: &str = "databases.txt";
+
+/// A server suite's list is a few short lines: anything larger is not one.
+const MAX_SERVER_LIST_BYTES: u64 = 1 << 20;
 
 /// The manifest `sqlgate distill` writes last into the folder given as `--out` (its
 /// `--db-dir` for `score`, `test` and `audit`).
@@ -176,6 +184,59 @@ pub(super) fn refuse_unfinished(db_dir: &Path) -> Result<(), InputError> {
     Ok(())
 }
 
+/// The databases of the suite of `db` that `sqlgate distill` wrote on a server engine, as
+/// `db_dir/<db>/databases.txt` lists them (original first); `None` when there is no such list.
+/// A list is read only when the manifest of a finished `db_dir` vouches for it, each line a
+/// plain name, the first `db`: anything else is an error naming the file.
+pub fn server_suite(db_dir: &Path, db: &str) -> Result<Option<Vec<PathBuf>>, InputError> {
+    let list = db_dir.join(db).join(SERVER_DATABASES);
+    if std::fs::symlink_metadata(&list).is_err() {
+        return Ok(None);
+    }
+    refuse_unfinished(db_dir)?;
+    let manifest = Manifest::read(db_dir)?;
+    match &manifest {
+        Some(manifest) if manifest.files.contains_key(&format!("{db}/{SERVER_DATABASES}")) => {
+            if let Some(error) = manifest.mismatch(db_dir, db) {
+                return Err(error);
+            }
+        }
+        _ => {
+            return Err(InputError::file(
+                &list,
+                format!(
+                    "not listed in {}: `sqlgate distill` did not write it, and the test-suite                      mode would run every case on the databases it names",
+                    db_dir.join(MANIFEST).display()
+                ),
+            ))
+        }
+    }
+    let mut text = String::new();
+    std::fs::File::open(&list)
+        .and_then(|file| file.take(MAX_SERVER_LIST_BYTES).read_to_string(&mut text))
+        .map_err(|e| InputError::file(&list, format!("cannot read it: {e}")))?;
+    let names: Vec<&str> = text.lines().collect();
+    if let Some((line, name)) = names
+        .iter()
+        .enumerate()
+        .find(|(_, name)| !is_plain_name(name))
+    {
+        return Err(InputError::file(
+            &list,
+            format!("`{}` is not a database name", name.escape_debug()),
+        )
+        .at_line(line + 1));
+    }
+    if names.first() != Some(&db) {
+        return Err(InputError::file(
+            &list,
+            format!("the first database must be the original, `{db}`"),
+        )
+        .at_line(1));
+    }
+    Ok(Some(names.into_iter().map(PathBuf::from).collect()))
+}
+
 /// Checks the files `files` listed in the test-suite folder `<db_dir>/<db>/`: none is a `-wal`,
 /// `-shm` or `-journal` side file; with a manifest in `db_dir`, they are exactly the files it
 /// lists for `db`, with its hashes; each opens as a database whose schema reads (header, open,
@@ -196,7 +257,7 @@ pub(super) fn check(
     }
     // Side files first: opening a database whose `-wal` is there would create its `-shm`.
     for file in files {
-        refuse_side_file(file)?;
+        refuse_side_file(file, backend)?;
     }
     if let Some(manifest) = Manifest::read(db_dir)? {
         if let Some(extra) = files.iter().find(|file| {
@@ -223,22 +284,45 @@ pub(super) fn check(
     Ok(())
 }
 
-/// A `-wal`, `-shm` or `-journal` file is part of a database, not one.
-fn refuse_side_file(file: &Path) -> Result<(), InputError> {
+/// The engine's file extension and the suffixes of the files beside a database that are part
+/// of it: the engine's sidecars (SQLite's `-wal`, DuckDB's `.wal`) and SQLite's `-shm` and
+/// `-journal`.
+fn file_kind(backend: &dyn Backend) -> (&'static str, Vec<&'static str>) {
+    let mut sides = vec!["-wal", "-shm", "-journal"];
+    match backend.driver().storage() {
+        Storage::Files {
+            extension,
+            sidecars,
+        } => {
+            for sidecar in sidecars {
+                if !sides.contains(sidecar) {
+                    sides.push(sidecar);
+                }
+            }
+            (extension, sides)
+        }
+        Storage::Server => ("", sides),
+    }
+}
+
+/// A side file (a write-ahead log, a journal) is part of a database, not one.
+fn refuse_side_file(file: &Path, backend: &dyn Backend) -> Result<(), InputError> {
     let name = file.file_name().unwrap_or_default().to_string_lossy();
-    let side = [
-        ("-wal", "write-ahead log"),
-        ("-shm", "shared-memory index"),
-        ("-journal", "rollback journal"),
-    ];
-    if let Some((suffix, kind)) = side.iter().find(|(suffix, _)| name.ends_with(suffix)) {
+    let (extension, sides) = file_kind(backend);
+    if let Some(suffix) = sides.iter().find(|suffix| name.ends_with(*suffix)) {
         let database = &name[..name.len() - suffix.len()];
+        let kind = match *suffix {
+            "-shm" => "shared-memory index",
+            "-journal" => "rollback journal",
+            _ => "write-ahead log",
+        };
         return Err(InputError::file(
             file,
             format!(
                 "the {kind} of `{database}`, left by a writer that did not close it (killed?): \
-                 a test-suite folder runs every file whose name contains `.sqlite` as a \
-                 database; open `{database}` once with sqlite3 (which folds it in) or remove it"
+                 a test-suite folder runs every file whose name contains `.{extension}` as a \
+                 database; open `{database}` once with its engine (which folds it in) or remove \
+                 it"
             ),
         ));
     }
@@ -247,6 +331,7 @@ fn refuse_side_file(file: &Path) -> Result<(), InputError> {
 
 /// One file of a test-suite folder opens as a database and its schema reads.
 fn check_database(file: &Path, backend: &dyn Backend) -> Result<(), InputError> {
+    let (extension, _) = file_kind(backend);
     backend
         .open(file, Open::for_source(Source::Gold))
         .map(drop)
@@ -256,8 +341,8 @@ fn check_database(file: &Path, backend: &dyn Backend) -> Result<(), InputError> 
             InputError::file(
                 file,
                 format!(
-                    "a test-suite folder runs every file whose name contains `.sqlite` as a \
-                 database, and this one cannot be read as one: {reason}"
+                    "a test-suite folder runs every file whose name contains `.{extension}` as \
+                     a database, and this one cannot be read as one: {reason}"
                 ),
             )
         })
@@ -327,5 +412,61 @@ mod tests {
         .unwrap();
         let error = Manifest::read(dir.path()).unwrap_err();
         assert!(error.message.contains("not `<database>/<file>`"), "{error}");
+    }
+
+    /// `<dir>/shop/databases.txt` holding `text`, listed in a manifest when `vouched`.
+    fn server_list(dir: &Path, text: &str, vouched: bool) {
+        let list = dir.join("shop").join(SERVER_DATABASES);
+        std::fs::create_dir_all(list.parent().unwrap()).unwrap();
+        std::fs::write(&list, text).unwrap();
+        if vouched {
+            let listed = [(
+                "shop/databases.txt".to_string(),
+                file_sha256(&list).unwrap(),
+            )];
+            let manifest = Manifest::new("0", Vec::new(), Vec::new(), listed.into());
+            std::fs::write(
+                dir.join(MANIFEST),
+                serde_json::to_string(&manifest).unwrap(),
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_server_suite_is_read_only_when_its_manifest_vouches_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(server_suite(dir.path(), "shop").unwrap(), None);
+        server_list(dir.path(), "shop\nshop__d0123abcd_1\n", true);
+        assert_eq!(
+            server_suite(dir.path(), "shop").unwrap(),
+            Some(vec![
+                PathBuf::from("shop"),
+                PathBuf::from("shop__d0123abcd_1")
+            ])
+        );
+        // Changed after distill wrote it.
+        let list = dir.path().join("shop").join(SERVER_DATABASES);
+        std::fs::write(&list, "shop\nother\n").unwrap();
+        let error = server_suite(dir.path(), "shop").unwrap_err();
+        assert!(error.message.contains("SHA-256 differs"), "{error}");
+        // Not in any manifest.
+        let dir = tempfile::tempdir().unwrap();
+        server_list(dir.path(), "shop\n", false);
+        let error = server_suite(dir.path(), "shop").unwrap_err();
+        assert!(error.message.contains("not listed in"), "{error}");
+        // Vouched for, but not a list of database names, or not starting with the original.
+        for (text, line, problem) in [
+            ("shop\n../etc\n", 2, "not a database name"),
+            ("shop\nx\u{202e}y\n", 2, "not a database name"),
+            ("other\nshop\n", 1, "must be the original"),
+            ("", 1, "must be the original"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            server_list(dir.path(), text, true);
+            let error = server_suite(dir.path(), "shop").unwrap_err();
+            assert!(error.message.contains(problem), "{text:?}: {error}");
+            assert_eq!(error.line, Some(line), "{text:?}: {error}");
+        }
     }
 }

@@ -178,11 +178,17 @@ impl Scoring {
             return None;
         }
         if bench.on_server() {
-            return Some(
-                "every_database runs cases on the files of a database folder, which a server \
-                 engine does not have"
-                    .to_string(),
-            );
+            let (case, _) = bench
+                .cases
+                .iter()
+                .zip(databases)
+                .find(|(_, files)| files.evaluated.len() < 2)?;
+            return Some(format!(
+                "every_database runs each case on the databases of its distilled suite, which \
+                 a server engine lists in `<db_dir>/<db>/databases.txt` (`sqlgate distill` \
+                 writes it), and case `{}` has none",
+                case.id
+            ));
         }
         let (case, files) = bench
             .cases

@@ -2,17 +2,20 @@
 //! with its schema that tells each gold apart from as many of its neighbours (single-error
 //! mutants and near misses) as any generated database can, written as test-suite folders that
 //! `score --mode testsuite` reads (Zhong et al., "Semantic Evaluation for Text-to-SQL with
-//! Distilled Test Suites", 2020, for any schema of a file engine: SQLite, DuckDB).
+//! Distilled Test Suites", 2020, for any schema on any engine that creates databases: SQLite
+//! and DuckDB files, PostgreSQL and MySQL servers).
 //!
 //! One module a step: [`facts`] reads the schema, [`values`] the value pools, [`fill`] builds
 //! candidates, [`neighbours`] lists what each gold must be told apart from, [`trial`] runs them
-//! on a candidate, [`select`] keeps the best few, [`write`](mod@write) writes the folder.
+//! on a candidate, [`select`] keeps the best few, [`write`](mod@write) writes the folder and
+//! [`server`] keeps a server engine's databases.
 
 pub mod facts;
 pub mod fill;
 pub mod hints;
 pub mod neighbours;
 pub mod select;
+pub mod server;
 pub mod trial;
 pub mod values;
 pub mod write;
@@ -88,7 +91,8 @@ pub struct Rejection {
     pub gold: String,
     /// The neighbour.
     pub mutant: String,
-    /// The first kept database (file name) on which the two differ.
+    /// The first kept database (a file name, or a server database's name) on which the two
+    /// differ.
     pub database: String,
 }
 
@@ -137,27 +141,21 @@ pub type KnownAnswers = BTreeMap<String, Vec<String>>;
 /// The operator name of a neighbour taken from [`KnownAnswers`].
 pub const PREDICTION_OPERATOR: &str = "prediction";
 
-/// The file extension of the databases distill writes on engine `driver`, or why it cannot
-/// write them: a server engine (distill writes database files), or a file engine that cannot
-/// create databases.
-pub fn database_files(driver: &dyn sqlgate_eval::exec::Driver) -> Result<&'static str, String> {
-    let engine = driver.name();
-    match driver.storage() {
-        Storage::Server => Err(format!(
-            "engine `{engine}` keeps its databases on a server, and distill writes database \
-             files: copy them to a file engine first (`sqlgate copy --to-engine sqlite`) and \
-             distill those"
-        )),
-        Storage::Files { .. } if !driver.supports(Feature::Create) => {
-            Err(driver.unsupported(Feature::Create).to_string())
-        }
-        Storage::Files { extension, .. } => Ok(extension),
+/// Why distill cannot run on engine `driver` (it cannot create databases), checked before
+/// anything connects.
+pub fn check_engine(driver: &dyn sqlgate_eval::exec::Driver) -> Result<(), String> {
+    if driver.supports(Feature::Create) {
+        Ok(())
+    } else {
+        Err(driver.unsupported(Feature::Create).to_string())
     }
 }
 
 /// Distills every database the benchmark's golds use into `out/<db>/`, databases in name order,
 /// with a manifest naming `provenance` (see [`write`](mod@write): `out` is replaced whole, and
-/// only when distill wrote it). The generated databases are files of the benchmark's engine.
+/// only when distill wrote it). On a file engine the generated databases are files of its
+/// kind beside a copy of the original; on a server engine they are databases on the server,
+/// listed in `out/<db>/databases.txt` ([`server`]).
 pub fn distill(
     bench: &Benchmark,
     out: &Path,
@@ -165,8 +163,8 @@ pub fn distill(
     answers: &KnownAnswers,
     provenance: &Provenance,
 ) -> Result<Vec<DatabaseReport>, DistillError> {
-    let extension = database_files(bench.backend.driver())
-        .map_err(|problem| InputError::file(&bench.db_dir, problem))?;
+    let backend = &*bench.backend;
+    check_engine(backend.driver()).map_err(|problem| InputError::file(&bench.db_dir, problem))?;
     let mut by_db: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| !c.gold.is_empty()) {
         by_db.entry(case.db.as_str()).or_default().push(case);
@@ -181,30 +179,78 @@ pub fn distill(
             Ok(files.remove(0))
         })
         .collect::<Result<Vec<PathBuf>, InputError>>()?;
-    let mut staging = Staging::begin(out, &bench.db_dir, &originals, extension)?;
+    let layout = match backend.driver().storage() {
+        Storage::Files { extension, .. } => Layout::Files(extension),
+        Storage::Server => Layout::Server,
+    };
+    // On a server the inputs are databases, which no folder holds.
+    let files = match layout {
+        Layout::Files(_) => Some((bench.db_dir.as_path(), originals.as_slice())),
+        Layout::Server => None,
+    };
+    let mut staging = Staging::begin(out, files, layout.extension())?;
     let mut provenance = provenance.clone();
     for case in &bench.cases {
         if !provenance.inputs.contains(&case.source.file) {
             provenance.inputs.push(case.source.file.clone());
         }
     }
+    let created = server::Created::new(backend);
     let reports = by_db
         .into_iter()
         .zip(&originals)
         .map(|((db, cases), original)| {
-            distill_database(
-                &*bench.backend,
-                db,
-                &cases,
-                original,
-                &mut staging,
-                options,
-                answers,
-            )
+            let target = Target {
+                layout,
+                staging: &mut staging,
+                created: &created,
+            };
+            distill_database(backend, db, &cases, original, target, options, answers)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    staging.commit(&provenance)?;
+    let replaced = staging.commit(&provenance)?;
+    created.keep();
+    // The suite replaced on the server: its generated databases, now listed nowhere.
+    for name in replaced.iter().filter(|n| server::Names::is_generated(n)) {
+        backend.remove(Path::new(name)).map_err(|e| {
+            OutputError::new(
+                name,
+                std::io::Error::other(format!(
+                    "the new suite is in place, but a database of the one it replaced could \
+                     not be dropped: {}",
+                    e.message
+                )),
+            )
+        })?;
+    }
     Ok(reports)
+}
+
+/// Where a run's generated databases go.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    /// Files with this extension in the suite folder.
+    Files(&'static str),
+    /// Databases on the server, listed in the suite folder.
+    Server,
+}
+
+impl Layout {
+    /// The extension of the files the suite folder holds beside its manifest.
+    fn extension(self) -> &'static str {
+        match self {
+            Layout::Files(extension) => extension,
+            // `databases.txt`.
+            Layout::Server => "txt",
+        }
+    }
+}
+
+/// Where one database's suite is written.
+struct Target<'s, 'b> {
+    layout: Layout,
+    staging: &'s mut Staging,
+    created: &'s server::Created<'b>,
 }
 
 fn distill_database(
@@ -212,7 +258,7 @@ fn distill_database(
     db: &str,
     cases: &[&Case],
     original: &Path,
-    staging: &mut Staging,
+    target: Target<'_, '_>,
     options: &Options,
     answers: &KnownAnswers,
 ) -> Result<DatabaseReport, DistillError> {
@@ -282,26 +328,56 @@ fn distill_database(
         }
     }
 
-    let scratch = staging.scratch()?;
-    let paths: Vec<PathBuf> = (0..options.candidates)
-        .map(|i| scratch.join(format!("candidate_{i}.{}", staging.extension())))
-        .collect();
-    paths
-        .par_iter()
-        .enumerate()
-        .try_for_each(|(i, path)| {
-            fill::candidate(backend, &facts, &pools, &hints, options.seed, db, i, path)
-        })
-        .map_err(|e| {
+    let build = |i: usize, path: &Path| {
+        fill::candidate(backend, &facts, &pools, &hints, options.seed, db, i, path).map_err(|e| {
             InputError::file(
                 original,
                 format!("cannot build a database with its schema: {}", e.message),
             )
-        })?;
-    let trials: Vec<Trial> = paths
-        .par_iter()
-        .map(|p| try_database(backend, p, &golds))
-        .collect();
+        })
+    };
+    let names = server::Names::new(db);
+    let dropped = |name: &Path, e: ExecError| {
+        OutputError::new(
+            name,
+            std::io::Error::other(format!("cannot drop the scratch database: {}", e.message)),
+        )
+    };
+    let (paths, trials): (Vec<PathBuf>, Vec<Trial>) = match target.layout {
+        Layout::Files(extension) => {
+            let scratch = target.staging.scratch()?;
+            let paths: Vec<PathBuf> = (0..options.candidates)
+                .map(|i| scratch.join(format!("candidate_{i}.{extension}")))
+                .collect();
+            paths
+                .par_iter()
+                .enumerate()
+                .try_for_each(|(i, path)| build(i, path))?;
+            let trials = paths
+                .par_iter()
+                .map(|p| try_database(backend, p, &golds))
+                .collect();
+            (paths, trials)
+        }
+        // One scratch database at a time per thread: built, tried, dropped.
+        Layout::Server => {
+            let trials = (0..options.candidates)
+                .into_par_iter()
+                .map(|i| {
+                    let name = names.candidate(i);
+                    target.created.add(&name);
+                    build(i, &name)?;
+                    let trial = try_database(backend, &name, &golds);
+                    target
+                        .created
+                        .remove(&name)
+                        .map_err(|e| dropped(&name, e))?;
+                    Ok(trial)
+                })
+                .collect::<Result<Vec<Trial>, DistillError>>()?;
+            (Vec::new(), trials)
+        }
+    };
 
     let safe = |t: &Trial| {
         t.rejected_rewrites.is_empty()
@@ -324,9 +400,39 @@ fn distill_database(
         &nonempty,
         &on_original.nonempty,
     );
-    let kept: Vec<PathBuf> = chosen.iter().map(|&k| paths[usable[k]].clone()).collect();
-    report.kept = kept.len();
-    staging.add_suite(db, original, &kept)?;
+    report.kept = chosen.len();
+    let kept_names: Vec<String> = match target.layout {
+        Layout::Files(extension) => {
+            let kept: Vec<PathBuf> = chosen.iter().map(|&k| paths[usable[k]].clone()).collect();
+            target.staging.add_suite(db, original, &kept)?;
+            (0..kept.len())
+                .map(|k| write::kept_name(db, k, extension))
+                .collect()
+        }
+        Layout::Server => {
+            let mut kept = Vec::new();
+            for (k, &c) in chosen.iter().enumerate() {
+                let name = names.kept(k);
+                target.created.add(&name);
+                build(usable[c], &name)?;
+                // Built again from its seed: it must be the database that was tried.
+                if try_database(backend, &name, &golds).kills != trials[usable[c]].kills {
+                    return Err(OutputError::new(
+                        &name,
+                        std::io::Error::other(format!(
+                            "built again from its seed, candidate {} of `{db}` no longer tells \
+                             apart what it did: the server did not build the same database twice",
+                            usable[c]
+                        )),
+                    )
+                    .into());
+                }
+                kept.push(name.to_string_lossy().into_owned());
+            }
+            target.staging.add_server_suite(db, &kept)?;
+            kept
+        }
+    };
 
     for (g, entry) in golds.iter().enumerate() {
         let anywhere = on_original.nonempty[g] || trials.iter().any(|t| t.nonempty[g]);
@@ -335,7 +441,7 @@ fn distill_database(
         }
     }
     count(
-        staging.extension(),
+        &kept_names,
         &mut report,
         &golds,
         &on_original,
@@ -372,7 +478,7 @@ fn with_answers(
 
 /// Fills the report's neighbour counts from the trials.
 fn count(
-    extension: &str,
+    kept_names: &[String],
     report: &mut DatabaseReport,
     golds: &[GoldEntry],
     on_original: &Trial,
@@ -400,7 +506,7 @@ fn count(
                         operator: neighbour.operator,
                         gold: entry.gold[0].clone(),
                         mutant: neighbour.sql.clone(),
-                        database: write::kept_name(&report.db, k, extension),
+                        database: kept_names[k].clone(),
                     });
                 }
             }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::suite_folder::{
-    split_entry, HashedFile, Manifest, MANIFEST, UNFINISHED,
+    split_entry, HashedFile, Manifest, MANIFEST, SERVER_DATABASES, UNFINISHED,
 };
 use sqlgate_eval::store::file_sha256;
 
@@ -54,17 +54,18 @@ pub fn kept_name(db: &str, k: usize, extension: &str) -> String {
 }
 
 impl Staging {
-    /// Checks `out` against the inputs (`db_dir` and the original databases) and what it holds,
-    /// removes a killed run's leftovers beside it, and opens the staging folder for databases
-    /// whose files end in `.<extension>`.
+    /// Checks `out` against the input files (`db_dir` and the original databases, when they
+    /// are files) and what it holds, removes a killed run's leftovers beside it, and opens the
+    /// staging folder for databases whose files end in `.<extension>`.
     pub fn begin(
         out: &Path,
-        db_dir: &Path,
-        originals: &[PathBuf],
+        inputs: Option<(&Path, &[PathBuf])>,
         extension: &'static str,
     ) -> Result<Staging, DistillError> {
         let out = resolve(out)?;
-        refuse_overlap(&out, db_dir, originals)?;
+        if let Some((db_dir, originals)) = inputs {
+            refuse_overlap(&out, db_dir, originals)?;
+        }
         if out.exists() && !is_empty_dir(&out) {
             if !out.is_dir() {
                 return Err(refusal(&out, "exists and is not a folder").into());
@@ -137,9 +138,26 @@ impl Staging {
         Ok(())
     }
 
+    /// Writes `<db>/databases.txt`: the server databases of the suite of `db`, the original
+    /// first and then `kept`.
+    pub fn add_server_suite(&mut self, db: &str, kept: &[String]) -> Result<(), DistillError> {
+        let folder = self.dir.join(db);
+        fs::create_dir(&folder).map_err(|e| OutputError::new(&folder, e))?;
+        let list = folder.join(SERVER_DATABASES);
+        let text: String = std::iter::once(db)
+            .chain(kept.iter().map(String::as_str))
+            .map(|name| format!("{name}\n"))
+            .collect();
+        fs::write(&list, text).map_err(|e| OutputError::new(&list, e))?;
+        let hash = file_sha256(&list).map_err(|e| OutputError::new(&list, e))?;
+        self.files.insert(format!("{db}/{SERVER_DATABASES}"), hash);
+        Ok(())
+    }
+
     /// Writes the manifest and puts the folder in place of `out`, removing the suite it
-    /// replaces (checked again: only files distill wrote).
-    pub fn commit(mut self, provenance: &Provenance) -> Result<(), DistillError> {
+    /// replaces (checked again: only files distill wrote). Returns the server databases the
+    /// replaced suite listed beside its originals, which no suite lists any more.
+    pub fn commit(mut self, provenance: &Provenance) -> Result<Vec<String>, DistillError> {
         let scratch = self.dir.join(SCRATCH);
         if scratch.exists() {
             fs::remove_dir_all(&scratch).map_err(|e| OutputError::new(&scratch, e))?;
@@ -166,9 +184,11 @@ impl Staging {
         fs::write(&path, text + "\n").map_err(|e| OutputError::new(&path, e))?;
 
         let replaced = beside(&self.out, "distill-replaced");
+        let mut replaced_databases = Vec::new();
         let old = if self.out.exists() && !is_empty_dir(&self.out) {
             // Checked again: something may have been added while the run went on.
             let files = written_by_distill(&self.out, self.extension)?;
+            replaced_databases = server_databases(&files)?;
             fs::rename(&self.out, &replaced).map_err(|e| OutputError::new(&self.out, e))?;
             let moved = |file: PathBuf| match file.strip_prefix(&self.out) {
                 Ok(inside) => replaced.join(inside),
@@ -194,8 +214,23 @@ impl Staging {
         if let Some(files) = old {
             remove_written(&replaced, &files)?;
         }
-        Ok(())
+        Ok(replaced_databases)
     }
+}
+
+/// The generated databases the server lists among `files` name (every line but the first,
+/// the original).
+fn server_databases(files: &[PathBuf]) -> Result<Vec<String>, InputError> {
+    let mut names = Vec::new();
+    for list in files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n == SERVER_DATABASES))
+    {
+        let text = fs::read_to_string(list)
+            .map_err(|e| InputError::file(list, format!("cannot read it: {e}")))?;
+        names.extend(text.lines().skip(1).map(str::to_string));
+    }
+    Ok(names)
 }
 
 impl Drop for Staging {

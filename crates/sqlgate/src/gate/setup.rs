@@ -41,13 +41,6 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         };
         let backend = sqlgate_eval::exec::connect(suite.engine.driver(), &settings)
             .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
-        if suite.every_database && backend.on_server() {
-            return Err(suite_error(format!(
-                "[[suite]] every_database runs cases on the files of a database folder, which \
-                 the {} engine does not have",
-                suite.engine
-            )));
-        }
         let options = LoadOptions {
             db_dir: suite.db_dir.as_ref().map(|p| config.resolve(p)),
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
@@ -61,7 +54,6 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         }
         bench.check_ids()?;
         bench.check_databases()?;
-        let server_warnings = sqlgate_eval::scoring::check_server(&bench, &*backend)?;
         let name = suite.name.clone().unwrap_or_else(|| bench.name.clone());
         // The name is the snapshot's file name.
         if !is_plain_name(&name) || name.contains("::") {
@@ -151,7 +143,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         if let Some(problem) = scoring.every_database_problem(&bench, &databases) {
             return Err(suite_error(format!("[[suite]] `{name}`: {problem}")));
         }
-        let mut warnings = server_warnings;
+        let mut warnings = sqlgate_eval::scoring::check_server(&bench, &*backend)?;
         // Server databases are names, not files to look into.
         if !backend.on_server() {
             warnings.extend(sqlgate_eval::scoring::empty_database_warnings(
