@@ -35,6 +35,41 @@ pub(crate) struct DatabaseWriter {
     finished: bool,
 }
 
+/// Server error codes of a row its table refuses (a constraint, a value its column cannot
+/// hold), after which the database takes other rows; any other error means it cannot be
+/// written ([`Writer::insert`]).
+const REFUSED_ROW: &[u16] = &[
+    1048, // ER_BAD_NULL_ERROR
+    1062, // ER_DUP_ENTRY
+    1264, // ER_WARN_DATA_OUT_OF_RANGE
+    1265, // WARN_DATA_TRUNCATED
+    1292, // ER_TRUNCATED_WRONG_VALUE (a date or number it cannot read)
+    1366, // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
+    1367, // ER_ILLEGAL_VALUE_FOR_TYPE
+    1406, // ER_DATA_TOO_LONG
+    1451, // ER_ROW_IS_REFERENCED_2
+    1452, // ER_NO_REFERENCED_ROW_2
+    1690, // ER_DATA_OUT_OF_RANGE
+    3819, // ER_CHECK_CONSTRAINT_VIOLATED (MySQL)
+    4025, // ER_CONSTRAINT_FAILED (MariaDB)
+];
+
+/// An insert that failed: [`ExecErrorKind::Runtime`] when the server refused a row.
+fn failed_insert(what: &str, error: mysql::Error) -> ExecError {
+    let refused = matches!(
+        &error,
+        mysql::Error::MySqlError(server) if REFUSED_ROW.contains(&server.code)
+    );
+    ExecError {
+        kind: if refused {
+            ExecErrorKind::Runtime
+        } else {
+            ExecErrorKind::Unavailable
+        },
+        ..failed(what, error)
+    }
+}
+
 fn failed(what: &str, error: mysql::Error) -> ExecError {
     ExecError {
         kind: match &error {
@@ -246,7 +281,7 @@ impl Writer for DatabaseWriter {
         let placeholders = format!("({})", vec!["?"; columns.len()].join(", "));
         let per_statement = (MAX_PARAMS / columns.len()).max(1);
         let failed_insert = |e| {
-            failed(
+            failed_insert(
                 &format!("cannot insert into table `{table}` of {}", self.url),
                 e,
             )

@@ -619,6 +619,33 @@ fn the_writer_creates_new_databases_only_and_drops_unfinished_ones() {
         })
         .collect();
     copy.insert("t", &columns, &rows).unwrap();
+    // A refused row (a duplicate key) is a runtime error, and leaves none of its batch in;
+    // a table that is not there means the database cannot be written.
+    let duplicate = vec![rows[0].clone()];
+    let fresh = vec![
+        Value::Text("new".into()),
+        Value::Int(0),
+        Value::Null,
+        Value::Null,
+        Value::Null,
+        Value::Null,
+    ];
+    let error = copy
+        .insert("t", &columns, &[fresh, duplicate[0].clone()])
+        .unwrap_err();
+    assert_eq!(
+        error.kind,
+        sqlgate_engine::ExecErrorKind::Runtime,
+        "{}",
+        error.message
+    );
+    let error = copy.insert("nowhere", &columns, &duplicate).unwrap_err();
+    assert_eq!(
+        error.kind,
+        sqlgate_engine::ExecErrorKind::Unavailable,
+        "{}",
+        error.message
+    );
     copy.finish().unwrap();
     server.add_reader("typed");
     let mut conn = open(&reader, "typed");
