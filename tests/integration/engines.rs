@@ -913,7 +913,21 @@ fn distill_on_postgres_writes_a_suite_on_the_server_that_testsuite_scores() {
     let drop = |db: &str| {
         pg.psql("postgres", &["-c", &format!("DROP DATABASE \"{db}\"")]);
     };
-    check_distill_on_a_server("postgres", &pg.admin_url("{db}"), &gold, databases, drop);
+    let before = databases();
+    check_distill_on_a_server("postgres", &pg.admin_url("{db}"), &gold, &databases, drop);
+    // The read-only role cannot create databases: refused at the first candidate, and the run
+    // leaves nothing: no folder, no database.
+    let refused = dir.path().join("refused");
+    sqlgate()
+        .args(["distill", "--gold"])
+        .arg(&gold)
+        .args(["--engine", "postgres", "--dsn", &pg.reader_template()])
+        .args(["--candidates", "2", "--out"])
+        .arg(&refused)
+        .run()
+        .assert_bad_input(&["cannot build a database", "read-only transaction"]);
+    assert!(!refused.exists());
+    assert_eq!(databases(), before);
 }
 
 #[test]
