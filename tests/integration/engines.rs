@@ -914,7 +914,7 @@ fn distill_on_postgres_writes_a_suite_on_the_server_that_testsuite_scores() {
         pg.psql("postgres", &["-c", &format!("DROP DATABASE \"{db}\"")]);
     };
     let before = databases();
-    check_distill_on_a_server("postgres", &pg.admin_url("{db}"), &gold, &databases, drop);
+    check_distill_on_a_server("postgres", &pg.admin_url("{db}"), &gold, &databases, &drop);
     // The read-only role cannot create databases: refused at the first candidate, and the run
     // leaves nothing: no folder, no database.
     let refused = dir.path().join("refused");
@@ -927,6 +927,28 @@ fn distill_on_postgres_writes_a_suite_on_the_server_that_testsuite_scores() {
         .run()
         .assert_bad_input(&["cannot build a database", "read-only transaction"]);
     assert!(!refused.exists());
+    assert_eq!(databases(), before);
+    // `advising` has boolean columns, which have no MIN or MAX on PostgreSQL: their value
+    // pools are read by ordering.
+    let advising = defog_questions_of(
+        &defog,
+        "postgres/questions_postgres.csv",
+        "advising",
+        dir.path(),
+    );
+    let out = dir.path().join("advising-suite");
+    sqlgate()
+        .args(["distill", "--gold"])
+        .arg(&advising)
+        .args(["--engine", "postgres", "--dsn", &pg.admin_url("{db}")])
+        .args(["--candidates", "2", "--per-db", "1", "--out"])
+        .arg(&out)
+        .run()
+        .assert_success();
+    let listed = std::fs::read_to_string(out.join("advising/databases.txt")).unwrap();
+    for kept in listed.lines().skip(1) {
+        drop(kept);
+    }
     assert_eq!(databases(), before);
 }
 

@@ -407,7 +407,9 @@ impl Pools {
 }
 
 /// A seeded sample of the distinct non-NULL values of the quoted column `c` of the quoted
-/// table `t`, with its minimum and maximum.
+/// table `t`, with its minimum and maximum. Ordering is asked of the engine, not MIN and MAX,
+/// which not every type has (PostgreSQL's `boolean`); a type without an order either (`json`)
+/// gives a sample of its first values, without extremes.
 fn sampled(
     conn: &mut dyn Connection,
     t: &str,
@@ -417,27 +419,36 @@ fn sampled(
     key: &str,
 ) -> Result<Vec<Value>, ExecError> {
     let limits = Limits::default();
-    let first = |rows: &[Vec<Value>]| -> Vec<Value> {
-        rows.iter().filter_map(|row| row.first().cloned()).collect()
+    let mut column = |sql: String| -> Result<Vec<Value>, ExecError> {
+        let set = conn.execute(&sql, &limits).result?;
+        Ok(set
+            .rows
+            .iter()
+            .filter_map(|row| row.first().cloned())
+            .collect())
     };
-    let distinct = conn
-        .execute(
-            &format!("SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL ORDER BY {c} LIMIT 5000"),
-            &limits,
-        )
-        .result?;
-    let mut values = first(&distinct.rows);
-    let extremes = conn
-        .execute(
-            &format!("SELECT min({c}), max({c}) FROM {t} WHERE {c} IS NOT NULL"),
-            &limits,
-        )
-        .result?;
-    let extremes = extremes.rows.first().cloned().unwrap_or_default();
+    let non_null = format!("FROM {t} WHERE {c} IS NOT NULL");
+    let ordered = column(format!(
+        "SELECT DISTINCT {c} {non_null} ORDER BY {c} LIMIT 5000"
+    ))
+    .and_then(|values| {
+        let last = column(format!("SELECT {c} {non_null} ORDER BY {c} DESC LIMIT 1"))?;
+        Ok((values, last))
+    });
+    let (mut values, extremes) = match ordered {
+        Ok((values, last)) => {
+            let extremes: Vec<Value> = values.first().cloned().into_iter().chain(last).collect();
+            (values, extremes)
+        }
+        Err(_) => (
+            column(format!("SELECT {c} {non_null} LIMIT 5000"))?,
+            Vec::new(),
+        ),
+    };
     let mut rng = labelled_stream(seed, db, &["pool", key]);
     values.shuffle(&mut rng);
     values.truncate(SAMPLED_VALUES);
-    values.extend(extremes.into_iter().filter(|v| *v != Value::Null));
+    values.extend(extremes);
     Ok(values)
 }
 
