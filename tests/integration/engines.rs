@@ -914,7 +914,7 @@ fn distill_on_postgres_writes_a_suite_on_the_server_that_testsuite_scores() {
         pg.psql("postgres", &["-c", &format!("DROP DATABASE \"{db}\"")]);
     };
     let before = databases();
-    check_distill_on_a_server("postgres", &pg.admin_url("{db}"), &gold, &databases, &drop);
+    check_distill_on_a_server("postgres", &pg.admin_url("{db}"), &gold, databases, drop);
     // The read-only role cannot create databases: refused at the first candidate, and the run
     // leaves nothing: no folder, no database.
     let refused = dir.path().join("refused");
