@@ -196,6 +196,7 @@ pub fn distill(
         }
     }
     let created = server::Created::new(backend);
+    let run = server::Names::run_id();
     let reports = by_db
         .into_iter()
         .zip(&originals)
@@ -204,6 +205,7 @@ pub fn distill(
                 layout,
                 staging: &mut staging,
                 created: &created,
+                names: server::Names::new(db, &run),
             };
             distill_database(backend, db, &cases, original, target, options, answers)
         })
@@ -251,6 +253,8 @@ struct Target<'s, 'b> {
     layout: Layout,
     staging: &'s mut Staging,
     created: &'s server::Created<'b>,
+    /// The names of its databases on a server.
+    names: server::Names,
 }
 
 fn distill_database(
@@ -336,7 +340,7 @@ fn distill_database(
             )
         })
     };
-    let names = server::Names::new(db);
+    let names = &target.names;
     let dropped = |name: &Path, e: ExecError| {
         OutputError::new(
             name,

@@ -28,9 +28,18 @@ pub struct Names {
 }
 
 impl Names {
-    /// Names for the databases generated from `db` in this run: `db` cut to the letters,
-    /// digits and `_` a server writer accepts, and an id of this run (time and process).
-    pub fn new(db: &str) -> Names {
+    /// An id for one run: 8 hex digits of the time and the process.
+    pub fn run_id() -> String {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let run = (nanos as u64 ^ (u64::from(std::process::id()) << 32)) & 0xffff_ffff;
+        format!("{run:08x}")
+    }
+
+    /// Names for the databases generated from `db` in the run `run` ([`Names::run_id`]): `db`
+    /// cut to the letters, digits and `_` a server writer accepts.
+    pub fn new(db: &str, run: &str) -> Names {
         let mut prefix: String = db
             .chars()
             .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -39,13 +48,9 @@ impl Names {
         if prefix.is_empty() {
             prefix.push_str("db");
         }
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let run = (nanos as u64 ^ (u64::from(std::process::id()) << 32)) & 0xffff_ffff;
         Names {
             prefix,
-            run: format!("{run:08x}"),
+            run: run.to_string(),
         }
     }
 
@@ -129,7 +134,7 @@ mod tests {
 
     #[test]
     fn generated_names_are_told_from_any_other() {
-        let names = Names::new("car_dealership");
+        let names = Names::new("car_dealership", &Names::run_id());
         for name in [names.candidate(0), names.candidate(199), names.kept(0)] {
             let name = name.to_string_lossy().into_owned();
             assert!(Names::is_generated(&name), "{name}");
@@ -146,9 +151,9 @@ mod tests {
         ] {
             assert!(!Names::is_generated(other), "{other}");
         }
-        let long = Names::new(&"é".repeat(40));
+        let long = Names::new(&"é".repeat(40), "0123abcd");
         assert_eq!(long.prefix, "db");
-        let long = Names::new(&"x".repeat(100));
+        let long = Names::new(&"x".repeat(100), "0123abcd");
         assert_eq!(long.prefix.len(), PREFIX_BYTES);
     }
 }
