@@ -295,6 +295,7 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         timeout: args.timeout.0,
         max_rows: args.max_rows,
         max_bytes: args.max_bytes,
+        max_steps: None,
     };
     let mode_options = ModeOptions {
         keep_distinct: args.keep_distinct,

@@ -219,6 +219,80 @@ fn distill_writes_the_same_bytes_for_a_seed() {
     assert_eq!(a, files(&dir.path().join("b")));
 }
 
+/// What distill keeps does not depend on the machine's load: a known answer whose work grows
+/// with the rows of a candidate (a recursion as deep as 300,000 per order) runs past the
+/// step bound on the larger candidates only, and a run beside CPU burners writes the same
+/// bytes and the same report as a run on an idle machine (a wall-clock bound would stop it on
+/// more candidates under load).
+#[test]
+fn distill_writes_the_same_bytes_beside_cpu_burners() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let heavy = predictions(dir.path(), "heavy", |case| {
+        if case.0 == "open_items" {
+            "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c \
+             WHERE i < (SELECT count(*) FROM orders) * 300000) \
+             SELECT count(qty) FROM orders WHERE status = 'open' AND (SELECT count(*) FROM c) > 0"
+                .to_string()
+        } else {
+            case.2.to_string()
+        }
+    });
+    let run = |out: &Path| {
+        let report = sqlgate()
+            .arg("distill")
+            .arg("--gold")
+            .arg(&suite)
+            .arg("--predictions")
+            .arg(&heavy)
+            .arg("--out")
+            .arg(out)
+            .args(["--candidates", "24", "--format", "json"])
+            .run()
+            .assert_success()
+            .json();
+        let mut database = report["databases"][0].clone();
+        database["seconds"] = serde_json::Value::Null;
+        let mut files: Vec<(String, Vec<u8>)> = fs::read_dir(out.join("shop"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().into_string().unwrap(),
+                    fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        (database, files)
+    };
+    let idle = run(&dir.path().join("idle"));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let burners: Vec<_> = (0..2 * std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .map(|_| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })
+        })
+        .collect();
+    let loaded = run(&dir.path().join("loaded"));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for burner in burners {
+        burner.join().unwrap();
+    }
+    assert_eq!(idle.0, loaded.0);
+    assert!(idle.1 == loaded.1, "the kept databases differ");
+    // The heavy answer is told apart somewhere (stopped on a large candidate) and accepted on
+    // the original: the step bound decided, not the clock.
+    let prediction = &idle.0["operators"]["prediction"];
+    assert_eq!(prediction["accepted_by_original"], 1, "{prediction}");
+    assert_eq!(prediction["rejected_by_suite"], 1, "{prediction}");
+}
+
 #[test]
 fn distill_names_a_missing_gold_file_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();

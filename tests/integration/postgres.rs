@@ -279,6 +279,7 @@ fn the_hostile_set_is_contained_and_changes_nothing() {
         timeout: Some(Duration::from_millis(1500)),
         max_rows: 1000,
         max_bytes: 200_000,
+        max_steps: None,
     };
     let admin = format!("postgres://postgres@127.0.0.1:{}/{{db}}", pg.port());
     for (template, role_only) in [

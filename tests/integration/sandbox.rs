@@ -139,6 +139,7 @@ fn huge_results_are_cut_off() {
         max_rows: 1000,
         max_bytes: 10_000,
         timeout: Some(Duration::from_secs(10)),
+        max_steps: None,
     };
     let unbounded =
         "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r";

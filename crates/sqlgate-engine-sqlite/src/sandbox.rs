@@ -7,6 +7,8 @@
 //! - an authorizer allows only reads, functions other than `load_extension`, recursive CTEs and
 //!   a few introspection PRAGMAs; everything else is denied at prepare time;
 //! - a statement that is not read-only is refused before it runs;
+//! - a progress handler stops a statement past its bound on virtual-machine steps, which does
+//!   not depend on the machine's speed (`Limits::max_steps`);
 //! - a watchdog thread interrupts a statement past its deadline, while it prepares or steps, and
 //!   rows and bytes (values and their containers) are counted while reading so a huge result
 //!   stops early;
@@ -18,7 +20,7 @@
 //!   twice as fast this way, and scales with cores).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -49,6 +51,10 @@ const INTROSPECTION_PRAGMAS: &[&str] = &[
     "foreign_key_list",
 ];
 
+/// Virtual-machine instructions between two calls of the progress handler, which counts the
+/// work of a statement against `Limits::max_steps` in these periods.
+const STEPS_PER_PROGRESS_CALL: i32 = 1000;
+
 /// A sandboxed connection to one database file.
 pub struct Sandbox {
     conn: Connection,
@@ -57,6 +63,10 @@ pub struct Sandbox {
     immutable: bool,
     /// Set by the authorizer when it refuses an action of the current statement.
     denied: Arc<AtomicBool>,
+    /// Progress-handler periods the current statement may still run (`u64::MAX`: unbounded).
+    periods_left: Arc<AtomicU64>,
+    /// Set by the progress handler when it stopped the current statement at its step bound.
+    over_steps: Arc<AtomicBool>,
 }
 
 impl Sandbox {
@@ -136,12 +146,31 @@ impl Sandbox {
             verdict
         }))
         .map_err(open_error)?;
+        let periods_left = Arc::new(AtomicU64::new(u64::MAX));
+        let over_steps = Arc::new(AtomicBool::new(false));
+        let (left, over) = (Arc::clone(&periods_left), Arc::clone(&over_steps));
+        conn.progress_handler(
+            STEPS_PER_PROGRESS_CALL,
+            Some(move || {
+                // One statement at a time per connection: a load and a store suffice.
+                let periods = left.load(Ordering::Relaxed);
+                if periods == 0 {
+                    over.store(true, Ordering::Relaxed);
+                    return true;
+                }
+                left.store(periods - 1, Ordering::Relaxed);
+                false
+            }),
+        )
+        .map_err(open_error)?;
 
         Ok(Sandbox {
             conn,
             path: path.to_path_buf(),
             immutable,
             denied,
+            periods_left,
+            over_steps,
         })
     }
 
@@ -187,6 +216,11 @@ impl Sandbox {
         // A bound too far away to represent is no bound.
         let deadline = limits.timeout.and_then(|t| start.checked_add(t));
         self.denied.store(false, Ordering::Relaxed);
+        self.over_steps.store(false, Ordering::Relaxed);
+        let periods = limits.max_steps.map_or(u64::MAX, |steps| {
+            steps.div_ceil(STEPS_PER_PROGRESS_CALL as u64)
+        });
+        self.periods_left.store(periods, Ordering::Relaxed);
         let armed = deadline.map(|d| {
             let handle = self.conn.get_interrupt_handle();
             watchdog::arm(d, Box::new(move || handle.interrupt()))
@@ -195,7 +229,7 @@ impl Sandbox {
         let mut steps = 0;
         let result = self
             .run(sql, limits, &mut charge, &mut steps)
-            .map_err(|e| self.classify(e, deadline));
+            .map_err(|e| self.classify(e, deadline, limits));
         drop(armed);
         // The statement and any result cut short are freed by now.
         let discarded = if result.is_err() { charge.held() } else { 0 };
@@ -246,6 +280,14 @@ impl Sandbox {
             ))
         };
         let mut bytes = 0usize;
+        // SQLite counts in 32 bits: read per row (not reset, which would restart the progress
+        // handler's period at every row), the count's wrap is undone by the difference.
+        let mut counted: u32 = 0;
+        let mut count = |stmt: &rusqlite::Statement<'_>| {
+            let now = stmt.get_status(StatementStatus::VmStep) as u32;
+            *steps += u64::from(now.wrapping_sub(counted));
+            counted = now;
+        };
         let mut rows = stmt.raw_query();
         while let Some(row) = rows.next().map_err(RunError::Runtime)? {
             if result.rows.len() == limits.max_rows {
@@ -271,17 +313,16 @@ impl Sandbox {
                 return Err(too_large());
             }
             result.rows.push(values);
-            // SQLite counts in 32 bits: taken (and reset) per row, the count cannot wrap.
             if let Some(stmt) = rows.as_ref() {
-                *steps += u64::from(stmt.reset_status(StatementStatus::VmStep) as u32);
+                count(stmt);
             }
         }
         drop(rows);
-        *steps += u64::from(stmt.reset_status(StatementStatus::VmStep) as u32);
+        count(&stmt);
         Ok(result)
     }
 
-    fn classify(&self, error: RunError, deadline: Option<Instant>) -> ExecError {
+    fn classify(&self, error: RunError, deadline: Option<Instant>, limits: &Limits) -> ExecError {
         let (kind, message) = match error {
             RunError::Denied(message) => (ExecErrorKind::Denied, message),
             RunError::TooLarge(message) => (ExecErrorKind::TooLarge, message),
@@ -293,6 +334,18 @@ impl Sandbox {
                 if code(&e) == Some(ErrorCode::OutOfMemory) =>
             {
                 (ExecErrorKind::OutOfMemory, memory::out_of_memory())
+            }
+            RunError::Prepare(e) | RunError::Runtime(e)
+                if code(&e) == Some(ErrorCode::OperationInterrupted)
+                    && self.over_steps.load(Ordering::Relaxed) =>
+            {
+                (
+                    ExecErrorKind::Timeout,
+                    format!(
+                        "query exceeded its bound of {} virtual-machine steps",
+                        limits.max_steps.unwrap_or_default()
+                    ),
+                )
             }
             RunError::Prepare(e) | RunError::Runtime(e)
                 if code(&e) == Some(ErrorCode::OperationInterrupted)
@@ -514,6 +567,53 @@ mod tests {
         let first = sandbox.execute_counting_steps("SELECT x FROM t", &Limits::default());
         let second = sandbox.execute_counting_steps("SELECT x FROM t", &Limits::default());
         assert_eq!((first.1, second.1), (rows, rows));
+    }
+
+    #[test]
+    fn a_step_bound_stops_the_same_queries_whatever_the_clock_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.sqlite");
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE t(x); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 \
+                 FROM c WHERE i < 1000) INSERT INTO t SELECT i FROM c;",
+            )
+            .unwrap();
+        let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
+        let (_, scan) = sandbox.execute_counting_steps("SELECT x FROM t", &Limits::default());
+        // No time bound at all: only the steps can stop these.
+        let bounded = |steps: u64| Limits {
+            timeout: None,
+            max_steps: Some(steps),
+            ..Limits::default()
+        };
+        let runaway = "SELECT count(*) FROM t a, t b, t c, t d";
+        for _ in 0..3 {
+            let error = sandbox
+                .execute(runaway, &bounded(1_000_000))
+                .result
+                .unwrap_err();
+            assert_eq!(error.kind, ExecErrorKind::Timeout, "{}", error.message);
+            assert!(
+                error.message.contains("1000000 virtual-machine steps"),
+                "{}",
+                error.message
+            );
+        }
+        // Within its bound a query runs whole, on the same connection after a stop; the bound
+        // holds per statement, and a query just past it is stopped every time.
+        let whole = sandbox.execute("SELECT x FROM t", &bounded(scan * 2));
+        assert_eq!(whole.result.unwrap().rows.len(), 1000);
+        for _ in 0..3 {
+            let cut = sandbox.execute("SELECT x FROM t", &bounded(scan / 4));
+            assert_eq!(cut.result.unwrap_err().kind, ExecErrorKind::Timeout);
+        }
+        let unbounded = sandbox.execute("SELECT count(*) FROM t a, t b", &Limits::default());
+        assert_eq!(
+            unbounded.result.unwrap().rows,
+            [vec![Value::Int(1_000_000)]]
+        );
     }
 
     #[test]

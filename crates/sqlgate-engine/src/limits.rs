@@ -14,6 +14,11 @@ pub struct Limits {
     /// Bound on the memory a result takes: every cell's value and heap bytes, and every row's
     /// container (see [`result_bytes`]).
     pub max_bytes: usize,
+    /// Bound on the engine's own count of the work a query does (SQLite's virtual-machine
+    /// steps): unlike `timeout`, it stops the same queries on a loaded machine as on an idle
+    /// one. A query past it fails as a [`ExecErrorKind::Timeout`] saying so; an engine without
+    /// such a count relies on `timeout` alone.
+    pub max_steps: Option<u64>,
 }
 
 impl Default for Limits {
@@ -22,6 +27,7 @@ impl Default for Limits {
             timeout: Some(Duration::from_secs(30)),
             max_rows: 1_000_000,
             max_bytes: 256 << 20,
+            max_steps: None,
         }
     }
 }

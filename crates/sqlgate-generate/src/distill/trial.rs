@@ -17,15 +17,23 @@ use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions, Verdict}
 use super::neighbours::Neighbour;
 use crate::audit::order::OrderProbe;
 
-/// Bounds on one query on a candidate: a few rows per table, so a query past a second is a
-/// runaway neighbour (a cartesian product of its own making), not work.
+/// Bounds on one query on a candidate: a few rows per table, so a query past
+/// [`MAX_STEPS`] is a runaway neighbour (a cartesian product of its own making), not work. The
+/// step bound stops the same queries on a loaded machine as on an idle one, so the same seed
+/// keeps the same databases; the time bound is a backstop for engines that count no steps
+/// (there it is the bound, and a loaded machine can change what is kept).
 pub fn limits() -> Limits {
     Limits {
-        timeout: Some(Duration::from_secs(2)),
+        timeout: Some(Duration::from_secs(20)),
         max_rows: 100_000,
         max_bytes: 64 << 20,
+        max_steps: Some(MAX_STEPS),
     }
 }
+
+/// The virtual-machine steps a query on a candidate may take: well under a second of SQLite's
+/// work, about a thousand times what a gold takes on a candidate.
+pub const MAX_STEPS: u64 = 20_000_000;
 
 /// A gold with what it must be told apart from and what it must not.
 #[derive(Debug, Clone)]
