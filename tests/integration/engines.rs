@@ -362,6 +362,7 @@ fn the_engine_table_of_the_docs_is_what_the_drivers_say() {
         (5, Feature::Fingerprint),
         (6, Feature::ReverseUnordered),
         (7, Feature::Create),
+        (8, Feature::StepBound),
     ];
     let mut rows = 0;
     for line in text.lines().filter(|l| l.starts_with("| `")) {

@@ -55,7 +55,7 @@ impl Driver for DuckDb {
             Feature::Explain | Feature::Cost | Feature::Create => true,
             // DuckDB has no switch that returns unordered rows in another order, and no data
             // version: the core compares the file's and its `.wal`'s stamps.
-            Feature::ReverseUnordered | Feature::Fingerprint => false,
+            Feature::ReverseUnordered | Feature::Fingerprint | Feature::StepBound => false,
         }
     }
 

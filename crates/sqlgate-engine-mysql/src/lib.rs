@@ -68,7 +68,7 @@ impl Driver for MySql {
     fn supports(&self, feature: Feature) -> bool {
         match feature {
             Feature::Explain | Feature::Cost | Feature::Create => true,
-            Feature::ReverseUnordered | Feature::Fingerprint => false,
+            Feature::ReverseUnordered | Feature::Fingerprint | Feature::StepBound => false,
         }
     }
 

@@ -61,6 +61,9 @@ pub enum Feature {
     ReverseUnordered,
     /// A content fingerprint that says when a database changed (result cache, reuse).
     Fingerprint,
+    /// A bound on a query's work in the engine's own steps ([`Limits::max_steps`]), which
+    /// does not depend on the machine's speed.
+    StepBound,
 }
 
 impl fmt::Display for Feature {
@@ -71,6 +74,7 @@ impl fmt::Display for Feature {
             Feature::Create => "creating databases (distill, copy, TQA clones)",
             Feature::ReverseUnordered => "reversing unordered rows (the gold audit)",
             Feature::Fingerprint => "content fingerprints (the result cache)",
+            Feature::StepBound => "bounds on a query's work in steps (distill's trials)",
         })
     }
 }

@@ -17,7 +17,7 @@ pub struct Limits {
     /// Bound on the engine's own count of the work a query does (SQLite's virtual-machine
     /// steps): unlike `timeout`, it stops the same queries on a loaded machine as on an idle
     /// one. A query past it fails as a [`ExecErrorKind::Timeout`] saying so; an engine without
-    /// such a count relies on `timeout` alone.
+    /// [`Feature::StepBound`](crate::Feature::StepBound) relies on `timeout` alone.
     pub max_steps: Option<u64>,
 }
 

@@ -10,24 +10,30 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use sqlgate_eval::exec::{
-    Backend, Connection, Driver, ExecError, Execution, Limits, Open, QueryRunner, Source,
+    Backend, Connection, Driver, ExecError, Execution, Feature, Limits, Open, QueryRunner, Source,
 };
 use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions, Verdict};
 
 use super::neighbours::Neighbour;
 use crate::audit::order::OrderProbe;
 
-/// Bounds on one query on a candidate: a few rows per table, so a query past
-/// [`MAX_STEPS`] is a runaway neighbour (a cartesian product of its own making), not work. The
-/// step bound stops the same queries on a loaded machine as on an idle one, so the same seed
-/// keeps the same databases; the time bound is a backstop for engines that count no steps
-/// (there it is the bound, and a loaded machine can change what is kept).
-pub fn limits() -> Limits {
+/// Bounds on one query on a candidate of `driver`'s engine: a few rows per table, so a query
+/// past [`MAX_STEPS`] is a runaway neighbour (a cartesian product of its own making), not
+/// work. The step bound stops the same queries on a loaded machine as on an idle one, so the
+/// same seed keeps the same databases; 20 s of wall time backs it up. An engine without
+/// [`Feature::StepBound`] is bounded by 2 s of wall time, and a loaded machine can change what
+/// it keeps.
+pub fn limits(driver: &dyn Driver) -> Limits {
+    let (timeout, max_steps) = if driver.supports(Feature::StepBound) {
+        (20, Some(MAX_STEPS))
+    } else {
+        (2, None)
+    };
     Limits {
-        timeout: Some(Duration::from_secs(20)),
+        timeout: Some(Duration::from_secs(timeout)),
         max_rows: 100_000,
         max_bytes: 64 << 20,
-        max_steps: Some(MAX_STEPS),
+        max_steps,
     }
 }
 
@@ -185,7 +191,7 @@ impl FileRunner {
             driver: backend.driver(),
             path: db.to_path_buf(),
             done: Mutex::new(HashMap::new()),
-            limits: limits(),
+            limits: limits(backend.driver()),
         })
     }
 
