@@ -31,7 +31,7 @@ use sqlgate_eval::exec::{Backend, ExecError, Feature, Open, Source, Storage};
 use sqlgate_eval::loaders::{Benchmark, Case};
 
 use facts::Facts;
-use trial::{try_database, GoldEntry, Trial};
+use trial::{try_database, GoldEntry, Trial, Tried};
 use values::{Literals, Pools};
 pub use write::Provenance;
 use write::Staging;
@@ -313,7 +313,7 @@ fn distill_database(
             )
         })
         .collect();
-    let on_original = try_database(backend, original, &golds);
+    let on_original = try_database(backend, original, Tried::Original, &golds);
     let mut report = DatabaseReport {
         db: db.to_string(),
         golds: golds.len(),
@@ -359,7 +359,7 @@ fn distill_database(
                 .try_for_each(|(i, path)| build(i, path))?;
             let trials = paths
                 .par_iter()
-                .map(|p| try_database(backend, p, &golds))
+                .map(|p| try_database(backend, p, Tried::Candidate, &golds))
                 .collect();
             (paths, trials)
         }
@@ -371,7 +371,7 @@ fn distill_database(
                     let name = names.candidate(i);
                     target.created.add(&name);
                     build(i, &name)?;
-                    let trial = try_database(backend, &name, &golds);
+                    let trial = try_database(backend, &name, Tried::Candidate, &golds);
                     target
                         .created
                         .remove(&name)
@@ -420,7 +420,8 @@ fn distill_database(
                 target.created.add(&name);
                 build(usable[c], &name)?;
                 // Built again from its seed: it must be the database that was tried.
-                if try_database(backend, &name, &golds).kills != trials[usable[c]].kills {
+                let again = try_database(backend, &name, Tried::Candidate, &golds);
+                if again.kills != trials[usable[c]].kills {
                     return Err(OutputError::new(
                         &name,
                         std::io::Error::other(format!(
