@@ -212,8 +212,14 @@ pub fn distill(
         .collect::<Result<Vec<_>, _>>()?;
     let replaced = staging.commit(&provenance)?;
     created.keep();
-    // The suite replaced on the server: its generated databases, now listed nowhere.
-    for name in replaced.iter().filter(|n| server::Names::is_generated(n)) {
+    // The suite replaced on the server: its generated databases, now listed nowhere. (A
+    // server suite replaced by a run on a file engine names databases of a server this run
+    // does not reach: they stay.)
+    let on_server = matches!(layout, Layout::Server);
+    for name in replaced
+        .iter()
+        .filter(|n| on_server && server::Names::is_generated(n))
+    {
         backend.remove(Path::new(name)).map_err(|e| {
             OutputError::new(
                 name,
