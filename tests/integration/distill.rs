@@ -194,29 +194,31 @@ fn distill_also_tells_known_answers_apart_from_their_gold() {
     assert!(scores.contains(&("big_open".to_string(), 1)), "{scores:?}");
 }
 
+/// The files of the distilled folder `<out>/shop/`, by name, with their bytes.
+fn shop_files(out: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = fs::read_dir(out.join("shop"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().into_string().unwrap(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 #[test]
 fn distill_writes_the_same_bytes_for_a_seed() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path());
-    let files = |out: &Path| -> Vec<(String, Vec<u8>)> {
-        let mut files: Vec<_> = fs::read_dir(out.join("shop"))
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (
-                    e.file_name().into_string().unwrap(),
-                    fs::read(e.path()).unwrap(),
-                )
-            })
-            .collect();
-        files.sort();
-        files
-    };
     distill(&suite, &dir.path().join("a"), "9");
     distill(&suite, &dir.path().join("b"), "9");
-    let a = files(&dir.path().join("a"));
+    let a = shop_files(&dir.path().join("a"));
     assert!(a.len() >= 2);
-    assert_eq!(a, files(&dir.path().join("b")));
+    assert_eq!(a, shop_files(&dir.path().join("b")));
 }
 
 /// What distill keeps does not depend on the machine's load: a known answer whose work grows
@@ -253,18 +255,7 @@ fn distill_writes_the_same_bytes_beside_cpu_burners() {
             .json();
         let mut database = report["databases"][0].clone();
         database["seconds"] = serde_json::Value::Null;
-        let mut files: Vec<(String, Vec<u8>)> = fs::read_dir(out.join("shop"))
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (
-                    e.file_name().into_string().unwrap(),
-                    fs::read(e.path()).unwrap(),
-                )
-            })
-            .collect();
-        files.sort();
-        (database, files)
+        (database, shop_files(out))
     };
     let idle = run(&dir.path().join("idle"));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -530,10 +530,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn steps_count_the_work_of_a_query_and_repeat_exactly() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("t.sqlite");
+    /// `<dir>/t.sqlite`, its table `t` holding x = 1..=1000.
+    fn thousand_rows(dir: &Path) -> PathBuf {
+        let db = dir.join("t.sqlite");
         Connection::open(&db)
             .unwrap()
             .execute_batch(
@@ -541,6 +540,13 @@ mod tests {
                  FROM c WHERE i < 1000) INSERT INTO t SELECT i FROM c;",
             )
             .unwrap();
+        db
+    }
+
+    #[test]
+    fn steps_count_the_work_of_a_query_and_repeat_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = thousand_rows(dir.path());
         let steps = |sql: &str| {
             let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
             let (execution, steps) = sandbox.execute_counting_steps(sql, &Limits::default());
@@ -572,14 +578,7 @@ mod tests {
     #[test]
     fn a_step_bound_stops_the_same_queries_whatever_the_clock_says() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("t.sqlite");
-        Connection::open(&db)
-            .unwrap()
-            .execute_batch(
-                "CREATE TABLE t(x); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 \
-                 FROM c WHERE i < 1000) INSERT INTO t SELECT i FROM c;",
-            )
-            .unwrap();
+        let db = thousand_rows(dir.path());
         let sandbox = Sandbox::open(&db, Source::Prediction).unwrap();
         let (_, scan) = sandbox.execute_counting_steps("SELECT x FROM t", &Limits::default());
         // No time bound at all: only the steps can stop these.

@@ -213,8 +213,17 @@ pub fn server_suite(db_dir: &Path, db: &str) -> Result<Option<Vec<PathBuf>>, Inp
     }
     let mut text = String::new();
     std::fs::File::open(&list)
-        .and_then(|file| file.take(MAX_SERVER_LIST_BYTES).read_to_string(&mut text))
+        .and_then(|file| {
+            file.take(MAX_SERVER_LIST_BYTES + 1)
+                .read_to_string(&mut text)
+        })
         .map_err(|e| InputError::file(&list, format!("cannot read it: {e}")))?;
+    if text.len() as u64 > MAX_SERVER_LIST_BYTES {
+        return Err(InputError::file(
+            &list,
+            format!("the list is larger than {MAX_SERVER_LIST_BYTES} bytes"),
+        ));
+    }
     let names: Vec<&str> = text.lines().collect();
     if let Some((line, name)) = names
         .iter()
@@ -455,6 +464,12 @@ mod tests {
         server_list(dir.path(), "shop\n", false);
         let error = server_suite(dir.path(), "shop").unwrap_err();
         assert!(error.message.contains("not listed in"), "{error}");
+        // Larger than any list distill writes: refused, not read in part.
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!("shop\n{}", "x\n".repeat(MAX_SERVER_LIST_BYTES as usize));
+        server_list(dir.path(), &long, true);
+        let error = server_suite(dir.path(), "shop").unwrap_err();
+        assert!(error.message.contains("larger than"), "{error}");
         // Vouched for, but not a list of database names, or not starting with the original.
         for (text, line, problem) in [
             ("shop\n../etc\n", 2, "not a database name"),
