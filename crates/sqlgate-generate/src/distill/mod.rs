@@ -375,8 +375,8 @@ fn distill_database(
                 .into_par_iter()
                 .map(|i| {
                     let name = names.candidate(i);
-                    target.created.add(&name);
                     build(i, &name)?;
+                    target.created.add(&name);
                     let trial = try_database(backend, &name, Tried::Candidate, &golds);
                     target
                         .created
@@ -423,8 +423,8 @@ fn distill_database(
             let mut kept = Vec::new();
             for (k, &c) in chosen.iter().enumerate() {
                 let name = names.kept(k);
-                target.created.add(&name);
                 build(usable[c], &name)?;
+                target.created.add(&name);
                 // Built again from its seed: it must be the database that was tried.
                 let again = try_database(backend, &name, Tried::Candidate, &golds);
                 if again.kills != trials[usable[c]].kills {

@@ -97,7 +97,9 @@ impl<'a> Created<'a> {
         }
     }
 
-    /// Records `name` as created (before it is, so that a failure halfway is cleaned too).
+    /// Records `name` as created, once its build finished: a build that fails drops what it
+    /// made itself (the writer's staging database), and a name the server already held (the
+    /// writer refuses to create it) is never this run's to drop.
     pub fn add(&self, name: &Path) {
         self.lock().push(name.to_path_buf());
     }
