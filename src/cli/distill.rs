@@ -114,8 +114,8 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
 
 fn print_table(r: &DatabaseReport) {
     println!(
-        "{}: {} golds, {} neighbours; kept {} of {} databases ({} unsafe) in {:.1} s",
-        r.db, r.golds, r.neighbours, r.kept, r.candidates, r.unsafe_candidates, r.seconds
+        "{}: {} golds, {} neighbours; kept {} of {} databases ({} gold skips) in {:.1} s",
+        r.db, r.golds, r.neighbours, r.kept, r.candidates, r.gold_skips, r.seconds
     );
     println!(
         "  killed by the original alone {}, by the suite {}, survivors {}",
@@ -143,10 +143,10 @@ fn print_table(r: &DatabaseReport) {
             r.rewrites_rejected_by_original.join(", ")
         );
     }
-    if !r.empty_everywhere.is_empty() {
+    if !r.empty_on_suite.is_empty() {
         println!(
-            "  golds returning no row anywhere: {}",
-            r.empty_everywhere.join(", ")
+            "  golds returning no row (or only 0 and NULL) on every database of the suite: {}",
+            r.empty_on_suite.join(", ")
         );
     }
 }

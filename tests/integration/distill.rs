@@ -368,3 +368,147 @@ fn distill_on_defog_keeps_every_gold_passing_on_every_database() {
         );
     }
 }
+
+/// A gold whose ORDER BY ties on a generated database is not judged there (listed in
+/// `gold-skips.json`, which the manifest vouches for): an answer breaking the tie the other way
+/// passes, while the reversed order fails. The report's golds without rows are exactly those
+/// that return nothing (or only 0 and NULL) on every database the folder judges them on.
+#[test]
+fn distill_judges_a_tied_gold_only_where_its_order_is_determined() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("build")).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("build/club.sqlite")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT NOT NULL, score INTEGER NOT NULL);
+         INSERT INTO player VALUES (1, 'ann', 5), (2, 'bob', 3), (3, 'cy', 1);",
+    )
+    .unwrap();
+    drop(conn);
+    // (id, gold, a wrong answer, a right answer that breaks ties its own way)
+    let cases = [
+        (
+            "top",
+            "SELECT name FROM player ORDER BY score DESC LIMIT 1",
+            "SELECT name FROM player ORDER BY score ASC LIMIT 1",
+            "SELECT name FROM player ORDER BY score DESC, name DESC LIMIT 1",
+        ),
+        (
+            "ranked",
+            "SELECT name, score FROM player ORDER BY score",
+            "SELECT name, score FROM player ORDER BY score DESC",
+            "SELECT name, score FROM player ORDER BY score, name DESC",
+        ),
+        // Told apart only where scores repeat: where `ranked` ties.
+        (
+            "shared",
+            "SELECT score, count(*) FROM player GROUP BY score HAVING count(*) > 1",
+            "SELECT score, count(*) FROM player GROUP BY score",
+            "SELECT score, count(name) FROM player GROUP BY score HAVING count(*) >= 2",
+        ),
+        (
+            "none",
+            "SELECT name FROM player WHERE score > 5 AND score < 3",
+            "SELECT name FROM player WHERE score > 5 AND score < 3",
+            "SELECT name FROM player WHERE score > 5 AND score < 3",
+        ),
+    ];
+    let lines: Vec<String> = cases
+        .iter()
+        .map(|(id, gold, _, _)| {
+            serde_json::json!({"id": id, "db": "club", "question": id, "gold": gold}).to_string()
+        })
+        .collect();
+    fs::write(dir.path().join("cases.jsonl"), lines.join("\n")).unwrap();
+    let suite = dir.path().join("suite.toml");
+    fs::write(
+        &suite,
+        "name = \"club\"\ncases = \"cases.jsonl\"\ndb_dir = \"build\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let report = distill(&suite, &out, "3");
+    let club = &report["databases"][0];
+
+    let skips_file = out.join("club/gold-skips.json");
+    let skips: Vec<serde_json::Value> =
+        serde_json::from_str(&fs::read_to_string(&skips_file).unwrap()).unwrap();
+    assert_eq!(club["gold_skips"].as_u64().unwrap(), skips.len() as u64);
+    assert!(
+        skips.iter().any(|s| s["why"] == "order_open"),
+        "a kept database where a gold's order ties: {skips:?}"
+    );
+
+    type Case = (&'static str, &'static str, &'static str, &'static str);
+    let answers = |pick: fn(&Case) -> &'static str, name: &str| {
+        let lines: Vec<String> = cases
+            .iter()
+            .map(|c| serde_json::json!({"id": c.0, "sql": pick(c)}).to_string())
+            .collect();
+        let path = dir.path().join(format!("{name}.jsonl"));
+        fs::write(&path, lines.join("\n")).unwrap();
+        path
+    };
+    let scored = |pred: &Path| -> std::collections::BTreeMap<String, i64> {
+        ex(&suite, pred, &out).into_iter().collect()
+    };
+    let wrong = scored(&answers(|c| c.2, "wrong"));
+    assert_eq!(
+        (wrong["top"], wrong["ranked"], wrong["shared"]),
+        (0, 0, 0),
+        "{wrong:?}"
+    );
+    let tie_broken = scored(&answers(|c| c.3, "tie_broken"));
+    assert!(tie_broken.values().all(|&ex| ex == 1), "{tie_broken:?}");
+
+    // The report's empty golds, from the folder as `score` reads it.
+    let options = sqlgate_eval::loaders::LoadOptions {
+        db_dir: Some(out.clone()),
+        ..sqlgate_eval::loaders::LoadOptions::on(sqlgate_engine_sqlite::files())
+    };
+    let bench = sqlgate_eval::loaders::load(&suite, &options).unwrap();
+    let mut empty = Vec::new();
+    for case in &bench.cases {
+        let files = bench.db_files(case, true).unwrap();
+        let informative = files.iter().any(|file| {
+            let conn = rusqlite::Connection::open(file).unwrap();
+            let mut statement = conn.prepare(&case.gold[0]).unwrap();
+            let columns = statement.column_count();
+            let mut rows = statement.query([]).unwrap();
+            let mut found = false;
+            while let Some(row) = rows.next().unwrap() {
+                found |= (0..columns).any(|i| {
+                    !matches!(
+                        row.get_ref(i).unwrap(),
+                        rusqlite::types::ValueRef::Null | rusqlite::types::ValueRef::Integer(0)
+                    ) && row.get_ref(i).unwrap() != rusqlite::types::ValueRef::Real(0.0)
+                });
+            }
+            found
+        });
+        if !informative {
+            empty.push(serde_json::Value::from(case.id.clone()));
+        }
+    }
+    assert_eq!(club["empty_on_suite"].as_array().unwrap(), &empty);
+    assert_eq!(empty, ["none"]);
+
+    // A skip list the manifest does not vouch for is refused, as is a changed one.
+    let gold = answers(|c| c.1, "gold");
+    let score = || {
+        sqlgate()
+            .arg("score")
+            .arg("--gold")
+            .arg(&suite)
+            .arg("--pred")
+            .arg(&gold)
+            .arg("--db-dir")
+            .arg(&out)
+            .args(["--mode", "testsuite"])
+            .run()
+    };
+    score().assert_success();
+    fs::write(&skips_file, "[]\n").unwrap();
+    score().assert_bad_input(&["gold-skips.json", "SHA-256"]);
+    fs::remove_file(out.join("sqlgate-distill.json")).unwrap();
+    score().assert_bad_input(&["gold-skips.json", "not listed"]);
+}

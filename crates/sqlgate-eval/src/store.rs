@@ -321,6 +321,11 @@ pub fn file_sha256(path: &Path) -> io::Result<String> {
     hash_file(path).map(|digest| hex(&digest))
 }
 
+/// The SHA-256 of `bytes` as 64 lowercase hex digits.
+pub fn bytes_sha256(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 /// The SHA-256 of a file's content.
 fn hash_file(path: &Path) -> io::Result<[u8; 32]> {
     let mut file = fs::File::open(path)?;

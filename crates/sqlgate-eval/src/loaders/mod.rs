@@ -127,18 +127,34 @@ impl Benchmark {
     /// first, then the others sorted by name; otherwise, and for the flat layout, the one file.
     /// On a server, the one database is the case's `db` name; with `every_file`, the
     /// databases of its distilled suite when `<db_dir>/<db>/databases.txt` lists them
-    /// ([`suite_folder::server_suite`]).
+    /// ([`suite_folder::server_suite`]). With `every_file`, a distilled suite's databases on
+    /// which the case's gold is not judged are left out ([`suite_folder::judged`]).
     pub fn db_files(&self, case: &Case, every_file: bool) -> Result<Vec<PathBuf>, InputError> {
-        if self.on_server() {
+        let files = if self.on_server() {
             let db = databases::server_database(case)?;
-            if every_file {
-                if let Some(suite) = suite_folder::server_suite(&self.db_dir, &case.db)? {
-                    return Ok(suite);
-                }
+            match every_file {
+                true => suite_folder::server_suite(&self.db_dir, &case.db)?.unwrap_or(vec![db]),
+                false => vec![db],
             }
-            return Ok(vec![db]);
+        } else {
+            databases::db_files(&self.db_dir, case, every_file, &*self.backend)?
+        };
+        match every_file {
+            true => suite_folder::judged(&self.db_dir, &case.db, &case.gold, files),
+            false => Ok(files),
         }
-        databases::db_files(&self.db_dir, case, every_file, &*self.backend)
+    }
+
+    /// Whether the case's database on a server has a distilled suite
+    /// (`<db_dir>/<db>/databases.txt`).
+    pub fn has_server_suite(&self, case: &Case) -> bool {
+        self.on_server()
+            && std::fs::symlink_metadata(
+                self.db_dir
+                    .join(&case.db)
+                    .join(suite_folder::SERVER_DATABASES),
+            )
+            .is_ok()
     }
 
     /// Whether a case's database is the original of a folder, `<db_dir>/<db>/<db>.sqlite`,

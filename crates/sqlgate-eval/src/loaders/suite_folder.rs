@@ -4,17 +4,17 @@
 //! exactly the files its manifest lists, with their hashes; a server engine's suite is the
 //! list `<db>/databases.txt`, read only when the manifest vouches for it. The manifest's format lives here, beside the reader that trusts it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{is_plain_name, InputError};
 use crate::exec::{Backend, Open, Source, Storage};
 use crate::files::Stamp;
-use crate::store::file_sha256;
+use crate::store::{bytes_sha256, file_sha256};
 
 /// In a suite `sqlgate distill` wrote on a server engine, `<db>/databases.txt` names the
 /// suite's databases on the server, one per line, the original `<db>` first.
@@ -196,7 +196,11 @@ pub fn server_suite(db_dir: &Path, db: &str) -> Result<Option<Vec<PathBuf>>, Inp
     refuse_unfinished(db_dir)?;
     let manifest = Manifest::read(db_dir)?;
     match &manifest {
-        Some(manifest) if manifest.files.contains_key(&format!("{db}/{SERVER_DATABASES}")) => {
+        Some(manifest)
+            if manifest
+                .files
+                .contains_key(&format!("{db}/{SERVER_DATABASES}")) =>
+        {
             if let Some(error) = manifest.mismatch(db_dir, db) {
                 return Err(error);
             }
@@ -205,7 +209,8 @@ pub fn server_suite(db_dir: &Path, db: &str) -> Result<Option<Vec<PathBuf>>, Inp
             return Err(InputError::file(
                 &list,
                 format!(
-                    "not listed in {}: `sqlgate distill` did not write it, and the test-suite                      mode would run every case on the databases it names",
+                    "not listed in {}: `sqlgate distill` did not write it, and the test-suite \
+                     mode would run every case on the databases it names",
                     db_dir.join(MANIFEST).display()
                 ),
             ))
@@ -244,6 +249,153 @@ pub fn server_suite(db_dir: &Path, db: &str) -> Result<Option<Vec<PathBuf>>, Inp
         .at_line(1));
     }
     Ok(Some(names.into_iter().map(PathBuf::from).collect()))
+}
+
+/// In a suite `sqlgate distill` wrote, `<db>/gold-skips.json` names the golds that are not
+/// judged on some of its generated databases, where their own answer is not determined (their
+/// ORDER BY leaves the order open) or they fail: a correct answer could fail there. Written
+/// only when there is such a gold.
+pub const GOLD_SKIPS: &str = "gold-skips.json";
+
+/// A gold skip list holds a few entries per gold and database: anything larger is not one.
+const MAX_GOLD_SKIPS_BYTES: u64 = 64 << 20;
+
+/// One gold not judged on one database of its suite.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoldSkip {
+    /// The gold's alternatives, as the benchmark gives them.
+    pub gold: Vec<String>,
+    /// The database (a file name of the folder, or a server database's name).
+    pub database: String,
+    /// Why its answer there is not determined.
+    pub why: SkipReason,
+}
+
+/// Why a gold is not judged on a database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Its ORDER BY leaves the order of its rows open (a LIMIT cutting through tied keys, or
+    /// tied rows compared in order).
+    OrderOpen,
+    /// An equivalent rewrite of it scores 0 there (only an open order can do that).
+    RewriteRejected,
+    /// It fails there (an error, or its bound of work) while it runs on the original.
+    GoldFails,
+}
+
+/// Gold skip lists already read in this process, by file and stamp: golds (alternatives) to
+/// the databases they are not judged on.
+type SkipsByGold = HashMap<Vec<String>, HashSet<String>>;
+/// A skip list's path with its stamp and its manifest's.
+type SkipsKey = (PathBuf, Stamp, Stamp);
+static SKIPS: LazyLock<Mutex<HashMap<SkipsKey, Arc<SkipsByGold>>>> =
+    LazyLock::new(Mutex::default);
+
+/// `files`, the databases of the suite of `db` in `db_dir` (the original first), without those
+/// on which `gold` is not judged, as `<db>/gold-skips.json` says. The list is read only when
+/// the manifest of `db_dir` lists it with its hash; each of its databases must be one of the
+/// suite's generated ones (never the original).
+pub fn judged(
+    db_dir: &Path,
+    db: &str,
+    gold: &[String],
+    files: Vec<PathBuf>,
+) -> Result<Vec<PathBuf>, InputError> {
+    let path = db_dir.join(db).join(GOLD_SKIPS);
+    if files.len() < 2 || std::fs::symlink_metadata(&path).is_err() {
+        return Ok(files);
+    }
+    let skips = read_skips(db_dir, db, &path, &files)?;
+    let Some(skipped) = skips.get(gold) else {
+        return Ok(files);
+    };
+    let name = |file: &PathBuf| {
+        file.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    Ok(files
+        .into_iter()
+        .enumerate()
+        .filter(|(i, file)| *i == 0 || !skipped.contains(&name(file)))
+        .map(|(_, file)| file)
+        .collect())
+}
+
+/// The skip list at `path` (of the suite of `db` holding `files`), checked against the
+/// manifest.
+fn read_skips(
+    db_dir: &Path,
+    db: &str,
+    path: &Path,
+    files: &[PathBuf],
+) -> Result<Arc<SkipsByGold>, InputError> {
+    let key = (
+        path.to_path_buf(),
+        Stamp::of(path),
+        Stamp::of(&db_dir.join(MANIFEST)),
+    );
+    let cache = || SKIPS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(skips) = cache().get(&key) {
+        return Ok(Arc::clone(skips));
+    }
+    let bad = |problem: String| InputError::file(path, problem);
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_GOLD_SKIPS_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if bytes.len() as u64 > MAX_GOLD_SKIPS_BYTES {
+        return Err(bad(format!(
+            "the list is larger than {MAX_GOLD_SKIPS_BYTES} bytes"
+        )));
+    }
+    refuse_unfinished(db_dir)?;
+    let listed = Manifest::read(db_dir)?
+        .and_then(|manifest| manifest.files.get(&format!("{db}/{GOLD_SKIPS}")).cloned());
+    match listed {
+        Some(hash) if hash == bytes_sha256(&bytes) => {}
+        Some(_) => {
+            return Err(bad(format!(
+                "its content is not what `sqlgate distill` wrote (SHA-256 differs from {})",
+                db_dir.join(MANIFEST).display()
+            )))
+        }
+        None => {
+            return Err(bad(format!(
+                "not listed in {}: `sqlgate distill` did not write it, and it would leave \
+                 databases of the suite out of some cases",
+                db_dir.join(MANIFEST).display()
+            )))
+        }
+    }
+    let entries: Vec<GoldSkip> = serde_json::from_slice(&bytes)
+        .map_err(|e| bad(format!("not a gold skip list of `sqlgate distill`: {e}")))?;
+    let generated: HashSet<String> = files
+        .iter()
+        .skip(1)
+        .map(|file| {
+            file.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut skips = SkipsByGold::new();
+    for entry in entries {
+        if !generated.contains(&entry.database) {
+            return Err(bad(format!(
+                "names `{}`, which is not a generated database of the suite",
+                entry.database.escape_debug()
+            )));
+        }
+        skips.entry(entry.gold).or_default().insert(entry.database);
+    }
+    let skips = Arc::new(skips);
+    cache().insert(key, Arc::clone(&skips));
+    Ok(skips)
 }
 
 /// Checks the files `files` listed in the test-suite folder `<db_dir>/<db>/`: none is a `-wal`,

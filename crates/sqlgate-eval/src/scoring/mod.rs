@@ -130,8 +130,9 @@ impl Scoring {
     /// database of a feasible case must be in `tables.json`.
     pub fn databases(&self, bench: &Benchmark) -> Result<Vec<CaseDatabases>, InputError> {
         let folders = self.every_database_files();
-        // Many cases share a database: each is looked up on disk once.
-        let mut resolved: HashMap<(&str, Option<&Path>), CaseDatabases> = HashMap::new();
+        // Many cases share a database: each is looked up on disk once (once per gold: a
+        // distilled suite may leave some of its databases out for a gold).
+        let mut resolved: HashMap<(&str, Option<&Path>, &[String]), CaseDatabases> = HashMap::new();
         bench
             .cases
             .iter()
@@ -147,7 +148,11 @@ impl Scoring {
                         )));
                     }
                 }
-                let key = (case.db.as_str(), case.db_file.as_deref());
+                let key = (
+                    case.db.as_str(),
+                    case.db_file.as_deref(),
+                    case.gold.as_slice(),
+                );
                 if let Some(databases) = resolved.get(&key) {
                     return Ok(databases.clone());
                 }
@@ -178,11 +183,10 @@ impl Scoring {
             return None;
         }
         if bench.on_server() {
-            let (case, _) = bench
+            let case = bench
                 .cases
                 .iter()
-                .zip(databases)
-                .find(|(_, files)| files.evaluated.len() < 2)?;
+                .find(|case| !bench.has_server_suite(case))?;
             return Some(format!(
                 "every_database runs each case on the databases of its distilled suite, which \
                  a server engine lists in `<db_dir>/<db>/databases.txt` (`sqlgate distill` \

@@ -30,6 +30,9 @@ pub struct Facts {
     pub compound: HashSet<String>,
     /// Whether any table holds a row (schema-only copies hold none).
     pub holds_rows: bool,
+    /// Primary keys declared but not enforced (`table.column`, as declared): see
+    /// [`Facts::relax_truncated_keys`].
+    pub relaxed_keys: Vec<String>,
 }
 
 impl Facts {
@@ -67,15 +70,110 @@ impl Facts {
             }
         }
         drop(conn);
-        Ok(Facts {
+        let mut facts = Facts {
             fill_order: parents_first(&schema),
             holds_rows: schema::holds_rows(backend, db)?,
             schema,
             ddl,
             unique,
             compound,
-        })
+            relaxed_keys: Vec::new(),
+        };
+        if !facts.holds_rows {
+            facts.relax_truncated_keys();
+        }
+        Ok(facts)
     }
+
+    /// A schema-only database built from Spider's `tables.json` declares only the first
+    /// column of a composite primary key (`countrylanguage(CountryCode)` for `(CountryCode,
+    /// Language)`, `Friend(student_id)` for `(student_id, friend_id)`): enforced, no country
+    /// could have two languages. So on a database that holds no row, a one-column primary key
+    /// that is also a foreign key, in a table with more columns, is read as such a truncated
+    /// key: kept NOT NULL, no longer unique. A database with rows keeps its keys as declared.
+    /// A statement that does not parse keeps its key.
+    fn relax_truncated_keys(&mut self) {
+        for table in &mut self.schema.tables {
+            let keys: Vec<usize> = (0..table.columns.len())
+                .filter(|&c| table.columns[c].primary_key)
+                .collect();
+            let [key] = keys.as_slice() else { continue };
+            let column = &table.columns[*key];
+            let referencing = self.schema.foreign_keys.iter().any(|fk| {
+                fk.from.table.eq_ignore_ascii_case(&table.name)
+                    && fk.from.column.eq_ignore_ascii_case(&column.name)
+            });
+            if !referencing || table.columns.len() < 2 {
+                continue;
+            }
+            if let Some(ddl) = &mut self.ddl {
+                let Some(rewritten) = ddl
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, sql)| Some((i, without_primary_key(sql, &table.name)?)))
+                else {
+                    continue;
+                };
+                ddl[rewritten.0] = rewritten.1;
+            }
+            let name = ColRef::new(&table.name, &column.name);
+            self.unique.remove(&name.key());
+            self.relaxed_keys
+                .push(format!("{}.{}", table.name, column.name));
+            let column = &mut table.columns[*key];
+            column.primary_key = false;
+            column.not_null = true;
+        }
+    }
+}
+
+/// `sql` without its primary key (a table constraint or a column's), its key column NOT
+/// NULL instead, when it creates table `table`; `None` when it does not, or does not parse.
+fn without_primary_key(sql: &str, table: &str) -> Option<String> {
+    use sqlparser::ast::{ColumnOption, ColumnOptionDef, Statement, TableConstraint};
+    let mut statements =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::SQLiteDialect {}, sql).ok()?;
+    let [Statement::CreateTable(create)] = statements.as_mut_slice() else {
+        return None;
+    };
+    let named = create
+        .name
+        .0
+        .last()?
+        .as_ident()?
+        .value
+        .eq_ignore_ascii_case(table);
+    if !named {
+        return None;
+    }
+    let mut key_columns: Vec<String> = Vec::new();
+    create.constraints.retain(|constraint| match constraint {
+        TableConstraint::PrimaryKey(key) => {
+            key_columns.extend(key.columns.iter().map(|c| c.column.expr.to_string()));
+            false
+        }
+        _ => true,
+    });
+    for column in &mut create.columns {
+        let keyed = column
+            .options
+            .iter()
+            .any(|o| matches!(o.option, ColumnOption::PrimaryKey(_)));
+        let quoted = column.name.to_string();
+        if keyed || key_columns.contains(&quoted) {
+            column.options.retain(|o| {
+                !matches!(
+                    o.option,
+                    ColumnOption::PrimaryKey(_) | ColumnOption::NotNull
+                )
+            });
+            column.options.push(ColumnOptionDef {
+                name: None,
+                option: ColumnOption::NotNull,
+            });
+        }
+    }
+    Some(statements[0].to_string())
 }
 
 /// The rows of a catalog query.
@@ -215,5 +313,56 @@ mod tests {
         assert!(ddl[3].contains("CREATE UNIQUE INDEX"));
         assert!(ddl[4].starts_with("CREATE VIEW"));
         assert!(!facts.holds_rows);
+    }
+
+    /// Spider's `tables.json` states one column of a composite key: on a schema-only copy, a
+    /// key that is also a foreign key is not enforced; on a database with rows it is.
+    #[test]
+    fn a_schema_only_key_that_is_a_foreign_key_is_read_as_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = "CREATE TABLE country (code TEXT, name TEXT, PRIMARY KEY (code));
+             CREATE TABLE lang (code TEXT, language TEXT, PRIMARY KEY (code),
+               FOREIGN KEY (code) REFERENCES country (code));
+             CREATE TABLE friend (student INTEGER PRIMARY KEY REFERENCES country(code),
+               other INTEGER);
+             CREATE TABLE extra (code TEXT PRIMARY KEY REFERENCES country(code));";
+        let read = |name: &str, rows: &str| {
+            let db = dir.path().join(name);
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.execute_batch(schema).unwrap();
+            conn.execute_batch(rows).unwrap();
+            drop(conn);
+            Facts::read(&*sqlgate_engine_sqlite::files(), &db).unwrap()
+        };
+        let facts = read("empty.sqlite", "");
+        assert_eq!(facts.relaxed_keys, ["friend.student", "lang.code"]);
+        assert!(!facts.unique.contains("lang.code") && facts.unique.contains("country.code"));
+        assert!(
+            facts.unique.contains("extra.code"),
+            "a one-column table keeps its key"
+        );
+        // The rewritten statements build tables where a code repeats but is never NULL.
+        let copy = rusqlite::Connection::open_in_memory().unwrap();
+        copy.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        for sql in facts.ddl.as_ref().unwrap() {
+            copy.execute_batch(sql).unwrap();
+        }
+        copy.execute_batch(
+            "INSERT INTO lang VALUES ('NL', 'Dutch'), ('NL', 'Frisian');
+             INSERT INTO friend VALUES (1, 2), (1, 3);",
+        )
+        .unwrap();
+        assert!(copy
+            .execute_batch("INSERT INTO lang VALUES (NULL, 'x')")
+            .is_err());
+        assert!(copy
+            .execute_batch("INSERT INTO country VALUES ('NL', 'a'), ('NL', 'b')")
+            .is_err());
+        let real = read(
+            "rows.sqlite",
+            "INSERT INTO country VALUES ('NL', 'Netherlands');",
+        );
+        assert!(real.relaxed_keys.is_empty());
+        assert!(real.unique.contains("lang.code"));
     }
 }

@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::exec::{Backend, ExecError, Feature, Open, Source, Storage};
+use sqlgate_eval::loaders::suite_folder::GoldSkip;
 use sqlgate_eval::loaders::{Benchmark, Case};
 
 use facts::Facts;
@@ -115,16 +116,19 @@ pub struct DatabaseReport {
     pub survivors: usize,
     /// Candidates generated.
     pub candidates: usize,
-    /// Candidates set aside: a gold failed there, an equivalent rewrite was told apart, or a
-    /// gold's ORDER BY left its rows' order open (ties).
-    pub unsafe_candidates: usize,
+    /// (kept database, gold) pairs where the gold is not judged (its ORDER BY leaves the order
+    /// of its rows open there, an equivalent rewrite is told apart there, or it fails there),
+    /// as `<db>/gold-skips.json` lists them.
+    pub gold_skips: usize,
     /// Equivalent rewrites the original itself tells apart from their gold (gold id, rewrite):
     /// ties that the gold's ORDER BY ... LIMIT cuts through on the original.
     pub rewrites_rejected_by_original: Vec<String>,
     /// Databases kept beside the original.
     pub kept: usize,
-    /// Golds with no row on the original nor on any candidate.
-    pub empty_everywhere: Vec<String>,
+    /// Golds that run on the original and return no row holding a value other than NULL and
+    /// 0 on the original nor on any kept database that judges them: the suite accepts every
+    /// answer that is as empty.
+    pub empty_on_suite: Vec<String>,
     /// Counts per operator, by name.
     pub operators: BTreeMap<&'static str, OperatorCounts>,
     /// The neighbours the suite adds to what the original rejects.
@@ -389,31 +393,25 @@ fn distill_database(
         }
     };
 
-    let safe = |t: &Trial| {
-        t.rejected_rewrites.is_empty()
-            && t.open_orders.is_empty()
-            && t.gold_runs
-                .iter()
-                .zip(&on_original.gold_runs)
-                .all(|(here, there)| *here || !*there)
-    };
-    let usable: Vec<usize> = (0..trials.len()).filter(|&c| safe(&trials[c])).collect();
-    report.unsafe_candidates = trials.len() - usable.len();
+    let mut trials = trials;
+    for trial in &mut trials {
+        trial.judge_only_where_determined(&on_original);
+    }
     let flat = |t: &Trial| t.kills.iter().flatten().copied().collect::<Vec<bool>>();
     let covered = flat(&on_original);
-    let kills: Vec<Vec<bool>> = usable.iter().map(|&c| flat(&trials[c])).collect();
-    let nonempty: Vec<Vec<bool>> = usable.iter().map(|&c| trials[c].nonempty.clone()).collect();
+    let kills: Vec<Vec<bool>> = trials.iter().map(flat).collect();
+    let informative: Vec<Vec<bool>> = trials.iter().map(|t| t.informative.clone()).collect();
     let chosen = select::greedy(
         &kills,
         &covered,
         options.per_db,
-        &nonempty,
-        &on_original.nonempty,
+        &informative,
+        &on_original.informative,
     );
     report.kept = chosen.len();
     let kept_names: Vec<String> = match target.layout {
         Layout::Files(extension) => {
-            let kept: Vec<PathBuf> = chosen.iter().map(|&k| paths[usable[k]].clone()).collect();
+            let kept: Vec<PathBuf> = chosen.iter().map(|&c| paths[c].clone()).collect();
             target.staging.add_suite(db, original, &kept)?;
             (0..kept.len())
                 .map(|k| write::kept_name(db, k, extension))
@@ -423,17 +421,17 @@ fn distill_database(
             let mut kept = Vec::new();
             for (k, &c) in chosen.iter().enumerate() {
                 let name = names.kept(k);
-                build(usable[c], &name)?;
+                build(c, &name)?;
                 target.created.add(&name);
                 // Built again from its seed: it must be the database that was tried.
-                let again = try_database(backend, &name, Tried::Candidate, &golds);
-                if again.kills != trials[usable[c]].kills {
+                let mut again = try_database(backend, &name, Tried::Candidate, &golds);
+                again.judge_only_where_determined(&on_original);
+                if again.kills != trials[c].kills || again.undetermined != trials[c].undetermined {
                     return Err(OutputError::new(
                         &name,
                         std::io::Error::other(format!(
-                            "built again from its seed, candidate {} of `{db}` no longer tells \
-                             apart what it did: the server did not build the same database twice",
-                            usable[c]
+                            "built again from its seed, candidate {c} of `{db}` no longer tells \
+                             apart what it did: the server did not build the same database twice"
                         )),
                     )
                     .into());
@@ -444,11 +442,30 @@ fn distill_database(
             kept
         }
     };
+    let skips: Vec<GoldSkip> = chosen
+        .iter()
+        .zip(&kept_names)
+        .flat_map(|(&c, database)| {
+            golds
+                .iter()
+                .zip(&trials[c].undetermined)
+                .filter_map(|(entry, why)| {
+                    Some(GoldSkip {
+                        gold: entry.gold.clone(),
+                        database: database.clone(),
+                        why: (*why)?,
+                    })
+                })
+        })
+        .collect();
+    report.gold_skips = skips.len();
+    target.staging.add_gold_skips(db, &skips)?;
 
     for (g, entry) in golds.iter().enumerate() {
-        let anywhere = on_original.nonempty[g] || trials.iter().any(|t| t.nonempty[g]);
-        if !anywhere && on_original.gold_runs[g] {
-            report.empty_everywhere.push(entry.id.clone());
+        let informative =
+            on_original.informative[g] || chosen.iter().any(|&c| trials[c].informative[g]);
+        if !informative && on_original.gold_runs[g] {
+            report.empty_on_suite.push(entry.id.clone());
         }
     }
     count(
@@ -457,7 +474,6 @@ fn distill_database(
         &golds,
         &on_original,
         &trials,
-        &usable,
         &chosen,
     );
     report.seconds = start.elapsed().as_secs_f64();
@@ -494,13 +510,12 @@ fn count(
     golds: &[GoldEntry],
     on_original: &Trial,
     trials: &[Trial],
-    usable: &[usize],
     chosen: &[usize],
 ) {
     for (g, entry) in golds.iter().enumerate() {
         for (n, neighbour) in entry.neighbours.iter().enumerate() {
             let by_original = on_original.kills[g][n];
-            let killer = chosen.iter().position(|&k| trials[usable[k]].kills[g][n]);
+            let killer = chosen.iter().position(|&c| trials[c].kills[g][n]);
             let by_any = by_original || trials.iter().any(|t| t.kills[g][n]);
             report.neighbours += 1;
             report.killed_by_original += usize::from(by_original);

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use sqlgate_eval::exec::{
     Backend, Connection, Driver, ExecError, Execution, Feature, Limits, Open, QueryRunner, Source,
+    Value,
 };
+use sqlgate_eval::loaders::suite_folder::SkipReason;
 use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions, Verdict};
 
 use super::neighbours::Neighbour;
@@ -97,17 +99,42 @@ impl GoldEntry {
 pub struct Trial {
     /// Per gold, per neighbour: the database tells the neighbour apart from the gold.
     pub kills: Vec<Vec<bool>>,
-    /// Per gold: its first alternative returns at least one row.
-    pub nonempty: Vec<bool>,
+    /// Per gold: its first alternative returns a row holding a value other than NULL and 0
+    /// (a gold that returns nothing, or only a zero count, accepts every answer that does the
+    /// same).
+    pub informative: Vec<bool>,
     /// Per gold: it runs and scores against itself here.
     pub gold_runs: Vec<bool>,
+    /// Per gold: why its answer here is not determined, if it is not: its ORDER BY leaves the
+    /// order of its rows open (a LIMIT cutting through tied keys, or tied rows compared in
+    /// order), or one of its equivalent rewrites is told apart (only an open order can do
+    /// that). A correct answer that breaks the tie the other way would fail here.
+    pub undetermined: Vec<Option<SkipReason>>,
     /// The equivalent rewrites this database tells apart from their gold: (gold id, rewrite).
-    /// Only ties or an unstable order can do that (a LIMIT cutting through equal keys).
     pub rejected_rewrites: Vec<(String, &'static str)>,
-    /// The golds whose ORDER BY leaves their rows' order open here (a LIMIT cutting through
-    /// tied keys, or tied rows compared in order): a correct answer that breaks the tie the
-    /// other way would fail, so such a database is never kept.
-    pub open_orders: Vec<String>,
+}
+
+impl Trial {
+    /// Leaves out of this candidate's trial every gold whose answer is not determined here, or
+    /// that fails here while it runs on the original (`on_original`): such a gold is not
+    /// judged on this database ([`SkipReason`], written to the suite's gold skip list), so its
+    /// kills and rows here count for nothing. A gold that fails on the original is judged
+    /// nowhere and stays as it is.
+    pub fn judge_only_where_determined(&mut self, on_original: &Trial) {
+        for g in 0..self.kills.len() {
+            if !on_original.gold_runs[g] {
+                self.undetermined[g] = None;
+                continue;
+            }
+            if !self.gold_runs[g] {
+                self.undetermined[g] = Some(SkipReason::GoldFails);
+            }
+            if self.undetermined[g].is_some() {
+                self.kills[g].fill(false);
+                self.informative[g] = false;
+            }
+        }
+    }
 }
 
 /// Tries every gold and neighbour on the database `db` of `backend`.
@@ -120,10 +147,10 @@ pub fn try_database(backend: &dyn Backend, db: &Path, tried: Tried, golds: &[Gol
                     .iter()
                     .map(|g| vec![false; g.neighbours.len()])
                     .collect(),
-                nonempty: vec![false; golds.len()],
+                informative: vec![false; golds.len()],
                 gold_runs: vec![false; golds.len()],
+                undetermined: vec![None; golds.len()],
                 rejected_rewrites: Vec::new(),
-                open_orders: Vec::new(),
             }
         }
     };
@@ -151,25 +178,29 @@ pub fn try_database(backend: &dyn Backend, db: &Path, tried: Tried, golds: &[Gol
         let gold_runs = score(first).verdict == Verdict::Correct;
         trial.gold_runs.push(gold_runs);
         let rows = runner.run(db, first).result;
-        trial
-            .nonempty
-            .push(rows.is_ok_and(|rows| !rows.rows.is_empty()));
+        trial.informative.push(rows.is_ok_and(|rows| {
+            rows.rows
+                .iter()
+                .flatten()
+                .any(|value| *value != Value::Null && value.as_f64() != Some(0.0))
+        }));
         if !gold_runs {
             trial.kills.push(vec![false; entry.neighbours.len()]);
+            trial.undetermined.push(None);
             continue;
         }
-        if entry
+        let mut undetermined = entry
             .order_probes
             .iter()
             .any(|probe| order_is_open(&runner, db, probe))
-        {
-            trial.open_orders.push(entry.id.clone());
-        }
+            .then_some(SkipReason::OrderOpen);
         for (name, sql) in &entry.rewrites {
             if score(sql).verdict != Verdict::Correct {
                 trial.rejected_rewrites.push((entry.id.clone(), name));
+                undetermined.get_or_insert(SkipReason::RewriteRejected);
             }
         }
+        trial.undetermined.push(undetermined);
         trial.kills.push(
             entry
                 .neighbours
@@ -276,10 +307,8 @@ mod tests {
             Tried::Candidate,
             &golds,
         );
-        assert_eq!(
-            tied.open_orders,
-            vec![golds[0].id.clone(), golds[1].id.clone()]
-        );
+        let open = Some(SkipReason::OrderOpen);
+        assert_eq!(tied.undetermined, [open, open, None]);
         // Distinct scores: every order is settled.
         let total = try_database(
             &*sqlgate_engine_sqlite::files(),
@@ -287,6 +316,6 @@ mod tests {
             Tried::Candidate,
             &golds,
         );
-        assert!(total.open_orders.is_empty(), "{:?}", total.open_orders);
+        assert_eq!(total.undetermined, [None; 3]);
     }
 }

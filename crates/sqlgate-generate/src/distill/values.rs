@@ -66,7 +66,9 @@ impl Kind {
             .into_iter()
             .map(|d| Value::Text(d.into()))
             .collect(),
-            Kind::Text => ["a", "b", "B", "ab"]
+            // Numbers spelled as text too: schema-only copies declare numbers TEXT (Spider's
+            // `Dogs.age`), and an average over them must not be 0 everywhere.
+            Kind::Text => ["a", "b", "B", "ab", "3", "12.5"]
                 .into_iter()
                 .map(|t| Value::Text(t.into()))
                 .collect(),
@@ -211,8 +213,14 @@ impl Literals {
             }
         }
         if let Value::Text(text) = &value {
-            // A case variant tells `=` from LIKE.
-            values.push(Value::Text(text.to_uppercase()));
+            // Near misses: other cases (tell `=` from LIKE, `'france'` from `'France'`) and
+            // other spellings of a truth value (`'Yes'` from `'T'`).
+            values.extend(case_variants(text).into_iter().map(Value::Text));
+            values.extend(
+                truth_spellings(text)
+                    .iter()
+                    .map(|t| Value::Text(t.to_string())),
+            );
         }
         values.push(value);
     }
@@ -263,13 +271,55 @@ impl Visitor for Literals {
     }
 }
 
-/// The column an expression names, lowercased (`t.col` and `col` both give `col`).
+/// The column an expression names, lowercased (`t.col` and `col` both give `col`), also
+/// through an aggregate of it: `avg(LifeExpectancy) > 72` needs values on both sides of 72.
 fn column_name(expr: &Expr) -> Option<String> {
     match expr {
         Expr::Identifier(ident) => Some(ident.value.to_lowercase()),
         Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.to_lowercase()),
         Expr::Nested(inner) => column_name(inner),
+        Expr::Function(call) => {
+            let name = call.name.to_string().to_ascii_lowercase();
+            if !["avg", "sum", "min", "max"].contains(&name.as_str()) {
+                return None;
+            }
+            let sqlparser::ast::FunctionArguments::List(list) = &call.args else {
+                return None;
+            };
+            match list.args.as_slice() {
+                [sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(
+                    arg,
+                ))] => column_name(arg),
+                _ => None,
+            }
+        }
         _ => None,
+    }
+}
+
+/// `text` in upper case, lower case and with only its first letter upper, where they differ
+/// from it.
+fn case_variants(text: &str) -> Vec<String> {
+    let mut title: String = text.chars().take(1).flat_map(char::to_uppercase).collect();
+    title.extend(text.chars().skip(1).flat_map(char::to_lowercase));
+    let mut variants = vec![text.to_uppercase(), text.to_lowercase(), title];
+    variants.sort();
+    variants.dedup();
+    variants.retain(|v| v != text);
+    variants
+}
+
+/// The other spellings of the truth value `text` spells (`Yes`, `T`, `true`, `1`...), or none.
+fn truth_spellings(text: &str) -> &'static [&'static str] {
+    const TRUE: &[&str] = &["Yes", "Y", "T", "true", "1"];
+    const FALSE: &[&str] = &["No", "N", "F", "false", "0"];
+    let is = |spellings: &[&str]| spellings.iter().any(|s| s.eq_ignore_ascii_case(text));
+    if is(TRUE) {
+        TRUE
+    } else if is(FALSE) {
+        FALSE
+    } else {
+        &[]
     }
 }
 
@@ -486,6 +536,35 @@ pub(super) mod tests {
             .of("country")
             .contains(&Value::Text("Spain".into())));
         assert_eq!(literals.words, [Value::Text("France".into())]);
+    }
+
+    #[test]
+    fn near_misses_of_literals_and_bounds_of_aggregates_reach_their_columns() {
+        let literals = Literals::gather(
+            [
+                "SELECT g FROM country WHERE continent = 'north america' AND official = 'T' \
+                 GROUP BY g HAVING avg(LifeExpectancy) > 72 AND count(*) > 2",
+            ],
+            [],
+        );
+        let text = |t: &str| Value::Text(t.into());
+        for variant in ["north america", "North america", "NORTH AMERICA"] {
+            assert!(
+                literals.of("continent").contains(&text(variant)),
+                "{variant}"
+            );
+        }
+        for spelling in ["T", "Yes", "true", "1"] {
+            assert!(
+                literals.of("official").contains(&text(spelling)),
+                "{spelling}"
+            );
+        }
+        assert!(!literals.of("official").contains(&text("No")));
+        assert_eq!(
+            literals.of("lifeexpectancy"),
+            [Value::Int(71), Value::Int(73), Value::Int(72)]
+        );
     }
 
     /// The pools of the SQLite file `path`, read through the engine.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::suite_folder::{
-    split_entry, HashedFile, Manifest, MANIFEST, SERVER_DATABASES, UNFINISHED,
+    split_entry, GoldSkip, HashedFile, Manifest, GOLD_SKIPS, MANIFEST, SERVER_DATABASES, UNFINISHED,
 };
 use sqlgate_eval::store::file_sha256;
 
@@ -151,6 +151,21 @@ impl Staging {
         fs::write(&list, text).map_err(|e| OutputError::new(&list, e))?;
         let hash = file_sha256(&list).map_err(|e| OutputError::new(&list, e))?;
         self.files.insert(format!("{db}/{SERVER_DATABASES}"), hash);
+        Ok(())
+    }
+
+    /// Writes `<db>/gold-skips.json`, the golds not judged on some of the databases of the
+    /// suite of `db`, when there are any (after the suite's databases).
+    pub fn add_gold_skips(&mut self, db: &str, skips: &[GoldSkip]) -> Result<(), DistillError> {
+        if skips.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join(db).join(GOLD_SKIPS);
+        let text = serde_json::to_string_pretty(skips)
+            .map_err(|e| OutputError::new(&path, io::Error::other(e)))?;
+        fs::write(&path, text + "\n").map_err(|e| OutputError::new(&path, e))?;
+        let hash = file_sha256(&path).map_err(|e| OutputError::new(&path, e))?;
+        self.files.insert(format!("{db}/{GOLD_SKIPS}"), hash);
         Ok(())
     }
 
