@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::exec::{Engine, Limits, QueryRunner};
 use sqlgate_eval::loaders::{Benchmark, Case, GoldFormat, SourceRef};
 use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
 
+use super::runs::Scorer;
 use super::{audit, Finding, Kind, Settings};
 use crate::mutate::DEFAULT_SEED;
 
@@ -47,6 +48,17 @@ fn audit_flat(cases: Vec<Case>) -> Vec<Finding> {
 }
 
 fn run(db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
+    run_in(Mode::Testsuite, db_dir, cases, limits)
+}
+
+/// The findings on `cases` under `mode`, run on a `shop.sqlite` made by `script`.
+fn audit_script(mode: Mode, script: &str, cases: Vec<Case>) -> Vec<Finding> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    database(&dir.path().join("shop.sqlite"), script);
+    run_in(mode, dir.path(), cases, Limits::default())
+}
+
+fn run_in(mode: Mode, db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
     let bench = Benchmark {
         name: "shop".to_string(),
         cases,
@@ -57,7 +69,7 @@ fn run(db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
         backend: sqlgate_engine_sqlite::files(),
     };
     let settings = Settings {
-        mode: Mode::Testsuite,
+        mode,
         mode_options: ModeOptions::default(),
         seed: DEFAULT_SEED,
     };
@@ -229,6 +241,30 @@ fn mutants_the_data_cannot_tell_apart_make_a_case_weak() {
 }
 
 #[test]
+fn mutants_the_mode_accepts_by_design_do_not_make_a_case_weak() {
+    let cases = || {
+        vec![
+            case("count", "", &["SELECT COUNT(*) FROM scores"]),
+            case("empty", "", &["SELECT name FROM scores WHERE score > 10"]),
+        ]
+    };
+    let weak_in = |findings: &[Finding], id: &str| {
+        findings
+            .iter()
+            .find(|f| f.id == id && f.kind == Kind::Weak)
+            .is_some_and(|f| f.detail.contains("add_star_wildcard"))
+    };
+    // Defog's subset match accepts extra columns, with rows or without.
+    let defog = audit_script(Mode::Defog, SHOP, cases());
+    assert!(!weak_in(&defog, "count"), "{defog:#?}");
+    assert!(!weak_in(&defog, "empty"), "{defog:#?}");
+    // testsuite does not: an empty result hides the extra columns, which is the data's doing.
+    let testsuite = audit_script(Mode::Testsuite, SHOP, cases());
+    assert!(!weak_in(&testsuite, "count"), "{testsuite:#?}");
+    assert!(weak_in(&testsuite, "empty"), "{testsuite:#?}");
+}
+
+#[test]
 fn every_database_of_a_test_suite_folder_counts() {
     let dir = tempfile::tempdir().expect("temp dir");
     let folder = dir.path().join("shop");
@@ -321,4 +357,32 @@ fn a_clean_gold_has_no_finding() {
         &["SELECT name, score FROM scores WHERE score >= 3 ORDER BY score DESC, name"],
     )]);
     assert_eq!(findings, []);
+}
+
+#[test]
+fn the_modes_that_accept_extra_columns_say_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("shop.sqlite");
+    database(&file, SHOP);
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
+    let sql = "SELECT name, score FROM scores";
+    let case = case("extra", "Who scored what?", &[sql]);
+    let rows = engine.gold(&file, sql).result.expect("the gold runs");
+    let accepting: Vec<Mode> = Mode::ALL
+        .into_iter()
+        .filter(|&mode| {
+            let settings = Settings {
+                mode,
+                mode_options: ModeOptions::default(),
+                seed: DEFAULT_SEED,
+            };
+            let scorer = Scorer {
+                settings: &settings,
+                engine: &engine,
+                case: &case,
+            };
+            scorer.accepts_extra_columns(sql, &file, &rows)
+        })
+        .collect();
+    assert_eq!(accepting, [Mode::Spider2, Mode::Defog]);
 }
