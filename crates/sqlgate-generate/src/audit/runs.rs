@@ -88,14 +88,15 @@ impl Scorer<'_> {
     }
 
     /// Whether the mode cares about row order for `sql` on `file`: the gold's own rows
-    /// reversed would score incorrect. Unknowable (false) with fewer than two distinct rows.
+    /// reversed would score incorrect against them. Unknowable (false) with fewer than two
+    /// distinct rows. Both sides are given rows: what the mode does to the gold's text before
+    /// it runs it (testsuite removes DISTINCT) is no part of the question.
     pub fn order_matters(&self, sql: &str, file: &Path, rows: &ResultSet) -> bool {
-        let reversed = Arc::new(ResultSet {
+        let reversed = ResultSet {
             rows: rows.rows.iter().rev().cloned().collect(),
             ..rows.clone()
-        });
-        let verdict = self.verdict_under(sql, file, |_, _| given(&reversed));
-        verdict == Verdict::Incorrect
+        };
+        self.verdict_given(sql, file, rows.clone(), reversed) == Verdict::Incorrect
     }
 
     /// Whether the mode accepts extra columns for `sql`, whatever the data: its rows on `file`

@@ -133,6 +133,145 @@ fn a_limit_through_ties_and_an_ordered_comparison_of_ties_are_found() {
 }
 
 #[test]
+fn rows_compared_in_order_that_only_a_subquery_orders_are_order_unspecified() {
+    let findings =
+        audit_flat(vec![
+        case(
+            "inner",
+            "",
+            &["SELECT name FROM (SELECT name, score FROM scores ORDER BY score DESC LIMIT 3)"],
+        ),
+        // The outer ORDER BY orders the rows.
+        case(
+            "outer",
+            "",
+            &["SELECT name FROM (SELECT name, score FROM scores ORDER BY score DESC LIMIT 3) \
+               ORDER BY name"],
+        ),
+        // One row has no order.
+        case(
+            "one_row",
+            "",
+            &["SELECT count(*) FROM (SELECT * FROM scores ORDER BY score LIMIT 3)"],
+        ),
+        // Without "order by" anywhere testsuite compares bags; the DISTINCT it removes before
+        // running the gold changes the rows, not their order.
+        case("bag", "", &["SELECT name FROM scores WHERE score > 1"]),
+        case("distinct", "", &["SELECT DISTINCT score FROM scores"]),
+    ]);
+    let inner = detail(&findings, "inner", Kind::OrderUnspecified);
+    assert!(
+        inner.contains("its only ORDER BY is a subquery's (`ORDER BY score DESC LIMIT 3`)"),
+        "{inner}"
+    );
+    assert!(inner.contains("its 3 rows"), "{inner}");
+    for clean in ["outer", "one_row", "bag", "distinct"] {
+        assert!(
+            !kinds(&findings, clean).contains(&Kind::OrderUnspecified),
+            "{clean}: {findings:#?}"
+        );
+    }
+}
+
+/// Scores and teams: every team name is written in title case.
+const TEAMS: &str = "CREATE TABLE scores (name TEXT, score INTEGER);
+    INSERT INTO scores VALUES ('ann', 3), ('bob', 5), ('cy', 5), ('dee', 1);
+    CREATE TABLE teams (name TEXT, team TEXT);
+    INSERT INTO teams VALUES ('ann', 'Red Fox'), ('bob', 'Blue Jay'), ('cy', 'Red Fox');";
+
+#[test]
+fn tables_joined_without_a_condition_are_cartesian() {
+    let findings = audit_script(
+        Mode::Testsuite,
+        TEAMS,
+        vec![
+            case(
+                "comma",
+                "",
+                &["SELECT scores.name, team FROM scores, teams WHERE score > 2"],
+            ),
+            case(
+                "bare_join",
+                "",
+                &["SELECT s.name FROM scores AS s JOIN teams AS t WHERE s.score > 2"],
+            ),
+            case(
+                "linked",
+                "",
+                &["SELECT scores.name, team FROM scores, teams WHERE scores.name = teams.name"],
+            ),
+            case(
+                "on",
+                "",
+                &["SELECT s.name FROM scores AS s JOIN teams AS t ON s.name = t.name"],
+            ),
+        ],
+    );
+    let comma = detail(&findings, "comma", Kind::Cartesian);
+    assert!(
+        comma.starts_with("`scores` and `teams` are joined"),
+        "{comma}"
+    );
+    let bare = detail(&findings, "bare_join", Kind::Cartesian);
+    assert!(bare.starts_with("`scores AS s` and `teams AS t`"), "{bare}");
+    for clean in ["linked", "on"] {
+        assert!(
+            !kinds(&findings, clean).contains(&Kind::Cartesian),
+            "{clean}: {findings:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_string_the_data_holds_only_in_another_case_is_literal_absent() {
+    let findings = audit_script(
+        Mode::Testsuite,
+        TEAMS,
+        vec![
+            // Spider's double-quoted string, in another case than the data's.
+            case(
+                "lower",
+                "",
+                &["SELECT name FROM teams WHERE team = \"red fox\""],
+            ),
+            case(
+                "in_list",
+                "",
+                &["SELECT t.name FROM teams AS t WHERE t.team IN ('Red Fox', 'BLUE JAY')"],
+            ),
+            case(
+                "exact",
+                "",
+                &["SELECT name FROM teams WHERE team = 'Red Fox'"],
+            ),
+            // Not there in any case: another problem (the gold is empty).
+            case(
+                "nowhere",
+                "",
+                &["SELECT name FROM teams WHERE team = 'Green'"],
+            ),
+        ],
+    );
+    assert_eq!(
+        detail(&findings, "lower", Kind::LiteralAbsent),
+        "on shop.sqlite: no value of teams.team equals 'red fox', but 'Red Fox' does ignoring case"
+    );
+    let in_list = detail(&findings, "in_list", Kind::LiteralAbsent);
+    assert!(
+        in_list.ends_with(
+            "no value of teams.team equals 'BLUE JAY', but 'Blue Jay' does ignoring case"
+        ),
+        "{in_list}"
+    );
+    for clean in ["exact", "nowhere"] {
+        assert!(
+            !kinds(&findings, clean).contains(&Kind::LiteralAbsent),
+            "{clean}: {findings:#?}"
+        );
+    }
+}
+
+#[test]
 fn chance_the_clock_and_the_scan_order_are_nondeterministic() {
     let findings = audit_flat(vec![
         case("chance", "", &["SELECT name FROM scores ORDER BY random() LIMIT 1"]),
