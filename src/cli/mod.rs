@@ -62,7 +62,9 @@ enum Command {
     /// Score single-error mutants of a gold set: how each SQLMorph metric reacts to each error.
     Calibrate(calibrate::CalibrateArgs),
     /// Audit a benchmark's gold queries: errors, timeouts, empty results, ties cut by LIMIT,
-    /// nondeterminism, disagreeing alternatives, errors the cases cannot see, duplicates.
+    /// rows compared in an order nothing sets, nondeterminism, cartesian products, strings in
+    /// another case than the data's, disagreeing alternatives, errors the cases cannot see,
+    /// duplicates.
     Audit(audit::AuditArgs),
     /// Build schema-only SQLite databases (no rows) from a Spider `tables.json`.
     SchemaDb(schema_db::SchemaDbArgs),

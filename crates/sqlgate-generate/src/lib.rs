@@ -6,7 +6,8 @@
 //! - `calibrate`: the fine-grained metrics measured on single-error mutants (SQLMorph
 //!   Tables IX and X);
 //! - `audit`: what is wrong with a benchmark's gold queries (errors, ties cut by LIMIT,
-//!   nondeterminism, disagreeing alternatives, errors the case cannot see, duplicates);
+//!   unspecified row order, nondeterminism, cartesian products, strings the data spells in
+//!   another case, disagreeing alternatives, errors the case cannot see, duplicates);
 //! - `distill`: small counterexample databases that tell each gold from its near misses.
 
 #![warn(missing_docs)]

@@ -4,13 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sqlgate_eval::exec::{Engine, ExecErrorKind, Feature, QueryRunner, ResultSet};
+use sqlgate_eval::exec::value::py_str;
+use sqlgate_eval::exec::{Engine, ExecErrorKind, Feature, QueryRunner, ResultSet, Value};
 use sqlgate_eval::loaders::Case;
 use sqlgate_eval::metrics::ex::Verdict;
 
 use super::order::OrderProbe;
 use super::runs::{reversed_scan, Scorer};
-use super::{volatile, weak, Finding, Kind, Settings};
+use super::unordered::Unordered;
+use super::{cartesian, literals, volatile, weak, Finding, Kind, Settings};
 
 /// A gold alternative's result on one database.
 struct Ran<'a> {
@@ -78,8 +80,17 @@ pub(super) fn audit_case(
         if let Some(detail) = order_ties(&scorer, gold, &ran) {
             add(Kind::OrderTies, alternative, detail);
         }
+        if let Some(detail) = order_unspecified(&scorer, gold, &ran) {
+            add(Kind::OrderUnspecified, alternative, detail);
+        }
         if let Some(detail) = nondeterminism(&scorer, gold, &ran) {
             add(Kind::Nondeterministic, alternative, detail);
+        }
+        if let Some(detail) = cartesian::first_cartesian(gold) {
+            add(Kind::Cartesian, alternative, detail);
+        }
+        if let Some(detail) = literal_absent(&scorer, gold, &ran, files) {
+            add(Kind::LiteralAbsent, alternative, detail);
         }
         if alternative > 0 {
             if let Some(detail) = disagreement(&scorer, gold, &ran) {
@@ -118,6 +129,53 @@ fn order_ties(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
         });
         found.map(|detail| format!("on {}: {detail}", name(r.file)))
     })
+}
+
+/// Rows the mode compares in order that no outer ORDER BY orders, on the first database where
+/// the gold returns more than one (a single row has no order).
+fn order_unspecified(scorer: &Scorer, gold: &str, ran: &[Ran]) -> Option<String> {
+    let unordered = Unordered::of(gold)?;
+    let r = ran
+        .iter()
+        .find(|r| r.rows.rows.len() > 1 && scorer.order_matters(gold, r.file, &r.rows))?;
+    Some(format!(
+        "the mode compares rows in order, but {}: on {} its {} rows come in the engine's order",
+        unordered.describe(),
+        name(r.file),
+        r.rows.rows.len()
+    ))
+}
+
+/// Strings the gold compares columns with that the original database (the case's first) holds
+/// only in another case: one lookup per column and string, on the original only.
+fn literal_absent(scorer: &Scorer, gold: &str, ran: &[Ran], files: &[PathBuf]) -> Option<String> {
+    let original = files.first()?;
+    if !ran.iter().any(|r| r.file == original.as_path()) {
+        return None;
+    }
+    let absent: Vec<String> = literals::comparisons(gold)
+        .iter()
+        .filter_map(|compared| {
+            // The first table where the lookup runs has the column.
+            let (table, rows) = compared.tables.iter().find_map(|table| {
+                let rows = scorer.engine.gold(original, &compared.lookup(table)).result;
+                Some((table, rows.ok()?))
+            })?;
+            let (value, exact) = match rows.rows.first()?.as_slice() {
+                [value, exact] => (value, exact),
+                _ => return None,
+            };
+            (*exact == Value::Int(0)).then(|| {
+                format!(
+                    "no value of {} equals '{}', but '{}' does ignoring case",
+                    compared.shown(table),
+                    compared.literal,
+                    py_str(value)
+                )
+            })
+        })
+        .collect();
+    (!absent.is_empty()).then(|| format!("on {}: {}", name(original), absent.join("; ")))
 }
 
 /// A call to chance or the clock, or rows the mode scores as different from the gold's own

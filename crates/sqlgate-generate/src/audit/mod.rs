@@ -3,11 +3,15 @@
 //! of its case's folder (a plain database folder, or a distilled test-suite folder); each check
 //! compares results as the suite's mode does, by scoring through [`sqlgate_eval::metrics::ex::evaluate`] itself.
 
+mod cartesian;
 mod case_audit;
 mod duplicate;
 mod engines;
+mod literals;
 pub(crate) mod order;
 mod runs;
+mod scopes;
+mod unordered;
 mod volatile;
 mod weak;
 
@@ -59,8 +63,15 @@ pub enum Kind {
     Empty,
     /// A LIMIT cuts through ties, or the mode compares rows in an order that is not total.
     OrderTies,
+    /// The mode compares rows in order, but the outer query has no ORDER BY.
+    OrderUnspecified,
     /// The result depends on the execution: two runs, the scan order, the clock or chance.
     Nondeterministic,
+    /// Two tables joined without a condition: a cartesian product.
+    Cartesian,
+    /// A string compared with a column that no value of it equals on the original database,
+    /// while one equals it ignoring case.
+    LiteralAbsent,
     /// Gold alternatives the mode scores as different from the first one.
     AlternativesDisagree,
     /// Single-error mutants the case cannot tell from its gold.
@@ -74,12 +85,15 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Error,
         Kind::Timeout,
         Kind::Empty,
         Kind::OrderTies,
+        Kind::OrderUnspecified,
         Kind::Nondeterministic,
+        Kind::Cartesian,
+        Kind::LiteralAbsent,
         Kind::AlternativesDisagree,
         Kind::Weak,
         Kind::Duplicate,
@@ -93,7 +107,10 @@ impl Kind {
             Kind::Timeout => "timeout",
             Kind::Empty => "empty",
             Kind::OrderTies => "order_ties",
+            Kind::OrderUnspecified => "order_unspecified",
             Kind::Nondeterministic => "nondeterministic",
+            Kind::Cartesian => "cartesian",
+            Kind::LiteralAbsent => "literal_absent",
             Kind::AlternativesDisagree => "alternatives_disagree",
             Kind::Weak => "weak",
             Kind::Duplicate => "duplicate",

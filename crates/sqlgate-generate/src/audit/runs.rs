@@ -5,21 +5,26 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sqlgate_eval::exec::{Driver, Engine, Execution, Open, QueryRunner, ResultSet, Source};
+use sqlgate_eval::exec::{Driver, Engine, Execution, Open, QueryRunner, ResultSet, Source, Value};
 use sqlgate_eval::loaders::Case;
 use sqlgate_eval::metrics::ex::{self, CaseInput, Verdict};
 
 use super::Settings;
 
-/// Runs gold queries on the engine (once per run) and the prediction side through `pred`.
-struct SplitRunner<'a, P> {
+/// Runs gold queries through `gold` and predictions through `pred`, on the engine's driver.
+struct SplitRunner<'a, G, P> {
     engine: &'a Engine,
+    gold: G,
     pred: P,
 }
 
-impl<P: Fn(&Path, &str) -> Execution + Sync> QueryRunner for SplitRunner<'_, P> {
+impl<G, P> QueryRunner for SplitRunner<'_, G, P>
+where
+    G: Fn(&Path, &str) -> Execution + Sync,
+    P: Fn(&Path, &str) -> Execution + Sync,
+{
     fn gold(&self, db: &Path, sql: &str) -> Execution {
-        self.engine.gold(db, sql)
+        (self.gold)(db, sql)
     }
 
     fn pred(&self, db: &Path, sql: &str) -> Execution {
@@ -53,8 +58,10 @@ impl Scorer<'_> {
         file: &Path,
         pred: impl Fn(&Path, &str) -> Execution + Sync,
     ) -> Verdict {
+        let engine = self.engine;
         let runner = SplitRunner {
-            engine: self.engine,
+            engine,
+            gold: |db: &Path, sql: &str| engine.gold(db, sql),
             pred,
         };
         let gold = [sql.to_string()];
@@ -81,17 +88,63 @@ impl Scorer<'_> {
     }
 
     /// Whether the mode cares about row order for `sql` on `file`: the gold's own rows
-    /// reversed would score incorrect. Unknowable (false) with fewer than two distinct rows.
+    /// reversed would score incorrect against them. Unknowable (false) with fewer than two
+    /// distinct rows. Both sides are given rows: what the mode does to the gold's text before
+    /// it runs it (testsuite removes DISTINCT) is no part of the question.
     pub fn order_matters(&self, sql: &str, file: &Path, rows: &ResultSet) -> bool {
-        let reversed = Arc::new(ResultSet {
+        let reversed = ResultSet {
             rows: rows.rows.iter().rev().cloned().collect(),
             ..rows.clone()
-        });
-        let verdict = self.verdict_under(sql, file, |_, _| Execution {
-            result: Ok(Arc::clone(&reversed)),
-            elapsed: Default::default(),
-        });
-        verdict == Verdict::Incorrect
+        };
+        self.verdict_given(sql, file, rows.clone(), reversed) == Verdict::Incorrect
+    }
+
+    /// Whether the mode accepts extra columns for `sql`, whatever the data: its rows on `file`
+    /// (`rows`; one made-up row when it returns none, since two empty results agree whatever
+    /// their columns) score correct as a prediction against themselves with one more column.
+    pub fn accepts_extra_columns(&self, sql: &str, file: &Path, rows: &ResultSet) -> bool {
+        if rows.columns.is_empty() {
+            return false;
+        }
+        let gold = ResultSet {
+            rows: if rows.rows.is_empty() {
+                vec![vec![Value::Int(1); rows.columns.len()]]
+            } else {
+                rows.rows.clone()
+            },
+            ..rows.clone()
+        };
+        let mut columns = gold.columns.clone();
+        columns.push("sqlgate_extra_column".to_string());
+        let wider = ResultSet {
+            columns,
+            rows: (0..)
+                .zip(&gold.rows)
+                .map(|(i, row)| row.iter().cloned().chain([Value::Int(i)]).collect())
+                .collect(),
+            ..rows.clone()
+        };
+        self.verdict_given(sql, file, gold, wider) == Verdict::Correct
+    }
+
+    /// The mode's verdict on `pred` rows against `gold` rows, the case's gold being `sql`.
+    fn verdict_given(&self, sql: &str, file: &Path, gold: ResultSet, pred: ResultSet) -> Verdict {
+        let (gold, pred) = (Arc::new(gold), Arc::new(pred));
+        let runner = SplitRunner {
+            engine: self.engine,
+            gold: |_: &Path, _: &str| given(&gold),
+            pred: |_: &Path, _: &str| given(&pred),
+        };
+        let gold_sql = [sql.to_string()];
+        self.verdict_with(&gold_sql, file, sql, &runner)
+    }
+}
+
+/// An execution that returns `rows`.
+fn given(rows: &Arc<ResultSet>) -> Execution {
+    Execution {
+        result: Ok(Arc::clone(rows)),
+        elapsed: Default::default(),
     }
 }
 

@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use sqlgate_eval::exec::{Engine, Limits};
+use sqlgate_eval::exec::{Engine, Limits, QueryRunner};
 use sqlgate_eval::loaders::{Benchmark, Case, GoldFormat, SourceRef};
 use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
 
+use super::runs::Scorer;
 use super::{audit, Finding, Kind, Settings};
 use crate::mutate::DEFAULT_SEED;
 
@@ -47,6 +48,17 @@ fn audit_flat(cases: Vec<Case>) -> Vec<Finding> {
 }
 
 fn run(db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
+    run_in(Mode::Testsuite, db_dir, cases, limits)
+}
+
+/// The findings on `cases` under `mode`, run on a `shop.sqlite` made by `script`.
+fn audit_script(mode: Mode, script: &str, cases: Vec<Case>) -> Vec<Finding> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    database(&dir.path().join("shop.sqlite"), script);
+    run_in(mode, dir.path(), cases, Limits::default())
+}
+
+fn run_in(mode: Mode, db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
     let bench = Benchmark {
         name: "shop".to_string(),
         cases,
@@ -57,7 +69,7 @@ fn run(db_dir: &Path, cases: Vec<Case>, limits: Limits) -> Vec<Finding> {
         backend: sqlgate_engine_sqlite::files(),
     };
     let settings = Settings {
-        mode: Mode::Testsuite,
+        mode,
         mode_options: ModeOptions::default(),
         seed: DEFAULT_SEED,
     };
@@ -118,6 +130,145 @@ fn a_limit_through_ties_and_an_ordered_comparison_of_ties_are_found() {
     // A total order, and a LIMIT that falls between different scores (1, 3 | 5, 5).
     assert!(!kinds(&findings, "total").contains(&Kind::OrderTies));
     assert!(!kinds(&findings, "cut_above").contains(&Kind::OrderTies));
+}
+
+#[test]
+fn rows_compared_in_order_that_only_a_subquery_orders_are_order_unspecified() {
+    let findings =
+        audit_flat(vec![
+        case(
+            "inner",
+            "",
+            &["SELECT name FROM (SELECT name, score FROM scores ORDER BY score DESC LIMIT 3)"],
+        ),
+        // The outer ORDER BY orders the rows.
+        case(
+            "outer",
+            "",
+            &["SELECT name FROM (SELECT name, score FROM scores ORDER BY score DESC LIMIT 3) \
+               ORDER BY name"],
+        ),
+        // One row has no order.
+        case(
+            "one_row",
+            "",
+            &["SELECT count(*) FROM (SELECT * FROM scores ORDER BY score LIMIT 3)"],
+        ),
+        // Without "order by" anywhere testsuite compares bags; the DISTINCT it removes before
+        // running the gold changes the rows, not their order.
+        case("bag", "", &["SELECT name FROM scores WHERE score > 1"]),
+        case("distinct", "", &["SELECT DISTINCT score FROM scores"]),
+    ]);
+    let inner = detail(&findings, "inner", Kind::OrderUnspecified);
+    assert!(
+        inner.contains("its only ORDER BY is a subquery's (`ORDER BY score DESC LIMIT 3`)"),
+        "{inner}"
+    );
+    assert!(inner.contains("its 3 rows"), "{inner}");
+    for clean in ["outer", "one_row", "bag", "distinct"] {
+        assert!(
+            !kinds(&findings, clean).contains(&Kind::OrderUnspecified),
+            "{clean}: {findings:#?}"
+        );
+    }
+}
+
+/// Scores and teams: every team name is written in title case.
+const TEAMS: &str = "CREATE TABLE scores (name TEXT, score INTEGER);
+    INSERT INTO scores VALUES ('ann', 3), ('bob', 5), ('cy', 5), ('dee', 1);
+    CREATE TABLE teams (name TEXT, team TEXT);
+    INSERT INTO teams VALUES ('ann', 'Red Fox'), ('bob', 'Blue Jay'), ('cy', 'Red Fox');";
+
+#[test]
+fn tables_joined_without_a_condition_are_cartesian() {
+    let findings = audit_script(
+        Mode::Testsuite,
+        TEAMS,
+        vec![
+            case(
+                "comma",
+                "",
+                &["SELECT scores.name, team FROM scores, teams WHERE score > 2"],
+            ),
+            case(
+                "bare_join",
+                "",
+                &["SELECT s.name FROM scores AS s JOIN teams AS t WHERE s.score > 2"],
+            ),
+            case(
+                "linked",
+                "",
+                &["SELECT scores.name, team FROM scores, teams WHERE scores.name = teams.name"],
+            ),
+            case(
+                "on",
+                "",
+                &["SELECT s.name FROM scores AS s JOIN teams AS t ON s.name = t.name"],
+            ),
+        ],
+    );
+    let comma = detail(&findings, "comma", Kind::Cartesian);
+    assert!(
+        comma.starts_with("`scores` and `teams` are joined"),
+        "{comma}"
+    );
+    let bare = detail(&findings, "bare_join", Kind::Cartesian);
+    assert!(bare.starts_with("`scores AS s` and `teams AS t`"), "{bare}");
+    for clean in ["linked", "on"] {
+        assert!(
+            !kinds(&findings, clean).contains(&Kind::Cartesian),
+            "{clean}: {findings:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_string_the_data_holds_only_in_another_case_is_literal_absent() {
+    let findings = audit_script(
+        Mode::Testsuite,
+        TEAMS,
+        vec![
+            // Spider's double-quoted string, in another case than the data's.
+            case(
+                "lower",
+                "",
+                &["SELECT name FROM teams WHERE team = \"red fox\""],
+            ),
+            case(
+                "in_list",
+                "",
+                &["SELECT t.name FROM teams AS t WHERE t.team IN ('Red Fox', 'BLUE JAY')"],
+            ),
+            case(
+                "exact",
+                "",
+                &["SELECT name FROM teams WHERE team = 'Red Fox'"],
+            ),
+            // Not there in any case: another problem (the gold is empty).
+            case(
+                "nowhere",
+                "",
+                &["SELECT name FROM teams WHERE team = 'Green'"],
+            ),
+        ],
+    );
+    assert_eq!(
+        detail(&findings, "lower", Kind::LiteralAbsent),
+        "on shop.sqlite: no value of teams.team equals 'red fox', but 'Red Fox' does ignoring case"
+    );
+    let in_list = detail(&findings, "in_list", Kind::LiteralAbsent);
+    assert!(
+        in_list.ends_with(
+            "no value of teams.team equals 'BLUE JAY', but 'Blue Jay' does ignoring case"
+        ),
+        "{in_list}"
+    );
+    for clean in ["exact", "nowhere"] {
+        assert!(
+            !kinds(&findings, clean).contains(&Kind::LiteralAbsent),
+            "{clean}: {findings:#?}"
+        );
+    }
 }
 
 #[test]
@@ -229,6 +380,30 @@ fn mutants_the_data_cannot_tell_apart_make_a_case_weak() {
 }
 
 #[test]
+fn mutants_the_mode_accepts_by_design_do_not_make_a_case_weak() {
+    let cases = || {
+        vec![
+            case("count", "", &["SELECT COUNT(*) FROM scores"]),
+            case("empty", "", &["SELECT name FROM scores WHERE score > 10"]),
+        ]
+    };
+    let weak_in = |findings: &[Finding], id: &str| {
+        findings
+            .iter()
+            .find(|f| f.id == id && f.kind == Kind::Weak)
+            .is_some_and(|f| f.detail.contains("add_star_wildcard"))
+    };
+    // Defog's subset match accepts extra columns, with rows or without.
+    let defog = audit_script(Mode::Defog, SHOP, cases());
+    assert!(!weak_in(&defog, "count"), "{defog:#?}");
+    assert!(!weak_in(&defog, "empty"), "{defog:#?}");
+    // testsuite does not: an empty result hides the extra columns, which is the data's doing.
+    let testsuite = audit_script(Mode::Testsuite, SHOP, cases());
+    assert!(!weak_in(&testsuite, "count"), "{testsuite:#?}");
+    assert!(weak_in(&testsuite, "empty"), "{testsuite:#?}");
+}
+
+#[test]
 fn every_database_of_a_test_suite_folder_counts() {
     let dir = tempfile::tempdir().expect("temp dir");
     let folder = dir.path().join("shop");
@@ -321,4 +496,32 @@ fn a_clean_gold_has_no_finding() {
         &["SELECT name, score FROM scores WHERE score >= 3 ORDER BY score DESC, name"],
     )]);
     assert_eq!(findings, []);
+}
+
+#[test]
+fn the_modes_that_accept_extra_columns_say_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("shop.sqlite");
+    database(&file, SHOP);
+    let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
+    let sql = "SELECT name, score FROM scores";
+    let case = case("extra", "Who scored what?", &[sql]);
+    let rows = engine.gold(&file, sql).result.expect("the gold runs");
+    let accepting: Vec<Mode> = Mode::ALL
+        .into_iter()
+        .filter(|&mode| {
+            let settings = Settings {
+                mode,
+                mode_options: ModeOptions::default(),
+                seed: DEFAULT_SEED,
+            };
+            let scorer = Scorer {
+                settings: &settings,
+                engine: &engine,
+                case: &case,
+            };
+            scorer.accepts_extra_columns(sql, &file, &rows)
+        })
+        .collect();
+    assert_eq!(accepting, [Mode::Spider2, Mode::Defog]);
 }

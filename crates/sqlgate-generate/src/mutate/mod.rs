@@ -36,6 +36,7 @@ use sqlgate_eval::sqltext::{self, TooComplex};
 
 pub use registry::{Operator, UnknownOperator};
 pub use rng::{labelled_stream, stream, DEFAULT_SEED};
+pub(crate) use sites::constraint as join_constraint;
 
 /// A mutated query: `ops` applied in order to the seed query `seed_id` (depth = `ops.len()`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
