@@ -143,6 +143,13 @@ fn print_table(r: &DatabaseReport) {
             r.rewrites_rejected_by_original.join(", ")
         );
     }
+    if !r.relaxed_keys.is_empty() {
+        println!(
+            "  primary keys of the schema-only original read as truncated composite keys, not \
+             unique: {}",
+            r.relaxed_keys.join(", ")
+        );
+    }
     if !r.empty_on_suite.is_empty() {
         println!(
             "  golds returning no row (or only 0 and NULL) on every database of the suite: {}",

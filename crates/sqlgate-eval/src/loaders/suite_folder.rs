@@ -290,8 +290,7 @@ pub enum SkipReason {
 type SkipsByGold = HashMap<Vec<String>, HashSet<String>>;
 /// A skip list's path with its stamp and its manifest's.
 type SkipsKey = (PathBuf, Stamp, Stamp);
-static SKIPS: LazyLock<Mutex<HashMap<SkipsKey, Arc<SkipsByGold>>>> =
-    LazyLock::new(Mutex::default);
+static SKIPS: LazyLock<Mutex<HashMap<SkipsKey, Arc<SkipsByGold>>>> = LazyLock::new(Mutex::default);
 
 /// `files`, the databases of the suite of `db` in `db_dir` (the original first), without those
 /// on which `gold` is not judged, as `<db>/gold-skips.json` says. The list is read only when

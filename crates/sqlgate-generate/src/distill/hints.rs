@@ -9,8 +9,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use sqlgate_eval::exec::Value;
 use sqlparser::ast::{
-    BinaryOperator, Expr, JoinConstraint, JoinOperator, LimitClause, Query, Select, SetExpr,
-    TableFactor, Visit, Visitor,
+    BinaryOperator, Expr, JoinConstraint, JoinOperator, LimitClause, Query, Select, SelectItem,
+    SetExpr, SetOperator, TableFactor, Visit, Visitor,
 };
 use std::ops::ControlFlow;
 
@@ -129,6 +129,20 @@ fn set_witnesses(body: &SetExpr, schema: &Schema, found: &mut Vec<Witness>) {
     match body {
         SetExpr::Select(select) => select_witness(select, schema, found),
         SetExpr::Query(query) => query_witnesses(query, schema, found),
+        SetExpr::SetOperation {
+            op: SetOperator::Intersect,
+            left,
+            right,
+            ..
+        } => match (&**left, &**right) {
+            (SetExpr::Select(left), SetExpr::Select(right)) => {
+                intersect_witness(left, right, schema, found)
+            }
+            _ => {
+                set_witnesses(left, schema, found);
+                set_witnesses(right, schema, found);
+            }
+        },
         SetExpr::SetOperation { left, right, .. } => {
             set_witnesses(left, schema, found);
             set_witnesses(right, schema, found);
@@ -140,6 +154,41 @@ fn set_witnesses(body: &SetExpr, schema: &Schema, found: &mut Vec<Witness>) {
 /// The witness of one `SELECT` (when it fixes or joins anything), then those of the
 /// subqueries its conditions hold positively (`IN (SELECT ...)`, `EXISTS`, scalar).
 fn select_witness(select: &Select, schema: &Schema, found: &mut Vec<Witness>) {
+    let (witness, _) = select_parts(select, schema, found);
+    if witness.instances.iter().any(|i| !i.fixed.is_empty()) || !witness.links.is_empty() {
+        found.push(witness);
+    }
+}
+
+/// The witness of `left INTERSECT right`: both sides' rows, with each returned column of the
+/// right side joined to the same column of the left (a country with English *and* French
+/// official: two language rows under countries of one name).
+fn intersect_witness(left: &Select, right: &Select, schema: &Schema, found: &mut Vec<Witness>) {
+    let (mut witness, left_returns) = select_parts(left, schema, found);
+    let (other, right_returns) = select_parts(right, schema, found);
+    let shift = witness.instances.len();
+    let moved = |(at, column): (usize, usize)| (at + shift, column);
+    witness.instances.extend(other.instances);
+    witness
+        .links
+        .extend(other.links.into_iter().map(|(a, b)| (moved(a), moved(b))));
+    for (l, r) in left_returns.into_iter().zip(right_returns) {
+        if let (Some(l), Some(r)) = (l, r) {
+            witness.links.push((l, moved(r)));
+        }
+    }
+    if !witness.links.is_empty() {
+        found.push(witness);
+    }
+}
+
+/// The witness of one `SELECT` (maybe trivial) and the (instance, column) each of its returned
+/// columns reads, where it reads one; the witnesses of its subqueries go to `found`.
+fn select_parts(
+    select: &Select,
+    schema: &Schema,
+    found: &mut Vec<Witness>,
+) -> (Witness, Vec<Option<(usize, usize)>>) {
     let mut scope = Scope::default();
     let mut conditions: Vec<&Expr> = Vec::new();
     for from in &select.from {
@@ -163,9 +212,17 @@ fn select_witness(select: &Select, schema: &Schema, found: &mut Vec<Witness>) {
     for condition in conditions {
         scope.apply(condition, schema, &mut witness, found);
     }
-    if witness.instances.iter().any(|i| !i.fixed.is_empty()) || !witness.links.is_empty() {
-        found.push(witness);
-    }
+    let returns = select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
+                scope.resolve(expr, schema)
+            }
+            _ => None,
+        })
+        .collect();
+    (witness, returns)
 }
 
 /// The table occurrences of one `SELECT`, by alias (lowercased).
@@ -392,5 +449,28 @@ mod tests {
             [(1, Value::Text("Aberdeen".into()))]
         );
         assert_eq!(witness.links, [((0, 2), (1, 0))]);
+    }
+
+    #[test]
+    fn an_intersection_joins_what_both_sides_return() {
+        let hints = Hints::gather(
+            [
+                "SELECT T1.city FROM airports AS T1 JOIN flights AS T2 ON T1.code = T2.source \
+                 WHERE T2.price = 10 INTERSECT SELECT T1.city FROM airports AS T1 JOIN flights \
+                 AS T2 ON T1.code = T2.source WHERE T2.price = 20",
+            ],
+            &schema(),
+        );
+        let [witness] = hints.witnesses[0].as_slice() else {
+            panic!("{:?}", hints.witnesses)
+        };
+        assert_eq!(witness.instances.len(), 4);
+        assert_eq!(witness.instances[1].fixed, [(3, Value::Int(10))]);
+        assert_eq!(witness.instances[3].fixed, [(3, Value::Int(20))]);
+        // Each side's join, and the two cities.
+        assert_eq!(
+            witness.links,
+            [((0, 0), (1, 1)), ((2, 0), (3, 1)), ((0, 1), (2, 1))]
+        );
     }
 }

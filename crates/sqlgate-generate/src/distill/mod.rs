@@ -129,6 +129,9 @@ pub struct DatabaseReport {
     /// 0 on the original nor on any kept database that judges them: the suite accepts every
     /// answer that is as empty.
     pub empty_on_suite: Vec<String>,
+    /// Primary keys of a schema-only original read as truncated composite keys, so not
+    /// enforced as unique (`table.column`; see [`Facts`]).
+    pub relaxed_keys: Vec<String>,
     /// Counts per operator, by name.
     pub operators: BTreeMap<&'static str, OperatorCounts>,
     /// The neighbours the suite adds to what the original rejects.
@@ -328,6 +331,7 @@ fn distill_database(
         db: db.to_string(),
         golds: golds.len(),
         candidates: options.candidates,
+        relaxed_keys: facts.relaxed_keys.clone(),
         ..Default::default()
     };
     report.rewrites_rejected_by_original = on_original
