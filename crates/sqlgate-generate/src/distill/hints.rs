@@ -342,15 +342,22 @@ impl Scope {
                 low,
                 ..
             } => fix(self.resolve(expr, schema), literal_value(low)),
-            Expr::InSubquery {
-                subquery,
-                negated: false,
+            Expr::Nested(inner) => self.apply(inner, schema, witness, found),
+            // One row that holds the first alternative holds them all.
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
                 ..
-            } => query_witnesses(subquery, schema, found),
-            Expr::Exists {
-                subquery,
-                negated: false,
-            } => query_witnesses(subquery, schema, found),
+            } => {
+                for condition in conjuncts(left) {
+                    self.apply(condition, schema, witness, found);
+                }
+            }
+            // Negated too: rows the subquery returns are what `NOT IN` and `NOT EXISTS` leave
+            // out, and what tells them from `IN` and `EXISTS`.
+            Expr::InSubquery { subquery, .. } | Expr::Exists { subquery, .. } => {
+                query_witnesses(subquery, schema, found)
+            }
             _ => {}
         }
     }
@@ -471,6 +478,29 @@ mod tests {
         assert_eq!(
             witness.links,
             [((0, 0), (1, 1)), ((2, 0), (3, 1)), ((0, 1), (2, 1))]
+        );
+    }
+
+    #[test]
+    fn a_disjunction_is_witnessed_by_its_first_side_and_negated_subqueries_by_their_rows() {
+        let hints = Hints::gather(
+            [
+                "SELECT id FROM flights WHERE (source = 'ABZ' OR dest = 'XYZ') AND price > 5 \
+                 AND dest NOT IN (SELECT code FROM airports WHERE city = 'Oslo')",
+            ],
+            &schema(),
+        );
+        let fixed: Vec<&[(usize, Value)]> = hints.witnesses[0]
+            .iter()
+            .flat_map(|w| w.instances.iter().map(|i| i.fixed.as_slice()))
+            .collect();
+        assert!(
+            fixed.contains(&[(1, Value::Text("ABZ".into())), (3, Value::Int(6))].as_slice()),
+            "{fixed:?}"
+        );
+        assert!(
+            fixed.contains(&[(1, Value::Text("Oslo".into()))].as_slice()),
+            "{fixed:?}"
         );
     }
 }
