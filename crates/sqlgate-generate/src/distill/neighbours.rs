@@ -9,8 +9,9 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
-    OrderByKind, OrderBySort, Query, TableFactor, VisitMut, VisitorMut,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident,
+    JoinConstraint, JoinOperator, ObjectName, OrderByKind, OrderBySort, Query, Select, SelectItem,
+    SetExpr, TableFactor, VisitMut, VisitorMut,
 };
 
 use crate::mutate::{every_variant, parse_query};
@@ -33,13 +34,21 @@ enum NearMiss {
     OrderDirectionFlip,
     AggregateSubstitute,
     EqualsToLike,
+    /// A GROUP BY column replaced by another column the same `SELECT` returns or joins on:
+    /// grouping by a name instead of an id (the groups differ where two ids share a name).
+    GroupBySwap,
+    /// `COUNT(*)` as `COUNT(c)` and `COUNT(DISTINCT c)` for each column its `SELECT` returns
+    /// or joins on: told apart where `c` is NULL or repeats.
+    CountStarToColumn,
 }
 
 impl NearMiss {
-    const ALL: [NearMiss; 3] = [
+    const ALL: [NearMiss; 5] = [
         NearMiss::OrderDirectionFlip,
         NearMiss::AggregateSubstitute,
         NearMiss::EqualsToLike,
+        NearMiss::GroupBySwap,
+        NearMiss::CountStarToColumn,
     ];
 
     fn name(self) -> &'static str {
@@ -47,6 +56,8 @@ impl NearMiss {
             NearMiss::OrderDirectionFlip => "order_direction_flip",
             NearMiss::AggregateSubstitute => "aggregate_substitute",
             NearMiss::EqualsToLike => "equals_to_like",
+            NearMiss::GroupBySwap => "group_by_swap",
+            NearMiss::CountStarToColumn => "count_star_to_column",
         }
     }
 }
@@ -117,6 +128,13 @@ impl VisitorMut for Sites {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if matches!(
+            self.miss,
+            NearMiss::GroupBySwap | NearMiss::CountStarToColumn
+        ) {
+            self.swap_in_selects(&mut query.body);
+            return ControlFlow::Continue(());
+        }
         if self.miss != NearMiss::OrderDirectionFlip {
             return ControlFlow::Continue(());
         }
@@ -157,10 +175,122 @@ impl VisitorMut for Sites {
                     }
                 }
             }
-            NearMiss::OrderDirectionFlip => {}
+            NearMiss::OrderDirectionFlip | NearMiss::GroupBySwap | NearMiss::CountStarToColumn => {}
         }
         ControlFlow::Continue(())
     }
+}
+
+impl Sites {
+    /// Each `SELECT` of `body` (the sides of a set operation too; a subquery is a query of its
+    /// own, visited in turn), with the columns it returns or compares in a join condition:
+    /// each GROUP BY column once for every other such column, or each `COUNT(*)` of its
+    /// returned columns and HAVING once as `COUNT(c)` and once as `COUNT(DISTINCT c)` for each.
+    fn swap_in_selects(&mut self, body: &mut SetExpr) {
+        match body {
+            SetExpr::SetOperation { left, right, .. } => {
+                self.swap_in_selects(left);
+                self.swap_in_selects(right);
+            }
+            SetExpr::Select(select) => {
+                let others = grouping_alternatives(select);
+                if self.miss == NearMiss::CountStarToColumn {
+                    self.count_columns(select, &others);
+                    return;
+                }
+                if let GroupByExpr::Expressions(keys, _) = &mut select.group_by {
+                    for key in keys.iter_mut().filter(|k| is_column(k)) {
+                        let printed = key.to_string().to_lowercase();
+                        for other in &others {
+                            if other.to_string().to_lowercase() != printed && self.hit() {
+                                *key = other.clone();
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn count_columns(&mut self, select: &mut Select, columns: &[Expr]) {
+        let mut visit = |expr: &mut Expr| {
+            if is_count_star(expr) {
+                for column in columns {
+                    for distinct in [false, true] {
+                        if self.hit() {
+                            let keyword = if distinct { "DISTINCT " } else { "" };
+                            if let Ok(count) = parse_expr(&format!("COUNT({keyword}{column})")) {
+                                *expr = count;
+                            }
+                        }
+                    }
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        };
+        for item in &mut select.projection {
+            if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
+                let _ = sqlparser::ast::visit_expressions_mut(expr, &mut visit);
+            }
+        }
+        if let Some(having) = &mut select.having {
+            let _ = sqlparser::ast::visit_expressions_mut(having, &mut visit);
+        }
+    }
+}
+
+fn is_count_star(expr: &Expr) -> bool {
+    matches!(expr, Expr::Function(function)
+        if function.name.to_string().eq_ignore_ascii_case("count")
+            && matches!(&function.args, FunctionArguments::List(list)
+                if matches!(list.args.as_slice(), [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)])))
+}
+
+/// `text` parsed as one expression.
+fn parse_expr(text: &str) -> Result<Expr, sqlparser::parser::ParserError> {
+    sqlparser::parser::Parser::new(&sqlparser::dialect::SQLiteDialect {})
+        .try_with_sql(text)?
+        .parse_expr()
+}
+
+fn is_column(expr: &Expr) -> bool {
+    matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+}
+
+/// The columns a `SELECT` returns as they are, then those its joins compare, each once.
+fn grouping_alternatives(select: &Select) -> Vec<Expr> {
+    let mut found: Vec<Expr> = Vec::new();
+    let mut add = |expr: &Expr| {
+        if is_column(expr) && !found.contains(expr) {
+            found.push(expr.clone());
+        }
+    };
+    for item in &select.projection {
+        if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
+            add(expr);
+        }
+    }
+    for from in &select.from {
+        for join in &from.joins {
+            if let JoinOperator::Join(JoinConstraint::On(on))
+            | JoinOperator::Inner(JoinConstraint::On(on)) = &join.join_operator
+            {
+                for condition in crate::mutate::conjuncts(on) {
+                    if let Expr::BinaryOp {
+                        left,
+                        op: BinaryOperator::Eq,
+                        right,
+                    } = condition
+                    {
+                        add(left);
+                        add(right);
+                    }
+                }
+            }
+        }
+    }
+    found
 }
 
 /// `column = 'text'` (either side) as `column LIKE 'text'`.
@@ -279,6 +409,32 @@ mod tests {
             .filter(|n| n.operator == operator)
             .map(|n| n.sql)
             .collect()
+    }
+
+    #[test]
+    fn a_group_by_column_is_swapped_for_the_columns_returned_and_joined() {
+        let gold = "SELECT T2.Name FROM course_arrange AS T1 JOIN teacher AS T2 \
+                    ON T1.Teacher_ID = T2.Teacher_ID GROUP BY T2.Name HAVING COUNT(*) >= 2";
+        let swapped = of(gold, "group_by_swap");
+        assert_eq!(
+            swapped,
+            [
+                gold.replace("GROUP BY T2.Name", "GROUP BY T1.Teacher_ID"),
+                gold.replace("GROUP BY T2.Name", "GROUP BY T2.Teacher_ID"),
+            ]
+        );
+        assert!(of("SELECT count(*) FROM t GROUP BY 1", "group_by_swap").is_empty());
+    }
+
+    #[test]
+    fn a_count_of_rows_becomes_a_count_of_each_column_returned_or_joined() {
+        let gold = "SELECT T1.name, count(*) FROM a AS T1 JOIN b AS T2 ON T1.id = T2.a \
+                    GROUP BY T1.name HAVING count(*) > 1";
+        let counts = of(gold, "count_star_to_column");
+        // Three columns, plain and DISTINCT, in the projection and in HAVING.
+        assert_eq!(counts.len(), 12, "{counts:#?}");
+        assert!(counts.contains(&gold.replacen("count(*)", "COUNT(DISTINCT T2.a)", 1)));
+        assert!(counts.contains(&gold.replace("HAVING count(*)", "HAVING COUNT(T1.id)")));
     }
 
     #[test]
