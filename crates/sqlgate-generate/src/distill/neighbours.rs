@@ -37,18 +37,14 @@ enum NearMiss {
     /// A GROUP BY column replaced by another column the same `SELECT` returns or joins on:
     /// grouping by a name instead of an id (the groups differ where two ids share a name).
     GroupBySwap,
-    /// `COUNT(*)` as `COUNT(c)` and `COUNT(DISTINCT c)` for each column its `SELECT` returns
-    /// or joins on: told apart where `c` is NULL or repeats.
-    CountStarToColumn,
 }
 
 impl NearMiss {
-    const ALL: [NearMiss; 5] = [
+    const ALL: [NearMiss; 4] = [
         NearMiss::OrderDirectionFlip,
         NearMiss::AggregateSubstitute,
         NearMiss::EqualsToLike,
         NearMiss::GroupBySwap,
-        NearMiss::CountStarToColumn,
     ];
 
     fn name(self) -> &'static str {
@@ -57,7 +53,6 @@ impl NearMiss {
             NearMiss::AggregateSubstitute => "aggregate_substitute",
             NearMiss::EqualsToLike => "equals_to_like",
             NearMiss::GroupBySwap => "group_by_swap",
-            NearMiss::CountStarToColumn => "count_star_to_column",
         }
     }
 }
@@ -128,11 +123,8 @@ impl VisitorMut for Sites {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if matches!(
-            self.miss,
-            NearMiss::GroupBySwap | NearMiss::CountStarToColumn
-        ) {
-            self.swap_in_selects(&mut query.body);
+        if self.miss == NearMiss::GroupBySwap {
+            self.swap_group_keys(&mut query.body);
             return ControlFlow::Continue(());
         }
         if self.miss != NearMiss::OrderDirectionFlip {
@@ -175,7 +167,7 @@ impl VisitorMut for Sites {
                     }
                 }
             }
-            NearMiss::OrderDirectionFlip | NearMiss::GroupBySwap | NearMiss::CountStarToColumn => {}
+            NearMiss::OrderDirectionFlip | NearMiss::GroupBySwap => {}
         }
         ControlFlow::Continue(())
     }
@@ -183,21 +175,16 @@ impl VisitorMut for Sites {
 
 impl Sites {
     /// Each `SELECT` of `body` (the sides of a set operation too; a subquery is a query of its
-    /// own, visited in turn), with the columns it returns or compares in a join condition:
-    /// each GROUP BY column once for every other such column, or each `COUNT(*)` of its
-    /// returned columns and HAVING once as `COUNT(c)` and once as `COUNT(DISTINCT c)` for each.
-    fn swap_in_selects(&mut self, body: &mut SetExpr) {
+    /// own, visited in turn): each GROUP BY column, once for every other column its `SELECT`
+    /// returns or compares in a join condition.
+    fn swap_group_keys(&mut self, body: &mut SetExpr) {
         match body {
             SetExpr::SetOperation { left, right, .. } => {
-                self.swap_in_selects(left);
-                self.swap_in_selects(right);
+                self.swap_group_keys(left);
+                self.swap_group_keys(right);
             }
             SetExpr::Select(select) => {
                 let others = grouping_alternatives(select);
-                if self.miss == NearMiss::CountStarToColumn {
-                    self.count_columns(select, &others);
-                    return;
-                }
                 if let GroupByExpr::Expressions(keys, _) = &mut select.group_by {
                     for key in keys.iter_mut().filter(|k| is_column(k)) {
                         let printed = key.to_string().to_lowercase();
@@ -212,46 +199,6 @@ impl Sites {
             _ => {}
         }
     }
-
-    fn count_columns(&mut self, select: &mut Select, columns: &[Expr]) {
-        let mut visit = |expr: &mut Expr| {
-            if is_count_star(expr) {
-                for column in columns {
-                    for distinct in [false, true] {
-                        if self.hit() {
-                            let keyword = if distinct { "DISTINCT " } else { "" };
-                            if let Ok(count) = parse_expr(&format!("COUNT({keyword}{column})")) {
-                                *expr = count;
-                            }
-                        }
-                    }
-                }
-            }
-            ControlFlow::<()>::Continue(())
-        };
-        for item in &mut select.projection {
-            if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
-                let _ = sqlparser::ast::visit_expressions_mut(expr, &mut visit);
-            }
-        }
-        if let Some(having) = &mut select.having {
-            let _ = sqlparser::ast::visit_expressions_mut(having, &mut visit);
-        }
-    }
-}
-
-fn is_count_star(expr: &Expr) -> bool {
-    matches!(expr, Expr::Function(function)
-        if function.name.to_string().eq_ignore_ascii_case("count")
-            && matches!(&function.args, FunctionArguments::List(list)
-                if matches!(list.args.as_slice(), [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)])))
-}
-
-/// `text` parsed as one expression.
-fn parse_expr(text: &str) -> Result<Expr, sqlparser::parser::ParserError> {
-    sqlparser::parser::Parser::new(&sqlparser::dialect::SQLiteDialect {})
-        .try_with_sql(text)?
-        .parse_expr()
 }
 
 fn is_column(expr: &Expr) -> bool {
@@ -424,17 +371,6 @@ mod tests {
             ]
         );
         assert!(of("SELECT count(*) FROM t GROUP BY 1", "group_by_swap").is_empty());
-    }
-
-    #[test]
-    fn a_count_of_rows_becomes_a_count_of_each_column_returned_or_joined() {
-        let gold = "SELECT T1.name, count(*) FROM a AS T1 JOIN b AS T2 ON T1.id = T2.a \
-                    GROUP BY T1.name HAVING count(*) > 1";
-        let counts = of(gold, "count_star_to_column");
-        // Three columns, plain and DISTINCT, in the projection and in HAVING.
-        assert_eq!(counts.len(), 12, "{counts:#?}");
-        assert!(counts.contains(&gold.replacen("count(*)", "COUNT(DISTINCT T2.a)", 1)));
-        assert!(counts.contains(&gold.replace("HAVING count(*)", "HAVING COUNT(T1.id)")));
     }
 
     #[test]
