@@ -30,8 +30,9 @@ pub struct Facts {
     pub compound: HashSet<String>,
     /// Whether any table holds a row (schema-only copies hold none).
     pub holds_rows: bool,
-    /// Primary keys declared but not enforced (`table.column`, as declared): see
-    /// [`Facts::relax_truncated_keys`].
+    /// Primary keys declared but not enforced (`table.column`, as declared): on a database
+    /// that holds no row, a one-column primary key that is also a foreign key, in a table with
+    /// more columns, read as the first column of a composite key its source could not state.
     pub relaxed_keys: Vec<String>,
 }
 
