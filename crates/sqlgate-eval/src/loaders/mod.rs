@@ -121,28 +121,40 @@ impl Benchmark {
         mode == Mode::Trustsql || self.cases.iter().any(|case| !case.feasible)
     }
 
-    /// The database file(s) a case runs on. With `every_file` (`testsuite` mode,
+    /// The database file(s) a case runs on: [`Benchmark::suite_files`], and with `every_file`
+    /// those of a distilled suite on which the case's gold is not judged left out
+    /// ([`Benchmark::judged`]).
+    pub fn db_files(&self, case: &Case, every_file: bool) -> Result<Vec<PathBuf>, InputError> {
+        let files = self.suite_files(case, every_file)?;
+        match every_file {
+            true => self.judged(case, files),
+            false => Ok(files),
+        }
+    }
+
+    /// The database file(s) of a case's database. With `every_file` (`testsuite` mode,
     /// `every_database`), the nested layout `<db_dir>/<db>/` yields every file of that folder
     /// whose name contains `.sqlite` (spec `evaluators.md` §2.3): the original `<db>.sqlite`
     /// first, then the others sorted by name; otherwise, and for the flat layout, the one file.
     /// On a server, the one database is the case's `db` name; with `every_file`, the
     /// databases of its distilled suite when `<db_dir>/<db>/databases.txt` lists them
-    /// ([`suite_folder::server_suite`]). With `every_file`, a distilled suite's databases on
-    /// which the case's gold is not judged are left out ([`suite_folder::judged`]).
-    pub fn db_files(&self, case: &Case, every_file: bool) -> Result<Vec<PathBuf>, InputError> {
-        let files = if self.on_server() {
+    /// ([`suite_folder::server_suite`]). The same for every case of one database.
+    pub fn suite_files(&self, case: &Case, every_file: bool) -> Result<Vec<PathBuf>, InputError> {
+        if self.on_server() {
             let db = databases::server_database(case)?;
-            match every_file {
+            return Ok(match every_file {
                 true => suite_folder::server_suite(&self.db_dir, &case.db)?.unwrap_or(vec![db]),
                 false => vec![db],
-            }
-        } else {
-            databases::db_files(&self.db_dir, case, every_file, &*self.backend)?
-        };
-        match every_file {
-            true => suite_folder::judged(&self.db_dir, &case.db, &case.gold, files),
-            false => Ok(files),
+            });
         }
+        databases::db_files(&self.db_dir, case, every_file, &*self.backend)
+    }
+
+    /// `files`, the case's [`Benchmark::suite_files`] with `every_file`, without the
+    /// databases on which a distilled suite does not judge the case's gold
+    /// ([`suite_folder::judged`]).
+    pub fn judged(&self, case: &Case, files: Vec<PathBuf>) -> Result<Vec<PathBuf>, InputError> {
+        suite_folder::judged(&self.db_dir, &case.db, &case.gold, files)
     }
 
     /// Whether the case's database on a server has a distilled suite

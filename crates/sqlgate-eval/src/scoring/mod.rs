@@ -130,9 +130,9 @@ impl Scoring {
     /// database of a feasible case must be in `tables.json`.
     pub fn databases(&self, bench: &Benchmark) -> Result<Vec<CaseDatabases>, InputError> {
         let folders = self.every_database_files();
-        // Many cases share a database: each is looked up on disk once (once per gold: a
-        // distilled suite may leave some of its databases out for a gold).
-        let mut resolved: HashMap<(&str, Option<&Path>, &[String]), CaseDatabases> = HashMap::new();
+        // Many cases share a database: each is looked up on disk once (a distilled suite's
+        // databases left out for a gold are then taken away case by case).
+        let mut resolved: HashMap<(&str, Option<&Path>), CaseDatabases> = HashMap::new();
         bench
             .cases
             .iter()
@@ -148,20 +148,25 @@ impl Scoring {
                         )));
                     }
                 }
-                let key = (
-                    case.db.as_str(),
-                    case.db_file.as_deref(),
-                    case.gold.as_slice(),
-                );
-                if let Some(databases) = resolved.get(&key) {
-                    return Ok(databases.clone());
-                }
-                let databases = CaseDatabases {
-                    main: bench.db_files(case, false)?.remove(0),
-                    evaluated: bench.db_files(case, folders)?,
+                let key = (case.db.as_str(), case.db_file.as_deref());
+                let suite = match resolved.get(&key) {
+                    Some(databases) => databases.clone(),
+                    None => {
+                        let databases = CaseDatabases {
+                            main: bench.suite_files(case, false)?.remove(0),
+                            evaluated: bench.suite_files(case, folders)?,
+                        };
+                        resolved.insert(key, databases.clone());
+                        databases
+                    }
                 };
-                resolved.insert(key, databases.clone());
-                Ok(databases)
+                Ok(match folders {
+                    true => CaseDatabases {
+                        evaluated: bench.judged(case, suite.evaluated)?,
+                        ..suite
+                    },
+                    false => suite,
+                })
             })
             .collect()
     }
