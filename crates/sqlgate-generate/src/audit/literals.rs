@@ -3,11 +3,11 @@
 //! `continent = "north america"` against `North America`): the gold's answer comes from a
 //! spelling the data does not have, and a system that copies the data's spelling fails.
 
-use sqlparser::ast::{
-    BinaryOperator, Expr, Ident, JoinConstraint, ObjectName, Select, Value as SqlValue,
-};
+use sqlgate_eval::exec::Value;
+use sqlparser::ast::{BinaryOperator, Expr, Ident, JoinConstraint, ObjectName, Select};
 
 use super::scopes::{column, for_each_select, own_exprs, relations};
+use crate::distill::values::literal_value;
 use crate::mutate::{join_constraint, on_enough_stack};
 
 /// At most this many comparisons of one gold are looked up (one query each).
@@ -79,7 +79,10 @@ fn compared_in(select: &Select, found: &mut Vec<Compared>) {
                 _ => Vec::new(),
             };
             for (side, other) in pairs {
-                let (Some((qualifier, name)), Some(literal)) = (column(side), string(other)) else {
+                // Spider writes strings as `"x"`, which SQLite reads so when no column has that name.
+                let (Some((qualifier, name)), Some(Value::Text(literal))) =
+                    (column(side), literal_value(other))
+                else {
                     continue;
                 };
                 if literal.to_lowercase() == literal.to_uppercase() {
@@ -93,27 +96,13 @@ fn compared_in(select: &Select, found: &mut Vec<Compared>) {
                 let compared = Compared {
                     tables,
                     column: name.clone(),
-                    literal: literal.to_string(),
+                    literal,
                 };
                 if found.len() < MOST && !compared.tables.is_empty() && !found.contains(&compared) {
                     found.push(compared);
                 }
             }
         });
-    }
-}
-
-/// A string literal: `'x'`, or `"x"`, which SQLite reads as a string when no column has that
-/// name (Spider writes strings so).
-fn string(expr: &Expr) -> Option<&str> {
-    match expr {
-        Expr::Value(value) => match &value.value {
-            SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => Some(s),
-            _ => None,
-        },
-        Expr::Identifier(ident) if ident.quote_style == Some('"') => Some(&ident.value),
-        Expr::Nested(inner) => string(inner),
-        _ => None,
     }
 }
 

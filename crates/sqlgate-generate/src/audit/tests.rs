@@ -90,6 +90,13 @@ fn kinds(findings: &[Finding], id: &str) -> Vec<Kind> {
         .collect()
 }
 
+/// None of the cases `ids` has a finding of `kind`.
+fn assert_none(findings: &[Finding], ids: &[&str], kind: Kind) {
+    for id in ids {
+        assert!(!kinds(findings, id).contains(&kind), "{id}: {findings:#?}");
+    }
+}
+
 fn detail<'a>(findings: &'a [Finding], id: &str, kind: Kind) -> &'a str {
     findings
         .iter()
@@ -165,12 +172,11 @@ fn rows_compared_in_order_that_only_a_subquery_orders_are_order_unspecified() {
         "{inner}"
     );
     assert!(inner.contains("its 3 rows"), "{inner}");
-    for clean in ["outer", "one_row", "bag", "distinct"] {
-        assert!(
-            !kinds(&findings, clean).contains(&Kind::OrderUnspecified),
-            "{clean}: {findings:#?}"
-        );
-    }
+    assert_none(
+        &findings,
+        &["outer", "one_row", "bag", "distinct"],
+        Kind::OrderUnspecified,
+    );
 }
 
 /// Scores and teams: every team name is written in title case.
@@ -214,12 +220,7 @@ fn tables_joined_without_a_condition_are_cartesian() {
     );
     let bare = detail(&findings, "bare_join", Kind::Cartesian);
     assert!(bare.starts_with("`scores AS s` and `teams AS t`"), "{bare}");
-    for clean in ["linked", "on"] {
-        assert!(
-            !kinds(&findings, clean).contains(&Kind::Cartesian),
-            "{clean}: {findings:#?}"
-        );
-    }
+    assert_none(&findings, &["linked", "on"], Kind::Cartesian);
 }
 
 #[test]
@@ -263,12 +264,7 @@ fn a_string_the_data_holds_only_in_another_case_is_literal_absent() {
         ),
         "{in_list}"
     );
-    for clean in ["exact", "nowhere"] {
-        assert!(
-            !kinds(&findings, clean).contains(&Kind::LiteralAbsent),
-            "{clean}: {findings:#?}"
-        );
-    }
+    assert_none(&findings, &["exact", "nowhere"], Kind::LiteralAbsent);
 }
 
 #[test]
@@ -294,12 +290,7 @@ fn chance_the_clock_and_the_scan_order_are_nondeterministic() {
     assert!(hidden.contains("a second execution"), "{hidden}");
     let scan = detail(&findings, "scan", Kind::Nondeterministic);
     assert!(scan.contains("reverse_unordered_selects"), "{scan}");
-    for clean in ["bag", "sorted"] {
-        assert!(
-            !kinds(&findings, clean).contains(&Kind::Nondeterministic),
-            "{clean}: {findings:#?}"
-        );
-    }
+    assert_none(&findings, &["bag", "sorted"], Kind::Nondeterministic);
 }
 
 #[test]

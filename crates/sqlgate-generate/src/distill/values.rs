@@ -324,7 +324,7 @@ fn truth_spellings(text: &str) -> &'static [&'static str] {
 }
 
 /// A literal's value (`'x'`, `3`, `-2.5`).
-pub(super) fn literal_value(expr: &Expr) -> Option<Value> {
+pub(crate) fn literal_value(expr: &Expr) -> Option<Value> {
     use sqlparser::ast::Value as Ast;
     match expr {
         Expr::Value(v) => match &v.value {
