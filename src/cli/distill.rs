@@ -147,7 +147,12 @@ fn print_table(r: &DatabaseReport) {
         println!(
             "  primary keys of the schema-only original read as truncated composite keys, not \
              unique: {}",
-            r.relaxed_keys.join(", ")
+            // Table and column names are the database's: one line each, escaped.
+            r.relaxed_keys
+                .iter()
+                .map(|key| key.escape_debug().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     if !r.empty_on_suite.is_empty() {

@@ -512,3 +512,50 @@ fn distill_judges_a_tied_gold_only_where_its_order_is_determined() {
     fs::remove_file(out.join("sqlgate-distill.json")).unwrap();
     score().assert_bad_input(&["gold-skips.json", "not listed"]);
 }
+
+/// A schema-only database whose truncated-looking keys carry AUTOINCREMENT, sit in a WITHOUT
+/// ROWID table or have names with quotes and a newline still distills; the text report names
+/// the relaxed keys on one line, escaped.
+#[test]
+fn distill_relaxes_keys_of_any_name_and_keeps_what_the_key_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    fs::create_dir(&db_dir).unwrap();
+    let conn = rusqlite::Connection::open(db_dir.join("a.sqlite")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE p (id INTEGER PRIMARY KEY, n TEXT);
+         CREATE TABLE t (a INTEGER PRIMARY KEY AUTOINCREMENT REFERENCES p(id), b TEXT);
+         CREATE TABLE w (a TEXT PRIMARY KEY REFERENCES p(id), b TEXT) WITHOUT ROWID;
+         CREATE TABLE \"we\"\"ird\n\" (\"a\"\"b\" TEXT, c TEXT, PRIMARY KEY (\"a\"\"b\"),
+           FOREIGN KEY (\"a\"\"b\") REFERENCES p(id));",
+    )
+    .unwrap();
+    drop(conn);
+    let gold = dir.path().join("gold.txt");
+    fs::write(&gold, "SELECT count(*) FROM t JOIN p ON t.a = p.id\ta\n").unwrap();
+    let run = |format: &str| {
+        sqlgate()
+            .arg("distill")
+            .arg("--gold")
+            .arg(&gold)
+            .arg("--db-dir")
+            .arg(&db_dir)
+            .arg("--out")
+            .arg(dir.path().join(format))
+            .args(["--candidates", "8", "--format", format])
+            .run()
+    };
+    let json = run("json").assert_success().json();
+    assert_eq!(
+        json["databases"][0]["relaxed_keys"],
+        serde_json::json!(["t.a", "we\"ird\n.a\"b"])
+    );
+    let text = run("text");
+    text.assert_success();
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.contains("truncated composite keys"))
+        .unwrap();
+    assert!(line.ends_with(r#"t.a, we\"ird\n.a\"b"#), "{line}");
+}

@@ -635,4 +635,49 @@ mod tests {
             assert_eq!(error.line, Some(line), "{text:?}: {error}");
         }
     }
+
+    /// A skip list the manifest vouches for (a forged manifest can) is still read with care:
+    /// truncated JSON, or a database that is the original or not of the suite, is refused.
+    #[test]
+    fn a_vouched_gold_skip_list_is_refused_when_broken_or_naming_the_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("shop");
+        std::fs::create_dir_all(&folder).unwrap();
+        let files: Vec<PathBuf> = ["shop.sqlite", "shop_1.sqlite"]
+            .iter()
+            .map(|name| folder.join(name))
+            .collect();
+        let gold = vec!["SELECT 1".to_string()];
+        let judged_with = |text: &str| {
+            let list = folder.join(GOLD_SKIPS);
+            std::fs::write(&list, text).unwrap();
+            let listed = [(format!("shop/{GOLD_SKIPS}"), file_sha256(&list).unwrap())];
+            let manifest = Manifest::new("0", Vec::new(), Vec::new(), listed.into());
+            std::fs::write(
+                dir.path().join(MANIFEST),
+                serde_json::to_string(&manifest).unwrap(),
+            )
+            .unwrap();
+            judged(dir.path(), "shop", &gold, files.clone()).map_err(|e| e.to_string())
+        };
+        let entry = |database: &str| {
+            format!(r#"[{{"gold": ["SELECT 1"], "database": "{database}", "why": "order_open"}}]"#)
+        };
+        assert_eq!(judged_with(&entry("shop_1.sqlite")).unwrap(), files[..1]);
+        for (text, problem) in [
+            (entry("shop.sqlite"), "not a generated database"),
+            (entry("../shop_1.sqlite"), "not a generated database"),
+            (
+                entry("shop_1.sqlite")[..30].to_string(),
+                "not a gold skip list",
+            ),
+            (String::new(), "not a gold skip list"),
+        ] {
+            let error = judged_with(&text).unwrap_err();
+            assert!(
+                error.contains(problem) && error.contains(GOLD_SKIPS),
+                "{error}"
+            );
+        }
+    }
 }

@@ -128,8 +128,9 @@ impl Facts {
     }
 }
 
-/// `sql` without its primary key (a table constraint or a column's), its key column NOT
-/// NULL instead, when it creates table `table`; `None` when it does not, or does not parse.
+/// `sql` without its primary key (a table constraint or a column's, with what only a key
+/// allows: `AUTOINCREMENT`), its key column NOT NULL instead, when it creates table `table`;
+/// `None` when it does not, does not parse, or is a `WITHOUT ROWID` table, which needs its key.
 fn without_primary_key(sql: &str, table: &str) -> Option<String> {
     use sqlparser::ast::{ColumnOption, ColumnOptionDef, Statement, TableConstraint};
     let mut statements =
@@ -144,7 +145,7 @@ fn without_primary_key(sql: &str, table: &str) -> Option<String> {
         .as_ident()?
         .value
         .eq_ignore_ascii_case(table);
-    if !named {
+    if !named || create.without_rowid {
         return None;
     }
     let mut key_columns: Vec<String> = Vec::new();
@@ -165,7 +166,9 @@ fn without_primary_key(sql: &str, table: &str) -> Option<String> {
             column.options.retain(|o| {
                 !matches!(
                     o.option,
-                    ColumnOption::PrimaryKey(_) | ColumnOption::NotNull
+                    ColumnOption::PrimaryKey(_)
+                        | ColumnOption::NotNull
+                        | ColumnOption::DialectSpecific(_)
                 )
             });
             column.options.push(ColumnOptionDef {
@@ -326,7 +329,11 @@ mod tests {
                FOREIGN KEY (code) REFERENCES country (code));
              CREATE TABLE friend (student INTEGER PRIMARY KEY REFERENCES country(code),
                other INTEGER);
-             CREATE TABLE extra (code TEXT PRIMARY KEY REFERENCES country(code));";
+             CREATE TABLE extra (code TEXT PRIMARY KEY REFERENCES country(code));
+             CREATE TABLE counter (n INTEGER PRIMARY KEY AUTOINCREMENT REFERENCES friend(student),
+               note TEXT);
+             CREATE TABLE keyed (code TEXT PRIMARY KEY REFERENCES country(code), x TEXT)
+               WITHOUT ROWID;";
         let read = |name: &str, rows: &str| {
             let db = dir.path().join(name);
             let conn = rusqlite::Connection::open(&db).unwrap();
@@ -336,7 +343,11 @@ mod tests {
             Facts::read(&*sqlgate_engine_sqlite::files(), &db).unwrap()
         };
         let facts = read("empty.sqlite", "");
-        assert_eq!(facts.relaxed_keys, ["friend.student", "lang.code"]);
+        // A WITHOUT ROWID table needs its key; AUTOINCREMENT goes with the key it needs.
+        assert_eq!(
+            facts.relaxed_keys,
+            ["counter.n", "friend.student", "lang.code"]
+        );
         assert!(!facts.unique.contains("lang.code") && facts.unique.contains("country.code"));
         assert!(
             facts.unique.contains("extra.code"),
