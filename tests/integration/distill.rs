@@ -369,28 +369,38 @@ fn distill_on_defog_keeps_every_gold_passing_on_every_database() {
     }
 }
 
-/// A gold whose ORDER BY ties on a generated database is not judged there (listed in
-/// `gold-skips.json`, which the manifest vouches for): an answer breaking the tie the other way
-/// passes, while the reversed order fails. The report's golds without rows are exactly those
-/// that return nothing (or only 0 and NULL) on every database the folder judges them on.
+/// A gold whose ORDER BY ties on a generated database is judged there against every answer the
+/// ties allow (listed in `gold-skips.json`, which the manifest vouches for): an answer breaking
+/// the tie the other way passes, while the reversed order and every-tied-row answers fail. The
+/// report's golds without rows are exactly those that return nothing (or only 0 and NULL) on
+/// every database the folder judges them on.
 #[test]
-fn distill_judges_a_tied_gold_only_where_its_order_is_determined() {
+fn distill_judges_a_tied_gold_by_every_answer_its_ties_allow() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir(dir.path().join("build")).unwrap();
     let conn = rusqlite::Connection::open(dir.path().join("build/club.sqlite")).unwrap();
     conn.execute_batch(
-        "CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT NOT NULL, score INTEGER NOT NULL);
+        "CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+                              score INTEGER NOT NULL);
          INSERT INTO player VALUES (1, 'ann', 5), (2, 'bob', 3), (3, 'cy', 1);",
     )
     .unwrap();
     drop(conn);
-    // (id, gold, a wrong answer, a right answer that breaks ties its own way)
+    // (id, gold, a wrong answer, a right answer that breaks ties its own way; tied players
+    // differ by name)
     let cases = [
         (
             "top",
             "SELECT name FROM player ORDER BY score DESC LIMIT 1",
             "SELECT name FROM player ORDER BY score ASC LIMIT 1",
             "SELECT name FROM player ORDER BY score DESC, name DESC LIMIT 1",
+        ),
+        // Every player with the top score: more than one where the top ties.
+        (
+            "best",
+            "SELECT name FROM player ORDER BY score DESC LIMIT 1",
+            "SELECT name FROM player WHERE score = (SELECT max(score) FROM player)",
+            "SELECT name FROM player ORDER BY score DESC, name LIMIT 1",
         ),
         (
             "ranked",
@@ -434,7 +444,7 @@ fn distill_judges_a_tied_gold_only_where_its_order_is_determined() {
         serde_json::from_str(&fs::read_to_string(&skips_file).unwrap()).unwrap();
     assert_eq!(club["gold_skips"].as_u64().unwrap(), skips.len() as u64);
     assert!(
-        skips.iter().any(|s| s["why"] == "order_open"),
+        skips.iter().any(|s| s["why"] == "tied"),
         "a kept database where a gold's order ties: {skips:?}"
     );
 
@@ -453,8 +463,13 @@ fn distill_judges_a_tied_gold_only_where_its_order_is_determined() {
     };
     let wrong = scored(&answers(|c| c.2, "wrong"));
     assert_eq!(
-        (wrong["top"], wrong["ranked"], wrong["shared"]),
-        (0, 0, 0),
+        (
+            wrong["top"],
+            wrong["best"],
+            wrong["ranked"],
+            wrong["shared"]
+        ),
+        (0, 0, 0, 0),
         "{wrong:?}"
     );
     let tie_broken = scored(&answers(|c| c.3, "tie_broken"));
@@ -468,7 +483,10 @@ fn distill_judges_a_tied_gold_only_where_its_order_is_determined() {
     let bench = sqlgate_eval::loaders::load(&suite, &options).unwrap();
     let mut empty = Vec::new();
     for case in &bench.cases {
-        let files = bench.db_files(case, true).unwrap();
+        let files = bench
+            .judged(case, bench.suite_files(case, true).unwrap())
+            .unwrap()
+            .files;
         let informative = files.iter().any(|file| {
             let conn = rusqlite::Connection::open(file).unwrap();
             let mut statement = conn.prepare(&case.gold[0]).unwrap();

@@ -49,6 +49,7 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
     let databases = CaseDatabases {
         main: db.clone(),
         evaluated: vec![db],
+        tied: Vec::new(),
     };
     let mut scoring = Scoring::new(Mode::Testsuite);
     scoring.regimes = vec!["EC-PC-IE".parse().unwrap(), "EC-EC-IE".parse().unwrap()];

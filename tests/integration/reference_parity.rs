@@ -41,6 +41,7 @@ fn defog_gold_against_gold_is_one_in_every_mode() {
                     category: case.tags.get("category").map(String::as_str),
                     db: &case.db,
                     db_files: &files,
+                    tied: &[],
                     ignore_order: None,
                 };
                 let outcome = evaluate(mode, &ModeOptions::default(), &input, alternative, &engine);
@@ -73,6 +74,7 @@ fn check(db: &Path, gold: &str, question: &str, category: &str, variants: &[Vari
                 category: Some(category),
                 db: "geography",
                 db_files: &files,
+                tied: &[],
                 ignore_order: None,
             };
             let outcome = evaluate(

@@ -121,15 +121,20 @@ impl Benchmark {
         mode == Mode::Trustsql || self.cases.iter().any(|case| !case.feasible)
     }
 
-    /// The database file(s) a case runs on: [`Benchmark::suite_files`], and with `every_file`
-    /// those of a distilled suite on which the case's gold is not judged left out
-    /// ([`Benchmark::judged`]).
+    /// The database file(s) where a case's gold gives one answer: [`Benchmark::suite_files`],
+    /// and with `every_file` those of a distilled suite on which the gold is not judged or
+    /// ties left out ([`Benchmark::judged`]).
     pub fn db_files(&self, case: &Case, every_file: bool) -> Result<Vec<PathBuf>, InputError> {
         let files = self.suite_files(case, every_file)?;
-        match every_file {
-            true => self.judged(case, files),
-            false => Ok(files),
+        if !every_file {
+            return Ok(files);
         }
+        let judged = self.judged(case, files)?;
+        Ok(judged
+            .files
+            .into_iter()
+            .filter(|file| !judged.tied.contains(file))
+            .collect())
     }
 
     /// The database file(s) of a case's database. With `every_file` (`testsuite` mode,
@@ -151,9 +156,13 @@ impl Benchmark {
     }
 
     /// `files`, the case's [`Benchmark::suite_files`] with `every_file`, without the
-    /// databases on which a distilled suite does not judge the case's gold
-    /// ([`suite_folder::judged`]).
-    pub fn judged(&self, case: &Case, files: Vec<PathBuf>) -> Result<Vec<PathBuf>, InputError> {
+    /// databases on which a distilled suite does not judge the case's gold, and those where
+    /// the gold ties ([`suite_folder::judged`]).
+    pub fn judged(
+        &self,
+        case: &Case,
+        files: Vec<PathBuf>,
+    ) -> Result<suite_folder::Judged, InputError> {
         suite_folder::judged(&self.db_dir, &case.db, &case.gold, files)
     }
 

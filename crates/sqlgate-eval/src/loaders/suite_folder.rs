@@ -251,16 +251,17 @@ pub fn server_suite(db_dir: &Path, db: &str) -> Result<Option<Vec<PathBuf>>, Inp
     Ok(Some(names.into_iter().map(PathBuf::from).collect()))
 }
 
-/// In a suite `sqlgate distill` wrote, `<db>/gold-skips.json` names the golds that are not
-/// judged on some of its generated databases, where their own answer is not determined (their
-/// ORDER BY leaves the order open) or they fail: a correct answer could fail there. Written
-/// only when there is such a gold.
+/// In a suite `sqlgate distill` wrote, `<db>/gold-skips.json` names the golds whose own answer
+/// on some of its generated databases is not one result: where their ORDER BY ties they are
+/// judged against each answer the ties allow (`tied`); where those are too many, an
+/// equivalent rewrite fails, or they fail, they are not judged there (a correct answer could
+/// fail). Written only when there is such a gold.
 pub const GOLD_SKIPS: &str = "gold-skips.json";
 
 /// A gold skip list holds a few entries per gold and database: anything larger is not one.
 const MAX_GOLD_SKIPS_BYTES: u64 = 64 << 20;
 
-/// One gold not judged on one database of its suite.
+/// One gold judged on one database of its suite otherwise than by its one result there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GoldSkip {
@@ -268,16 +269,19 @@ pub struct GoldSkip {
     pub gold: Vec<String>,
     /// The database (a file name of the folder, or a server database's name).
     pub database: String,
-    /// Why its answer there is not determined.
+    /// Why its answer there is not one result.
     pub why: SkipReason,
 }
 
-/// Why a gold is not judged on a database.
+/// Why a gold's answer on a database is not one result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipReason {
     /// Its ORDER BY leaves the order of its rows open (a LIMIT cutting through tied keys, or
-    /// tied rows compared in order).
+    /// tied rows compared in order): it is judged there against every answer the ties allow
+    /// (`metrics::ex::ties`), the only reason that keeps the database for the gold.
+    Tied,
+    /// Its ORDER BY leaves the order open in more ways than are tried: not judged there.
     OrderOpen,
     /// An equivalent rewrite of it scores 0 there (only an open order can do that).
     RewriteRejected,
@@ -286,42 +290,59 @@ pub enum SkipReason {
 }
 
 /// Gold skip lists already read in this process, by file and stamp: golds (alternatives) to
-/// the databases they are not judged on.
-type SkipsByGold = HashMap<Vec<String>, HashSet<String>>;
+/// the databases listed for them, with why.
+type SkipsByGold = HashMap<Vec<String>, HashMap<String, SkipReason>>;
 /// A skip list's path with its stamp and its manifest's.
 type SkipsKey = (PathBuf, Stamp, Stamp);
 static SKIPS: LazyLock<Mutex<HashMap<SkipsKey, Arc<SkipsByGold>>>> = LazyLock::new(Mutex::default);
 
+/// The databases a case runs on in a distilled suite, as its gold skip list says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// The suite's databases, the original first, without those where the gold is not judged.
+    pub files: Vec<PathBuf>,
+    /// Those of `files` where the gold's ORDER BY ties ([`SkipReason::Tied`]).
+    pub tied: Vec<PathBuf>,
+}
+
 /// `files`, the databases of the suite of `db` in `db_dir` (the original first), without those
-/// on which `gold` is not judged, as `<db>/gold-skips.json` says. The list is read only when
-/// the manifest of `db_dir` lists it with its hash; each of its databases must be one of the
-/// suite's generated ones (never the original).
+/// on which `gold` is not judged and with those where it ties, as `<db>/gold-skips.json` says.
+/// The list is read only when the manifest of `db_dir` lists it with its hash; each of its
+/// databases must be one of the suite's generated ones (never the original).
 pub fn judged(
     db_dir: &Path,
     db: &str,
     gold: &[String],
     files: Vec<PathBuf>,
-) -> Result<Vec<PathBuf>, InputError> {
+) -> Result<Judged, InputError> {
     let path = db_dir.join(db).join(GOLD_SKIPS);
+    let all = |files| Judged {
+        files,
+        tied: Vec::new(),
+    };
     if files.len() < 2 || std::fs::symlink_metadata(&path).is_err() {
-        return Ok(files);
+        return Ok(all(files));
     }
     let skips = read_skips(db_dir, db, &path, &files)?;
-    let Some(skipped) = skips.get(gold) else {
-        return Ok(files);
+    let Some(listed) = skips.get(gold) else {
+        return Ok(all(files));
     };
-    let name = |file: &PathBuf| {
-        file.file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned()
+    let why = |file: &PathBuf| {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        listed.get(name.as_ref()).copied()
     };
-    Ok(files
-        .into_iter()
-        .enumerate()
-        .filter(|(i, file)| *i == 0 || !skipped.contains(&name(file)))
-        .map(|(_, file)| file)
-        .collect())
+    let mut judged = all(Vec::new());
+    for (i, file) in files.into_iter().enumerate() {
+        match (i, why(&file)) {
+            (0, _) | (_, None) => judged.files.push(file),
+            (_, Some(SkipReason::Tied)) => {
+                judged.tied.push(file.clone());
+                judged.files.push(file);
+            }
+            (_, Some(_)) => {}
+        }
+    }
+    Ok(judged)
 }
 
 /// The skip list at `path` (of the suite of `db` holding `files`), checked against the
@@ -390,7 +411,10 @@ fn read_skips(
                 entry.database.escape_debug()
             )));
         }
-        skips.entry(entry.gold).or_default().insert(entry.database);
+        skips
+            .entry(entry.gold)
+            .or_default()
+            .insert(entry.database, entry.why);
     }
     let skips = Arc::new(skips);
     cache().insert(key, Arc::clone(&skips));
@@ -660,10 +684,18 @@ mod tests {
             .unwrap();
             judged(dir.path(), "shop", &gold, files.clone()).map_err(|e| e.to_string())
         };
-        let entry = |database: &str| {
-            format!(r#"[{{"gold": ["SELECT 1"], "database": "{database}", "why": "order_open"}}]"#)
+        let listed = |database: &str, why: &str| {
+            format!(r#"[{{"gold": ["SELECT 1"], "database": "{database}", "why": "{why}"}}]"#)
         };
-        assert_eq!(judged_with(&entry("shop_1.sqlite")).unwrap(), files[..1]);
+        let entry = |database: &str| listed(database, "order_open");
+        let skipped = judged_with(&entry("shop_1.sqlite")).unwrap();
+        assert_eq!((skipped.files, skipped.tied), (files[..1].to_vec(), vec![]));
+        // A tied gold keeps the database, judged by its ties.
+        let tied = judged_with(&listed("shop_1.sqlite", "tied")).unwrap();
+        assert_eq!(
+            (tied.files, tied.tied),
+            (files.clone(), files[1..].to_vec())
+        );
         for (text, problem) in [
             (entry("shop.sqlite"), "not a generated database"),
             (entry("../shop_1.sqlite"), "not a generated database"),

@@ -84,6 +84,7 @@ fn case_input<'a>(case: &'a Case, databases: &'a CaseDatabases) -> CaseInput<'a>
         category: case.tags.get("category").map(String::as_str),
         db: &case.db,
         db_files: &databases.evaluated,
+        tied: &databases.tied,
         ignore_order: case.tags.get("ignore_order").map(|v| v == "true"),
     }
 }

@@ -155,16 +155,21 @@ impl Scoring {
                         let databases = CaseDatabases {
                             main: bench.suite_files(case, false)?.remove(0),
                             evaluated: bench.suite_files(case, folders)?,
+                            tied: Vec::new(),
                         };
                         resolved.insert(key, databases.clone());
                         databases
                     }
                 };
                 Ok(match folders {
-                    true => CaseDatabases {
-                        evaluated: bench.judged(case, suite.evaluated)?,
-                        ..suite
-                    },
+                    true => {
+                        let judged = bench.judged(case, suite.evaluated)?;
+                        CaseDatabases {
+                            main: suite.main,
+                            evaluated: judged.files,
+                            tied: judged.tied,
+                        }
+                    }
                     false => suite,
                 })
             })
@@ -280,6 +285,9 @@ pub struct CaseDatabases {
     /// The files EX runs on: in `testsuite` mode and with `every_database`, every database
     /// of its folder, the original first.
     pub evaluated: Vec<PathBuf>,
+    /// Those of `evaluated` where the gold's ORDER BY ties: compared with every answer the
+    /// ties allow ([`crate::metrics::ex::CaseInput::tied`]).
+    pub tied: Vec<PathBuf>,
 }
 
 /// EXP, EXR and F1 under one SQLMorph regime (spec `sqlmorph-metrics.md` §5), each in [0, 1].

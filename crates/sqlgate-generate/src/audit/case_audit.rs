@@ -9,10 +9,10 @@ use sqlgate_eval::exec::{Engine, ExecErrorKind, Feature, QueryRunner, ResultSet,
 use sqlgate_eval::loaders::Case;
 use sqlgate_eval::metrics::ex::Verdict;
 
-use super::order::OrderProbe;
 use super::runs::{reversed_scan, Scorer};
 use super::unordered::Unordered;
 use super::{cartesian, literals, volatile, weak, Finding, Kind, Settings};
+use sqlgate_eval::metrics::ex::ties::OrderProbe;
 
 /// A gold alternative's result on one database.
 struct Ran<'a> {

@@ -8,7 +8,6 @@ mod case_audit;
 mod duplicate;
 mod engines;
 mod literals;
-pub(crate) mod order;
 mod runs;
 mod scopes;
 mod unordered;

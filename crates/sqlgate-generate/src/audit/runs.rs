@@ -156,6 +156,7 @@ fn case_input<'a>(case: &'a Case, gold: &'a [String], files: &'a [PathBuf]) -> C
         category: case.tags.get("category").map(String::as_str),
         db: &case.db,
         db_files: files,
+        tied: &[],
         ignore_order: case.tags.get("ignore_order").map(|v| v == "true"),
     }
 }

@@ -20,7 +20,7 @@ pub mod trial;
 pub mod values;
 pub mod write;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -52,7 +52,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            per_db: 10,
+            per_db: 20,
             seed: crate::mutate::DEFAULT_SEED,
             candidates: 200,
         }
@@ -446,7 +446,7 @@ fn distill_database(
             kept
         }
     };
-    let skips: Vec<GoldSkip> = chosen
+    let mut skips: Vec<GoldSkip> = chosen
         .iter()
         .zip(&kept_names)
         .flat_map(|(&c, database)| {
@@ -462,6 +462,9 @@ fn distill_database(
                 })
         })
         .collect();
+    // Cases sharing a gold share its entries.
+    let mut listed = HashSet::new();
+    skips.retain(|skip| listed.insert((skip.gold.clone(), skip.database.clone())));
     report.gold_skips = skips.len();
     target.staging.add_gold_skips(db, &skips)?;
 

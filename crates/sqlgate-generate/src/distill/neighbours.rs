@@ -1,9 +1,10 @@
 //! A gold's neighbours: queries one error away that a counterexample database should tell
 //! apart from it. Every variant of the 15 mutation operators (up to a cap each), plus near
 //! misses they do not make: ORDER BY direction flipped, any aggregate for any other, `=` on a
-//! text literal loosened to LIKE. Also the gold's equivalent rewrites (a CTE wrapper, tables
-//! re-aliased, AND operands swapped): a database that tells one of those apart from the gold
-//! would fail correct answers, so `distill` never keeps it.
+//! text literal loosened to LIKE, a GROUP BY column swapped, `ORDER BY k LIMIT 1` as
+//! `k = (SELECT max(k) ...)` (every tied row instead of one). Also the gold's equivalent
+//! rewrites (a CTE wrapper, tables re-aliased, AND operands swapped): a database that tells one
+//! of those apart from the gold would fail correct answers, so `distill` never keeps it.
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -37,14 +38,19 @@ enum NearMiss {
     /// A GROUP BY column replaced by another column the same `SELECT` returns or joins on:
     /// grouping by a name instead of an id (the groups differ where two ids share a name).
     GroupBySwap,
+    /// `ORDER BY k DESC LIMIT 1` as `WHERE k = (SELECT max(k) ...)` (`HAVING` when `k` is an
+    /// aggregate of the groups): every row tying for the top instead of one, and none whose
+    /// `k` is NULL (which an ascending order puts first).
+    LimitToExtreme,
 }
 
 impl NearMiss {
-    const ALL: [NearMiss; 4] = [
+    const ALL: [NearMiss; 5] = [
         NearMiss::OrderDirectionFlip,
         NearMiss::AggregateSubstitute,
         NearMiss::EqualsToLike,
         NearMiss::GroupBySwap,
+        NearMiss::LimitToExtreme,
     ];
 
     fn name(self) -> &'static str {
@@ -53,6 +59,7 @@ impl NearMiss {
             NearMiss::AggregateSubstitute => "aggregate_substitute",
             NearMiss::EqualsToLike => "equals_to_like",
             NearMiss::GroupBySwap => "group_by_swap",
+            NearMiss::LimitToExtreme => "limit_to_extreme",
         }
     }
 }
@@ -127,6 +134,14 @@ impl VisitorMut for Sites {
             self.swap_group_keys(&mut query.body);
             return ControlFlow::Continue(());
         }
+        if self.miss == NearMiss::LimitToExtreme {
+            if let Some(extreme) = limit_to_extreme(query) {
+                if self.hit() {
+                    *query = extreme;
+                }
+            }
+            return ControlFlow::Continue(());
+        }
         if self.miss != NearMiss::OrderDirectionFlip {
             return ControlFlow::Continue(());
         }
@@ -167,7 +182,7 @@ impl VisitorMut for Sites {
                     }
                 }
             }
-            NearMiss::OrderDirectionFlip | NearMiss::GroupBySwap => {}
+            NearMiss::OrderDirectionFlip | NearMiss::GroupBySwap | NearMiss::LimitToExtreme => {}
         }
         ControlFlow::Continue(())
     }
@@ -199,6 +214,113 @@ impl Sites {
             _ => {}
         }
     }
+}
+
+/// `query`, a single `SELECT ... ORDER BY k LIMIT 1`, with the ORDER BY and LIMIT replaced by
+/// `k = ` the extreme of `k` over the same rows (max for DESC, min else): in WHERE when `k` is
+/// not an aggregate and nothing is grouped, in HAVING when `k` aggregates the groups.
+fn limit_to_extreme(query: &Query) -> Option<Query> {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let OrderByKind::Expressions(keys) = &query.order_by.as_ref()?.kind else {
+        return None;
+    };
+    let [key] = keys.as_slice() else {
+        return None;
+    };
+    let limit_one = matches!(
+        &query.limit_clause,
+        Some(sqlparser::ast::LimitClause::LimitOffset { limit: Some(limit), offset: None, limit_by })
+            if limit_by.is_empty() && limit.to_string() == "1"
+    );
+    if !limit_one || query.with.is_some() || query.fetch.is_some() {
+        return None;
+    }
+    let extreme = match key.options.sort {
+        Some(OrderBySort::Desc) => "max",
+        _ => "min",
+    };
+    let key = returned_expr(select, &key.expr);
+    let aggregate = matches!(&key, Expr::Function(f)
+        if AGGREGATES.contains(&f.name.to_string().to_uppercase().as_str()));
+    let grouped = !matches!(&select.group_by, GroupByExpr::Expressions(keys, _) if keys.is_empty());
+    let from: Vec<String> = select.from.iter().map(ToString::to_string).collect();
+    let clause = |word: &str, expr: &Option<Expr>| {
+        expr.as_ref()
+            .map_or(String::new(), |e| format!(" {word} {e}"))
+    };
+    let rows = format!(
+        "FROM {}{}",
+        from.join(", "),
+        clause("WHERE", &select.selection)
+    );
+    let bound = match (aggregate, grouped) {
+        (false, false) => format!("SELECT {extreme}({key}) {rows}"),
+        (true, true) => format!(
+            "SELECT {extreme}(sqlgate_extreme) FROM (SELECT {key} AS sqlgate_extreme {rows} \
+             {}{})",
+            select.group_by,
+            clause("HAVING", &select.having)
+        ),
+        _ => return None,
+    };
+    let bound = Expr::Subquery(Box::new(parse_query(&bound).ok()?));
+    let condition = Expr::BinaryOp {
+        left: Box::new(key),
+        op: BinaryOperator::Eq,
+        right: Box::new(bound),
+    };
+    let mut rewritten = query.clone();
+    rewritten.order_by = None;
+    rewritten.limit_clause = None;
+    let SetExpr::Select(select) = rewritten.body.as_mut() else {
+        return None;
+    };
+    let target = if grouped {
+        &mut select.having
+    } else {
+        &mut select.selection
+    };
+    *target = Some(match target.take() {
+        Some(old) => Expr::BinaryOp {
+            left: Box::new(Expr::Nested(Box::new(old))),
+            op: BinaryOperator::And,
+            right: Box::new(condition),
+        },
+        None => condition,
+    });
+    Some(rewritten)
+}
+
+/// The expression an ORDER BY key stands for: a result column's when it names that column's
+/// alias or position, else itself.
+fn returned_expr(select: &Select, key: &Expr) -> Expr {
+    let position = match key {
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::Number(n, _) => n.parse::<usize>().ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    select
+        .projection
+        .iter()
+        .enumerate()
+        .find_map(|(i, item)| match item {
+            SelectItem::ExprWithAlias { expr, alias }
+                if matches!(key, Expr::Identifier(name) if name.value.eq_ignore_ascii_case(&alias.value)) =>
+            {
+                Some(expr.clone())
+            }
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. }
+                if position == Some(i + 1) =>
+            {
+                Some(expr.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| key.clone())
 }
 
 fn is_column(expr: &Expr) -> bool {
@@ -390,6 +512,50 @@ mod tests {
         assert!(all.iter().any(|n| n.operator == "where_remove"));
         let texts: HashSet<&str> = all.iter().map(|n| n.sql.as_str()).collect();
         assert_eq!(texts.len(), all.len(), "each neighbour once");
+    }
+
+    #[test]
+    fn a_limit_one_becomes_the_extreme_in_where_or_having() {
+        assert_eq!(
+            of(
+                "SELECT name FROM shop WHERE city = 'Rome' ORDER BY products DESC LIMIT 1",
+                "limit_to_extreme"
+            ),
+            [
+                "SELECT name FROM shop WHERE (city = 'Rome') AND products = \
+              (SELECT max(products) FROM shop WHERE city = 'Rome')"
+            ]
+        );
+        assert_eq!(
+            of(
+                "SELECT T1.name FROM a AS T1 JOIN b AS T2 ON T1.id = T2.a GROUP BY T1.id \
+                 ORDER BY count(*) LIMIT 1",
+                "limit_to_extreme"
+            ),
+            [
+                "SELECT T1.name FROM a AS T1 JOIN b AS T2 ON T1.id = T2.a GROUP BY T1.id \
+              HAVING count(*) = (SELECT min(sqlgate_extreme) FROM (SELECT count(*) AS \
+              sqlgate_extreme FROM a AS T1 JOIN b AS T2 ON T1.id = T2.a GROUP BY T1.id))"
+            ]
+        );
+        // An alias names its column; a subquery's LIMIT 1 is a site too.
+        assert_eq!(
+            of(
+                "SELECT x FROM t WHERE y > (SELECT y FROM t AS u ORDER BY z DESC LIMIT 1)",
+                "limit_to_extreme"
+            ),
+            ["SELECT x FROM t WHERE y > (SELECT y FROM t AS u WHERE z = \
+              (SELECT max(z) FROM t AS u))"]
+        );
+        for gold in [
+            "SELECT name FROM t ORDER BY a, b LIMIT 1",
+            "SELECT name FROM t ORDER BY a LIMIT 2",
+            "SELECT name FROM t ORDER BY a LIMIT 1 OFFSET 1",
+            "SELECT count(*) FROM t ORDER BY count(*) LIMIT 1",
+            "SELECT a FROM t UNION SELECT b FROM u ORDER BY 1 LIMIT 1",
+        ] {
+            assert!(of(gold, "limit_to_extreme").is_empty(), "{gold}");
+        }
     }
 
     #[test]

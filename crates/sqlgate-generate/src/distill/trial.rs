@@ -14,10 +14,10 @@ use sqlgate_eval::exec::{
     Value,
 };
 use sqlgate_eval::loaders::suite_folder::SkipReason;
+use sqlgate_eval::metrics::ex::ties::{OrderProbe, MAX_RESOLUTIONS};
 use sqlgate_eval::metrics::ex::{evaluate, CaseInput, Mode, ModeOptions, Verdict};
 
 use super::neighbours::Neighbour;
-use crate::audit::order::OrderProbe;
 
 /// Which database a trial runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,21 +105,21 @@ pub struct Trial {
     pub informative: Vec<bool>,
     /// Per gold: it runs and scores against itself here.
     pub gold_runs: Vec<bool>,
-    /// Per gold: why its answer here is not determined, if it is not: its ORDER BY leaves the
-    /// order of its rows open (a LIMIT cutting through tied keys, or tied rows compared in
-    /// order), or one of its equivalent rewrites is told apart (only an open order can do
-    /// that). A correct answer that breaks the tie the other way would fail here.
+    /// Per gold: why its answer here is not one result, if it is not: its ORDER BY ties
+    /// ([`SkipReason::Tied`]: it is judged here against every answer the ties allow, kills
+    /// included), ties in more ways than are tried, or one of its equivalent rewrites is told
+    /// apart. In the last two, a correct answer could fail here.
     pub undetermined: Vec<Option<SkipReason>>,
     /// The equivalent rewrites this database tells apart from their gold: (gold id, rewrite).
     pub rejected_rewrites: Vec<(String, &'static str)>,
 }
 
 impl Trial {
-    /// Leaves out of this candidate's trial every gold whose answer is not determined here, or
-    /// that fails here while it runs on the original (`on_original`): such a gold is not
-    /// judged on this database ([`SkipReason`], written to the suite's gold skip list), so its
-    /// kills and rows here count for nothing. A gold that fails on the original is judged
-    /// nowhere and stays as it is.
+    /// Leaves out of this candidate's trial every gold whose answer here is not determined
+    /// (other than by ties it is judged through), or that fails here while it runs on the
+    /// original (`on_original`): such a gold is not judged on this database ([`SkipReason`],
+    /// written to the suite's gold skip list), so its kills and rows here count for nothing. A
+    /// gold that fails on the original is judged nowhere and stays as it is.
     pub fn judge_only_where_determined(&mut self, on_original: &Trial) {
         for g in 0..self.kills.len() {
             if !on_original.gold_runs[g] {
@@ -129,7 +129,7 @@ impl Trial {
             if !self.gold_runs[g] {
                 self.undetermined[g] = Some(SkipReason::GoldFails);
             }
-            if self.undetermined[g].is_some() {
+            if self.undetermined[g].is_some_and(|why| why != SkipReason::Tied) {
                 self.kills[g].fill(false);
                 self.informative[g] = false;
             }
@@ -157,12 +157,22 @@ pub fn try_database(backend: &dyn Backend, db: &Path, tried: Tried, golds: &[Gol
     let files = [db.to_path_buf()];
     let mut trial = Trial::default();
     for entry in golds {
+        let order = entry
+            .order_probes
+            .iter()
+            .map(|probe| order_on(&runner, db, probe))
+            .max()
+            .unwrap_or(Order::Determined);
         let case = CaseInput {
             gold: &entry.gold,
             question: "",
             category: None,
             db: "",
             db_files: &files,
+            tied: match order {
+                Order::Tied => &files,
+                _ => &[],
+            },
             ignore_order: None,
         };
         let score = |sql: &str| {
@@ -189,15 +199,17 @@ pub fn try_database(backend: &dyn Backend, db: &Path, tried: Tried, golds: &[Gol
             trial.undetermined.push(None);
             continue;
         }
-        let mut undetermined = entry
-            .order_probes
-            .iter()
-            .any(|probe| order_is_open(&runner, db, probe))
-            .then_some(SkipReason::OrderOpen);
+        let mut undetermined = match order {
+            Order::Determined => None,
+            Order::Tied => Some(SkipReason::Tied),
+            Order::Open => Some(SkipReason::OrderOpen),
+        };
         for (name, sql) in &entry.rewrites {
             if score(sql).verdict != Verdict::Correct {
                 trial.rejected_rewrites.push((entry.id.clone(), name));
-                undetermined.get_or_insert(SkipReason::RewriteRejected);
+                if undetermined.is_none_or(|why| why == SkipReason::Tied) {
+                    undetermined = Some(SkipReason::RewriteRejected);
+                }
             }
         }
         trial.undetermined.push(undetermined);
@@ -215,11 +227,29 @@ pub fn try_database(backend: &dyn Backend, db: &Path, tried: Tried, golds: &[Gol
     trial
 }
 
-/// Whether the probed gold's ORDER BY leaves the order of its rows on `db` to the engine.
-fn order_is_open(runner: &FileRunner, db: &Path, probe: &OrderProbe) -> bool {
-    runner.run(db, &probe.sql).result.is_ok_and(|rows| {
-        probe.cut_through_ties(&rows).is_some() || probe.partial_order(&rows).is_some()
-    })
+/// What a gold's ORDER BY leaves to the engine on one database, from least to most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Order {
+    /// Nothing: its answer is one result.
+    Determined,
+    /// Ties, in at most [`MAX_RESOLUTIONS`] ways: judged against each.
+    Tied,
+    /// Ties in more ways than are tried.
+    Open,
+}
+
+/// What the probed gold's ORDER BY leaves to the engine on `db`.
+fn order_on(runner: &FileRunner, db: &Path, probe: &OrderProbe) -> Order {
+    let Ok(rows) = runner.run(db, &probe.sql).result else {
+        return Order::Determined;
+    };
+    if probe.cut_through_ties(&rows).is_none() && probe.partial_order(&rows).is_none() {
+        return Order::Determined;
+    }
+    match probe.resolutions(&rows, MAX_RESOLUTIONS) {
+        Some(_) => Order::Tied,
+        None => Order::Open,
+    }
 }
 
 /// Runs queries on one file through one sandbox, each distinct SQL once.
@@ -307,8 +337,8 @@ mod tests {
             Tried::Candidate,
             &golds,
         );
-        let open = Some(SkipReason::OrderOpen);
-        assert_eq!(tied.undetermined, [open, open, None]);
+        let judged_by_ties = Some(SkipReason::Tied);
+        assert_eq!(tied.undetermined, [judged_by_ties, judged_by_ties, None]);
         // Distinct scores: every order is settled.
         let total = try_database(
             &*sqlgate_engine_sqlite::files(),

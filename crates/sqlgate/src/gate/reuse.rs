@@ -236,6 +236,12 @@ impl<'a> Reuse<'a> {
             for file in &databases.evaluated {
                 hasher.field(file.file_name()?.as_encoded_bytes());
             }
+            // A database where the gold ties is judged otherwise.
+            for file in &databases.tied {
+                hasher
+                    .field("tied")
+                    .field(file.file_name()?.as_encoded_bytes());
+            }
         }
         // The whole reply as scored: every field a metric reads.
         hasher.field(serde_json::to_vec(reply).ok()?);

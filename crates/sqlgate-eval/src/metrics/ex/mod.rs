@@ -9,6 +9,7 @@ mod result_eq;
 mod spider2;
 pub mod sqlparse;
 mod testsuite;
+pub mod ties;
 mod trustsql;
 
 #[cfg(test)]
@@ -98,6 +99,10 @@ pub struct CaseInput<'a> {
     /// mode and with `every_database`; else one. With several, the case is correct only where
     /// it is correct on each of them.
     pub db_files: &'a [PathBuf],
+    /// Those of `db_files` (never the first) where the gold's ORDER BY ties, so that its answer
+    /// there is one of several: a prediction is correct there when it matches one of them
+    /// ([`ties`]). A distilled suite lists them (`gold-skips.json`).
+    pub tied: &'a [PathBuf],
     /// Spider 2.0 `ignore_order` for this case (default true).
     pub ignore_order: Option<bool>,
 }
@@ -250,6 +255,11 @@ pub fn evaluate(
     // An infeasible TrustSQL case is scored by the trustsql mode itself.
     if case.gold.is_empty() && mode != Mode::Trustsql {
         return no_gold_query();
+    }
+    if !case.tied.is_empty() {
+        return ties::evaluate(case, runner, |case, runner| {
+            evaluate(mode, opts, case, pred_sql, runner)
+        });
     }
     match mode {
         Mode::Testsuite => testsuite::evaluate(opts, case, pred_sql, runner),

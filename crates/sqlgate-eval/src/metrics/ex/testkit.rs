@@ -194,6 +194,7 @@ pub struct TestCase {
     pub category: Option<String>,
     pub db: String,
     pub db_files: Vec<PathBuf>,
+    pub tied: Vec<PathBuf>,
     pub ignore_order: Option<bool>,
 }
 
@@ -205,6 +206,7 @@ impl TestCase {
             category: None,
             db: "db".to_string(),
             db_files: vec![PathBuf::from("db.sqlite")],
+            tied: Vec::new(),
             ignore_order: None,
         }
     }
@@ -216,6 +218,7 @@ impl TestCase {
             category: self.category.as_deref(),
             db: &self.db,
             db_files: &self.db_files,
+            tied: &self.tied,
             ignore_order: self.ignore_order,
         }
     }

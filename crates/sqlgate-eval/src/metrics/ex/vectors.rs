@@ -998,6 +998,7 @@ fn defog_gold_against_itself_on_real_data() {
             category: Some(category.to_string()),
             db: db.to_string(),
             db_files: vec![dir.join(format!("{db}.sqlite"))],
+            tied: Vec::new(),
             ignore_order: None,
         };
         for mode in [Mode::Defog, Mode::DefogExact] {
