@@ -27,6 +27,10 @@ use crate::sqltext;
 /// not judge the gold there.
 pub const MAX_RESOLUTIONS: usize = 64;
 
+/// The most rows all the answers of one gold on one database hold together: each answer is a
+/// copy of the gold's window, so a large window through a tie is not judged by its ties.
+const MAX_RESOLVED_ROWS: usize = 100_000;
+
 /// The probe of one query's order: the query without its LIMIT, its keys made visible.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderProbe {
@@ -132,7 +136,7 @@ impl OrderProbe {
     /// group of rows tying on every key taken in any order and, where a cut falls inside a
     /// group, any of the group's rows on the window's side. The engine's own choice comes
     /// first; results that are equal row for row are given once. None when the keys cannot be
-    /// read or there are more than `max`.
+    /// read, there are more than `max`, or several hold more than 100,000 rows together.
     pub fn resolutions(&self, result: &ResultSet, max: usize) -> Option<Vec<ResultSet>> {
         let keyed = Keyed::new(self, result)?;
         let n = result.rows.len();
@@ -161,6 +165,9 @@ impl OrderProbe {
         let total = segments.iter().try_fold(1usize, |total, choices| {
             total.checked_mul(choices.len()).filter(|&t| t <= max)
         })?;
+        if total > 1 && total.saturating_mul(end - start) > MAX_RESOLVED_ROWS {
+            return None;
+        }
         let columns = result.columns[..keyed.visible].to_vec();
         Some(
             (0..total)
@@ -680,6 +687,21 @@ mod tests {
             6
         );
         assert_eq!(answers(all, &[("a", 1), ("b", 1), ("c", 1)], 5), None);
+    }
+
+    #[test]
+    fn answers_holding_too_many_rows_together_are_refused() {
+        // 60,000 rows before a two-way tie at the cut: two answers of 60,001 rows each.
+        let names: Vec<String> = (0..60_002).map(|n| format!("n{n}")).collect();
+        let mut rows: Vec<(&str, i64)> = names.iter().map(|n| (n.as_str(), 9)).collect();
+        for (k, row) in rows.iter_mut().enumerate() {
+            row.1 = if k < 60_000 { 100_000 - k as i64 } else { 1 };
+        }
+        let long = "SELECT name FROM t ORDER BY score DESC LIMIT 60001";
+        assert_eq!(answers(long, &rows, 64), None);
+        // Without the tie, the one answer is the gold's own result, however long.
+        rows.pop();
+        assert_eq!(answers(long, &rows, 64).unwrap().len(), 1);
     }
 
     #[test]
