@@ -82,7 +82,10 @@ impl OrderProbe {
     /// columns differ: the rows kept depend on the engine's order. `rows` is the probe's result.
     pub fn cut_through_ties(&self, rows: &ResultSet) -> Option<String> {
         let keyed = Keyed::new(self, rows)?;
-        let cuts = [Some(self.offset), self.limit.map(|n| self.offset + n)];
+        let cuts = [
+            Some(self.offset),
+            self.limit.map(|n| self.offset.saturating_add(n)),
+        ];
         cuts.into_iter().flatten().find_map(|cut| {
             let tied = keyed.tie_group_across(cut)?;
             Some(format!(
@@ -103,9 +106,9 @@ impl OrderProbe {
     /// elsewhere: their order is the engine's.
     pub fn partial_order(&self, rows: &ResultSet) -> Option<String> {
         let keyed = Keyed::new(self, rows)?;
-        let end = self
-            .limit
-            .map_or(rows.rows.len(), |n| (self.offset + n).min(rows.rows.len()));
+        let end = self.limit.map_or(rows.rows.len(), |n| {
+            self.offset.saturating_add(n).min(rows.rows.len())
+        });
         (self.offset.saturating_add(1)..end)
             .find(|&i| keyed.same_keys(i - 1, i) && !keyed.same_visible(i - 1, i))
             .map(|i| {
@@ -702,6 +705,23 @@ mod tests {
         // Without the tie, the one answer is the gold's own result, however long.
         rows.pop();
         assert_eq!(answers(long, &rows, 64).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn limits_past_the_largest_number_do_not_overflow() {
+        let huge = format!(
+            "SELECT name FROM t ORDER BY score LIMIT {} OFFSET 2",
+            usize::MAX
+        );
+        let probe = OrderProbe::of(&huge).unwrap();
+        let result = named(
+            &["name", "sqlgate_order_key_0"],
+            vec![vec![t("a"), i(1)], vec![t("b"), i(1)], vec![t("c"), i(1)]],
+        );
+        assert!(probe.cut_through_ties(&result).is_some());
+        assert_eq!(probe.partial_order(&result), None);
+        // OFFSET 2 cuts through the three tied rows: any of them can come third.
+        assert_eq!(probe.resolutions(&result, 64).unwrap().len(), 3);
     }
 
     #[test]
