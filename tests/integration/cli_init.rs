@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{repo, sqlgate, Run};
+use crate::support::{binary_in_use, repo, sqlgate, Run};
 
 /// The files `sqlgate init` writes.
 const WRITTEN: [&str; 3] = [
@@ -120,6 +120,7 @@ fn shell(dir: &Path, line: &str) -> std::process::Output {
         command.env_remove(variable);
     }
     isolated_git(&mut command);
+    let _in_use = binary_in_use();
     command.output().expect("sh runs")
 }
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::repo;
+use crate::support::{binary_rebuilding, repo};
 
 /// The `text2sql` harness binary, built by cargo if this run did not build it.
 fn text2sql_binary() -> PathBuf {
@@ -28,7 +28,10 @@ fn text2sql_binary() -> PathBuf {
     if cfg!(feature = "duckdb") {
         cargo.args(["--features", "duckdb"]);
     }
-    let output = cargo.output().unwrap();
+    let output = {
+        let _rebuilding = binary_rebuilding();
+        cargo.output().unwrap()
+    };
     assert!(
         output.status.success(),
         "{}",

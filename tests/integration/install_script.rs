@@ -15,7 +15,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use crate::support::workflow::script_containing;
-use crate::support::{copy_tree, repo};
+use crate::support::{binary_in_use, copy_tree, repo};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -108,6 +108,7 @@ impl Action {
         let built = self.root().join("target").join(target).join("dist");
         std::fs::create_dir_all(&built).expect("mkdir");
         std::os::unix::fs::symlink(binary, built.join("sqlgate")).expect("links");
+        let _in_use = binary_in_use();
         let output = Command::new("bash")
             .args(["-e", "-o", "pipefail", "-c", &pack])
             .current_dir(self.root())

@@ -72,11 +72,9 @@ fn score(dir: &Path, threads: usize, max_memory_mib: u64) -> Scored {
         ])
         .args(["--format", "json", "--timeout", "600", "--max-memory"])
         .arg(max_memory_mib.to_string())
-        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let mut stderr = child.stderr.take().unwrap();
     let stderr = std::thread::spawn(move || {
         let mut text = String::new();

@@ -188,11 +188,9 @@ impl Bench {
     fn kill_a_run(&self, millis: u64) {
         let mut child = self
             .command(&["test"])
-            .command()
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .spawn();
         std::thread::sleep(Duration::from_millis(millis));
         let _ = child.kill();
         let _ = child.wait();

@@ -2,7 +2,24 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Cargo links the `sqlgate` binary again when a test runs cargo (the libtest-mimic harness's
+/// build) and cargo finds it out of date: between removing the old file and linking the new one,
+/// starting it fails with "No such file or directory". Starting it takes this lock shared, a
+/// cargo run takes it alone.
+static BINARY: RwLock<()> = RwLock::new(());
+
+/// Held while starting the `sqlgate` binary (or a shell that runs it).
+pub fn binary_in_use() -> RwLockReadGuard<'static, ()> {
+    BINARY.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Held while cargo may link the `sqlgate` binary again.
+pub fn binary_rebuilding() -> RwLockWriteGuard<'static, ()> {
+    BINARY.write().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The variables that switch `sqlgate` into CI behaviour (no pending snapshots, annotations, a
 /// step summary). The environment running the tests may set them, so every run starts without
@@ -49,23 +66,38 @@ impl Sqlgate {
         self
     }
 
+    pub fn stdout(&mut self, stdout: impl Into<Stdio>) -> &mut Sqlgate {
+        self.command.stdout(stdout);
+        self
+    }
+
+    pub fn stderr(&mut self, stderr: impl Into<Stdio>) -> &mut Sqlgate {
+        self.command.stderr(stderr);
+        self
+    }
+
+    /// Starts it with an empty standard input, for a test that waits for the process itself.
+    pub fn spawn(&mut self) -> Child {
+        let _in_use = binary_in_use();
+        self.command
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("the sqlgate binary starts")
+    }
+
     /// Runs it with an empty standard input, to its end; its exit status and output as text.
     pub fn run(&mut self) -> Run {
         let output = self
-            .command
-            .stdin(Stdio::null())
-            .output()
-            .expect("the sqlgate binary starts");
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .wait_with_output()
+            .expect("the sqlgate run ends");
         Run {
             status: output.status,
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
-    }
-
-    /// The underlying command, for a test that spawns and waits for the process itself.
-    pub fn command(&mut self) -> &mut Command {
-        &mut self.command
     }
 }
 

@@ -6,7 +6,7 @@ mod tools;
 mod tree;
 pub mod workflow;
 
-pub use command::{sqlgate, Run, Sqlgate};
+pub use command::{binary_in_use, binary_rebuilding, sqlgate, Run, Sqlgate};
 pub use fixtures::{demo, demo_workspace, replace_prediction, repo};
 pub use sqlgate_test_support::shared_data;
 pub use tools::{python_with, run_python, wordnet_installed};
