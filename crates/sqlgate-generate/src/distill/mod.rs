@@ -318,7 +318,7 @@ fn distill_database(
                 case.id.clone(),
                 case.gold.clone(),
                 with_answers(
-                    neighbours::neighbours(&case.gold[0]),
+                    neighbours::neighbours(&case.gold[0], &facts.schema),
                     &case.gold,
                     answers.get(&case.id).map_or(&[], Vec::as_slice),
                 ),

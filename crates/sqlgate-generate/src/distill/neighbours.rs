@@ -2,7 +2,10 @@
 //! apart from it. Every variant of the 15 mutation operators (up to a cap each), plus near
 //! misses they do not make: ORDER BY direction flipped, any aggregate for any other, `=` on a
 //! text literal loosened to LIKE, a GROUP BY column swapped, `ORDER BY k LIMIT 1` as
-//! `k = (SELECT max(k) ...)` (every tied row instead of one). Also the gold's equivalent
+//! `k = (SELECT max(k) ...)` (every tied row instead of one), NULLs left out of an ORDER BY key
+//! under a LIMIT or of a `NOT IN` subquery, `EXCEPT` as `NOT IN` and `INTERSECT` as `IN`: the
+//! last three are told apart only by a database that holds NULLs (or duplicates) where the
+//! gold reads them. Also the gold's equivalent
 //! rewrites (a CTE wrapper, tables re-aliased, AND operands swapped): a database that tells one
 //! of those apart from the gold would fail correct answers, so `distill` never keeps it.
 
@@ -14,6 +17,8 @@ use sqlparser::ast::{
     JoinConstraint, JoinOperator, ObjectName, OrderByKind, OrderBySort, Query, Select, SelectItem,
     SetExpr, TableFactor, VisitMut, VisitorMut,
 };
+
+use sqlgate_eval::exec::schema::{Schema, Table};
 
 use crate::mutate::{every_variant, parse_query};
 
@@ -42,15 +47,38 @@ enum NearMiss {
     /// aggregate of the groups): every row tying for the top instead of one, and none whose
     /// `k` is NULL (which an ascending order puts first).
     LimitToExtreme,
+    /// `ORDER BY k ... LIMIT n` with `k IS NOT NULL` added: told apart only where NULLs reach
+    /// the cut (every `k` NULL under a descending order, any under an ascending one), which no
+    /// database with ties alone shows.
+    OrderKeyNotNull,
+    /// `x NOT IN (SELECT c ...)` with `c IS NOT NULL` added: told apart only where the
+    /// subquery returns a NULL, which makes every `NOT IN` unknown.
+    NotInNotNull,
+    /// `SELECT a ... EXCEPT SELECT b ...` as `SELECT a ... WHERE a NOT IN (SELECT b ...)`
+    /// (`INTERSECT` as `IN`): duplicates kept and NULLs compared as unknown, the usual way an
+    /// answer writes a set difference.
+    SetOpToIn,
+    /// `count(*)` as `count(t.c)` for a column `c` that may hold NULL of a table `t` the
+    /// `SELECT` reads: told apart only where a counted row has `c` NULL.
+    CountStarToColumn,
+    /// A join added from a table the `SELECT` reads to the parent a nullable foreign key of it
+    /// references: the rows whose key is NULL drop out, as they do from an answer that joins
+    /// through a table it does not need.
+    JoinToParent,
 }
 
 impl NearMiss {
-    const ALL: [NearMiss; 5] = [
+    const ALL: [NearMiss; 10] = [
         NearMiss::OrderDirectionFlip,
         NearMiss::AggregateSubstitute,
         NearMiss::EqualsToLike,
         NearMiss::GroupBySwap,
         NearMiss::LimitToExtreme,
+        NearMiss::OrderKeyNotNull,
+        NearMiss::NotInNotNull,
+        NearMiss::SetOpToIn,
+        NearMiss::CountStarToColumn,
+        NearMiss::JoinToParent,
     ];
 
     fn name(self) -> &'static str {
@@ -60,15 +88,20 @@ impl NearMiss {
             NearMiss::EqualsToLike => "equals_to_like",
             NearMiss::GroupBySwap => "group_by_swap",
             NearMiss::LimitToExtreme => "limit_to_extreme",
+            NearMiss::OrderKeyNotNull => "order_key_not_null",
+            NearMiss::NotInNotNull => "not_in_not_null",
+            NearMiss::SetOpToIn => "set_op_to_in",
+            NearMiss::CountStarToColumn => "count_star_to_column",
+            NearMiss::JoinToParent => "join_to_parent",
         }
     }
 }
 
 const AGGREGATES: [&str; 5] = ["COUNT", "SUM", "AVG", "MIN", "MAX"];
 
-/// The neighbours of `gold`, each SQL once (and never the gold itself); none when the gold does
-/// not parse.
-pub fn neighbours(gold: &str) -> Vec<Neighbour> {
+/// The neighbours of `gold` over a database with `schema`, each SQL once (and never the gold
+/// itself); none when the gold does not parse.
+pub fn neighbours(gold: &str, schema: &Schema) -> Vec<Neighbour> {
     let mut found: Vec<Neighbour> = every_variant(gold, VARIANT_CAP)
         .unwrap_or_default()
         .into_iter()
@@ -81,7 +114,7 @@ pub fn neighbours(gold: &str) -> Vec<Neighbour> {
         for miss in NearMiss::ALL {
             for site in 0..VARIANT_CAP {
                 let mut mutated = query.clone();
-                let mut walker = Sites::new(miss, Some(site));
+                let mut walker = Sites::new(miss, Some(site), schema);
                 let _ = mutated.visit(&mut walker);
                 if !walker.applied {
                     break;
@@ -100,18 +133,20 @@ pub fn neighbours(gold: &str) -> Vec<Neighbour> {
 }
 
 /// Walks the sites of one near miss, rewriting the `target`-th.
-struct Sites {
+struct Sites<'s> {
     miss: NearMiss,
     target: Option<usize>,
+    schema: &'s Schema,
     seen: usize,
     applied: bool,
 }
 
-impl Sites {
-    fn new(miss: NearMiss, target: Option<usize>) -> Sites {
+impl<'s> Sites<'s> {
+    fn new(miss: NearMiss, target: Option<usize>, schema: &'s Schema) -> Sites<'s> {
         Sites {
             miss,
             target,
+            schema,
             seen: 0,
             applied: false,
         }
@@ -126,7 +161,7 @@ impl Sites {
     }
 }
 
-impl VisitorMut for Sites {
+impl VisitorMut for Sites<'_> {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
@@ -138,6 +173,33 @@ impl VisitorMut for Sites {
             if let Some(extreme) = limit_to_extreme(query) {
                 if self.hit() {
                     *query = extreme;
+                }
+            }
+            return ControlFlow::Continue(());
+        }
+        if self.miss == NearMiss::CountStarToColumn {
+            self.count_columns(&mut query.body);
+            return ControlFlow::Continue(());
+        }
+        if self.miss == NearMiss::JoinToParent {
+            self.join_parents(&mut query.body);
+            return ControlFlow::Continue(());
+        }
+        if self.miss == NearMiss::SetOpToIn {
+            if let Some(rewritten) = set_op_to_in(query) {
+                if self.hit() {
+                    *query = rewritten;
+                }
+            }
+            return ControlFlow::Continue(());
+        }
+        if self.miss == NearMiss::OrderKeyNotNull {
+            for key in order_keys_of_a_limit(query) {
+                if self.hit() {
+                    let SetExpr::Select(select) = query.body.as_mut() else {
+                        break;
+                    };
+                    and_also(&mut select.selection, Expr::IsNotNull(Box::new(key)));
                 }
             }
             return ControlFlow::Continue(());
@@ -182,13 +244,161 @@ impl VisitorMut for Sites {
                     }
                 }
             }
-            NearMiss::OrderDirectionFlip | NearMiss::GroupBySwap | NearMiss::LimitToExtreme => {}
+            NearMiss::NotInNotNull => {
+                if let Expr::InSubquery {
+                    negated: true,
+                    subquery,
+                    ..
+                } = expr
+                {
+                    if let SetExpr::Select(select) = subquery.body.as_mut() {
+                        if let [SelectItem::UnnamedExpr(column)
+                        | SelectItem::ExprWithAlias { expr: column, .. }] =
+                            select.projection.as_slice()
+                        {
+                            if is_column(column) && self.hit() {
+                                let not_null = Expr::IsNotNull(Box::new(column.clone()));
+                                and_also(&mut select.selection, not_null);
+                            }
+                        }
+                    }
+                }
+            }
+            NearMiss::OrderDirectionFlip
+            | NearMiss::GroupBySwap
+            | NearMiss::LimitToExtreme
+            | NearMiss::OrderKeyNotNull
+            | NearMiss::SetOpToIn
+            | NearMiss::CountStarToColumn
+            | NearMiss::JoinToParent => {}
         }
         ControlFlow::Continue(())
     }
 }
 
-impl Sites {
+impl<'s> Sites<'s> {
+    /// The tables of the schema a `SELECT` reads, each with the name the query gives it (its
+    /// alias, else its name as written).
+    fn tables_read(&self, select: &Select) -> Vec<(Vec<Ident>, &'s Table)> {
+        let mut found = Vec::new();
+        for from in &select.from {
+            let factors =
+                std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation));
+            for factor in factors {
+                let TableFactor::Table { name, alias, .. } = factor else {
+                    continue;
+                };
+                let qualifier: Vec<Ident> = match alias {
+                    Some(alias) => vec![alias.name.clone()],
+                    None => name
+                        .0
+                        .iter()
+                        .filter_map(|part| part.as_ident().cloned())
+                        .collect(),
+                };
+                let table = name
+                    .0
+                    .last()
+                    .and_then(|part| part.as_ident())
+                    .and_then(|last| {
+                        self.schema
+                            .tables
+                            .iter()
+                            .find(|t| t.name.eq_ignore_ascii_case(&last.value))
+                    });
+                if let Some(table) = table {
+                    found.push((qualifier, table));
+                }
+            }
+        }
+        found
+    }
+
+    /// Each nullable foreign key of a table a `SELECT` reads, joined to its parent under a new
+    /// alias.
+    fn join_parents(&mut self, body: &mut SetExpr) {
+        let SetExpr::Select(select) = body else {
+            return;
+        };
+        let mut joins = Vec::new();
+        for (qualifier, table) in self.tables_read(select) {
+            for key in &self.schema.foreign_keys {
+                let nullable = table.columns.iter().any(|c| {
+                    c.name.eq_ignore_ascii_case(&key.from.column) && !c.not_null && !c.primary_key
+                });
+                if !key.from.table.eq_ignore_ascii_case(&table.name) || !nullable {
+                    continue;
+                }
+                let mut child = qualifier.clone();
+                child.push(plain_or_quoted(&key.from.column));
+                let sql = format!(
+                    "SELECT 1 FROM t JOIN {} AS sqlgate_parent ON {} = sqlgate_parent.{}",
+                    plain_or_quoted(&key.to.table),
+                    Expr::CompoundIdentifier(child),
+                    plain_or_quoted(&key.to.column)
+                );
+                let join = parse_query(&sql).ok().and_then(|q| match *q.body {
+                    SetExpr::Select(mut s) => s.from.pop().and_then(|mut f| f.joins.pop()),
+                    _ => None,
+                });
+                joins.extend(join);
+            }
+        }
+        let Some(last) = select.from.last_mut() else {
+            return;
+        };
+        for join in joins {
+            if self.hit() {
+                last.joins.push(join);
+            }
+        }
+    }
+
+    /// Each `count(*)` a `SELECT` returns, once for every column of its tables that may hold
+    /// NULL (named through the table's alias).
+    fn count_columns(&mut self, body: &mut SetExpr) {
+        let SetExpr::Select(select) = body else {
+            return;
+        };
+        let mut columns: Vec<Expr> = Vec::new();
+        for (qualifier, table) in self.tables_read(select) {
+            for column in table
+                .columns
+                .iter()
+                .filter(|c| !c.not_null && !c.primary_key)
+            {
+                let mut parts = qualifier.clone();
+                parts.push(plain_or_quoted(&column.name));
+                columns.push(Expr::CompoundIdentifier(parts));
+            }
+        }
+        for item in &mut select.projection {
+            let (SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. }) = item
+            else {
+                continue;
+            };
+            let Expr::Function(function) = expr else {
+                continue;
+            };
+            let FunctionArguments::List(list) = &mut function.args else {
+                continue;
+            };
+            let star = function.name.to_string().eq_ignore_ascii_case("count")
+                && matches!(
+                    list.args.as_slice(),
+                    [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)]
+                );
+            if !star {
+                continue;
+            }
+            for column in &columns {
+                if self.hit() {
+                    list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(column.clone()))];
+                }
+            }
+        }
+    }
+
     /// Each `SELECT` of `body` (the sides of a set operation too; a subquery is a query of its
     /// own, visited in turn): each GROUP BY column, once for every other column its `SELECT`
     /// returns or compares in a join condition.
@@ -282,7 +492,79 @@ fn limit_to_extreme(query: &Query) -> Option<Query> {
     } else {
         &mut select.selection
     };
-    *target = Some(match target.take() {
+    and_also(target, condition);
+    Some(rewritten)
+}
+
+/// The ORDER BY keys of a single `SELECT ... LIMIT n` that are columns (as the SELECT returns
+/// them).
+fn order_keys_of_a_limit(query: &Query) -> Vec<Expr> {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return Vec::new();
+    };
+    let Some(OrderByKind::Expressions(keys)) = query.order_by.as_ref().map(|o| &o.kind) else {
+        return Vec::new();
+    };
+    if query.limit_clause.is_none() {
+        return Vec::new();
+    }
+    keys.iter()
+        .map(|key| returned_expr(select, &key.expr))
+        .filter(is_column)
+        .collect()
+}
+
+/// `SELECT e ... EXCEPT SELECT ...` as `SELECT e ... WHERE e NOT IN (SELECT ...)` (a tuple of
+/// the returned expressions when there are several), `INTERSECT` as `IN`; `None` for any other
+/// shape (a `*`, a grouped or `DISTINCT` left side, a set operation on the left).
+fn set_op_to_in(query: &Query) -> Option<Query> {
+    let SetExpr::SetOperation {
+        op, left, right, ..
+    } = query.body.as_ref()
+    else {
+        return None;
+    };
+    let negated = match op {
+        sqlparser::ast::SetOperator::Except => true,
+        sqlparser::ast::SetOperator::Intersect => false,
+        _ => return None,
+    };
+    let SetExpr::Select(select) = left.as_ref() else {
+        return None;
+    };
+    let grouped = !matches!(&select.group_by, GroupByExpr::Expressions(keys, _) if keys.is_empty());
+    if grouped || select.having.is_some() || select.distinct.is_some() {
+        return None;
+    }
+    let returned: Vec<String> = select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => {
+                Some(expr.to_string())
+            }
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let tested = match returned.as_slice() {
+        [one] => one.clone(),
+        many => format!("({})", many.join(", ")),
+    };
+    let not = if negated { "NOT " } else { "" };
+    let condition = parse_query(&format!("SELECT 1 WHERE {tested} {not}IN ({right})")).ok()?;
+    let SetExpr::Select(probe) = *condition.body else {
+        return None;
+    };
+    let mut select = select.clone();
+    and_also(&mut select.selection, probe.selection?);
+    let mut rewritten = query.clone();
+    *rewritten.body = SetExpr::Select(select);
+    Some(rewritten)
+}
+
+/// `clause` with `condition` joined to it by AND (the old condition kept whole).
+fn and_also(clause: &mut Option<Expr>, condition: Expr) {
+    *clause = Some(match clause.take() {
         Some(old) => Expr::BinaryOp {
             left: Box::new(Expr::Nested(Box::new(old))),
             op: BinaryOperator::And,
@@ -290,7 +572,6 @@ fn limit_to_extreme(query: &Query) -> Option<Query> {
         },
         None => condition,
     });
-    Some(rewritten)
 }
 
 /// The expression an ORDER BY key stands for: a result column's when it names that column's
@@ -321,6 +602,17 @@ fn returned_expr(select: &Select, key: &Expr) -> Expr {
             _ => None,
         })
         .unwrap_or_else(|| key.clone())
+}
+
+/// `name` as an identifier, quoted unless it is a plain word.
+fn plain_or_quoted(name: &str) -> Ident {
+    let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if plain {
+        Ident::new(name)
+    } else {
+        Ident::with_quote('"', name)
+    }
 }
 
 fn is_column(expr: &Expr) -> bool {
@@ -471,9 +763,49 @@ impl VisitorMut for Realias {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sqlgate_eval::exec::schema::{ColRef, Column, ForeignKey};
+
+    /// `CAR_MAKERS(Id, Maker, FullName NOT NULL)` and `MODEL_LIST(ModelId, Maker, Model)`, keys
+    /// first, `MODEL_LIST.Maker` referencing `CAR_MAKERS.Id`.
+    fn schema() -> Schema {
+        let column = |name: &str, primary_key: bool, not_null: bool| Column {
+            name: name.to_string(),
+            decl_type: "TEXT".to_string(),
+            primary_key,
+            not_null,
+        };
+        let table = |name: &str, columns: Vec<Column>| Table {
+            name: name.to_string(),
+            columns,
+        };
+        Schema {
+            tables: vec![
+                table(
+                    "CAR_MAKERS",
+                    vec![
+                        column("Id", true, false),
+                        column("Maker", false, false),
+                        column("FullName", false, true),
+                    ],
+                ),
+                table(
+                    "MODEL_LIST",
+                    vec![
+                        column("ModelId", true, false),
+                        column("Maker", false, false),
+                        column("Model", false, false),
+                    ],
+                ),
+            ],
+            foreign_keys: vec![ForeignKey {
+                from: ColRef::new("MODEL_LIST", "Maker"),
+                to: ColRef::new("CAR_MAKERS", "Id"),
+            }],
+        }
+    }
 
     fn of(gold: &str, operator: &str) -> Vec<String> {
-        neighbours(gold)
+        neighbours(gold, &schema())
             .into_iter()
             .filter(|n| n.operator == operator)
             .map(|n| n.sql)
@@ -508,7 +840,7 @@ mod tests {
             of(gold, "equals_to_like"),
             [gold.replace("= 'Rome'", "LIKE 'Rome'")]
         );
-        let all = neighbours(gold);
+        let all = neighbours(gold, &schema());
         assert!(all.iter().any(|n| n.operator == "where_remove"));
         let texts: HashSet<&str> = all.iter().map(|n| n.sql.as_str()).collect();
         assert_eq!(texts.len(), all.len(), "each neighbour once");
@@ -555,6 +887,129 @@ mod tests {
             "SELECT a FROM t UNION SELECT b FROM u ORDER BY 1 LIMIT 1",
         ] {
             assert!(of(gold, "limit_to_extreme").is_empty(), "{gold}");
+        }
+    }
+
+    #[test]
+    fn nulls_are_left_out_of_a_limits_order_key_and_a_not_in_subquery() {
+        assert_eq!(
+            of(
+                "SELECT Money_Rank AS r FROM poker_player WHERE x > 1 ORDER BY Earnings DESC, \
+                 r LIMIT 1",
+                "order_key_not_null"
+            ),
+            [
+                "SELECT Money_Rank AS r FROM poker_player WHERE (x > 1) AND Earnings IS NOT NULL \
+                 ORDER BY Earnings DESC, r LIMIT 1",
+                "SELECT Money_Rank AS r FROM poker_player WHERE (x > 1) AND Money_Rank IS NOT NULL \
+                 ORDER BY Earnings DESC, r LIMIT 1",
+            ]
+        );
+        // Without a LIMIT, or keyed by an aggregate, NULLs do not decide which rows come back.
+        assert!(of("SELECT a FROM t ORDER BY a", "order_key_not_null").is_empty());
+        assert!(of(
+            "SELECT a FROM t GROUP BY a ORDER BY count(*) LIMIT 1",
+            "order_key_not_null"
+        )
+        .is_empty());
+        assert_eq!(
+            of(
+                "SELECT id FROM ch WHERE id NOT IN (SELECT channel FROM cartoon WHERE d = 'B') \
+                 AND id IN (SELECT c FROM u)",
+                "not_in_not_null"
+            ),
+            [
+                "SELECT id FROM ch WHERE id NOT IN (SELECT channel FROM cartoon WHERE (d = 'B') \
+              AND channel IS NOT NULL) AND id IN (SELECT c FROM u)"
+            ]
+        );
+        assert!(of(
+            "SELECT id FROM ch WHERE id NOT IN (SELECT max(c) FROM u)",
+            "not_in_not_null"
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn count_star_counts_each_column_that_may_hold_null() {
+        let gold = "SELECT count(*) FROM CAR_MAKERS AS T1 JOIN MODEL_LIST AS T2 \
+                    ON T1.Id = T2.Maker WHERE T1.FullName = 'AMC'";
+        assert_eq!(
+            of(gold, "count_star_to_column"),
+            ["T1.Maker", "T2.Maker", "T2.Model"]
+                .map(|c| gold.replace("count(*)", &format!("count({c})")))
+        );
+        assert_eq!(
+            of("SELECT count(*) FROM model_list", "count_star_to_column"),
+            ["model_list.Maker", "model_list.Model"]
+                .map(|c| format!("SELECT count({c}) FROM model_list"))
+        );
+        assert!(of("SELECT count(*) FROM other", "count_star_to_column").is_empty());
+        assert!(of(
+            "SELECT count(Model) FROM model_list",
+            "count_star_to_column"
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn a_nullable_foreign_key_is_joined_to_its_parent() {
+        assert_eq!(
+            of(
+                "SELECT count(*) FROM model_list AS T2 WHERE T2.Model = 'x'",
+                "join_to_parent"
+            ),
+            [
+                "SELECT count(*) FROM model_list AS T2 JOIN CAR_MAKERS AS sqlgate_parent \
+              ON T2.Maker = sqlgate_parent.Id WHERE T2.Model = 'x'"
+            ]
+        );
+        // In a subquery too; a table without foreign keys gets none.
+        assert_eq!(
+            of(
+                "SELECT Id FROM car_makers WHERE Id IN (SELECT Maker FROM model_list)",
+                "join_to_parent"
+            ),
+            [
+                "SELECT Id FROM car_makers WHERE Id IN (SELECT Maker FROM model_list \
+              JOIN CAR_MAKERS AS sqlgate_parent ON model_list.Maker = sqlgate_parent.Id)"
+            ]
+        );
+    }
+
+    #[test]
+    fn except_becomes_not_in_and_intersect_in() {
+        assert_eq!(
+            of(
+                "SELECT id FROM TV_Channel EXCEPT SELECT channel FROM cartoon WHERE \
+                 directed_by = 'Ben Jones'",
+                "set_op_to_in"
+            ),
+            [
+                "SELECT id FROM TV_Channel WHERE id NOT IN (SELECT channel FROM cartoon WHERE \
+              directed_by = 'Ben Jones')"
+            ]
+        );
+        assert_eq!(
+            of(
+                "SELECT T1.c, T1.n FROM p AS T1 JOIN m AS T2 ON T1.id = T2.w WHERE T2.t = 'A' \
+                 INTERSECT SELECT T1.c, T1.n FROM p AS T1 JOIN m AS T2 ON T1.id = T2.w \
+                 WHERE T2.t = 'B'",
+                "set_op_to_in"
+            ),
+            [
+                "SELECT T1.c, T1.n FROM p AS T1 JOIN m AS T2 ON T1.id = T2.w WHERE (T2.t = 'A') \
+              AND (T1.c, T1.n) IN (SELECT T1.c, T1.n FROM p AS T1 JOIN m AS T2 ON \
+              T1.id = T2.w WHERE T2.t = 'B')"
+            ]
+        );
+        for gold in [
+            "SELECT a FROM t UNION SELECT b FROM u",
+            "SELECT * FROM t EXCEPT SELECT * FROM u",
+            "SELECT DISTINCT a FROM t EXCEPT SELECT b FROM u",
+            "SELECT a FROM t GROUP BY a EXCEPT SELECT b FROM u",
+        ] {
+            assert!(of(gold, "set_op_to_in").is_empty(), "{gold}");
         }
     }
 
