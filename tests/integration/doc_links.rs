@@ -1,6 +1,6 @@
-//! Every relative link of the README and docs/*.md reaches a file, and a link to a heading
-//! reaches a heading that file has: a renamed section or file fails here, not in a reader's
-//! browser.
+//! Every relative link of the README, ARCHITECTURE.md, CONTRIBUTING.md and docs/*.md reaches a
+//! file, and a link to a heading reaches a heading that file has: a renamed section or file
+//! fails here, not in a reader's browser. Every document is reachable from the index.
 
 use std::path::{Path, PathBuf};
 
@@ -41,7 +41,10 @@ fn read(path: &Path) -> String {
 #[test]
 fn every_link_of_the_docs_reaches_a_file_and_a_heading() {
     let root = repo();
-    let mut docs: Vec<PathBuf> = vec![root.join("README.md")];
+    let mut docs: Vec<PathBuf> = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md"]
+        .iter()
+        .map(|name| root.join(name))
+        .collect();
     for entry in std::fs::read_dir(root.join("docs")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "md") {
@@ -83,4 +86,34 @@ fn every_link_of_the_docs_reaches_a_file_and_a_heading() {
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
     assert!(checked >= 100, "only {checked} links checked");
+}
+
+#[test]
+fn the_index_links_every_document_and_the_readme_links_the_index() {
+    let root = repo();
+    let index = read(&root.join("docs/README.md"));
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") && name != "README.md" && !index.contains(&format!("]({name}")) {
+            missing.push(name);
+        }
+    }
+    for top in ["ARCHITECTURE.md", "CONTRIBUTING.md"] {
+        if !index.contains(&format!("](../{top})")) {
+            missing.push(top.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/README.md does not link: {missing:?}"
+    );
+    let readme = read(&root.join("README.md"));
+    assert!(
+        readme.contains("](docs/README.md)"),
+        "the README links the index"
+    );
+    // A newcomer's path, not a reference manual (docs/commands.md is that).
+    let lines = readme.lines().count();
+    assert!(lines <= 160, "the README has {lines} lines");
 }

@@ -1,4 +1,4 @@
-//! Every exit code of the README's table, from the real binary: what `sqlgate::Error::exit_code`
+//! Every exit code of the table in docs/commands.md, from the real binary: what `sqlgate::Error::exit_code`
 //! decides is what a CI job sees. The system under test being unreachable (69 under `test`) is
 //! covered in `gate_openai.rs` (`a_closed_port_fails_the_run_at_once_with_the_cause`,
 //! `a_server_killed_mid_run_stops_being_asked_and_the_rerun_asks_the_rest`).

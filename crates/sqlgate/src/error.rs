@@ -1,6 +1,6 @@
 //! How a run or command ends when it does not simply pass, and the one place that decides its
 //! exit code. `sqlgate` (every subcommand) and the [`harness!`](crate::harness!) exit through
-//! [`Error::exit_code`], so the codes documented in the README table are the codes returned.
+//! [`Error::exit_code`], so the codes documented in the table of docs/commands.md are the codes returned.
 
 use sqlgate_eval::error::{AskError, FileError, InputError, OutputError, ServiceError};
 
