@@ -1,7 +1,8 @@
 //! sqlgate's own outputs, whole, against committed insta snapshots (`snapshots/` beside this
 //! file): the terminal report of `sqlgate test`, its JUnit XML, the GitHub step summary and the
 //! libtest-json events, on the demo with one case answered wrong so that every failure section
-//! shows. What differs from run to run is redacted first: durations, the order in which cases
+//! shows; `sqlgate diff` of that run against the accepted one in each format; `score`'s text
+//! and JSON; every command's `--help`; the messages of bad inputs. What differs from run to run is redacted first: durations, the order in which cases
 //! running in parallel finish, the repository's and the temporary folder's paths.
 //!
 //! After an intended change of an output: `cargo insta review` (or `INSTA_UPDATE=always cargo
@@ -127,4 +128,131 @@ fn libtest_json_events() {
         .map(|(_, _, line)| format!("{line}\n"))
         .collect();
     insta::assert_snapshot!("libtest_json", without_paths(&events, dir.path()));
+}
+
+/// The subcommands a `--help` lists under `Commands:` (without `help`).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn help_of_every_command() {
+    let mut pages = Vec::new();
+    let mut pending = vec![Vec::<String>::new()];
+    while let Some(path) = pending.pop() {
+        let run = sqlgate().args(&path).arg("--help").run();
+        run.assert_success();
+        for sub in subcommands(&run.stdout).into_iter().rev() {
+            let mut deeper = path.clone();
+            deeper.push(sub);
+            pending.push(deeper);
+        }
+        let command: Vec<&str> = std::iter::once("sqlgate")
+            .chain(path.iter().map(String::as_str))
+            .collect();
+        pages.push(format!("=== {} --help\n{}", command.join(" "), run.stdout));
+    }
+    assert!(pages.len() >= 15, "{} help pages", pages.len());
+    insta::assert_snapshot!("help", pages.join("\n"));
+}
+
+#[test]
+fn score_text_and_json() {
+    let score = |format: &str| {
+        let run = sqlgate()
+            .args([
+                "score",
+                "--gold",
+                "suite.toml",
+                "--pred",
+                "predictions/sample.jsonl",
+            ])
+            .args(["--format", format])
+            .current_dir(demo(""))
+            .run();
+        run.assert_success();
+        without_paths(&run.stdout, &demo(""))
+    };
+    insta::assert_snapshot!("score_text", score("text"));
+    insta::assert_snapshot!("score_json", score("json"));
+}
+
+#[test]
+fn diff_of_a_regression_in_every_format() {
+    let dir = failing_demo();
+    sqlgate()
+        .args(["test", "--accept"])
+        .current_dir(dir.path())
+        .run()
+        .assert_code(0);
+    for format in ["text", "markdown", "json"] {
+        let run = sqlgate()
+            .arg("diff")
+            .arg(repo().join("snapshots/demo.snap"))
+            .arg(dir.path().join("snapshots/demo.snap"))
+            .args(["--format", format])
+            .run();
+        run.assert_success();
+        let name = format!("diff_{format}");
+        insta::assert_snapshot!(name, without_paths(&run.stdout, dir.path()));
+    }
+}
+
+#[test]
+fn messages_of_bad_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "bad.jsonl",
+        "{\"id\": \"q01\", \"sql\": \"SELECT 1\"}\nnot json\n",
+    );
+    write("sqlgate.toml", "[[suite]]\nbenchmark = 3\n");
+    write(
+        "unknown.toml",
+        "[[suite]]\nbenchmark = \"b.jsonl\"\ncolour = \"red\"\n",
+    );
+    let gold = demo("suite.toml");
+    let gold = gold.to_str().unwrap();
+    let cases: [(&str, Vec<&str>); 5] = [
+        (
+            "a gold file that is not there",
+            vec!["score", "--gold", "missing.csv", "--pred", "bad.jsonl"],
+        ),
+        (
+            "a predictions line that is not JSON",
+            vec!["score", "--gold", gold, "--pred", "bad.jsonl"],
+        ),
+        ("a value of the wrong type in sqlgate.toml", vec!["test"]),
+        (
+            "an unknown key in sqlgate.toml",
+            vec!["test", "--config", "unknown.toml"],
+        ),
+        (
+            "an unknown mode",
+            vec![
+                "score",
+                "--gold",
+                gold,
+                "--pred",
+                "bad.jsonl",
+                "--mode",
+                "loose",
+            ],
+        ),
+    ];
+    let mut messages = String::new();
+    for (what, args) in cases {
+        let run = sqlgate().args(&args).current_dir(dir.path()).run();
+        assert_eq!(run.code(), Some(2), "{what}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{what}: {}", run.stdout);
+        messages.push_str(&format!("=== {what}\n{}", run.stderr));
+    }
+    insta::assert_snapshot!("bad_inputs", without_paths(&messages, dir.path()));
 }
