@@ -1,5 +1,5 @@
 //! Fingerprints the code that computes what the cache keeps (this crate's, the evaluation
-//! core's and the engine crates' sources, and `Cargo.lock`'s dependency versions, SQLite's
+//! core's, the shared base's and the engine crates' sources, and `Cargo.lock`'s dependency versions, SQLite's
 //! among them), so that a cached result or verdict is reused only by the code that computed it:
 //! the package version alone stays the same across every commit of a development branch.
 
@@ -13,6 +13,7 @@ fn main() {
     // by its own, so the version is fingerprint enough there).
     let mut inputs = vec![
         manifest.join("src"),
+        manifest.join("../sqlgate-base/src"),
         manifest.join("../sqlgate-eval/src"),
         manifest.join("../../Cargo.lock"),
     ];

@@ -4,7 +4,8 @@
 //! Modules form a one-way stack; each uses only the ones listed before it (bottom first):
 //!
 //! 1. `error` (input errors), `secrets` (known credentials, redacted from every output),
-//!    `files` (atomic writes, file stamps), `store` (the on-disk cache), `sqltext` (bounds on
+//!    `files` (atomic writes, file stamps), all three from the crate `sqlgate-base` below;
+//!    `store` (the on-disk cache), `sqltext` (bounds on
 //!    untrusted SQL), `model_output` (a model's reply cleaned to one query)
 //! 2. `exec`: sandboxed engines (SQLite files, a PostgreSQL server) behind [`exec::QueryRunner`]
 //! 3. `spider`: Spider's SQL parser and hardness, for untrusted SQL
@@ -14,10 +15,9 @@
 
 #![warn(missing_docs)]
 
-pub mod error;
-pub mod files;
+pub use sqlgate_base::{error, files, secrets};
+
 pub mod model_output;
-pub mod secrets;
 pub mod sqltext;
 pub mod store;
 

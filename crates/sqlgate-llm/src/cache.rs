@@ -11,9 +11,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use sqlgate_eval::error::{FileError, InputError, OutputError};
-use sqlgate_eval::files::write_atomically;
-use sqlgate_eval::secrets;
+use sqlgate_base::error::{FileError, InputError, OutputError};
+use sqlgate_base::files::write_atomically;
+use sqlgate_base::secrets;
 
 /// Answers kept in a JSONL file, one `{key, value}` a line, so that reruns and CI ask nothing
 /// already asked.

@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use super::cache::JsonlCache;
 use super::{Client, LlmError};
-use sqlgate_eval::error::{AskError, FileError, ServiceError};
-use sqlgate_eval::metrics::sqlmorph::Embedder;
+use sqlgate_base::embed::Embedder;
+use sqlgate_base::error::{AskError, FileError, ServiceError};
 
 /// Sends a request again while it fails transiently (HTTP 429 or 5xx, a timeout, a refused
 /// connection), with backoff. The client sends each request once; the throttle that retries

@@ -25,7 +25,7 @@ use reqwest::blocking::RequestBuilder;
 use reqwest::header::{HeaderName, AUTHORIZATION};
 use serde::Serialize;
 use serde_json::Value;
-use sqlgate_eval::secrets;
+use sqlgate_base::secrets;
 
 pub use cached_embedder::{CachedEmbedder, Retry};
 pub use chat::{ChatReply, ChatRequest, Message, Usage};
