@@ -14,7 +14,7 @@ use crate::gate::{TestResult, TestStatus};
 use crate::report::github::sql_diff;
 
 use super::charts::{self, Bar, BarChart, Group};
-use super::page::{status_class, ReportInput};
+use super::input::{status_class, ReportInput};
 
 /// Cases shown with their details; the others are listed in brief.
 pub const DETAILED_CASES: usize = 1000;

@@ -6,6 +6,7 @@
 
 mod cases;
 mod charts;
+mod input;
 mod page;
 mod preview;
 mod suites;
@@ -19,7 +20,8 @@ use sqlgate_eval::error::OutputError;
 use sqlgate_eval::files::write_text;
 
 pub use cases::DETAILED_CASES;
-pub use page::{EarlierRun, Page, ReportInput, RunFacts};
+pub use input::{EarlierRun, ReportInput, RunFacts};
+pub use page::Page;
 
 /// The page's template: `.html`, so minijinja escapes every value for HTML.
 const TEMPLATE: (&str, &str) = ("report.html", include_str!("report.html"));

@@ -13,7 +13,7 @@ use sqlgate_eval::metrics::reliability::{self, Region, Regions};
 use sqlgate_eval::scoring::FamilySummary;
 
 use super::charts::{self, Bar, BarChart, Group, LineChart, Scatter};
-use super::page::ReportInput;
+use super::input::ReportInput;
 
 /// The per-suite sections; a section no suite has data for is empty.
 #[derive(Debug, Serialize)]
