@@ -20,13 +20,25 @@ pub struct AbstentionConfig {
 
 impl AbstentionConfig {
     /// The compiled pattern, or the first problem with the values.
-    pub fn checked_pattern(&self) -> Result<Option<Regex>, String> {
+    pub fn checked_pattern(&self) -> Result<Option<Regex>, AbstentionError> {
         if self.vote.is_some_and(|r| !(r > 0.0 && r <= 1.0)) {
-            return Err("abstention vote must be a share in (0, 1]".to_string());
+            return Err(AbstentionError::Vote);
         }
         self.pattern
             .as_deref()
-            .map(|p| Regex::new(p).map_err(|e| format!("abstention pattern: {e}")))
+            .map(Regex::new)
             .transpose()
+            .map_err(AbstentionError::Pattern)
     }
+}
+
+/// Why an `[system.abstention]` table is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AbstentionError {
+    /// `vote` outside (0, 1].
+    #[error("abstention vote must be a share in (0, 1]")]
+    Vote,
+    /// A `pattern` that is no regular expression.
+    #[error("abstention pattern: {0}")]
+    Pattern(regex::Error),
 }

@@ -21,17 +21,17 @@ use serde::Deserialize;
 use sqlgate_eval::error::is_plain_name;
 use sqlgate_eval::exec::memory::MaxMemory;
 
-pub use abstention::AbstentionConfig;
+pub use abstention::{AbstentionConfig, AbstentionError};
 pub use case::CaseConfig;
 pub use error::ConfigError;
 pub use profile::{ProfileConfig, RecordMode};
-pub use sampling::{Alpha, PassRule};
+pub use sampling::{Alpha, PassRule, PassRuleError};
 pub use sqlgate_eval::scoring::Metric;
 pub use sqlgate_llm::ThrottleConfig;
 pub use suite::{EfficiencyMeasure, EmbeddingsConfig, Structural, SuiteConfig};
 pub use system::SystemConfig;
-pub use threshold::{Comparison, Threshold};
-pub use values::{Penalty, Seconds};
+pub use threshold::{Comparison, Threshold, ThresholdError};
+pub use values::{Penalty, Seconds, ValueError};
 
 /// The whole configuration file.
 #[derive(Debug, Deserialize)]

@@ -20,6 +20,14 @@ pub enum PassRule {
     AtLeast(f64),
 }
 
+/// A `pass_rule` that is none of `majority`, `all`, `any` or a share `">= x"` in (0, 1].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "pass_rule \"{0}\": expected `majority`, `all`, `any` or a share of the samples such as \
+     \">= 0.6\" (above 0, at most 1)"
+)]
+pub struct PassRuleError(pub String);
+
 impl PassRule {
     /// Whether `passed` correct answers out of `samples` pass the case.
     pub fn passes(self, passed: u32, samples: u32) -> bool {
@@ -32,7 +40,7 @@ impl PassRule {
     }
 
     /// Reads `majority`, `all`, `any` or `">= 0.6"`.
-    pub fn parse(text: &str) -> Result<PassRule, String> {
+    pub fn parse(text: &str) -> Result<PassRule, PassRuleError> {
         let text = text.trim();
         let rule = match text {
             "majority" => PassRule::Majority,
@@ -45,12 +53,7 @@ impl PassRule {
                     .filter(|share| (0.0..=1.0).contains(share) && *share > 0.0);
                 match share {
                     Some(share) => PassRule::AtLeast(share),
-                    None => {
-                        return Err(format!(
-                            "pass_rule \"{text}\": expected `majority`, `all`, `any` or a share \
-                             of the samples such as \">= 0.6\" (above 0, at most 1)"
-                        ))
-                    }
+                    None => return Err(PassRuleError(text.to_string())),
                 }
             }
         };

@@ -16,6 +16,24 @@ pub enum Comparison {
     AtMost,
 }
 
+/// Why a threshold is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ThresholdError {
+    /// Neither `>= x`, `<= x` nor a number.
+    #[error("expected a threshold like \">= 0.62\" or \"<= 0.15\", got \"{0}\"")]
+    Unreadable(String),
+    /// A bound the metric's values cannot meet, or cannot miss.
+    #[error("threshold \"{threshold}\" is out of range: `{metric}` is {range}")]
+    OutOfRange {
+        /// The threshold as configured.
+        threshold: Threshold,
+        /// The metric it bounds.
+        metric: Metric,
+        /// The metric's range, in words.
+        range: &'static str,
+    },
+}
+
 /// A bound a metric must satisfy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Threshold {
@@ -35,7 +53,7 @@ impl Threshold {
     }
 
     /// Reads `">= 0.62"` or `"<= 10"`.
-    pub fn parse(text: &str) -> Result<Threshold, String> {
+    pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
         let text = text.trim();
         let (comparison, number) = if let Some(rest) = text.strip_prefix(">=") {
             (Comparison::AtLeast, rest)
@@ -46,9 +64,7 @@ impl Threshold {
         };
         match number.trim().parse::<f64>() {
             Ok(value) if value.is_finite() => Ok(Threshold { comparison, value }),
-            _ => Err(format!(
-                "expected a threshold like \">= 0.62\" or \"<= 0.15\", got \"{text}\""
-            )),
+            _ => Err(ThresholdError::Unreadable(text.to_string())),
         }
     }
 }
@@ -58,7 +74,7 @@ impl Threshold {
     /// percentage of at most 100, `drop` a difference of percentages in [-100, 100], latency
     /// (seconds) and tokens are at least 0.
     /// `ex = ">= 1.5"` would fail every run, `">= -1"` none.
-    pub fn check_reachable(&self, metric: Metric) -> Result<(), String> {
+    pub fn check_reachable(&self, metric: Metric) -> Result<(), ThresholdError> {
         let (low, high, range) = match metric {
             Metric::Rs => (f64::NEG_INFINITY, 100.0, "at most 100"),
             Metric::Drop => (-100.0, 100.0, "between -100 and 100 (points)"),
@@ -77,9 +93,11 @@ impl Threshold {
         if (low..=high).contains(&self.value) {
             Ok(())
         } else {
-            Err(format!(
-                "threshold \"{self}\" is out of range: `{metric}` is {range}"
-            ))
+            Err(ThresholdError::OutOfRange {
+                threshold: *self,
+                metric,
+                range,
+            })
         }
     }
 }
@@ -138,6 +156,7 @@ mod tests {
             Threshold::parse(text)
                 .unwrap()
                 .check_reachable(metric.parse().unwrap())
+                .map_err(|e| e.to_string())
         };
         for metric in ["ex", "exp", "f1", "etm"] {
             assert!(check(metric, ">= 1.5")

@@ -18,15 +18,10 @@ pub struct Seconds {
 
 impl Seconds {
     /// `secs` seconds, when it is a valid time bound.
-    pub fn new(secs: f64) -> Result<Seconds, String> {
+    pub fn new(secs: f64) -> Result<Seconds, ValueError> {
         timeout_from_secs(secs)
             .map(|duration| Seconds { secs, duration })
-            .ok_or_else(|| {
-                format!(
-                    "must be a number of seconds in (0, {}], not {secs}",
-                    MAX_TIMEOUT.as_secs()
-                )
-            })
+            .ok_or(ValueError::Seconds(secs))
     }
 
     /// The bound as a duration.
@@ -41,9 +36,9 @@ impl Seconds {
 }
 
 impl TryFrom<f64> for Seconds {
-    type Error = String;
+    type Error = ValueError;
 
-    fn try_from(secs: f64) -> Result<Seconds, String> {
+    fn try_from(secs: f64) -> Result<Seconds, ValueError> {
         Seconds::new(secs)
     }
 }
@@ -67,14 +62,25 @@ impl Penalty {
 }
 
 impl TryFrom<f64> for Penalty {
-    type Error = String;
+    type Error = ValueError;
 
-    fn try_from(c: f64) -> Result<Penalty, String> {
+    fn try_from(c: f64) -> Result<Penalty, ValueError> {
         match c >= 0.0 && c.is_finite() {
             true => Ok(Penalty(c)),
-            false => Err(format!("must be a non-negative number, got {c}")),
+            false => Err(ValueError::Penalty(c)),
         }
     }
+}
+
+/// Why a number in `sqlgate.toml` is refused.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    /// A time bound outside (0, a day].
+    #[error("must be a number of seconds in (0, {max}], not {0}", max = MAX_TIMEOUT.as_secs())]
+    Seconds(f64),
+    /// A negative or infinite penalty.
+    #[error("must be a non-negative number, got {0}")]
+    Penalty(f64),
 }
 
 #[cfg(test)]
@@ -89,7 +95,7 @@ mod tests {
         );
         assert_eq!(Seconds::new(86_400.0).unwrap().secs(), 86_400.0);
         for bad in [0.0, -1.0, 86_401.0, f64::NAN, f64::INFINITY] {
-            let error = Seconds::new(bad).unwrap_err();
+            let error = Seconds::new(bad).unwrap_err().to_string();
             assert!(
                 error.contains("must be a number of seconds in (0, 86400]"),
                 "{error}"

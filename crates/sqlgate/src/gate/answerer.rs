@@ -80,8 +80,8 @@ impl Answerer {
             samples,
             warnings,
         } = load_system(config, profile, suites, system)?;
-        let abstention =
-            Abstention::new(&abstention).map_err(|e| ConfigError::file(&config.path, e))?;
+        let abstention = Abstention::new(&abstention)
+            .map_err(|e| ConfigError::file(&config.path, e.to_string()))?;
         let schemas = suites
             .iter()
             .map(schemas_of)

@@ -5,7 +5,7 @@
 use regex::Regex;
 
 use super::Reply;
-use crate::config::AbstentionConfig;
+use crate::config::{AbstentionConfig, AbstentionError};
 use sqlgate_eval::loaders::Benchmark;
 use sqlgate_eval::metrics::ex::Mode;
 use sqlgate_eval::model_output::{clean_sql, is_apology};
@@ -20,7 +20,7 @@ pub struct Abstention {
 
 impl Abstention {
     /// Checks `config`; an invalid `pattern` is refused here.
-    pub fn new(config: &AbstentionConfig) -> Result<Abstention, String> {
+    pub fn new(config: &AbstentionConfig) -> Result<Abstention, AbstentionError> {
         Ok(Abstention {
             apology: config.apology,
             pattern: config.checked_pattern()?,

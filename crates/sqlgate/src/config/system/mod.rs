@@ -134,7 +134,7 @@ impl SystemConfig {
             SystemType::Replay => SystemKind::Replay(place.settings(settings)?),
         };
         if let Err(problem) = common.abstention.checked_pattern() {
-            return Err(place.error_at_key("abstention", problem));
+            return Err(place.error_at_key("abstention", problem.to_string()));
         }
         if let Err(problem) = common.throttle.check() {
             return Err(place.error_at_key("throttle", format!("throttle: {problem}")));
