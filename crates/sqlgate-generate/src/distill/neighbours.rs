@@ -165,58 +165,47 @@ impl VisitorMut for Sites<'_> {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        if self.miss == NearMiss::GroupBySwap {
-            self.swap_group_keys(&mut query.body);
-            return ControlFlow::Continue(());
-        }
-        if self.miss == NearMiss::LimitToExtreme {
-            if let Some(extreme) = limit_to_extreme(query) {
-                if self.hit() {
-                    *query = extreme;
+        match self.miss {
+            NearMiss::GroupBySwap => self.swap_group_keys(&mut query.body),
+            NearMiss::CountStarToColumn => self.count_columns(&mut query.body),
+            NearMiss::JoinToParent => self.join_parents(&mut query.body),
+            // Rewrites of the whole query: one site per query that has the shape.
+            NearMiss::LimitToExtreme | NearMiss::SetOpToIn => {
+                let rewritten = match self.miss {
+                    NearMiss::LimitToExtreme => limit_to_extreme(query),
+                    _ => set_op_to_in(query),
+                };
+                if let Some(rewritten) = rewritten {
+                    if self.hit() {
+                        *query = rewritten;
+                    }
                 }
             }
-            return ControlFlow::Continue(());
-        }
-        if self.miss == NearMiss::CountStarToColumn {
-            self.count_columns(&mut query.body);
-            return ControlFlow::Continue(());
-        }
-        if self.miss == NearMiss::JoinToParent {
-            self.join_parents(&mut query.body);
-            return ControlFlow::Continue(());
-        }
-        if self.miss == NearMiss::SetOpToIn {
-            if let Some(rewritten) = set_op_to_in(query) {
-                if self.hit() {
-                    *query = rewritten;
+            NearMiss::OrderKeyNotNull => {
+                for key in order_keys_of_a_limit(query) {
+                    if self.hit() {
+                        let SetExpr::Select(select) = query.body.as_mut() else {
+                            break;
+                        };
+                        and_also(&mut select.selection, Expr::IsNotNull(Box::new(key)));
+                    }
                 }
             }
-            return ControlFlow::Continue(());
-        }
-        if self.miss == NearMiss::OrderKeyNotNull {
-            for key in order_keys_of_a_limit(query) {
-                if self.hit() {
-                    let SetExpr::Select(select) = query.body.as_mut() else {
-                        break;
-                    };
-                    and_also(&mut select.selection, Expr::IsNotNull(Box::new(key)));
+            NearMiss::OrderDirectionFlip => {
+                if let Some(OrderByKind::Expressions(items)) =
+                    query.order_by.as_mut().map(|o| &mut o.kind)
+                {
+                    for item in items {
+                        if self.hit() {
+                            item.options.sort = match item.options.sort {
+                                Some(OrderBySort::Desc) => Some(OrderBySort::Asc),
+                                _ => Some(OrderBySort::Desc),
+                            };
+                        }
+                    }
                 }
             }
-            return ControlFlow::Continue(());
-        }
-        if self.miss != NearMiss::OrderDirectionFlip {
-            return ControlFlow::Continue(());
-        }
-        if let Some(OrderByKind::Expressions(items)) = query.order_by.as_mut().map(|o| &mut o.kind)
-        {
-            for item in items {
-                if self.hit() {
-                    item.options.sort = match item.options.sort {
-                        Some(OrderBySort::Desc) => Some(OrderBySort::Asc),
-                        _ => Some(OrderBySort::Desc),
-                    };
-                }
-            }
+            NearMiss::AggregateSubstitute | NearMiss::EqualsToLike | NearMiss::NotInNotNull => {}
         }
         ControlFlow::Continue(())
     }
