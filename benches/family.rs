@@ -59,6 +59,7 @@ fn score(id: String, tags: BTreeMap<String, String>, correct: bool, at: usize) -
             samples: Some((10, (at % 11) as u64)),
         }),
         efficiency: None,
+        metrics: BTreeMap::new(),
     }
 }
 

@@ -16,6 +16,7 @@ use sqlgate_eval::exec::{Engine, Limits};
 use sqlgate_eval::loaders::{
     self, Answer, Benchmark, GoldFormat, LoadOptions, PredFormat, Prediction,
 };
+use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::efficiency::measure::{self as efficiency, BIRD_ITERATIONS};
 use sqlgate_eval::metrics::ex::{Mode, ModeOptions};
 use sqlgate_eval::metrics::reliability::Penalty;
@@ -83,7 +84,8 @@ pub struct ScoreArgs {
     format: OutputFormat,
     /// Metrics to add, comma-separated: `esm` (Spider exact set match, needs `--tables`), `etm`
     /// (Enhanced Tree Matching, needs the databases; schema-only ones do) and SQLMorph regime
-    /// names for EXP/EXR/F1, e.g. `EC-EC-IE,EC-PC-PE,SC-EC-IE,NC-PC` (see docs/metrics.md).
+    /// names for EXP/EXR/F1, e.g. `EC-EC-IE,EC-PC-PE,SC-EC-IE,NC-PC`, and the registered
+    /// per-case metrics such as `row_count` (docs/metrics.md lists them).
     #[arg(long, value_parser = parse_metrics)]
     metrics: Option<MetricList>,
     /// Add BIRD mini-dev Soft-F1 (`evaluation_f1.py`) per case and as a mean, on a 0..1 scale
@@ -148,22 +150,34 @@ struct MetricList {
     regimes: Vec<Regime>,
     esm: bool,
     etm: bool,
+    registered: Vec<CaseMetric>,
 }
 
 fn parse_metrics(text: &str) -> Result<MetricList, String> {
     let names: Vec<&str> = text.split(',').map(str::trim).collect();
     let esm = names.contains(&"esm");
     let etm = names.contains(&"etm");
+    let mut registered: Vec<CaseMetric> = names
+        .iter()
+        .filter_map(|name| CaseMetric::named(name))
+        .collect();
+    registered.sort();
+    registered.dedup();
     let regimes: Vec<&str> = names
         .into_iter()
-        .filter(|n| !matches!(*n, "esm" | "etm"))
+        .filter(|n| !matches!(*n, "esm" | "etm") && CaseMetric::named(n).is_none())
         .collect();
     let regimes = if regimes.is_empty() {
         Vec::new()
     } else {
         parse_regimes(&regimes.join(","))?.0
     };
-    Ok(MetricList { regimes, esm, etm })
+    Ok(MetricList {
+        regimes,
+        esm,
+        etm,
+        registered,
+    })
 }
 
 pub(super) fn parse_regimes(text: &str) -> Result<RegimeList, String> {
@@ -255,7 +269,10 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
     let esm = args.metrics.as_ref().is_some_and(|m| m.esm);
     let etm = args.metrics.as_ref().is_some_and(|m| m.etm);
-    let regimes = args.metrics.map(|list| list.regimes).unwrap_or_default();
+    let (regimes, case_metrics) = args
+        .metrics
+        .map(|list| (list.regimes, list.registered))
+        .unwrap_or_default();
     check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
     let backend = args.server.backend(&args.gold)?;
     let options = LoadOptions {
@@ -350,6 +367,7 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
             steps: list.steps,
             iterations: args.efficiency_iterations,
         }),
+        case_metrics,
         ..Scoring::new(mode)
     };
     let databases = scoring.databases(&benchmark)?;

@@ -95,6 +95,9 @@ pub fn render(summary: &Summary, source: &str) -> String {
     if let Some(soft_f1) = &summary.soft_f1 {
         render_soft_f1(&mut out, soft_f1);
     }
+    for (metric, mean) in &summary.metrics {
+        let _ = writeln!(out, "\n{metric} {mean:.3}");
+    }
     if let Some(efficiency) = &summary.efficiency {
         render_efficiency(&mut out, efficiency);
     }

@@ -9,6 +9,7 @@ mod support;
 
 mod audit;
 mod calibrate;
+mod case_metrics;
 mod cli_init;
 mod cli_score;
 mod diff;

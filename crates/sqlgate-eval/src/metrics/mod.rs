@@ -1,6 +1,7 @@
 //! Metrics computed from executions and from the SQL itself.
 
 pub mod bootstrap;
+pub mod case_metric;
 pub mod efficiency;
 pub mod esm;
 pub mod etm;

@@ -56,6 +56,7 @@ pub fn score_case(
         add_structural(scoring, case, databases, &mut score, runner);
         add_soft_f1(scoring, case, databases, &mut score, runner);
         add_efficiency(scoring, case, databases, &mut score, runner);
+        add_case_metrics(scoring, case, databases, &mut score, runner);
         if scoring.robustness {
             let (samples, retrieved) = match response {
                 Response::Answer(prediction) => {
@@ -146,6 +147,7 @@ fn execution(
         cs: case.cs,
         robustness: None,
         efficiency: None,
+        metrics: BTreeMap::new(),
     }
 }
 
@@ -306,4 +308,23 @@ fn add_efficiency(
     );
     score.efficiency = Some(efficiency);
     score.diagnostics.extend(notes);
+}
+
+/// Each registered per-case metric the scoring asks for, on the case's own database.
+fn add_case_metrics(
+    scoring: &Scoring,
+    case: &Case,
+    databases: &CaseDatabases,
+    score: &mut CaseScore,
+    runner: &dyn QueryRunner,
+) {
+    for &metric in &scoring.case_metrics {
+        let value = metric.score(&case.gold, &databases.main, score.sql.as_deref(), runner);
+        let value = value.unwrap_or_else(|error| {
+            let diagnostic = ComputedMetric::Case(metric).error(error.to_string());
+            score.diagnostics.push(diagnostic);
+            0.0
+        });
+        score.metrics.insert(metric, value);
+    }
 }

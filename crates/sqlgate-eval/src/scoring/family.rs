@@ -514,6 +514,7 @@ mod tests {
             cs: None,
             robustness: None,
             efficiency: None,
+            metrics: BTreeMap::new(),
         }
     }
 

@@ -7,6 +7,8 @@ use std::fmt;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::metrics::case_metric::CaseMetric;
+
 /// A metric a gate holds to a threshold. An unknown name is a configuration error at load time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Metric {
@@ -58,6 +60,9 @@ pub enum Metric {
     VesSteps,
     /// R-VES from the deterministic cost ratio.
     RvesSteps,
+    /// A registered per-case metric's mean over the feasible cases
+    /// ([`crate::metrics::case_metric`]).
+    Case(CaseMetric),
 }
 
 impl Metric {
@@ -108,6 +113,7 @@ impl Metric {
                 | Metric::Rves
                 | Metric::VesSteps
                 | Metric::RvesSteps
+                | Metric::Case(_)
         )
     }
 
@@ -152,6 +158,7 @@ impl Metric {
             Metric::Rves => "rves",
             Metric::VesSteps => "ves_steps",
             Metric::RvesSteps => "rves_steps",
+            Metric::Case(metric) => metric.name(),
         }
     }
 }
@@ -179,9 +186,14 @@ impl std::str::FromStr for Metric {
         }
         Metric::NAMED
             .into_iter()
+            .chain(CaseMetric::all().map(Metric::Case))
             .find(|metric| metric.fixed_name() == name)
             .ok_or_else(|| {
-                let names: Vec<&str> = Metric::NAMED.iter().map(|m| m.fixed_name()).collect();
+                let names: Vec<&str> = Metric::NAMED
+                    .into_iter()
+                    .chain(CaseMetric::all().map(Metric::Case))
+                    .map(|m| m.fixed_name())
+                    .collect();
                 format!(
                     "unknown metric `{name}` (metrics: {}, pass@K)",
                     names.join(", ")
@@ -206,6 +218,7 @@ impl<'de> Deserialize<'de> for Metric {
 #[cfg(test)]
 mod tests {
     use super::Metric;
+    use crate::metrics::case_metric::CaseMetric;
 
     #[test]
     fn names_round_trip_and_pass_at_k_carries_its_k() {
@@ -246,5 +259,11 @@ mod tests {
         assert!(Metric::SoftF1.is_suite_metric() && !Metric::SoftF1.is_family_metric());
         assert!(Metric::LatencyP95.is_suite_metric() && !Metric::TokensMean.is_family_metric());
         assert!(Metric::RvesSteps.is_suite_metric() && !Metric::Ves.is_family_metric());
+        for metric in CaseMetric::all() {
+            let parsed = metric.name().parse::<Metric>().unwrap();
+            assert_eq!(parsed, Metric::Case(metric));
+            assert_eq!(parsed.to_string(), metric.name());
+            assert!(parsed.is_suite_metric() && !parsed.is_family_metric());
+        }
     }
 }

@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::error::InputError;
 use crate::exec::Backend;
 use crate::loaders::Benchmark;
+use crate::metrics::case_metric::CaseMetric;
 use crate::metrics::efficiency::measure::{self as efficiency, Efficiency};
 use crate::metrics::ex::{Diagnostic, Mode, ModeOptions, Verdict};
 use crate::metrics::reliability::{CaseFacts, Region};
@@ -77,6 +78,11 @@ pub struct Scoring {
     /// Written only when set, so that the reuse keys of suites without it stay.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub efficiency: Option<efficiency::Settings>,
+    /// The registered per-case metrics every feasible case is scored on
+    /// ([`crate::metrics::case_metric`]). Written only when some are, so that the reuse keys of
+    /// suites without them stay.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub case_metrics: Vec<CaseMetric>,
     /// Each database's tables and columns, read once, for the schema error rate.
     #[serde(skip)]
     pub schemas: SchemaCache,
@@ -109,6 +115,7 @@ impl Scoring {
             robustness: false,
             soft_f1: false,
             efficiency: None,
+            case_metrics: Vec::new(),
             schemas: SchemaCache::default(),
         }
     }
@@ -377,6 +384,10 @@ pub struct CaseScore {
     /// VES and R-VES of a feasible case, timed and by steps, when asked for (0 unless EX is 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub efficiency: Option<Efficiency>,
+    /// The value of each registered per-case metric the scoring asks for, of a feasible case
+    /// (0 without an answer, or when it cannot be computed: `<metric>_error`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<CaseMetric, f64>,
 }
 
 impl CaseScore {
@@ -413,8 +424,7 @@ impl CaseScore {
     /// The metrics that could not be computed for this case, each with the reason.
     pub fn metric_errors(&self) -> impl Iterator<Item = (ComputedMetric, &str)> + '_ {
         self.diagnostics.iter().filter_map(|d| {
-            ComputedMetric::ALL
-                .into_iter()
+            ComputedMetric::all()
                 .find(|metric| metric.error_code() == d.code)
                 .map(|metric| (metric, d.message.as_str()))
         })
@@ -423,8 +433,7 @@ impl CaseScore {
 
 /// A metric beside EX that may fail to be computed for a case; it then scores 0 with the
 /// diagnostic `<name>_error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ComputedMetric {
     /// SQLMorph EXP, EXR and F1 (computed together).
     Sqlmorph,
@@ -432,15 +441,21 @@ pub enum ComputedMetric {
     Esm,
     /// Enhanced Tree Matching.
     Etm,
+    /// A registered per-case metric.
+    Case(CaseMetric),
 }
 
 impl ComputedMetric {
     /// Every computed metric, in report order.
-    pub const ALL: [ComputedMetric; 3] = [
-        ComputedMetric::Sqlmorph,
-        ComputedMetric::Esm,
-        ComputedMetric::Etm,
-    ];
+    pub fn all() -> impl Iterator<Item = ComputedMetric> {
+        [
+            ComputedMetric::Sqlmorph,
+            ComputedMetric::Esm,
+            ComputedMetric::Etm,
+        ]
+        .into_iter()
+        .chain(CaseMetric::all().map(ComputedMetric::Case))
+    }
 
     /// The metric's name in records and reports.
     pub fn name(self) -> &'static str {
@@ -448,6 +463,7 @@ impl ComputedMetric {
             ComputedMetric::Sqlmorph => "sqlmorph",
             ComputedMetric::Esm => "esm",
             ComputedMetric::Etm => "etm",
+            ComputedMetric::Case(metric) => metric.name(),
         }
     }
 
@@ -457,6 +473,7 @@ impl ComputedMetric {
             ComputedMetric::Sqlmorph => "sqlmorph_error",
             ComputedMetric::Esm => "esm_error",
             ComputedMetric::Etm => "etm_error",
+            ComputedMetric::Case(metric) => metric.error_code(),
         }
     }
 
@@ -466,6 +483,12 @@ impl ComputedMetric {
             code: self.error_code(),
             message: reason.into(),
         }
+    }
+}
+
+impl Serialize for ComputedMetric {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 

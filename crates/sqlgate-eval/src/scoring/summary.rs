@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::family::{family_summaries, FamilySummary};
 use super::{CaseScore, ComputedMetric, FineScores, Scoring};
+use crate::metrics::case_metric::CaseMetric;
 use crate::metrics::efficiency::measure::{Efficiency, Settings};
 use crate::metrics::efficiency::{mean_score, reward, Ratio};
 use crate::metrics::esm;
@@ -88,6 +89,10 @@ pub struct Summary {
     /// VES and R-VES over the feasible cases, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub efficiency: Option<EfficiencyMeans>,
+    /// The mean of each registered per-case metric over the feasible cases (0 where a case
+    /// has no value), when asked for.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<CaseMetric, f64>,
 }
 
 /// BIRD's VES and R-VES over the feasible cases (spec `evaluators.md` 3.3-3.4), timed and by
@@ -234,7 +239,24 @@ pub fn summarize(scoring: &Scoring, scores: &[&CaseScore], penalties: &[Penalty]
             .efficiency
             .as_ref()
             .map(|settings| efficiency_means(settings, scores)),
+        metrics: case_metric_means(&scoring.case_metrics, &feasible),
     }
+}
+
+/// The mean of each registered metric over the feasible cases, a case without a value
+/// counting as 0.
+fn case_metric_means(metrics: &[CaseMetric], feasible: &[&CaseScore]) -> BTreeMap<CaseMetric, f64> {
+    let n = feasible.len().max(1) as f64;
+    metrics
+        .iter()
+        .map(|&metric| {
+            let sum: f64 = feasible
+                .iter()
+                .map(|s| s.metrics.get(&metric).copied().unwrap_or(0.0))
+                .sum();
+            (metric, sum / n)
+        })
+        .collect()
 }
 
 /// Mean fine-grained metrics per regime over the feasible cases; a case without scores for a

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use sqlgate_engines::EngineKind;
 use sqlgate_eval::loaders::GoldFormat;
+use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::ex::Mode;
 use sqlgate_eval::metrics::sqlmorph::Regime;
 
@@ -60,6 +61,11 @@ pub struct SuiteConfig {
     /// `soft_f1 = ">= 0.6"` and for snapshots.
     #[serde(default)]
     pub soft_f1: bool,
+    /// Registered per-case metrics each case reports, for snapshots, records and reports
+    /// (`metrics = ["row_count"]`); a gate on one (`row_count = ">= 0.9"`) computes it
+    /// without being listed here.
+    #[serde(default)]
+    pub metrics: Vec<CaseMetric>,
     /// Efficiency measurements of each correct answer against its gold, for gates such as
     /// `rves_steps = ">= 100"`: `time` (BIRD's VES and R-VES from timed executions; they
     /// depend on the machine) and `steps` (`ves_steps`, `rves_steps`: SQLite VM steps or

@@ -4,7 +4,7 @@
 //! Two sides, each a run record or a snapshot ([`outcome::read`]), are compared case by case
 //! by test name ([`compare`]): regressions (correct in base, not in head), fixes, cases only in
 //! one side, and answers that changed without changing the verdict. Per suite, the mean of
-//! every per-case metric both sides have ([`outcome::CASE_MEANS`]) is compared with a paired
+//! every per-case metric both sides have ([`outcome::case_means`]) is compared with a paired
 //! bootstrap 95% interval over the feasible cases in both ([`sqlgate_eval::metrics::bootstrap`]). Run records and
 //! snapshots hold no gate thresholds, so no gate verdict is compared: the means are the values
 //! the suite's gates compare. [`text`] and [`markdown`] render a [`Diff`]; its JSON is its
@@ -21,7 +21,7 @@ use serde::Serialize;
 use sqlgate_eval::scoring::Metric;
 
 use crate::gate::record::RunInputs;
-use outcome::{CaseOutcome, InputKind, RunOutcomes, CASE_MEANS};
+use outcome::{case_means, CaseOutcome, InputKind, RunOutcomes};
 use sqlgate_eval::metrics::bootstrap::{Bootstrap, Interval};
 
 /// How two sides differ.
@@ -144,7 +144,7 @@ pub struct SuiteDelta {
     pub head_cases: usize,
     /// Its feasible cases in both: the cases the deltas and intervals are over.
     pub paired: usize,
-    /// Each per-case metric either side has, in [`CASE_MEANS`] order.
+    /// Each per-case metric either side has, in [`case_means`] order.
     pub metrics: Vec<MetricDelta>,
 }
 
@@ -280,18 +280,19 @@ fn suite_delta(
     let (base_means, head_means) = (means(&base_cases), means(&head_cases));
     // Metrics both sides have, compared over the paired cases; a case without the value
     // scores 0, as in the suite's mean.
-    let both: Vec<usize> = (0..CASE_MEANS.len())
+    let case_means = case_means();
+    let both: Vec<usize> = (0..case_means.len())
         .filter(|&m| base_means[m].is_some() && head_means[m].is_some())
         .collect();
     let differences: Vec<f64> = pairs
         .iter()
         .flat_map(|(old, new)| {
             both.iter()
-                .map(|&m| new.metrics[m].unwrap_or(0.0) - old.metrics[m].unwrap_or(0.0))
+                .map(|&m| new.value(m).unwrap_or(0.0) - old.value(m).unwrap_or(0.0))
         })
         .collect();
     let intervals = bootstrap.intervals(&differences, both.len());
-    let metrics = (0..CASE_MEANS.len())
+    let metrics = (0..case_means.len())
         .filter(|&m| base_means[m].is_some() || head_means[m].is_some())
         .map(|m| {
             let column = both.iter().position(|&b| b == m);
@@ -301,7 +302,7 @@ fn suite_delta(
             });
             let interval = column.and_then(|column| Some(intervals.as_ref()?[column]));
             MetricDelta {
-                metric: CASE_MEANS[m],
+                metric: case_means[m],
                 base: base_means[m],
                 head: head_means[m],
                 delta,
@@ -324,13 +325,15 @@ fn cases_of<'a>(suite: &str, side: &'a RunOutcomes) -> Vec<&'a CaseOutcome> {
 }
 
 /// Each metric's mean over the feasible cases, where some feasible case has it.
-fn means(cases: &[&CaseOutcome]) -> [Option<f64>; CASE_MEANS.len()] {
+fn means(cases: &[&CaseOutcome]) -> Vec<Option<f64>> {
     let feasible: Vec<&&CaseOutcome> = cases.iter().filter(|c| c.feasible).collect();
-    std::array::from_fn(|m| {
-        let values = feasible.iter().map(|c| c.metrics[m]);
-        let has_it = feasible.iter().any(|c| c.metrics[m].is_some());
-        has_it.then(|| values.map(|v| v.unwrap_or(0.0)).sum::<f64>() / feasible.len() as f64)
-    })
+    (0..case_means().len())
+        .map(|m| {
+            let values = feasible.iter().map(|c| c.value(m));
+            let has_it = feasible.iter().any(|c| c.value(m).is_some());
+            has_it.then(|| values.map(|v| v.unwrap_or(0.0)).sum::<f64>() / feasible.len() as f64)
+        })
+        .collect()
 }
 
 fn one_sided_suite(suite: &SuiteDelta) -> Option<String> {
@@ -494,7 +497,7 @@ mod tests {
 
     /// A feasible case of suite `s` with EX and, when given, ETM.
     fn case(id: &str, ex: f64, etm: Option<f64>, answer: &str) -> CaseOutcome {
-        let mut metrics = [None; CASE_MEANS.len()];
+        let mut metrics = vec![None; case_means().len()];
         metrics[0] = Some(ex);
         metrics[5] = etm;
         CaseOutcome {

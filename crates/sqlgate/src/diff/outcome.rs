@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use sqlgate_eval::error::InputError;
+use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::Metric;
 
@@ -15,17 +16,23 @@ use crate::gate::record::{CaseRecord, RunInputs, RunRecord};
 use crate::gate::snapshot::{self, SnapshotEntry};
 
 /// The suite metrics that are means of a per-case value over the feasible cases, in the order
-/// reports show them. (RS weighs every case by its region, and family metrics compare cases
-/// with their seeds: neither is a per-case mean.)
-pub const CASE_MEANS: [Metric; 7] = [
-    Metric::Ex,
-    Metric::Exp,
-    Metric::Exr,
-    Metric::F1,
-    Metric::Esm,
-    Metric::Etm,
-    Metric::SoftF1,
-];
+/// reports show them: the built-in ones, then every registered per-case metric. (RS weighs
+/// every case by its region, and family metrics compare cases with their seeds: neither is a
+/// per-case mean.)
+pub fn case_means() -> Vec<Metric> {
+    [
+        Metric::Ex,
+        Metric::Exp,
+        Metric::Exr,
+        Metric::F1,
+        Metric::Esm,
+        Metric::Etm,
+        Metric::SoftF1,
+    ]
+    .into_iter()
+    .chain(CaseMetric::all().map(Metric::Case))
+    .collect()
+}
 
 /// What kind of file a side was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,8 +71,15 @@ pub struct CaseOutcome {
     pub answer: String,
     /// The reviewer's detail (question, gold, predicted SQL, error), when a run record has it.
     pub detail: Option<String>,
-    /// The case's value of each of [`CASE_MEANS`], where the side has it.
-    pub metrics: [Option<f64>; CASE_MEANS.len()],
+    /// The case's value of each of [`case_means`], in its order, where the side has it.
+    pub metrics: Vec<Option<f64>>,
+}
+
+impl CaseOutcome {
+    /// The case's value of the `index`th of [`case_means`], where it has one.
+    pub fn value(&self, index: usize) -> Option<f64> {
+        self.metrics.get(index).copied().flatten()
+    }
 }
 
 /// One side of a diff: a run record's or a snapshot's cases.
@@ -170,6 +184,7 @@ fn record_outcome(suite: &str, case: &CaseRecord) -> CaseOutcome {
         Metric::Esm => case.esm.map(f64::from),
         Metric::Etm => case.etm.map(f64::from),
         Metric::SoftF1 => case.soft_f1,
+        Metric::Case(metric) => case.metrics.get(&metric).copied(),
         _ => None,
     };
     CaseOutcome {
@@ -180,7 +195,7 @@ fn record_outcome(suite: &str, case: &CaseRecord) -> CaseOutcome {
         verdict,
         answer: snapshot::answer_text(&line),
         detail: case.detail.clone(),
-        metrics: CASE_MEANS.map(value),
+        metrics: case_means().into_iter().map(value).collect(),
     }
 }
 
@@ -191,10 +206,13 @@ pub fn from_snapshot(path: &Path, entries: Vec<SnapshotEntry>) -> RunOutcomes {
     let cases = entries
         .into_iter()
         .map(|entry| {
-            let metrics = CASE_MEANS.map(|metric| {
-                let text = entry.metrics.get(&metric.to_string())?;
-                text.parse::<f64>().ok()
-            });
+            let metrics = case_means()
+                .into_iter()
+                .map(|metric| {
+                    let text = entry.metrics.get(&metric.to_string())?;
+                    text.parse::<f64>().ok()
+                })
+                .collect();
             let region = entry.metrics.get("region").map(String::as_str);
             CaseOutcome {
                 suite: suite_of(&entry.name).to_string(),

@@ -178,6 +178,7 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
         .chain(judge::fine_metrics(run))
         .chain(judge::structural_metrics(run))
         .chain(judge::soft_f1_metric(run))
+        .chain(judge::case_metric_values(run))
         .chain(judge::efficiency_metrics(run, false))
         .chain(judge::metric_error_flags(run))
         // Which database of its folder the case failed on, a word like the metrics.

@@ -345,6 +345,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCas
     properties.extend(fine_metrics(run));
     properties.extend(structural_metrics(run));
     properties.extend(soft_f1_metric(run));
+    properties.extend(case_metric_values(run));
     properties.extend(cost_properties(&run.answer_costs));
     properties.extend(efficiency_metrics(run, true));
     // A metric that could not be computed scored 0 above; its property says why.
@@ -605,6 +606,15 @@ pub fn soft_f1_metric(run: &CaseRun) -> Option<(String, String)> {
     Some(("soft_f1".to_string(), format_metric(value)))
 }
 
+/// A case's value of each registered per-case metric its suite computes, formatted.
+pub fn case_metric_values(run: &CaseRun) -> Vec<(String, String)> {
+    run.score
+        .metrics
+        .iter()
+        .map(|(metric, value)| (metric.name().to_string(), format_metric(*value)))
+        .collect()
+}
+
 /// A case's VES and R-VES terms, formatted: by steps (deterministic), and timed only when
 /// `timed` is set: a time is of this run's machine, so snapshots never hold one.
 pub fn efficiency_metrics(run: &CaseRun, timed: bool) -> Vec<(String, String)> {
@@ -846,6 +856,9 @@ pub fn suite_metrics(
     if let Some(soft_f1) = &summary.soft_f1 {
         metrics.insert("soft_f1".to_string(), soft_f1.all);
     }
+    for (metric, mean) in &summary.metrics {
+        metrics.insert(metric.name().to_string(), *mean);
+    }
     if let Some(efficiency) = &summary.efficiency {
         let means = [
             (Metric::Ves, efficiency.ves),
@@ -955,6 +968,7 @@ fn computed_as(metric: Metric) -> Option<ComputedMetric> {
         Metric::Exp | Metric::Exr | Metric::F1 => Some(ComputedMetric::Sqlmorph),
         Metric::Esm => Some(ComputedMetric::Esm),
         Metric::Etm => Some(ComputedMetric::Etm),
+        Metric::Case(metric) => Some(ComputedMetric::Case(metric)),
         _ => None,
     }
 }

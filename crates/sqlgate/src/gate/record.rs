@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use sqlgate_eval::error::{InputError, OutputError};
 use sqlgate_eval::loaders::json_message;
+use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::efficiency::measure::Efficiency;
 use sqlgate_eval::metrics::ex::{Diagnostic, Verdict};
 
@@ -82,6 +83,9 @@ pub struct CaseRecord {
     /// the suite's means (a timed suite's verdicts are never reused in a later run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efficiency: Option<Efficiency>,
+    /// The registered per-case metrics the suite computes, by name (each in [0, 1]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<CaseMetric, f64>,
     /// Why the system gave no usable answer, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_error: Option<SystemErrorKind>,
@@ -146,6 +150,7 @@ impl CaseRecord {
             etm: score.etm,
             soft_f1: score.soft_f1,
             efficiency: score.efficiency,
+            metrics: score.metrics.clone(),
             system_error: run.system_error,
             reply_truncated: run.reply_truncated,
             detail: run.detail.clone(),
@@ -216,6 +221,7 @@ impl CaseRecord {
             cs: case.cs,
             robustness: self.robustness.clone(),
             efficiency: self.efficiency,
+            metrics: self.metrics.clone(),
         };
         let fine = suite.regime().map(|regime| {
             self.fine
@@ -307,6 +313,9 @@ impl CaseRecord {
         }
         if let Some(value) = self.soft_f1.filter(|&v| !unit(v)) {
             return Some(format!("soft_f1 = {value} does not lie in [0, 1]"));
+        }
+        if let Some((metric, value)) = self.metrics.iter().find(|(_, &v)| !unit(v)) {
+            return Some(format!("{metric} = {value} does not lie in [0, 1]"));
         }
         if !self.seconds.is_finite() || self.seconds < 0.0 {
             return Some(format!("seconds = {} is not a duration", self.seconds));

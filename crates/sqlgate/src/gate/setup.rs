@@ -15,6 +15,7 @@ use crate::config::ConfigError;
 use crate::Error;
 use sqlgate_eval::exec::{Limits, Settings};
 use sqlgate_eval::loaders::{self, LoadOptions};
+use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::efficiency::measure as efficiency;
 use sqlgate_eval::metrics::ex::ModeOptions;
 use sqlgate_eval::metrics::sqlmorph::Embedder;
@@ -136,6 +137,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             robustness: !suite.families.is_empty(),
             soft_f1: suite.soft_f1,
             efficiency: efficiency_settings(suite),
+            case_metrics: case_metrics(suite, &gates),
             ..Scoring::new(mode)
         };
         let gates = computable_gates(config, &scoring, gates)?;
@@ -291,6 +293,16 @@ fn computable_gates(
         computable.insert(metric.into_inner(), threshold);
     }
     Ok(computable)
+}
+
+/// The registered per-case metrics a suite lists or gates on, each once, in registry order.
+fn case_metrics(suite: &SuiteConfig, gates: &Gates) -> Vec<CaseMetric> {
+    let gated = gates.keys().filter_map(|metric| match metric.get_ref() {
+        Metric::Case(metric) => Some(*metric),
+        _ => None,
+    });
+    let wanted: BTreeSet<CaseMetric> = suite.metrics.iter().copied().chain(gated).collect();
+    wanted.into_iter().collect()
 }
 
 /// The efficiency measurements the suite asks for, if any.

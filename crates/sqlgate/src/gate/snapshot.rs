@@ -41,6 +41,7 @@ use serde::de::IntoDeserializer as _;
 use serde::Deserialize as _;
 use sqlgate_eval::error::{check_printable, InputError, OutputError};
 use sqlgate_eval::files::write_text;
+use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::sqltext::{closing_quote, opening_quote};
 
@@ -458,6 +459,7 @@ fn check_metric(key: &str, value: &str) -> Result<(), &'static str> {
         "pass_rate" | "soft_f1" | "exp" | "exr" | "f1" => {
             number().is_some_and(|v| (0.0..=1.0).contains(&v))
         }
+        _ if CaseMetric::named(key).is_some() => number().is_some_and(|v| (0.0..=1.0).contains(&v)),
         "samples" => value.parse::<u32>().is_ok_and(|n| n >= 2),
         "ves" | "rves" | "ves_steps" | "rves_steps" => number().is_some_and(|v| v >= 0.0),
         _ => true,

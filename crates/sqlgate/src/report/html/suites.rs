@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::gate::judge::{CaseRun, SuiteMetrics};
 use crate::gate::plan::SuitePlan;
 use crate::report::junit::format_metric;
+use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::reliability::{self, Region, Regions};
 use sqlgate_eval::scoring::FamilySummary;
 
@@ -85,8 +86,8 @@ struct FineView {
     chart: Option<String>,
 }
 
-/// Rates (means of 0/1 or [0, 1] values) among the suite metrics; `rs` is a percentage and
-/// family metrics have a section of their own.
+/// Rates (means of 0/1 or [0, 1] values) among the suite metrics, beside every registered
+/// per-case metric; `rs` is a percentage and family metrics have a section of their own.
 const RATES: [&str; 8] = [
     "ex",
     "pass_rate",
@@ -136,10 +137,12 @@ fn metrics_view(suite: &SuitePlan, metrics: &SuiteMetrics) -> MetricsView {
         .filter(|(name, _)| !name.contains("::"))
         .map(|(name, value)| (name.clone(), format_metric(*value)))
         .collect();
+    let registered = CaseMetric::all().map(CaseMetric::name);
     let rates: Vec<Group> = RATES
-        .iter()
+        .into_iter()
+        .chain(registered)
         .filter_map(|name| {
-            let value = values.get(*name)?;
+            let value = values.get(name)?;
             Some(Group {
                 label: name.to_string(),
                 bars: vec![Some(Bar::of(*value))],
