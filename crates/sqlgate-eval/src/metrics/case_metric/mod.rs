@@ -11,6 +11,7 @@
 //! counts and fails closed on.
 
 mod row_count;
+mod sql_match;
 
 use std::fmt;
 use std::path::Path;
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::exec::QueryRunner;
 
 /// Every registered metric, in report order. Adding a metric is a module and a line here.
-const REGISTRY: &[&Definition] = &[&row_count::METRIC];
+const REGISTRY: &[&Definition] = &[&row_count::METRIC, &sql_match::METRIC];
 
 /// What a registered metric is: its names, its one-line definition and how a case is scored.
 pub struct Definition {
