@@ -2,7 +2,8 @@
 //! file): the terminal report of `sqlgate test`, its JUnit XML, the GitHub step summary and the
 //! libtest-json events, on the demo with one case answered wrong so that every failure section
 //! shows; `sqlgate diff` of that run against the accepted one in each format; `score`'s text
-//! and JSON; every command's `--help`; the messages of bad inputs. What differs from run to run is redacted first: durations, the order in which cases
+//! and JSON; `audit`'s text and JSON; the text a reader of the HTML report sees; every
+//! command's `--help`; the messages of bad inputs. What differs from run to run is redacted first: durations, the order in which cases
 //! running in parallel finish, the repository's and the temporary folder's paths.
 //!
 //! After an intended change of an output: `cargo insta review` (or `INSTA_UPDATE=always cargo
@@ -255,4 +256,74 @@ fn messages_of_bad_inputs() {
         messages.push_str(&format!("=== {what}\n{}", run.stderr));
     }
     insta::assert_snapshot!("bad_inputs", without_paths(&messages, dir.path()));
+}
+
+#[test]
+fn audit_of_the_demo_in_text_and_json() {
+    let audit = |format: &str| {
+        let run = sqlgate()
+            .args(["audit", "--gold", "suite.toml", "--format", format])
+            .current_dir(demo(""))
+            .run();
+        run.assert_success();
+        without_paths(&run.stdout, &demo(""))
+    };
+    insta::assert_snapshot!("audit_text", audit("text"));
+    insta::assert_snapshot!("audit_json", audit("json"));
+}
+
+/// What a reader of the HTML report sees: the page's text without its markup, scripts and
+/// styles, a line per block, with the run's date and durations redacted.
+fn visible_text(html: &str) -> String {
+    let hidden = Regex::new(r"(?s)<(script|style)\b.*?</(script|style)>").unwrap();
+    let block = Regex::new(
+        r"(?i)</?(p|div|h[1-6]|li|tr|table|section|details|summary|pre|br|text|title)\b[^>]*>",
+    )
+    .unwrap();
+    let tag = Regex::new(r"<[^>]*>").unwrap();
+    let text = hidden.replace_all(html, "");
+    let text = block.replace_all(&text, "\n");
+    let text = tag.replace_all(&text, " ");
+    let date = Regex::new(r"\w{3}, \d{1,2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT").unwrap();
+    let seconds = Regex::new(r"\b\d+(\.\d+)?\s?(ms|s)\b").unwrap();
+    let entity = Regex::new(r"&#(x[0-9a-fA-F]+|[0-9]+);").unwrap();
+    let text = entity.replace_all(&text, |found: &regex::Captures| {
+        let code = &found[1];
+        let number = match code.strip_prefix('x') {
+            Some(hex) => u32::from_str_radix(hex, 16),
+            None => code.parse(),
+        };
+        number
+            .ok()
+            .and_then(char::from_u32)
+            .map_or_else(|| found[0].to_string(), String::from)
+    });
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let text = date.replace_all(&text, "[date]");
+    let text = seconds.replace_all(&text, "[duration]");
+    text.lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+#[test]
+fn html_report_text() {
+    let dir = failing_demo();
+    let run = sqlgate()
+        .args(["test", "--html", "report.html"])
+        // The page names the commit a GitHub workflow runs on.
+        .env_remove("GITHUB_SHA")
+        .env_remove("GITHUB_WORKSPACE")
+        .current_dir(dir.path())
+        .run();
+    run.assert_code(100);
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    insta::assert_snapshot!("html_text", without_paths(&visible_text(&html), dir.path()));
 }
