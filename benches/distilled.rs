@@ -133,6 +133,7 @@ fn pairs(bench: &Benchmark) -> (Vec<Case>, Vec<Prediction>) {
                 notes: Default::default(),
                 samples: Vec::new(),
                 retrieved: Vec::new(),
+                usage: None,
             });
         }
     }

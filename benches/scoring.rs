@@ -41,6 +41,7 @@ fn gold_predictions(bench: &Benchmark) -> Vec<Prediction> {
             notes: Default::default(),
             samples: Vec::new(),
             retrieved: Vec::new(),
+            usage: None,
         })
         .collect()
 }

@@ -44,6 +44,7 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
         notes: BTreeMap::new(),
         samples: Vec::new(),
         retrieved: Vec::new(),
+        usage: None,
     };
     let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let databases = CaseDatabases {

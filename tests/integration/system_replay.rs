@@ -170,3 +170,58 @@ fn a_prediction_that_does_not_say_what_the_system_answered_is_refused_at_its_lin
         assert!(error.message.contains(named), "{line}: {error}");
     }
 }
+
+#[test]
+fn replayed_predictions_carry_their_token_usage_to_the_cost_gates() {
+    use crate::support::{demo_workspace, repo, sqlgate};
+    let dir = demo_workspace();
+    let predictions = dir.path().join("sample.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&predictions)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+            record["usage"] = serde_json::json!({"prompt_tokens": 100, "completion_tokens": 10});
+            record.to_string()
+        })
+        .collect();
+    std::fs::write(&predictions, lines.join("\n") + "\n").unwrap();
+    let gate = |threshold: &str| {
+        let config = format!(
+            "[[suite]]\nbenchmark = \"{}\"\ngate = {{ tokens_mean = \"{threshold}\" }}\n\n\
+             [[system]]\nname = \"sample\"\ntype = \"replay\"\npredictions = \"sample.jsonl\"\n",
+            repo().join("benchmarks/demo/suite.toml").display()
+        );
+        std::fs::write(dir.path().join("sqlgate.toml"), config).unwrap();
+        sqlgate().arg("test").current_dir(dir.path()).run()
+    };
+    let failed = gate("<= 100");
+    failed.assert_code(100);
+    assert!(
+        failed
+            .text()
+            .contains("tokens_mean = 110 does not meet <= 100"),
+        "{}",
+        failed.text()
+    );
+    gate("<= 110").assert_code(0);
+
+    // A line whose usage is not both counts is refused by the reader systems share.
+    std::fs::write(
+        &predictions,
+        r#"{"id": "q01", "sql": "SELECT 1", "usage": {"total_tokens": 3}}"#,
+    )
+    .unwrap();
+    let refused = gate("<= 110");
+    refused.assert_code(2);
+    assert!(
+        refused.text().contains("sample.jsonl"),
+        "{}",
+        refused.text()
+    );
+    assert!(
+        refused.text().contains("unknown field `total_tokens`"),
+        "{}",
+        refused.text()
+    );
+}

@@ -1,7 +1,9 @@
 //! `POST {base}/chat/completions`.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
+
+pub use sqlgate_base::usage::Usage;
 
 use super::LlmError;
 use super::{excerpt, garbage, Client};
@@ -66,25 +68,6 @@ impl ChatReply {
     /// text may end mid-answer.
     pub fn cut_short(&self) -> bool {
         finish_reason(&self.raw) == Some("length")
-    }
-}
-
-/// The tokens a server counted for one answer (a chat response's `usage`). Read strictly where
-/// sqlgate stores it (cassettes, answer documents): both counts, nothing else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Usage {
-    /// Tokens of the prompt.
-    pub prompt_tokens: u64,
-    /// Tokens of the answer.
-    pub completion_tokens: u64,
-}
-
-impl Usage {
-    /// Prompt and completion tokens together; `None` when a server's counts add up to more
-    /// than 64 bits hold (no model spends that: the counts are garbage).
-    pub fn total(&self) -> Option<u64> {
-        self.prompt_tokens.checked_add(self.completion_tokens)
     }
 }
 

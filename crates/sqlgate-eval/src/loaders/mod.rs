@@ -4,6 +4,7 @@
 //! database exists (building native suites' databases first), and `load_predictions` aligns a
 //! predictions file with those cases. The accepted formats are documented in `docs/formats.md`.
 
+mod answer_document;
 mod bird;
 mod databases;
 mod defog;
@@ -23,6 +24,7 @@ use crate::error::{check_printable, InputError};
 use crate::exec::{Backend, Open, Source, Storage};
 use crate::metrics::ex::Mode;
 
+pub use answer_document::{parse_answer_document, AnswerDocument, AnswerDocumentError};
 pub use databases::build_clone_if_stale;
 pub use family::load_family;
 pub use predictions::{load_prediction_slots, load_predictions, Answer, PredFormat, Prediction};

@@ -9,11 +9,14 @@ use rayon::prelude::*;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
+use sqlgate_base::usage::Usage;
+
+use super::answer_document::{parse_answer_document, AnswerDocumentError};
 use super::spider::interactions;
 use super::trustsql::NULL_MARKER;
 use super::{
-    describe_record, extension, json_error, json_id, json_kind, json_message, read_text, Benchmark,
-    GoldFormat, SourceRef,
+    describe_record, extension, json_error, json_id, json_kind, read_text, Benchmark, GoldFormat,
+    SourceRef,
 };
 use crate::error::{check_printable, InputError};
 
@@ -47,6 +50,9 @@ pub struct Prediction {
     /// The schema elements the system says it retrieved (JSONL `retrieved`), for the retrieval
     /// metrics.
     pub retrieved: Vec<String>,
+    /// The tokens the system's server counted for the answer (JSONL `usage`), for the cost
+    /// metrics of a replayed run.
+    pub usage: Option<Usage>,
 }
 
 /// Prediction file formats (see `docs/formats.md`).
@@ -174,6 +180,7 @@ fn prediction(answer: Answer, source: SourceRef) -> Prediction {
         notes: BTreeMap::new(),
         samples: Vec::new(),
         retrieved: Vec::new(),
+        usage: None,
     }
 }
 
@@ -205,20 +212,6 @@ fn case_index(bench: &Benchmark) -> HashMap<&str, usize> {
         .enumerate()
         .map(|(index, case)| (case.id.as_str(), index))
         .collect()
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonlRecord {
-    id: serde_json::Value,
-    #[serde(default)]
-    sql: Option<String>,
-    #[serde(default)]
-    abstain: Option<bool>,
-    #[serde(default)]
-    samples: Vec<String>,
-    #[serde(default)]
-    retrieved: Vec<String>,
 }
 
 /// JSONL: ids matched to case ids; every case needs exactly one line. The SQL is cleaned of
@@ -253,45 +246,30 @@ fn load_jsonl(
 
 /// One JSON Lines record: its id and its prediction.
 fn jsonl_record(at: SourceRef, line: &str) -> Result<(String, Prediction), InputError> {
-    let syntax =
-        |e: serde_json::Error| at.error(format!("column {}: {}", e.column(), json_message(&e)));
-    // serde reads a struct from a list too (`["q01", "SELECT 1"]`): only objects are records.
-    // An object is read from the text itself, not through a `Value`, which would keep only
-    // the last of a repeated field (`{"sql": "A", "sql": "B"}`) instead of refusing it.
-    if !line.trim_start().starts_with('{') {
-        let value: serde_json::Value = serde_json::from_str(line).map_err(syntax)?;
-        return Err(at.error(format!(
-            "expected a JSON object {{\"id\": ..., \"sql\": ...}}, found {}",
-            json_kind(&value)
-        )));
-    }
-    let parsed: JsonlRecord = serde_json::from_str(line).map_err(syntax)?;
-    let Some(id) = json_id(&parsed.id) else {
+    let document = parse_answer_document(line.as_bytes()).map_err(|problem| match problem {
+        AnswerDocumentError::NotAnObject(kind) => at.error(format!(
+            "expected a JSON object {{\"id\": ..., \"sql\": ...}}, found {kind}"
+        )),
+        other => at.error(other.to_string()),
+    })?;
+    let Some(id) = document.id.as_ref() else {
+        return Err(at.error("missing field `id`"));
+    };
+    let Some(id) = json_id(id) else {
         return Err(at.error(format!(
             "`id` must be a string or an integer, found {}",
-            json_kind(&parsed.id)
+            json_kind(id)
         )));
     };
     check_printable("id", &id).map_err(|problem| at.error(problem))?;
-    let answer = match (parsed.sql, parsed.abstain) {
-        (None, Some(true)) => Answer::Abstain,
-        (Some(_), Some(true)) => {
-            return Err(at.error(format!("id `{id}`: both `sql` and `\"abstain\": true`")))
-        }
-        (Some(sql), _) => Answer::Sql(sql),
-        (None, _) => {
-            return Err(at.error(format!(
-                "id `{id}`: needs `sql` (a string) or `\"abstain\": true`"
-            )))
-        }
-    };
-    let mut prediction = cleaned(answer, at);
-    prediction.samples = parsed
+    let mut prediction = cleaned(document.answer, at);
+    prediction.samples = document
         .samples
         .iter()
         .map(|sample| clean_sql(sample).sql)
         .collect();
-    prediction.retrieved = parsed.retrieved;
+    prediction.retrieved = document.retrieved;
+    prediction.usage = document.usage;
     Ok((id, prediction))
 }
 

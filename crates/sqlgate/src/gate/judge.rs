@@ -11,7 +11,6 @@ use crate::config::{Metric, PassRule, Threshold};
 use crate::system::answer::{AnswerCost, Answered};
 use crate::system::SystemErrorKind;
 use sqlgate_eval::exec::QueryRunner;
-use sqlgate_eval::loaders::{Answer, Prediction};
 use sqlgate_eval::metrics::bootstrap::{Bootstrap, Interval};
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::metrics::noise::{self, PassCount};
@@ -203,14 +202,7 @@ pub fn evaluate_case(
     let databases = &suite.databases[case_index];
     let score = match reply {
         Ok(reply) => {
-            let prediction = Prediction {
-                answer: reply.sql.clone().map_or(Answer::Abstain, Answer::Sql),
-                cleaned: reply.cleaned,
-                source: case.source.clone(),
-                notes: BTreeMap::new(),
-                samples: reply.samples.clone(),
-                retrieved: reply.retrieved.clone(),
-            };
+            let prediction = reply.to_prediction(case.source.clone());
             let response = Response::Answer(&prediction);
             scoring::score_case(&suite.scoring, case, databases, response, runner)
         }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::cassette::{record_key, Cassette};
 use super::{Reply, Request, System, SystemError, SystemErrorKind, Usage};
 use crate::config::RecordMode;
-use sqlgate_eval::secrets;
+use sqlgate_eval::loaders::{parse_answer_document, AnswerDocumentError};
 use sqlgate_llm::throttle::Throttle;
 
 /// A system's answer to one case, the time this run spent getting it, and what it cost the
@@ -183,25 +183,9 @@ fn call_concurrently<T: Send>(
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The answer document of `command` and `http` systems:
-/// `{"sql": "..."}` or `{"abstain": true}`, optionally with `samples`, `retrieved` and
-/// `usage` (`{"prompt_tokens": 812, "completion_tokens": 41}`).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WireAnswer {
-    #[serde(default)]
-    sql: Option<String>,
-    #[serde(default)]
-    abstain: bool,
-    #[serde(default)]
-    samples: Vec<String>,
-    #[serde(default)]
-    retrieved: Vec<String>,
-    #[serde(default)]
-    usage: Option<Usage>,
-}
-
-/// Parses a system's answer document (the pipeline cleans its SQL and samples afterwards).
+/// Parses the answer document a `command` or `http` system prints
+/// ([`parse_answer_document`], the reader of prediction files' lines too); a system answers one
+/// case, so its document has no `id`. The pipeline cleans its SQL and samples afterwards.
 pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
     let garbage = |problem: String| {
         SystemError::new(
@@ -210,40 +194,18 @@ pub(crate) fn parse_answer(output: &[u8]) -> Result<Reply, SystemError> {
         )
     };
     let expected = "expected a JSON object `{\"sql\": \"...\"}` or `{\"abstain\": true}`";
-    // serde would also read the struct from a JSON list: only an object is an answer. It is
-    // read from the output itself, not through a `Value`, which would keep only the last of a
-    // repeated field instead of refusing it.
-    if !output.trim_ascii_start().starts_with(b"{") {
-        return Err(garbage(expected.into()));
-    }
-    let mut wire: WireAnswer =
-        serde_json::from_slice(output).map_err(|e| garbage(format!("{expected} ({e})")))?;
-    // The output was redacted as it came; an escape (`\u0073`) decodes to a secret's own
-    // characters, so the decoded text is redacted again.
-    let texts = wire
-        .sql
-        .iter_mut()
-        .chain(&mut wire.samples)
-        .chain(&mut wire.retrieved);
-    texts.for_each(secrets::redact_in_place);
-    let sql = match (wire.sql, wire.abstain) {
-        (Some(sql), false) => Some(sql),
-        (None, true) => None,
-        (Some(_), true) => return Err(garbage("both `sql` and `\"abstain\": true`".into())),
-        (None, false) => {
-            return Err(garbage(
-                "needs `sql` (a string) or `\"abstain\": true`".into(),
-            ))
+    let document = parse_answer_document(output).map_err(|problem| match problem {
+        AnswerDocumentError::NotAnObject(_) | AnswerDocumentError::Json { .. } => {
+            garbage(format!("{expected} ({problem})"))
         }
-    };
-    Ok(Reply {
-        sql,
-        cleaned: false,
-        samples: wire.samples,
-        retrieved: wire.retrieved,
-        truncated: false,
-        usage: wire.usage,
-    })
+        other => garbage(other.to_string()),
+    })?;
+    if document.id.is_some() {
+        return Err(garbage(format!(
+            "{expected}: `id` belongs to prediction files, and a system answers the case it is asked"
+        )));
+    }
+    Ok(Reply::from_document(document))
 }
 
 /// The start of a system's output, on one line, for error messages.
@@ -281,6 +243,14 @@ mod tests {
             let error = parse_answer(bad.as_bytes()).unwrap_err();
             assert_eq!(error.kind, SystemErrorKind::Garbage, "{bad}");
         }
+        // A prediction file's line is not a system's answer: the id is refused.
+        let error = parse_answer(br#"{"id": "q1", "sql": "SELECT 1"}"#).unwrap_err();
+        assert_eq!(error.kind, SystemErrorKind::Garbage);
+        assert!(
+            error.message.contains("`id` belongs to prediction files"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

@@ -14,9 +14,11 @@ pub mod replay;
 
 pub use from_config::{build, SetupError};
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use sqlgate_eval::loaders::{Answer, AnswerDocument, Prediction, SourceRef};
 
 pub use sqlgate_llm::{ServerState, SystemError, SystemErrorKind, Usage};
 
@@ -96,6 +98,49 @@ impl Reply {
             retrieved: Vec::new(),
             truncated: false,
             usage: None,
+        }
+    }
+
+    /// The reply an answer document gives (a system's output, a prediction file's line), its
+    /// SQL not yet cleaned.
+    pub fn from_document(document: AnswerDocument) -> Reply {
+        let reply = match document.answer {
+            Answer::Sql(sql) => Reply::sql(sql),
+            Answer::Abstain => Reply::abstain(),
+        };
+        Reply {
+            samples: document.samples,
+            retrieved: document.retrieved,
+            usage: document.usage,
+            ..reply
+        }
+    }
+
+    /// The reply a loaded prediction gives (already cleaned, as the loaders clean).
+    pub fn from_prediction(prediction: Prediction) -> Reply {
+        let reply = match prediction.answer {
+            Answer::Sql(sql) => Reply::sql(sql),
+            Answer::Abstain => Reply::abstain(),
+        };
+        Reply {
+            cleaned: prediction.cleaned,
+            samples: prediction.samples,
+            retrieved: prediction.retrieved,
+            usage: prediction.usage,
+            ..reply
+        }
+    }
+
+    /// The prediction a cleaned reply is scored as, for the case read from `source`.
+    pub fn to_prediction(&self, source: SourceRef) -> Prediction {
+        Prediction {
+            answer: self.sql.clone().map_or(Answer::Abstain, Answer::Sql),
+            cleaned: self.cleaned,
+            source,
+            notes: BTreeMap::new(),
+            samples: self.samples.clone(),
+            retrieved: self.retrieved.clone(),
+            usage: self.usage,
         }
     }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{Reply, Request, System, SystemError, SystemErrorKind};
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::loaders::{load_prediction_slots, Answer, Benchmark, PredFormat};
+use sqlgate_eval::loaders::{load_prediction_slots, Benchmark, PredFormat};
 use sqlgate_eval::store::Hasher;
 
 /// Replays the predictions of a file, aligned with a benchmark's cases.
@@ -30,21 +30,7 @@ impl ReplaySystem {
             .iter()
             .zip(predictions)
             .filter_map(|(case, prediction)| Some((case, prediction?)))
-            .map(|(case, prediction)| {
-                let sql = match prediction.answer {
-                    Answer::Sql(sql) => Some(sql),
-                    Answer::Abstain => None,
-                };
-                let reply = Reply {
-                    sql,
-                    cleaned: prediction.cleaned,
-                    samples: prediction.samples,
-                    retrieved: prediction.retrieved,
-                    truncated: false,
-                    usage: None,
-                };
-                (case.id.clone(), reply)
-            })
+            .map(|(case, prediction)| (case.id.clone(), Reply::from_prediction(prediction)))
             .collect();
         let mut hash = Hasher::new();
         hash.field("replay").field(contents);
