@@ -304,7 +304,7 @@ proptest! {
         let entry = SnapshotEntry {
             name: format!("s::db::{name}"),
             passed: true,
-            verdict: "correct".to_string(),
+            verdict: sqlgate_eval::metrics::ex::Verdict::Correct,
             metrics: [("ex".to_string(), "1".to_string())].into(),
             sql: Some("SELECT 1".to_string()),
             system_error: None,

@@ -15,7 +15,7 @@ fn entry(name: &str, passed: bool, verdict: &str, ex: &str, sql: Option<&str>) -
     SnapshotEntry {
         name: name.to_string(),
         passed,
-        verdict: verdict.to_string(),
+        verdict: serde_json::from_value(verdict.into()).unwrap(),
         metrics: BTreeMap::from([("ex".to_string(), ex.to_string())]),
         sql: sql.map(str::to_string),
         system_error: None,

@@ -10,6 +10,8 @@
 
 use std::fmt::Write as _;
 
+use sqlgate_eval::metrics::ex::Verdict;
+
 use super::text::metric_row;
 use super::{Change, Diff, Listed, Side};
 
@@ -164,8 +166,8 @@ fn changes(title: &str, changes: &[Change], details: usize, room: &mut usize) ->
         let row = format!(
             "| {} | {} | {} |\n",
             cell(&code(&change.test)),
-            cell(&answer_cell(&change.base.verdict, &change.base.answer)),
-            cell(&answer_cell(&change.head.verdict, &change.head.answer)),
+            cell(&answer_cell(change.base.verdict, &change.base.answer)),
+            cell(&answer_cell(change.head.verdict, &change.head.answer)),
         );
         let block = if index < details {
             detail_block(change)
@@ -191,7 +193,7 @@ fn listed(title: &str, cases: &[Listed], room: &mut usize) -> String {
         let row = format!(
             "| {} | {} |\n",
             cell(&code(&case.test)),
-            cell(&answer_cell(&case.case.verdict, &case.case.answer)),
+            cell(&answer_cell(case.case.verdict, &case.case.answer)),
         );
         (row, String::new())
     });
@@ -205,8 +207,8 @@ fn listed(title: &str, cases: &[Listed], room: &mut usize) -> String {
 }
 
 /// `incorrect: SELECT ...` with the SQL as code, cut at [`CELL_CHARS`].
-fn answer_cell(verdict: &str, answer: &str) -> String {
-    format!("{verdict}: {}", code(&cut(answer, CELL_CHARS)))
+fn answer_cell(verdict: Verdict, answer: &str) -> String {
+    format!("{}: {}", verdict.as_str(), code(&cut(answer, CELL_CHARS)))
 }
 
 /// Head's detail of a regression (question, gold, predicted SQL, error), collapsed, when a

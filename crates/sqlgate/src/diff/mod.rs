@@ -18,6 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::Metric;
 
 use crate::gate::record::RunInputs;
@@ -115,7 +116,7 @@ pub struct CaseView {
     /// EX = 1, or an abstention on an infeasible question.
     pub correct: bool,
     /// The verdict class.
-    pub verdict: String,
+    pub verdict: Verdict,
     /// The answer as a snapshot line writes it.
     pub answer: String,
     /// The question, gold and predicted SQL and error, when a run record has them.
@@ -126,7 +127,7 @@ impl CaseView {
     fn of(case: &CaseOutcome) -> CaseView {
         CaseView {
             correct: case.correct,
-            verdict: case.verdict.clone(),
+            verdict: case.verdict,
             answer: case.answer.clone(),
             detail: case.detail.clone(),
         }
@@ -505,7 +506,11 @@ mod tests {
             suite: "s".to_string(),
             correct: ex == 1.0,
             feasible: true,
-            verdict: if ex == 1.0 { "correct" } else { "incorrect" }.to_string(),
+            verdict: if ex == 1.0 {
+                Verdict::Correct
+            } else {
+                Verdict::Incorrect
+            },
             answer: answer.to_string(),
             detail: None,
             metrics,
@@ -527,7 +532,7 @@ mod tests {
         let abstained = |correct: bool| CaseOutcome {
             feasible: false,
             correct,
-            verdict: "abstained".to_string(),
+            verdict: Verdict::Abstained,
             answer: "abstain".to_string(),
             ..case("infeasible", 0.0, None, "")
         };

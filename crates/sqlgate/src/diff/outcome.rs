@@ -66,7 +66,7 @@ pub struct CaseOutcome {
     /// Whether the question has an SQL answer (only feasible cases enter the means).
     pub feasible: bool,
     /// The verdict class: `correct`, `incorrect`, `pred_error`...
-    pub verdict: String,
+    pub verdict: Verdict,
     /// The answer as a snapshot line writes it: normalized SQL, `abstain`, `<timeout>`...
     pub answer: String,
     /// The reviewer's detail (question, gold, predicted SQL, error), when a run record has it.
@@ -165,11 +165,11 @@ fn record_outcome(suite: &str, case: &CaseRecord) -> CaseOutcome {
     } else {
         case.verdict == Verdict::Abstained
     };
-    let verdict = case.verdict.as_str().to_string();
+    let verdict = case.verdict;
     let line = SnapshotEntry {
         name: case.test.clone(),
         passed: correct,
-        verdict: verdict.clone(),
+        verdict,
         metrics: Default::default(),
         sql: case.sql.clone(),
         system_error: case.system_error.map(|kind| kind.as_str().to_string()),
@@ -218,7 +218,7 @@ pub fn from_snapshot(path: &Path, entries: Vec<SnapshotEntry>) -> RunOutcomes {
                 suite: suite_of(&entry.name).to_string(),
                 correct: entry.passed,
                 feasible: !matches!(region, Some("IV" | "V")),
-                verdict: entry.verdict.clone(),
+                verdict: entry.verdict,
                 answer: snapshot::answer_text(&entry),
                 detail: None,
                 metrics,

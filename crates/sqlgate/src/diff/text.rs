@@ -54,7 +54,9 @@ fn changes(out: &mut String, title: &str, changes: &[Change], detail: bool) {
         let _ = writeln!(
             out,
             "  {}  {} -> {}",
-            change.test, change.base.verdict, change.head.verdict
+            change.test,
+            change.base.verdict.as_str(),
+            change.head.verdict.as_str()
         );
         let _ = writeln!(out, "      base: {}", change.base.answer);
         let _ = writeln!(out, "      head: {}", change.head.answer);
@@ -74,7 +76,9 @@ fn listed(out: &mut String, title: &str, cases: &[Listed]) {
         let _ = writeln!(
             out,
             "  {}  {}  {}",
-            case.test, case.case.verdict, case.case.answer
+            case.test,
+            case.case.verdict.as_str(),
+            case.case.answer
         );
     }
 }

@@ -165,7 +165,7 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
     SnapshotEntry {
         name: run.test.clone(),
         passed: run.correct(),
-        verdict: run.score.verdict.as_str().to_string(),
+        verdict: run.score.verdict,
         metrics: [
             ("ex".to_string(), judge::format_metric(run.score.ex)),
             (

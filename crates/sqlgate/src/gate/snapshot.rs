@@ -55,7 +55,7 @@ pub struct SnapshotEntry {
     /// Whether the case was correct (not whether the gate let it pass).
     pub passed: bool,
     /// The verdict class: `correct`, `incorrect`, `pred_error`...
-    pub verdict: String,
+    pub verdict: Verdict,
     /// Metric values as written, e.g. `ex` -> `1`.
     pub metrics: BTreeMap<String, String>,
     /// The predicted SQL; `None` when the system abstained or gave no usable answer.
@@ -139,7 +139,7 @@ fn render_line(entry: &SnapshotEntry) -> String {
     let mut fields = vec![
         escape(&entry.name, false),
         if entry.passed { "pass" } else { "fail" }.to_string(),
-        escape(&entry.verdict, false),
+        entry.verdict.as_str().to_string(),
     ];
     // `ex` first: it is the metric every reader looks for.
     let ex = entry.metrics.get_key_value("ex");
@@ -157,7 +157,7 @@ pub fn answer_text(entry: &SnapshotEntry) -> String {
     match entry.sql.as_deref().map(normalize_sql) {
         None => match &entry.system_error {
             Some(kind) => format!("<{kind}>"),
-            None if entry.verdict == "system_error" => NO_ANSWER.to_string(),
+            None if entry.verdict == Verdict::SystemError => NO_ANSWER.to_string(),
             None => ABSTAIN.to_string(),
         },
         Some(sql) if sql.is_empty() => EMPTY_SQL.to_string(),
@@ -395,7 +395,10 @@ fn parse_line(line: &str) -> Result<SnapshotEntry, String> {
         rest = after;
     }
     let verdict = unescape(verdict)?;
-    let system_error = (verdict == "system_error")
+    let verdict = Verdict::deserialize(verdict.as_str().into_deserializer()).map_err(
+        |_: serde::de::value::Error| format!("unknown verdict `{}`", verdict.escape_debug()),
+    )?;
+    let system_error = (verdict == Verdict::SystemError)
         .then(|| error_kind(rest))
         .flatten();
     let sql = match rest {
@@ -420,16 +423,17 @@ fn parse_line(line: &str) -> Result<SnapshotEntry, String> {
 /// accepted `pass` with `pass_rate=0` would otherwise make any later pass rate look like no drop.
 fn check_entry(entry: &SnapshotEntry) -> Result<(), String> {
     check_printable("test name", &entry.name)?;
-    let verdict = Verdict::deserialize(entry.verdict.as_str().into_deserializer()).map_err(
-        |_: serde::de::value::Error| format!("unknown verdict `{}`", entry.verdict.escape_debug()),
-    )?;
+    let verdict = entry.verdict;
     for (key, value) in &entry.metrics {
         check_metric(key, value)
             .map_err(|range| format!("{}={}: {range}", key.escape_debug(), value.escape_debug()))?;
     }
     let ex = entry.metrics.get("ex").ok_or("the line has no `ex=`")?;
     if (verdict == Verdict::Correct) != (ex == "1") {
-        return Err(format!("verdict `{}` contradicts ex={ex}", entry.verdict));
+        return Err(format!(
+            "verdict `{}` contradicts ex={ex}",
+            verdict.as_str()
+        ));
     }
     // The verdict is that of the answer shown, whose correctness is the case's (a correct
     // infeasible case abstained).
@@ -438,7 +442,7 @@ fn check_entry(entry: &SnapshotEntry) -> Result<(), String> {
         return Err(format!(
             "status `{}` contradicts verdict `{}`",
             if entry.passed { "pass" } else { "fail" },
-            entry.verdict
+            verdict.as_str()
         ));
     }
     let samples = entry.metrics.get("samples");
@@ -635,6 +639,11 @@ fn remove_if_present(path: &Path) -> Result<(), OutputError> {
 mod tests {
     use super::*;
 
+    fn parse_verdict(name: &str) -> Verdict {
+        Verdict::deserialize(name.into_deserializer())
+            .unwrap_or_else(|_: serde::de::value::Error| panic!("{name}"))
+    }
+
     #[test]
     fn sql_is_folded_outside_quotes_only() {
         let sql = "SELECT name\n  FROM t\tWHERE note = 'a  b\nc' ;\n";
@@ -687,7 +696,7 @@ mod tests {
         let entry = |name: &str, verdict: &str, kind: Option<&str>| SnapshotEntry {
             name: format!("s::db::{name}"),
             passed: false,
-            verdict: verdict.to_string(),
+            verdict: parse_verdict(verdict),
             metrics: BTreeMap::from([("ex".to_string(), "0".to_string())]),
             sql: None,
             system_error: kind.map(str::to_string),
@@ -758,7 +767,7 @@ mod tests {
         let entry = SnapshotEntry {
             name: "s::db::q1".to_string(),
             passed: true,
-            verdict: "correct".to_string(),
+            verdict: Verdict::Correct,
             metrics: BTreeMap::from([
                 ("ex".to_string(), "1".to_string()),
                 ("note".to_string(), "a\u{a0}b\tc d".to_string()),
@@ -903,7 +912,7 @@ mod tests {
                     SnapshotEntry {
                         name,
                         passed: correct || passed && verdict == "abstained",
-                        verdict,
+                        verdict: super::tests::parse_verdict(&verdict),
                         metrics,
                         sql,
                         system_error,
