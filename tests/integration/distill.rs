@@ -577,3 +577,33 @@ fn distill_relaxes_keys_of_any_name_and_keeps_what_the_key_needs() {
         .unwrap();
     assert!(line.ends_with(r#"t.a, we\"ird\n.a\"b"#), "{line}");
 }
+
+/// Durations (`in 0.4 s`, `"seconds": 0.41`) vary from run to run; the rest is the seed's.
+fn without_times(text: &str, dir: &Path) -> String {
+    let in_seconds = regex::Regex::new(r"in \d+(\.\d+)? s\b").unwrap();
+    let seconds = regex::Regex::new(r#""(\w*seconds\w*)": [0-9.e-]+"#).unwrap();
+    let text = in_seconds.replace_all(text, "in [duration]");
+    let text = seconds.replace_all(&text, "\"$1\": \"[duration]\"");
+    text.replace(&dir.display().to_string(), "[tmp]")
+}
+
+#[test]
+fn distill_report_in_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let report = |format: &str| {
+        let out = dir.path().join(format!("out-{format}"));
+        let run = sqlgate()
+            .arg("distill")
+            .arg("--gold")
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .args(["--candidates", "60", "--seed", "5", "--format", format])
+            .run();
+        run.assert_success();
+        without_times(&run.stdout, dir.path())
+    };
+    insta::assert_snapshot!("distill_text", report("text"));
+    insta::assert_snapshot!("distill_json", report("json"));
+}
