@@ -2,6 +2,6 @@
 //! the library crates: `sqlgate-eval` (the evaluation core), `sqlgate-llm` (asking models),
 //! `sqlgate` (the gate) and `sqlgate-generate` (the generators).
 
-pub mod report;
+pub mod console;
 
 pub mod cli;

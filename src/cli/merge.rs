@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::report::terminal::ColorChoice;
+use crate::console::terminal::ColorChoice;
 use sqlgate::gate::record::{self, RunRecord};
 use sqlgate::gate::run::{self, Event};
 use sqlgate::gate::session::Session;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
 
-use crate::report::{score_json, score_text};
+use crate::console::{score_json, score_text};
 use sqlgate::Error;
 use sqlgate_eval::error::InputError;
 use sqlgate_eval::exec::limits::{timeout_from_secs, MAX_TIMEOUT};

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::report::libtest_json::LibtestJsonReporter;
-use crate::report::progress::AnswerMeter;
-use crate::report::terminal::{ColorChoice, TerminalReporter};
+use crate::console::libtest_json::LibtestJsonReporter;
+use crate::console::progress::AnswerMeter;
+use crate::console::terminal::{ColorChoice, TerminalReporter};
 use sqlgate::config::{Config, RecordMode, DEFAULT_PROFILE};
 use sqlgate::gate::partition::Partition;
 use sqlgate::gate::plan::TestDesc;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::report::progress::AnswerMeter;
+use crate::console::progress::AnswerMeter;
 use sqlgate::config::Threshold;
 use sqlgate::gate::judge::format_metric;
 use sqlgate::gate::run::Event;
