@@ -174,43 +174,60 @@ impl From<RetrievalSummary> for RetrievalRates {
     }
 }
 
+/// Why a family has no value for a metric: its gate fails, saying so.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FamilyMetricError {
+    /// The family has no feasible cases.
+    #[error("the family has no cases")]
+    NoCases,
+    /// Its variants' seeds are not cases of the suite, so there is nothing to drop from.
+    #[error("none of its seeds is a case of the suite (the `seed_id`s name no case)")]
+    NoSeeds,
+    /// Pass@K needs K variants of every seed.
+    #[error("a seed has {min} variant(s), fewer than K = {k}")]
+    TooFewVariants {
+        /// The fewest variants of a seed.
+        min: usize,
+        /// The K asked for.
+        k: u32,
+    },
+    /// No reply said what it retrieved.
+    #[error("no reply reported what it `retrieved`")]
+    NothingRetrieved,
+    /// Recall or FPR with a zero denominator in every case.
+    #[error("{0} has an empty denominator in every case")]
+    EmptyDenominator(Metric),
+    /// A suite metric asked of a family.
+    #[error("`{0}` is not a family metric ({names})", names = Metric::FAMILY_NAMES)]
+    NotAFamilyMetric(Metric),
+}
+
 impl FamilySummary {
     /// The value a family gate holds to its threshold, or why it cannot be computed (the gate
     /// then fails).
-    pub fn metric(&self, metric: Metric) -> Result<f64, String> {
-        let missing_seeds =
-            || "none of its seeds is a case of the suite (the `seed_id`s name no case)".to_string();
+    pub fn metric(&self, metric: Metric) -> Result<f64, FamilyMetricError> {
+        use FamilyMetricError as Missing;
         match metric {
             Metric::Ex if self.n > 0 => Ok(self.ex),
-            Metric::Ex => Err("the family has no cases".to_string()),
-            Metric::Drop => self.drop.ok_or_else(missing_seeds),
-            Metric::Qvt => self
-                .qvt
-                .map(|q| q.mean)
-                .ok_or_else(|| "the family has no cases".to_string()),
-            Metric::PassAt(k) => {
-                sql2nl::mean_pass_at_k(&self.variants, u64::from(k)).ok_or_else(|| {
-                    match self.min_variants {
-                        0 => "the family has no cases".to_string(),
-                        min => format!("a seed has {min} variant(s), fewer than K = {k}"),
-                    }
-                })
-            }
+            Metric::Ex => Err(Missing::NoCases),
+            Metric::Drop => self.drop.ok_or(Missing::NoSeeds),
+            Metric::Qvt => self.qvt.map(|q| q.mean).ok_or(Missing::NoCases),
+            Metric::PassAt(k) => sql2nl::mean_pass_at_k(&self.variants, u64::from(k)).ok_or(
+                match self.min_variants {
+                    0 => Missing::NoCases,
+                    min => Missing::TooFewVariants { min, k },
+                },
+            ),
             Metric::Recall | Metric::Fpr => {
-                let rates = self
-                    .retrieval
-                    .ok_or_else(|| "no reply reported what it `retrieved`".to_string())?;
+                let rates = self.retrieval.ok_or(Missing::NothingRetrieved)?;
                 let rate = if metric == Metric::Recall {
                     rates.recall
                 } else {
                     rates.false_positive_rate
                 };
-                rate.ok_or_else(|| format!("{metric} has an empty denominator in every case"))
+                rate.ok_or(Missing::EmptyDenominator(metric))
             }
-            other => Err(format!(
-                "`{other}` is not a family metric ({})",
-                Metric::FAMILY_NAMES
-            )),
+            other => Err(Missing::NotAFamilyMetric(other)),
         }
     }
 
@@ -559,18 +576,13 @@ mod tests {
         // The gate reads the same numbers, and says why it cannot compute one.
         assert_eq!(para.metric(Metric::Ex), Ok(0.5));
         assert!((para.metric(Metric::PassAt(3)).unwrap() - 1.0).abs() < 1e-9);
+        let why = |metric| para.metric(metric).unwrap_err().to_string();
         assert_eq!(
-            para.metric(Metric::PassAt(5)),
-            Err("a seed has 3 variant(s), fewer than K = 5".to_string())
+            why(Metric::PassAt(5)),
+            "a seed has 3 variant(s), fewer than K = 5"
         );
-        assert!(para
-            .metric(Metric::Recall)
-            .unwrap_err()
-            .contains("retrieved"));
-        assert!(para
-            .metric(Metric::Etm)
-            .unwrap_err()
-            .contains("not a family metric"));
+        assert!(why(Metric::Recall).contains("retrieved"));
+        assert!(why(Metric::Etm).contains("not a family metric"));
         assert!(para
             .values()
             .contains(&(Metric::PassAt(2), para.pass_at_k[&2])));
@@ -593,7 +605,11 @@ mod tests {
         assert_eq!(ll.cs_interval, None);
         let orphan = &families["orphan"];
         assert_eq!(orphan.a_orig, None);
-        assert!(orphan.metric(Metric::Drop).unwrap_err().contains("seeds"));
+        assert!(orphan
+            .metric(Metric::Drop)
+            .unwrap_err()
+            .to_string()
+            .contains("seeds"));
         // A family with a setting names it; mixed settings name none.
         let mut tagged = scores.clone();
         for score in &mut tagged[1..3] {

@@ -172,32 +172,45 @@ impl fmt::Display for Metric {
     }
 }
 
-impl std::str::FromStr for Metric {
-    type Err = String;
+/// Why a text names no metric.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetricNameError {
+    /// `pass@K` with a K that is not a whole number of at least 1.
+    #[error("`{0}`: the K of pass@K must be a whole number of at least 1")]
+    BadK(String),
+    /// No metric has that name.
+    #[error("unknown metric `{name}` (metrics: {known}, pass@K)")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The metrics there are, comma-separated.
+        known: String,
+    },
+}
 
-    fn from_str(name: &str) -> Result<Metric, String> {
+impl std::str::FromStr for Metric {
+    type Err = MetricNameError;
+
+    fn from_str(name: &str) -> Result<Metric, MetricNameError> {
         if let Some(k) = name.strip_prefix("pass@") {
             return match k.parse::<u32>() {
                 Ok(k) if k >= 1 => Ok(Metric::PassAt(k)),
-                _ => Err(format!(
-                    "`{name}`: the K of pass@K must be a whole number of at least 1"
-                )),
+                _ => Err(MetricNameError::BadK(name.to_string())),
             };
         }
-        Metric::NAMED
-            .into_iter()
-            .chain(CaseMetric::all().map(Metric::Case))
+        let named = || {
+            Metric::NAMED
+                .into_iter()
+                .chain(CaseMetric::all().map(Metric::Case))
+        };
+        named()
             .find(|metric| metric.fixed_name() == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Metric::NAMED
-                    .into_iter()
-                    .chain(CaseMetric::all().map(Metric::Case))
+            .ok_or_else(|| MetricNameError::Unknown {
+                name: name.to_string(),
+                known: named()
                     .map(|m| m.fixed_name())
-                    .collect();
-                format!(
-                    "unknown metric `{name}` (metrics: {}, pass@K)",
-                    names.join(", ")
-                )
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })
     }
 }
@@ -251,6 +264,7 @@ mod tests {
         assert!("exx"
             .parse::<Metric>()
             .unwrap_err()
+            .to_string()
             .contains("unknown metric `exx`"));
         assert!(Metric::Ex.is_suite_metric() && Metric::Ex.is_family_metric());
         assert!(!Metric::Drop.is_suite_metric() && Metric::PassAt(3).is_family_metric());

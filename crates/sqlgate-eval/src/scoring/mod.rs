@@ -33,8 +33,8 @@ use crate::spider::Hardness;
 
 pub use case::{score_all, score_case, Response};
 pub use case_facts::{Robustness, SchemaCache};
-pub use family::{FamilySummary, REPORTED_K};
-pub use metric::Metric;
+pub use family::{FamilyMetricError, FamilySummary, REPORTED_K};
+pub use metric::{Metric, MetricNameError};
 pub use summary::{summarize, EfficiencyMeans, HardnessMeans, SoftF1Means, Summary, Tally};
 
 /// How cases are scored: built by `sqlgate score` from its flags and by the gate from a

@@ -975,7 +975,7 @@ pub fn judge_family_gate(
 ) -> TestResult {
     let gate = &suite.family_gates[index];
     let value = match metrics.families.get(&gate.family) {
-        Some(family) => family.metric(gate.metric),
+        Some(family) => family.metric(gate.metric).map_err(|e| e.to_string()),
         None => Err("the family has no feasible cases".to_string()),
     };
     let mut result = gate_result(
