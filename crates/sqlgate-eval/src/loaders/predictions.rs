@@ -272,7 +272,7 @@ fn jsonl_record(at: SourceRef, line: &str) -> Result<(String, Prediction), Input
             json_kind(&parsed.id)
         )));
     };
-    check_printable("id", &id).map_err(|problem| at.error(problem))?;
+    check_printable("id", &id).map_err(|problem| at.error(problem.to_string()))?;
     let answer = match (parsed.sql, parsed.abstain) {
         (None, Some(true)) => Answer::Abstain,
         (Some(_), Some(true)) => {
@@ -433,7 +433,7 @@ fn load_trustsql(
     let mut slots: Vec<Option<Prediction>> = vec![None; bench.cases.len()];
     for (record, (id, value)) in parse_entries(path, text)?.into_iter().enumerate() {
         let at = source(path, record, None);
-        check_printable("id", &id).map_err(|problem| at.error(problem))?;
+        check_printable("id", &id).map_err(|problem| at.error(problem.to_string()))?;
         let case = free_slot(&index, &slots, &id, &at)?;
         slots[case] = Some(trustsql_prediction(&id, value, at)?);
     }

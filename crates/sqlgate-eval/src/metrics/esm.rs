@@ -660,7 +660,7 @@ impl Evaluator {
                     return Ok(schema.clone());
                 }
                 let path = crate::files::database_file(dir, db_id, "sqlite")
-                    .map_err(|problem| InputError::file(dir, problem))?;
+                    .map_err(|problem| InputError::file(dir, problem.to_string()))?;
                 let schema = Arc::new(Schema::from_sqlite(&**backend, path)?);
                 cache.insert(db_id.to_string(), schema.clone());
                 Ok(schema)
