@@ -700,8 +700,8 @@ fn fetch(
                 ),
             );
         }
-        if let Err(message) = charge.cover(bytes) {
-            return stop(ExecErrorKind::OutOfMemory, message);
+        if let Err(error) = charge.cover(bytes) {
+            return stop(ExecErrorKind::OutOfMemory, error.to_string());
         }
         result.rows.push(cells);
     }

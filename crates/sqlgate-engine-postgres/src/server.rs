@@ -443,7 +443,7 @@ fn fetch(
             }
             charge
                 .cover(bytes)
-                .map_err(|message| Step::Fail(ExecErrorKind::OutOfMemory, message))?;
+                .map_err(|error| Step::Fail(ExecErrorKind::OutOfMemory, error.to_string()))?;
             result.rows.push(cells);
         }
         if last {
