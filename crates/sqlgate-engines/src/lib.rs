@@ -147,7 +147,10 @@ mod tests {
             dsn: Some("postgres://r@h/{db}"),
             password_env: None,
         };
-        let error = sqlite().connect(&settings).expect_err("refused");
+        let error = sqlite()
+            .connect(&settings)
+            .expect_err("refused")
+            .to_string();
         assert!(error.contains("server engine"), "{error}");
         assert!(!sqlite().connect(&Default::default()).unwrap().on_server());
     }
