@@ -472,7 +472,7 @@ impl DescribedBy {
 fn read_descriptions(path: &Path) -> Result<DescriptionFile, InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::file(path, format!("cannot read the descriptions: {e}")))?;
-    descriptions::parse(&text).map_err(|e| InputError::file(path, e))
+    descriptions::parse(&text).map_err(|e| InputError::file(path, e.to_string()))
 }
 
 /// The names the verbalizer gives `case`'s database, built once per database from its

@@ -125,7 +125,7 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
     for (db, cases) in seeds_by_db(bench) {
         let original = bench.db_files(cases[0], false)?.remove(0);
         let (schema, map, levels, script) = naturalness::plan(db, &original, wordnet, &lowering)
-            .map_err(|e| InputError::file(&original, e))?;
+            .map_err(|e| InputError::file(&original, e.to_string()))?;
         if let Some(error) = llm.as_ref().and_then(TqaLlm::take_failure) {
             return Err(error.context("--llm-url").into());
         }
@@ -172,7 +172,7 @@ fn naturalness(args: &TqaArgs, bench: &Benchmark, wordnet: &WordNet) -> Result<(
                             "  {}: the model's rewrite was refused ({why}); the deterministic rewrite kept",
                             k.seed_id
                         );
-                        refused.insert(k.seed_id.clone(), why);
+                        refused.insert(k.seed_id.clone(), why.to_string());
                         question_rewrites.1 += 1;
                     }
                 }
@@ -476,7 +476,7 @@ fn hide_with_model(
                 *hidden = Some(true);
             }
             Err(why) => {
-                fallbacks.insert(field.to_string(), why.into());
+                fallbacks.insert(field.to_string(), why.to_string().into());
             }
         }
     }

@@ -345,7 +345,10 @@ fn the_role_check_warns_about_a_role_that_can_write() {
     assert!(warnings.contains("is a superuser"), "{warnings}");
     assert!(warnings.contains("may write to"), "{warnings}");
     let unreachable = Server::new("postgres://sqlgate_reader@127.0.0.1:1/{db}", None).unwrap();
-    let error = unreachable.check_reader("academic").unwrap_err();
+    let error = unreachable
+        .check_reader("academic")
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("cannot connect to postgres://sqlgate_reader@127.0.0.1:1/academic"),
         "{error}"

@@ -463,7 +463,7 @@ fn a_variable_is_declared_once_with_a_real_name() {
             env_secrets: secrets.iter().map(|n| n.to_string()).collect(),
             ..parsed.clone()
         };
-        let error = CommandSystem::new(&config).err().unwrap();
+        let error = CommandSystem::new(&config).err().unwrap().to_string();
         assert!(error.contains("declared twice"), "{error}");
     }
     for bad in ["", "A=B"] {
@@ -471,7 +471,7 @@ fn a_variable_is_declared_once_with_a_real_name() {
             env_passthrough: vec![bad.into()],
             ..parsed.clone()
         };
-        let error = CommandSystem::new(&config).err().unwrap();
+        let error = CommandSystem::new(&config).err().unwrap().to_string();
         assert!(error.contains("not a variable name"), "{error}");
     }
 }

@@ -225,8 +225,11 @@ fn a_missing_header_variable_is_a_configuration_error() {
     config
         .headers_env
         .insert("Authorization".into(), "SQLGATE_TEST_SURELY_UNSET".into());
-    let error = HttpSystem::new(&config).err().unwrap();
-    assert!(error.contains("SQLGATE_TEST_SURELY_UNSET"), "{error}");
+    let error = HttpSystem::new(&config).err().unwrap().to_string();
+    assert_eq!(
+        error,
+        "header `Authorization`: environment variable `SQLGATE_TEST_SURELY_UNSET` is not set"
+    );
 }
 
 #[test]

@@ -163,17 +163,20 @@ fn configuration_defaults_and_checks() {
         stop_after_connection_failures: 0,
         ..ThrottleConfig::default()
     };
-    assert!(never_stop
-        .check()
-        .unwrap_err()
-        .contains("stop_after_connection_failures"));
+    assert_eq!(
+        never_stop.check().unwrap_err().to_string(),
+        "`stop_after_connection_failures` must be at least 1"
+    );
     assert!(toml::from_str::<ThrottleConfig>("retry = 3").is_err());
 
     let zero = ThrottleConfig {
         concurrency: 0,
         ..ThrottleConfig::default()
     };
-    assert!(zero.check().unwrap_err().contains("concurrency"));
+    assert_eq!(
+        zero.check().unwrap_err().to_string(),
+        "`concurrency` must be at least 1"
+    );
     assert_eq!(Throttle::new(zero).concurrency(), 1);
     let negative_rate = ThrottleConfig {
         requests_per_second: Some(-1.0),

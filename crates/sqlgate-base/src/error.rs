@@ -156,14 +156,48 @@ pub fn unprintable_char(text: &str) -> Option<char> {
 
 /// `text`, the `what` of a record (`case id`, `database name`...), refused when it holds an
 /// [`unprintable_char`]; the message shows it escaped.
-pub fn check_printable(what: &str, text: &str) -> Result<(), String> {
+pub fn check_printable(what: &str, text: &str) -> Result<(), Unprintable> {
     match unprintable_char(text) {
-        Some(c) => Err(format!(
-            "{what} \"{}\" holds the control character U+{:04X}: names and ids are printed in \
-             logs and reports, where it would start a line of its own or hide text",
-            text.escape_debug(),
-            u32::from(c)
-        )),
+        Some(found) => Err(Unprintable {
+            what: what.to_string(),
+            text: text.to_string(),
+            found,
+        }),
         None => Ok(()),
+    }
+}
+
+/// A name or id holding an [`unprintable_char`] ([`check_printable`]): the caller says where
+/// it was read, the message shows the text escaped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{what} \"{}\" holds the control character U+{:04X}: names and ids are printed in logs and \
+     reports, where it would start a line of its own or hide text",
+    .text.escape_debug(),
+    u32::from(*.found)
+)]
+pub struct Unprintable {
+    /// What the text is: `case id`, `database name`...
+    pub what: String,
+    /// The text as read.
+    pub text: String,
+    /// Its first unprintable character.
+    pub found: char,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unprintable_name_is_shown_escaped_with_its_code_point() {
+        assert_eq!(check_printable("case id", "q1"), Ok(()));
+        let error = check_printable("case id", "q\n1").unwrap_err();
+        assert_eq!(error.found, '\n');
+        assert_eq!(
+            error.to_string(),
+            "case id \"q\\n1\" holds the control character U+000A: names and ids are printed in \
+             logs and reports, where it would start a line of its own or hide text"
+        );
     }
 }

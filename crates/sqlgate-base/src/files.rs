@@ -152,7 +152,7 @@ fn write_in_place(path: &Path, content: &[u8]) -> io::Result<()> {
 /// A database's file in a database folder: `<db_dir>/<db>.sqlite` (flat), else
 /// `<db_dir>/<db>/<db>.sqlite` (Spider's nested layout). Every reader of databases resolves them
 /// here, so the layouts are supported alike everywhere. The error names both paths tried.
-pub fn database_file(db_dir: &Path, db: &str, extension: &str) -> Result<PathBuf, String> {
+pub fn database_file(db_dir: &Path, db: &str, extension: &str) -> Result<PathBuf, NoDatabaseFile> {
     let flat = db_dir.join(format!("{db}.{extension}"));
     let nested = db_dir.join(db).join(format!("{db}.{extension}"));
     if flat.is_file() {
@@ -160,12 +160,18 @@ pub fn database_file(db_dir: &Path, db: &str, extension: &str) -> Result<PathBuf
     } else if nested.is_file() {
         Ok(nested)
     } else {
-        Err(format!(
-            "neither {} nor {} exists",
-            flat.display(),
-            nested.display()
-        ))
+        Err(NoDatabaseFile { flat, nested })
     }
+}
+
+/// No file of a database in either layout ([`database_file`]): both paths tried.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("neither {} nor {} exists", .flat.display(), .nested.display())]
+pub struct NoDatabaseFile {
+    /// `<db_dir>/<db>.<extension>`.
+    pub flat: PathBuf,
+    /// `<db_dir>/<db>/<db>.<extension>`.
+    pub nested: PathBuf,
 }
 
 /// `<db>-wal` or `<db>-journal`, beside the database.
@@ -219,6 +225,26 @@ fn file_stamp(path: &Path, at: u64) -> Option<FileStamp> {
         file.read_exact(&mut header).ok()?;
     }
     Some((meta.len(), meta.modified().ok()?, header))
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_database_names_both_layouts() {
+        let dir = Path::new("dbs");
+        let error = database_file(dir, "shop", "sqlite").unwrap_err();
+        assert_eq!(error.flat, dir.join("shop.sqlite"));
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "neither {} nor {} exists",
+                dir.join("shop.sqlite").display(),
+                dir.join("shop").join("shop.sqlite").display()
+            )
+        );
+    }
 }
 
 #[cfg(all(test, unix))]

@@ -39,13 +39,15 @@ impl Driver for DuckDb {
         }
     }
 
-    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, String> {
+    fn connect(
+        &self,
+        settings: &Settings<'_>,
+    ) -> Result<Arc<dyn Backend>, sqlgate_engine::EngineError> {
         if settings.dsn.is_some() || settings.password_env.is_some() {
-            return Err(
+            return Err(sqlgate_engine::EngineError::NotAServer(
                 "engine `duckdb` reads `<db>.duckdb` files in `db_dir`: it takes no `dsn` or \
-                 `password_env`"
-                    .to_string(),
-            );
+                 `password_env`",
+            ));
         }
         Ok(Arc::new(DuckDbBackend))
     }

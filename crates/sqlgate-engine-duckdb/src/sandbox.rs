@@ -143,9 +143,9 @@ impl Sandbox {
                 if bytes > limits.max_bytes {
                     return Err(too_large());
                 }
-                charge
-                    .cover(bytes)
-                    .map_err(|message| RunError::Fail(ExecErrorKind::OutOfMemory, message))?;
+                charge.cover(bytes).map_err(|error| {
+                    RunError::Fail(ExecErrorKind::OutOfMemory, error.to_string())
+                })?;
                 cells.push(value);
             }
             if bytes > limits.max_bytes {

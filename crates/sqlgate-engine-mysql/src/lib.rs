@@ -35,8 +35,8 @@ use sqlgate_engine::catalog::{self, ColRef, Column, ForeignKey, Schema};
 use sqlgate_engine::limits::result_bytes;
 use sqlgate_engine::memory::{self, ResultCharge};
 use sqlgate_engine::{
-    watchdog, Backend, CatalogRows, Connection, Driver, ExecError, ExecErrorKind, Execution,
-    Feature, Limits, Open, ResultSet, Settings, Storage, Writer,
+    watchdog, Backend, CatalogRows, Connection, Driver, EngineError, ExecError, ExecErrorKind,
+    Execution, Feature, Limits, Open, ResultSet, Settings, Storage, Writer,
 };
 
 /// The MySQL / MariaDB engine, `engine = "mysql"`.
@@ -58,11 +58,12 @@ impl Driver for MySql {
         Storage::Server
     }
 
-    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, String> {
-        let template = settings
-            .dsn
-            .ok_or("engine `mysql` needs `dsn`, a URL such as mysql://user@host:3306/{db}")?;
-        Ok(Arc::new(Server::new(template, settings.password_env)?))
+    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, EngineError> {
+        let template = settings.dsn.ok_or(EngineError::NoDsn(
+            "engine `mysql` needs `dsn`, a URL such as mysql://user@host:3306/{db}",
+        ))?;
+        let server = Server::new(template, settings.password_env).map_err(EngineError::server)?;
+        Ok(Arc::new(server))
     }
 
     fn supports(&self, feature: Feature) -> bool {
@@ -329,14 +330,16 @@ impl Backend for Server {
 
     /// The user's grants (`SHOW GRANTS`): each privilege beyond reading is a warning
     /// (docs/mysql.md sets up a read-only user).
-    fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {
-        let db = database_name(db).map_err(|e| e.message)?;
+    fn check_reader(&self, db: &Path) -> Result<Vec<String>, EngineError> {
+        let db = database_name(db).map_err(|e| EngineError::server(e.message))?;
         let url = self.url(&db);
-        let mut session = self.take(&db)?;
-        let grants: Vec<String> = session
-            .conn
-            .query("SHOW GRANTS")
-            .map_err(|e| format!("cannot read the grants on {url}: {}", error_text(&e)))?;
+        let mut session = self.take(&db).map_err(EngineError::server)?;
+        let grants: Vec<String> = session.conn.query("SHOW GRANTS").map_err(|e| {
+            EngineError::server(format!(
+                "cannot read the grants on {url}: {}",
+                error_text(&e)
+            ))
+        })?;
         self.give_back(&db, session);
         let mut found: Vec<&str> = BEYOND_READING
             .iter()
@@ -700,8 +703,8 @@ fn fetch(
                 ),
             );
         }
-        if let Err(message) = charge.cover(bytes) {
-            return stop(ExecErrorKind::OutOfMemory, message);
+        if let Err(error) = charge.cover(bytes) {
+            return stop(ExecErrorKind::OutOfMemory, error.to_string());
         }
         result.rows.push(cells);
     }

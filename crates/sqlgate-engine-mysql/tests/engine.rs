@@ -367,6 +367,7 @@ fn settings_are_checked() {
         DRIVER
             .connect(&Settings { dsn, password_env })
             .err()
+            .map(|error| error.to_string())
             .unwrap_or_default()
     };
     assert!(connect(None, None).contains("needs `dsn`"));

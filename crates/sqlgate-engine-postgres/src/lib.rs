@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use sqlgate_engine::catalog::text;
 use sqlgate_engine::{
-    Backend, CatalogRows, Connection, Driver, ExecError, Execution, Feature, Limits, Open, Schema,
-    Settings, Storage,
+    Backend, CatalogRows, Connection, Driver, EngineError, ExecError, Execution, Feature, Limits,
+    Open, Schema, Settings, Storage,
 };
 
-pub use server::Server;
+pub use server::{Server, ServerError};
 
 /// The PostgreSQL engine.
 pub struct Postgres;
@@ -32,12 +32,13 @@ impl Driver for Postgres {
         Storage::Server
     }
 
-    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, String> {
-        let dsn = settings.dsn.ok_or(
+    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, EngineError> {
+        let dsn = settings.dsn.ok_or(EngineError::NoDsn(
             "engine `postgres` needs a connection URL template such as \
              `postgres://sqlgate_reader@127.0.0.1:5432/{db}`",
-        )?;
-        Ok(Arc::new(Server::new(dsn, settings.password_env)?))
+        ))?;
+        let server = Server::new(dsn, settings.password_env).map_err(EngineError::server)?;
+        Ok(Arc::new(server))
     }
 
     fn supports(&self, feature: Feature) -> bool {
@@ -124,9 +125,9 @@ impl Backend for Server {
         writer::drop_database(self, &db.to_string_lossy())
     }
 
-    fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {
+    fn check_reader(&self, db: &Path) -> Result<Vec<String>, EngineError> {
         let db = db.to_string_lossy();
-        let warnings = Server::check_reader(self, &db)?;
+        let warnings = Server::check_reader(self, &db).map_err(EngineError::server)?;
         Ok(warnings
             .into_iter()
             .map(|w| {
@@ -161,7 +162,7 @@ mod tests {
 
     fn refused(dsn: Option<&str>, password_env: Option<&str>) -> String {
         let settings = Settings { dsn, password_env };
-        DRIVER.connect(&settings).expect_err("refused")
+        DRIVER.connect(&settings).expect_err("refused").to_string()
     }
 
     #[test]

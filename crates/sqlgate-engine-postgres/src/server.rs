@@ -115,24 +115,18 @@ impl std::fmt::Debug for Server {
 
 impl Server {
     /// Checks the template: a `postgres://` URL with `{db}` and without a password.
-    pub fn new(template: &str, password_env: Option<&str>) -> Result<Server, String> {
+    pub fn new(template: &str, password_env: Option<&str>) -> Result<Server, ServerError> {
         if !template.contains("{db}") {
-            return Err(format!(
-                "the PostgreSQL URL `{template}` lacks `{{db}}`, where each case's database name goes"
-            ));
+            return Err(ServerError::NoDbPlaceholder(template.to_string()));
         }
         let config = postgres::Config::from_str(&template.replace("{db}", "db")).map_err(|e| {
-            format!(
-                "the PostgreSQL URL `{template}` does not parse: {}",
-                error_text(&e)
-            )
+            ServerError::Unparsable {
+                url: template.to_string(),
+                reason: error_text(&e),
+            }
         })?;
         if config.get_password().is_some() {
-            return Err(
-                "the PostgreSQL URL holds a password: name an environment variable holding it \
-                 instead (`password_env`, `--password-env`)"
-                    .to_string(),
-            );
+            return Err(ServerError::PasswordInUrl);
         }
         Ok(Server {
             template: template.to_string(),
@@ -146,7 +140,7 @@ impl Server {
         self.template.replace("{db}", db)
     }
 
-    fn connect(&self, db: &str) -> Result<Client, String> {
+    fn connect(&self, db: &str) -> Result<Client, ServerError> {
         let mut client = self.connect_as_given(db)?;
         // psycopg2 sees timestamps with time zone in the session's zone: one fixed zone here.
         client
@@ -154,38 +148,33 @@ impl Server {
                 "SET default_transaction_read_only = on; SET TIME ZONE 'UTC'; \
                  SET idle_in_transaction_session_timeout = '10min'",
             )
-            .map_err(|e| {
-                format!(
-                    "cannot set up the session on {}: {}",
-                    self.url(db),
-                    error_text(&e)
-                )
+            .map_err(|e| ServerError::Session {
+                url: self.url(db),
+                reason: error_text(&e),
             })?;
         Ok(client)
     }
 
     /// A session on `db` as the URL's role has it, not read-only: for creating databases
     /// ([`crate::writer`]).
-    pub(crate) fn connect_as_given(&self, db: &str) -> Result<Client, String> {
+    pub(crate) fn connect_as_given(&self, db: &str) -> Result<Client, ServerError> {
         let url = self.url(db);
-        let mut config = postgres::Config::from_str(&url).map_err(|e| {
-            format!(
-                "the PostgreSQL URL `{url}` does not parse: {}",
-                error_text(&e)
-            )
+        let mut config = postgres::Config::from_str(&url).map_err(|e| ServerError::Unparsable {
+            url: url.clone(),
+            reason: error_text(&e),
         })?;
         if let Some(name) = &self.password_env {
-            let password = std::env::var(name).map_err(|_| {
-                format!("the environment variable {name} (the PostgreSQL password) is not set")
-            })?;
+            let password =
+                std::env::var(name).map_err(|_| ServerError::PasswordUnset(name.clone()))?;
             config.password(password);
         }
         config
             .connect_timeout(CONNECT_TIMEOUT)
             .application_name("sqlgate");
-        config
-            .connect(NoTls)
-            .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))
+        config.connect(NoTls).map_err(|e| ServerError::Connect {
+            reason: error_text(&e),
+            url,
+        })
     }
 
     /// Closes the idle connections to `db`.
@@ -199,7 +188,7 @@ impl Server {
 
     /// Runs `f` on an idle connection to `db`, or a new one; a connection the server closed is
     /// not given back.
-    fn with_client<T>(&self, db: &str, f: impl FnOnce(&mut Client) -> T) -> Result<T, String> {
+    fn with_client<T>(&self, db: &str, f: impl FnOnce(&mut Client) -> T) -> Result<T, ServerError> {
         let url = self.url(db);
         let idle = || self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let taken = idle().get_mut(&url).and_then(Vec::pop);
@@ -221,10 +210,10 @@ impl Server {
         let mut charge = ResultCharge::default();
         let result = self
             .with_client(db, |client| run(client, sql, limits, deadline, &mut charge))
-            .unwrap_or_else(|message| {
+            .unwrap_or_else(|error| {
                 Err(ExecError {
                     kind: ExecErrorKind::Unavailable,
-                    message,
+                    message: error.to_string(),
                 })
             });
         let discarded = if result.is_err() { charge.held() } else { 0 };
@@ -248,44 +237,96 @@ impl Server {
                 .map_err(|e| classify(Step::Run(e)))?;
             explain(&mut tx, sql, deadline).map_err(classify)
         })
-        .unwrap_or_else(|message| {
+        .unwrap_or_else(|error| {
             Err(ExecError {
                 kind: ExecErrorKind::Unavailable,
-                message,
+                message: error.to_string(),
             })
         })
     }
 
     /// Connects to `db` and lists what the role could do beyond reading: each item is a
     /// warning for the user (docs/postgres.md tells how to set up a read-only role).
-    pub fn check_reader(&self, db: &str) -> Result<Vec<String>, String> {
+    pub fn check_reader(&self, db: &str) -> Result<Vec<String>, ServerError> {
         self.with_client(db, |client| {
-            reader_warnings(client).map_err(|e| {
-                format!(
-                    "cannot check the role on {}: {}",
-                    self.url(db),
-                    error_text(&e)
-                )
+            reader_warnings(client).map_err(|e| ServerError::CheckRole {
+                url: self.url(db),
+                reason: error_text(&e),
             })
         })?
     }
 
     /// Tables, columns and foreign keys of `db`'s visible schemas, from `pg_catalog`.
-    pub fn schema(&self, db: &str) -> Result<Schema, String> {
+    pub fn schema(&self, db: &str) -> Result<Schema, ServerError> {
         let limits = Limits::default();
         postgres_catalog(|sql| {
             self.execute(db, sql, &limits)
                 .result
                 .map(|set| set.rows.clone())
         })
-        .map_err(|error| {
-            format!(
-                "cannot read the schema of {}: {}",
-                self.url(db),
-                error.message
-            )
+        .map_err(|error| ServerError::Schema {
+            url: self.url(db),
+            reason: error.message,
         })
     }
+}
+
+/// Why a server cannot be used: its URL template, the password variable, or the server itself
+/// (unreachable, refusing the role). Messages name the URL, which holds no password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerError {
+    /// The template has no `{db}` for each case's database name.
+    #[error("the PostgreSQL URL `{0}` lacks `{{db}}`, where each case's database name goes")]
+    NoDbPlaceholder(String),
+    /// The URL is not one the client reads.
+    #[error("the PostgreSQL URL `{url}` does not parse: {reason}")]
+    Unparsable {
+        /// The URL as given.
+        url: String,
+        /// The client's words.
+        reason: String,
+    },
+    /// The URL holds a password, which would be printed wherever the URL is.
+    #[error(
+        "the PostgreSQL URL holds a password: name an environment variable holding it instead \
+         (`password_env`, `--password-env`)"
+    )]
+    PasswordInUrl,
+    /// The variable `password_env` names is not set.
+    #[error("the environment variable {0} (the PostgreSQL password) is not set")]
+    PasswordUnset(String),
+    /// The server did not accept a connection.
+    #[error("cannot connect to {url}: {reason}")]
+    Connect {
+        /// The database's URL.
+        url: String,
+        /// The server's or the client's words.
+        reason: String,
+    },
+    /// The session's read-only settings were refused.
+    #[error("cannot set up the session on {url}: {reason}")]
+    Session {
+        /// The database's URL.
+        url: String,
+        /// The server's words.
+        reason: String,
+    },
+    /// The role's rights could not be read.
+    #[error("cannot check the role on {url}: {reason}")]
+    CheckRole {
+        /// The database's URL.
+        url: String,
+        /// The server's words.
+        reason: String,
+    },
+    /// The catalog could not be read.
+    #[error("cannot read the schema of {url}: {reason}")]
+    Schema {
+        /// The database's URL.
+        url: String,
+        /// The engine's message.
+        reason: String,
+    },
 }
 
 /// Why one step failed: where it failed tells a prepare error from a runtime one.
@@ -443,7 +484,7 @@ fn fetch(
             }
             charge
                 .cover(bytes)
-                .map_err(|message| Step::Fail(ExecErrorKind::OutOfMemory, message))?;
+                .map_err(|error| Step::Fail(ExecErrorKind::OutOfMemory, error.to_string()))?;
             result.rows.push(cells);
         }
         if last {
@@ -636,6 +677,26 @@ mod tests {
     }
 
     #[test]
+    fn a_template_without_a_database_or_with_a_password_is_refused_in_words() {
+        assert_eq!(
+            Server::new("postgres://r@h/x", None)
+                .unwrap_err()
+                .to_string(),
+            "the PostgreSQL URL `postgres://r@h/x` lacks `{db}`, where each case's database name \
+             goes"
+        );
+        assert_eq!(
+            Server::new("postgres://r:pw@h/{db}", None).unwrap_err(),
+            ServerError::PasswordInUrl
+        );
+        assert_eq!(
+            ServerError::PasswordInUrl.to_string(),
+            "the PostgreSQL URL holds a password: name an environment variable holding it \
+             instead (`password_env`, `--password-env`)"
+        );
+    }
+
+    #[test]
     fn a_refused_connection_says_so() {
         let port = {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -644,7 +705,7 @@ mod tests {
         // The listener is gone: nothing accepts on the port.
         let server =
             Server::new(&format!("postgres://reader@127.0.0.1:{port}/{{db}}"), None).unwrap();
-        let error = server.schema("shop").unwrap_err();
+        let error = server.schema("shop").unwrap_err().to_string();
         assert!(
             error.contains(&format!(
                 "cannot connect to postgres://reader@127.0.0.1:{port}/shop"

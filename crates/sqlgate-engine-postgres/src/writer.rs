@@ -31,10 +31,10 @@ pub(crate) struct PgWriter {
     finished: bool,
 }
 
-fn failed(message: String) -> ExecError {
+fn failed(message: impl ToString) -> ExecError {
     ExecError {
         kind: ExecErrorKind::Runtime,
-        message,
+        message: message.to_string(),
     }
 }
 

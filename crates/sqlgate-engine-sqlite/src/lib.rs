@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use sqlgate_engine::catalog::text;
 use sqlgate_engine::{
-    Backend, CatalogRows, Connection, Driver, ExecError, Execution, Feature, Limits, Open, Schema,
-    Settings, Storage, Writer,
+    Backend, CatalogRows, Connection, Driver, EngineError, ExecError, Execution, Feature, Limits,
+    Open, Schema, Settings, Storage, Writer,
 };
 
 pub use catalog::{holds_rows, read_schema};
@@ -52,13 +52,12 @@ impl Driver for Sqlite {
         }
     }
 
-    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, String> {
+    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, EngineError> {
         if settings.dsn.is_some() || settings.password_env.is_some() {
-            return Err(
+            return Err(EngineError::NotAServer(
                 "a connection URL and its password variable need a server engine (`postgres`, \
-                 `mysql`); SQLite databases are files in `db_dir`"
-                    .into(),
-            );
+                 `mysql`); SQLite databases are files in `db_dir`",
+            ));
         }
         Ok(files())
     }

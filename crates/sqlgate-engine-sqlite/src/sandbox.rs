@@ -326,7 +326,7 @@ impl Sandbox {
         let (kind, message) = match error {
             RunError::Denied(message) => (ExecErrorKind::Denied, message),
             RunError::TooLarge(message) => (ExecErrorKind::TooLarge, message),
-            RunError::OutOfMemory(message) => (ExecErrorKind::OutOfMemory, message),
+            RunError::OutOfMemory(error) => (ExecErrorKind::OutOfMemory, error.to_string()),
             RunError::Prepare(e) | RunError::Runtime(e) if self.denied.load(Ordering::Relaxed) => {
                 (ExecErrorKind::Denied, e.to_string())
             }
@@ -372,7 +372,7 @@ enum RunError {
     Denied(String),
     TooLarge(String),
     /// The results being read and SQLite's heap would take more than the memory budget allows.
-    OutOfMemory(String),
+    OutOfMemory(memory::OutOfMemory),
 }
 
 fn code(error: &rusqlite::Error) -> Option<ErrorCode> {

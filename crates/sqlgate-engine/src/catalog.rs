@@ -92,34 +92,58 @@ pub struct ForeignKey {
 impl ForeignKey {
     /// An explicit join key `"orders.customer_id = customers.customer_id"`, checked against the
     /// schema (names are matched case-insensitively and written as the schema spells them).
-    pub fn parse(text: &str, schema: &Schema) -> Result<ForeignKey, String> {
-        let side = |part: &str| -> Result<ColRef, String> {
+    pub fn parse(text: &str, schema: &Schema) -> Result<ForeignKey, KeyError> {
+        let side = |part: &str| -> Result<ColRef, KeyError> {
             let (table, column) = part
                 .trim()
                 .split_once('.')
-                .ok_or_else(|| format!("`{}` is not `table.column`", part.trim()))?;
+                .ok_or_else(|| KeyError::NotAColumn(part.trim().to_string()))?;
             let table = schema
                 .tables
                 .iter()
                 .find(|t| t.name.eq_ignore_ascii_case(table.trim()))
-                .ok_or_else(|| format!("no table `{}`", table.trim()))?;
+                .ok_or_else(|| KeyError::NoTable(table.trim().to_string()))?;
             let column = table
                 .columns
                 .iter()
                 .find(|c| c.name.eq_ignore_ascii_case(column.trim()))
-                .ok_or_else(|| {
-                    format!("table `{}` has no column `{}`", table.name, column.trim())
+                .ok_or_else(|| KeyError::NoColumn {
+                    table: table.name.clone(),
+                    column: column.trim().to_string(),
                 })?;
             Ok(ColRef::new(&table.name, &column.name))
         };
         let (from, to) = text
             .split_once('=')
-            .ok_or_else(|| format!("`{text}` is not `table.column = table.column`"))?;
+            .ok_or_else(|| KeyError::NotAJoin(text.to_string()))?;
         Ok(ForeignKey {
             from: side(from)?,
             to: side(to)?,
         })
     }
+}
+
+/// Why an explicit join key is refused ([`ForeignKey::parse`]): a malformed key, or a name the
+/// schema does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The key is not two sides joined by `=`.
+    #[error("`{0}` is not `table.column = table.column`")]
+    NotAJoin(String),
+    /// A side is not `table.column`.
+    #[error("`{0}` is not `table.column`")]
+    NotAColumn(String),
+    /// The schema has no such table.
+    #[error("no table `{0}`")]
+    NoTable(String),
+    /// The table has no such column.
+    #[error("table `{table}` has no column `{column}`")]
+    NoColumn {
+        /// The table, as the schema spells it.
+        table: String,
+        /// The column, as the key spells it.
+        column: String,
+    },
 }
 
 /// What a database declares: its tables and foreign keys.

@@ -100,6 +100,32 @@ impl fmt::Display for Unsupported {
 
 impl std::error::Error for Unsupported {}
 
+/// Why an engine cannot serve a suite: [`Driver::connect`] refused its settings (`dsn`,
+/// `password_env`), or [`Backend::check_reader`] could not ask the server what its role may
+/// do. The message is the engine's own, naming the setting or the server's URL.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A server's settings given to an engine whose databases are files: the engine's words
+    /// say where they are.
+    #[error("{0}")]
+    NotAServer(&'static str),
+    /// No `dsn` given to a server engine: the engine's words show a URL of its kind.
+    #[error("{0}")]
+    NoDsn(&'static str),
+    /// The engine's own error about its server: a URL it cannot use, a password variable not
+    /// set, a server that does not answer or does not show the role's rights. Kept whole, so
+    /// that a caller who knows the engine can downcast it.
+    #[error(transparent)]
+    Server(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl EngineError {
+    /// The engine's error about its server (its own error type, or a message).
+    pub fn server(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> EngineError {
+        EngineError::Server(error.into())
+    }
+}
+
 impl From<Unsupported> for ExecError {
     fn from(unsupported: Unsupported) -> ExecError {
         ExecError {
@@ -122,7 +148,7 @@ pub trait Driver: Sync + 'static {
     fn storage(&self) -> Storage;
 
     /// The engine for one suite's settings; an error says what is wrong with them.
-    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, String>;
+    fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, EngineError>;
 
     /// The features this engine has, of those it may lack.
     fn supports(&self, feature: Feature) -> bool;
@@ -247,7 +273,7 @@ pub trait Backend: Send + Sync {
 
     /// What the connection to `db` could do beyond reading, each a warning for the user (a
     /// server role that can write); nothing for files, which are opened read-only.
-    fn check_reader(&self, db: &Path) -> Result<Vec<String>, String> {
+    fn check_reader(&self, db: &Path) -> Result<Vec<String>, EngineError> {
         let _ = db;
         Ok(Vec::new())
     }

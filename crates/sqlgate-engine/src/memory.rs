@@ -76,30 +76,41 @@ impl Default for MaxMemory {
 }
 
 impl TryFrom<u64> for MaxMemory {
-    type Error = String;
+    type Error = BudgetError;
 
-    fn try_from(mib: u64) -> Result<Self, String> {
+    fn try_from(mib: u64) -> Result<Self, BudgetError> {
         if (MaxMemory::MIN_MIB..=MaxMemory::MAX_MIB).contains(&mib) {
             Ok(MaxMemory { bytes: mib << 20 })
         } else {
-            Err(format!(
-                "the memory budget must be between {} and {} MiB, not {mib}",
-                MaxMemory::MIN_MIB,
-                MaxMemory::MAX_MIB
-            ))
+            Err(BudgetError::OutOfRange(mib))
         }
     }
 }
 
 impl std::str::FromStr for MaxMemory {
-    type Err = String;
+    type Err = BudgetError;
 
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, BudgetError> {
         let mib: u64 = text
             .parse()
-            .map_err(|_| format!("`{text}` is not a whole number of MiB"))?;
+            .map_err(|_| BudgetError::NotMib(text.to_string()))?;
         MaxMemory::try_from(mib)
     }
+}
+
+/// Why a memory budget (`--max-memory`, `max_memory`) is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    /// Not a whole number.
+    #[error("`{0}` is not a whole number of MiB")]
+    NotMib(String),
+    /// Outside [`MaxMemory::MIN_MIB`]..=[`MaxMemory::MAX_MIB`].
+    #[error(
+        "the memory budget must be between {min} and {max} MiB, not {0}",
+        min = MaxMemory::MIN_MIB,
+        max = MaxMemory::MAX_MIB
+    )]
+    OutOfRange(u64),
 }
 
 impl std::fmt::Display for MaxMemory {
@@ -164,14 +175,47 @@ impl Pool {
         }
     }
 
-    fn describe(&self) -> String {
-        format!(
+    fn describe(&self) -> PoolSize {
+        PoolSize {
+            bytes: self.bytes,
+            budget: self.budget,
+        }
+    }
+}
+
+/// The share of the budget that queries hold together, as an out-of-memory message names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSize {
+    /// The pool's bytes.
+    pub bytes: u64,
+    /// The budget it is a share of.
+    pub budget: MaxMemory,
+}
+
+impl std::fmt::Display for PoolSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
             "the {} MiB that queries may hold together under the {} MiB memory budget \
              (--max-memory)",
             self.bytes >> 20,
             self.budget
         )
     }
+}
+
+/// A result being read has no room left in the pool ([`ResultCharge::cover`]): the query
+/// stops as out of memory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "out of memory: this result ({bytes} bytes so far), SQLite's heap and the other results \
+     being read would take more than {pool}"
+)]
+pub struct OutOfMemory {
+    /// The result's bytes so far.
+    pub bytes: u64,
+    /// The pool it would overflow.
+    pub pool: PoolSize,
 }
 
 /// What a query that its engine stopped for want of memory is told.
@@ -198,7 +242,7 @@ impl ResultCharge {
     /// has no room for it. The charge grows by an eighth more than needed, so that a growing
     /// result takes few steps.
     #[inline]
-    pub fn cover(&mut self, bytes: usize) -> Result<(), String> {
+    pub fn cover(&mut self, bytes: usize) -> Result<(), OutOfMemory> {
         let bytes = bytes as u64;
         if bytes <= self.held {
             return Ok(());
@@ -206,17 +250,16 @@ impl ResultCharge {
         self.grow(bytes)
     }
 
-    fn grow(&mut self, bytes: u64) -> Result<(), String> {
+    fn grow(&mut self, bytes: u64) -> Result<(), OutOfMemory> {
         let wanted = bytes + bytes / 8 + (64 << 10);
         with_pool(|pool| {
             let heap = heap_used();
             let others = pool.results - self.held;
             if heap + others + bytes > pool.bytes {
-                return Err(format!(
-                    "out of memory: this result ({bytes} bytes so far), SQLite's heap and the \
-                     other results being read would take more than {}",
-                    pool.describe()
-                ));
+                return Err(OutOfMemory {
+                    bytes,
+                    pool: pool.describe(),
+                });
             }
             pool.results = others + wanted;
             self.held = wanted;
@@ -286,15 +329,33 @@ mod tests {
         assert_eq!("64".parse::<MaxMemory>().unwrap().bytes, 64 << 20);
         assert_eq!("4096".parse(), Ok(MaxMemory::default()));
         for text in ["0", "63", "16777217", "18446744073709551615"] {
-            let error = text.parse::<MaxMemory>().unwrap_err();
+            let error = text.parse::<MaxMemory>().unwrap_err().to_string();
             assert!(error.contains("between 64 and 16777216 MiB"), "{error}");
         }
         for text in ["", "4G", "-1", "1.5", "4096 MiB"] {
-            let error = text.parse::<MaxMemory>().unwrap_err();
+            let error = text.parse::<MaxMemory>().unwrap_err().to_string();
             assert!(error.contains("not a whole number of MiB"), "{error}");
         }
         // The largest pool fits the signed limit SQLite takes.
         let largest = MaxMemory::try_from(MaxMemory::MAX_MIB).unwrap();
         assert!(pool_bytes(largest) < i64::MAX as u64);
+    }
+
+    #[test]
+    fn a_result_without_room_names_its_size_the_pool_and_the_budget() {
+        let budget = MaxMemory::try_from(256).unwrap();
+        let error = OutOfMemory {
+            bytes: 1000,
+            pool: PoolSize {
+                bytes: pool_bytes(budget),
+                budget,
+            },
+        };
+        assert_eq!(
+            error.to_string(),
+            "out of memory: this result (1000 bytes so far), SQLite's heap and the other results \
+             being read would take more than the 96 MiB that queries may hold together under the \
+             256 MiB memory budget (--max-memory)"
+        );
     }
 }

@@ -22,19 +22,23 @@ pub const ENGINES: &[(&str, Option<&'static dyn Driver>)] = &[
 ];
 
 /// The engine named `name`, or why there is none.
-pub fn driver(name: &str) -> Result<&'static dyn Driver, String> {
+pub fn driver(name: &str) -> Result<&'static dyn Driver, EngineNameError> {
     match ENGINES.iter().find(|(known, _)| *known == name) {
         Some((_, Some(driver))) => Ok(*driver),
-        Some((known, None)) => Err(format!(
-            "engine `{known}` is not in this build of sqlgate: build it with the cargo feature \
-             `{known}`"
-        )),
-        None => Err(format!(
-            "unknown engine `{}`; sqlgate knows {}",
-            name.escape_debug(),
-            names().join(", ")
-        )),
+        Some((known, None)) => Err(EngineNameError::NotBuilt(known)),
+        None => Err(EngineNameError::Unknown(name.to_string())),
     }
+}
+
+/// Why a name (`engine = "..."`, `--engine`) selects no engine of this build.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineNameError {
+    /// An engine sqlgate knows, left out of this build (its cargo feature is off).
+    #[error("engine `{0}` is not in this build of sqlgate: build it with the cargo feature `{0}`")]
+    NotBuilt(&'static str),
+    /// No engine has this name; the message lists those that do.
+    #[error("unknown engine `{}`; sqlgate knows {}", .0.escape_debug(), names().join(", "))]
+    Unknown(String),
 }
 
 /// The names of every engine, built in or not.
@@ -90,9 +94,9 @@ impl std::fmt::Display for EngineKind {
 }
 
 impl std::str::FromStr for EngineKind {
-    type Err = String;
+    type Err = EngineNameError;
 
-    fn from_str(name: &str) -> Result<Self, String> {
+    fn from_str(name: &str) -> Result<Self, EngineNameError> {
         driver(name).map(EngineKind)
     }
 }
@@ -121,8 +125,14 @@ mod tests {
                 assert_eq!(driver.name(), *name);
             }
         }
-        assert!(driver("oracle").unwrap_err().contains("sqlite"));
-        assert!(driver("sqlite\n").unwrap_err().contains("`sqlite\\n`"));
+        assert!(driver("oracle").unwrap_err().to_string().contains("sqlite"));
+        assert_eq!(
+            driver("sqlite\n").unwrap_err().to_string(),
+            format!(
+                "unknown engine `sqlite\\n`; sqlgate knows {}",
+                names().join(", ")
+            )
+        );
     }
 
     #[test]
@@ -131,7 +141,7 @@ mod tests {
             match built {
                 Some(_) => assert!(driver(name).is_ok()),
                 None => {
-                    let error = driver(name).unwrap_err();
+                    let error = driver(name).unwrap_err().to_string();
                     assert!(
                         error.contains(&format!("cargo feature `{name}`")),
                         "{error}"
@@ -147,7 +157,10 @@ mod tests {
             dsn: Some("postgres://r@h/{db}"),
             password_env: None,
         };
-        let error = sqlite().connect(&settings).expect_err("refused");
+        let error = sqlite()
+            .connect(&settings)
+            .expect_err("refused")
+            .to_string();
         assert!(error.contains("server engine"), "{error}");
         assert!(!sqlite().connect(&Default::default()).unwrap().on_server());
     }

@@ -33,7 +33,7 @@ pub use errors::excerpt;
 pub use errors::{LlmError, LlmErrorKind, ServerState};
 pub use headers::HeaderSource;
 pub use system_error::{SystemError, SystemErrorKind};
-pub use throttle_config::ThrottleConfig;
+pub use throttle_config::{ThrottleConfig, ThrottleError};
 
 /// Where the API is and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]

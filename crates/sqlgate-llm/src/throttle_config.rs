@@ -35,18 +35,16 @@ impl Default for ThrottleConfig {
 
 impl ThrottleConfig {
     /// The first problem with the values, for the configuration loader to report.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ThrottleError> {
         if self.concurrency == 0 {
-            return Err("`concurrency` must be at least 1".into());
+            return Err(ThrottleError::NoConcurrency);
         }
         if self.stop_after_connection_failures == 0 {
-            return Err("`stop_after_connection_failures` must be at least 1".into());
+            return Err(ThrottleError::NeverStops);
         }
         if let Some(rate) = self.requests_per_second {
             if !(rate.is_finite() && rate > 0.0) {
-                return Err(format!(
-                    "`requests_per_second` must be a positive number, not {rate}"
-                ));
+                return Err(ThrottleError::Rate(rate));
             }
         }
         for (name, secs) in [
@@ -54,11 +52,31 @@ impl ThrottleConfig {
             ("max_backoff_secs", self.max_backoff_secs),
         ] {
             if std::time::Duration::try_from_secs_f64(secs).is_err() {
-                return Err(format!(
-                    "`{name}` must be a non-negative number of seconds, not {secs}"
-                ));
+                return Err(ThrottleError::Backoff { name, secs });
             }
         }
         Ok(())
     }
+}
+
+/// Why a `throttle` table is refused ([`ThrottleConfig::check`]): the value named.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ThrottleError {
+    /// `concurrency = 0` would never call.
+    #[error("`concurrency` must be at least 1")]
+    NoConcurrency,
+    /// `stop_after_connection_failures = 0` would stop before the first call.
+    #[error("`stop_after_connection_failures` must be at least 1")]
+    NeverStops,
+    /// A rate that is not a positive number.
+    #[error("`requests_per_second` must be a positive number, not {0}")]
+    Rate(f64),
+    /// A backoff that is no duration.
+    #[error("`{name}` must be a non-negative number of seconds, not {secs}")]
+    Backoff {
+        /// `backoff_secs` or `max_backoff_secs`.
+        name: &'static str,
+        /// The value given.
+        secs: f64,
+    },
 }

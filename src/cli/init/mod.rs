@@ -161,10 +161,11 @@ fn refuse_unprintable(args: &InitArgs, here: &Path, suite: &str) -> Result<(), E
     for (option, path) in paths {
         if let Some(path) = path {
             check_printable(&format!("the path of {option}"), &as_written(path, here))
-                .map_err(Error::Usage)?;
+                .map_err(|e| Error::Usage(e.to_string()))?;
         }
     }
-    check_printable("the suite name (the benchmark's file name)", suite).map_err(Error::Usage)
+    check_printable("the suite name (the benchmark's file name)", suite)
+        .map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// A mistake in the configuration init generated names a line of a file not written yet.

@@ -28,8 +28,8 @@ impl Driver for SqliteDriver {
             sidecars: &["-wal"],
         }
     }
-    fn connect(&self, _: &Settings<'_>) -> Result<Arc<dyn Backend>, String> {
-        Err("a test-only driver".into())
+    fn connect(&self, _: &Settings<'_>) -> Result<Arc<dyn Backend>, sqlgate_engine::EngineError> {
+        Err(sqlgate_engine::EngineError::server("a test-only driver"))
     }
     fn supports(&self, _: Feature) -> bool {
         false

@@ -11,9 +11,9 @@ use std::time::Instant;
 
 pub use engine::Engine;
 pub use sqlgate_engine::{
-    copy_database, limits, memory, value, Backend, Connection, Driver, ExecError, ExecErrorKind,
-    Execution, Feature, Limits, Open, ResultSet, Settings, Source, Storage, Unsupported, Value,
-    Writer, STAGING_SUFFIX,
+    copy_database, limits, memory, value, Backend, Connection, Driver, EngineError, ExecError,
+    ExecErrorKind, Execution, Feature, Limits, Open, ResultSet, Settings, Source, Storage,
+    Unsupported, Value, Writer, STAGING_SUFFIX,
 };
 
 /// Runs queries for the evaluators; executions are cached by the implementation.
@@ -122,7 +122,7 @@ impl QueryRunner for Witness<'_> {
 pub fn connect(
     driver: &'static dyn Driver,
     settings: &sqlgate_engine::Settings<'_>,
-) -> Result<std::sync::Arc<dyn Backend>, String> {
+) -> Result<std::sync::Arc<dyn Backend>, EngineError> {
     if let Some(variable) = settings.password_env {
         crate::secrets::register_env(variable);
     }

@@ -54,7 +54,8 @@ enum GoldSql {
 /// The cases of `family` in `path`: a generated suite's cases, or the mutants of a JSONL file
 /// as feasible cases of `bench` whose gold is the mutant SQL.
 pub fn load_family(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<Case>, InputError> {
-    check_printable("family name", family).map_err(|problem| InputError::file(path, problem))?;
+    check_printable("family name", family)
+        .map_err(|problem| InputError::file(path, problem.to_string()))?;
     let manifest = if path.is_dir() {
         Some(path.join("suite.toml"))
     } else {

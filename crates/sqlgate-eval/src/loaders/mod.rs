@@ -478,7 +478,7 @@ fn check_case_ids(cases: &[Case]) -> Result<(), InputError> {
     for case in cases {
         check_printable("case id", &case.id)
             .and_then(|()| check_printable("database name", &case.db))
-            .map_err(|problem| case.source.error(problem))?;
+            .map_err(|problem| case.source.error(problem.to_string()))?;
         if let Some(first) = first_seen.insert(&case.id, &case.source) {
             return Err(case.source.error(format!(
                 "duplicate id `{}` (first used by {})",

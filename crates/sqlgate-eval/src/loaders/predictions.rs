@@ -261,7 +261,7 @@ fn jsonl_record(at: SourceRef, line: &str) -> Result<(String, Prediction), Input
             json_kind(id)
         )));
     };
-    check_printable("id", &id).map_err(|problem| at.error(problem))?;
+    check_printable("id", &id).map_err(|problem| at.error(problem.to_string()))?;
     let mut prediction = cleaned(document.answer, at);
     prediction.samples = document
         .samples
@@ -411,7 +411,7 @@ fn load_trustsql(
     let mut slots: Vec<Option<Prediction>> = vec![None; bench.cases.len()];
     for (record, (id, value)) in parse_entries(path, text)?.into_iter().enumerate() {
         let at = source(path, record, None);
-        check_printable("id", &id).map_err(|problem| at.error(problem))?;
+        check_printable("id", &id).map_err(|problem| at.error(problem.to_string()))?;
         let case = free_slot(&index, &slots, &id, &at)?;
         slots[case] = Some(trustsql_prediction(&id, value, at)?);
     }

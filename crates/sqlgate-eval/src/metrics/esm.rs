@@ -47,6 +47,9 @@ pub enum EsmError {
     /// The harness reports the hardness of such a pair as `unparsed`.
     #[error("the gold query does not parse: {0}")]
     GoldUnparsed(ParseError),
+    /// A `foreign_keys` pair of `tables.json` names a column index past the last column.
+    #[error("foreign key refers to missing column {0}")]
+    MissingColumn(usize),
 }
 
 /// `build_foreign_key_map`: column id → the id of its foreign-key cluster's smallest column.
@@ -61,11 +64,11 @@ impl ForeignKeyMap {
     ///
     /// As in the reference, a link joins the first cluster that holds either end, and clusters
     /// are never merged; a column in several clusters takes the last cluster's smallest column.
-    pub fn new(columns: &[String], links: &[(usize, usize)]) -> Result<ForeignKeyMap, String> {
+    pub fn new(columns: &[String], links: &[(usize, usize)]) -> Result<ForeignKeyMap, EsmError> {
         let mut clusters: Vec<BTreeSet<usize>> = Vec::new();
         for &(from, to) in links {
             if let Some(bad) = [from, to].into_iter().find(|&i| i >= columns.len()) {
-                return Err(format!("foreign key refers to missing column {bad}"));
+                return Err(EsmError::MissingColumn(bad));
             }
             let found = clusters
                 .iter()
@@ -96,7 +99,8 @@ impl ForeignKeyMap {
         let entries = read_tables_json(path)?;
         let mut maps = HashMap::with_capacity(entries.len());
         for (record, entry) in entries.into_iter().enumerate() {
-            let at_record = |message: String| InputError::file(path, message).at_record(record);
+            let at_record =
+                |error: EsmError| InputError::file(path, error.to_string()).at_record(record);
             let map =
                 ForeignKeyMap::new(&column_ids(&entry), &entry.foreign_keys).map_err(at_record)?;
             maps.insert(entry.db_id, map);
@@ -660,7 +664,7 @@ impl Evaluator {
                     return Ok(schema.clone());
                 }
                 let path = crate::files::database_file(dir, db_id, "sqlite")
-                    .map_err(|problem| InputError::file(dir, problem))?;
+                    .map_err(|problem| InputError::file(dir, problem.to_string()))?;
                 let schema = Arc::new(Schema::from_sqlite(&**backend, path)?);
                 cache.insert(db_id.to_string(), schema.clone());
                 Ok(schema)

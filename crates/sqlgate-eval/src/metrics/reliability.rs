@@ -137,20 +137,23 @@ impl fmt::Display for Penalty {
 }
 
 impl std::str::FromStr for Penalty {
-    type Err = String;
+    type Err = PenaltyError;
 
-    fn from_str(text: &str) -> Result<Penalty, String> {
+    fn from_str(text: &str) -> Result<Penalty, PenaltyError> {
         if text == "N" {
             return Ok(Penalty::N);
         }
         match text.parse::<f64>() {
             Ok(c) if c >= 0.0 && c.is_finite() => Ok(Penalty::Value(c)),
-            _ => Err(format!(
-                "expected a non-negative number or `N`, got `{text}`"
-            )),
+            _ => Err(PenaltyError(text.to_string())),
         }
     }
 }
+
+/// A penalty that is neither a non-negative number nor `N` (`--penalty`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected a non-negative number or `N`, got `{0}`")]
+pub struct PenaltyError(pub String);
 
 /// RS(c) = 100 · mean φ_c; NaN for no cases (the reference prints `nan`).
 pub fn rs(regions: &[Region], penalty: f64) -> f64 {

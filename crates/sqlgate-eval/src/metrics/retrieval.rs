@@ -17,8 +17,8 @@ use sqlparser::parser::Parser;
 pub type Elements = BTreeSet<String>;
 
 /// The tables and columns a gold query names.
-pub fn gold_elements(sql: &str) -> Result<Elements, String> {
-    let statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| e.to_string())?;
+pub fn gold_elements(sql: &str) -> Result<Elements, GoldParseError> {
+    let statements = Parser::parse_sql(&SQLiteDialect {}, sql)?;
     let mut names = Vec::new();
     let _ = visit_relations(&statements, |name: &ObjectName| {
         if let Some(ObjectNamePart::Identifier(ident)) = name.0.last() {
@@ -38,6 +38,12 @@ pub fn gold_elements(sql: &str) -> Result<Elements, String> {
     });
     Ok(elements(&names))
 }
+
+/// A gold query the parser cannot read: it names no elements, and the case's retrieval rates
+/// are not computed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(transparent)]
+pub struct GoldParseError(#[from] sqlparser::parser::ParserError);
 
 /// One case's retrieval scores. A rate whose denominator is empty is `None` (not computable,
 /// never a silent 0 or 1).

@@ -34,19 +34,24 @@ impl fmt::Display for Hardness {
 }
 
 impl std::str::FromStr for Hardness {
-    type Err = String;
+    type Err = UnknownHardness;
 
     /// The level as written in tags and reports: `easy`, `medium`, `hard` or `extra`.
-    fn from_str(text: &str) -> Result<Hardness, String> {
+    fn from_str(text: &str) -> Result<Hardness, UnknownHardness> {
         match text {
             "easy" => Ok(Hardness::Easy),
             "medium" => Ok(Hardness::Medium),
             "hard" => Ok(Hardness::Hard),
             "extra" => Ok(Hardness::Extra),
-            _ => Err(format!("unknown hardness `{text}`")),
+            _ => Err(UnknownHardness(text.to_string())),
         }
     }
 }
+
+/// A text that names no [`Hardness`] level.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown hardness `{0}`")]
+pub struct UnknownHardness(pub String);
 
 /// The three counts the classification reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,7 +21,7 @@ pub use ast::{
     AggOp, ColUnit, CondUnit, Condition, Connector, FromClause, Operand, OrderBy, OrderDirection,
     Select, SelectItem, Sql, TableUnit, UnitOp, ValUnit, WhereOp,
 };
-pub use hardness::{hardness, Hardness};
+pub use hardness::{hardness, Hardness, UnknownHardness};
 pub use parse::{parse, ParseError};
 pub use schema::{read_tables_json, PrimaryKey, Schema, Table, TablesJsonEntry};
 pub use tokenize::tokenize;

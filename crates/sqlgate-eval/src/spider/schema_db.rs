@@ -60,8 +60,8 @@ pub struct Built {
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// The entry describes a schema that cannot be built.
-    #[error("{0}")]
-    Schema(String),
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
     /// The file could not be written.
     #[error(transparent)]
     Output(#[from] OutputError),
@@ -91,7 +91,8 @@ pub fn build_databases(
     let mut plans = Vec::with_capacity(selected.len());
     for (record, entry) in selected {
         check_plain_name(&entry.db_id).map_err(|m| at_record(record, &entry.db_id, m))?;
-        let tables = create_statements(entry).map_err(|m| at_record(record, &entry.db_id, m))?;
+        let tables = create_statements(entry)
+            .map_err(|error| at_record(record, &entry.db_id, error.to_string()))?;
         plans.push((record, entry, tables));
     }
     let mut built = Vec::with_capacity(plans.len());
@@ -100,7 +101,9 @@ pub fn build_databases(
         let path = out_dir.join(db_id).join(format!("{db_id}.sqlite"));
         let outcome =
             write_database(&tables, &path, force, sqlite).map_err(|error| match error {
-                BuildError::Schema(message) => FileError::Input(at_record(record, db_id, message)),
+                BuildError::Schema(error) => {
+                    FileError::Input(at_record(record, db_id, error.to_string()))
+                }
                 BuildError::Output(error) => FileError::Output(error),
             })?;
         built.push(Built {
@@ -121,13 +124,13 @@ pub fn build_database(
     force: bool,
     sqlite: &dyn Backend,
 ) -> Result<Outcome, BuildError> {
-    let tables = create_statements(entry).map_err(BuildError::Schema)?;
+    let tables = create_statements(entry)?;
     write_database(&tables, path, force, sqlite)
 }
 
 /// The `CREATE TABLE` statements of one entry, in creation order (`sqlite_sequence` excluded:
 /// SQLite creates it). An error names the problem and the column, key or table at fault.
-pub fn create_statements(entry: &TablesJsonEntry) -> Result<Vec<CreateTable>, String> {
+pub fn create_statements(entry: &TablesJsonEntry) -> Result<Vec<CreateTable>, SchemaError> {
     let columns = resolve_columns(entry)?;
     let tables = &entry.table_names_original;
     let mut primary: Vec<Vec<&Column>> = vec![Vec::new(); tables.len()];
@@ -155,9 +158,10 @@ pub fn create_statements(entry: &TablesJsonEntry) -> Result<Vec<CreateTable>, St
     for (table, name) in tables.iter().enumerate() {
         if is_sqlite_sequence(name) {
             if !foreign[table].is_empty() {
-                return Err(format!(
-                    "table {table} ({name:?}) is created by SQLite and cannot declare foreign keys"
-                ));
+                return Err(SchemaError::SequenceForeignKeys {
+                    table,
+                    name: name.clone(),
+                });
             }
             continue;
         }
@@ -172,7 +176,10 @@ pub fn create_statements(entry: &TablesJsonEntry) -> Result<Vec<CreateTable>, St
             })
             .collect();
         if items.is_empty() {
-            return Err(format!("table {table} ({name:?}) has no columns"));
+            return Err(SchemaError::NoColumns {
+                table,
+                name: name.clone(),
+            });
         }
         if !primary[table].is_empty() {
             let keys: Vec<String> = primary[table].iter().map(|c| quote(c.name)).collect();
@@ -195,6 +202,100 @@ pub fn create_statements(entry: &TablesJsonEntry) -> Result<Vec<CreateTable>, St
     Ok(statements)
 }
 
+/// Why a `tables.json` entry describes no schema that can be built ([`create_statements`]):
+/// each names the column, key or table at fault by its index and name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// `column_types` and `column_names_original` differ in length.
+    #[error("column_types has {types} entries for {columns} columns")]
+    TypeCount {
+        /// Entries of `column_types`.
+        types: usize,
+        /// Entries of `column_names_original`.
+        columns: usize,
+    },
+    /// A column names a table index past the last table.
+    #[error("column {index} ({name:?}) refers to missing table {table}")]
+    MissingTable {
+        /// The column's index.
+        index: usize,
+        /// The column's name.
+        name: String,
+        /// The table index it gives.
+        table: i64,
+    },
+    /// A column's type is none of Spider's five.
+    #[error(
+        "column {index} ({name:?}) has unknown type {spider_type:?} (expected text, number, \
+         time, boolean or others)"
+    )]
+    UnknownType {
+        /// The column's index.
+        index: usize,
+        /// The column's name.
+        name: String,
+        /// The type as written.
+        spider_type: String,
+    },
+    /// A key names the `*` pseudo-column.
+    #[error("{role} {key} refers to column {index}, the * pseudo-column")]
+    StarColumn {
+        /// `primary key` or `foreign key`.
+        role: &'static str,
+        /// The key's index in its list.
+        key: usize,
+        /// The column index it gives.
+        index: usize,
+    },
+    /// A key names a column index past the last column.
+    #[error("{role} {key} refers to column {index}, which does not exist ({columns} columns)")]
+    MissingColumn {
+        /// `primary key` or `foreign key`.
+        role: &'static str,
+        /// The key's index in its list.
+        key: usize,
+        /// The column index it gives.
+        index: usize,
+        /// The entry's columns.
+        columns: usize,
+    },
+    /// `sqlite_sequence` is listed after a table that cannot be SQLite's AUTOINCREMENT table.
+    #[error(
+        "table {table} ({name:?}) is created by SQLite with an AUTOINCREMENT table: the table \
+         listed before it needs a single number primary key"
+    )]
+    SequenceOwner {
+        /// The index of `sqlite_sequence`.
+        table: usize,
+        /// Its name as listed.
+        name: String,
+    },
+    /// `sqlite_sequence` declares foreign keys, which SQLite's own table cannot have.
+    #[error("table {table} ({name:?}) is created by SQLite and cannot declare foreign keys")]
+    SequenceForeignKeys {
+        /// The index of `sqlite_sequence`.
+        table: usize,
+        /// Its name as listed.
+        name: String,
+    },
+    /// A table without a column.
+    #[error("table {table} ({name:?}) has no columns")]
+    NoColumns {
+        /// The table's index.
+        table: usize,
+        /// Its name.
+        name: String,
+    },
+    /// SQLite refuses a table's statement (a duplicate column, a reserved name).
+    #[error("SQLite rejects table {table:?}: {message}")]
+    Rejected {
+        /// The table's name.
+        table: String,
+        /// SQLite's message.
+        message: String,
+    },
+}
+
 /// A column of the entry other than the `*` pseudo-column.
 struct Column<'a> {
     /// Its index in `column_names_original`.
@@ -206,14 +307,13 @@ struct Column<'a> {
 }
 
 /// Every entry of `column_names_original`, `None` for `*`, checked against the tables and types.
-fn resolve_columns(entry: &TablesJsonEntry) -> Result<Vec<Option<Column<'_>>>, String> {
+fn resolve_columns(entry: &TablesJsonEntry) -> Result<Vec<Option<Column<'_>>>, SchemaError> {
     let names = &entry.column_names_original;
     if entry.column_types.len() != names.len() {
-        return Err(format!(
-            "column_types has {} entries for {} columns",
-            entry.column_types.len(),
-            names.len()
-        ));
+        return Err(SchemaError::TypeCount {
+            types: entry.column_types.len(),
+            columns: names.len(),
+        });
     }
     let mut columns = Vec::with_capacity(names.len());
     for (index, ((table, name), spider_type)) in names.iter().zip(&entry.column_types).enumerate() {
@@ -224,12 +324,15 @@ fn resolve_columns(entry: &TablesJsonEntry) -> Result<Vec<Option<Column<'_>>>, S
         let table = usize::try_from(*table)
             .ok()
             .filter(|&table| table < entry.table_names_original.len())
-            .ok_or_else(|| format!("column {index} ({name:?}) refers to missing table {table}"))?;
-        let affinity = affinity(spider_type).ok_or_else(|| {
-            format!(
-                "column {index} ({name:?}) has unknown type {spider_type:?} \
-                 (expected text, number, time, boolean or others)"
-            )
+            .ok_or_else(|| SchemaError::MissingTable {
+                index,
+                name: name.clone(),
+                table: *table,
+            })?;
+        let affinity = affinity(spider_type).ok_or_else(|| SchemaError::UnknownType {
+            index,
+            name: name.clone(),
+            spider_type: spider_type.clone(),
         })?;
         columns.push(Some(Column {
             index,
@@ -246,18 +349,18 @@ fn resolve_columns(entry: &TablesJsonEntry) -> Result<Vec<Option<Column<'_>>>, S
 fn column<'c, 'a>(
     columns: &'c [Option<Column<'a>>],
     index: usize,
-    role: &str,
+    role: &'static str,
     key: usize,
-) -> Result<&'c Column<'a>, String> {
+) -> Result<&'c Column<'a>, SchemaError> {
     match columns.get(index) {
         Some(Some(column)) => Ok(column),
-        Some(None) => Err(format!(
-            "{role} {key} refers to column {index}, the * pseudo-column"
-        )),
-        None => Err(format!(
-            "{role} {key} refers to column {index}, which does not exist ({} columns)",
-            columns.len()
-        )),
+        Some(None) => Err(SchemaError::StarColumn { role, key, index }),
+        None => Err(SchemaError::MissingColumn {
+            role,
+            key,
+            index,
+            columns: columns.len(),
+        }),
     }
 }
 
@@ -267,7 +370,7 @@ fn column<'c, 'a>(
 fn autoincrement_column<'c, 'a>(
     tables: &[String],
     primary: &[Vec<&'c Column<'a>>],
-) -> Result<Option<&'c Column<'a>>, String> {
+) -> Result<Option<&'c Column<'a>>, SchemaError> {
     let Some(position) = tables.iter().position(|name| is_sqlite_sequence(name)) else {
         return Ok(None);
     };
@@ -276,11 +379,10 @@ fn autoincrement_column<'c, 'a>(
         .map_or(&[][..], |owner| &primary[owner][..]);
     match owner_key {
         [key] if key.spider_type == "number" => Ok(Some(*key)),
-        _ => Err(format!(
-            "table {position} ({:?}) is created by SQLite with an AUTOINCREMENT table: the table \
-             listed before it needs a single number primary key",
-            tables[position]
-        )),
+        _ => Err(SchemaError::SequenceOwner {
+            table: position,
+            name: tables[position].clone(),
+        }),
     }
 }
 
@@ -358,7 +460,7 @@ fn write_database(
         .map_err(output)?;
     let staged = staging.path().join("database");
     create_tables(&staged, tables, sqlite).map_err(|error| match error {
-        CreateError::Rejected(message) => BuildError::Schema(message),
+        CreateError::Rejected(error) => BuildError::Schema(error),
         CreateError::Sqlite(error) => output(io::Error::other(error.message)),
     })?;
     fs::rename(&staged, path).map_err(output)?;
@@ -367,7 +469,7 @@ fn write_database(
 
 enum CreateError {
     /// SQLite rejects a statement: a problem of the input (a duplicate column, a reserved name).
-    Rejected(String),
+    Rejected(SchemaError),
     Sqlite(ExecError),
 }
 
@@ -380,10 +482,10 @@ fn create_tables(
     let mut writer = sqlite.create(file).map_err(CreateError::Sqlite)?;
     for table in tables {
         writer.execute_batch(&table.sql).map_err(|error| {
-            CreateError::Rejected(format!(
-                "SQLite rejects table {:?}: {}",
-                table.table, error.message
-            ))
+            CreateError::Rejected(SchemaError::Rejected {
+                table: table.table.clone(),
+                message: error.message,
+            })
         })?;
     }
     writer.finish().map_err(CreateError::Sqlite)
@@ -535,7 +637,9 @@ mod tests {
         );
         let leading = entry(&[("sqlite_sequence", sequence)], vec![], vec![]);
         for entry in [text_key, leading] {
-            let error = create_statements(&entry).expect_err("no AUTOINCREMENT table");
+            let error = create_statements(&entry)
+                .expect_err("no AUTOINCREMENT table")
+                .to_string();
             assert!(error.contains("single number primary key"), "{error}");
         }
     }
@@ -571,9 +675,32 @@ mod tests {
             (empty_table, "table 1 (\"empty\") has no columns"),
         ];
         for (entry, expected) in cases {
-            let error = create_statements(&entry).expect_err(expected);
+            let error = create_statements(&entry).expect_err(expected).to_string();
             assert!(error.contains(expected), "{error}");
         }
+    }
+
+    #[test]
+    fn schema_errors_read_as_before_they_were_typed() {
+        let unknown = SchemaError::UnknownType {
+            index: 1,
+            name: "a".into(),
+            spider_type: "integer".into(),
+        };
+        assert_eq!(
+            unknown.to_string(),
+            "column 1 (\"a\") has unknown type \"integer\" (expected text, number, time, \
+             boolean or others)"
+        );
+        let owner = SchemaError::SequenceOwner {
+            table: 2,
+            name: "sqlite_sequence".into(),
+        };
+        assert_eq!(
+            owner.to_string(),
+            "table 2 (\"sqlite_sequence\") is created by SQLite with an AUTOINCREMENT table: the \
+             table listed before it needs a single number primary key"
+        );
     }
 
     #[test]
@@ -589,7 +716,8 @@ mod tests {
         )
         .expect_err("duplicate column");
         match error {
-            BuildError::Schema(message) => {
+            BuildError::Schema(error) => {
+                let message = error.to_string();
                 assert!(message.contains("duplicate column"), "{message}")
             }
             other => panic!("expected a schema error, got {other:?}"),

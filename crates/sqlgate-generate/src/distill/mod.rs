@@ -27,7 +27,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 use sqlgate_eval::error::{InputError, OutputError};
-use sqlgate_eval::exec::{Backend, ExecError, Feature, Open, Source, Storage};
+use sqlgate_eval::exec::{Backend, ExecError, Feature, Open, Source, Storage, Unsupported};
 use sqlgate_eval::loaders::suite_folder::GoldSkip;
 use sqlgate_eval::loaders::{Benchmark, Case};
 
@@ -150,11 +150,11 @@ pub const PREDICTION_OPERATOR: &str = "prediction";
 
 /// Why distill cannot run on engine `driver` (it cannot create databases), checked before
 /// anything connects.
-pub fn check_engine(driver: &dyn sqlgate_eval::exec::Driver) -> Result<(), String> {
+pub fn check_engine(driver: &dyn sqlgate_eval::exec::Driver) -> Result<(), Unsupported> {
     if driver.supports(Feature::Create) {
         Ok(())
     } else {
-        Err(driver.unsupported(Feature::Create).to_string())
+        Err(driver.unsupported(Feature::Create))
     }
 }
 
@@ -171,7 +171,8 @@ pub fn distill(
     provenance: &Provenance,
 ) -> Result<Vec<DatabaseReport>, DistillError> {
     let backend = &*bench.backend;
-    check_engine(backend.driver()).map_err(|problem| InputError::file(&bench.db_dir, problem))?;
+    check_engine(backend.driver())
+        .map_err(|problem| InputError::file(&bench.db_dir, problem.to_string()))?;
     let mut by_db: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| !c.gold.is_empty()) {
         by_db.entry(case.db.as_str()).or_default().push(case);

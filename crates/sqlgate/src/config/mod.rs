@@ -24,7 +24,7 @@ use sqlgate_eval::exec::memory::MaxMemory;
 pub use abstention::{AbstentionConfig, AbstentionError};
 pub use case::CaseConfig;
 pub use error::ConfigError;
-pub use profile::{ProfileConfig, RecordMode};
+pub use profile::{ProfileConfig, RecordMode, RecordModeError};
 pub use sampling::{Alpha, PassRule, PassRuleError};
 pub use sqlgate_eval::scoring::Metric;
 pub use sqlgate_llm::ThrottleConfig;

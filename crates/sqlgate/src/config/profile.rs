@@ -52,12 +52,17 @@ impl RecordMode {
 }
 
 impl std::str::FromStr for RecordMode {
-    type Err = String;
+    type Err = RecordModeError;
 
-    fn from_str(text: &str) -> Result<RecordMode, String> {
+    fn from_str(text: &str) -> Result<RecordMode, RecordModeError> {
         [RecordMode::None, RecordMode::New, RecordMode::All]
             .into_iter()
             .find(|mode| mode.name() == text)
-            .ok_or_else(|| format!("must be none, new or all, not `{text}`"))
+            .ok_or_else(|| RecordModeError(text.to_string()))
     }
 }
+
+/// A record mode (`--record`, `SQLGATE_RECORD`) that is none of `none`, `new` and `all`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be none, new or all, not `{0}`")]
+pub struct RecordModeError(pub String);

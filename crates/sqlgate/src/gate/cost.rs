@@ -54,7 +54,7 @@ pub fn summarize<'a>(cases: impl IntoIterator<Item = (&'a [AnswerCost], bool)>) 
 impl CostSummary {
     /// The `p`-th percentile (0 < p <= 100) of the answers' latency in seconds, by nearest
     /// rank: the smallest recorded latency that at least p% of the answers do not exceed.
-    pub fn latency_percentile(&self, p: u32) -> Result<f64, String> {
+    pub fn latency_percentile(&self, p: u32) -> Result<f64, CostError> {
         self.lacking("latency", self.latencies_ms.len())?;
         let n = self.latencies_ms.len();
         let rank = (u64::from(p) * n as u64).div_ceil(100).max(1) as usize;
@@ -62,42 +62,35 @@ impl CostSummary {
     }
 
     /// The mean tokens (prompt and completion, over all its answers) per case.
-    pub fn tokens_mean(&self) -> Result<f64, String> {
+    pub fn tokens_mean(&self) -> Result<f64, CostError> {
         Ok(self.total_tokens()? as f64 / self.cases as f64)
     }
 
     /// All the suite's tokens over its correct cases; undefined when none is correct.
-    pub fn tokens_per_correct(&self) -> Result<f64, String> {
+    pub fn tokens_per_correct(&self) -> Result<f64, CostError> {
         let tokens = self.total_tokens()?;
         if self.correct == 0 {
-            return Err(format!(
-                "none of the {} case(s) is correct, so tokens per correct case is undefined",
-                self.cases
-            ));
+            return Err(CostError::NoneCorrect(self.cases));
         }
         Ok(tokens as f64 / self.correct as f64)
     }
 
     /// The suite's tokens, when every answer has a count and they add up.
-    fn total_tokens(&self) -> Result<u64, String> {
+    fn total_tokens(&self) -> Result<u64, CostError> {
         self.lacking("token usage", self.with_usage)?;
-        self.tokens.ok_or_else(|| {
-            format!(
-                "the token counts of the {} answer(s) add up to more than 2^64 - 1: a server \
-                 sent counts no model spends",
-                self.answers
-            )
-        })
+        self.tokens.ok_or(CostError::TokensOverflow(self.answers))
     }
 
-    /// A cost metric's value, or why it cannot be computed; `None` for other metrics.
-    pub fn metric(&self, metric: Metric) -> Option<Result<f64, String>> {
-        match metric {
-            Metric::LatencyP95 => Some(self.latency_percentile(95)),
-            Metric::TokensMean => Some(self.tokens_mean()),
-            Metric::TokensPerCorrect => Some(self.tokens_per_correct()),
-            _ => None,
-        }
+    /// A cost metric's value, or why it cannot be computed; `None` for other metrics. The
+    /// reason is text, as the gate's verdict carries it beside the other metrics' reasons.
+    pub(crate) fn metric(&self, metric: Metric) -> Option<Result<f64, String>> {
+        let value = match metric {
+            Metric::LatencyP95 => self.latency_percentile(95),
+            Metric::TokensMean => self.tokens_mean(),
+            Metric::TokensPerCorrect => self.tokens_per_correct(),
+            _ => return None,
+        };
+        Some(value.map_err(|why| why.to_string()))
     }
 
     /// The suite metrics that could be computed, by name (latency in seconds).
@@ -142,22 +135,58 @@ impl CostSummary {
     }
 
     /// `Err` saying how many answers lack `what` unless all `having` of them have it.
-    fn lacking(&self, what: &str, having: usize) -> Result<(), String> {
+    fn lacking(&self, what: &'static str, having: usize) -> Result<(), CostError> {
         if self.answers == 0 {
-            return Err("the suite has no answers".to_string());
+            return Err(CostError::NoAnswers);
         }
         match self.answers - having {
             0 => Ok(()),
-            missing if missing == self.answers => Err(format!(
-                "no {what} recorded for any of the {} answer(s)",
-                self.answers
-            )),
-            missing => Err(format!(
-                "no {what} recorded for {missing} of the {} answer(s)",
-                self.answers
-            )),
+            missing if missing == self.answers => Err(CostError::NoneRecorded {
+                what,
+                answers: self.answers,
+            }),
+            missing => Err(CostError::SomeMissing {
+                what,
+                missing,
+                answers: self.answers,
+            }),
         }
     }
+}
+
+/// Why a cost metric is not computed: a number is made of every answer or of none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CostError {
+    /// The suite has no answers at all.
+    #[error("the suite has no answers")]
+    NoAnswers,
+    /// No answer has the measure (`latency`, `token usage`).
+    #[error("no {what} recorded for any of the {answers} answer(s)")]
+    NoneRecorded {
+        /// The measure.
+        what: &'static str,
+        /// The suite's answers.
+        answers: usize,
+    },
+    /// Some answers lack the measure.
+    #[error("no {what} recorded for {missing} of the {answers} answer(s)")]
+    SomeMissing {
+        /// The measure.
+        what: &'static str,
+        /// Answers without it.
+        missing: usize,
+        /// The suite's answers.
+        answers: usize,
+    },
+    /// The token counts add up past 64 bits: garbage from a server, never a mean.
+    #[error(
+        "the token counts of the {0} answer(s) add up to more than 2^64 - 1: a server sent \
+         counts no model spends"
+    )]
+    TokensOverflow(usize),
+    /// No case is correct, so there is nothing to divide by.
+    #[error("none of the {0} case(s) is correct, so tokens per correct case is undefined")]
+    NoneCorrect(usize),
 }
 
 /// Seconds to the millisecond they were recorded at: `0.84`, `12.5`.
@@ -218,7 +247,7 @@ mod tests {
         assert_eq!(summary.metric(Metric::TokensMean), Some(Ok(175.0)));
         assert_eq!(summary.metric(Metric::Ex), None);
         let none_correct = summarize([(second.as_slice(), false)]);
-        let why = none_correct.tokens_per_correct().unwrap_err();
+        let why = none_correct.tokens_per_correct().unwrap_err().to_string();
         assert!(why.contains("none of the 1 case(s) is correct"), "{why}");
     }
 
@@ -229,8 +258,12 @@ mod tests {
         let huge = [cost(None, Some((u64::MAX, 2)))];
         let summary = summarize([(huge.as_slice(), true)]);
         for value in [summary.tokens_mean(), summary.tokens_per_correct()] {
-            let why = value.unwrap_err();
-            assert!(why.contains("add up to more than 2^64 - 1"), "{why}");
+            let why = value.unwrap_err().to_string();
+            assert_eq!(
+                why,
+                "the token counts of the 1 answer(s) add up to more than 2^64 - 1: a server \
+                 sent counts no model spends"
+            );
         }
         assert!(summary
             .values()
@@ -251,9 +284,9 @@ mod tests {
         let with = [cost(Some(10), Some((5, 5)))];
         let without = [cost(None, None)];
         let summary = summarize([(with.as_slice(), true), (without.as_slice(), true)]);
-        let why = summary.latency_percentile(95).unwrap_err();
+        let why = summary.latency_percentile(95).unwrap_err().to_string();
         assert_eq!(why, "no latency recorded for 1 of the 2 answer(s)");
-        let why = summary.tokens_mean().unwrap_err();
+        let why = summary.tokens_mean().unwrap_err().to_string();
         assert_eq!(why, "no token usage recorded for 1 of the 2 answer(s)");
         assert!(summary.values().is_empty());
         let line = summary.describe().unwrap();
@@ -265,7 +298,7 @@ mod tests {
         // A predictions file: nothing recorded, nothing to describe, no metric of 0.
         let replayed = summarize([(without.as_slice(), true)]);
         assert_eq!(replayed.describe(), None);
-        let why = replayed.latency_percentile(50).unwrap_err();
+        let why = replayed.latency_percentile(50).unwrap_err().to_string();
         assert_eq!(why, "no latency recorded for any of the 1 answer(s)");
     }
 

@@ -54,10 +54,10 @@ fn name_hash(name: &str) -> u64 {
 }
 
 impl FromStr for Partition {
-    type Err = String;
+    type Err = PartitionError;
 
-    fn from_str(text: &str) -> Result<Partition, String> {
-        let expected = || format!("`{text}`: expected count:K/N or hash:K/N, with 1 <= K <= N");
+    fn from_str(text: &str) -> Result<Partition, PartitionError> {
+        let expected = || PartitionError(text.to_string());
         let (kind, shares) = text.split_once(':').ok_or_else(expected)?;
         let (shard, total) = shares.split_once('/').ok_or_else(expected)?;
         let (Ok(shard), Ok(total)) = (shard.trim().parse::<u64>(), total.trim().parse::<u64>())
@@ -74,6 +74,11 @@ impl FromStr for Partition {
         }
     }
 }
+
+/// A `--partition` that is not `count:K/N` or `hash:K/N` with 1 <= K <= N.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: expected count:K/N or hash:K/N, with 1 <= K <= N")]
+pub struct PartitionError(pub String);
 
 impl fmt::Display for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

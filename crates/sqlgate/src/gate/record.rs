@@ -172,22 +172,29 @@ impl CaseRecord {
     /// The case run again as case `case_index` of `suite`; `Err` says why the record does not
     /// fit the suite. The structural metrics' component details are not kept (reports read only
     /// their 0/1).
-    pub fn to_run(&self, suite: &SuitePlan, case_index: usize) -> Result<CaseRun, String> {
+    pub fn to_run(&self, suite: &SuitePlan, case_index: usize) -> Result<CaseRun, RecordError> {
         let case = suite
             .bench
             .cases
             .get(case_index)
             .filter(|case| suite.case_test_name(case) == self.test)
-            .ok_or_else(|| format!("case `{}` is not case {case_index} of the plan", self.test))?;
+            .ok_or_else(|| RecordError::NotInPlan {
+                test: self.test.clone(),
+                case_index,
+            })?;
+        let invalid = |problem: String| RecordError::Invalid {
+            test: self.test.clone(),
+            problem,
+        };
         if let Some(contradiction) = self.contradiction() {
-            return Err(format!("case `{}`: {contradiction}", self.test));
+            return Err(invalid(contradiction));
         }
         let sampled = (!self.samples.is_empty()).then(|| Sampled {
             outcomes: self.samples.clone(),
             rule: suite.pass_rule,
         });
         self.check_samples(suite.samples, sampled.as_ref(), case.feasible)
-            .map_err(|problem| format!("case `{}`: {problem}", self.test))?;
+            .map_err(invalid)?;
         let score = CaseScore {
             id: case.id.clone(),
             db: case.db.clone(),
@@ -243,6 +250,28 @@ impl CaseRecord {
             answer_costs: self.answer_costs.clone(),
         })
     }
+}
+
+/// Why a run record's case cannot be run again in a plan ([`CaseRecord::to_run`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The plan's case at that index has another test name: the record is of another plan.
+    #[error("case `{test}` is not case {case_index} of the plan")]
+    NotInPlan {
+        /// The record's test name.
+        test: String,
+        /// The index the record gives.
+        case_index: usize,
+    },
+    /// The record's fields contradict each other or the suite (its samples): it was edited
+    /// or corrupted.
+    #[error("case `{test}`: {problem}")]
+    Invalid {
+        /// The record's test name.
+        test: String,
+        /// What does not hold.
+        problem: String,
+    },
 }
 
 impl CaseRecord {
@@ -564,7 +593,7 @@ pub fn merge(
             for record in &shard.suites[index].cases {
                 let run = record
                     .to_run(suite, record.case)
-                    .map_err(|problem| InputError::file(path, problem))?;
+                    .map_err(|problem| InputError::file(path, problem.to_string()))?;
                 if let Some(other) = owner.insert(record.case, path) {
                     return Err(InputError::file(
                         path,

@@ -422,7 +422,7 @@ fn parse_line(line: &str) -> Result<SnapshotEntry, String> {
 /// does not was edited or corrupted, and which of its fields to believe cannot be told. An
 /// accepted `pass` with `pass_rate=0` would otherwise make any later pass rate look like no drop.
 fn check_entry(entry: &SnapshotEntry) -> Result<(), String> {
-    check_printable("test name", &entry.name)?;
+    check_printable("test name", &entry.name).map_err(|e| e.to_string())?;
     let verdict = entry.verdict;
     for (key, value) in &entry.metrics {
         check_metric(key, value)

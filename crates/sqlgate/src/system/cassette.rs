@@ -106,20 +106,28 @@ struct RecordLine {
     latency_ms: Option<u64>,
 }
 
-impl TryFrom<RecordLine> for RecordedAnswer {
-    type Error = String;
+/// Why a cassette line is no record: `serde` reports it at the line.
+#[derive(Debug, thiserror::Error)]
+enum RecordLineError {
+    /// A transient failure (a timeout, a dropped connection) is asked again, never recorded.
+    #[error("a {0:?} error is transient and never recorded")]
+    Transient(super::SystemErrorKind),
+    /// Both a reply and an error, or neither.
+    #[error("a record needs exactly one of `reply` and `error`")]
+    NotOne,
+}
 
-    fn try_from(line: RecordLine) -> Result<RecordedAnswer, String> {
+impl TryFrom<RecordLine> for RecordedAnswer {
+    type Error = RecordLineError;
+
+    fn try_from(line: RecordLine) -> Result<RecordedAnswer, RecordLineError> {
         let answer = match (line.reply, line.error) {
             (Some(reply), None) => Ok(reply),
             (None, Some(error)) if error.kind.is_transient() => {
-                return Err(format!(
-                    "a {:?} error is transient and never recorded",
-                    error.kind
-                ))
+                return Err(RecordLineError::Transient(error.kind))
             }
             (None, Some(error)) => Err(error),
-            _ => return Err("a record needs exactly one of `reply` and `error`".into()),
+            _ => return Err(RecordLineError::NotOne),
         };
         Ok(RecordedAnswer {
             key: line.key,

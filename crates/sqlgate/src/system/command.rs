@@ -48,9 +48,9 @@ pub struct CommandSystem {
 impl CommandSystem {
     /// Checks the configuration and fingerprints it, reading the program's files now, so
     /// that editing a script during a run does not change the recording key.
-    pub fn new(config: &CommandConfig) -> Result<CommandSystem, String> {
+    pub fn new(config: &CommandConfig) -> Result<CommandSystem, CommandError> {
         if config.command.is_empty() {
-            return Err("`command` must name a program".into());
+            return Err(CommandError::NoProgram);
         }
         let timeout = config.timeout_secs.duration();
         check_declared_names(config)?;
@@ -211,7 +211,7 @@ impl System for CommandSystem {
 
 /// A variable named in two of `env`, `env_passthrough` and `env_secrets` would leave unclear
 /// which value the program gets and whether it is fingerprinted.
-fn check_declared_names(config: &CommandConfig) -> Result<(), String> {
+fn check_declared_names(config: &CommandConfig) -> Result<(), CommandError> {
     let declared = config
         .env
         .keys()
@@ -226,12 +226,17 @@ fn check_declared_names(config: &CommandConfig) -> Result<(), String> {
     let mut seen = BTreeMap::new();
     for (list, name) in declared {
         if name.is_empty() || name.contains(['=', '\0']) {
-            return Err(format!("`{list}`: {name:?} is not a variable name"));
+            return Err(CommandError::NotAVariable {
+                list,
+                name: name.clone(),
+            });
         }
         if let Some(first) = seen.insert(name, list) {
-            return Err(format!(
-                "the variable `{name}` is declared twice (in `{first}` and in `{list}`)"
-            ));
+            return Err(CommandError::DeclaredTwice {
+                name: name.clone(),
+                first,
+                list,
+            });
         }
     }
     Ok(())
@@ -244,7 +249,7 @@ fn check_declared_names(config: &CommandConfig) -> Result<(), String> {
 fn fingerprint(
     config: &CommandConfig,
     passed_through: &[(String, Option<OsString>)],
-) -> Result<String, String> {
+) -> Result<String, CommandError> {
     let mut hash = Hasher::new();
     // Version 2: the program sees only the declared environment. Recordings of version 1,
     // made with whatever environment sqlgate had, are asked again.
@@ -268,12 +273,49 @@ fn fingerprint(
     for argument in &config.command {
         let path = Path::new(argument);
         if path.is_file() {
-            let contents = std::fs::read(path)
-                .map_err(|e| format!("cannot read `{argument}` to fingerprint it: {e}"))?;
+            let contents = std::fs::read(path).map_err(|source| CommandError::Unreadable {
+                argument: argument.clone(),
+                source,
+            })?;
             hash.field(argument).field(contents);
         }
     }
     Ok(format!("command:{}", hash.hex()))
+}
+
+/// Why a `command` system cannot be built ([`CommandSystem::new`]): its settings, or a file
+/// it runs that cannot be read to fingerprint it.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// `command = []`.
+    #[error("`command` must name a program")]
+    NoProgram,
+    /// A declared name cannot be an environment variable's.
+    #[error("`{list}`: {name:?} is not a variable name")]
+    NotAVariable {
+        /// `env`, `env_passthrough` or `env_secrets`.
+        list: &'static str,
+        /// The name as given.
+        name: String,
+    },
+    /// A variable in two of the lists.
+    #[error("the variable `{name}` is declared twice (in `{first}` and in `{list}`)")]
+    DeclaredTwice {
+        /// The variable.
+        name: String,
+        /// The list it was first seen in.
+        first: &'static str,
+        /// The list it is seen in again.
+        list: &'static str,
+    },
+    /// An argument naming a file that cannot be read.
+    #[error("cannot read `{argument}` to fingerprint it: {source}")]
+    Unreadable {
+        /// The argument (the program, or the script given to an interpreter).
+        argument: String,
+        /// Why, as the system said.
+        source: std::io::Error,
+    },
 }
 
 /// What was read from one of the program's outputs.

@@ -34,8 +34,12 @@ pub fn build(
 ) -> Result<Vec<Arc<dyn System>>, SetupError> {
     let invalid = |message: String| config.error(message);
     let shared: Arc<dyn System> = match &config.kind {
-        SystemKind::Command(settings) => Arc::new(CommandSystem::new(settings).map_err(invalid)?),
-        SystemKind::Http(settings) => Arc::new(HttpSystem::new(settings).map_err(invalid)?),
+        SystemKind::Command(settings) => {
+            Arc::new(CommandSystem::new(settings).map_err(|e| invalid(e.to_string()))?)
+        }
+        SystemKind::Http(settings) => {
+            Arc::new(HttpSystem::new(settings).map_err(|e| invalid(e.to_string()))?)
+        }
         SystemKind::Openai(settings) => Arc::new(
             OpenAiSystem::new(settings.clone(), &config.resolve(Path::new("")))
                 .map_err(|e| invalid(e.0))?,

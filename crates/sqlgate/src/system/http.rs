@@ -29,19 +29,22 @@ pub struct HttpSystem {
 
 impl HttpSystem {
     /// Checks the configuration and reads the `headers_env` variables.
-    pub fn new(config: &HttpConfig) -> Result<HttpSystem, String> {
+    pub fn new(config: &HttpConfig) -> Result<HttpSystem, HttpError> {
         for variable in config.headers_env.values() {
             secrets::register_env(variable);
         }
-        let url = Url::parse(&config.url).map_err(|e| format!("`url` {:?}: {e}", config.url))?;
+        let url = Url::parse(&config.url).map_err(|e| HttpError::Url {
+            url: config.url.clone(),
+            reason: e.to_string(),
+        })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("`url` {:?}: expected http or https", config.url));
+            return Err(HttpError::NotHttp(config.url.clone()));
         }
         let timeout = config.timeout_secs.duration();
         let client = sqlgate_llm::http_client_builder()
             .timeout(timeout)
             .build()
-            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+            .map_err(HttpError::Client)?;
         Ok(HttpSystem {
             headers: headers(config)?,
             fingerprint: fingerprint(config),
@@ -128,6 +131,43 @@ impl System for HttpSystem {
     }
 }
 
+/// Why an `http` system cannot be built ([`HttpSystem::new`]): its URL or headers, or the
+/// client.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The URL does not parse.
+    #[error("`url` {url:?}: {reason}")]
+    Url {
+        /// The URL as configured.
+        url: String,
+        /// The parser's words.
+        reason: String,
+    },
+    /// The URL's scheme is not http or https.
+    #[error("`url` {0:?}: expected http or https")]
+    NotHttp(String),
+    /// The HTTP client could not be set up (its TLS backend).
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(reqwest::Error),
+    /// A `headers_env` variable is not set.
+    #[error("header `{name}`: environment variable `{variable}` is not set")]
+    HeaderUnset {
+        /// The header.
+        name: String,
+        /// The variable.
+        variable: String,
+    },
+    /// A header name HTTP does not allow.
+    #[error("`{0}` is not a valid header name")]
+    HeaderName(String),
+    /// A header value HTTP does not allow (the header named, never the value: a credential).
+    #[error("header `{0}`: the value is not a valid header value")]
+    HeaderValue(String),
+    /// A header in both `headers` and `headers_env`.
+    #[error("header `{0}` is given twice (in `headers` and `headers_env`?)")]
+    HeaderTwice(String),
+}
+
 /// Hashes the URL, the header names, and the values of the fixed `headers`, which may change
 /// the answers (a model or a version selected by a header). The values of `headers_env` are
 /// credentials: a new token must not invalidate the recordings.
@@ -154,12 +194,15 @@ fn fingerprint(config: &HttpConfig) -> String {
     format!("http:{}", hash.hex())
 }
 
-fn headers(config: &HttpConfig) -> Result<HeaderMap, String> {
+fn headers(config: &HttpConfig) -> Result<HeaderMap, HttpError> {
     let mut headers = HeaderMap::new();
     let from_env = config.headers_env.iter().map(|(name, variable)| {
         std::env::var(variable)
             .map(|value| (name, value))
-            .map_err(|_| format!("header `{name}`: environment variable `{variable}` is not set"))
+            .map_err(|_| HttpError::HeaderUnset {
+                name: name.clone(),
+                variable: variable.clone(),
+            })
     });
     let given = config
         .headers
@@ -168,13 +211,11 @@ fn headers(config: &HttpConfig) -> Result<HeaderMap, String> {
     for entry in given.chain(from_env) {
         let (name, value) = entry?;
         let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("`{name}` is not a valid header name"))?;
-        let value = HeaderValue::from_str(&value)
-            .map_err(|_| format!("header `{name}`: the value is not a valid header value"))?;
+            .map_err(|_| HttpError::HeaderName(name.clone()))?;
+        let value =
+            HeaderValue::from_str(&value).map_err(|_| HttpError::HeaderValue(name.clone()))?;
         if headers.insert(header, value).is_some() {
-            return Err(format!(
-                "header `{name}` is given twice (in `headers` and `headers_env`?)"
-            ));
+            return Err(HttpError::HeaderTwice(name.clone()));
         }
     }
     Ok(headers)

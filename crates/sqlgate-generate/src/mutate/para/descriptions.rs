@@ -71,37 +71,54 @@ struct DefogFile {
 
 /// Reads a descriptions file: a JSON list is Spider's `tables.json`, an object with
 /// `table_metadata` a Defog-style file. The error says which shape failed and where.
-pub fn parse(text: &str) -> Result<DescriptionFile, String> {
+pub fn parse(text: &str) -> Result<DescriptionFile, DescriptionsError> {
     match text.trim_start().chars().next() {
         Some('[') => {
             let databases: Vec<SpiderDatabase> =
-                serde_json::from_str(text).map_err(|e| format!("not Spider's tables.json: {e}"))?;
+                serde_json::from_str(text).map_err(DescriptionsError::NotSpider)?;
             databases
                 .into_iter()
                 .map(|db| Ok((db.db_id.clone(), spider(db)?)))
-                .collect::<Result<_, String>>()
+                .collect::<Result<_, DescriptionsError>>()
                 .map(DescriptionFile::Databases)
         }
         Some('{') => {
-            let file: DefogFile = serde_json::from_str(text).map_err(|e| {
-                format!("not a descriptions file ({{\"table_metadata\": {{table: [{{\"column_name\", \"column_description\"}}]}}}}): {e}")
-            })?;
+            let file: DefogFile =
+                serde_json::from_str(text).map_err(DescriptionsError::NotDescriptions)?;
             Ok(DescriptionFile::OneDatabase(defog(file)))
         }
-        _ => {
-            Err("neither Spider's tables.json (a list) nor a descriptions file (an object)".into())
-        }
+        _ => Err(DescriptionsError::Neither),
     }
 }
 
-fn spider(db: SpiderDatabase) -> Result<Descriptions, String> {
+/// Why a descriptions file is refused ([`parse`]): which shape failed, and where.
+#[derive(Debug, thiserror::Error)]
+pub enum DescriptionsError {
+    /// A JSON list that is not Spider's `tables.json`.
+    #[error("not Spider's tables.json: {0}")]
+    NotSpider(serde_json::Error),
+    /// A JSON object that is not a Defog-style descriptions file.
+    #[error(
+        "not a descriptions file ({{\"table_metadata\": {{table: [{{\"column_name\", \
+         \"column_description\"}}]}}}}): {0}"
+    )]
+    NotDescriptions(serde_json::Error),
+    /// Neither a list nor an object.
+    #[error("neither Spider's tables.json (a list) nor a descriptions file (an object)")]
+    Neither,
+    /// A database whose human names do not line up with its identifiers.
+    #[error(
+        "database `{0}`: `table_names`/`column_names` do not match their `_original` lists in \
+         length"
+    )]
+    Misaligned(String),
+}
+
+fn spider(db: SpiderDatabase) -> Result<Descriptions, DescriptionsError> {
     if db.table_names.len() != db.table_names_original.len()
         || db.column_names.len() != db.column_names_original.len()
     {
-        return Err(format!(
-            "database `{}`: `table_names`/`column_names` do not match their `_original` lists in length",
-            db.db_id
-        ));
+        return Err(DescriptionsError::Misaligned(db.db_id));
     }
     let originals: Vec<String> = db
         .table_names_original
@@ -189,12 +206,18 @@ mod tests {
 
     #[test]
     fn a_file_of_another_shape_is_refused_with_its_reason() {
-        assert!(parse("{\"tables\": []}")
-            .unwrap_err()
-            .contains("table_metadata"));
+        let object = parse("{\"tables\": []}").unwrap_err().to_string();
+        assert!(
+            object.starts_with(
+                "not a descriptions file ({\"table_metadata\": {table: [{\"column_name\", \
+                 \"column_description\"}]}}): missing field `table_metadata`"
+            ),
+            "{object}"
+        );
         assert!(parse("[{\"db_id\": 3}]")
             .unwrap_err()
-            .contains("tables.json"));
-        assert!(parse("42").unwrap_err().contains("neither"));
+            .to_string()
+            .starts_with("not Spider's tables.json: "));
+        assert!(parse("42").unwrap_err().to_string().contains("neither"));
     }
 }

@@ -432,7 +432,7 @@ pub enum Skip {
 
 /// Linker-table elimination of one seed with synonym replacement (spec §3.7).
 pub fn augment(seed: &Seed, schema: &SchemaGraph, wordnet: &WordNet) -> Result<Augmented, Skip> {
-    let query = super::sql::parse_query(seed.sql).map_err(Skip::NoJoinGraph)?;
+    let query = super::sql::parse_query(seed.sql).map_err(|e| Skip::NoJoinGraph(e.to_string()))?;
     let jqg = Jqg::of(&query, schema).map_err(|e| Skip::NoJoinGraph(e.to_string()))?;
     let lt = linker_table(&jqg, schema).ok_or(Skip::FewerThanThreeTables)?;
     let name = schema.tables[lt].clone();

@@ -253,7 +253,10 @@ fn capitalized(word: &str) -> String {
 /// The rewritten text of a hiding answer, or why it is unusable: the `New <field>:` line (or
 /// a lone line), changed, of a sane length, with every mention and segment gone (the hiding
 /// score is 1) and every value kept.
-pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<String, String> {
+pub fn parse_hiding_answer(
+    answer: &str,
+    input: &HidingInput<'_>,
+) -> Result<String, UnusableAnswer> {
     let prefix = format!("new {}:", input.field);
     let lines: Vec<&str> = answer
         .lines()
@@ -270,7 +273,7 @@ pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<Stri
             [only] => Some(*only),
             _ => None,
         })
-        .ok_or_else(|| format!("no `New {}:` line", capitalized(input.field)))?;
+        .ok_or_else(|| UnusableAnswer::NoLine(capitalized(input.field)))?;
     let text = line
         .trim()
         .trim_matches(|c| matches!(c, '"' | '`' | '*' | '\''))
@@ -279,7 +282,7 @@ pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<Stri
     let chars = text.chars().count();
     let source_chars = input.text.chars().count();
     if text.is_empty() {
-        return Err("empty".into());
+        return Err(UnusableAnswer::Empty);
     }
     // The linker table's mentions are to go: a clause said only by them need not stay.
     let hidden: Vec<String> = input
@@ -296,17 +299,47 @@ pub fn parse_hiding_answer(answer: &str, input: &HidingInput<'_>) -> Result<Stri
         ..Default::default()
     };
     if let Some(refusal) = rewrite_check::refusal(&text, &check) {
-        return Err(refusal.to_string());
+        return Err(UnusableAnswer::Refused(refusal));
     }
     if chars > 3 * source_chars + 20 || 3 * chars < source_chars {
-        return Err(format!(
-            "{chars} characters for a {source_chars}-character text"
-        ));
+        return Err(UnusableAnswer::Length {
+            chars,
+            source_chars,
+        });
     }
     if !super::linker::hidden(&text, input.mentions, input.segments) {
-        return Err("a mention or a segment of the table is still there".into());
+        return Err(UnusableAnswer::StillThere);
     }
     Ok(text)
+}
+
+/// Why the model's rewrite is not used ([`TqaLlm::rewrite_question`], [`TqaLlm::hide`]): the
+/// caller keeps the deterministic rewrite and reports the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnusableAnswer {
+    /// No answer: the request failed (kept for [`TqaLlm::take_failure`]).
+    #[error("the request failed")]
+    RequestFailed,
+    /// No `New <Field>:` line, nor a lone line.
+    #[error("no `New {0}:` line")]
+    NoLine(String),
+    /// The rewritten text is empty.
+    #[error("empty")]
+    Empty,
+    /// The [`rewrite_check`] refuses it.
+    #[error("{0}")]
+    Refused(Refusal),
+    /// Far longer or shorter than the text it rewrites.
+    #[error("{chars} characters for a {source_chars}-character text")]
+    Length {
+        /// The rewrite's characters.
+        chars: usize,
+        /// The original text's characters.
+        source_chars: usize,
+    },
+    /// A mention of the linker table, or a segment of its name, is left.
+    #[error("a mention or a segment of the table is still there")]
+    StillThere,
 }
 
 /// The chat model TQA asks to lower identifiers and rewrite texts, answers cached.
@@ -345,24 +378,24 @@ impl TqaLlm {
         &self,
         mapping: &str,
         input: &QuestionInput<'_>,
-    ) -> Result<(String, String), String> {
+    ) -> Result<(String, String), UnusableAnswer> {
         let prompt = question_prompt(mapping, input.question, input.evidence);
         let answer = self
             .ask(prompt, 256, input.question)
-            .ok_or("the request failed")?;
+            .ok_or(UnusableAnswer::RequestFailed)?;
         parse_question_answer(&answer, input).map_err(|refusal| {
             self.fallbacks.set(self.fallbacks.get() + 1);
-            refusal.to_string()
+            UnusableAnswer::Refused(refusal)
         })
     }
 
     /// The model's rewrite of one field with the linker table's mentions hidden, validated
     /// ([`parse_hiding_answer`]); `Err` says why the answer is unusable (the caller keeps the
     /// deterministic rewrite), or that the request failed (recorded in `errors`).
-    pub fn hide(&self, hiding: Hiding, input: &HidingInput<'_>) -> Result<String, String> {
+    pub fn hide(&self, hiding: Hiding, input: &HidingInput<'_>) -> Result<String, UnusableAnswer> {
         let answer = self
             .ask(hiding_prompt(hiding, input), 256, input.text)
-            .ok_or("the request failed")?;
+            .ok_or(UnusableAnswer::RequestFailed)?;
         parse_hiding_answer(&answer, input).inspect_err(|_| {
             self.fallbacks.set(self.fallbacks.get() + 1);
         })
@@ -547,7 +580,7 @@ mod tests {
             ("New Question: ", "empty"),
         ];
         for (answer, why) in rejected {
-            let error = parse_hiding_answer(answer, &input).unwrap_err();
+            let error = parse_hiding_answer(answer, &input).unwrap_err().to_string();
             assert!(error.contains(why), "{answer}: {error}");
         }
     }

@@ -78,9 +78,9 @@ pub fn plan(
     original: &Path,
     wordnet: &WordNet,
     lowering: Lowering,
-) -> Result<(Schema, RenameMap, LevelCounts, String), String> {
-    let schema = sqlgate_engine_sqlite::read_schema(original)
-        .map_err(|e| format!("cannot read the schema: {e}"))?;
+) -> Result<(Schema, RenameMap, LevelCounts, String), SchemaUnreadable> {
+    let schema =
+        sqlgate_engine_sqlite::read_schema(original).map_err(|e| SchemaUnreadable(Box::new(e)))?;
     let (map, levels) = RenameMap::build(&schema, wordnet, lowering);
     let about = format!(
         "sqlgate generate tqa --method naturalness: `{db}` with its identifiers lowered to N3"
@@ -88,6 +88,11 @@ pub fn plan(
     let script = map.script(&schema, &about);
     Ok((schema, map, levels, script))
 }
+
+/// The original database's schema could not be read ([`plan`]): SQLite's error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the schema: {0}")]
+pub struct SchemaUnreadable(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 
 /// Moves every seed onto `clone` (already built from the script and verified) and keeps those
 /// whose every renamed gold alternative returns exactly that gold's rows, in order (a case with

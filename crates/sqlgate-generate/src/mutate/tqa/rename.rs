@@ -147,10 +147,10 @@ impl RenameMap {
         original: &Schema,
         clone: &Path,
         backend: &dyn Backend,
-    ) -> Result<(), String> {
+    ) -> Result<(), CloneError> {
         let mut connection = backend
             .open(clone, Open::for_source(Source::Gold))
-            .map_err(|e| e.message)?;
+            .map_err(CloneError::Engine)?;
         let limits = Limits::default();
         let mut rows = |sql: &str| -> Result<Vec<Vec<Value>>, ExecError> {
             connection
@@ -158,7 +158,10 @@ impl RenameMap {
                 .result
                 .map(|set| set.rows.clone())
         };
-        let renamed = backend.driver().catalog(&mut rows).map_err(|e| e.message)?;
+        let renamed = backend
+            .driver()
+            .catalog(&mut rows)
+            .map_err(CloneError::Engine)?;
         let expected: Vec<(String, Vec<String>)> = original
             .tables
             .iter()
@@ -175,31 +178,72 @@ impl RenameMap {
         for (table, columns) in &expected {
             let found = renamed
                 .table(table)
-                .ok_or_else(|| format!("the clone has no table `{table}`"))?;
+                .ok_or_else(|| CloneError::NoTable(table.clone()))?;
             let names: Vec<&String> = found.columns.iter().map(|c| &c.name).collect();
             if names.len() != columns.len() || names.iter().zip(columns).any(|(a, b)| *a != b) {
-                return Err(format!(
-                    "table `{table}` has columns {names:?}, expected {columns:?}"
-                ));
+                return Err(CloneError::Columns {
+                    table: table.clone(),
+                    found: names.into_iter().cloned().collect(),
+                    expected: columns.clone(),
+                });
             }
         }
         if renamed.tables.len() != expected.len() {
-            return Err("the clone has a different number of tables".into());
+            return Err(CloneError::TableCount);
         }
         if renamed.foreign_keys.len() != original.foreign_keys.len() {
-            return Err("the clone lost foreign keys".into());
+            return Err(CloneError::LostForeignKeys);
         }
         let views = rows("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")
-            .map_err(|e| e.message)?;
+            .map_err(CloneError::Engine)?;
         for view in views {
             let Some(Value::Text(view)) = view.first() else {
                 continue;
             };
-            rows(&format!("SELECT * FROM {} LIMIT 0", quote(view)))
-                .map_err(|e| format!("view `{view}` no longer works: {}", e.message))?;
+            rows(&format!("SELECT * FROM {} LIMIT 0", quote(view))).map_err(|e| {
+                CloneError::BrokenView {
+                    view: view.clone(),
+                    message: e.message,
+                }
+            })?;
         }
         Ok(())
     }
+}
+
+/// Why a clone is not the renamed original ([`RenameMap::verify`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CloneError {
+    /// The clone could not be opened or its catalog read: the engine's message.
+    #[error("{}", .0.message)]
+    Engine(ExecError),
+    /// A renamed table is missing.
+    #[error("the clone has no table `{0}`")]
+    NoTable(String),
+    /// A table's columns are not the renamed ones, in order.
+    #[error("table `{table}` has columns {found:?}, expected {expected:?}")]
+    Columns {
+        /// The table, by its new name.
+        table: String,
+        /// Its columns in the clone.
+        found: Vec<String>,
+        /// The renamed columns of the original.
+        expected: Vec<String>,
+    },
+    /// The clone has tables the original does not.
+    #[error("the clone has a different number of tables")]
+    TableCount,
+    /// The clone has fewer foreign keys than the original.
+    #[error("the clone lost foreign keys")]
+    LostForeignKeys,
+    /// A view fails on the clone.
+    #[error("view `{view}` no longer works: {message}")]
+    BrokenView {
+        /// The view's name.
+        view: String,
+        /// The engine's message.
+        message: String,
+    },
 }
 
 fn rename(

@@ -6,28 +6,42 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{Expr, Ident, ObjectName, ObjectNamePart, Statement, VisitMut, VisitorMut};
 use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
+use sqlparser::parser::{Parser, ParserError};
 
 use super::rename::RenameMap;
-use sqlgate_eval::sqltext;
+use sqlgate_eval::sqltext::{self, TooComplex};
+
+/// Why TQA cannot read or rename a query.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SqlError {
+    /// Too long or too deeply nested to parse safely.
+    #[error("{0}")]
+    TooComplex(TooComplex),
+    /// The parser's error (SQLite dialect).
+    #[error(transparent)]
+    Parse(#[from] ParserError),
+    /// One statement, but no query.
+    #[error("not a query")]
+    NotAQuery,
+}
 
 /// The one place TQA parses SQL, within the bounds on untrusted SQL (size, nesting depth).
-fn parse(sql: &str) -> Result<Vec<Statement>, String> {
-    sqltext::check(sql).map_err(|e| e.to_string())?;
-    Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| e.to_string())
+fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
+    sqltext::check(sql).map_err(SqlError::TooComplex)?;
+    Ok(Parser::parse_sql(&SQLiteDialect {}, sql)?)
 }
 
 /// The single query of `sql` (for join-graph analysis).
-pub fn parse_query(sql: &str) -> Result<sqlparser::ast::Query, String> {
+pub fn parse_query(sql: &str) -> Result<sqlparser::ast::Query, SqlError> {
     match parse(sql)?.into_iter().next() {
         Some(Statement::Query(query)) => Ok(*query),
-        _ => Err("not a query".into()),
+        _ => Err(SqlError::NotAQuery),
     }
 }
 
 /// `sql` with every renamed table and column written with its new name.
-pub fn rename_sql(sql: &str, map: &RenameMap) -> Result<String, String> {
-    let depth = sqltext::check(sql).map_err(|e| e.to_string())?.depth;
+pub fn rename_sql(sql: &str, map: &RenameMap) -> Result<String, SqlError> {
+    let depth = sqltext::check(sql).map_err(SqlError::TooComplex)?.depth;
     // Parsed, walked and dropped where the stack is deep enough for the query.
     sqltext::run(depth, || {
         let mut statements = parse(sql)?;
@@ -38,7 +52,7 @@ pub fn rename_sql(sql: &str, map: &RenameMap) -> Result<String, String> {
             .collect::<Vec<_>>()
             .join("; "))
     })
-    .map_err(|e| e.to_string())?
+    .map_err(SqlError::TooComplex)?
 }
 
 struct Renamer<'a> {

@@ -76,13 +76,35 @@ pub struct Synset {
     pub hypernyms: Vec<SynsetId>,
 }
 
+/// Why a synset cannot be read ([`WordNet::synset`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SynsetError {
+    /// The data file of its part of speech cannot be read.
+    #[error("{}: {message}", .path.display())]
+    Unreadable {
+        /// The data file.
+        path: PathBuf,
+        /// The system's words.
+        message: String,
+    },
+    /// The offset is past what this machine addresses.
+    #[error(transparent)]
+    Offset(#[from] std::num::TryFromIntError),
+    /// The offset is past the end of the data file.
+    #[error("no synset at offset {0}")]
+    NoSynset(u64),
+    /// The line at the offset is not a synset's.
+    #[error("malformed synset line at offset {0}")]
+    Malformed(u64),
+}
+
 /// A WordNet 3.0 dictionary folder, read on demand: lemmas, synsets and morphology.
 pub struct WordNet {
     dir: PathBuf,
     /// lemma → (pos → synset offsets, most frequent sense first).
     index: HashMap<String, Vec<(char, Vec<u64>)>>,
     exceptions: HashMap<char, HashMap<String, Vec<String>>>,
-    data: [OnceLock<Result<Vec<u8>, String>>; 4],
+    data: [OnceLock<Result<Vec<u8>, SynsetError>>; 4],
     synsets: std::sync::Mutex<HashMap<SynsetId, Synset>>,
 }
 
@@ -269,30 +291,31 @@ impl WordNet {
     }
 
     /// A synset's data line, parsed (cached).
-    pub fn synset(&self, id: SynsetId) -> Result<Synset, String> {
-        if let Some(found) = self.synsets.lock().map_err(|e| e.to_string())?.get(&id) {
+    pub fn synset(&self, id: SynsetId) -> Result<Synset, SynsetError> {
+        // A cache of parsed lines: one a panicking thread left behind is still whole.
+        let synsets = || self.synsets.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = synsets().get(&id) {
             return Ok(found.clone());
         }
         let slot = POS.iter().position(|&p| p == id.pos).unwrap_or(0);
         let data = self.data[slot]
             .get_or_init(|| {
                 let path = self.dir.join(format!("data.{}", file_suffix(id.pos)));
-                std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
+                std::fs::read(&path).map_err(|e| SynsetError::Unreadable {
+                    message: e.to_string(),
+                    path,
+                })
             })
             .as_ref()
             .map_err(Clone::clone)?;
-        let start = usize::try_from(id.offset).map_err(|e| e.to_string())?;
+        let start = usize::try_from(id.offset)?;
         let line = data
             .get(start..)
             .and_then(|rest| rest.split(|&b| b == b'\n').next())
-            .ok_or_else(|| format!("no synset at offset {}", id.offset))?;
+            .ok_or(SynsetError::NoSynset(id.offset))?;
         let line = String::from_utf8_lossy(line);
-        let synset = parse_data_line(id, &line)
-            .ok_or_else(|| format!("malformed synset line at offset {}", id.offset))?;
-        self.synsets
-            .lock()
-            .map_err(|e| e.to_string())?
-            .insert(id, synset.clone());
+        let synset = parse_data_line(id, &line).ok_or(SynsetError::Malformed(id.offset))?;
+        synsets().insert(id, synset.clone());
         Ok(synset)
     }
 
