@@ -1,5 +1,5 @@
 //! The registry of per-case metrics: each is one module that owns its definition and its
-//! computation, and one line of [`REGISTRY`]. Every consumer iterates the registry: scoring
+//! computation, and one line of `REGISTRY`. Every consumer iterates the registry: scoring
 //! (`score`, the gate), the suite means and gates (`gate = { <name> = ">= 0.9" }`), run
 //! records, snapshots, JUnit properties, `sqlgate diff`, the HTML report, `score`'s text and
 //! JSON, and the table of docs/metrics.md, which a test checks against the registry.
