@@ -84,10 +84,17 @@ fn run() -> (Vec<TestResult>, Vec<SuiteSummary>) {
         ),
     ];
     let summaries = vec![
-        SuiteSummary::from_results("demo", BTreeMap::from([("ex".to_string(), 0.5)]), &results),
+        SuiteSummary::from_results(
+            "demo",
+            BTreeMap::from([("ex".parse().unwrap(), 0.5)]),
+            &results,
+        ),
         SuiteSummary::from_results(
             "spider",
-            BTreeMap::from([("ex".to_string(), 0.8125), ("exact".to_string(), 0.25)]),
+            BTreeMap::from([
+                ("ex".parse().unwrap(), 0.8125),
+                ("esm".parse().unwrap(), 0.25),
+            ]),
             &results,
         ),
     ];
@@ -243,9 +250,9 @@ fn summary_shows_family_gates_and_each_family_against_its_seeds() {
     ll.drop = Some(25.0);
     ll.pass_at_k = BTreeMap::from([(1, 0.5)]);
     let metrics = BTreeMap::from([
-        ("ex".to_string(), 0.6),
-        ("tqa-ll::drop".to_string(), 25.0),
-        ("tqa-ll::ex".to_string(), 0.5),
+        ("ex".parse().unwrap(), 0.6),
+        ("tqa-ll::drop".parse().unwrap(), 25.0),
+        ("tqa-ll::ex".parse().unwrap(), 0.5),
     ]);
     let summaries = vec![
         SuiteSummary::from_results("tqa", metrics, std::slice::from_ref(&gate))
@@ -320,7 +327,7 @@ fn summary_stays_under_githubs_limit_and_says_what_it_left_out() {
 fn summary_of_absurdly_many_suites_is_cut_with_a_note() {
     let summaries: Vec<SuiteSummary> = (0..40_000)
         .map(|i| {
-            let metrics = BTreeMap::from([("ex".to_string(), 0.5)]);
+            let metrics = BTreeMap::from([("ex".parse().unwrap(), 0.5)]);
             SuiteSummary::from_results(&format!("suite-{i:05}"), metrics, &[])
         })
         .collect();

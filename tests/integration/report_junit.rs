@@ -84,8 +84,16 @@ fn demo_results() -> (Vec<TestResult>, Vec<SuiteSummary>) {
     skipped.message = Some("ignored".to_string());
     results.push(skipped);
     let summaries = vec![
-        SuiteSummary::from_results("demo", BTreeMap::from([("ex".to_string(), ex)]), &results),
-        SuiteSummary::from_results("other", BTreeMap::from([("ex".to_string(), 0.0)]), &results),
+        SuiteSummary::from_results(
+            "demo",
+            BTreeMap::from([("ex".parse().unwrap(), ex)]),
+            &results,
+        ),
+        SuiteSummary::from_results(
+            "other",
+            BTreeMap::from([("ex".parse().unwrap(), 0.0)]),
+            &results,
+        ),
     ];
     (results, summaries)
 }
@@ -205,7 +213,7 @@ fn report_reads_back_with_one_suite_per_suite_and_one_case_per_test() {
         let metrics: BTreeMap<String, String> = summary
             .metrics
             .iter()
-            .map(|(k, v)| (k.clone(), junit::format_metric(*v)))
+            .map(|(k, v)| (k.to_string(), junit::format_metric(*v)))
             .collect();
         assert_eq!(properties(*suite), metrics);
         for (case, result) in cases.iter().zip(&expected) {

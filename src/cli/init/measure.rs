@@ -4,10 +4,11 @@
 
 use sqlgate::config::{Config, RecordMode, DEFAULT_PROFILE};
 use sqlgate::gate::session::Session;
-use sqlgate::gate::TestStatus;
+use sqlgate::gate::{MetricKey, TestStatus};
 use sqlgate::runner::TestRunnerBuilder;
 use sqlgate::{Error, SystemErrorKind};
 use sqlgate_eval::exec::memory;
+use sqlgate_eval::scoring::Metric;
 
 /// What the first `sqlgate test` of the configuration will find.
 pub struct Measured {
@@ -39,7 +40,7 @@ pub fn measure(config: Config) -> Result<Measured, Error> {
             .iter()
             .filter(|run| run.system_error == Some(SystemErrorKind::NotRecorded))
             .count(),
-        ex: metrics.and_then(|m| m.values.get("ex").copied()),
+        ex: metrics.and_then(|m| m.values.get(&MetricKey::Suite(Metric::Ex)).copied()),
         feasible: metrics.map_or(0, |m| m.cases),
         failing: report
             .results

@@ -45,6 +45,8 @@ pub enum Metric {
     RegressionP,
     /// BIRD mini-dev Soft-F1 (need the suite's `soft_f1`), on EX's 0..1 scale.
     SoftF1,
+    /// The median (nearest rank) of the answers' latency, in seconds.
+    LatencyP50,
     /// The 95th percentile (nearest rank) of the answers' latency, in seconds.
     LatencyP95,
     /// The mean tokens (prompt and completion) per case.
@@ -67,7 +69,7 @@ pub enum Metric {
 
 impl Metric {
     /// The metrics with a fixed name (every one but `pass@K`).
-    const NAMED: [Metric; 21] = [
+    const NAMED: [Metric; 22] = [
         Metric::Ex,
         Metric::Exp,
         Metric::Exr,
@@ -82,6 +84,7 @@ impl Metric {
         Metric::PassRate,
         Metric::RegressionP,
         Metric::SoftF1,
+        Metric::LatencyP50,
         Metric::LatencyP95,
         Metric::TokensMean,
         Metric::TokensPerCorrect,
@@ -106,6 +109,7 @@ impl Metric {
                 | Metric::PassAt(_)
                 | Metric::RegressionP
                 | Metric::SoftF1
+                | Metric::LatencyP50
                 | Metric::LatencyP95
                 | Metric::TokensMean
                 | Metric::TokensPerCorrect
@@ -151,6 +155,7 @@ impl Metric {
             Metric::PassRate => "pass_rate",
             Metric::RegressionP => "regression_p",
             Metric::SoftF1 => "soft_f1",
+            Metric::LatencyP50 => "latency_p50",
             Metric::LatencyP95 => "latency_p95",
             Metric::TokensMean => "tokens_mean",
             Metric::TokensPerCorrect => "tokens_per_correct",
@@ -247,6 +252,7 @@ mod tests {
             "pass_rate",
             "regression_p",
             "soft_f1",
+            "latency_p50",
             "latency_p95",
             "tokens_mean",
             "tokens_per_correct",

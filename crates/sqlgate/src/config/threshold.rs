@@ -78,9 +78,10 @@ impl Threshold {
         let (low, high, range) = match metric {
             Metric::Rs => (f64::NEG_INFINITY, 100.0, "at most 100"),
             Metric::Drop => (-100.0, 100.0, "between -100 and 100 (points)"),
-            Metric::LatencyP95 | Metric::TokensMean | Metric::TokensPerCorrect => {
-                (0.0, f64::INFINITY, "at least 0")
-            }
+            Metric::LatencyP50
+            | Metric::LatencyP95
+            | Metric::TokensMean
+            | Metric::TokensPerCorrect => (0.0, f64::INFINITY, "at least 0"),
             // 100 * sqrt(R): R-VES tops at the reward 1.25; VES has no upper bound.
             Metric::Ves | Metric::VesSteps => (0.0, f64::INFINITY, "at least 0"),
             Metric::Rves | Metric::RvesSteps => (
@@ -169,7 +170,7 @@ mod tests {
         assert!(check("rs", ">= 100.5").unwrap_err().contains("at most 100"));
         assert!(check("drop", "<= 5").is_ok() && check("drop", ">= -20").is_ok());
         assert!(check("drop", "<= 101").is_err() && check("pass@5", ">= 1.2").is_err());
-        for metric in ["latency_p95", "tokens_mean", "tokens_per_correct"] {
+        for metric in ["latency_p50", "latency_p95", "tokens_mean", "tokens_per_correct"] {
             assert!(check(metric, "<= 2.5").is_ok() && check(metric, "<= 125000").is_ok());
             assert!(check(metric, "<= -1").unwrap_err().contains("at least 0"));
         }

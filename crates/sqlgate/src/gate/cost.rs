@@ -85,6 +85,7 @@ impl CostSummary {
     /// reason is text, as the gate's verdict carries it beside the other metrics' reasons.
     pub(crate) fn metric(&self, metric: Metric) -> Option<Result<f64, String>> {
         let value = match metric {
+            Metric::LatencyP50 => self.latency_percentile(50),
             Metric::LatencyP95 => self.latency_percentile(95),
             Metric::TokensMean => self.tokens_mean(),
             Metric::TokensPerCorrect => self.tokens_per_correct(),
@@ -93,16 +94,16 @@ impl CostSummary {
         Some(value.map_err(|why| why.to_string()))
     }
 
-    /// The suite metrics that could be computed, by name (latency in seconds).
-    pub fn values(&self) -> Vec<(String, f64)> {
+    /// The cost metrics that could be computed (latency in seconds).
+    pub fn values(&self) -> Vec<(Metric, f64)> {
         [
-            ("latency_p50", self.latency_percentile(50)),
-            ("latency_p95", self.latency_percentile(95)),
-            ("tokens_mean", self.tokens_mean()),
-            ("tokens_per_correct", self.tokens_per_correct()),
+            Metric::LatencyP50,
+            Metric::LatencyP95,
+            Metric::TokensMean,
+            Metric::TokensPerCorrect,
         ]
         .into_iter()
-        .filter_map(|(name, value)| Some((name.to_string(), value.ok()?)))
+        .filter_map(|metric| Some((metric, self.metric(metric)?.ok()?)))
         .collect()
     }
 
@@ -268,7 +269,7 @@ mod tests {
         assert!(summary
             .values()
             .iter()
-            .all(|(name, _)| !name.starts_with("tokens")));
+            .all(|(metric, _)| !metric.to_string().starts_with("tokens")));
         // Each count fits, their sum over cases does not.
         let half = [cost(None, Some((u64::MAX / 2 + 1, 0)))];
         let summary = summarize([(half.as_slice(), true), (half.as_slice(), true)]);
@@ -314,7 +315,11 @@ mod tests {
             "latency p50 0.8 s, p95 2.1 s over 2 answer(s); tokens 812.5 per case, 1625 per \
              correct case"
         );
-        let names: Vec<String> = summary.values().into_iter().map(|(n, _)| n).collect();
+        let names: Vec<String> = summary
+            .values()
+            .into_iter()
+            .map(|(metric, _)| metric.to_string())
+            .collect();
         assert_eq!(
             names,
             [

@@ -21,7 +21,7 @@ use sqlgate_eval::scoring::{
 };
 
 use super::cost::{self, CostSummary};
-use super::plan::{family_metric_key, SuitePlan, TestKind};
+use super::plan::{MetricKey, SuitePlan, TestKind};
 use super::preview::{self, ResultsPreview};
 use super::{TestResult, TestStatus};
 
@@ -631,8 +631,8 @@ pub fn efficiency_metrics(run: &CaseRun, timed: bool) -> Vec<(String, String)> {
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct SuiteMetrics {
-    /// Suite metrics by name, and family metrics as `<family>::<metric>`.
-    pub values: BTreeMap<String, f64>,
+    /// Suite metrics, and each family's.
+    pub values: BTreeMap<MetricKey, f64>,
     /// Each generated family's summary against its seeds, by family name.
     pub families: BTreeMap<String, FamilySummary>,
     /// EX per value of each tag family (`db`, `category`, `hardness`, `joins`...), for reports.
@@ -741,7 +741,7 @@ fn against_baseline(
 /// A sampled suite's mean pass rate and Pass@K over its feasible cases: at the K of the
 /// tables up to the fewest samples, and at the K its gates ask for (when every case has that
 /// many samples).
-fn sampled_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> Vec<(String, f64)> {
+fn sampled_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> Vec<(Metric, f64)> {
     let counts: Vec<PassCount> = runs
         .iter()
         .filter(|run| run.score.feasible)
@@ -752,7 +752,7 @@ fn sampled_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> Vec<(String, f64)> {
     };
     let n = counts.len() as f64;
     let mut metrics = vec![(
-        Metric::PassRate.to_string(),
+        Metric::PassRate,
         counts.iter().map(|c| c.rate()).sum::<f64>() / n,
     )];
     let gated = suite.gates.keys().filter_map(|metric| match metric {
@@ -771,7 +771,7 @@ fn sampled_metrics(suite: &SuitePlan, runs: &[CaseRun]) -> Vec<(String, f64)> {
         .collect();
     for k in ks {
         if let Some(value) = sql2nl::mean_pass_at_k(&problems, u64::from(k)) {
-            metrics.push((Metric::PassAt(k).to_string(), value));
+            metrics.push((Metric::PassAt(k), value));
         }
     }
     metrics
@@ -801,23 +801,23 @@ pub fn suite_metrics(
         runs.iter()
             .map(|r| (r.answer_costs.as_slice(), r.correct())),
     );
-    let mut metrics: BTreeMap<String, f64> = cost.values().into_iter().collect();
+    let mut metrics: BTreeMap<Metric, f64> = cost.values().into_iter().collect();
     if !runs.is_empty() {
         let regions: Vec<Region> = scores.iter().map(|s| s.region()).collect();
-        metrics.insert("rs".to_string(), reliability::rs(&regions, suite.penalty));
+        metrics.insert(Metric::Rs, reliability::rs(&regions, suite.penalty));
     }
     // Sampled suites and suites gating on it compare with their baseline; others keep
     // today's rules (and skip the resampling).
     let compared = suite.samples > 1 || suite.gates.contains_key(&Metric::RegressionP);
     let against_baseline = compared.then(|| against_baseline(runs, baseline)).flatten();
     if let Some(against) = &against_baseline {
-        metrics.insert(Metric::RegressionP.to_string(), against.p);
+        metrics.insert(Metric::RegressionP, against.p);
     }
     metrics.extend(sampled_metrics(suite, runs));
     let summary = scoring::summarize(&suite.scoring, &scores, &[]);
     if summary.n == 0 {
         return SuiteMetrics {
-            values: metrics,
+            values: suite_keys(metrics),
             families: summary.families,
             against_baseline,
             cost,
@@ -833,23 +833,23 @@ pub fn suite_metrics(
         });
         entry.cases += 1;
     }
-    metrics.insert("ex".to_string(), summary.ex);
+    metrics.insert(Metric::Ex, summary.ex);
     if let Some(fine) = summary.fine.values().next() {
-        metrics.insert("exp".to_string(), fine.exp);
-        metrics.insert("exr".to_string(), fine.exr);
-        metrics.insert("f1".to_string(), fine.f1);
+        metrics.insert(Metric::Exp, fine.exp);
+        metrics.insert(Metric::Exr, fine.exr);
+        metrics.insert(Metric::F1, fine.f1);
     }
     if let Some(esm) = &summary.esm {
-        metrics.insert("esm".to_string(), esm.all);
+        metrics.insert(Metric::Esm, esm.all);
     }
     if let Some(etm) = &summary.etm {
-        metrics.insert("etm".to_string(), etm.all);
+        metrics.insert(Metric::Etm, etm.all);
     }
     if let Some(soft_f1) = &summary.soft_f1 {
-        metrics.insert("soft_f1".to_string(), soft_f1.all);
+        metrics.insert(Metric::SoftF1, soft_f1.all);
     }
-    for (metric, mean) in &summary.metrics {
-        metrics.insert(metric.name().to_string(), *mean);
+    for (&metric, &mean) in &summary.metrics {
+        metrics.insert(Metric::Case(metric), mean);
     }
     if let Some(efficiency) = &summary.efficiency {
         let means = [
@@ -859,9 +859,10 @@ pub fn suite_metrics(
             (Metric::RvesSteps, efficiency.rves_steps),
         ];
         for (metric, mean) in means {
-            metrics.extend(mean.map(|mean| (metric.to_string(), mean)));
+            metrics.extend(mean.map(|mean| (metric, mean)));
         }
     }
+    let mut values = suite_keys(metrics);
     for (family, family_summary) in &summary.families {
         let gated = suite
             .family_gates
@@ -869,11 +870,12 @@ pub fn suite_metrics(
             .filter(|gate| &gate.family == family)
             .filter_map(|gate| Some((gate.metric, family_summary.metric(gate.metric).ok()?)));
         for (metric, value) in family_summary.values().into_iter().chain(gated) {
-            metrics.insert(family_metric_key(family, metric), value);
+            let family = family.clone();
+            values.insert(MetricKey::Family { family, metric }, value);
         }
     }
     SuiteMetrics {
-        values: metrics,
+        values,
         families: summary.families,
         breakdown: summary.breakdown,
         cases: summary.n,
@@ -881,6 +883,14 @@ pub fn suite_metrics(
         against_baseline,
         cost,
     }
+}
+
+/// Suite metrics as keys among a suite's metric values.
+fn suite_keys(metrics: BTreeMap<Metric, f64>) -> BTreeMap<MetricKey, f64> {
+    metrics
+        .into_iter()
+        .map(|(metric, value)| (MetricKey::Suite(metric), value))
+        .collect()
 }
 
 /// The verdict of the `<suite>::gate::<metric>` test.
@@ -895,7 +905,7 @@ pub fn judge_gate(
         Some(cost) => cost,
         None => metrics
             .values
-            .get(&metric.to_string())
+            .get(&MetricKey::Suite(metric))
             .copied()
             .ok_or_else(|| missing_reason(suite, metric)),
     };

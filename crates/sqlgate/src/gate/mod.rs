@@ -12,7 +12,7 @@ use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::FamilySummary;
 
 pub use judge::AgainstBaseline;
-pub use plan::{FamilyGate, TestKind};
+pub use plan::{FamilyGate, MetricKey, TestKind};
 
 pub mod accepted;
 pub mod answerer;
@@ -139,11 +139,11 @@ impl TestResult {
 pub struct SuiteSummary {
     /// The suite's name, the first component of its test names.
     pub name: String,
-    /// Suite metrics by name, and family metrics as `<family>::<metric>`.
-    pub metrics: BTreeMap<String, f64>,
-    /// `(metric, threshold, status)` per gate, e.g. `("ex", ">= 0.7", Passed)` or
-    /// `("tqa-ll::drop", "<= 10", Passed)`; a gate a stopped run did not evaluate is `Skipped`.
-    pub gates: Vec<(String, String, TestStatus)>,
+    /// Suite metrics, and each family's.
+    pub metrics: BTreeMap<MetricKey, f64>,
+    /// `(metric, threshold, status)` per gate, e.g. `(ex, ">= 0.7", Passed)` or
+    /// `(tqa-ll::drop, "<= 10", Passed)`; a gate a stopped run did not evaluate is `Skipped`.
+    pub gates: Vec<(MetricKey, String, TestStatus)>,
     /// Each generated family against its seeds, for the family tables.
     pub families: BTreeMap<String, FamilySummary>,
     /// The run against the accepted snapshot, when the suite samples or gates on
@@ -159,7 +159,7 @@ impl SuiteSummary {
     /// The summary of `suite`: its gates are read from its gate tests.
     pub fn from_results(
         suite: &str,
-        metrics: BTreeMap<String, f64>,
+        metrics: BTreeMap<MetricKey, f64>,
         results: &[TestResult],
     ) -> Self {
         let gates = results
@@ -167,11 +167,12 @@ impl SuiteSummary {
             .filter(|result| result.suite == suite)
             .filter_map(|result| {
                 let label = match result.kind {
-                    TestKind::Gate(metric) => metric.to_string(),
-                    TestKind::FamilyGate(_) => result
-                        .name
-                        .split_once("::gate::")
-                        .map_or_else(|| result.name.clone(), |(_, label)| label.to_string()),
+                    TestKind::Gate(metric) => MetricKey::Suite(metric),
+                    // `<suite>::gate::<family>::<metric>`, as the plan names the test.
+                    TestKind::FamilyGate(_) => {
+                        let (_, label) = result.name.split_once("::gate::")?;
+                        label.parse().ok()?
+                    }
                     TestKind::Case(_) => return None,
                 };
                 let threshold = result.threshold.map(|t| t.to_string()).unwrap_or_default();

@@ -86,16 +86,78 @@ pub struct FamilyGate {
 }
 
 impl FamilyGate {
-    /// `<family>::<metric>`: the gate's name within its suite, and its metric's key in the
-    /// suite's metrics.
+    /// The gate's metric among its suite's metrics.
+    pub fn key(&self) -> MetricKey {
+        MetricKey::Family {
+            family: self.family.clone(),
+            metric: self.metric,
+        }
+    }
+
+    /// `<family>::<metric>`: the gate's name within its suite.
     pub fn label(&self) -> String {
-        family_metric_key(&self.family, self.metric)
+        self.key().to_string()
     }
 }
 
-/// The key of a family's metric among its suite's metrics: `tqa-ll::drop`.
-pub fn family_metric_key(family: &str, metric: Metric) -> String {
-    format!("{family}::{metric}")
+/// One of a suite's metric values: a suite metric (`ex`) or a generated family's against its
+/// seeds (`tqa-ll::drop`). Ordered by that name, as reports list them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MetricKey {
+    /// A metric of the suite's cases.
+    Suite(Metric),
+    /// A metric of one generated family.
+    Family {
+        /// The family's name.
+        family: String,
+        /// Its metric.
+        metric: Metric,
+    },
+}
+
+impl MetricKey {
+    /// The metric, of the suite or of a family.
+    pub fn metric(&self) -> Metric {
+        match self {
+            MetricKey::Suite(metric) | MetricKey::Family { metric, .. } => *metric,
+        }
+    }
+}
+
+impl std::fmt::Display for MetricKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetricKey::Suite(metric) => write!(f, "{metric}"),
+            MetricKey::Family { family, metric } => write!(f, "{family}::{metric}"),
+        }
+    }
+}
+
+impl std::str::FromStr for MetricKey {
+    type Err = sqlgate_eval::scoring::MetricNameError;
+
+    /// `ex`, or `<family>::<metric>` (a family's name never holds `::`).
+    fn from_str(text: &str) -> Result<MetricKey, Self::Err> {
+        Ok(match text.rsplit_once("::") {
+            Some((family, metric)) => MetricKey::Family {
+                family: family.to_string(),
+                metric: metric.parse()?,
+            },
+            None => MetricKey::Suite(text.parse()?),
+        })
+    }
+}
+
+impl Ord for MetricKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.to_string().cmp(&other.to_string())
+    }
+}
+
+impl PartialOrd for MetricKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 /// What kind of test a name stands for. More kinds may come: code outside this crate matching

@@ -469,7 +469,9 @@ fn one_answer_per_key<'de, D: Deserializer<'de>>(
 pub struct SuiteOutcome {
     /// The suite's name.
     pub name: String,
-    /// Suite metrics by name, and family metrics as `<family>::<metric>`.
+    /// Suite metrics by name, and family metrics as `<family>::<metric>`: names, not
+    /// [`MetricKey`](super::MetricKey)s, so that a record of a version with other metrics
+    /// still reads as an earlier run.
     pub metrics: BTreeMap<String, f64>,
     /// Each gate: `(metric, threshold, status)` as [`SuiteSummary::gates`].
     pub gates: Vec<(String, String, TestStatus)>,
@@ -480,8 +482,16 @@ impl SuiteOutcome {
     pub fn of(summary: &SuiteSummary) -> SuiteOutcome {
         SuiteOutcome {
             name: summary.name.clone(),
-            metrics: summary.metrics.clone(),
-            gates: summary.gates.clone(),
+            metrics: summary
+                .metrics
+                .iter()
+                .map(|(key, value)| (key.to_string(), *value))
+                .collect(),
+            gates: summary
+                .gates
+                .iter()
+                .map(|(key, threshold, status)| (key.to_string(), threshold.clone(), *status))
+                .collect(),
         }
     }
 }

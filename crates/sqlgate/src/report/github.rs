@@ -14,7 +14,7 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::gate::judge::format_p;
 use crate::gate::snapshot::normalize_sql;
-use crate::gate::{SuiteSummary, TestResult, TestStatus};
+use crate::gate::{MetricKey, SuiteSummary, TestResult, TestStatus};
 use crate::report::junit::{by_suite, format_metric, SuiteView};
 use sqlgate_eval::error::OutputError;
 use sqlgate_eval::secrets;
@@ -91,17 +91,17 @@ fn headline(results: &[TestResult]) -> String {
 
 fn suites_table(results: &[TestResult], summaries: &[SuiteSummary]) -> String {
     // Family metrics (`<family>::<metric>`) have a table of their own.
-    let mut metrics: Vec<&str> = summaries
+    let mut metrics: Vec<&MetricKey> = summaries
         .iter()
-        .flat_map(|s| s.metrics.keys().map(String::as_str))
-        .filter(|key| !key.contains("::"))
+        .flat_map(|s| s.metrics.keys())
+        .filter(|key| matches!(key, MetricKey::Suite(_)))
         .collect();
     metrics.sort_unstable();
     metrics.dedup();
 
     let mut out = String::from("\n| suite | tests | passed | failed | skipped |");
     for metric in &metrics {
-        let _ = write!(out, " {} |", cell(metric));
+        let _ = write!(out, " {} |", cell(&metric.to_string()));
     }
     out.push_str("\n|---|--:|--:|--:|--:|");
     out.push_str(&"--:|".repeat(metrics.len()));
@@ -192,7 +192,7 @@ fn gates_table(summaries: &[SuiteSummary]) -> String {
                     format!(
                         "| {} | {} | {} | {} | {} |\n",
                         cell(&summary.name),
-                        cell(metric),
+                        cell(&metric.to_string()),
                         cell(threshold),
                         value.unwrap_or_else(|| "n/a".to_string()),
                         match status {

@@ -100,7 +100,7 @@ fn test_suite(view: &SuiteView) -> TestSuite {
             summary
                 .metrics
                 .iter()
-                .map(|(metric, value)| Property::new(metric.as_str(), format_metric(*value))),
+                .map(|(metric, value)| Property::new(metric.to_string(), format_metric(*value))),
         );
     }
     suite.add_test_cases(view.tests.iter().map(|result| test_case(result)));

@@ -143,7 +143,7 @@ fn gates(input: &ReportInput) -> Vec<GateView> {
                         .outcome
                         .iter()
                         .find(|suite| suite.name == summary.name)
-                        .and_then(|suite| suite.metrics.get(label).copied());
+                        .and_then(|suite| suite.metrics.get(&label.to_string()).copied());
                     (run.label.clone(), value)
                 })
                 .collect();
@@ -152,7 +152,7 @@ fn gates(input: &ReportInput) -> Vec<GateView> {
                 chart: gate_chart(&test, value, threshold, &earlier),
                 test,
                 suite: summary.name.clone(),
-                label: label.clone(),
+                label: label.to_string(),
                 threshold: threshold.clone(),
                 value: value.map_or_else(|| "n/a".to_string(), format_metric),
                 status: status_class(*status),

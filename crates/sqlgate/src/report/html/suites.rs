@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::gate::judge::{CaseRun, SuiteMetrics};
-use crate::gate::plan::SuitePlan;
+use crate::gate::plan::{MetricKey, SuitePlan};
 use crate::report::junit::format_metric;
 use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::reliability::{self, Region, Regions};
 use sqlgate_eval::scoring::FamilySummary;
+use sqlgate_eval::scoring::Metric;
 
 use super::charts::{self, Bar, BarChart, Group, LineChart, Scatter};
 use super::input::ReportInput;
@@ -88,15 +89,15 @@ struct FineView {
 
 /// Rates (means of 0/1 or [0, 1] values) among the suite metrics, beside every registered
 /// per-case metric; `rs` is a percentage and family metrics have a section of their own.
-const RATES: [&str; 8] = [
-    "ex",
-    "pass_rate",
-    "exp",
-    "exr",
-    "f1",
-    "esm",
-    "etm",
-    "soft_f1",
+const RATES: [Metric; 8] = [
+    Metric::Ex,
+    Metric::PassRate,
+    Metric::Exp,
+    Metric::Exr,
+    Metric::F1,
+    Metric::Esm,
+    Metric::Etm,
+    Metric::SoftF1,
 ];
 
 pub(super) fn sections(input: &ReportInput) -> SuiteSections {
@@ -134,17 +135,17 @@ fn metrics_view(suite: &SuitePlan, metrics: &SuiteMetrics) -> MetricsView {
     let values = &metrics.values;
     let suite_metrics: Vec<(String, String)> = values
         .iter()
-        .filter(|(name, _)| !name.contains("::"))
-        .map(|(name, value)| (name.clone(), format_metric(*value)))
+        .filter(|(key, _)| matches!(key, MetricKey::Suite(_)))
+        .map(|(key, value)| (key.to_string(), format_metric(*value)))
         .collect();
-    let registered = CaseMetric::all().map(CaseMetric::name);
+    let registered = CaseMetric::all().map(Metric::Case);
     let rates: Vec<Group> = RATES
         .into_iter()
         .chain(registered)
-        .filter_map(|name| {
-            let value = values.get(name)?;
+        .filter_map(|metric| {
+            let value = values.get(&MetricKey::Suite(metric))?;
             Some(Group {
-                label: name.to_string(),
+                label: metric.to_string(),
                 bars: vec![Some(Bar::of(*value))],
             })
         })
@@ -386,11 +387,11 @@ fn fine_view(suite: &SuitePlan, runs: &[CaseRun], metrics: &SuiteMetrics) -> Opt
         let key = ((exp * 100.0).round() as i64, (exr * 100.0).round() as i64);
         *points.entry(key).or_default() += 1;
     }
-    let means = ["exp", "exr", "f1"]
-        .iter()
-        .filter_map(|name| {
-            let value = metrics.values.get(*name)?;
-            Some((name.to_string(), format_metric(*value)))
+    let means = [Metric::Exp, Metric::Exr, Metric::F1]
+        .into_iter()
+        .filter_map(|metric| {
+            let value = metrics.values.get(&MetricKey::Suite(metric))?;
+            Some((metric.to_string(), format_metric(*value)))
         })
         .collect();
     Some(FineView {
