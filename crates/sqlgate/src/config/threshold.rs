@@ -170,7 +170,12 @@ mod tests {
         assert!(check("rs", ">= 100.5").unwrap_err().contains("at most 100"));
         assert!(check("drop", "<= 5").is_ok() && check("drop", ">= -20").is_ok());
         assert!(check("drop", "<= 101").is_err() && check("pass@5", ">= 1.2").is_err());
-        for metric in ["latency_p50", "latency_p95", "tokens_mean", "tokens_per_correct"] {
+        for metric in [
+            "latency_p50",
+            "latency_p95",
+            "tokens_mean",
+            "tokens_per_correct",
+        ] {
             assert!(check(metric, "<= 2.5").is_ok() && check(metric, "<= 125000").is_ok());
             assert!(check(metric, "<= -1").unwrap_err().contains("at least 0"));
         }
