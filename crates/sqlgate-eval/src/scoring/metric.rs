@@ -135,6 +135,25 @@ impl Metric {
         )
     }
 
+    /// The suite metrics that are means of a per-case value in [0, 1] over the feasible cases,
+    /// in the order reports show them: the built-in ones, then every registered per-case
+    /// metric. (RS weighs every case by its region, and family metrics compare cases with their
+    /// seeds: neither is a per-case mean.)
+    pub fn case_means() -> Vec<Metric> {
+        [
+            Metric::Ex,
+            Metric::Exp,
+            Metric::Exr,
+            Metric::F1,
+            Metric::Esm,
+            Metric::Etm,
+            Metric::SoftF1,
+        ]
+        .into_iter()
+        .chain(CaseMetric::all().map(Metric::Case))
+        .collect()
+    }
+
     /// The names of the family metrics, for messages.
     pub const FAMILY_NAMES: &'static str = "ex, drop, qvt, pass@K, recall, fpr";
 

@@ -4,7 +4,7 @@
 //! Two sides, each a run record or a snapshot ([`outcome::read`]), are compared case by case
 //! by test name ([`compare`]): regressions (correct in base, not in head), fixes, cases only in
 //! one side, and answers that changed without changing the verdict. Per suite, the mean of
-//! every per-case metric both sides have ([`outcome::case_means`]) is compared with a paired
+//! every per-case metric both sides have ([`Metric::case_means`]) is compared with a paired
 //! bootstrap 95% interval over the feasible cases in both ([`sqlgate_eval::metrics::bootstrap`]). Run records and
 //! snapshots hold no gate thresholds, so no gate verdict is compared: the means are the values
 //! the suite's gates compare. [`text`] and [`markdown`] render a [`Diff`]; its JSON is its
@@ -22,7 +22,7 @@ use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::Metric;
 
 use crate::gate::record::RunInputs;
-use outcome::{case_means, CaseOutcome, InputKind, RunOutcomes};
+use outcome::{CaseOutcome, InputKind, RunOutcomes};
 use sqlgate_eval::metrics::bootstrap::{Bootstrap, Interval};
 
 /// How two sides differ.
@@ -145,7 +145,7 @@ pub struct SuiteDelta {
     pub head_cases: usize,
     /// Its feasible cases in both: the cases the deltas and intervals are over.
     pub paired: usize,
-    /// Each per-case metric either side has, in [`case_means`] order.
+    /// Each per-case metric either side has, in [`Metric::case_means`] order.
     pub metrics: Vec<MetricDelta>,
 }
 
@@ -281,7 +281,7 @@ fn suite_delta(
     let (base_means, head_means) = (means(&base_cases), means(&head_cases));
     // Metrics both sides have, compared over the paired cases; a case without the value
     // scores 0, as in the suite's mean.
-    let case_means = case_means();
+    let case_means = Metric::case_means();
     let both: Vec<usize> = (0..case_means.len())
         .filter(|&m| base_means[m].is_some() && head_means[m].is_some())
         .collect();
@@ -328,7 +328,7 @@ fn cases_of<'a>(suite: &str, side: &'a RunOutcomes) -> Vec<&'a CaseOutcome> {
 /// Each metric's mean over the feasible cases, where some feasible case has it.
 fn means(cases: &[&CaseOutcome]) -> Vec<Option<f64>> {
     let feasible: Vec<&&CaseOutcome> = cases.iter().filter(|c| c.feasible).collect();
-    (0..case_means().len())
+    (0..Metric::case_means().len())
         .map(|m| {
             let values = feasible.iter().map(|c| c.value(m));
             let has_it = feasible.iter().any(|c| c.value(m).is_some());
@@ -498,7 +498,7 @@ mod tests {
 
     /// A feasible case of suite `s` with EX and, when given, ETM.
     fn case(id: &str, ex: f64, etm: Option<f64>, answer: &str) -> CaseOutcome {
-        let mut metrics = vec![None; case_means().len()];
+        let mut metrics = vec![None; Metric::case_means().len()];
         metrics[0] = Some(ex);
         metrics[5] = etm;
         CaseOutcome {

@@ -8,31 +8,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use sqlgate_eval::error::InputError;
-use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::ex::Verdict;
 use sqlgate_eval::scoring::Metric;
 
 use crate::gate::record::{CaseRecord, RunInputs, RunRecord};
 use crate::gate::snapshot::{self, SnapshotEntry};
-
-/// The suite metrics that are means of a per-case value over the feasible cases, in the order
-/// reports show them: the built-in ones, then every registered per-case metric. (RS weighs
-/// every case by its region, and family metrics compare cases with their seeds: neither is a
-/// per-case mean.)
-pub fn case_means() -> Vec<Metric> {
-    [
-        Metric::Ex,
-        Metric::Exp,
-        Metric::Exr,
-        Metric::F1,
-        Metric::Esm,
-        Metric::Etm,
-        Metric::SoftF1,
-    ]
-    .into_iter()
-    .chain(CaseMetric::all().map(Metric::Case))
-    .collect()
-}
 
 /// What kind of file a side was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -71,12 +51,12 @@ pub struct CaseOutcome {
     pub answer: String,
     /// The reviewer's detail (question, gold, predicted SQL, error), when a run record has it.
     pub detail: Option<String>,
-    /// The case's value of each of [`case_means`], in its order, where the side has it.
+    /// The case's value of each of [`Metric::case_means`], in its order, where the side has it.
     pub metrics: Vec<Option<f64>>,
 }
 
 impl CaseOutcome {
-    /// The case's value of the `index`th of [`case_means`], where it has one.
+    /// The case's value of the `index`th of [`Metric::case_means`], where it has one.
     pub fn value(&self, index: usize) -> Option<f64> {
         self.metrics.get(index).copied().flatten()
     }
@@ -195,7 +175,7 @@ fn record_outcome(suite: &str, case: &CaseRecord) -> CaseOutcome {
         verdict,
         answer: snapshot::answer_text(&line),
         detail: case.detail.clone(),
-        metrics: case_means().into_iter().map(value).collect(),
+        metrics: Metric::case_means().into_iter().map(value).collect(),
     }
 }
 
@@ -206,7 +186,7 @@ pub fn from_snapshot(path: &Path, entries: Vec<SnapshotEntry>) -> RunOutcomes {
     let cases = entries
         .into_iter()
         .map(|entry| {
-            let metrics = case_means()
+            let metrics = Metric::case_means()
                 .into_iter()
                 .map(|metric| {
                     let text = entry.metrics.get(&metric.to_string())?;

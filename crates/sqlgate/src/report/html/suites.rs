@@ -9,7 +9,6 @@ use serde::Serialize;
 use crate::gate::judge::{CaseRun, SuiteMetrics};
 use crate::gate::plan::{MetricKey, SuitePlan};
 use crate::report::junit::format_metric;
-use sqlgate_eval::metrics::case_metric::CaseMetric;
 use sqlgate_eval::metrics::reliability::{self, Region, Regions};
 use sqlgate_eval::scoring::FamilySummary;
 use sqlgate_eval::scoring::Metric;
@@ -87,18 +86,13 @@ struct FineView {
     chart: Option<String>,
 }
 
-/// Rates (means of 0/1 or [0, 1] values) among the suite metrics, beside every registered
-/// per-case metric; `rs` is a percentage and family metrics have a section of their own.
-const RATES: [Metric; 8] = [
-    Metric::Ex,
-    Metric::PassRate,
-    Metric::Exp,
-    Metric::Exr,
-    Metric::F1,
-    Metric::Esm,
-    Metric::Etm,
-    Metric::SoftF1,
-];
+/// Rates among the suite metrics: the per-case means, with a sampled suite's mean pass rate
+/// after EX; `rs` is a percentage and family metrics have a section of their own.
+fn rates() -> Vec<Metric> {
+    let mut rates = Metric::case_means();
+    rates.insert(1, Metric::PassRate);
+    rates
+}
 
 pub(super) fn sections(input: &ReportInput) -> SuiteSections {
     let mut sections = SuiteSections {
@@ -138,10 +132,8 @@ fn metrics_view(suite: &SuitePlan, metrics: &SuiteMetrics) -> MetricsView {
         .filter(|(key, _)| matches!(key, MetricKey::Suite(_)))
         .map(|(key, value)| (key.to_string(), format_metric(*value)))
         .collect();
-    let registered = CaseMetric::all().map(Metric::Case);
-    let rates: Vec<Group> = RATES
+    let rates: Vec<Group> = rates()
         .into_iter()
-        .chain(registered)
         .filter_map(|metric| {
             let value = values.get(&MetricKey::Suite(metric))?;
             Some(Group {
