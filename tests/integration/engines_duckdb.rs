@@ -16,15 +16,15 @@ const DUCKDB_RUNS: usize = 128;
 
 /// The Defog databases as DuckDB files, copied once per test binary by `sqlgate copy`.
 fn duckdb_defog() -> Option<(PathBuf, &'static Path)> {
-    static FOLDER: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static FOLDER: OnceLock<&'static Path> = OnceLock::new();
     let defog = defog()?;
     let folder = FOLDER.get_or_init(|| {
-        let folder = tempfile::tempdir().unwrap();
-        let to = folder.path().to_string_lossy().into_owned();
+        let folder = sqlgate_test_support::removed_at_exit();
+        let to = folder.to_string_lossy().into_owned();
         copy(&defog, &["--to-engine", "duckdb", "--to-db-dir", &to]).assert_success();
         folder
     });
-    Some((defog, folder.path()))
+    Some((defog, folder))
 }
 
 /// Every Defog DuckDB file's bytes.

@@ -66,10 +66,7 @@ const NAMES: [&str; 13] = [
 fn database() -> &'static Path {
     static DB: OnceLock<PathBuf> = OnceLock::new();
     DB.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz_properties");
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("concert_singer_{}.sqlite", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let path = sqlgate_test_support::removed_at_exit().join("concert_singer.sqlite");
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, location TEXT, capacity INTEGER);

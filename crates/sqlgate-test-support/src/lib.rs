@@ -29,7 +29,9 @@ pub fn shared_data() -> Option<PathBuf> {
 
 pub mod mariadb;
 pub mod postgres;
+mod process_dir;
 mod server;
 pub mod skip;
 
+pub use process_dir::removed_at_exit;
 pub use skip::REQUIRE_SHARED_DATA;
