@@ -134,6 +134,7 @@ fn pairs(bench: &Benchmark) -> (Vec<Case>, Vec<Prediction>) {
                 samples: Vec::new(),
                 retrieved: Vec::new(),
                 usage: None,
+                script: None,
             });
         }
     }

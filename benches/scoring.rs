@@ -42,6 +42,7 @@ fn gold_predictions(bench: &Benchmark) -> Vec<Prediction> {
             samples: Vec::new(),
             retrieved: Vec::new(),
             usage: None,
+            script: None,
         })
         .collect()
 }

@@ -36,6 +36,7 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
         source: source.clone(),
         db_file: None,
         cs: None,
+        state: None,
     };
     let prediction = Prediction {
         answer: Answer::Sql("SELECT k, v + 10 AS v FROM t".to_string()),
@@ -45,6 +46,7 @@ fn a_truncated_partial_match_is_a_diagnostic_and_counted_in_the_summary() {
         samples: Vec::new(),
         retrieved: Vec::new(),
         usage: None,
+        script: None,
     };
     let engine = Engine::new(Limits::default(), sqlgate_engine_sqlite::files());
     let databases = CaseDatabases {

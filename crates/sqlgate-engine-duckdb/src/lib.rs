@@ -57,7 +57,10 @@ impl Driver for DuckDb {
             Feature::Explain | Feature::Cost | Feature::Create => true,
             // DuckDB has no switch that returns unordered rows in another order, and no data
             // version: the core compares the file's and its `.wal`'s stamps.
-            Feature::ReverseUnordered | Feature::Fingerprint | Feature::StepBound => false,
+            Feature::ReverseUnordered
+            | Feature::Fingerprint
+            | Feature::StepBound
+            | Feature::Scratch => false,
         }
     }
 

@@ -69,7 +69,10 @@ impl Driver for MySql {
     fn supports(&self, feature: Feature) -> bool {
         match feature {
             Feature::Explain | Feature::Cost | Feature::Create => true,
-            Feature::ReverseUnordered | Feature::Fingerprint | Feature::StepBound => false,
+            Feature::ReverseUnordered
+            | Feature::Fingerprint
+            | Feature::StepBound
+            | Feature::Scratch => false,
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod catalog;
 mod heap;
 pub mod sandbox;
+mod scratch;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use sqlgate_engine::catalog::text;
 use sqlgate_engine::{
     Backend, CatalogRows, Connection, Driver, EngineError, ExecError, Execution, Feature, Limits,
-    Open, Schema, Settings, Storage, Writer,
+    Open, Schema, Scratch, Settings, Storage, Writer,
 };
 
 pub use catalog::{holds_rows, read_schema};
@@ -112,6 +113,16 @@ impl Driver for Sqlite {
         Ok(comments)
     }
 
+    fn index_query(&self) -> Option<&'static str> {
+        // Every index of every table, SQLite's own for PRIMARY KEY and UNIQUE included: both
+        // states a case compares come from the same engine.
+        Some(
+            "SELECT m.name, i.\"unique\", (SELECT group_concat(name, ',') FROM \
+             (SELECT c.name FROM pragma_index_info(i.name) c ORDER BY c.seqno)) \
+             FROM sqlite_schema m, pragma_index_list(m.name) i WHERE m.type = 'table'",
+        )
+    }
+
     fn schema_text_query(&self) -> Option<&'static str> {
         Some(
             "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' \
@@ -146,6 +157,10 @@ impl Backend for Files {
 
     fn reopen(&self, db: &Path) -> Result<Box<dyn Writer>, ExecError> {
         Ok(Box::new(writer::SqliteWriter::reopen(db)?))
+    }
+
+    fn scratch(&self, db: &Path) -> Result<Box<dyn Scratch>, ExecError> {
+        Ok(Box::new(scratch::SqliteScratch::open(db)?))
     }
 }
 

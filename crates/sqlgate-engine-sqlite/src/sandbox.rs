@@ -19,9 +19,10 @@
 //!   all threads then queue on SQLite's one memory-statistics lock: a large gold sort runs about
 //!   twice as fast this way, and scales with cores).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
@@ -57,7 +58,7 @@ const STEPS_PER_PROGRESS_CALL: i32 = 1000;
 
 /// A sandboxed connection to one database file.
 pub struct Sandbox {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: PathBuf,
     /// Opened `immutable`: SQLite then takes no lock and never looks for changes to the file.
     immutable: bool,
@@ -67,6 +68,11 @@ pub struct Sandbox {
     periods_left: Arc<AtomicU64>,
     /// Set by the progress handler when it stopped the current statement at its step bound.
     over_steps: Arc<AtomicBool>,
+    /// A scratch copy's connection ([`crate::scratch`]): statements may write to it.
+    writable: bool,
+    /// The tables and views a scratch copy's statements may have changed, as its authorizer
+    /// saw them prepared.
+    pub(crate) touched: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Sandbox {
@@ -106,7 +112,7 @@ impl Sandbox {
             kind: ExecErrorKind::Runtime,
             message: format!("cannot open database {}: {why}", path.display()),
         })?;
-        let mut conn = Connection::open_with_flags(uri, flags).map_err(open_error)?;
+        let conn = Connection::open_with_flags(uri, flags).map_err(open_error)?;
         conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)
             .and_then(|_| conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH))
             .map_err(open_error)?;
@@ -136,16 +142,64 @@ impl Sandbox {
                 }
                 _ => open_error(e),
             })?;
-        let denied = Arc::new(AtomicBool::new(false));
-        let authorizer_denied = Arc::clone(&denied);
-        conn.authorizer(Some(move |context: AuthContext<'_>| {
-            let verdict = authorize(context);
-            if verdict == Authorization::Deny {
-                authorizer_denied.store(true, Ordering::Relaxed);
-            }
-            verdict
-        }))
+        Sandbox::guard(conn, path, immutable, false).map_err(open_error)
+    }
+
+    /// Opens the scratch copy `copy`, which this process made and no one else reads, for
+    /// statements that may write to its own tables, indexes, views and triggers, inside one
+    /// transaction that [`Sandbox::reset_scratch`] rolls back.
+    pub(crate) fn open_scratch(copy: &Path) -> Result<Sandbox, ExecError> {
+        crate::heap::bound();
+        let open_error = |e: rusqlite::Error| ExecError {
+            kind: ExecErrorKind::Unavailable,
+            message: format!("cannot open the scratch copy {}: {e}", copy.display()),
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(copy, flags).map_err(open_error)?;
+        conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)
+            .and_then(|_| conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH))
+            .map_err(open_error)?;
+        // The copy is thrown away: its rollback journal stays in memory, nothing is synced.
+        conn.execute_batch(
+            "PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA temp_store = MEMORY; \
+             PRAGMA trusted_schema = OFF; BEGIN",
+        )
         .map_err(open_error)?;
+        Sandbox::guard(conn, copy, false, true).map_err(open_error)
+    }
+
+    /// Rolls back everything the scratch copy's statements did, and starts a new transaction.
+    pub(crate) fn reset_scratch(&mut self) -> Result<(), ExecError> {
+        let reset = |conn: &mut Connection| {
+            conn.authorizer(None::<fn(AuthContext<'_>) -> Authorization>)?;
+            conn.execute_batch("ROLLBACK; BEGIN")
+        };
+        reset(&mut self.conn).map_err(|e| ExecError {
+            kind: ExecErrorKind::Unavailable,
+            message: format!("cannot roll back the scratch copy: {e}"),
+        })?;
+        self.touched
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
+        self.install_authorizer().map_err(|e| ExecError {
+            kind: ExecErrorKind::Unavailable,
+            message: format!("cannot guard the scratch copy: {e}"),
+        })
+    }
+
+    /// Whether the scratch copy's transaction is still open (no statement ended it).
+    pub(crate) fn in_transaction(&self) -> bool {
+        !self.conn.is_autocommit()
+    }
+
+    /// The sandbox around `conn`: its authorizer, step bound and flags.
+    fn guard(
+        mut conn: Connection,
+        path: &Path,
+        immutable: bool,
+        writable: bool,
+    ) -> Result<Sandbox, rusqlite::Error> {
         let periods_left = Arc::new(AtomicU64::new(u64::MAX));
         let over_steps = Arc::new(AtomicBool::new(false));
         let (left, over) = (Arc::clone(&periods_left), Arc::clone(&over_steps));
@@ -161,17 +215,35 @@ impl Sandbox {
                 left.store(periods - 1, Ordering::Relaxed);
                 false
             }),
-        )
-        .map_err(open_error)?;
-
-        Ok(Sandbox {
+        )?;
+        let mut sandbox = Sandbox {
             conn,
             path: path.to_path_buf(),
             immutable,
-            denied,
+            denied: Arc::new(AtomicBool::new(false)),
             periods_left,
             over_steps,
-        })
+            writable,
+            touched: Arc::default(),
+        };
+        sandbox.install_authorizer()?;
+        Ok(sandbox)
+    }
+
+    /// Denies at prepare time what the connection may not do (see [`authorize`]), noting it.
+    fn install_authorizer(&mut self) -> Result<(), rusqlite::Error> {
+        let denied = Arc::clone(&self.denied);
+        let touched = self.writable.then(|| Arc::clone(&self.touched));
+        self.conn.authorizer(Some(move |context: AuthContext<'_>| {
+            let verdict = match &touched {
+                None => authorize(context),
+                Some(touched) => authorize_scratch(context, touched),
+            };
+            if verdict == Authorization::Deny {
+                denied.store(true, Ordering::Relaxed);
+            }
+            verdict
+        }))
     }
 
     /// SQLite's data version of the file (`SQLITE_FCNTL_DATA_VERSION`) as of this connection's
@@ -258,12 +330,12 @@ impl Sandbox {
             )));
         }
         let mut stmt = self.conn.prepare(sql).map_err(RunError::Prepare)?;
-        if !stmt.readonly() {
+        if !stmt.readonly() && !self.writable {
             return Err(RunError::Denied(
                 "the statement would modify the database".into(),
             ));
         }
-        if stmt.column_count() == 0 {
+        if stmt.column_count() == 0 && !self.writable {
             return Err(RunError::Denied("the statement is not a query".into()));
         }
         let columns: Vec<String> = stmt.column_names().map(String::from).collect();
@@ -412,6 +484,47 @@ fn authorize(context: AuthContext<'_>) -> Authorization {
         }
         _ => Authorization::Deny,
     }
+}
+
+/// A scratch copy's rules: [`authorize`]'s, and writing to the copy's own (`main`) tables,
+/// indexes, views and triggers, each noted in `touched`. Transactions and savepoints stay
+/// denied (a COMMIT would end what [`Sandbox::reset_scratch`] rolls back), as do ATTACH,
+/// temporary objects, virtual tables and every other PRAGMA.
+fn authorize_scratch(context: AuthContext<'_>, touched: &Mutex<BTreeSet<String>>) -> Authorization {
+    let changed = match context.action {
+        AuthAction::Insert { table_name }
+        | AuthAction::Update { table_name, .. }
+        | AuthAction::Delete { table_name }
+        | AuthAction::CreateTable { table_name }
+        | AuthAction::DropTable { table_name }
+        | AuthAction::AlterTable { table_name, .. }
+        | AuthAction::CreateIndex { table_name, .. }
+        | AuthAction::DropIndex { table_name, .. }
+        | AuthAction::CreateTrigger { table_name, .. }
+        | AuthAction::DropTrigger { table_name, .. } => table_name,
+        AuthAction::CreateView { view_name } | AuthAction::DropView { view_name } => view_name,
+        AuthAction::Reindex { .. } | AuthAction::Analyze { .. } => return Authorization::Allow,
+        _ => return authorize(context),
+    };
+    // SQLite's own tables change with every DDL statement (RENAME updates the temporary
+    // schema's too): they are not the user's, and no statement reaches them directly
+    // (`writable_schema` is a denied PRAGMA).
+    if changed.to_ascii_lowercase().starts_with("sqlite_") {
+        return Authorization::Allow;
+    }
+    // ALTER TABLE names its database in the action, not in the context.
+    let database = match context.action {
+        AuthAction::AlterTable { database_name, .. } => Some(database_name),
+        _ => context.database_name,
+    };
+    if database != Some("main") {
+        return Authorization::Deny;
+    }
+    touched
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(changed.to_string());
+    Authorization::Allow
 }
 
 /// A read-only `file:` URI for `path` that reads what `sqlite3` would read, and whether it

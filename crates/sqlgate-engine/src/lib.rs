@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod limits;
 pub mod memory;
 mod result;
+pub mod scratch;
 pub mod value;
 pub mod watchdog;
 
@@ -21,6 +22,7 @@ use std::sync::Arc;
 pub use catalog::Schema;
 pub use limits::{Limits, Source};
 pub use result::{ExecError, ExecErrorKind, Execution, ResultSet};
+pub use scratch::Scratch;
 pub use value::Value;
 
 /// What a suite says of where its databases are (`dsn`, `password_env` in `sqlgate.toml`).
@@ -64,6 +66,9 @@ pub enum Feature {
     /// A bound on a query's work in the engine's own steps ([`Limits::max_steps`]), which
     /// does not depend on the machine's speed.
     StepBound,
+    /// A private writable copy of a database whose changes are never kept ([`Scratch`]):
+    /// state cases, judged by what their statements leave.
+    Scratch,
 }
 
 impl fmt::Display for Feature {
@@ -75,6 +80,7 @@ impl fmt::Display for Feature {
             Feature::ReverseUnordered => "reversing unordered rows (the gold audit)",
             Feature::Fingerprint => "content fingerprints (the result cache)",
             Feature::StepBound => "bounds on a query's work in steps (distill's trials)",
+            Feature::Scratch => "scratch copies (state cases: DML and DDL answers)",
         })
     }
 }
@@ -203,6 +209,13 @@ pub trait Driver: Sync + 'static {
         Ok(Vec::new())
     }
 
+    /// A query of `(table, unique, columns)` rows, one per index of a user's table, `unique`
+    /// 1 or 0 and `columns` the indexed columns in order, joined by commas: how a state case
+    /// compares the indexes its statements leave, whatever their names ([`Feature::Scratch`]).
+    fn index_query(&self) -> Option<&'static str> {
+        None
+    }
+
     /// A query whose rows hold, in their first column, the database's own `CREATE`
     /// statements as written (SQLite's `sqlite_schema`): the schema text a model's prompt
     /// shows. `None`: the catalog is written out as `CREATE TABLE` statements instead.
@@ -269,6 +282,13 @@ pub trait Backend: Send + Sync {
     fn remove(&self, db: &Path) -> Result<(), ExecError> {
         let _ = db;
         Err(self.driver().unsupported(Feature::Create).into())
+    }
+
+    /// A private writable copy of `db` for state cases ([`Feature::Scratch`]): `db` itself
+    /// is never opened writable, and nothing done on the copy reaches it.
+    fn scratch(&self, db: &Path) -> Result<Box<dyn Scratch>, ExecError> {
+        let _ = db;
+        Err(self.driver().unsupported(Feature::Scratch).into())
     }
 
     /// What the connection to `db` could do beyond reading, each a warning for the user (a

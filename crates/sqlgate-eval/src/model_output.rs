@@ -46,6 +46,22 @@ pub fn clean_sql(raw: &str) -> CleanedSql {
     }
 }
 
+/// A state case's answer, whose statements all count ([`crate::metrics::state`]): the first
+/// SQL-like fenced block, else the text; every statement kept, surrounding whitespace and
+/// trailing semicolons trimmed.
+pub fn clean_script(raw: &str) -> String {
+    let text = raw.trim();
+    let block = fenced_blocks(text).and_then(|blocks| {
+        blocks
+            .into_iter()
+            .find(|block| is_sql_language(&block.language) && !block.content.trim().is_empty())
+    });
+    match block {
+        Some(block) => finish(&block.content).to_string(),
+        None => finish(text).to_string(),
+    }
+}
+
 /// The text with each fence line blanked: a fence still ends the paragraph before it.
 fn without_fence_lines(text: &str) -> String {
     text.lines()

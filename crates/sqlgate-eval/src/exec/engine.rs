@@ -13,7 +13,10 @@ use std::time::{Instant, SystemTime};
 use sqlgate_engine::{Backend, Connection, Driver, Feature, Open, Storage};
 
 use super::result_cache::ResultCache;
-use super::{ExecError, ExecErrorKind, Execution, Limits, Probe, QueryRunner, Source};
+use super::{
+    ExecError, ExecErrorKind, Execution, Limits, Probe, QueryRunner, ScratchLease, ScratchPool,
+    Source,
+};
 use crate::files::Stamp;
 
 /// What a run knows of one database: when it first read it, and its distinct executions by
@@ -83,6 +86,8 @@ pub struct Engine {
     /// Results of earlier runs, when the run keeps them.
     disk: Option<ResultCache>,
     counts: Counts,
+    /// State cases' scratch copies, kept between cases.
+    scratches: ScratchPool,
 }
 
 /// Where the results this engine handed out came from.
@@ -121,6 +126,7 @@ impl Engine {
             databases: Mutex::default(),
             disk: None,
             counts: Counts::default(),
+            scratches: ScratchPool::default(),
         }
     }
 
@@ -316,6 +322,11 @@ impl QueryRunner for Engine {
             }
             Probe::Cost => connection.cost(sql, &limits),
         }
+    }
+
+    fn scratch(&self, db: &Path) -> Result<(ScratchLease<'_>, Limits), ExecError> {
+        let lease = self.scratches.lease(self.backend.as_ref(), db)?;
+        Ok((lease, self.limits))
     }
 }
 

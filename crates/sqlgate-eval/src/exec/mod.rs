@@ -5,14 +5,16 @@
 pub mod engine;
 pub mod result_cache;
 pub mod schema;
+pub mod scratch;
 
 use std::path::Path;
 use std::time::Instant;
 
 pub use engine::Engine;
+pub use scratch::{ScratchLease, ScratchPool};
 pub use sqlgate_engine::{
     copy_database, limits, memory, value, Backend, Connection, Driver, EngineError, ExecError,
-    ExecErrorKind, Execution, Feature, Limits, Open, ResultSet, Settings, Source, Storage,
+    ExecErrorKind, Execution, Feature, Limits, Open, ResultSet, Scratch, Settings, Source, Storage,
     Unsupported, Value, Writer, STAGING_SUFFIX,
 };
 
@@ -41,6 +43,16 @@ pub trait QueryRunner: Sync {
         Err(ExecError {
             kind: ExecErrorKind::Unavailable,
             message: "this query runner does not measure efficiency".to_string(),
+        })
+    }
+
+    /// A scratch copy of `db` for a state case's statements ([`Scratch`]), and the bounds each
+    /// statement runs under there. A runner without copies says so (an `Unavailable` error).
+    fn scratch(&self, db: &Path) -> Result<(ScratchLease<'_>, Limits), ExecError> {
+        let _ = db;
+        Err(ExecError {
+            kind: ExecErrorKind::Unavailable,
+            message: "this query runner has no scratch copies".to_string(),
         })
     }
 }
@@ -114,6 +126,14 @@ impl QueryRunner for Witness<'_> {
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         measured
+    }
+
+    /// A state is read from the copy directly, where no execution is witnessed: a case that
+    /// used one is never kept for another run.
+    fn scratch(&self, db: &Path) -> Result<(ScratchLease<'_>, Limits), ExecError> {
+        self.momentary
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.runner.scratch(db)
     }
 }
 

@@ -53,6 +53,7 @@ pub(super) fn load(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             feasible: true,
             tags,
             source,
+            state: None,
         });
     }
     Ok(cases)

@@ -60,6 +60,7 @@ pub(super) fn load(path: &Path, text: &str, idk: bool) -> Result<Vec<Case>, Inpu
             feasible: !idk,
             tags,
             source,
+            state: None,
         });
     }
     Ok(cases)

@@ -149,6 +149,7 @@ fn load_mutants(path: &Path, family: &str, bench: &Benchmark) -> Result<Vec<Case
             feasible: true,
             tags,
             source,
+            state: None,
         };
         if let Some(script) = &mutant.db_script {
             case.db_file = Some(clone_of(bench, &case, path, script)?);

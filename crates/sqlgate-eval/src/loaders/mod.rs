@@ -23,6 +23,7 @@ use std::sync::Arc;
 use crate::error::{check_printable, InputError};
 use crate::exec::{Backend, Open, Source, Storage};
 use crate::metrics::ex::Mode;
+use crate::metrics::state::StateTask;
 
 pub use answer_document::{parse_answer_document, AnswerDocument, AnswerDocumentError};
 pub use databases::build_clone_if_stale;
@@ -76,6 +77,10 @@ pub struct Case {
     pub feasible: bool,
     /// Free tags: difficulty, hardness, category, source...
     pub tags: BTreeMap<String, String>,
+    /// A state case's setup and checks: its gold and its answer are statements judged by the
+    /// state they leave ([`crate::metrics::state`]); `None` for a query case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateTask>,
     /// Where the case was read, for messages and reports.
     pub source: SourceRef,
 }

@@ -12,6 +12,7 @@ use toml::Spanned;
 use super::databases::{self, BuildScript, DatabaseBuild};
 use super::{json_kind, json_message, parent_folder, read_text, Case, SourceRef, Suite};
 use crate::error::InputError;
+use crate::metrics::state::StateTask;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +48,12 @@ struct NativeCase {
     gold: Option<serde_json::Value>,
     #[serde(rename = "type", default)]
     kind: CaseKind,
+    /// A state case's statements run before each script: a string or a list of strings.
+    #[serde(default)]
+    setup: Option<serde_json::Value>,
+    /// A state case's queries compared between the two states.
+    #[serde(default)]
+    checks: Option<serde_json::Value>,
     #[serde(default)]
     tags: BTreeMap<String, String>,
 }
@@ -57,6 +64,8 @@ enum CaseKind {
     #[default]
     Feasible,
     Infeasible,
+    /// Judged by the state its statements leave ([`crate::metrics::state`]).
+    State,
 }
 
 /// Loads a manifest and its cases, building its declared databases when missing or stale.
@@ -196,7 +205,25 @@ fn to_case(record: NativeCase, source: SourceRef) -> Result<Case, InputError> {
     if record.db.trim().is_empty() {
         return Err(problem("`db` is empty".into()));
     }
-    let feasible = record.kind == CaseKind::Feasible;
+    let feasible = record.kind != CaseKind::Infeasible;
+    let state = match record.kind {
+        CaseKind::State => Some(StateTask {
+            setup: match &record.setup {
+                Some(value) => statement_list(value, "setup").map_err(problem)?,
+                None => Vec::new(),
+            },
+            checks: match &record.checks {
+                Some(value) => statement_list(value, "checks").map_err(problem)?,
+                None => Vec::new(),
+            },
+        }),
+        _ if record.setup.is_some() || record.checks.is_some() => {
+            return Err(problem(
+                "`setup` and `checks` belong to a state case (`\"type\": \"state\"`)".into(),
+            ))
+        }
+        _ => None,
+    };
     let gold = match (&record.gold, feasible) {
         (None, true) => return Err(problem("`gold` is required for a feasible case".into())),
         (Some(_), false) => {
@@ -219,7 +246,35 @@ fn to_case(record: NativeCase, source: SourceRef) -> Result<Case, InputError> {
         feasible,
         tags: record.tags,
         source,
+        state,
     })
+}
+
+/// A state case's `setup` or `checks`: a string or a list of non-blank strings.
+fn statement_list(value: &serde_json::Value, field: &str) -> Result<Vec<String>, String> {
+    let items = match value {
+        serde_json::Value::String(sql) => vec![sql.clone()],
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                serde_json::Value::String(sql) => Ok(sql.clone()),
+                other => Err(format!(
+                    "`{field}` must list strings, found {}",
+                    json_kind(other)
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        other => {
+            return Err(format!(
+                "`{field}` must be a string or a list of strings, found {}",
+                json_kind(other)
+            ))
+        }
+    };
+    if items.iter().any(|sql| sql.trim().is_empty()) {
+        return Err(format!("`{field}` holds an empty statement"));
+    }
+    Ok(items)
 }
 
 /// `gold` as a non-empty list of non-blank queries.

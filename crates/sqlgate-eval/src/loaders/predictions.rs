@@ -1,6 +1,6 @@
 //! Prediction files, aligned one-to-one with a benchmark's cases.
 
-use crate::model_output::clean_sql;
+use crate::model_output::{clean_script, clean_sql};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -53,6 +53,9 @@ pub struct Prediction {
     /// The tokens the system's server counted for the answer (JSONL `usage`), for the cost
     /// metrics of a replayed run.
     pub usage: Option<Usage>,
+    /// The answer cleaned as statements ([`crate::model_output::clean_script`]), which a state
+    /// case runs whole; `None` for an abstention.
+    pub script: Option<String>,
 }
 
 /// Prediction file formats (see `docs/formats.md`).
@@ -181,6 +184,7 @@ fn prediction(answer: Answer, source: SourceRef) -> Prediction {
         samples: Vec::new(),
         retrieved: Vec::new(),
         usage: None,
+        script: None,
     }
 }
 
@@ -280,6 +284,7 @@ fn cleaned(answer: Answer, at: SourceRef) -> Prediction {
             Prediction {
                 answer: Answer::Sql(cleaned.sql),
                 cleaned: cleaned.cleaned,
+                script: Some(clean_script(&raw)),
                 ..prediction(Answer::Abstain, at)
             }
         }

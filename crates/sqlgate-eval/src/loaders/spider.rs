@@ -85,6 +85,7 @@ pub(super) fn load_gold_lines(path: &Path, text: &str) -> Result<Vec<Case>, Inpu
             feasible: true,
             tags,
             source,
+            state: None,
         });
     }
     Ok(cases)
@@ -122,6 +123,7 @@ pub(super) fn load_json(path: &Path, text: &str) -> Result<Vec<Case>, InputError
             feasible: true,
             tags: BTreeMap::new(),
             source,
+            state: None,
         });
     }
     Ok(cases)

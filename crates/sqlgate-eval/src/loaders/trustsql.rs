@@ -66,6 +66,7 @@ pub(super) fn load(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             feasible,
             tags,
             source,
+            state: None,
         });
     }
     Ok(cases)

@@ -12,3 +12,4 @@ pub mod retrieval;
 pub mod soft_f1;
 pub mod sql2nl;
 pub mod sqlmorph;
+pub mod state;

@@ -11,7 +11,7 @@ use crate::exec::QueryRunner;
 use crate::loaders::{Answer, Case, Prediction};
 use crate::metrics::efficiency::measure as efficiency;
 use crate::metrics::ex::{self, CaseInput, Diagnostic, Outcome, Verdict};
-use crate::metrics::{soft_f1, sqlmorph};
+use crate::metrics::{soft_f1, sqlmorph, state};
 use crate::spider::Hardness;
 
 /// What a case is scored on.
@@ -51,7 +51,8 @@ pub fn score_case(
     runner: &dyn QueryRunner,
 ) -> CaseScore {
     let mut score = execution(scoring, case, databases, response, runner);
-    if case.feasible {
+    // A state case is judged by the state it leaves: the query metrics have no result to read.
+    if case.feasible && case.state.is_none() {
         add_fine_scores(scoring, case, databases, &mut score, runner);
         add_structural(scoring, case, databases, &mut score, runner);
         add_soft_f1(scoring, case, databases, &mut score, runner);
@@ -98,28 +99,40 @@ fn execution(
     response: Response<'_>,
     runner: &dyn QueryRunner,
 ) -> CaseScore {
-    let (sql, cleaned) = match response {
+    let (mut sql, cleaned) = match response {
         Response::Answer(prediction) => match &prediction.answer {
             Answer::Sql(sql) => (Some(sql.clone()), prediction.cleaned),
             Answer::Abstain => (None, prediction.cleaned),
         },
         Response::SystemError(_) => (None, false),
     };
-    let outcome = match (response, &sql, case.feasible) {
-        (Response::SystemError(message), _, _) => Outcome {
+    // A state case runs every statement of the answer, not the one query cleaning keeps.
+    if let (Some(_), Some(_), Response::Answer(prediction)) = (&case.state, &sql, response) {
+        sql = prediction.script.clone().or(sql);
+    }
+    let outcome = match (response, &sql, case.feasible, &case.state) {
+        (Response::SystemError(message), _, _, _) => Outcome {
             error: Some(format!("system_error: {message}")),
             ..unscored(Verdict::SystemError)
         },
-        (_, Some(sql), true) => ex::evaluate(
+        (_, Some(sql), true, Some(task)) => state::evaluate(
+            scoring.mode,
+            &scoring.mode_options,
+            &case_input(case, databases),
+            task,
+            sql,
+            runner,
+        ),
+        (_, Some(sql), true, None) => ex::evaluate(
             scoring.mode,
             &scoring.mode_options,
             &case_input(case, databases),
             sql,
             runner,
         ),
-        (_, None, _) => unscored(Verdict::Abstained),
+        (_, None, _, _) => unscored(Verdict::Abstained),
         // Answering an infeasible question is judged by reliability metrics, not by EX.
-        (_, Some(_), false) => unscored(Verdict::Incorrect),
+        (_, Some(_), false, _) => unscored(Verdict::Incorrect),
     };
     CaseScore {
         id: case.id.clone(),

@@ -37,6 +37,7 @@ pub(super) fn case(id: &str, question: &str, gold: &[&str]) -> Case {
             record: 0,
             line: None,
         },
+        state: None,
     }
 }
 

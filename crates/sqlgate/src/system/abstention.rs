@@ -94,6 +94,7 @@ mod tests {
             retrieved: Vec::new(),
             truncated: false,
             usage: None,
+            script: None,
         }
     }
 

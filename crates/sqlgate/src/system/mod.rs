@@ -78,6 +78,10 @@ pub struct Reply {
     /// [`AnswerCost`](answer::AnswerCost) before scoring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The answer cleaned as statements, every one kept, which a state case runs whole: set by
+    /// [`Reply::clean`] from the raw answer, never stored.
+    #[serde(skip)]
+    pub script: Option<String>,
 }
 
 /// Reads an `Option` that must be present. serde reads a missing `Option` field as `None`, so
@@ -98,6 +102,7 @@ impl Reply {
             retrieved: Vec::new(),
             truncated: false,
             usage: None,
+            script: None,
         }
     }
 
@@ -124,6 +129,7 @@ impl Reply {
         };
         Reply {
             cleaned: prediction.cleaned,
+            script: prediction.script,
             samples: prediction.samples,
             retrieved: prediction.retrieved,
             usage: prediction.usage,
@@ -141,6 +147,7 @@ impl Reply {
             samples: self.samples.clone(),
             retrieved: self.retrieved.clone(),
             usage: self.usage,
+            script: self.script.clone(),
         }
     }
 
@@ -196,6 +203,11 @@ impl Reply {
             retrieved: self.retrieved,
             truncated: self.truncated,
             usage: self.usage,
+            script: self.script.or_else(|| {
+                self.sql
+                    .as_deref()
+                    .map(sqlgate_eval::model_output::clean_script)
+            }),
         }
     }
 }

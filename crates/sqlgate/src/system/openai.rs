@@ -232,6 +232,7 @@ fn interpret(content: &str, abstain_marker: &str) -> Result<Reply, SystemError> 
             retrieved: Vec::new(),
             truncated: false,
             usage: None,
+            script: None,
         });
     }
     if !is_query {

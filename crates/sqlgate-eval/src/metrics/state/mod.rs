@@ -1,0 +1,549 @@
+//! State cases: the answer is one or more statements (DML, DDL) judged by the state they leave
+//! on a scratch copy of the case's database, against the state the gold statements leave on
+//! the same database (the way LiveSQLBench's management tasks, BIRD-Interact and Spider 2.0's
+//! dbt tasks are judged).
+//!
+//! Both scripts run after the case's `setup`, each on a scratch copy reset in between
+//! ([`crate::exec::Scratch`]). The states are then compared:
+//! - by the case's `checks`, queries run on both states and compared under the suite's mode
+//!   (as a query case's gold and prediction are);
+//! - without checks, by every table or view that either script touched: present or absent,
+//!   its columns (name, declared type, NOT NULL, primary key) and its indexes (unique or not,
+//!   columns in order, whatever their names), and its rows as multisets (a number compared to
+//!   12 significant digits, so `price * 1.1` and `price + price * 0.1` agree).
+//!
+//! A statement an answer may not run is refused before anything runs ([`script`]); the copy's
+//! sandbox keeps the rest out (ATTACH, files, extensions), and the rows one script changes are
+//! capped at the suite's `max_rows` (a `DROP TABLE` counts the rows it drops).
+
+pub mod script;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{
+    Driver, ExecError, ExecErrorKind, Execution, Limits, QueryRunner, ResultSet, Scratch, Value,
+};
+use crate::metrics::ex::{self, CaseInput, Diagnostic, Mode, ModeOptions, Outcome, Verdict};
+use script::{Action, Statement};
+
+/// What a state case adds to a query case: statements run before each script, and the
+/// queries that compare the two states.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateTask {
+    /// Statements run on the scratch copy before the gold's and before the answer's
+    /// (LiveSQLBench's `preprocess_sql`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<String>,
+    /// Queries whose results must be equal on both states; empty: the touched tables and
+    /// views are compared whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+}
+
+/// The diagnostic code of a state that differs from the gold's, naming where.
+pub const STATE_DIFFERS: &str = "state_differs";
+
+/// Judges the answer `pred` of a state case against each of its gold scripts: correct when the
+/// state it leaves equals one gold's.
+pub fn evaluate(
+    mode: Mode,
+    opts: &ModeOptions,
+    case: &CaseInput,
+    task: &StateTask,
+    pred: &str,
+    runner: &dyn QueryRunner,
+) -> Outcome {
+    let Some(db) = case.db_files.first() else {
+        return failed(
+            Verdict::GoldError,
+            format!("no database file for `{}`", case.db),
+        );
+    };
+    let pred = match script::split(pred) {
+        Ok(statements) => statements,
+        Err(error) => return failed(Verdict::PredError, error.to_string()),
+    };
+    let setup = match task
+        .setup
+        .iter()
+        .map(|s| script::split(s))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(setup) => setup.concat(),
+        Err(error) => return failed(Verdict::GoldError, format!("setup: {error}")),
+    };
+    let mut first_difference = None;
+    for gold in case.gold {
+        let gold = match script::split(gold) {
+            Ok(statements) => statements,
+            Err(error) => return failed(Verdict::GoldError, error.to_string()),
+        };
+        let judged = judge(db, &setup, &gold, &pred, task, (mode, opts), runner);
+        match judged {
+            Ok(None) => {
+                return Outcome {
+                    score: 1.0,
+                    ..failed(Verdict::Correct, String::new())
+                }
+                .without_error()
+            }
+            Ok(Some(difference)) => {
+                first_difference.get_or_insert(difference);
+            }
+            Err(failure) => return failure,
+        }
+    }
+    let mut outcome = failed(Verdict::Incorrect, String::new()).without_error();
+    if let Some(difference) = first_difference {
+        outcome.diagnostics.push(Diagnostic {
+            code: STATE_DIFFERS,
+            message: difference,
+        });
+    }
+    outcome
+}
+
+trait WithoutError {
+    fn without_error(self) -> Self;
+}
+
+impl WithoutError for Outcome {
+    fn without_error(mut self) -> Self {
+        self.error = None;
+        self
+    }
+}
+
+fn failed(verdict: Verdict, message: String) -> Outcome {
+    Outcome {
+        verdict,
+        score: 0.0,
+        exact: None,
+        error: Some(format!("{}: {message}", verdict.as_str())),
+        diagnostics: Vec::new(),
+        failed_on: None,
+    }
+}
+
+/// Which script a failure is of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Gold,
+    Pred,
+}
+
+impl Side {
+    fn failure(self, error: &ExecError) -> Outcome {
+        let verdict = match (self, error.kind) {
+            (Side::Gold, ExecErrorKind::Timeout) => Verdict::GoldTimeout,
+            (Side::Gold, _) => Verdict::GoldError,
+            (Side::Pred, ExecErrorKind::Timeout) => Verdict::PredTimeout,
+            (Side::Pred, _) => Verdict::PredError,
+        };
+        failed(verdict, error.message.clone())
+    }
+}
+
+/// `None` when the two scripts leave equal states, else where they differ first.
+fn judge(
+    db: &Path,
+    setup: &[Statement],
+    gold: &[Statement],
+    pred: &[Statement],
+    task: &StateTask,
+    mode: (Mode, &ModeOptions),
+    runner: &dyn QueryRunner,
+) -> Result<Option<String>, Outcome> {
+    let gold_state = |objects: &BTreeSet<String>| {
+        state(db, setup, gold, task, objects, runner).map_err(|e| Side::Gold.failure(&e))
+    };
+    let mut gold_seen = gold_state(&BTreeSet::new())?;
+    let pred_seen = state(db, setup, pred, task, &gold_seen.touched, runner)
+        .map_err(|e| Side::Pred.failure(&e))?;
+    if !task.checks.is_empty() {
+        return Ok(compare_checks(
+            db, task, &gold_seen, &pred_seen, mode, runner,
+        ));
+    }
+    // The answer touched what the gold did not: read those in the gold's state too.
+    if !pred_seen.touched.is_subset(&gold_seen.touched) {
+        let all = &gold_seen.touched | &pred_seen.touched;
+        gold_seen = gold_state(&all)?;
+    }
+    for (name, pred_object) in &pred_seen.objects {
+        let gold_object = gold_seen.objects.get(name).unwrap_or(&Object::Absent);
+        if let Some(difference) = compare_objects(name, gold_object, pred_object) {
+            return Ok(Some(difference));
+        }
+    }
+    Ok(None)
+}
+
+/// What one script left: the objects it (or another script) touched, and the checks' results.
+struct Seen {
+    touched: BTreeSet<String>,
+    objects: BTreeMap<String, Object>,
+    checks: Vec<Execution>,
+}
+
+/// Runs `setup` then `statements` on a scratch copy of `db`, and reads the state: the checks'
+/// results, else every object this script touched and those in `also`.
+fn state(
+    db: &Path,
+    setup: &[Statement],
+    statements: &[Statement],
+    task: &StateTask,
+    also: &BTreeSet<String>,
+    runner: &dyn QueryRunner,
+) -> Result<Seen, ExecError> {
+    let (mut scratch, limits) = runner.scratch(db)?;
+    apply(&mut *scratch, setup, &limits, "setup")?;
+    let after_setup = scratch.touched();
+    apply(&mut *scratch, statements, &limits, "statement")?;
+    // What the setup touched is the same on both sides, unless a script touched it again.
+    let touched: BTreeSet<String> = scratch
+        .touched()
+        .into_iter()
+        .filter(|name| !after_setup.contains(name) || touched_by(statements, name))
+        .collect();
+    if !task.checks.is_empty() {
+        let checks = task
+            .checks
+            .iter()
+            .map(|check| scratch.query(check, &limits))
+            .collect();
+        return Ok(Seen {
+            touched,
+            objects: BTreeMap::new(),
+            checks,
+        });
+    }
+    let names: BTreeSet<String> = &touched | also;
+    let objects = describe(&mut *scratch, runner.driver(), &names, &limits)?;
+    Ok(Seen {
+        touched,
+        objects,
+        checks: Vec::new(),
+    })
+}
+
+/// Whether a statement names `object` (a setup's object that a script touched again).
+fn touched_by(statements: &[Statement], object: &str) -> bool {
+    let object = object.to_ascii_lowercase();
+    statements
+        .iter()
+        .any(|s| s.text.to_ascii_lowercase().contains(&object))
+}
+
+/// Runs each statement, counting the rows changed against `limits.max_rows`.
+fn apply(
+    scratch: &mut dyn Scratch,
+    statements: &[Statement],
+    limits: &Limits,
+    what: &str,
+) -> Result<(), ExecError> {
+    let mut changed: u64 = 0;
+    let cap = limits.max_rows as u64;
+    for (number, statement) in statements.iter().enumerate() {
+        let at = |error: ExecError| ExecError {
+            message: format!("{what} {}: {}", number + 1, error.message),
+            ..error
+        };
+        if let Action::DropTable(table) = &statement.action {
+            let count = scratch
+                .query(&format!("SELECT count(*) FROM {table}"), limits)
+                .result;
+            if let Ok(rows) = count {
+                if let Some(Value::Int(n)) = rows.rows.first().and_then(|r| r.first()) {
+                    changed = changed.saturating_add((*n).max(0) as u64);
+                }
+            }
+        }
+        changed = changed.saturating_add(scratch.apply(&statement.text, limits).map_err(at)?);
+        if changed > cap {
+            return Err(at(ExecError {
+                kind: ExecErrorKind::TooLarge,
+                message: format!("the statements change more than {cap} rows"),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// A table or view as a state holds it.
+#[derive(Debug)]
+enum Object {
+    Absent,
+    Present {
+        /// `table` or `view`.
+        kind: &'static str,
+        /// Each column: name, declared type, NOT NULL, primary key.
+        columns: Vec<String>,
+        /// Each index: `unique (a, b)` or `(a)`, sorted.
+        indexes: Vec<String>,
+        rows: Arc<ResultSet>,
+    },
+}
+
+/// Each of `names` in the copy's current state.
+fn describe(
+    scratch: &mut dyn Scratch,
+    driver: &dyn Driver,
+    names: &BTreeSet<String>,
+    limits: &Limits,
+) -> Result<BTreeMap<String, Object>, ExecError> {
+    let catalog = driver.catalog(&mut |sql: &str| {
+        scratch
+            .query(sql, limits)
+            .result
+            .map(|set| set.rows.clone())
+    })?;
+    let mut indexes: HashMap<String, Vec<String>> = HashMap::new();
+    if let Some(query) = driver.index_query() {
+        for row in &scratch.query(query, limits).result?.rows {
+            let text = |i: usize| match row.get(i) {
+                Some(Value::Text(text)) => text.clone(),
+                Some(other) => ex_value(other),
+                None => String::new(),
+            };
+            let unique = matches!(row.get(1), Some(Value::Int(1)));
+            let shown = format!("{}({})", if unique { "unique " } else { "" }, text(2));
+            indexes
+                .entry(text(0).to_lowercase())
+                .or_default()
+                .push(shown);
+        }
+    }
+    let mut objects = BTreeMap::new();
+    for name in names {
+        let table = catalog
+            .tables
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(name));
+        let rows = scratch.query(&format!("SELECT * FROM {}", driver.quote(name)), limits);
+        let object = match (table, rows.result) {
+            (Some(table), Ok(rows)) => {
+                let mut table_indexes = indexes.remove(&name.to_lowercase()).unwrap_or_default();
+                table_indexes.sort();
+                Object::Present {
+                    kind: "table",
+                    columns: table
+                        .columns
+                        .iter()
+                        .map(|c| {
+                            let mut column = format!("{} {}", c.name, c.decl_type.to_uppercase());
+                            if c.not_null {
+                                column.push_str(" NOT NULL");
+                            }
+                            if c.primary_key {
+                                column.push_str(" PRIMARY KEY");
+                            }
+                            column.trim().to_string()
+                        })
+                        .collect(),
+                    indexes: table_indexes,
+                    rows,
+                }
+            }
+            (None, Ok(rows)) => Object::Present {
+                kind: "view",
+                columns: rows.columns.clone(),
+                indexes: Vec::new(),
+                rows,
+            },
+            (_, Err(error))
+                if matches!(error.kind, ExecErrorKind::Prepare | ExecErrorKind::Runtime) =>
+            {
+                Object::Absent
+            }
+            (_, Err(error)) => return Err(error),
+        };
+        objects.insert(name.clone(), object);
+    }
+    Ok(objects)
+}
+
+/// A value as shown in a message, and as compared: a number to 12 significant digits.
+fn ex_value(value: &Value) -> String {
+    match value {
+        Value::Null => "NULL".into(),
+        Value::Text(text) => format!("'{}'", text.replace('\'', "''")),
+        other => match other.as_f64() {
+            Some(number) if number.fract() == 0.0 && number.abs() < 1e15 => {
+                format!("{}", number as i64)
+            }
+            Some(number) => format!("{number:.11e}"),
+            None => format!("{other:?}"),
+        },
+    }
+}
+
+fn row_text(row: &[Value]) -> String {
+    format!(
+        "({})",
+        row.iter().map(ex_value).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// Where the gold's object and the answer's differ first, if they do.
+fn compare_objects(name: &str, gold: &Object, pred: &Object) -> Option<String> {
+    match (gold, pred) {
+        (Object::Absent, Object::Absent) => None,
+        (Object::Absent, Object::Present { kind, .. }) => Some(format!(
+            "`{name}`: the answer leaves a {kind} that the gold does not"
+        )),
+        (Object::Present { kind, .. }, Object::Absent) => Some(format!(
+            "`{name}`: the gold leaves a {kind} that the answer does not"
+        )),
+        (
+            Object::Present {
+                kind: gold_kind,
+                columns: gold_columns,
+                indexes: gold_indexes,
+                rows: gold_rows,
+            },
+            Object::Present {
+                kind,
+                columns,
+                indexes,
+                rows,
+            },
+        ) => {
+            if gold_kind != kind {
+                return Some(format!(
+                    "`{name}`: the gold leaves a {gold_kind}, the answer a {kind}"
+                ));
+            }
+            if gold_columns != columns {
+                return Some(format!(
+                    "{kind} `{name}`: the gold leaves the columns [{}], the answer [{}]",
+                    gold_columns.join(", "),
+                    columns.join(", ")
+                ));
+            }
+            if gold_indexes != indexes {
+                return Some(format!(
+                    "table `{name}`: the gold leaves the indexes [{}], the answer [{}]",
+                    gold_indexes.join(", "),
+                    indexes.join(", ")
+                ));
+            }
+            compare_rows(kind, name, &gold_rows.rows, &rows.rows)
+        }
+    }
+}
+
+/// The first row one multiset holds more often than the other, named.
+fn compare_rows(
+    kind: &str,
+    name: &str,
+    gold: &[Vec<Value>],
+    pred: &[Vec<Value>],
+) -> Option<String> {
+    let mut counts: BTreeMap<Vec<String>, (i64, &[Value])> = BTreeMap::new();
+    for row in gold {
+        let entry = counts
+            .entry(row.iter().map(ex_value).collect())
+            .or_insert((0, row));
+        entry.0 += 1;
+    }
+    for row in pred {
+        let entry = counts
+            .entry(row.iter().map(ex_value).collect())
+            .or_insert((0, row));
+        entry.0 -= 1;
+    }
+    let (count, row) = counts.values().find(|(count, _)| *count != 0)?;
+    let (who, other) = if *count < 0 {
+        ("answer", "gold")
+    } else {
+        ("gold", "answer")
+    };
+    Some(format!(
+        "{kind} `{name}`: the {who} leaves the row {} that the {other} does not ({} rows against {})",
+        row_text(row),
+        pred.len(),
+        gold.len(),
+    ))
+}
+
+/// Each check's results compared under the suite's mode, through a runner that hands out the
+/// results read on each state.
+fn compare_checks(
+    db: &Path,
+    task: &StateTask,
+    gold: &Seen,
+    pred: &Seen,
+    (mode, opts): (Mode, &ModeOptions),
+    runner: &dyn QueryRunner,
+) -> Option<String> {
+    for (number, check) in task.checks.iter().enumerate() {
+        let recorded = Recorded {
+            sql: check,
+            gold: gold.checks[number].clone(),
+            pred: pred.checks[number].clone(),
+            driver: runner.driver(),
+        };
+        let gold_sql = [check.clone()];
+        let files = [db.to_path_buf()];
+        let input = CaseInput {
+            gold: &gold_sql,
+            question: "",
+            category: None,
+            db: "",
+            db_files: &files,
+            tied: &[],
+            ignore_order: None,
+        };
+        let outcome = ex::evaluate(mode, opts, &input, check, &recorded);
+        if outcome.verdict != Verdict::Correct {
+            let why = outcome
+                .error
+                .unwrap_or_else(|| "the results differ".to_string());
+            return Some(format!("check {} (`{}`): {why}", number + 1, check.trim()));
+        }
+    }
+    None
+}
+
+/// The results of one check on the gold's state and on the answer's.
+struct Recorded<'a> {
+    sql: &'a str,
+    gold: Execution,
+    pred: Execution,
+    driver: &'static dyn Driver,
+}
+
+impl Recorded<'_> {
+    fn hand_out(&self, sql: &str, execution: &Execution) -> Execution {
+        if sql == self.sql {
+            return execution.clone();
+        }
+        Execution {
+            result: Err(ExecError {
+                kind: ExecErrorKind::Unavailable,
+                message: "this mode runs a query besides the check, which a state case cannot"
+                    .into(),
+            }),
+            elapsed: std::time::Duration::ZERO,
+        }
+    }
+}
+
+impl QueryRunner for Recorded<'_> {
+    fn gold(&self, _db: &Path, sql: &str) -> Execution {
+        self.hand_out(sql, &self.gold)
+    }
+
+    fn pred(&self, _db: &Path, sql: &str) -> Execution {
+        self.hand_out(sql, &self.pred)
+    }
+
+    fn driver(&self) -> &'static dyn Driver {
+        self.driver
+    }
+}
