@@ -71,6 +71,7 @@ mod shared_data;
 mod soft_f1_outputs;
 mod soft_f1_parity;
 mod sqlmorph_properties;
+mod state;
 mod structural;
 mod suite_folder_checks;
 mod system_cassette;

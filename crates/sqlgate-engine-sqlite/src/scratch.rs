@@ -1,7 +1,9 @@
 //! SQLite's scratch copies: the database copied page by page (SQLite's online backup, read
 //! through a read-only connection, so the original is never opened writable) into a file of a
-//! private temporary folder, then every case's statements run inside one transaction that
-//! [`Scratch::reset`] rolls back: one copy per database and worker, not one per case.
+//! private temporary folder, removed from the folder as soon as it is open (the connection
+//! keeps it, its rollback journal in memory); then every case's statements run inside one
+//! transaction that [`Scratch::reset`] rolls back: one copy per database and worker, not one
+//! per case.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -12,7 +14,8 @@ use sqlgate_engine::{ExecError, ExecErrorKind, Execution, Limits, Scratch, Sourc
 
 use crate::sandbox::Sandbox;
 
-/// A scratch copy of one database and the folder holding it, removed when dropped.
+/// A scratch copy of one database; its folder, should removing it at once have failed, is
+/// removed when dropped.
 pub struct SqliteScratch {
     sandbox: Sandbox,
     /// Held for its removal when the copy is dropped.
@@ -37,8 +40,12 @@ impl SqliteScratch {
             .backup(MAIN_DB, &copy, None::<fn(rusqlite::backup::Progress)>)
             .map_err(|e| unavailable(format!("cannot copy {}: {e}", db.display())))?;
         drop(original);
+        let sandbox = Sandbox::open_scratch(&copy)?;
+        // The open connection keeps the copy (its journal is in memory): without a name, a
+        // process killed now leaves no copy of the database behind.
+        let _ = std::fs::remove_dir_all(folder.path());
         Ok(SqliteScratch {
-            sandbox: Sandbox::open_scratch(&copy)?,
+            sandbox,
             _folder: folder,
         })
     }
@@ -132,6 +139,9 @@ mod tests {
         );
         // Reused after a reset, and the original never changed.
         assert_eq!(scratch.apply("DELETE FROM t", &limits), Ok(3));
+        // The copy has no name while it is open: a killed process leaves nothing behind.
+        let folder = scratch._folder.path().to_path_buf();
+        assert!(!folder.exists());
         drop(scratch);
         assert_eq!(std::fs::read(&db).unwrap(), before);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);

@@ -248,11 +248,16 @@ fn apply(
 ) -> Result<(), ExecError> {
     let mut changed: u64 = 0;
     let cap = limits.max_rows as u64;
+    let over_cap = || ExecError {
+        kind: ExecErrorKind::TooLarge,
+        message: format!("the statements change more than {cap} rows"),
+    };
     for (number, statement) in statements.iter().enumerate() {
         let at = |error: ExecError| ExecError {
             message: format!("{what} {}: {}", number + 1, error.message),
             ..error
         };
+        // A dropped table's rows count, and the drop is refused before it runs.
         if let Action::DropTable(table) = &statement.action {
             let count = scratch
                 .query(&format!("SELECT count(*) FROM {table}"), limits)
@@ -262,13 +267,13 @@ fn apply(
                     changed = changed.saturating_add((*n).max(0) as u64);
                 }
             }
+            if changed > cap {
+                return Err(at(over_cap()));
+            }
         }
         changed = changed.saturating_add(scratch.apply(&statement.text, limits).map_err(at)?);
         if changed > cap {
-            return Err(at(ExecError {
-                kind: ExecErrorKind::TooLarge,
-                message: format!("the statements change more than {cap} rows"),
-            }));
+            return Err(at(over_cap()));
         }
     }
     Ok(())

@@ -1,0 +1,271 @@
+//! State cases as a user runs them: the demo's state tasks (`benchmarks/demo/state`) scored on
+//! a copy of the bookshop database, equivalent and wrong answers, hostile answers, and runs
+//! killed at random points; the database's bytes never change.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::support::{demo, sqlgate, Run};
+
+/// A folder holding the demo's state cases (`cases.jsonl`), a suite manifest reading them from
+/// the folder's own copy of the bookshop database, and a temporary folder for the runs.
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new(cases: &str) -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
+        let built = sqlgate()
+            .args(["score", "--gold"])
+            .arg(demo("state/suite.toml"))
+            .arg("--pred")
+            .arg(demo("state/predictions.jsonl"))
+            .run();
+        built.assert_success();
+        std::fs::copy(
+            demo("build/bookshop.sqlite"),
+            dir.path().join("bookshop.sqlite"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("cases.jsonl"), cases).unwrap();
+        std::fs::write(
+            dir.path().join("suite.toml"),
+            "name = \"state\"\ncases = \"cases.jsonl\"\n",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("tmp")).unwrap();
+        Workspace { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn database(&self) -> Vec<u8> {
+        std::fs::read(self.path("bookshop.sqlite")).unwrap()
+    }
+
+    fn score(&self, predictions: &str, extra: &[&str]) -> Run {
+        std::fs::write(self.path("predictions.jsonl"), predictions).unwrap();
+        sqlgate()
+            .current_dir(self.dir.path())
+            .env("TMPDIR", self.path("tmp"))
+            .args([
+                "score",
+                "--gold",
+                "suite.toml",
+                "--pred",
+                "predictions.jsonl",
+            ])
+            .args(["--format", "json"])
+            .args(extra)
+            .run()
+    }
+}
+
+fn demo_cases() -> String {
+    std::fs::read_to_string(demo("state/cases.jsonl")).unwrap()
+}
+
+/// Each case of a `score --format json` report, by id.
+fn by_id(report: &serde_json::Value) -> std::collections::BTreeMap<String, serde_json::Value> {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| (case["id"].as_str().unwrap().to_string(), case.clone()))
+        .collect()
+}
+
+fn diagnostics(case: &serde_json::Value) -> String {
+    case["diagnostics"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .map(|d| d["message"].as_str().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_demo_state_tasks_pass_their_gold_and_judge_the_sample_answers_by_their_effect() {
+    let cases = demo_cases();
+    let workspace = Workspace::new(&cases);
+    let before = workspace.database();
+    let gold: String = cases
+        .lines()
+        .map(|line| {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            format!(
+                "{}\n",
+                serde_json::json!({"id": case["id"], "sql": case["gold"]})
+            )
+        })
+        .collect();
+    let report = workspace.score(&gold, &[]).assert_success().json();
+    let cases = by_id(&report);
+    assert!(cases.len() >= 20);
+    for (id, case) in &cases {
+        assert_eq!(case["verdict"], "correct", "{id}: {case}");
+    }
+
+    let sample = std::fs::read_to_string(demo("state/predictions.jsonl")).unwrap();
+    let report = workspace.score(&sample, &[]).assert_success().json();
+    let cases = by_id(&report);
+    // Another WHERE selecting the same rows, an index of another name in a fenced answer,
+    // statements in another valid order, NOT EXISTS for NOT IN.
+    for id in ["s01", "s05", "s08", "s10"] {
+        assert_eq!(cases[id]["verdict"], "correct", "{id}: {}", cases[id]);
+    }
+    // One row too many, named with its table.
+    assert_eq!(cases["s02"]["verdict"], "incorrect");
+    let said = diagnostics(&cases["s02"]);
+    assert!(
+        said.contains("table `orders`") && said.contains("(97, 32, 5, '2024-12-01', 'cancelled')"),
+        "{said}"
+    );
+    // Another schema.
+    assert_eq!(cases["s06"]["verdict"], "incorrect");
+    let said = diagnostics(&cases["s06"]);
+    assert!(
+        said.contains("table `books`") && said.contains("stock TEXT"),
+        "{said}"
+    );
+    // A hostile statement refused before anything ran.
+    assert_eq!(cases["s18"]["verdict"], "pred_error");
+    assert!(
+        cases["s18"]["error"].as_str().unwrap().contains("ATTACH"),
+        "{}",
+        cases["s18"]
+    );
+    assert_eq!(workspace.database(), before);
+    assert_eq!(std::fs::read_dir(workspace.path("tmp")).unwrap().count(), 0);
+}
+
+/// The answers no state case may run, each against the task "unlink the authors whose
+/// country is unknown from their books" (61 rows in `book_authors`).
+const HOSTILE: [(&str, &str); 9] = [
+    ("h1", "ATTACH DATABASE 'stolen.sqlite' AS stolen"),
+    ("h2", "VACUUM INTO 'copy.sqlite'"),
+    ("h3", "DELETE FROM book_authors; COMMIT; DROP TABLE books"),
+    ("h4", "PRAGMA writable_schema = ON"),
+    ("h5", "DROP TABLE orders"),
+    ("h6", "SELECT load_extension('evil')"),
+    ("h7", "CREATE TEMP TABLE t AS SELECT * FROM books"),
+    ("h8", "CREATE VIRTUAL TABLE v USING fts5(x)"),
+    ("h9", "DELETE FROM order_items WHERE 1; DELETE FROM orders"),
+];
+
+fn hostile_suite() -> (String, String) {
+    let gold = "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)";
+    let mut cases = String::new();
+    let mut predictions = String::new();
+    for (id, sql) in HOSTILE {
+        cases.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": id, "db": "bookshop", "type": "state", "question": "Unlink the authors whose country is unknown from their books.", "gold": gold})
+        ));
+        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+    }
+    (cases, predictions)
+}
+
+#[test]
+fn hostile_answers_are_refused_and_no_file_changes() {
+    let (cases, predictions) = hostile_suite();
+    let workspace = Workspace::new(&cases);
+    let before = workspace.database();
+    // At most 80 rows changed (or read): `DROP TABLE orders` (100 rows) is past the cap.
+    let report = workspace
+        .score(&predictions, &["--max-rows", "80"])
+        .assert_success()
+        .json();
+    let cases = by_id(&report);
+    for (id, sql) in HOSTILE {
+        assert_ne!(cases[id]["verdict"], "correct", "{sql}: {}", cases[id]);
+    }
+    assert_eq!(cases["h5"]["verdict"], "pred_error");
+    let said = cases["h5"]["error"].as_str().unwrap();
+    assert!(said.contains("more than 80 rows"), "{said}");
+    assert_eq!(workspace.database(), before);
+    for name in ["stolen.sqlite", "copy.sqlite"] {
+        assert!(!workspace.path(name).exists(), "{name}");
+    }
+    assert_eq!(std::fs::read_dir(workspace.path("tmp")).unwrap().count(), 0);
+}
+
+/// How many runs are killed (`SQLGATE_STATE_KILLED_RUNS`; 1,000 measured for the issue).
+fn killed_runs() -> usize {
+    std::env::var("SQLGATE_STATE_KILLED_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(60)
+}
+
+#[test]
+fn runs_killed_at_random_points_never_change_the_database() {
+    let (hostile_cases, hostile_predictions) = hostile_suite();
+    let sample = std::fs::read_to_string(demo("state/predictions.jsonl")).unwrap();
+    let workspace = Workspace::new(&(demo_cases() + &hostile_cases));
+    std::fs::write(
+        workspace.path("predictions.jsonl"),
+        sample + &hostile_predictions,
+    )
+    .unwrap();
+    let before = workspace.database();
+    let timed = std::time::Instant::now();
+    workspace
+        .score(
+            &std::fs::read_to_string(workspace.path("predictions.jsonl")).unwrap(),
+            &[],
+        )
+        .assert_success();
+    let whole = timed.elapsed().as_millis().max(1) as u64;
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    for run in 0..killed_runs() {
+        let mut child = sqlgate()
+            .current_dir(workspace.dir.path())
+            .env("TMPDIR", workspace.path("tmp"))
+            .args([
+                "score",
+                "--gold",
+                "suite.toml",
+                "--pred",
+                "predictions.jsonl",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..whole)));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            workspace.database() == before,
+            "run {run} changed the database"
+        );
+    }
+    // A run killed between copying and opening its scratch copy leaves it in its own
+    // temporary folder, never beside the database.
+    let beside: Vec<_> = std::fs::read_dir(workspace.dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut expected = [
+        "bookshop.sqlite",
+        "cases.jsonl",
+        "predictions.jsonl",
+        "suite.toml",
+        "tmp",
+    ];
+    expected.sort();
+    let mut beside = beside;
+    beside.sort();
+    assert_eq!(beside, expected);
+}
