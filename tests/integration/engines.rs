@@ -363,6 +363,7 @@ fn the_engine_table_of_the_docs_is_what_the_drivers_say() {
         (6, Feature::ReverseUnordered),
         (7, Feature::Create),
         (8, Feature::StepBound),
+        (9, Feature::Scratch),
     ];
     let mut rows = 0;
     for line in text.lines().filter(|l| l.starts_with("| `")) {
