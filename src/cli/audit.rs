@@ -162,6 +162,7 @@ fn compared_benchmark(args: &AuditArgs, kind: EngineKind) -> Result<Benchmark, E
         ..LoadOptions::on(backend.clone())
     };
     let bench = loaders::load(gold, &options)?;
+    bench.refuse_state_cases()?;
     super::warn_about_the_role(&bench, &*backend)?;
     Ok(bench)
 }

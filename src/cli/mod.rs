@@ -143,7 +143,7 @@ struct Source {
 
 impl Source {
     /// Loads the benchmark with its databases as SQLite files (the generators' and the
-    /// audit's engine).
+    /// audit's engine). These tools read query golds: a state case is refused.
     fn load(&self) -> Result<Benchmark, InputError> {
         self.load_from(&sqlite_files())
     }
@@ -157,6 +157,7 @@ impl Source {
             backend: backend.clone(),
         };
         let bench = loaders::load(&self.gold, &options)?;
+        bench.refuse_state_cases()?;
         warn_about_the_role(&bench, &**backend)?;
         Ok(bench)
     }

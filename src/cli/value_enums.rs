@@ -59,6 +59,8 @@ pub enum GoldFormatArg {
     BirdJson,
     /// TrustSQL data: records with `id`, `query` (`"null"` when infeasible), `type`, `note`.
     Trustsql,
+    /// LiveSQLBench's JSON lines: `instance_id`, `selected_database`, `query`, `sol_sql`...
+    Livesqlbench,
 }
 
 impl From<GoldFormatArg> for GoldFormat {
@@ -72,6 +74,7 @@ impl From<GoldFormatArg> for GoldFormat {
             GoldFormatArg::SpiderJson => GoldFormat::SpiderJson,
             GoldFormatArg::BirdJson => GoldFormat::BirdJson,
             GoldFormatArg::Trustsql => GoldFormat::Trustsql,
+            GoldFormatArg::Livesqlbench => GoldFormat::Livesqlbench,
         }
     }
 }

@@ -20,13 +20,7 @@ struct Workspace {
 impl Workspace {
     fn new(cases: &str) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
-        let built = sqlgate()
-            .args(["score", "--gold"])
-            .arg(demo("state/suite.toml"))
-            .arg("--pred")
-            .arg(demo("state/predictions.jsonl"))
-            .run();
-        built.assert_success();
+        build_demo_database();
         std::fs::copy(
             demo("build/bookshop.sqlite"),
             dir.path().join("bookshop.sqlite"),
@@ -66,6 +60,18 @@ impl Workspace {
             .args(extra)
             .run()
     }
+}
+
+/// The demo's bookshop database, built from its scripts when missing or stale (by scoring the
+/// demo's state suite, which names the scripts).
+fn build_demo_database() {
+    sqlgate()
+        .args(["score", "--gold"])
+        .arg(demo("state/suite.toml"))
+        .arg("--pred")
+        .arg(demo("state/predictions.jsonl"))
+        .run()
+        .assert_success();
 }
 
 fn demo_cases() -> String {
@@ -268,4 +274,135 @@ fn runs_killed_at_random_points_never_change_the_database() {
     let mut beside = beside;
     beside.sort();
     assert_eq!(beside, expected);
+}
+
+/// A small file in LiveSQLBench's format: management tasks (state cases, one with
+/// `preprocess_sql` and `clean_up_sql`), query tasks, Python test cases on several.
+const LIVESQLBENCH: &str = r#"{"instance_id": "lsb_1", "selected_database": "bookshop", "query": "Raise poetry prices by 10%.", "category": "Management", "preprocess_sql": [], "sol_sql": ["UPDATE books SET price = price * 1.1 WHERE genre = 'Poetry';"], "clean_up_sql": [], "test_cases": ["def test_case(pred_sqls, sol_sqls, db_name, conn):\n    assert True"]}
+{"instance_id": "lsb_2", "selected_database": "bookshop", "query": "Delete the lines of cancelled orders.", "category": "Management", "sol_sql": ["DELETE FROM order_items WHERE order_id IN (SELECT order_id FROM orders WHERE status = 'cancelled')"], "test_cases": []}
+{"instance_id": "lsb_3", "selected_database": "bookshop", "query": "Index orders by date.", "category": "Management", "sol_sql": ["CREATE INDEX idx_orders_date ON orders(order_date)"], "test_cases": ["def test_case(pred_sqls, sol_sqls, db_name, conn):\n    pass"]}
+{"instance_id": "lsb_4", "selected_database": "bookshop", "query": "Drop the helper view.", "category": "Management", "preprocess_sql": ["CREATE VIEW helper AS SELECT 1 AS x"], "sol_sql": ["DROP VIEW helper"], "clean_up_sql": ["DROP VIEW IF EXISTS helper"], "test_cases": []}
+{"instance_id": "lsb_5", "selected_database": "bookshop", "query": "Add a stock column, then set it to 0.", "category": "Management", "sol_sql": ["ALTER TABLE books ADD COLUMN stock INTEGER", "UPDATE books SET stock = 0"], "test_cases": []}
+{"instance_id": "lsb_6", "selected_database": "bookshop", "query": "Uppercase publisher countries.", "category": "Management", "sol_sql": ["UPDATE publishers SET country = upper(country)"], "test_cases": []}
+{"instance_id": "lsb_7", "selected_database": "bookshop", "query": "How many books are there?", "category": "Query", "sol_sql": ["SELECT count(*) FROM books"], "test_cases": ["def test_case(pred_sqls, sol_sqls, db_name, conn):\n    assert ex_base(pred_sqls, sol_sqls, db_name, conn)"], "external_knowledge": ["A book is one row of books."]}
+{"instance_id": "lsb_8", "selected_database": "bookshop", "query": "List poetry titles.", "category": "Query", "sol_sql": ["SELECT title FROM books WHERE genre = 'Poetry'"], "test_cases": []}
+{"instance_id": "lsb_9", "selected_database": "bookshop", "query": "How many stores?", "category": "Query", "sol_sql": ["SELECT count(*) FROM stores"]}
+{"instance_id": 10, "selected_database": "bookshop", "query": "Which publishers have no founding year?", "category": "Query", "sol_sql": ["SELECT name FROM publishers WHERE founded_year IS NULL"], "test_cases": []}
+"#;
+
+#[test]
+fn a_livesqlbench_file_loads_and_runs_each_task_by_state_or_result() {
+    let dir = tempfile::tempdir().unwrap();
+    build_demo_database();
+    std::fs::copy(
+        demo("build/bookshop.sqlite"),
+        dir.path().join("bookshop.sqlite"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("tasks.jsonl"), LIVESQLBENCH).unwrap();
+    let answers = [
+        ("lsb_1", "UPDATE books SET price = price + price / 10 WHERE genre = 'Poetry'"),
+        ("lsb_2", "DELETE FROM order_items WHERE order_id IN (SELECT order_id FROM orders WHERE status <> 'completed')"),
+        ("lsb_3", "CREATE INDEX by_date ON orders(order_date)"),
+        ("lsb_4", "DROP VIEW helper"),
+        ("lsb_5", "ALTER TABLE books ADD COLUMN stock INTEGER; UPDATE books SET stock = 0"),
+        ("lsb_6", "UPDATE publishers SET country = lower(country)"),
+        ("lsb_7", "SELECT count(book_id) FROM books"),
+        ("lsb_8", "SELECT title FROM books WHERE genre = 'Poetry'"),
+        ("lsb_9", "SELECT count(*) FROM cities"),
+        ("10", "SELECT name FROM publishers WHERE founded_year IS NULL"),
+    ];
+    let predictions: String = answers
+        .iter()
+        .map(|(id, sql)| format!("{}\n", serde_json::json!({"id": id, "sql": sql})))
+        .collect();
+    std::fs::write(dir.path().join("predictions.jsonl"), predictions).unwrap();
+    let report = sqlgate()
+        .current_dir(dir.path())
+        .args([
+            "score",
+            "--gold",
+            "tasks.jsonl",
+            "--pred",
+            "predictions.jsonl",
+        ])
+        .args(["--format", "json"])
+        .run()
+        .assert_success()
+        .json();
+    let cases = by_id(&report);
+    assert_eq!(cases.len(), 10);
+    let wrong = ["lsb_2", "lsb_6", "lsb_9"];
+    for (id, case) in &cases {
+        let expected = if wrong.contains(&id.as_str()) {
+            "incorrect"
+        } else {
+            "correct"
+        };
+        assert_eq!(case["verdict"], expected, "{id}: {case}");
+    }
+    // lsb_2 deletes the lines of pending orders too: the first such row is named.
+    assert!(diagnostics(&cases["lsb_2"]).contains("table `order_items`"));
+    let judged = |id: &str| cases[id]["tags"]["judged_by"].as_str().unwrap().to_string();
+    assert_eq!(judged("lsb_1"), "state (its Python test cases are not run)");
+    assert_eq!(judged("lsb_4"), "state");
+    assert_eq!(
+        judged("lsb_7"),
+        "result (its Python test cases are not run)"
+    );
+    assert_eq!(judged("10"), "result");
+    assert_eq!(cases["lsb_1"]["tags"]["test_cases"], "1");
+    assert_eq!(
+        std::fs::read(dir.path().join("bookshop.sqlite")).unwrap(),
+        std::fs::read(demo("build/bookshop.sqlite")).unwrap()
+    );
+    // A task without its solution is refused, naming the file, the line and the task.
+    std::fs::write(
+        dir.path().join("bad.jsonl"),
+        "{\"instance_id\": \"a\", \"selected_database\": \"bookshop\", \"query\": \"q\", \"sol_sql\": []}\n",
+    )
+    .unwrap();
+    sqlgate()
+        .current_dir(dir.path())
+        .args([
+            "score",
+            "--gold",
+            "bad.jsonl",
+            "--pred",
+            "predictions.jsonl",
+        ])
+        .run()
+        .assert_bad_input(&[
+            "bad.jsonl",
+            "line 1",
+            "task `a`",
+            "`sol_sql` holds no statement",
+        ]);
+}
+
+/// The generators, the audit and distill read query golds: a state suite is refused, naming
+/// its first state case.
+#[test]
+fn tools_that_read_query_golds_refuse_state_cases() {
+    build_demo_database();
+    let out = tempfile::tempdir().unwrap();
+    let suite = demo("state/suite.toml");
+    for args in [
+        vec!["generate", "errors", "--out"],
+        vec!["distill", "--out"],
+    ] {
+        sqlgate()
+            .args(&args)
+            .arg(out.path().join("x"))
+            .arg("--gold")
+            .arg(&suite)
+            .run()
+            .assert_bad_input(&["cases.jsonl", "case `s01` is a state case"]);
+    }
+    sqlgate()
+        .args(["audit", "--gold"])
+        .arg(&suite)
+        .run()
+        .assert_bad_input(&["cases.jsonl", "case `s01` is a state case"]);
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }

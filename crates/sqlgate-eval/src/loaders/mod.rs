@@ -10,6 +10,7 @@ mod databases;
 mod defog;
 mod family;
 mod hardness;
+mod livesqlbench;
 mod native;
 mod predictions;
 mod spider;
@@ -202,6 +203,19 @@ impl Benchmark {
         check_case_ids(&self.cases)
     }
 
+    /// Refuses a benchmark holding state cases for a tool that reads query golds (the
+    /// generators, the audit, distill): it names the first such case.
+    pub fn refuse_state_cases(&self) -> Result<(), InputError> {
+        match self.cases.iter().find(|case| case.state.is_some()) {
+            Some(case) => Err(case.source.error(format!(
+                "case `{}` is a state case: the generators, the audit and distill read query \
+                 golds; give them a suite of query cases (docs/state.md)",
+                case.id
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Every case's database exists and opens: an empty file, a file that is not a database
     /// or a hot journal stops the run here instead of failing every case as a gold error; so
     /// does a database folder `sqlgate distill` has not finished writing.
@@ -272,11 +286,13 @@ pub enum GoldFormat {
     BirdJson,
     /// TrustSQL data: records with `id`, `query` (`"null"` when infeasible), `type`, `note`.
     Trustsql,
+    /// LiveSQLBench's JSON lines: `instance_id`, `selected_database`, `query`, `sol_sql`...
+    Livesqlbench,
 }
 
 impl GoldFormat {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [GoldFormat; 8] = [
+    pub const ALL: [GoldFormat; 9] = [
         GoldFormat::Native,
         GoldFormat::Defog,
         GoldFormat::DefogIdk,
@@ -285,6 +301,7 @@ impl GoldFormat {
         GoldFormat::SpiderJson,
         GoldFormat::BirdJson,
         GoldFormat::Trustsql,
+        GoldFormat::Livesqlbench,
     ];
 
     /// The comparison mode of the format's own evaluator.
@@ -292,7 +309,7 @@ impl GoldFormat {
         match self {
             GoldFormat::Native | GoldFormat::Spider | GoldFormat::SpiderJson => Mode::Testsuite,
             GoldFormat::Defog | GoldFormat::DefogIdk => Mode::Defog,
-            GoldFormat::BirdSql | GoldFormat::BirdJson => Mode::Bird,
+            GoldFormat::BirdSql | GoldFormat::BirdJson | GoldFormat::Livesqlbench => Mode::Bird,
             GoldFormat::Trustsql => Mode::Trustsql,
         }
     }
@@ -305,11 +322,13 @@ impl GoldFormat {
             "txt" => Ok(GoldFormat::Spider),
             "sql" => Ok(GoldFormat::BirdSql),
             "json" => detect_json(path, text),
+            "jsonl" if livesqlbench::detect(text) => Ok(GoldFormat::Livesqlbench),
             other => Err(InputError::file(
                 path,
                 format!(
                     "cannot tell the gold format from the extension `{other}` (expected .toml, \
-                     .csv, .txt, .sql or .json); pass the format explicitly"
+                     .csv, .txt, .sql, .json, or .jsonl with LiveSQLBench's `instance_id` and \
+                     `sol_sql`); pass the format explicitly"
                 ),
             )),
         }
@@ -354,6 +373,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         GoldFormat::SpiderJson => reference(spider::load_json(path, &text)?),
         GoldFormat::BirdJson => reference(bird::load(path, &text)?),
         GoldFormat::Trustsql => reference(trustsql::load(path, &text)?),
+        GoldFormat::Livesqlbench => reference(livesqlbench::load(path, &text)?),
     };
     if cases.is_empty() {
         return Err(InputError::file(path, "the file holds no cases"));

@@ -181,6 +181,14 @@ fn snapshot_entry(run: &CaseRun) -> SnapshotEntry {
         .chain(judge::case_metric_values(run))
         .chain(judge::efficiency_metrics(run, false))
         .chain(judge::metric_error_flags(run))
+        // A state case's effect (docs/state.md), so that a changed effect shows in the diff.
+        .chain(
+            run.score
+                .diagnostics
+                .iter()
+                .find(|note| note.code == sqlgate_eval::metrics::state::STATE_DIGEST)
+                .map(|note| ("state".to_string(), note.message.clone())),
+        )
         // Which database of its folder the case failed on, a word like the metrics.
         .chain(
             run.score

@@ -47,6 +47,11 @@ pub struct StateTask {
 /// The diagnostic code of a state that differs from the gold's, naming where.
 pub const STATE_DIFFERS: &str = "state_differs";
 
+/// The diagnostic code of the digest of the state an answer leaves (what it compares: the
+/// checks' results, or the touched objects), 16 hex digits: a snapshot line shows it, so a
+/// changed effect shows in the diff even when the answer's text is the same.
+pub const STATE_DIGEST: &str = "state";
+
 /// Judges the answer `pred` of a state case against each of its gold scripts: correct when the
 /// state it leaves equals one gold's.
 pub fn evaluate(
@@ -77,31 +82,47 @@ pub fn evaluate(
         Err(error) => return failed(Verdict::GoldError, format!("setup: {error}")),
     };
     let mut first_difference = None;
+    let mut digest = None;
     for gold in case.gold {
         let gold = match script::split(gold) {
             Ok(statements) => statements,
             Err(error) => return failed(Verdict::GoldError, error.to_string()),
         };
         let judged = judge(db, &setup, &gold, &pred, task, (mode, opts), runner);
-        match judged {
-            Ok(None) => {
-                return Outcome {
-                    score: 1.0,
-                    ..failed(Verdict::Correct, String::new())
-                }
-                .without_error()
+        let (difference, answer_digest) = match judged {
+            Ok(judged) => judged,
+            Err(failure) => return failure,
+        };
+        digest.get_or_insert(answer_digest);
+        match difference {
+            None => {
+                first_difference = None;
+                break;
             }
-            Ok(Some(difference)) => {
+            Some(difference) => {
                 first_difference.get_or_insert(difference);
             }
-            Err(failure) => return failure,
         }
     }
-    let mut outcome = failed(Verdict::Incorrect, String::new()).without_error();
-    if let Some(difference) = first_difference {
+    let mut outcome = match first_difference {
+        None => Outcome {
+            score: 1.0,
+            ..failed(Verdict::Correct, String::new())
+        },
+        Some(difference) => {
+            let mut outcome = failed(Verdict::Incorrect, String::new());
+            outcome.diagnostics.push(Diagnostic {
+                code: STATE_DIFFERS,
+                message: difference,
+            });
+            outcome
+        }
+    }
+    .without_error();
+    if let Some(digest) = digest {
         outcome.diagnostics.push(Diagnostic {
-            code: STATE_DIFFERS,
-            message: difference,
+            code: STATE_DIGEST,
+            message: digest,
         });
     }
     outcome
@@ -148,7 +169,8 @@ impl Side {
     }
 }
 
-/// `None` when the two scripts leave equal states, else where they differ first.
+/// `None` when the two scripts leave equal states, else where they differ first; and the
+/// digest of the answer's state.
 fn judge(
     db: &Path,
     setup: &[Statement],
@@ -157,17 +179,17 @@ fn judge(
     task: &StateTask,
     mode: (Mode, &ModeOptions),
     runner: &dyn QueryRunner,
-) -> Result<Option<String>, Outcome> {
+) -> Result<(Option<String>, String), Outcome> {
     let gold_state = |objects: &BTreeSet<String>| {
         state(db, setup, gold, task, objects, runner).map_err(|e| Side::Gold.failure(&e))
     };
     let mut gold_seen = gold_state(&BTreeSet::new())?;
     let pred_seen = state(db, setup, pred, task, &gold_seen.touched, runner)
         .map_err(|e| Side::Pred.failure(&e))?;
+    let digest = pred_seen.digest();
     if !task.checks.is_empty() {
-        return Ok(compare_checks(
-            db, task, &gold_seen, &pred_seen, mode, runner,
-        ));
+        let difference = compare_checks(db, task, &gold_seen, &pred_seen, mode, runner);
+        return Ok((difference, digest));
     }
     // The answer touched what the gold did not: read those in the gold's state too.
     if !pred_seen.touched.is_subset(&gold_seen.touched) {
@@ -177,10 +199,10 @@ fn judge(
     for (name, pred_object) in &pred_seen.objects {
         let gold_object = gold_seen.objects.get(name).unwrap_or(&Object::Absent);
         if let Some(difference) = compare_objects(name, gold_object, pred_object) {
-            return Ok(Some(difference));
+            return Ok((Some(difference), digest));
         }
     }
-    Ok(None)
+    Ok((None, digest))
 }
 
 /// What one script left: the objects it (or another script) touched, and the checks' results.
@@ -188,6 +210,53 @@ struct Seen {
     touched: BTreeSet<String>,
     objects: BTreeMap<String, Object>,
     checks: Vec<Execution>,
+}
+
+impl Seen {
+    /// 16 hex digits of SHA-256 over what the state is compared on: each check's rows (or
+    /// error), else each object this script touched: its kind, columns, indexes and sorted rows.
+    fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        let mut line = |text: &str| {
+            hash.update(text.as_bytes());
+            hash.update([0]);
+        };
+        for check in &self.checks {
+            match &check.result {
+                Ok(rows) => {
+                    let mut keys: Vec<String> = rows.rows.iter().map(|r| row_text(r)).collect();
+                    keys.sort();
+                    keys.iter().for_each(|key| line(key));
+                }
+                Err(error) => line(&format!("error {:?}", error.kind)),
+            }
+            line("--");
+        }
+        // Without checks, the touched objects are what is compared.
+        for name in self.touched.iter().filter(|_| self.checks.is_empty()) {
+            line(name);
+            match self.objects.get(name) {
+                None | Some(Object::Absent) => line("absent"),
+                Some(Object::Present {
+                    kind,
+                    columns,
+                    indexes,
+                    rows,
+                }) => {
+                    line(kind);
+                    columns.iter().chain(indexes).for_each(|text| line(text));
+                    let mut keys: Vec<String> = rows.rows.iter().map(|r| row_text(r)).collect();
+                    keys.sort();
+                    keys.iter().for_each(|key| line(key));
+                }
+            }
+        }
+        hash.finalize()[..8]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
 }
 
 /// Runs `setup` then `statements` on a scratch copy of `db`, and reads the state: the checks'
