@@ -406,3 +406,60 @@ fn tools_that_read_query_golds_refuse_state_cases() {
         .assert_bad_input(&["cases.jsonl", "case `s01` is a state case"]);
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
+
+/// The state suite as a gate: each task a named test and a JUnit test case, each snapshot line
+/// the digest of the answer's state; after `--accept` the gate passes, and an answer with
+/// another effect but the same verdict changes only its own line.
+#[test]
+fn a_state_suite_gates_like_any_other_and_its_snapshot_shows_each_effect() {
+    build_demo_database();
+    let dir = tempfile::tempdir().unwrap();
+    let predictions = dir.path().join("answers.jsonl");
+    std::fs::copy(demo("state/predictions.jsonl"), &predictions).unwrap();
+    let config = format!(
+        "[[suite]]\nbenchmark = {:?}\ngate = {{ ex = \">= 0.8\" }}\n\n[[system]]\nname = \"sample\"\n\
+         type = \"replay\"\npredictions = {{ demo-state = \"answers.jsonl\" }}\n",
+        demo("state/suite.toml").to_string_lossy()
+    );
+    std::fs::write(dir.path().join("sqlgate.toml"), config).unwrap();
+    let gate = |args: &[&str]| {
+        sqlgate()
+            .current_dir(dir.path())
+            .arg("test")
+            .args(args)
+            .run()
+    };
+    gate(&["--accept"]).assert_success();
+    let run = gate(&["--junit", "junit.xml"]);
+    run.assert_success();
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    for case in 1..=20 {
+        let name = format!("name=\"bookshop::s{case:02}\" classname=\"demo-state\"");
+        assert!(junit.contains(&name), "{name} not in the JUnit report");
+    }
+    let snapshot = std::fs::read_to_string(dir.path().join("snapshots/demo-state.snap")).unwrap();
+    let lines: Vec<&str> = snapshot
+        .lines()
+        .filter(|l| l.starts_with("demo-state::"))
+        .collect();
+    assert_eq!(lines.len(), 20);
+    // Every answer that ran has the digest of its state; the refused one (ATTACH) has none.
+    for line in &lines {
+        let refused = line.starts_with("demo-state::bookshop::s18 | fail | pred_error");
+        assert_eq!(line.contains(" | state="), !refused, "{line}");
+    }
+    // s02 stays wrong, with another effect: its line, and only its line, changes.
+    crate::support::replace_prediction(
+        &predictions,
+        "s02",
+        "UPDATE orders SET status = 'cancelled' WHERE status = 'pending'",
+    );
+    gate(&[]).assert_success();
+    let new = std::fs::read_to_string(dir.path().join("snapshots/demo-state.snap.new")).unwrap();
+    let changed: Vec<&str> = new
+        .lines()
+        .filter(|line| line.starts_with("demo-state::") && !lines.contains(line))
+        .collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert!(changed[0].starts_with("demo-state::bookshop::s02 | fail | incorrect"));
+}

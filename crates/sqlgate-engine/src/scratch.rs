@@ -17,9 +17,10 @@ pub trait Scratch: Send {
     /// Runs one query on the copy as it is now, within `limits`.
     fn query(&mut self, sql: &str, limits: &Limits) -> Execution;
 
-    /// The tables and views that the statements applied since the last reset may have changed
-    /// (rows or schema), by name: a state case compares these between two copies.
-    fn touched(&self) -> BTreeSet<String>;
+    /// The tables and views that the statements applied since the last reset, or the last
+    /// call, may have changed (rows or schema), by name: a state case compares these between
+    /// two copies.
+    fn take_touched(&mut self) -> BTreeSet<String>;
 
     /// Undoes every change since the copy was opened or last reset. An error means the copy
     /// can no longer be trusted to be the original's content, and is dropped.

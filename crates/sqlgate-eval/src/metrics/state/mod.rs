@@ -271,14 +271,10 @@ fn state(
 ) -> Result<Seen, ExecError> {
     let (mut scratch, limits) = runner.scratch(db)?;
     apply(&mut *scratch, setup, &limits, "setup")?;
-    let after_setup = scratch.touched();
+    // What the setup touched is the same on both sides.
+    scratch.take_touched();
     apply(&mut *scratch, statements, &limits, "statement")?;
-    // What the setup touched is the same on both sides, unless a script touched it again.
-    let touched: BTreeSet<String> = scratch
-        .touched()
-        .into_iter()
-        .filter(|name| !after_setup.contains(name) || touched_by(statements, name))
-        .collect();
+    let touched = scratch.take_touched();
     if !task.checks.is_empty() {
         let checks = task
             .checks
@@ -298,14 +294,6 @@ fn state(
         objects,
         checks: Vec::new(),
     })
-}
-
-/// Whether a statement names `object` (a setup's object that a script touched again).
-fn touched_by(statements: &[Statement], object: &str) -> bool {
-    let object = object.to_ascii_lowercase();
-    statements
-        .iter()
-        .any(|s| s.text.to_ascii_lowercase().contains(&object))
 }
 
 /// Runs each statement, counting the rows changed against `limits.max_rows`.
@@ -619,5 +607,82 @@ impl QueryRunner for Recorded<'_> {
 
     fn driver(&self) -> &'static dyn Driver {
         self.driver
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(values: &[Value]) -> Vec<Value> {
+        values.to_vec()
+    }
+
+    #[test]
+    fn rows_compare_as_multisets_and_the_first_difference_is_named() {
+        let gold = [
+            row(&[Value::Int(1), Value::Text("a".into())]),
+            row(&[Value::Int(2), Value::Text("b".into())]),
+        ];
+        let reordered = [gold[1].clone(), gold[0].clone()];
+        assert_eq!(compare_rows("table", "t", &gold, &reordered), None);
+        let extra = [gold[0].clone(), gold[1].clone(), gold[1].clone()];
+        let said = compare_rows("table", "t", &gold, &extra).unwrap();
+        assert!(
+            said.starts_with(
+                "table `t`: the answer leaves the row (2, 'b') that the gold does not"
+            ),
+            "{said}"
+        );
+        let said = compare_rows("table", "t", &gold, &gold[..1]).unwrap();
+        assert!(said.contains("the gold leaves the row (2, 'b')"), "{said}");
+    }
+
+    #[test]
+    fn numbers_agree_to_twelve_significant_digits_and_an_integral_real_is_its_integer() {
+        let price = 12.5_f64;
+        let gold = [row(&[Value::Real(price * 1.1)])];
+        let same = [row(&[Value::Real(price + price * 0.1)])];
+        assert_ne!(price * 1.1, price + price * 0.1);
+        assert_eq!(compare_rows("table", "t", &gold, &same), None);
+        assert_eq!(
+            compare_rows(
+                "table",
+                "t",
+                &[row(&[Value::Int(3)])],
+                &[row(&[Value::Real(3.0)])]
+            ),
+            None
+        );
+        assert!(compare_rows("table", "t", &gold, &[row(&[Value::Real(13.76)])]).is_some());
+    }
+
+    #[test]
+    fn schemas_differ_by_presence_kind_columns_and_indexes() {
+        let rows = Arc::new(ResultSet {
+            columns: vec!["a".into()],
+            rows: Vec::new(),
+            lossy_text: false,
+        });
+        let table = |columns: &[&str], indexes: &[&str]| Object::Present {
+            kind: "table",
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            indexes: indexes.iter().map(|c| c.to_string()).collect(),
+            rows: rows.clone(),
+        };
+        let base = table(&["a INTEGER"], &["(a)"]);
+        assert_eq!(
+            compare_objects("t", &base, &table(&["a INTEGER"], &["(a)"])),
+            None
+        );
+        let said = compare_objects("t", &base, &table(&["a TEXT"], &["(a)"])).unwrap();
+        assert!(said.contains("[a INTEGER], the answer [a TEXT]"), "{said}");
+        let said = compare_objects("t", &base, &table(&["a INTEGER"], &[])).unwrap();
+        assert!(said.contains("indexes [(a)], the answer []"), "{said}");
+        let said = compare_objects("t", &base, &Object::Absent).unwrap();
+        assert!(
+            said.contains("the gold leaves a table that the answer does not"),
+            "{said}"
+        );
     }
 }
