@@ -22,7 +22,7 @@ impl Workspace {
         let dir = tempfile::tempdir().unwrap();
         build_demo_database();
         std::fs::copy(
-            demo("build/bookshop.sqlite"),
+            demo("build/state/bookshop.sqlite"),
             dir.path().join("bookshop.sqlite"),
         )
         .unwrap();
@@ -62,8 +62,8 @@ impl Workspace {
     }
 }
 
-/// The demo's bookshop database, built from its scripts when missing or stale (by scoring the
-/// demo's state suite, which names the scripts).
+/// The demo's bookshop database as the state suite builds it (`build/state/`), from its
+/// scripts when missing or stale.
 fn build_demo_database() {
     sqlgate()
         .args(["score", "--gold"])
@@ -295,7 +295,7 @@ fn a_livesqlbench_file_loads_and_runs_each_task_by_state_or_result() {
     let dir = tempfile::tempdir().unwrap();
     build_demo_database();
     std::fs::copy(
-        demo("build/bookshop.sqlite"),
+        demo("build/state/bookshop.sqlite"),
         dir.path().join("bookshop.sqlite"),
     )
     .unwrap();
@@ -354,7 +354,7 @@ fn a_livesqlbench_file_loads_and_runs_each_task_by_state_or_result() {
     assert_eq!(cases["lsb_1"]["tags"]["test_cases"], "1");
     assert_eq!(
         std::fs::read(dir.path().join("bookshop.sqlite")).unwrap(),
-        std::fs::read(demo("build/bookshop.sqlite")).unwrap()
+        std::fs::read(demo("build/state/bookshop.sqlite")).unwrap()
     );
     // A task without its solution is refused, naming the file, the line and the task.
     std::fs::write(
@@ -462,4 +462,38 @@ fn a_state_suite_gates_like_any_other_and_its_snapshot_shows_each_effect() {
         .collect();
     assert_eq!(changed.len(), 1, "{changed:?}");
     assert!(changed[0].starts_with("demo-state::bookshop::s02 | fail | incorrect"));
+}
+
+/// The demo suite and the state suite build the bookshop database from the same scripts into
+/// folders of their own: loading one never rebuilds the other's file under the tests reading it.
+#[test]
+fn the_demo_and_state_suites_never_rebuild_each_others_database() {
+    use std::os::unix::fs::MetadataExt;
+    let score_demo = || {
+        sqlgate()
+            .args(["score", "--gold"])
+            .arg(demo("suite.toml"))
+            .arg("--pred")
+            .arg(demo("predictions/gold.jsonl"))
+            .run()
+            .assert_success();
+    };
+    score_demo();
+    build_demo_database();
+    let identity = |file: &str| {
+        let meta = std::fs::metadata(demo(file)).unwrap();
+        (meta.ino(), meta.mtime_nsec(), meta.mtime())
+    };
+    let before = (
+        identity("build/bookshop.sqlite"),
+        identity("build/state/bookshop.sqlite"),
+    );
+    score_demo();
+    build_demo_database();
+    score_demo();
+    let after = (
+        identity("build/bookshop.sqlite"),
+        identity("build/state/bookshop.sqlite"),
+    );
+    assert_eq!(before, after);
 }
