@@ -497,3 +497,29 @@ fn the_demo_and_state_suites_never_rebuild_each_others_database() {
     );
     assert_eq!(before, after);
 }
+
+/// A state case's own fields, mistyped or on a query case, are refused naming the file, the
+/// line and the problem.
+#[test]
+fn bad_state_fields_are_refused_with_their_line() {
+    let workspace = Workspace::new("");
+    for (line, problem) in [
+        (
+            r#"{"id": "a", "db": "bookshop", "type": "state", "question": "q", "gold": "DELETE FROM t", "setup": 5}"#,
+            "`setup` must be a string or a list of strings, found a number",
+        ),
+        (
+            r#"{"id": "a", "db": "bookshop", "type": "state", "question": "q", "gold": "DELETE FROM t", "checks": ["SELECT 1", " "]}"#,
+            "`checks` holds an empty statement",
+        ),
+        (
+            r#"{"id": "a", "db": "bookshop", "question": "q", "gold": "SELECT 1", "checks": ["SELECT 1"]}"#,
+            "belong to a state case",
+        ),
+    ] {
+        std::fs::write(workspace.path("cases.jsonl"), format!("\n{line}\n")).unwrap();
+        workspace
+            .score("", &[])
+            .assert_bad_input(&["cases.jsonl", "line 2", "case `a`", problem]);
+    }
+}

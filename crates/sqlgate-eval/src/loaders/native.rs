@@ -252,8 +252,17 @@ fn to_case(record: NativeCase, source: SourceRef) -> Result<Case, InputError> {
 
 /// A state case's `setup` or `checks`: a string or a list of non-blank strings.
 fn statement_list(value: &serde_json::Value, field: &str) -> Result<Vec<String>, String> {
-    let items = match value {
-        serde_json::Value::String(sql) => vec![sql.clone()],
+    let items = string_list(value, field)?;
+    if items.iter().any(|sql| sql.trim().is_empty()) {
+        return Err(format!("`{field}` holds an empty statement"));
+    }
+    Ok(items)
+}
+
+/// `field`'s value: one string, or a list of strings.
+fn string_list(value: &serde_json::Value, field: &str) -> Result<Vec<String>, String> {
+    match value {
+        serde_json::Value::String(sql) => Ok(vec![sql.clone()]),
         serde_json::Value::Array(items) => items
             .iter()
             .map(|item| match item {
@@ -263,41 +272,17 @@ fn statement_list(value: &serde_json::Value, field: &str) -> Result<Vec<String>,
                     json_kind(other)
                 )),
             })
-            .collect::<Result<_, _>>()?,
-        other => {
-            return Err(format!(
-                "`{field}` must be a string or a list of strings, found {}",
-                json_kind(other)
-            ))
-        }
-    };
-    if items.iter().any(|sql| sql.trim().is_empty()) {
-        return Err(format!("`{field}` holds an empty statement"));
+            .collect(),
+        other => Err(format!(
+            "`{field}` must be a string or a list of strings, found {}",
+            json_kind(other)
+        )),
     }
-    Ok(items)
 }
 
 /// `gold` as a non-empty list of non-blank queries.
 fn gold_queries(value: &serde_json::Value) -> Result<Vec<String>, String> {
-    let queries = match value {
-        serde_json::Value::String(sql) => vec![sql.clone()],
-        serde_json::Value::Array(items) => items
-            .iter()
-            .map(|item| match item {
-                serde_json::Value::String(sql) => Ok(sql.clone()),
-                other => Err(format!(
-                    "`gold` must list strings, found {}",
-                    json_kind(other)
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        other => {
-            return Err(format!(
-                "`gold` must be a string or a list of strings, found {}",
-                json_kind(other)
-            ))
-        }
-    };
+    let queries = string_list(value, "gold")?;
     if queries.is_empty() {
         return Err("`gold` lists no query".into());
     }
