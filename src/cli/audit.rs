@@ -74,7 +74,7 @@ enum OutputFormat {
 
 pub fn run(args: AuditArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
-    let backend = args.server.backend(&args.source.gold)?;
+    let backend = args.server.backend(&args.source.gold, None)?;
     let benchmark = args.source.load_from(&backend)?;
     let mode = args
         .mode
@@ -150,6 +150,7 @@ fn compared_benchmark(args: &AuditArgs, kind: EngineKind) -> Result<Benchmark, E
     let settings = Settings {
         dsn: args.compare_dsn.as_deref(),
         password_env: args.compare_password_env.as_deref(),
+        ..Settings::default()
     };
     let backend = sqlgate_eval::exec::connect(kind.driver(), &settings)
         .map_err(|message| InputError::file(gold, format!("--compare-engine: {message}")))?;

@@ -51,10 +51,11 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
             )));
         }
     }
-    let from = args.from.backend(&args.db_dir)?;
+    let from = args.from.backend(&args.db_dir, None)?;
     let settings = Settings {
         dsn: args.to_dsn.as_deref(),
         password_env: args.to_password_env.as_deref(),
+        ..Settings::default()
     };
     let to = sqlgate_eval::exec::connect(args.to_engine.driver(), &settings)
         .map_err(|message| Error::Usage(format!("--to-engine: {message}")))?;

@@ -62,7 +62,7 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
     // Before connecting: an engine that cannot create databases needs no server to be refused.
     check_engine(args.server.engine.driver()).map_err(|e| Error::Usage(e.to_string()))?;
-    let backend = args.server.backend(&args.source.gold)?;
+    let backend = args.server.backend(&args.source.gold, None)?;
     let bench = args.source.load_from(&backend)?;
     let options = Options {
         per_db: args.per_db,

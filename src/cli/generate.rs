@@ -244,7 +244,7 @@ fn jqe(args: JqeArgs) -> Result<(), Error> {
             centrality_first: args.centrality_first,
         },
     };
-    let backend = args.server.backend(&args.source.gold)?;
+    let backend = args.server.backend(&args.source.gold, None)?;
     let bench = args.source.load_from(&backend)?;
     let mut by_db: BTreeMap<&str, Vec<(&Case, jqe::Seed)>> = BTreeMap::new();
     for case in bench.cases.iter().filter(|c| c.feasible) {

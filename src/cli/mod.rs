@@ -155,6 +155,7 @@ impl Source {
             tables: None,
             format: self.gold_format.map(GoldFormat::from),
             backend: backend.clone(),
+            python_tests: false,
         };
         let bench = loaders::load(&self.gold, &options)?;
         bench.refuse_state_cases()?;
@@ -180,11 +181,17 @@ struct ServerArgs {
 }
 
 impl ServerArgs {
-    /// The backend named, or an error reported against `file` (the gold file).
-    fn backend(&self, file: &Path) -> Result<Arc<dyn Backend>, InputError> {
+    /// The backend named, with `scratch_dsn` for state cases (`score`), or an error reported
+    /// against `file` (the gold file).
+    fn backend(
+        &self,
+        file: &Path,
+        scratch_dsn: Option<&str>,
+    ) -> Result<Arc<dyn Backend>, InputError> {
         let settings = Settings {
             dsn: self.dsn.as_deref(),
             password_env: self.password_env.as_deref(),
+            scratch_dsn,
         };
         sqlgate_eval::exec::connect(self.engine.driver(), &settings)
             .map_err(|message| InputError::file(file, format!("--engine: {message}")))

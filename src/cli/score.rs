@@ -42,6 +42,15 @@ pub struct ScoreArgs {
     db_dir: Option<PathBuf>,
     #[command(flatten)]
     server: super::ServerArgs,
+    /// PostgreSQL: a connection URL template for a role that may write, without a password,
+    /// for state cases (DML, DDL): their statements run in transactions that are always
+    /// rolled back (docs/state.md).
+    #[arg(long)]
+    scratch_dsn: Option<String>,
+    /// Judge LiveSQLBench tasks by their Python test cases, run with `python3` (the
+    /// benchmark's own code, run with your rights; docs/state.md).
+    #[arg(long)]
+    python_tests: bool,
     /// Spider `tables.json` (schemas for parsing when databases are absent).
     #[arg(long)]
     tables: Option<PathBuf>,
@@ -274,12 +283,15 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
         .map(|list| (list.regimes, list.registered))
         .unwrap_or_default();
     check_regimes("--metrics", &regimes, args.sqlmorph_compat)?;
-    let backend = args.server.backend(&args.gold)?;
+    let backend = args
+        .server
+        .backend(&args.gold, args.scratch_dsn.as_deref())?;
     let options = LoadOptions {
         db_dir: args.db_dir,
         tables: args.tables,
         format: args.gold_format.map(GoldFormat::from),
         backend: backend.clone(),
+        python_tests: args.python_tests,
     };
     let mut benchmark = loaders::load(&args.gold, &options)?;
     if let Some(path) = &args.infeasible {

@@ -601,6 +601,7 @@ fn column_comments_come_from_each_catalog() {
         let settings = Settings {
             dsn: Some(dsn),
             password_env: None,
+            ..Settings::default()
         };
         let driver = sqlgate_engines::driver(engine).unwrap();
         Engine::new(Limits::default(), driver.connect(&settings).unwrap())
@@ -650,6 +651,7 @@ fn check_a_killed_copy(engine: &str, dsn: &str, databases: impl Fn() -> Vec<Stri
     let settings = Settings {
         dsn: Some(dsn),
         password_env: None,
+        ..Settings::default()
     };
     let backend = sqlgate_engines::driver(engine)
         .unwrap()

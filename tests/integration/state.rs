@@ -9,6 +9,8 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use sqlgate_test_support::postgres::PgServer;
+
 use crate::support::{demo, sqlgate, Run};
 
 /// A folder holding the demo's state cases (`cases.jsonl`), a suite manifest reading them from
@@ -521,5 +523,344 @@ fn bad_state_fields_are_refused_with_their_line() {
         workspace
             .score("", &[])
             .assert_bad_input(&["cases.jsonl", "line 2", "case `a`", problem]);
+    }
+}
+
+/// The flags of a run on `pg`'s databases: read as the read-only role, state cases run as the
+/// scratch role.
+fn on_postgres(pg: &PgServer) -> Vec<String> {
+    [
+        "--engine",
+        "postgres",
+        "--dsn",
+        &pg.reader_template(),
+        "--scratch-dsn",
+        &pg.scratch_template(),
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+fn verdicts(report: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    by_id(report)
+        .into_iter()
+        .map(|(id, case)| (id, case["verdict"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// The demo's state tasks on a PostgreSQL server: the bookshop database copied onto it by
+/// `sqlgate copy`, its tables given to an owner role that is not a superuser, and the scratch
+/// role set up by `docs/postgres-scratch.sql`. The golds pass, the sample answers get SQLite's
+/// verdicts, no hostile answer passes, and the server's dump (data, schema, owners, rights) is
+/// unchanged.
+#[test]
+fn the_demo_state_tasks_judge_the_same_on_postgres_and_change_nothing() {
+    let Some(pg) = PgServer::start() else { return };
+    build_demo_database();
+    sqlgate()
+        .args(["copy", "--db", "bookshop", "--db-dir"])
+        .arg(demo("build/state"))
+        .args(["--to-engine", "postgres", "--to-dsn", &pg.admin_url("{db}")])
+        .run()
+        .assert_success();
+    pg.add_reader("bookshop");
+    pg.add_scratch("bookshop", "bookshop_owner");
+    let before = pg.dump_checksum("bookshop");
+
+    let cases = demo_cases();
+    let workspace = Workspace::new(&cases);
+    let server = on_postgres(&pg);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let gold: String = cases
+        .lines()
+        .map(|line| {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            format!(
+                "{}\n",
+                serde_json::json!({"id": case["id"], "sql": case["gold"]})
+            )
+        })
+        .collect();
+    let report = workspace.score(&gold, &server).assert_success().json();
+    for (id, verdict) in verdicts(&report) {
+        assert_eq!(verdict, "correct", "{id}: {}", by_id(&report)[&id]);
+    }
+
+    let sample = std::fs::read_to_string(demo("state/predictions.jsonl")).unwrap();
+    let on_sqlite = verdicts(&workspace.score(&sample, &[]).assert_success().json());
+    let report = workspace.score(&sample, &server).assert_success().json();
+    assert_eq!(verdicts(&report), on_sqlite);
+    let said = diagnostics(&by_id(&report)["s02"]);
+    assert!(said.contains("table `orders`"), "{said}");
+
+    // The hostile answers, and what a server offers beyond them: becoming another role,
+    // reading a server file, ending the transaction from inside a statement.
+    let (cases, mut predictions) = hostile_suite();
+    let mut cases = cases;
+    let gold = "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)";
+    for (id, sql) in [
+        ("p1", "SELECT set_config('role', 'postgres', false)"),
+        ("p2", "SELECT pg_read_file('/etc/passwd')"),
+        (
+            "p3",
+            "CREATE TABLE x AS SELECT query_to_xml('COMMIT', true, false, '')",
+        ),
+        ("p4", "TRUNCATE book_authors"),
+    ] {
+        cases.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": id, "db": "bookshop", "type": "state", "question": "Unlink the authors whose country is unknown from their books.", "gold": gold})
+        ));
+        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+    }
+    let workspace = Workspace::new(&cases);
+    let mut flags = server.clone();
+    flags.extend(["--max-rows", "80"]);
+    let report = workspace
+        .score(&predictions, &flags)
+        .assert_success()
+        .json();
+    for (id, verdict) in verdicts(&report) {
+        assert_ne!(verdict, "correct", "{id}: {}", by_id(&report)[&id]);
+    }
+    let cases = by_id(&report);
+    for (id, words) in [
+        ("h5", "more than 80 rows"),
+        ("p1", "permission denied to set role"),
+        ("p2", "reaches outside the database"),
+        ("p4", "is refused"),
+    ] {
+        let said = cases[id]["error"].as_str().unwrap();
+        assert!(said.contains(words), "{id}: {said}");
+    }
+    assert_eq!(pg.dump_checksum("bookshop"), before);
+}
+
+/// Sequences are not rolled back: each case starts from the values the run found, so the
+/// gold's and the answer's inserts draw the same numbers, an answer drawing one more differs,
+/// and the database ends as it began.
+#[test]
+fn sequences_drawn_by_a_case_are_set_back_on_postgres() {
+    let Some(pg) = PgServer::start() else { return };
+    pg.psql("postgres", &["-c", "CREATE DATABASE counters"]);
+    pg.psql(
+        "counters",
+        &[
+            "-c",
+            "CREATE TABLE tickets (id serial PRIMARY KEY, note text NOT NULL); \
+             INSERT INTO tickets (note) VALUES ('first'), ('second')",
+        ],
+    );
+    pg.add_reader("counters");
+    pg.add_scratch("counters", "counters_owner");
+    let before = pg.dump_checksum("counters");
+    let gold = "INSERT INTO tickets (note) VALUES ('third')";
+    let answers = [
+        (
+            "c1",
+            "INSERT INTO tickets (note) VALUES ('third')",
+            "correct",
+        ),
+        (
+            "c2",
+            "SELECT nextval('tickets_id_seq'); INSERT INTO tickets (note) VALUES ('third')",
+            "incorrect",
+        ),
+        (
+            "c3",
+            "INSERT INTO tickets (id, note) VALUES (3, 'third')",
+            "correct",
+        ),
+        (
+            "c4",
+            "INSERT INTO tickets (note) VALUES ('third')",
+            "correct",
+        ),
+    ];
+    let mut cases = String::new();
+    let mut predictions = String::new();
+    for (id, sql, _) in answers {
+        cases.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": id, "db": "counters", "type": "state", "question": "Add the ticket 'third'.", "gold": gold})
+        ));
+        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+    }
+    let workspace = Workspace::new(&cases);
+    let server = on_postgres(&pg);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let report = workspace
+        .score(&predictions, &server)
+        .assert_success()
+        .json();
+    let found = verdicts(&report);
+    for (id, _, verdict) in answers {
+        assert_eq!(found[id], verdict, "{id}: {}", by_id(&report)[id]);
+    }
+    assert_eq!(pg.dump_checksum("counters"), before);
+
+    // A scratch role that is a superuser is refused, each case saying why.
+    let mut flags = server.clone();
+    let admin = pg.admin_url("{db}");
+    *flags.last_mut().unwrap() = &admin;
+    let report = workspace
+        .score(&predictions, &flags)
+        .assert_success()
+        .json();
+    for case in by_id(&report).values() {
+        assert_eq!(case["verdict"], "gold_error", "{case}");
+        let said = case["error"].as_str().unwrap();
+        assert!(said.contains("is a superuser"), "{said}");
+    }
+    assert_eq!(pg.dump_checksum("counters"), before);
+}
+
+/// A Python test case of LiveSQLBench: `body` as `test_case`'s lines, `q(sql)` the first value
+/// of a query on the state.
+fn python_test(body: &str) -> String {
+    let mut code = "def test_case(pred_sqls, sol_sqls, db_name, conn):\n    \
+                    q = lambda sql: perform_query_on_sqlite_databases(sql, db_name, conn)[0][0][0]\n"
+        .to_string();
+    for line in body.lines() {
+        code.push_str("    ");
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+/// With `--python-tests`, a LiveSQLBench task with Python test cases is judged by them: one
+/// looser than the state comparison passes an answer that leaves another state, a gold that
+/// fails its own test is a gold error, LiveSQLBench's helpers (`ex_base`,
+/// `check_sql_function_usage`) are in scope, and a hostile answer is refused before Python runs.
+/// Without it, the same file is judged by state and result, as each task's tag says.
+#[test]
+fn livesqlbench_python_test_cases_judge_the_answers_when_the_suite_opts_in() {
+    let dir = tempfile::tempdir().unwrap();
+    build_demo_database();
+    let db = dir.path().join("bookshop.sqlite");
+    std::fs::copy(demo("build/state/bookshop.sqlite"), &db).unwrap();
+    let value = |sql: &str| -> f64 {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row(sql, [], |row| row.get(0))
+            .unwrap()
+    };
+    let poetry_after = value("SELECT sum(price) * 1.1 FROM books WHERE genre = 'Poetry'");
+    let lines_after = value(
+        "SELECT count(*) FROM order_items WHERE order_id NOT IN \
+         (SELECT order_id FROM orders WHERE status = 'cancelled')",
+    );
+    let ex = python_test("assert ex_base(pred_sqls, sol_sqls, db_name, conn) == 1");
+    let tasks = [
+        ("m1", "Management", "UPDATE books SET price = price * 1.1 WHERE genre = 'Poetry'",
+         python_test(&format!("assert abs(q(\"SELECT sum(price) FROM books WHERE genre = 'Poetry'\") - {poetry_after}) < 0.01"))),
+        ("m2", "Management", "DELETE FROM order_items WHERE order_id IN (SELECT order_id FROM orders WHERE status = 'cancelled')",
+         python_test(&format!("assert q('SELECT count(*) FROM order_items') == {lines_after}"))),
+        ("m3", "Management", "CREATE INDEX idx_orders_date ON orders (order_date)",
+         python_test("assert q(\"SELECT count(*) FROM pragma_index_list('orders') l, pragma_index_info(l.name) i WHERE i.name = 'order_date'\") == 1")),
+        ("m4", "Management", "UPDATE orders SET status = 'cancelled' WHERE status = 'pending' AND order_date < '2024-12-01'",
+         python_test("assert q(\"SELECT count(*) FROM orders WHERE status = 'pending' AND order_date < '2024-12-01'\") == 0")),
+        ("m5", "Management", "UPDATE publishers SET country = upper(country)",
+         python_test("assert q('SELECT count(*) FROM publishers') == -1, 'a broken test'")),
+        ("m6", "Management", "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)",
+         python_test("assert q('SELECT count(*) FROM book_authors') >= 0")),
+        ("q1", "Query", "SELECT title FROM books WHERE genre = 'Poetry'", ex.clone()),
+        ("q2", "Query", "SELECT count(*) FROM stores", ex),
+        ("q3", "Query", "SELECT count(*) FROM books",
+         python_test("assert check_sql_function_usage(pred_sqls, ['count'])")),
+        ("m7", "Management", "UPDATE books SET price = price * 2 WHERE book_id = 1", String::new()),
+    ];
+    let answers = [
+        ("m1", "UPDATE books SET price = price + price / 10 WHERE genre = 'Poetry'"),
+        ("m2", "DELETE FROM order_items WHERE order_id IN (SELECT order_id FROM orders WHERE status <> 'completed')"),
+        ("m3", "CREATE INDEX orders_by_day ON orders(order_date)"),
+        // One row more than the gold's (s02's), which the test does not look at.
+        ("m4", "UPDATE orders SET status = 'cancelled' WHERE status = 'pending' AND order_date <= '2024-12-01'"),
+        ("m5", "UPDATE publishers SET country = upper(country)"),
+        ("m6", "ATTACH DATABASE 'stolen.sqlite' AS s; DELETE FROM book_authors"),
+        ("q1", "SELECT DISTINCT title FROM books WHERE genre IN ('Poetry')"),
+        ("q2", "SELECT count(*) FROM cities"),
+        ("q3", "SELECT count(book_id) FROM books"),
+        ("m7", "UPDATE books SET price = price + price WHERE book_id = 1"),
+    ];
+    let file: String = tasks
+        .iter()
+        .map(|(id, category, gold, test)| {
+            let tests: Vec<&String> = std::iter::once(test).filter(|t| !t.is_empty()).collect();
+            format!(
+                "{}\n",
+                serde_json::json!({"instance_id": id, "selected_database": "bookshop",
+                    "query": format!("task {id}"), "category": category, "preprocess_sql": [],
+                    "sol_sql": [gold], "clean_up_sql": [], "test_cases": tests})
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), file).unwrap();
+    let predictions: String = answers
+        .iter()
+        .map(|(id, sql)| format!("{}\n", serde_json::json!({"id": id, "sql": sql})))
+        .collect();
+    std::fs::write(dir.path().join("predictions.jsonl"), predictions).unwrap();
+    let score = |extra: &[&str]| {
+        sqlgate()
+            .current_dir(dir.path())
+            .args([
+                "score",
+                "--gold",
+                "tasks.jsonl",
+                "--pred",
+                "predictions.jsonl",
+            ])
+            .args(["--format", "json"])
+            .args(extra)
+            .run()
+            .assert_success()
+            .json()
+    };
+    let before = std::fs::read(&db).unwrap();
+
+    let report = score(&["--python-tests"]);
+    let cases = by_id(&report);
+    let expected = [
+        ("m1", "correct"),
+        ("m2", "incorrect"),
+        ("m3", "correct"),
+        ("m4", "correct"),
+        ("m5", "gold_error"),
+        ("m6", "pred_error"),
+        ("q1", "correct"),
+        ("q2", "incorrect"),
+        ("q3", "correct"),
+        ("m7", "correct"),
+    ];
+    for (id, verdict) in expected {
+        assert_eq!(cases[id]["verdict"], verdict, "{id}: {}", cases[id]);
+    }
+    assert!(diagnostics(&cases["m2"]).contains("test case 1 of 1: AssertionError"));
+    let said = cases["m5"]["error"].as_str().unwrap();
+    assert!(
+        said.contains("the gold fails its own test case 1: AssertionError: a broken test"),
+        "{said}"
+    );
+    assert!(cases["m6"]["error"].as_str().unwrap().contains("ATTACH"));
+    let judged = |cases: &std::collections::BTreeMap<String, serde_json::Value>, id: &str| {
+        cases[id]["tags"]["judged_by"].as_str().unwrap().to_string()
+    };
+    assert_eq!(judged(&cases, "m1"), "its Python test cases");
+    assert_eq!(judged(&cases, "q1"), "its Python test cases");
+    assert_eq!(judged(&cases, "m7"), "state");
+
+    // Without the opt-in: by state and result; m4's other state is wrong, m5's gold is fine.
+    let cases = by_id(&score(&[]));
+    assert_eq!(cases["m4"]["verdict"], "incorrect");
+    assert_eq!(cases["m5"]["verdict"], "correct");
+    assert_eq!(
+        judged(&cases, "m1"),
+        "state (its Python test cases are not run)"
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    for name in ["stolen.sqlite", "copy.sqlite"] {
+        assert!(!dir.path().join(name).exists(), "{name}");
     }
 }

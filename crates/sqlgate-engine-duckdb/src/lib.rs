@@ -43,10 +43,13 @@ impl Driver for DuckDb {
         &self,
         settings: &Settings<'_>,
     ) -> Result<Arc<dyn Backend>, sqlgate_engine::EngineError> {
-        if settings.dsn.is_some() || settings.password_env.is_some() {
+        if settings.dsn.is_some()
+            || settings.password_env.is_some()
+            || settings.scratch_dsn.is_some()
+        {
             return Err(sqlgate_engine::EngineError::NotAServer(
-                "engine `duckdb` reads `<db>.duckdb` files in `db_dir`: it takes no `dsn` or \
-                 `password_env`",
+                "engine `duckdb` reads `<db>.duckdb` files in `db_dir`: it takes no `dsn`, \
+                 `password_env` or `scratch_dsn`",
             ));
         }
         Ok(Arc::new(DuckDbBackend))

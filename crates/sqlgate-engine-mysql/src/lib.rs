@@ -59,6 +59,12 @@ impl Driver for MySql {
     }
 
     fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, EngineError> {
+        if settings.scratch_dsn.is_some() {
+            return Err(EngineError::Unsupported {
+                setting: "scratch_dsn",
+                unsupported: self.unsupported(Feature::Scratch),
+            });
+        }
         let template = settings.dsn.ok_or(EngineError::NoDsn(
             "engine `mysql` needs `dsn`, a URL such as mysql://user@host:3306/{db}",
         ))?;

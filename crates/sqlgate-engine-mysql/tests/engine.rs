@@ -365,7 +365,11 @@ fn errors_are_classified_and_name_the_database() {
 fn settings_are_checked() {
     let connect = |dsn: Option<&str>, password_env: Option<&str>| {
         DRIVER
-            .connect(&Settings { dsn, password_env })
+            .connect(&Settings {
+                dsn,
+                password_env,
+                ..Settings::default()
+            })
             .err()
             .map(|error| error.to_string())
             .unwrap_or_default()
@@ -379,6 +383,7 @@ fn settings_are_checked() {
         .connect(&Settings {
             dsn: Some("mysql://r@127.0.0.1:1/{db}"),
             password_env: Some("SQLGATE_TEST_UNSET_MYSQL_PASSWORD"),
+            ..Settings::default()
         })
         .unwrap();
     let error = engine
@@ -404,6 +409,7 @@ fn settings_are_checked() {
         .connect(&Settings {
             dsn: Some(&template),
             password_env: None,
+            ..Settings::default()
         })
         .unwrap();
     let error = engine

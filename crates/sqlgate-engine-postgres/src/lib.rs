@@ -2,6 +2,7 @@
 //! (docs/postgres.md), queried through [`Server`] with the SQLite sandbox's guarantees.
 
 mod catalog;
+mod scratch;
 mod server;
 mod values;
 mod writer;
@@ -37,12 +38,18 @@ impl Driver for Postgres {
             "engine `postgres` needs a connection URL template such as \
              `postgres://sqlgate_reader@127.0.0.1:5432/{db}`",
         ))?;
-        let server = Server::new(dsn, settings.password_env).map_err(EngineError::server)?;
+        let mut server = Server::new(dsn, settings.password_env).map_err(EngineError::server)?;
+        if let Some(scratch) = settings.scratch_dsn {
+            server = server.with_scratch(scratch).map_err(EngineError::server)?;
+        }
         Ok(Arc::new(server))
     }
 
     fn supports(&self, feature: Feature) -> bool {
-        matches!(feature, Feature::Explain | Feature::Cost | Feature::Create)
+        matches!(
+            feature,
+            Feature::Explain | Feature::Cost | Feature::Create | Feature::Scratch
+        )
     }
 
     fn parser_dialect(&self) -> &'static str {
@@ -88,6 +95,18 @@ impl Driver for Postgres {
             .collect())
     }
 
+    fn index_query(&self) -> Option<&'static str> {
+        // Each key column's definition (an expression's too), in order.
+        Some(
+            "SELECT c.relname::text, i.indisunique::int, \
+             (SELECT string_agg(pg_get_indexdef(i.indexrelid, k, true), ',' ORDER BY k) \
+              FROM generate_series(1, i.indnkeyatts) k) \
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = ANY (current_schemas(false))",
+        )
+    }
+
     fn not_iso_date(&self, column: &str) -> String {
         format!(
             "pg_typeof({column}) IN ('text'::regtype, 'character varying'::regtype, \
@@ -123,6 +142,15 @@ impl Backend for Server {
 
     fn remove(&self, db: &Path) -> Result<(), ExecError> {
         writer::drop_database(self, &db.to_string_lossy())
+    }
+
+    /// A session of the `scratch_dsn` role whose every case's transaction is rolled back
+    /// (`scratch.rs`): PostgreSQL's DDL is transactional, so no copy is made.
+    fn scratch(&self, db: &Path) -> Result<Box<dyn sqlgate_engine::Scratch>, ExecError> {
+        Ok(Box::new(scratch::PgScratch::open(
+            self,
+            &db.to_string_lossy(),
+        )?))
     }
 
     fn check_reader(&self, db: &Path) -> Result<Vec<String>, EngineError> {
@@ -161,7 +189,11 @@ mod tests {
     use super::*;
 
     fn refused(dsn: Option<&str>, password_env: Option<&str>) -> String {
-        let settings = Settings { dsn, password_env };
+        let settings = Settings {
+            dsn,
+            password_env,
+            ..Settings::default()
+        };
         DRIVER.connect(&settings).expect_err("refused").to_string()
     }
 
@@ -171,6 +203,7 @@ mod tests {
         let settings = Settings {
             dsn: Some(url),
             password_env: Some("PW"),
+            ..Settings::default()
         };
         let backend = DRIVER.connect(&settings).unwrap();
         assert!(backend.on_server());
@@ -192,6 +225,7 @@ mod tests {
         let settings = Settings {
             dsn: Some("postgres://reader@127.0.0.1:1/{db}"),
             password_env: Some("SQLGATE_TEST_UNSET_PASSWORD_VARIABLE"),
+            ..Settings::default()
         };
         let backend = DRIVER.connect(&settings).unwrap();
         let mut connection = backend

@@ -92,13 +92,18 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Server {
     template: String,
     password_env: Option<String>,
+    /// The URL template of the role state cases' scratch sessions connect as (`scratch_dsn`).
+    scratch: Option<String>,
+    /// Each database's sequences as the first scratch session of this process found them.
+    pub(crate) sequences: crate::scratch::Baselines,
     /// Idle connections by URL, shared by the clones of this server.
     idle: Arc<Mutex<HashMap<String, Vec<Client>>>>,
 }
 
 impl PartialEq for Server {
     fn eq(&self, other: &Server) -> bool {
-        (&self.template, &self.password_env) == (&other.template, &other.password_env)
+        (&self.template, &self.password_env, &self.scratch)
+            == (&other.template, &other.password_env, &other.scratch)
     }
 }
 
@@ -109,6 +114,7 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server")
             .field("template", &self.template)
             .field("password_env", &self.password_env)
+            .field("scratch", &self.scratch)
             .finish()
     }
 }
@@ -116,28 +122,32 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Checks the template: a `postgres://` URL with `{db}` and without a password.
     pub fn new(template: &str, password_env: Option<&str>) -> Result<Server, ServerError> {
-        if !template.contains("{db}") {
-            return Err(ServerError::NoDbPlaceholder(template.to_string()));
-        }
-        let config = postgres::Config::from_str(&template.replace("{db}", "db")).map_err(|e| {
-            ServerError::Unparsable {
-                url: template.to_string(),
-                reason: error_text(&e),
-            }
-        })?;
-        if config.get_password().is_some() {
-            return Err(ServerError::PasswordInUrl);
-        }
+        check_template(template)?;
         Ok(Server {
             template: template.to_string(),
             password_env: password_env.map(str::to_string),
+            scratch: None,
+            sequences: Default::default(),
             idle: Arc::default(),
         })
+    }
+
+    /// This server with state cases' scratch sessions connecting through `template`, a URL
+    /// of the same kind as [`Server::new`]'s (the same password variable applies).
+    pub fn with_scratch(mut self, template: &str) -> Result<Server, ServerError> {
+        check_template(template)?;
+        self.scratch = Some(template.to_string());
+        Ok(self)
     }
 
     /// The URL of database `db`, as shown in messages (it holds no password).
     pub fn url(&self, db: &str) -> String {
         self.template.replace("{db}", db)
+    }
+
+    /// The URL of database `db` for scratch sessions, if `scratch_dsn` was given.
+    pub(crate) fn scratch_url(&self, db: &str) -> Option<String> {
+        self.scratch.as_ref().map(|t| t.replace("{db}", db))
     }
 
     fn connect(&self, db: &str) -> Result<Client, ServerError> {
@@ -158,7 +168,11 @@ impl Server {
     /// A session on `db` as the URL's role has it, not read-only: for creating databases
     /// ([`crate::writer`]).
     pub(crate) fn connect_as_given(&self, db: &str) -> Result<Client, ServerError> {
-        let url = self.url(db);
+        self.connect_url(self.url(db))
+    }
+
+    /// A session at `url` (one of this server's templates filled in), as its role has it.
+    pub(crate) fn connect_url(&self, url: String) -> Result<Client, ServerError> {
         let mut config = postgres::Config::from_str(&url).map_err(|e| ServerError::Unparsable {
             url: url.clone(),
             reason: error_text(&e),
@@ -205,24 +219,15 @@ impl Server {
 
     /// Runs one statement on `db` within `limits` and reads its whole result.
     pub fn execute(&self, db: &str, sql: &str, limits: &Limits) -> Execution {
-        let start = Instant::now();
-        let deadline = limits.timeout.and_then(|t| start.checked_add(t));
-        let mut charge = ResultCharge::default();
-        let result = self
-            .with_client(db, |client| run(client, sql, limits, deadline, &mut charge))
-            .unwrap_or_else(|error| {
-                Err(ExecError {
-                    kind: ExecErrorKind::Unavailable,
-                    message: error.to_string(),
+        measured(limits, |deadline, charge| {
+            self.with_client(db, |client| run(client, sql, limits, deadline, charge))
+                .unwrap_or_else(|error| {
+                    Err(ExecError {
+                        kind: ExecErrorKind::Unavailable,
+                        message: error.to_string(),
+                    })
                 })
-            });
-        let discarded = if result.is_err() { charge.held() } else { 0 };
-        drop(charge);
-        memory::give_back_freed(discarded);
-        Execution {
-            result: result.map(Arc::new),
-            elapsed: start.elapsed(),
-        }
+        })
     }
 
     /// The planner's estimated total cost of `sql` on `db` (`EXPLAIN (FORMAT JSON)`: the query
@@ -329,8 +334,44 @@ pub enum ServerError {
     },
 }
 
+/// Checks a URL template: a `postgres://` URL with `{db}` and without a password.
+fn check_template(template: &str) -> Result<(), ServerError> {
+    if !template.contains("{db}") {
+        return Err(ServerError::NoDbPlaceholder(template.to_string()));
+    }
+    let config = postgres::Config::from_str(&template.replace("{db}", "db")).map_err(|e| {
+        ServerError::Unparsable {
+            url: template.to_string(),
+            reason: error_text(&e),
+        }
+    })?;
+    if config.get_password().is_some() {
+        return Err(ServerError::PasswordInUrl);
+    }
+    Ok(())
+}
+
+/// Runs one query with `limits`' deadline and a memory charge for its result, timed; the
+/// memory of a result that failed is given back.
+pub(crate) fn measured(
+    limits: &Limits,
+    query: impl FnOnce(Option<Instant>, &mut ResultCharge) -> Result<ResultSet, ExecError>,
+) -> Execution {
+    let start = Instant::now();
+    let deadline = limits.timeout.and_then(|t| start.checked_add(t));
+    let mut charge = ResultCharge::default();
+    let result = query(deadline, &mut charge);
+    let discarded = if result.is_err() { charge.held() } else { 0 };
+    drop(charge);
+    memory::give_back_freed(discarded);
+    Execution {
+        result: result.map(Arc::new),
+        elapsed: start.elapsed(),
+    }
+}
+
 /// Why one step failed: where it failed tells a prepare error from a runtime one.
-enum Step {
+pub(crate) enum Step {
     Prepare(postgres::Error),
     Run(postgres::Error),
     Fail(ExecErrorKind, String),
@@ -354,7 +395,7 @@ fn run(
 
 /// Refuses a statement too long to send or one that reaches outside the database, before the
 /// server sees it.
-fn admit(sql: &str) -> Result<(), Step> {
+pub(crate) fn admit(sql: &str) -> Result<(), Step> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(Step::Fail(
             ExecErrorKind::TooLarge,
@@ -420,7 +461,7 @@ fn explain(
     })
 }
 
-fn fetch(
+pub(crate) fn fetch(
     tx: &mut postgres::Transaction<'_>,
     sql: &str,
     limits: &Limits,
@@ -496,7 +537,7 @@ fn fetch(
 
 /// Sets the server's bound on the next step to the time left; past the deadline, the next
 /// step is cancelled at once.
-fn bound_time(
+pub(crate) fn bound_time(
     tx: &mut postgres::Transaction<'_>,
     deadline: Option<Instant>,
 ) -> Result<(), postgres::Error> {
@@ -511,7 +552,7 @@ fn bound_time(
     tx.batch_execute(&format!("SET LOCAL statement_timeout = {millis}"))
 }
 
-fn classify(step: Step) -> ExecError {
+pub(crate) fn classify(step: Step) -> ExecError {
     let (kind, message) = match step {
         Step::Fail(kind, message) => (kind, message),
         Step::Prepare(e) | Step::Run(e) if e.code() == Some(&SqlState::QUERY_CANCELED) => (

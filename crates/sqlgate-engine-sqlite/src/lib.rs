@@ -54,7 +54,10 @@ impl Driver for Sqlite {
     }
 
     fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, EngineError> {
-        if settings.dsn.is_some() || settings.password_env.is_some() {
+        if settings.dsn.is_some()
+            || settings.password_env.is_some()
+            || settings.scratch_dsn.is_some()
+        {
             return Err(EngineError::NotAServer(
                 "a connection URL and its password variable need a server engine (`postgres`, \
                  `mysql`); SQLite databases are files in `db_dir`",

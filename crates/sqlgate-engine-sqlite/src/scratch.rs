@@ -72,14 +72,14 @@ impl Scratch for SqliteScratch {
         self.sandbox.execute(sql, limits)
     }
 
-    fn take_touched(&mut self) -> BTreeSet<String> {
-        std::mem::take(
+    fn take_touched(&mut self) -> Result<BTreeSet<String>, ExecError> {
+        Ok(std::mem::take(
             &mut self
                 .sandbox
                 .touched
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
+        ))
     }
 
     fn reset(&mut self) -> Result<(), ExecError> {
@@ -130,12 +130,12 @@ mod tests {
             Ok(0)
         );
         assert_eq!(count(&mut scratch, "SELECT sum(x) FROM t"), Value::Int(26));
-        let touched: Vec<String> = scratch.take_touched().into_iter().collect();
+        let touched: Vec<String> = scratch.take_touched().unwrap().into_iter().collect();
         assert_eq!(touched, ["t", "v"]);
-        assert!(scratch.take_touched().is_empty());
+        assert!(scratch.take_touched().unwrap().is_empty());
         scratch.apply("DELETE FROM t WHERE x = 1", &limits).unwrap();
         scratch.reset().unwrap();
-        assert!(scratch.take_touched().is_empty());
+        assert!(scratch.take_touched().unwrap().is_empty());
         assert_eq!(count(&mut scratch, "SELECT sum(x) FROM t"), Value::Int(6));
         assert_eq!(
             count(&mut scratch, "SELECT count(*) FROM sqlite_schema"),

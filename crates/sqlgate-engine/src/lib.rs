@@ -25,13 +25,18 @@ pub use result::{ExecError, ExecErrorKind, Execution, ResultSet};
 pub use scratch::Scratch;
 pub use value::Value;
 
-/// What a suite says of where its databases are (`dsn`, `password_env` in `sqlgate.toml`).
+/// What a suite says of where its databases are (`dsn`, `password_env`, `scratch_dsn` in
+/// `sqlgate.toml`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Settings<'a> {
     /// A connection URL template with `{db}` (server engines).
     pub dsn: Option<&'a str>,
     /// The environment variable holding the server's password.
     pub password_env: Option<&'a str>,
+    /// A connection URL template with `{db}` for a role that may write, whose statements run
+    /// in transactions that are always rolled back: a server's scratch copies
+    /// ([`Feature::Scratch`]).
+    pub scratch_dsn: Option<&'a str>,
 }
 
 /// Where an engine's databases live.
@@ -123,6 +128,15 @@ pub enum EngineError {
     /// that a caller who knows the engine can downcast it.
     #[error(transparent)]
     Server(Box<dyn std::error::Error + Send + Sync>),
+    /// A setting for a feature the engine lacks (`scratch_dsn` on an engine without scratch
+    /// copies on a server).
+    #[error("`{setting}` is not for this engine: {unsupported}")]
+    Unsupported {
+        /// The setting given.
+        setting: &'static str,
+        /// What the engine lacks.
+        unsupported: Unsupported,
+    },
 }
 
 impl EngineError {

@@ -19,8 +19,8 @@ pub trait Scratch: Send {
 
     /// The tables and views that the statements applied since the last reset, or the last
     /// call, may have changed (rows or schema), by name: a state case compares these between
-    /// two copies.
-    fn take_touched(&mut self) -> BTreeSet<String>;
+    /// two copies. An error means they cannot be known, and the state cannot be judged.
+    fn take_touched(&mut self) -> Result<BTreeSet<String>, ExecError>;
 
     /// Undoes every change since the copy was opened or last reset. An error means the copy
     /// can no longer be trusted to be the original's content, and is dropped.

@@ -155,7 +155,7 @@ mod tests {
     fn sqlite_files_take_no_server_settings() {
         let settings = sqlgate_engine::Settings {
             dsn: Some("postgres://r@h/{db}"),
-            password_env: None,
+            ..Default::default()
         };
         let error = sqlite()
             .connect(&settings)

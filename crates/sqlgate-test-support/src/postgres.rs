@@ -121,6 +121,41 @@ impl PgServer {
         self.psql(db, &["-v", &format!("db={db}"), "-f", path_str(&script)]);
     }
 
+    /// Gives `db`'s tables and views in schema `public` (with the sequences their columns own)
+    /// to a new role `owner` (not a superuser), and applies the documented scratch role setup (`docs/postgres-scratch.sql`),
+    /// which makes `sqlgate_scratch` a member of `owner`.
+    pub fn add_scratch(&self, db: &str, owner: &str) {
+        let give = format!(
+            "CREATE ROLE \"{owner}\" NOLOGIN; \
+             DO $$ DECLARE r record; BEGIN \
+             FOR r IN SELECT c.relname, c.relkind FROM pg_class c \
+               JOIN pg_namespace n ON n.oid = c.relnamespace \
+               WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v') LOOP \
+               EXECUTE format('ALTER %s %I OWNER TO %I', \
+                 CASE r.relkind WHEN 'r' THEN 'TABLE' ELSE 'VIEW' END, \
+                 r.relname, '{owner}'); \
+             END LOOP; END $$"
+        );
+        self.psql(db, &["-c", &give]);
+        let script = crate::repo_root().join("docs/postgres-scratch.sql");
+        self.psql(
+            db,
+            &[
+                "-v",
+                &format!("db={db}"),
+                "-v",
+                &format!("owner={owner}"),
+                "-f",
+                path_str(&script),
+            ],
+        );
+    }
+
+    /// The URL template (`{db}`) of the scratch role (`docs/postgres-scratch.sql`).
+    pub fn scratch_template(&self) -> String {
+        format!("postgres://sqlgate_scratch@127.0.0.1:{}/{{db}}", self.port)
+    }
+
     /// SHA-256 of `pg_dump`'s output for `db`: data, schema, owners and privileges. The
     /// `\restrict` lines, whose key is new at each dump (PostgreSQL 15.14 on), are left out.
     pub fn dump_checksum(&self, db: &str) -> String {

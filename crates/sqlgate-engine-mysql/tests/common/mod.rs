@@ -19,6 +19,7 @@ pub fn backend(server: &MariaDb, user: &str) -> Arc<dyn Backend> {
         .connect(&Settings {
             dsn: Some(&template),
             password_env: None,
+            ..Settings::default()
         })
         .unwrap()
 }

@@ -328,6 +328,10 @@ impl QueryRunner for Engine {
         let lease = self.scratches.lease(self.backend.as_ref(), db)?;
         Ok((lease, self.limits))
     }
+
+    fn outside_limits(&self) -> Limits {
+        self.limits
+    }
 }
 
 fn changed(db: &Path) -> ExecError {

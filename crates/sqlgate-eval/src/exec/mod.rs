@@ -55,6 +55,12 @@ pub trait QueryRunner: Sync {
             message: "this query runner has no scratch copies".to_string(),
         })
     }
+
+    /// The bounds of work done outside this runner for a case (LiveSQLBench's Python test
+    /// cases, run in a subprocess: [`crate::metrics::state`]).
+    fn outside_limits(&self) -> Limits {
+        Limits::default()
+    }
 }
 
 /// What one efficiency measurement of a query reads ([`QueryRunner::probe`]).
@@ -134,6 +140,14 @@ impl QueryRunner for Witness<'_> {
         self.momentary
             .store(true, std::sync::atomic::Ordering::Relaxed);
         self.runner.scratch(db)
+    }
+
+    /// What work outside the runner returns is not witnessed: a case that asked is never kept
+    /// for another run.
+    fn outside_limits(&self) -> Limits {
+        self.momentary
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.runner.outside_limits()
     }
 }
 

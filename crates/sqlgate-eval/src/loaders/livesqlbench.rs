@@ -4,8 +4,10 @@
 //! `test_cases`, Python functions. A management task, and a query task that needs setup, is a
 //! state case ([`crate::metrics::state`]): its setup is `preprocess_sql`, its gold the solution
 //! statements. `clean_up_sql` has nothing to do, as every script runs on a scratch copy that is
-//! reset. The Python test cases are not run: each case is judged by its state (or, for a query
-//! task, by its result), and its tags say so (`judged_by`, `test_cases`).
+//! reset. The Python test cases are run only when the suite opts in (every task that has them
+//! is then judged by them: [`crate::metrics::state::python`]); otherwise each case is judged by
+//! its state (or, for a query task, by its result), and its tags say so (`judged_by`,
+//! `test_cases`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,8 +47,8 @@ pub(super) fn detect(text: &str) -> bool {
         .is_ok_and(|record| record.contains_key("instance_id") && record.contains_key("sol_sql"))
 }
 
-/// Loads the tasks, one per non-blank line.
-pub(super) fn load(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
+/// Loads the tasks, one per non-blank line; with `python_tests`, a task's test cases judge it.
+pub(super) fn load(path: &Path, text: &str, python_tests: bool) -> Result<Vec<Case>, InputError> {
     let mut cases = Vec::new();
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -59,12 +61,12 @@ pub(super) fn load(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         };
         let task: Task = serde_json::from_str(line)
             .map_err(|e| source.error(format!("column {}: {}", e.column(), json_message(&e))))?;
-        cases.push(to_case(task, source)?);
+        cases.push(to_case(task, source, python_tests)?);
     }
     Ok(cases)
 }
 
-fn to_case(task: Task, source: SourceRef) -> Result<Case, InputError> {
+fn to_case(task: Task, source: SourceRef, python_tests: bool) -> Result<Case, InputError> {
     let Some(id) = json_id(&task.instance_id) else {
         return Err(source.error("`instance_id` must be a string or an integer"));
     };
@@ -92,15 +94,23 @@ fn to_case(task: Task, source: SourceRef) -> Result<Case, InputError> {
             "not needed: scratch copies are reset".into(),
         );
     }
-    let state = (management || !setup.is_empty() || solution.len() > 1).then(|| StateTask {
-        setup,
-        checks: Vec::new(),
-    });
-    let judged_by = match (&state, task.test_cases.is_empty()) {
-        (Some(_), true) => "state",
-        (Some(_), false) => "state (its Python test cases are not run)",
-        (None, true) => "result",
-        (None, false) => "result (its Python test cases are not run)",
+    let tested = python_tests && !task.test_cases.is_empty();
+    let state =
+        (tested || management || !setup.is_empty() || solution.len() > 1).then(|| StateTask {
+            setup,
+            checks: Vec::new(),
+            tests: if tested {
+                task.test_cases.clone()
+            } else {
+                Vec::new()
+            },
+        });
+    let judged_by = match (&state, task.test_cases.is_empty(), tested) {
+        (_, _, true) => "its Python test cases",
+        (Some(_), true, _) => "state",
+        (Some(_), false, _) => "state (its Python test cases are not run)",
+        (None, true, _) => "result",
+        (None, false, _) => "result (its Python test cases are not run)",
     };
     tags.insert("judged_by".into(), judged_by.into());
     let evidence = match task.external_knowledge {

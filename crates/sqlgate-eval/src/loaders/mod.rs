@@ -252,6 +252,9 @@ pub struct LoadOptions {
     pub format: Option<GoldFormat>,
     /// The engine the databases are opened with (loading checks that each opens).
     pub backend: Arc<dyn Backend>,
+    /// Keeps LiveSQLBench's Python test cases to judge answers by them (an opt-in: they are the
+    /// benchmark's code, run with the user's rights; docs/state.md).
+    pub python_tests: bool,
 }
 
 impl LoadOptions {
@@ -262,6 +265,7 @@ impl LoadOptions {
             tables: None,
             format: None,
             backend,
+            python_tests: false,
         }
     }
 }
@@ -373,7 +377,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Benchmark, InputError> {
         GoldFormat::SpiderJson => reference(spider::load_json(path, &text)?),
         GoldFormat::BirdJson => reference(bird::load(path, &text)?),
         GoldFormat::Trustsql => reference(trustsql::load(path, &text)?),
-        GoldFormat::Livesqlbench => reference(livesqlbench::load(path, &text)?),
+        GoldFormat::Livesqlbench => reference(livesqlbench::load(path, &text, opts.python_tests)?),
     };
     if cases.is_empty() {
         return Err(InputError::file(path, "the file holds no cases"));

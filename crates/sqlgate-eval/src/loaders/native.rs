@@ -208,6 +208,7 @@ fn to_case(record: NativeCase, source: SourceRef) -> Result<Case, InputError> {
     let feasible = record.kind != CaseKind::Infeasible;
     let state = match record.kind {
         CaseKind::State => Some(StateTask {
+            tests: Vec::new(),
             setup: match &record.setup {
                 Some(value) => statement_list(value, "setup").map_err(problem)?,
                 None => Vec::new(),

@@ -35,6 +35,13 @@ pub struct SuiteConfig {
     pub dsn: Option<String>,
     /// PostgreSQL: the environment variable holding the password.
     pub password_env: Option<String>,
+    /// PostgreSQL: the connection URL template of a role that may write, for state cases:
+    /// their statements run in transactions that are always rolled back (docs/state.md).
+    pub scratch_dsn: Option<String>,
+    /// LiveSQLBench: judge each task that has Python test cases by them, run with `python3`
+    /// (the benchmark's own code, run with the user's rights; docs/state.md).
+    #[serde(default)]
+    pub python_tests: bool,
     /// Comparison mode (default: the benchmark format's own evaluator).
     pub mode: Option<Mode>,
     /// Per-query time bound in seconds (default 30).

@@ -39,6 +39,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
         let settings = Settings {
             dsn: suite.dsn.as_deref(),
             password_env: suite.password_env.as_deref(),
+            scratch_dsn: suite.scratch_dsn.as_deref(),
         };
         let backend = sqlgate_eval::exec::connect(suite.engine.driver(), &settings)
             .map_err(|message| suite_error(format!("[[suite]] {message}")))?;
@@ -47,6 +48,7 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             tables: suite.tables.as_ref().map(|p| config.resolve(p)),
             format: suite.format,
             backend: backend.clone(),
+            python_tests: suite.python_tests,
         };
         let mut bench = loaders::load(&config.resolve(&suite.benchmark), &options)?;
         for (family, path) in &suite.families {

@@ -16,6 +16,7 @@
 //! sandbox keeps the rest out (ATTACH, files, extensions), and the rows one script changes are
 //! capped at the suite's `max_rows` (a `DROP TABLE` counts the rows it drops).
 
+pub mod python;
 pub mod script;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -42,6 +43,10 @@ pub struct StateTask {
     /// views are compared whole.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// LiveSQLBench's Python test cases, kept when the suite opts in to running them
+    /// ([`python`]): they, not the states, then judge the answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<String>,
 }
 
 /// The diagnostic code of a state that differs from the gold's, naming where.
@@ -81,6 +86,9 @@ pub fn evaluate(
         Ok(setup) => setup.concat(),
         Err(error) => return failed(Verdict::GoldError, format!("setup: {error}")),
     };
+    if !task.tests.is_empty() {
+        return python::judge(case, db, &setup, &pred, &task.tests, runner);
+    }
     let mut first_difference = None;
     let mut digest = None;
     for gold in case.gold {
@@ -272,9 +280,9 @@ fn state(
     let (mut scratch, limits) = runner.scratch(db)?;
     apply(&mut *scratch, setup, &limits, "setup")?;
     // What the setup touched is the same on both sides.
-    scratch.take_touched();
+    scratch.take_touched()?;
     apply(&mut *scratch, statements, &limits, "statement")?;
-    let touched = scratch.take_touched();
+    let touched = scratch.take_touched()?;
     if !task.checks.is_empty() {
         let checks = task
             .checks
