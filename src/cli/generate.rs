@@ -146,15 +146,16 @@ fn errors(args: ErrorsArgs) -> Result<(), Error> {
     if args.depth == 0 {
         return Err(Error::Usage("--depth must be at least 1".into()));
     }
-    let bench = args.source.load()?;
-    let family = family::errors_family(&bench, args.seed, args.depth);
+    // State cases get DML mutants.
+    let bench = args.source.load_with_state_cases()?;
+    let family = family::errors_family(&bench, args.seed, args.depth)?;
     let name = args
         .name
         .unwrap_or_else(|| format!("{}-errors", bench.name));
     family::write(&args.out, &name, &bench, &family)?;
     println!(
         "{} of {} written to {}",
-        plural(family.mutants.len(), "mutant"),
+        plural(family.mutants.len() + family.dml.len(), "mutant"),
         plural(bench.cases.len(), "case"),
         args.out.display()
     );

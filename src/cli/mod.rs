@@ -148,8 +148,20 @@ impl Source {
         self.load_from(&sqlite_files())
     }
 
+    /// Loads the benchmark as [`Source::load`] does, state cases kept (`generate errors`
+    /// writes their DML mutants).
+    fn load_with_state_cases(&self) -> Result<Benchmark, InputError> {
+        self.read(&sqlite_files())
+    }
+
     /// Loads the benchmark with its databases on `backend`, checking a server's databases.
     fn load_from(&self, backend: &Arc<dyn Backend>) -> Result<Benchmark, InputError> {
+        let bench = self.read(backend)?;
+        bench.refuse_state_cases()?;
+        Ok(bench)
+    }
+
+    fn read(&self, backend: &Arc<dyn Backend>) -> Result<Benchmark, InputError> {
         let options = LoadOptions {
             db_dir: self.db_dir.clone(),
             tables: None,
@@ -158,7 +170,6 @@ impl Source {
             python_tests: false,
         };
         let bench = loaders::load(&self.gold, &options)?;
-        bench.refuse_state_cases()?;
         warn_about_the_role(&bench, &**backend)?;
         Ok(bench)
     }

@@ -355,3 +355,57 @@ fn distill_runs_on_duckdb_files() {
     );
     assert_eq!(correct, DUCKDB_RUNS);
 }
+
+/// The demo's state tasks on a DuckDB copy of the bookshop database (`sqlgate copy`): each
+/// case's statements run on a scratch copy of the file in a transaction rolled back after it.
+/// The golds that DuckDB runs pass, the sample answers get SQLite's verdicts wherever the gold
+/// runs on both, no hostile answer passes, and the file's bytes never change.
+#[test]
+fn the_demo_state_tasks_judge_the_same_on_duckdb_and_change_no_file() {
+    use crate::state::{build_demo_database, demo_cases, gold_answers, hostile_suite, Workspace};
+    build_demo_database();
+    let folder = tempfile::tempdir().unwrap();
+    let to = folder.path().to_string_lossy().into_owned();
+    sqlgate()
+        .args(["copy", "--db", "bookshop", "--db-dir"])
+        .arg(crate::support::demo("build/state"))
+        .args(["--to-engine", "duckdb", "--to-db-dir", &to])
+        .run()
+        .assert_success();
+    let file = folder.path().join("bookshop.duckdb");
+    let before = std::fs::read(&file).unwrap();
+    let on_duckdb = ["--engine", "duckdb", "--db-dir", &to];
+    let verdicts = |workspace: &Workspace, answers: &str, extra: &[&str]| {
+        crate::state::verdicts(&workspace.score(answers, extra).assert_success().json())
+    };
+
+    let cases = demo_cases();
+    let workspace = Workspace::new(&cases);
+    let golds = verdicts(&workspace, &gold_answers(&cases), &on_duckdb);
+    let runs: Vec<&String> = golds
+        .iter()
+        .filter(|(_, verdict)| *verdict != "gold_error")
+        .map(|(id, _)| id)
+        .collect();
+    assert!(runs.len() >= 15, "{golds:?}");
+    assert!(
+        golds.values().all(|v| v == "correct" || v == "gold_error"),
+        "{golds:?}"
+    );
+    let sample = std::fs::read_to_string(crate::support::demo("state/predictions.jsonl")).unwrap();
+    let on_sqlite = verdicts(&workspace, &sample, &[]);
+    let found = verdicts(&workspace, &sample, &on_duckdb);
+    for id in runs {
+        assert_eq!(found[id], on_sqlite[id], "{id}: {found:?}");
+    }
+
+    let (cases, predictions) = hostile_suite();
+    let workspace = Workspace::new(&cases);
+    let mut flags = on_duckdb.to_vec();
+    flags.extend(["--max-rows", "80"]);
+    let found = verdicts(&workspace, &predictions, &flags);
+    assert!(found.values().all(|v| v != "correct"), "{found:?}");
+    assert!(std::fs::read(&file).unwrap() == before);
+    let beside: Vec<_> = std::fs::read_dir(folder.path()).unwrap().collect();
+    assert_eq!(beside.len(), 1, "{beside:?}");
+}

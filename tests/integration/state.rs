@@ -15,12 +15,12 @@ use crate::support::{demo, sqlgate, Run};
 
 /// A folder holding the demo's state cases (`cases.jsonl`), a suite manifest reading them from
 /// the folder's own copy of the bookshop database, and a temporary folder for the runs.
-struct Workspace {
+pub(crate) struct Workspace {
     dir: tempfile::TempDir,
 }
 
 impl Workspace {
-    fn new(cases: &str) -> Workspace {
+    pub(crate) fn new(cases: &str) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
         build_demo_database();
         std::fs::copy(
@@ -38,7 +38,7 @@ impl Workspace {
         Workspace { dir }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
@@ -46,7 +46,7 @@ impl Workspace {
         std::fs::read(self.path("bookshop.sqlite")).unwrap()
     }
 
-    fn score(&self, predictions: &str, extra: &[&str]) -> Run {
+    pub(crate) fn score(&self, predictions: &str, extra: &[&str]) -> Run {
         std::fs::write(self.path("predictions.jsonl"), predictions).unwrap();
         sqlgate()
             .current_dir(self.dir.path())
@@ -66,7 +66,7 @@ impl Workspace {
 
 /// The demo's bookshop database as the state suite builds it (`build/state/`), from its
 /// scripts when missing or stale.
-fn build_demo_database() {
+pub(crate) fn build_demo_database() {
     sqlgate()
         .args(["score", "--gold"])
         .arg(demo("state/suite.toml"))
@@ -76,12 +76,14 @@ fn build_demo_database() {
         .assert_success();
 }
 
-fn demo_cases() -> String {
+pub(crate) fn demo_cases() -> String {
     std::fs::read_to_string(demo("state/cases.jsonl")).unwrap()
 }
 
 /// Each case of a `score --format json` report, by id.
-fn by_id(report: &serde_json::Value) -> std::collections::BTreeMap<String, serde_json::Value> {
+pub(crate) fn by_id(
+    report: &serde_json::Value,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
     report["cases"]
         .as_array()
         .unwrap()
@@ -171,7 +173,7 @@ const HOSTILE: [(&str, &str); 9] = [
     ("h9", "DELETE FROM order_items WHERE 1; DELETE FROM orders"),
 ];
 
-fn hostile_suite() -> (String, String) {
+pub(crate) fn hostile_suite() -> (String, String) {
     let gold = "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)";
     let mut cases = String::new();
     let mut predictions = String::new();
@@ -382,15 +384,15 @@ fn a_livesqlbench_file_loads_and_runs_each_task_by_state_or_result() {
         ]);
 }
 
-/// The generators, the audit and distill read query golds: a state suite is refused, naming
-/// its first state case.
+/// The other generators, the audit and distill read query golds: a state suite is refused,
+/// naming its first state case.
 #[test]
 fn tools_that_read_query_golds_refuse_state_cases() {
     build_demo_database();
     let out = tempfile::tempdir().unwrap();
     let suite = demo("state/suite.toml");
     for args in [
-        vec!["generate", "errors", "--out"],
+        vec!["generate", "infeasible", "--out"],
         vec!["distill", "--out"],
     ] {
         sqlgate()
@@ -432,8 +434,22 @@ fn a_state_suite_gates_like_any_other_and_its_snapshot_shows_each_effect() {
             .run()
     };
     gate(&["--accept"]).assert_success();
-    let run = gate(&["--junit", "junit.xml"]);
+    let run = gate(&["--junit", "junit.xml", "--html", "report.html"]);
     run.assert_success();
+    // The report shows where a wrong answer's state differs: s02's extra cancelled order,
+    // pending after the gold.
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let s02 = &html[html.find("bookshop::s02").unwrap()..];
+    let s02 = &s02[..s02.find("</details>").unwrap()];
+    for shown in [
+        "The states differ in table orders",
+        "only after the gold: 1 row × 5 columns",
+        "only after the answer: 1 row × 5 columns",
+        "<td>pending</td>",
+        "<td>cancelled</td>",
+    ] {
+        assert!(s02.contains(shown), "{shown} not in {s02}");
+    }
     let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
     for case in 1..=20 {
         let name = format!("name=\"bookshop::s{case:02}\" classname=\"demo-state\"");
@@ -526,6 +542,20 @@ fn bad_state_fields_are_refused_with_their_line() {
     }
 }
 
+/// Each case's gold statements as its answer.
+pub(crate) fn gold_answers(cases: &str) -> String {
+    cases
+        .lines()
+        .map(|line| {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            format!(
+                "{}\n",
+                serde_json::json!({"id": case["id"], "sql": case["gold"]})
+            )
+        })
+        .collect()
+}
+
 /// The flags of a run on `pg`'s databases: read as the read-only role, state cases run as the
 /// scratch role.
 fn on_postgres(pg: &PgServer) -> Vec<String> {
@@ -541,7 +571,7 @@ fn on_postgres(pg: &PgServer) -> Vec<String> {
     .to_vec()
 }
 
-fn verdicts(report: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn verdicts(report: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
     by_id(report)
         .into_iter()
         .map(|(id, case)| (id, case["verdict"].as_str().unwrap().to_string()))
@@ -571,17 +601,10 @@ fn the_demo_state_tasks_judge_the_same_on_postgres_and_change_nothing() {
     let workspace = Workspace::new(&cases);
     let server = on_postgres(&pg);
     let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let gold: String = cases
-        .lines()
-        .map(|line| {
-            let case: serde_json::Value = serde_json::from_str(line).unwrap();
-            format!(
-                "{}\n",
-                serde_json::json!({"id": case["id"], "sql": case["gold"]})
-            )
-        })
-        .collect();
-    let report = workspace.score(&gold, &server).assert_success().json();
+    let report = workspace
+        .score(&gold_answers(&cases), &server)
+        .assert_success()
+        .json();
     for (id, verdict) in verdicts(&report) {
         assert_eq!(verdict, "correct", "{id}: {}", by_id(&report)[&id]);
     }
@@ -863,4 +886,92 @@ fn livesqlbench_python_test_cases_judge_the_answers_when_the_suite_opts_in() {
     for name in ["stolen.sqlite", "copy.sqlite"] {
         assert!(!dir.path().join(name).exists(), "{name}");
     }
+}
+
+/// `generate errors` on the state suite writes DML mutants of each gold script (WHERE
+/// dropped, SET column swapped, wrong table) as state cases whose gold is the original and
+/// whose prediction is the mutant; scored, nearly every one is wrong, each named by its seed,
+/// operator and statement, and the same seed writes the same files.
+#[test]
+fn generate_errors_writes_dml_mutants_of_state_cases_that_score_as_wrong() {
+    build_demo_database();
+    let out = tempfile::tempdir().unwrap();
+    let generate = |to: &std::path::Path| {
+        sqlgate()
+            .args(["generate", "errors", "--gold"])
+            .arg(demo("state/suite.toml"))
+            .arg("--out")
+            .arg(to)
+            .run()
+            .assert_success();
+    };
+    let first = out.path().join("a");
+    generate(&first);
+    let second = out.path().join("b");
+    generate(&second);
+    for file in ["cases.jsonl", "predictions.jsonl"] {
+        assert_eq!(
+            std::fs::read(first.join(file)).unwrap(),
+            std::fs::read(second.join(file)).unwrap()
+        );
+    }
+    let cases = std::fs::read_to_string(first.join("cases.jsonl")).unwrap();
+    let written: Vec<serde_json::Value> = cases
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(written.iter().all(|case| case["type"] == "state"));
+    let operators: std::collections::BTreeSet<&str> = written
+        .iter()
+        .map(|case| case["tags"]["operator"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        operators,
+        ["set_column_swapped", "where_dropped", "wrong_table"].into()
+    );
+    let ids: Vec<&str> = written.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"s01::errors::where_dropped"), "{ids:?}");
+    // s08 has two statements: each mutant names the one it changed.
+    assert!(ids.contains(&"s08::errors::where_dropped_2"), "{ids:?}");
+    // s19's checks go with its mutants.
+    let s19 = written
+        .iter()
+        .find(|c| c["id"] == "s19::errors::where_dropped_1")
+        .unwrap();
+    assert_eq!(s19["checks"].as_array().unwrap().len(), 2);
+
+    let report = sqlgate()
+        .args(["score", "--gold"])
+        .arg(first.join("suite.toml"))
+        .arg("--pred")
+        .arg(first.join("predictions.jsonl"))
+        .args(["--format", "json"])
+        .run()
+        .assert_success()
+        .json();
+    let found = verdicts(&report);
+    assert_eq!(found.len(), written.len());
+    let wrong = found
+        .values()
+        .filter(|v| *v == "incorrect" || *v == "pred_error")
+        .count();
+    // A mutant can leave the gold's state (a WHERE that selects every row): rare.
+    assert!(
+        wrong * 10 >= found.len() * 9,
+        "{wrong} of {}: {found:?}",
+        found.len()
+    );
+    assert!(found.values().all(|v| v != "gold_error"), "{found:?}");
+    // docs/state.md gives these numbers.
+    let count = |verdict: &str| found.values().filter(|v| *v == verdict).count();
+    let said = format!(
+        "it writes {} mutants, and `score` finds every one wrong ({} `incorrect`, {} \
+         `pred_error`",
+        found.len(),
+        count("incorrect"),
+        count("pred_error")
+    );
+    let docs = std::fs::read_to_string(crate::support::repo().join("docs/state.md")).unwrap();
+    let docs = docs.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(docs.contains(&said), "docs/state.md should say: {said}");
 }

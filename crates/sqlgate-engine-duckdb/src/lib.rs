@@ -6,6 +6,7 @@
 //! `bundled` feature): a long build, which is why the CLI makes this engine an optional feature.
 
 mod sandbox;
+mod scratch;
 mod values;
 mod writer;
 
@@ -57,13 +58,10 @@ impl Driver for DuckDb {
 
     fn supports(&self, feature: Feature) -> bool {
         match feature {
-            Feature::Explain | Feature::Cost | Feature::Create => true,
+            Feature::Explain | Feature::Cost | Feature::Create | Feature::Scratch => true,
             // DuckDB has no switch that returns unordered rows in another order, and no data
             // version: the core compares the file's and its `.wal`'s stamps.
-            Feature::ReverseUnordered
-            | Feature::Fingerprint
-            | Feature::StepBound
-            | Feature::Scratch => false,
+            Feature::ReverseUnordered | Feature::Fingerprint | Feature::StepBound => false,
         }
     }
 
@@ -116,6 +114,15 @@ impl Driver for DuckDb {
              WHERE {MAIN} AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') \
              AND len(constraint_column_names) > 1"
         ))
+    }
+
+    fn index_query(&self) -> Option<&'static str> {
+        // `expressions` lists the key columns in order, as `[a, b]`.
+        Some(
+            "SELECT table_name, CASE WHEN is_unique THEN 1 ELSE 0 END, \
+             regexp_replace(expressions::VARCHAR, '[\\[\\]\" ]', '', 'g') FROM duckdb_indexes() \
+             WHERE database_name = current_database() AND schema_name = 'main'",
+        )
     }
 
     fn not_iso_date(&self, column: &str) -> String {
@@ -215,5 +222,11 @@ impl Backend for DuckDbBackend {
 
     fn reopen(&self, db: &Path) -> Result<Box<dyn Writer>, ExecError> {
         Ok(Box::new(writer::DuckDbWriter::reopen(db)?))
+    }
+
+    /// A copy of the file in a private folder, each case's statements in a transaction rolled
+    /// back after it (`scratch.rs`).
+    fn scratch(&self, db: &Path) -> Result<Box<dyn sqlgate_engine::Scratch>, ExecError> {
+        Ok(Box::new(scratch::DuckDbScratch::open(db)?))
     }
 }

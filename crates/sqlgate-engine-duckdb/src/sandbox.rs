@@ -18,7 +18,6 @@
 //!   early.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use duckdb::arrow::datatypes::DataType;
@@ -48,8 +47,18 @@ impl Sandbox {
     /// (of the moment: [`ExecErrorKind::Unavailable`]) or not a DuckDB database (of its
     /// content: [`ExecErrorKind::Runtime`]).
     pub(crate) fn open(path: &Path, source: Source) -> Result<Sandbox, ExecError> {
+        Sandbox::open_as(path, source, AccessMode::ReadOnly)
+    }
+
+    /// Opens `copy`, a private copy of a database, writable for a state case's statements
+    /// ([`crate::scratch`]), under the same settings as a prediction's connection.
+    pub(crate) fn open_scratch(copy: &Path) -> Result<Sandbox, ExecError> {
+        Sandbox::open_as(copy, Source::Prediction, AccessMode::ReadWrite)
+    }
+
+    fn open_as(path: &Path, source: Source, mode: AccessMode) -> Result<Sandbox, ExecError> {
         check_header(path)?;
-        let conn = config()
+        let conn = config(mode)
             .and_then(|config| duckdb::Connection::open_with_flags(path, config))
             .and_then(|conn| conn.execute_batch(&settings(source)).map(|()| conn))
             .map_err(|e| open_error(path, &e))?;
@@ -57,6 +66,31 @@ impl Sandbox {
             conn,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Runs one statement that may write (a scratch copy's), bounded in time: the rows it
+    /// inserted, updated or deleted. The statement guard of state cases has checked it; here
+    /// it must be one statement within the size bound.
+    pub(crate) fn apply(&self, sql: &str, limits: &Limits) -> Result<u64, ExecError> {
+        let deadline = limits.timeout.and_then(|t| Instant::now().checked_add(t));
+        let armed = deadline.map(|d| {
+            let handle = self.conn.interrupt_handle();
+            watchdog::arm(d, Box::new(move || handle.interrupt()))
+        });
+        let changed = one_statement(sql)
+            .and_then(|()| self.conn.prepare(sql).map_err(RunError::Prepare))
+            .and_then(|mut statement| statement.execute([]).map_err(RunError::Runtime));
+        drop(armed);
+        changed
+            .map(|rows| rows as u64)
+            .map_err(|e| classify(e, deadline))
+    }
+
+    /// Runs statements of the harness's own (a scratch copy's transaction control).
+    pub(crate) fn run_batch(&self, sql: &str) -> Result<(), ExecError> {
+        self.conn
+            .execute_batch(sql)
+            .map_err(|e| classify(RunError::Runtime(e), None))
     }
 
     /// Runs `sql` after checking `admitted` (the prediction's SQL that `sql` wraps, or `sql`
@@ -158,25 +192,18 @@ impl Sandbox {
 
     /// Runs `sql` (checked as `admitted`) within `limits`, bounded in time by the watchdog.
     fn bounded(&self, admitted: &str, sql: &str, limits: &Limits) -> Execution {
-        let start = Instant::now();
         // A bound too far away to represent is no bound.
-        let deadline = limits.timeout.and_then(|t| start.checked_add(t));
-        let armed = deadline.map(|d| {
-            let handle = self.conn.interrupt_handle();
-            watchdog::arm(d, Box::new(move || handle.interrupt()))
-        });
-        let mut charge = ResultCharge::default();
-        let result = self
-            .run(admitted, sql, limits, &mut charge)
-            .map_err(|e| classify(e, deadline));
-        drop(armed);
-        let discarded = if result.is_err() { charge.held() } else { 0 };
-        drop(charge);
-        memory::give_back_freed(discarded);
-        Execution {
-            result: result.map(Arc::new),
-            elapsed: start.elapsed(),
-        }
+        memory::measured(limits, |deadline, charge| {
+            let armed = deadline.map(|d| {
+                let handle = self.conn.interrupt_handle();
+                watchdog::arm(d, Box::new(move || handle.interrupt()))
+            });
+            let result = self
+                .run(admitted, sql, limits, charge)
+                .map_err(|e| classify(e, deadline));
+            drop(armed);
+            result
+        })
     }
 }
 
@@ -228,12 +255,12 @@ fn estimated_cardinalities(plan: &str) -> Option<f64> {
 }
 
 /// The configuration of a sandboxed instance when it opens the file.
-fn config() -> duckdb::Result<Config> {
+fn config(mode: AccessMode) -> duckdb::Result<Config> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
     // The core runs one connection per worker thread, each its own DuckDB instance.
     let memory_limit = (memory::pool_bytes_now() / threads).max(MIN_MEMORY_LIMIT);
     Config::default()
-        .access_mode(AccessMode::ReadOnly)
+        .access_mode(mode)
         .and_then(|c| c.enable_autoload_extension(false))
         .and_then(|c| c.with("autoinstall_known_extensions", "false"))
         .and_then(|c| c.threads(1))
@@ -260,8 +287,8 @@ fn gold_temp_directory() -> PathBuf {
     std::env::temp_dir().join(format!("sqlgate-duckdb-{}", std::process::id()))
 }
 
-/// Refuses a statement too long, or one whose first keyword does not start a query.
-fn admit(sql: &str) -> Result<(), RunError> {
+/// Refuses a text too long or holding several statements.
+fn one_statement(sql: &str) -> Result<(), RunError> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(RunError::Fail(
             ExecErrorKind::TooLarge,
@@ -277,6 +304,12 @@ fn admit(sql: &str) -> Result<(), RunError> {
             "the text holds more than one statement".into(),
         ));
     }
+    Ok(())
+}
+
+/// Refuses a statement too long, or one whose first keyword does not start a query.
+fn admit(sql: &str) -> Result<(), RunError> {
+    one_statement(sql)?;
     let mut rest = skip_comments(sql);
     let mut keyword = first_keyword(rest);
     // ETM's plans: one `EXPLAIN` before a query (not a loop: `EXPLAIN EXPLAIN ...` is refused).

@@ -201,7 +201,7 @@ fn refused_row(message: &str) -> bool {
     .any(|kind| lower.contains(kind))
 }
 
-fn wal_of(path: &Path) -> PathBuf {
+pub(crate) fn wal_of(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".wal");
     PathBuf::from(name)

@@ -567,20 +567,13 @@ fn bound_time(session: &mut Session, deadline: Option<Instant>) -> Result<(), my
 
 impl Connection for MySqlConnection {
     fn execute(&mut self, sql: &str, limits: &Limits) -> Execution {
-        let start = Instant::now();
-        let mut charge = ResultCharge::default();
-        let result = self.admitted(sql).and_then(|sql| {
-            self.bounded(limits, |session, killer| {
-                fetch(session, sql, limits, killer, &mut charge)
+        memory::measured(limits, |_, charge| {
+            self.admitted(sql).and_then(|sql| {
+                self.bounded(limits, |session, killer| {
+                    fetch(session, sql, limits, killer, charge)
+                })
             })
-        });
-        let discarded = if result.is_err() { charge.held() } else { 0 };
-        drop(charge);
-        memory::give_back_freed(discarded);
-        Execution {
-            result: result.map(Arc::new),
-            elapsed: start.elapsed(),
-        }
+        })
     }
 
     /// The optimizer's estimated cost of `sql`, planned and not run: MySQL's

@@ -35,7 +35,7 @@ use postgres::{Client, Transaction};
 
 use sqlgate_engine::{ExecError, ExecErrorKind, Execution, Limits, Scratch};
 
-use crate::server::{admit, bound_time, classify, error_text, fetch, measured, Server, Step};
+use crate::server::{admit, bound_time, classify, error_text, fetch, Server, Step};
 
 /// Each database's sequences as this process first found them, by database name.
 pub(crate) type Baselines = Arc<Mutex<HashMap<String, Arc<Vec<Sequence>>>>>;
@@ -51,8 +51,16 @@ pub(crate) struct Sequence {
 
 /// The advisory lock key scratch sessions take turns with: "sqlgate" in ASCII.
 const TURN_KEY: i64 = 0x0073_716c_6761_7465;
-/// How long a session waits for its turn before its case fails as unavailable.
+/// How long a session waits for its turn before its case fails as unavailable
+/// ([`harness_time`]).
 const TURN_WAIT: Duration = Duration::from_secs(600);
+
+/// Sets the time bound of the harness's own statements (waiting for a turn, reading the
+/// catalog, putting sequences back) to [`TURN_WAIT`]: set again after each statement of a
+/// case, which runs within the time its case has left.
+fn harness_time() -> String {
+    format!("SET LOCAL statement_timeout = {}", TURN_WAIT.as_millis())
+}
 
 /// The sequences the role may read and advance, in the schemas a statement sees.
 const SEQUENCES: &str = "SELECT format('%I.%I', schemaname, sequencename), \
@@ -440,11 +448,7 @@ impl<'a> Case<'a> {
     /// Opens the transaction, waits for this database's turn and puts the sequences back.
     fn begin(client: &'a mut Client, sequences: &[Sequence]) -> Result<Case<'a>, ExecError> {
         let mut tx = client.transaction().map_err(ran)?;
-        tx.batch_execute(&format!(
-            "SET LOCAL statement_timeout = {}",
-            TURN_WAIT.as_millis()
-        ))
-        .map_err(ran)?;
+        tx.batch_execute(&harness_time()).map_err(ran)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TURN_KEY])
             .map_err(|e| match e.code() {
                 Some(code) if *code == SqlState::QUERY_CANCELED => failure(
@@ -501,6 +505,7 @@ impl<'a> Case<'a> {
             statement.execute(&prepared, &[]).map_err(ran)?;
             statement.commit().map_err(ran)?;
         }
+        self.tx.batch_execute(&harness_time()).map_err(ran)?;
         let now: String = self
             .tx
             .query_one("SELECT transaction_timestamp()::text", &[])
@@ -521,10 +526,11 @@ impl<'a> Case<'a> {
             };
         }
         let tx = &mut self.tx;
-        measured(limits, |deadline, charge| {
+        sqlgate_engine::memory::measured(limits, |deadline, charge| {
             let mut query = tx.savepoint("sqlgate_query").map_err(ran)?;
             let rows = fetch(&mut query, sql, limits, deadline, charge).map_err(classify)?;
             query.commit().map_err(ran)?;
+            tx.batch_execute(&harness_time()).map_err(ran)?;
             Ok(rows)
         })
     }

@@ -219,7 +219,7 @@ impl Server {
 
     /// Runs one statement on `db` within `limits` and reads its whole result.
     pub fn execute(&self, db: &str, sql: &str, limits: &Limits) -> Execution {
-        measured(limits, |deadline, charge| {
+        memory::measured(limits, |deadline, charge| {
             self.with_client(db, |client| run(client, sql, limits, deadline, charge))
                 .unwrap_or_else(|error| {
                     Err(ExecError {
@@ -349,25 +349,6 @@ fn check_template(template: &str) -> Result<(), ServerError> {
         return Err(ServerError::PasswordInUrl);
     }
     Ok(())
-}
-
-/// Runs one query with `limits`' deadline and a memory charge for its result, timed; the
-/// memory of a result that failed is given back.
-pub(crate) fn measured(
-    limits: &Limits,
-    query: impl FnOnce(Option<Instant>, &mut ResultCharge) -> Result<ResultSet, ExecError>,
-) -> Execution {
-    let start = Instant::now();
-    let deadline = limits.timeout.and_then(|t| start.checked_add(t));
-    let mut charge = ResultCharge::default();
-    let result = query(deadline, &mut charge);
-    let discarded = if result.is_err() { charge.held() } else { 0 };
-    drop(charge);
-    memory::give_back_freed(discarded);
-    Execution {
-        result: result.map(Arc::new),
-        elapsed: start.elapsed(),
-    }
 }
 
 /// Why one step failed: where it failed tells a prepare error from a runtime one.

@@ -320,6 +320,29 @@ fn trim_allocator() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn trim_allocator() {}
 
+/// Runs one query with `limits`' deadline and a charge for the memory its result takes, and
+/// times it; the memory of a result that failed is given back ([`give_back_freed`]). Every
+/// engine's query goes through here.
+pub fn measured(
+    limits: &crate::Limits,
+    query: impl FnOnce(
+        Option<std::time::Instant>,
+        &mut ResultCharge,
+    ) -> Result<crate::ResultSet, crate::ExecError>,
+) -> crate::Execution {
+    let start = std::time::Instant::now();
+    let deadline = limits.timeout.and_then(|t| start.checked_add(t));
+    let mut charge = ResultCharge::default();
+    let result = query(deadline, &mut charge);
+    let discarded = if result.is_err() { charge.held() } else { 0 };
+    drop(charge);
+    give_back_freed(discarded);
+    crate::Execution {
+        result: result.map(std::sync::Arc::new),
+        elapsed: start.elapsed(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

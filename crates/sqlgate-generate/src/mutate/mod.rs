@@ -7,6 +7,7 @@
 //! tree changed and the printed SQL parses again.
 
 pub mod clause_mentions;
+pub mod dml;
 pub mod family;
 pub mod infeasible;
 pub mod jqe;

@@ -1,6 +1,9 @@
 //! The first rows of a wrong answer's result beside the gold's, for reviewers (the HTML
 //! report). Read back from the engine after scoring: both queries ran while the case was
-//! scored, and a run executes each distinct query once, so this reads the run's results.
+//! scored, and a run executes each distinct query once, so this reads the run's results. For a
+//! state case: the first table (or check) whose state differs, the rows the gold's state holds
+//! there that the answer's does not beside those the answer's holds that the gold's does not
+//! (both scripts run again on scratch copies).
 
 use std::path::PathBuf;
 
@@ -8,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use sqlgate_eval::exec::{QueryRunner, ResultSet, Value};
 use sqlgate_eval::loaders::Case;
+use sqlgate_eval::metrics::ex::CaseInput;
+use sqlgate_eval::metrics::state;
 use sqlgate_eval::scoring::CaseDatabases;
 
 /// Rows kept of each result.
@@ -22,10 +27,13 @@ const CELL_CHARS: usize = 80;
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ResultsPreview {
-    /// The gold query's result.
+    /// The gold query's result (a state case's: the rows only the gold's state holds).
     pub gold: RowsPreview,
-    /// The predicted query's result.
+    /// The predicted query's result (a state case's: the rows only the answer's state holds).
     pub predicted: RowsPreview,
+    /// A state case's: the table, view or check whose state differs (`table orders`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_of: Option<String>,
 }
 
 /// The first rows of one result, as text.
@@ -57,11 +65,38 @@ pub fn of(
     let db = (databases.evaluated.iter().find(named))
         .or(databases.evaluated.first())
         .unwrap_or(&databases.main);
+    if let Some(task) = &case.state {
+        let files = [db.clone()];
+        let input = CaseInput {
+            gold: &case.gold,
+            question: &case.question,
+            category: None,
+            db: &case.db,
+            db_files: &files,
+            tied: &[],
+            ignore_order: None,
+        };
+        let found = state::difference(&input, task, sql, runner)?;
+        let side = |(columns, rows): (Vec<String>, Vec<Vec<Value>>)| {
+            let result = ResultSet {
+                columns,
+                rows,
+                lossy_text: false,
+            };
+            self::rows(&result)
+        };
+        return Some(ResultsPreview {
+            gold: side(found.gold),
+            predicted: side(found.answer),
+            state_of: Some(found.object),
+        });
+    }
     let gold = runner.gold(db, case.gold.first()?).result.ok()?;
     let predicted = runner.pred(db, sql).result.ok()?;
     Some(ResultsPreview {
         gold: rows(&gold),
         predicted: rows(&predicted),
+        state_of: None,
     })
 }
 

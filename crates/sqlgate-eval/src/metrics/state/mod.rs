@@ -158,6 +158,115 @@ fn failed(verdict: Verdict, message: String) -> Outcome {
     }
 }
 
+/// Where an answer's state differs from its gold's (the first gold alternative), for a
+/// reviewer: the first table or view that differs, with the rows each state holds that the
+/// other does not; or the first check whose results differ, with both results whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateDifference {
+    /// What differs: `table orders`, `view v`, `check 2`.
+    pub object: String,
+    /// The gold's side: column names and rows.
+    pub gold: (Vec<String>, Vec<Vec<Value>>),
+    /// The answer's side.
+    pub answer: (Vec<String>, Vec<Vec<Value>>),
+}
+
+/// The first difference between the state `pred` leaves and the gold's, found by running both
+/// scripts again (each on a reset scratch copy); `None` when the states are equal or a script
+/// fails.
+pub fn difference(
+    case: &CaseInput,
+    task: &StateTask,
+    pred: &str,
+    runner: &dyn QueryRunner,
+) -> Option<StateDifference> {
+    let db = case.db_files.first()?;
+    let pred = script::split(pred).ok()?;
+    let gold = script::split(case.gold.first()?).ok()?;
+    let setup = task
+        .setup
+        .iter()
+        .map(|s| script::split(s))
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?
+        .concat();
+    let gold_seen = state(db, &setup, &gold, task, &BTreeSet::new(), runner).ok()?;
+    let pred_seen = state(db, &setup, &pred, task, &gold_seen.touched, runner).ok()?;
+    if !task.checks.is_empty() {
+        return gold_seen
+            .checks
+            .iter()
+            .zip(&pred_seen.checks)
+            .enumerate()
+            .find_map(|(number, (gold, pred))| {
+                let (Ok(gold), Ok(pred)) = (&gold.result, &pred.result) else {
+                    return None;
+                };
+                let (gold_only, pred_only) = multiset_difference(&gold.rows, &pred.rows);
+                (!gold_only.is_empty() || !pred_only.is_empty()).then(|| StateDifference {
+                    object: format!("check {}", number + 1),
+                    gold: (gold.columns.clone(), gold.rows.clone()),
+                    answer: (pred.columns.clone(), pred.rows.clone()),
+                })
+            });
+    }
+    let gold_seen = match pred_seen.touched.is_subset(&gold_seen.touched) {
+        true => gold_seen,
+        false => {
+            let all = &gold_seen.touched | &pred_seen.touched;
+            state(db, &setup, &gold, task, &all, runner).ok()?
+        }
+    };
+    let side = |object: &Object| match object {
+        Object::Absent => (Vec::new(), Vec::new()),
+        Object::Present { rows, .. } => (rows.columns.clone(), rows.rows.clone()),
+    };
+    pred_seen.objects.iter().find_map(|(name, pred_object)| {
+        let gold_object = gold_seen.objects.get(name).unwrap_or(&Object::Absent);
+        compare_objects(name, gold_object, pred_object)?;
+        let kind = match (gold_object, pred_object) {
+            (Object::Present { kind, .. }, _) | (_, Object::Present { kind, .. }) => *kind,
+            _ => "table",
+        };
+        let (gold_columns, gold_rows) = side(gold_object);
+        let (pred_columns, pred_rows) = side(pred_object);
+        let (gold_only, pred_only) = multiset_difference(&gold_rows, &pred_rows);
+        Some(StateDifference {
+            object: format!("{kind} {name}"),
+            gold: (gold_columns, gold_only),
+            answer: (pred_columns, pred_only),
+        })
+    })
+}
+
+/// The rows `a` holds more often than `b`, and those `b` holds more often than `a` (compared
+/// as [`ex_value`] shows them).
+fn multiset_difference(a: &[Vec<Value>], b: &[Vec<Value>]) -> (Vec<Vec<Value>>, Vec<Vec<Value>>) {
+    let key = |row: &Vec<Value>| row.iter().map(ex_value).collect::<Vec<String>>();
+    let mut counts: BTreeMap<Vec<String>, i64> = BTreeMap::new();
+    for row in a {
+        *counts.entry(key(row)).or_default() += 1;
+    }
+    for row in b {
+        *counts.entry(key(row)).or_default() -= 1;
+    }
+    let mut only = |rows: &[Vec<Value>], sign: i64| {
+        rows.iter()
+            .filter(|row| match counts.get_mut(&key(row)) {
+                Some(count) if *count * sign > 0 => {
+                    *count -= sign;
+                    true
+                }
+                _ => false,
+            })
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let a_only = only(a, 1);
+    let b_only = only(b, -1);
+    (a_only, b_only)
+}
+
 /// Which script a failure is of.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
@@ -644,6 +753,24 @@ mod tests {
         );
         let said = compare_rows("table", "t", &gold, &gold[..1]).unwrap();
         assert!(said.contains("the gold leaves the row (2, 'b')"), "{said}");
+    }
+
+    #[test]
+    fn the_rows_each_side_holds_more_often_are_set_apart() {
+        let a = [
+            row(&[Value::Int(1)]),
+            row(&[Value::Int(2)]),
+            row(&[Value::Int(2)]),
+        ];
+        let b = [
+            row(&[Value::Int(2)]),
+            row(&[Value::Int(3)]),
+            row(&[Value::Real(1.0)]),
+        ];
+        let (a_only, b_only) = multiset_difference(&a, &b);
+        assert_eq!(a_only, [row(&[Value::Int(2)])]);
+        assert_eq!(b_only, [row(&[Value::Int(3)])]);
+        assert_eq!(multiset_difference(&a, &a), (Vec::new(), Vec::new()));
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub struct PreviewView {
     rows: Vec<(Vec<Cell>, Vec<Cell>)>,
     gold_total: String,
     predicted_total: String,
+    /// A state case's table, view or check whose state differs.
+    state_of: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -48,6 +50,7 @@ pub(super) fn view(preview: &ResultsPreview) -> PreviewView {
             .collect(),
         gold_total: size(gold),
         predicted_total: size(predicted),
+        state_of: preview.state_of.clone(),
     }
 }
 
