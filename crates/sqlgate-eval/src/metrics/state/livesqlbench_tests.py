@@ -260,7 +260,8 @@ def main():
                 scope,
                 local,
             )
-        except Exception as error:
+        # SystemExit too: a test that exits has not passed (LiveSQLBench counts it failed).
+        except BaseException as error:
             last = traceback.format_exception_only(type(error), error)[-1].strip()
             say(status="failed", test=number, message=last, timeout=out_of_time() == 1)
     say(status="passed")

@@ -384,6 +384,12 @@ mod tests {
             panic!("no test_case");
         };
         assert!(message.contains("NameError"), "{message}");
+        // One that exits has not passed.
+        let exits = "def test_case(pred_sqls, sol_sqls, db_name, conn):\n    raise SystemExit(0)";
+        let Run::Failed { message, .. } = run(&db, "SELECT 1", &[exits], None) else {
+            panic!("exiting is failing");
+        };
+        assert!(message.contains("SystemExit"), "{message}");
         assert_eq!(std::fs::read(&db).unwrap(), before);
     }
 
