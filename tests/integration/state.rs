@@ -9,6 +9,7 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use sqlgate_test_support::mariadb::{self, MariaDb};
 use sqlgate_test_support::postgres::PgServer;
 
 use crate::support::{demo, sqlgate, Run};
@@ -736,6 +737,223 @@ fn sequences_drawn_by_a_case_are_set_back_on_postgres() {
         assert!(said.contains("is a superuser"), "{said}");
     }
     assert_eq!(pg.dump_checksum("counters"), before);
+}
+
+/// The flags of a run on `maria`'s databases: read as the read-only user, scratch copies made
+/// by `scratch` (the user `docs/mysql-scratch.sql` sets up, or another).
+fn on_mariadb(maria: &MariaDb, scratch: &str) -> Vec<String> {
+    [
+        "--engine",
+        "mysql",
+        "--dsn",
+        &maria.template(mariadb::READER),
+        "--scratch-dsn",
+        &maria.template(scratch),
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// The demo's state tasks on a MariaDB server: the bookshop database copied onto it by
+/// `sqlgate copy`, read by the read-only user, copied per worker by the scratch user of
+/// `docs/mysql-scratch.sql`. The golds pass, the sample answers get SQLite's verdicts, no
+/// hostile answer passes, AUTO_INCREMENT counters are set back, a scratch user that could
+/// write the original is refused, runs killed at random points leave nothing behind that the
+/// next run does not drop, and the original's tables and rows never change.
+#[test]
+fn the_demo_state_tasks_judge_the_same_on_mariadb_and_change_nothing() {
+    let Some(maria) = MariaDb::start() else {
+        return;
+    };
+    build_demo_database();
+    sqlgate()
+        .args(["copy", "--db", "bookshop", "--db-dir"])
+        .arg(demo("build/state"))
+        .args(["--to-engine", "mysql", "--to-dsn"])
+        .arg(maria.template(mariadb::WRITER))
+        .run()
+        .assert_success();
+    maria.sql(
+        "CREATE TABLE bookshop.tickets (id INT AUTO_INCREMENT PRIMARY KEY, note TEXT NOT NULL); \
+         INSERT INTO bookshop.tickets (note) VALUES ('first'), ('second')",
+    );
+    maria.add_reader("bookshop");
+    maria.add_scratch("bookshop");
+    let before = maria.fingerprint("bookshop");
+    let server = on_mariadb(&maria, mariadb::SCRATCH);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+
+    let cases = demo_cases();
+    let workspace = Workspace::new(&cases);
+    let report = workspace
+        .score(&gold_answers(&cases), &server)
+        .assert_success()
+        .json();
+    for (id, verdict) in verdicts(&report) {
+        assert_eq!(verdict, "correct", "{id}: {}", by_id(&report)[&id]);
+    }
+    let sample = std::fs::read_to_string(demo("state/predictions.jsonl")).unwrap();
+    let on_sqlite = verdicts(&workspace.score(&sample, &[]).assert_success().json());
+    let report = workspace.score(&sample, &server).assert_success().json();
+    assert_eq!(verdicts(&report), on_sqlite, "{report}");
+    let said = diagnostics(&by_id(&report)["s02"]);
+    assert!(said.contains("table `orders`"), "{said}");
+    assert_eq!(maria.fingerprint("bookshop"), before);
+    assert_eq!(maria.scratch_databases(), Vec::<String>::new());
+
+    // The hostile answers, and what a MySQL server offers beyond them.
+    let (mut cases, mut predictions) = hostile_suite();
+    let gold = "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)";
+    let copy = "sqlgate_scratch_0123456789abcdef";
+    for (id, sql) in [
+        ("m1", "UPDATE bookshop.books SET price = 0"),
+        ("m2", &format!("DROP TABLE {copy}.book_authors") as &str),
+        ("m3", "CREATE TABLE x (a INT) DATA DIRECTORY = '/tmp'"),
+        (
+            "m4",
+            "SELECT * FROM books INTO OUTFILE '/tmp/sqlgate-books'",
+        ),
+        ("m5", "SET autocommit = 1"),
+        (
+            "m6",
+            "CREATE EVENT e ON SCHEDULE EVERY 1 SECOND DO DELETE FROM book_authors",
+        ),
+        (
+            "m7",
+            "CREATE TABLE x (a INT) ENGINE = CONNECT TABLE_TYPE = CSV FILE_NAME = '/etc/passwd'",
+        ),
+        (
+            "m8",
+            "DELETE FROM book_authors /*! ; DROP DATABASE bookshop */",
+        ),
+        (
+            "m9",
+            "CREATE TEMPORARY TABLE book_authors AS SELECT * FROM book_authors WHERE 0",
+        ),
+        ("m10", "DROP DATABASE bookshop"),
+    ] {
+        cases.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": id, "db": "bookshop", "type": "state", "question": "Unlink the authors whose country is unknown from their books.", "gold": gold})
+        ));
+        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+    }
+    let workspace = Workspace::new(&cases);
+    let mut flags = server.clone();
+    flags.extend(["--max-rows", "80"]);
+    let report = workspace
+        .score(&predictions, &flags)
+        .assert_success()
+        .json();
+    for (id, verdict) in verdicts(&report) {
+        assert_ne!(verdict, "correct", "{id}: {}", by_id(&report)[&id]);
+    }
+    let found = by_id(&report);
+    for (id, words) in [
+        ("h5", "more than 80 rows"),
+        ("m1", "UPDATE command denied"),
+        ("m2", "names a database of sqlgate's own"),
+        ("m5", "is refused"),
+        ("m6", "is refused"),
+        ("m7", "storage engine"),
+        ("m8", "executable comment"),
+    ] {
+        let said = found[id]["error"].as_str().unwrap_or_default();
+        assert!(said.contains(words), "{id}: {}", found[id]);
+    }
+    assert!(!std::path::Path::new("/tmp/sqlgate-books").exists());
+    assert_eq!(maria.fingerprint("bookshop"), before);
+
+    // AUTO_INCREMENT counters are not rolled back: each case starts from the original's, so
+    // the gold's and the answer's inserts draw the same ids.
+    let gold = "INSERT INTO tickets (note) VALUES ('third')";
+    let answers = [
+        (
+            "c1",
+            "INSERT INTO tickets (note) VALUES ('third')",
+            "correct",
+        ),
+        (
+            "c2",
+            "INSERT INTO tickets (id, note) VALUES (3, 'third')",
+            "correct",
+        ),
+        (
+            "c3",
+            "INSERT INTO tickets (id, note) VALUES (4, 'third')",
+            "incorrect",
+        ),
+        (
+            "c4",
+            "INSERT INTO tickets (note) VALUES ('third')",
+            "correct",
+        ),
+    ];
+    let mut cases = String::new();
+    let mut predictions = String::new();
+    for (id, sql, _) in answers {
+        cases.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": id, "db": "bookshop", "type": "state", "question": "Add the ticket 'third'.", "gold": gold})
+        ));
+        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+    }
+    let workspace = Workspace::new(&cases);
+    let report = workspace
+        .score(&predictions, &server)
+        .assert_success()
+        .json();
+    let found = verdicts(&report);
+    for (id, _, verdict) in answers {
+        assert_eq!(found[id], verdict, "{id}: {}", by_id(&report)[id]);
+    }
+
+    // A scratch user that may write the original is refused, each case saying why.
+    let writer = on_mariadb(&maria, mariadb::WRITER);
+    let writer: Vec<&str> = writer.iter().map(String::as_str).collect();
+    let report = workspace
+        .score(&predictions, &writer)
+        .assert_success()
+        .json();
+    for case in by_id(&report).values() {
+        assert_eq!(case["verdict"], "gold_error", "{case}");
+        let said = case["error"].as_str().unwrap();
+        assert!(said.contains("could change the original"), "{said}");
+    }
+
+    // Runs killed at random points: the copies they leave are dropped by the next run.
+    let workspace = Workspace::new(&demo_cases());
+    std::fs::write(workspace.path("predictions.jsonl"), &sample).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut left = 0;
+    for _ in 0..8 {
+        let mut child = sqlgate()
+            .current_dir(workspace.dir.path())
+            .env("TMPDIR", workspace.path("tmp"))
+            .args([
+                "score",
+                "--gold",
+                "suite.toml",
+                "--pred",
+                "predictions.jsonl",
+            ])
+            .args(&server)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        std::thread::sleep(Duration::from_millis(rng.random_range(200..3000)));
+        let _ = child.kill();
+        let _ = child.wait();
+        left += maria.scratch_databases().len();
+        assert_eq!(maria.fingerprint("bookshop"), before);
+    }
+    workspace.score(&sample, &server).assert_success();
+    assert_eq!(
+        maria.scratch_databases(),
+        Vec::<String>::new(),
+        "{left} were left by killed runs"
+    );
+    assert_eq!(maria.fingerprint("bookshop"), before);
 }
 
 /// A Python test case of LiveSQLBench: `body` as `test_case`'s lines, `q(sql)` the first value

@@ -65,8 +65,17 @@ pub(crate) struct Quoting {
     pub ansi_quotes: bool,
 }
 
-/// `sql` without its final `;` when it is one reading statement that may run; else why not.
-pub(crate) fn admit(sql: &str, quoting: Quoting) -> Result<&str, ExecError> {
+/// One statement's text without its final `;`, its bare words (upper-cased, each with whether
+/// `(` follows it) and its first word, skipping opening parentheses.
+struct Statement<'s> {
+    text: &'s str,
+    words: Vec<(String, bool)>,
+    first: Option<String>,
+}
+
+/// Reads `sql` as one statement: refused when it is too long, holds a second statement or
+/// assigns a variable (`:=`), whatever the statement.
+fn statement(sql: &str, quoting: Quoting) -> Result<Statement<'_>, ExecError> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(ExecError {
             kind: ExecErrorKind::TooLarge,
@@ -87,14 +96,14 @@ pub(crate) fn admit(sql: &str, quoting: Quoting) -> Result<&str, ExecError> {
                     .any(|t| !matches!(t, Token::Semicolon(_)))
                 {
                     return Err(denied(
-                        "the text holds more than one statement: one query is run at a time".into(),
+                        "the text holds more than one statement: one is run at a time".into(),
                     ));
                 }
                 end = end.min(*at);
             }
             Token::Assign => {
                 return Err(denied(
-                    "the statement assigns a variable (`:=`): a query may only read".into(),
+                    "the statement assigns a variable (`:=`), which outlives the statement".into(),
                 ))
             }
             Token::Word(word, followed_by_paren) => {
@@ -104,21 +113,35 @@ pub(crate) fn admit(sql: &str, quoting: Quoting) -> Result<&str, ExecError> {
         }
     }
     // `(SELECT ...) UNION (SELECT ...)` starts with parentheses.
-    let first = tokens
+    let first = match tokens
         .iter()
-        .find(|token| !matches!(token, Token::Other(b'(')));
-    match first {
-        Some(Token::Word(word, _)) if READING.contains(&word.to_ascii_uppercase().as_str()) => {}
-        Some(Token::Word(word, _)) => {
+        .find(|token| !matches!(token, Token::Other(b'(')))
+    {
+        Some(Token::Word(word, _)) => Some(word.to_ascii_uppercase()),
+        Some(_) => return Err(denied("the text does not start with a statement".into())),
+        None => None,
+    };
+    Ok(Statement {
+        text: sql[..end].trim(),
+        words,
+        first,
+    })
+}
+
+/// `sql` without its final `;` when it is one reading statement that may run; else why not.
+pub(crate) fn admit(sql: &str, quoting: Quoting) -> Result<&str, ExecError> {
+    let statement = statement(sql, quoting)?;
+    match &statement.first {
+        Some(word) if READING.contains(&word.as_str()) => {}
+        Some(word) => {
             return Err(denied(format!(
-                "`{}` statements are not run: only queries (SELECT, WITH, VALUES, TABLE, SHOW, \
-                 DESCRIBE, EXPLAIN)",
-                word.to_ascii_uppercase()
+                "`{word}` statements are not run: only queries (SELECT, WITH, VALUES, TABLE, \
+                 SHOW, DESCRIBE, EXPLAIN)"
             )))
         }
-        Some(_) => return Err(denied("the text does not start with a query".into())),
         None => return Err(denied("the text holds no query".into())),
     }
+    let words = &statement.words;
     for (i, (word, followed_by_paren)) in words.iter().enumerate() {
         if DENIED_WORDS.contains(&word.as_str()) {
             return Err(denied(format!(
@@ -140,7 +163,202 @@ pub(crate) fn admit(sql: &str, quoting: Quoting) -> Result<&str, ExecError> {
             ));
         }
     }
-    Ok(sql[..end].trim())
+    Ok(statement.text)
+}
+
+/// What a statement a state case applies may change on its scratch copy (`scratch.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Nothing: a query.
+    Nothing,
+    /// Rows, in a transaction rolled back afterwards. `one_table`: an `INSERT`, `REPLACE`,
+    /// single-table `UPDATE` or single-table `DELETE`, whose table
+    /// [`sqlgate_engine::scratch::modified_table`] names; else any table.
+    Rows { one_table: bool },
+    /// The schema: the server commits before and after it, so the copy is rebuilt afterwards.
+    Schema,
+    /// Every row of a table (`TRUNCATE`), committed as a schema change is.
+    Truncate,
+}
+
+/// The objects a state case may create, alter or drop.
+const SCHEMA_OBJECTS: &[&str] = &["TABLE", "INDEX", "VIEW", "TRIGGER"];
+
+/// Words that may stand between `CREATE`, `ALTER` or `DROP` and the object's kind.
+const SCHEMA_MODIFIERS: &[&str] = &[
+    "OR",
+    "REPLACE",
+    "IF",
+    "NOT",
+    "EXISTS",
+    "UNIQUE",
+    "FULLTEXT",
+    "SPATIAL",
+    "ONLINE",
+    "OFFLINE",
+    "IGNORE",
+    "ALGORITHM",
+    "UNDEFINED",
+    "MERGE",
+    "TEMPTABLE",
+    "SQL",
+    "SECURITY",
+    "INVOKER",
+];
+
+/// Words refused anywhere in a statement that changes a scratch copy: what reaches beyond the
+/// copy (files, other sessions, locks, routines, other storage), ends or nests the case's
+/// transaction, or keeps something past the case (a temporary table, a definer).
+const DENIED_IN_CHANGES: &[&str] = &[
+    "GRANT",
+    "REVOKE",
+    "LOCK",
+    "UNLOCK",
+    "OUTFILE",
+    "DUMPFILE",
+    "CALL",
+    "HANDLER",
+    "LOAD",
+    "KILL",
+    "PREPARE",
+    "EXECUTE",
+    "DEALLOCATE",
+    "LOAD_FILE",
+    "GET_LOCK",
+    "RELEASE_LOCK",
+    "RELEASE_ALL_LOCKS",
+    "IS_FREE_LOCK",
+    "IS_USED_LOCK",
+    "NEXTVAL",
+    "SETVAL",
+    "LASTVAL",
+    "COMMIT",
+    "ROLLBACK",
+    "SAVEPOINT",
+    "TEMPORARY",
+    "DEFINER",
+    "DIRECTORY",
+    "TABLESPACE",
+    "CONNECTION",
+    "DATABASE",
+    "SCHEMA",
+];
+
+/// The storage engines a table created or altered by a state case may use: the server's own,
+/// none of which reads files or other servers (MariaDB's `CONNECT`, `FEDERATED`, `SPIDER`).
+const ENGINES: &[&str] = &["INNODB", "MYISAM", "ARIA", "MEMORY", "HEAP"];
+
+/// `sql` without its final `;` when it is one statement a state case may apply to its scratch
+/// copy, with what it may change; else why not. A query is admitted as [`admit`] admits one.
+pub(crate) fn admit_change(sql: &str, quoting: Quoting) -> Result<(&str, Change), ExecError> {
+    let statement = statement(sql, quoting)?;
+    let Some(first) = statement.first.as_deref() else {
+        return Err(denied("the text holds no statement".into()));
+    };
+    if READING.contains(&first) {
+        return admit(sql, quoting).map(|text| (text, Change::Nothing));
+    }
+    // sqlgate's scratch databases are all reachable by the scratch user: a statement naming
+    // one could change another worker's copy.
+    if sql.to_ascii_lowercase().contains(crate::scratch::PREFIX) {
+        return Err(denied(format!(
+            "the statement names a database of sqlgate's own (`{}...`)",
+            crate::scratch::PREFIX
+        )));
+    }
+    let words = &statement.words;
+    if let Some((word, _)) = words
+        .iter()
+        .find(|(word, _)| DENIED_IN_CHANGES.contains(&word.as_str()))
+    {
+        return Err(denied(format!(
+            "the statement uses `{word}`, which reaches beyond the case's scratch copy or \
+             outlives the case"
+        )));
+    }
+    if let Some(at) = words.iter().position(|(word, _)| word == "ENGINE") {
+        // ENGINE [=] name: the `=` is not a word.
+        let engine = words.get(at + 1).map(|(word, _)| word.as_str());
+        if !engine.is_some_and(|engine| ENGINES.contains(&engine)) {
+            return Err(denied(format!(
+                "the statement names a storage engine other than {}",
+                ENGINES.join(", ")
+            )));
+        }
+    }
+    let change = match first {
+        "INSERT" | "REPLACE" => Change::Rows { one_table: true },
+        "UPDATE" => {
+            // UPDATE a JOIN b SET ..., UPDATE a, b SET ...: several tables.
+            let before_set = words.iter().take_while(|(word, _)| word != "SET");
+            let joined = before_set.clone().any(|(word, _)| word == "JOIN");
+            let listed = words
+                .iter()
+                .position(|(word, _)| word == "SET")
+                .is_none_or(|at| comma_before(sql, quoting, &words[..at]));
+            Change::Rows {
+                one_table: !joined && !listed,
+            }
+        }
+        "DELETE" => {
+            // DELETE t1 FROM ..., DELETE FROM t1, t2 USING ...: several tables.
+            let one_table = words.get(1).is_some_and(|(word, _)| word == "FROM")
+                && !words
+                    .iter()
+                    .any(|(word, _)| word == "USING" || word == "JOIN")
+                && !comma_before(sql, quoting, words);
+            Change::Rows { one_table }
+        }
+        "CREATE" | "ALTER" | "DROP" => {
+            let object = words[1..]
+                .iter()
+                .map(|(word, _)| word.as_str())
+                .find(|word| !SCHEMA_MODIFIERS.contains(word));
+            if !object.is_some_and(|object| SCHEMA_OBJECTS.contains(&object)) {
+                return Err(denied(format!(
+                    "`{first} {}` is not run: a state case may create, alter and drop tables, \
+                     indexes, views and triggers",
+                    object.unwrap_or_default()
+                )));
+            }
+            Change::Schema
+        }
+        "RENAME" if words.get(1).is_some_and(|(word, _)| word == "TABLE") => Change::Schema,
+        "TRUNCATE" => Change::Truncate,
+        _ => {
+            return Err(denied(format!(
+                "`{first}` statements are not run: a state case's statements are queries, \
+                 INSERT, REPLACE, UPDATE, DELETE, TRUNCATE, RENAME TABLE and CREATE, ALTER or \
+                 DROP of a table, index, view or trigger"
+            )))
+        }
+    };
+    Ok((statement.text, change))
+}
+
+/// Whether a `,` stands outside parentheses before the words `upto` end (all words when
+/// `upto` is every word): a list of tables.
+fn comma_before(sql: &str, quoting: Quoting, upto: &[(String, bool)]) -> bool {
+    let Ok(tokens) = tokens(sql, quoting) else {
+        return true;
+    };
+    let mut depth = 0usize;
+    let mut words_seen = 0;
+    for token in tokens {
+        match token {
+            Token::Word(..) => {
+                if words_seen == upto.len() {
+                    return false;
+                }
+                words_seen += 1;
+            }
+            Token::Other(b'(') => depth += 1,
+            Token::Other(b')') => depth = depth.saturating_sub(1),
+            Token::Other(b',') if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 enum Token<'a> {
@@ -383,6 +601,75 @@ mod tests {
             assert_eq!(error.kind, ExecErrorKind::Denied, "{}", error.message);
             // Read with the default quoting, the same text is one string.
             assert!(admit(sql, DEFAULT).is_ok(), "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_state_case_may_change_its_copy_and_nothing_else() {
+        let rows = |one_table| Change::Rows { one_table };
+        for (sql, change) in [
+            ("SELECT 1;", Change::Nothing),
+            ("INSERT INTO t VALUES (1)", rows(true)),
+            ("REPLACE INTO t VALUES (1)", rows(true)),
+            ("UPDATE t SET a = 1, b = 2 WHERE c IN (1, 2)", rows(true)),
+            ("UPDATE `a`, `b` SET a.x = b.x", rows(false)),
+            ("UPDATE a JOIN b ON a.id = b.id SET a.x = 1", rows(false)),
+            ("DELETE FROM t WHERE a IN (1, 2)", rows(true)),
+            ("DELETE t1 FROM t1 JOIN t2 ON t1.a = t2.a", rows(false)),
+            ("DELETE FROM t1, t2 USING t1 JOIN t2", rows(false)),
+            ("CREATE TABLE x (a INT) ENGINE = InnoDB", Change::Schema),
+            ("CREATE OR REPLACE VIEW v AS SELECT 1", Change::Schema),
+            (
+                "CREATE ALGORITHM = MERGE VIEW v AS SELECT 1",
+                Change::Schema,
+            ),
+            ("CREATE UNIQUE INDEX i ON t (a)", Change::Schema),
+            ("ALTER TABLE t ADD COLUMN b INT", Change::Schema),
+            ("DROP TABLE IF EXISTS t", Change::Schema),
+            ("RENAME TABLE a TO b", Change::Schema),
+            (
+                "CREATE TRIGGER g BEFORE INSERT ON t FOR EACH ROW SET NEW.a = 1",
+                Change::Schema,
+            ),
+            ("TRUNCATE TABLE t", Change::Truncate),
+        ] {
+            let (_, found) = admit_change(sql, DEFAULT).expect(sql);
+            assert_eq!(found, change, "{sql}");
+        }
+        for sql in [
+            "SET autocommit = 1",
+            "COMMIT",
+            "START TRANSACTION",
+            "CALL p()",
+            "CREATE DATABASE x",
+            "DROP SCHEMA bookshop",
+            "CREATE EVENT e ON SCHEDULE EVERY 1 SECOND DO DELETE FROM t",
+            "CREATE PROCEDURE p() SELECT 1",
+            "CREATE USER x",
+            "CREATE TEMPORARY TABLE t (a INT)",
+            "CREATE DEFINER = root VIEW v AS SELECT 1",
+            "CREATE TABLE t (a INT) DATA DIRECTORY = '/tmp'",
+            "CREATE TABLE t (a INT) ENGINE = CONNECT",
+            "ALTER TABLE t ENGINE = FEDERATED",
+            "ALTER TABLE t DISCARD TABLESPACE",
+            "INSERT INTO t SELECT LOAD_FILE('/etc/passwd')",
+            "UPDATE t SET a = (@x := 1)",
+            "DELETE FROM t; DROP TABLE u",
+            "DELETE FROM t /*! , u */",
+            "DROP TABLE sqlgate_scratch_0123456789abcdef.t",
+            "INSERT INTO `SQLGATE_SCRATCH_0123456789ABCDEF`.t VALUES (1)",
+            "SELECT * FROM t INTO OUTFILE '/tmp/x'",
+            "LOAD DATA INFILE '/etc/passwd' INTO TABLE t",
+            "HANDLER t OPEN",
+            "",
+        ] {
+            let error = admit_change(sql, DEFAULT).expect_err(sql);
+            assert_eq!(
+                error.kind,
+                ExecErrorKind::Denied,
+                "{sql}: {}",
+                error.message
+            );
         }
     }
 

@@ -20,6 +20,7 @@
 //! connect over loopback or through a tunnel, as for PostgreSQL.
 
 mod admit;
+mod scratch;
 mod values;
 mod writer;
 
@@ -59,26 +60,18 @@ impl Driver for MySql {
     }
 
     fn connect(&self, settings: &Settings<'_>) -> Result<Arc<dyn Backend>, EngineError> {
-        if settings.scratch_dsn.is_some() {
-            return Err(EngineError::Unsupported {
-                setting: "scratch_dsn",
-                unsupported: self.unsupported(Feature::Scratch),
-            });
-        }
         let template = settings.dsn.ok_or(EngineError::NoDsn(
             "engine `mysql` needs `dsn`, a URL such as mysql://user@host:3306/{db}",
         ))?;
-        let server = Server::new(template, settings.password_env).map_err(EngineError::server)?;
+        let server = Server::new(template, settings.password_env, settings.scratch_dsn)
+            .map_err(EngineError::server)?;
         Ok(Arc::new(server))
     }
 
     fn supports(&self, feature: Feature) -> bool {
         match feature {
-            Feature::Explain | Feature::Cost | Feature::Create => true,
-            Feature::ReverseUnordered
-            | Feature::Fingerprint
-            | Feature::StepBound
-            | Feature::Scratch => false,
+            Feature::Explain | Feature::Cost | Feature::Create | Feature::Scratch => true,
+            Feature::ReverseUnordered | Feature::Fingerprint | Feature::StepBound => false,
         }
     }
 
@@ -170,6 +163,17 @@ impl Driver for MySql {
             .collect())
     }
 
+    fn index_query(&self) -> Option<&'static str> {
+        // An index on an expression (MySQL 8) has no column name.
+        Some(
+            "SELECT TABLE_NAME, MAX(NON_UNIQUE) = 0, \
+             GROUP_CONCAT(COALESCE(COLUMN_NAME, '(expression)') ORDER BY SEQ_IN_INDEX \
+                          SEPARATOR ',') \
+             FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() \
+             GROUP BY TABLE_NAME, INDEX_NAME",
+        )
+    }
+
     fn not_iso_date(&self, column: &str) -> String {
         format!("NOT ({column} REGEXP '^[0-9]{{4}}-[0-1][0-9]-[0-3][0-9]')")
     }
@@ -202,11 +206,18 @@ struct Shared {
     password_env: Option<String>,
     /// Idle sessions by URL.
     idle: Mutex<HashMap<String, Vec<Session>>>,
+    /// Where state cases' scratch copies are made (`scratch_dsn`), with the same password.
+    scratch: Option<Server>,
 }
 
 impl Server {
-    /// Checks the template: a `mysql://` URL with `{db}` and without a password.
-    fn new(template: &str, password_env: Option<&str>) -> Result<Server, String> {
+    /// Checks the template: a `mysql://` URL with `{db}` and without a password; the same of
+    /// `scratch`, the URL template of the user that makes scratch copies.
+    fn new(
+        template: &str,
+        password_env: Option<&str>,
+        scratch: Option<&str>,
+    ) -> Result<Server, String> {
         if !template.contains("{db}") {
             return Err(format!(
                 "the MySQL URL `{template}` lacks `{{db}}`, where each case's database name goes"
@@ -221,10 +232,14 @@ impl Server {
                     .to_string(),
             );
         }
+        let scratch = scratch
+            .map(|scratch| Server::new(scratch, password_env, None))
+            .transpose()?;
         Ok(Server(Arc::new(Shared {
             template: template.to_string(),
             password_env: password_env.map(str::to_string),
             idle: Mutex::default(),
+            scratch,
         })))
     }
 
@@ -255,8 +270,14 @@ impl Server {
 
     /// A new read-only session on `db`.
     fn connect(&self, db: &str) -> Result<Session, String> {
-        let url = self.url(db);
-        let mut conn = Conn::new(self.opts(Some(db))?)
+        self.session(Some(db), "SET SESSION TRANSACTION READ ONLY")
+    }
+
+    /// A new session on `db` (none: no default database), set up by `setup` and then to read
+    /// dates and times in UTC and to talk utf8mb4.
+    fn session(&self, db: Option<&str>, setup: &str) -> Result<Session, String> {
+        let url = self.url(db.unwrap_or_default());
+        let mut conn = Conn::new(self.opts(db)?)
             .map_err(|e| format!("cannot connect to {url}: {}", error_text(&e)))?;
         let about: Option<(String, String)> = conn
             .query_first("SELECT VERSION(), @@SESSION.sql_mode")
@@ -278,8 +299,7 @@ impl Server {
         // Dates and times in one fixed zone, as the PostgreSQL engine reads them.
         run(
             &mut conn,
-            "SET SESSION TRANSACTION READ ONLY; SET SESSION time_zone = '+00:00'; \
-             SET NAMES utf8mb4",
+            &format!("{setup}; SET SESSION time_zone = '+00:00'; SET NAMES utf8mb4"),
         )
         .map_err(|e| format!("cannot set up the session on {url}: {}", error_text(&e)))?;
         Ok(Session {
@@ -387,6 +407,12 @@ impl Backend for Server {
         }))
     }
 
+    /// A private copy of `db` made by the `scratch_dsn` user (`scratch.rs`): MySQL commits
+    /// schema changes, so a transaction cannot undo them.
+    fn scratch(&self, db: &Path) -> Result<Box<dyn sqlgate_engine::Scratch>, ExecError> {
+        Ok(Box::new(scratch::MySqlScratch::open(self, db)?))
+    }
+
     fn remove(&self, db: &Path) -> Result<(), ExecError> {
         let db = database_name(db)?;
         self.forget(&db);
@@ -476,32 +502,47 @@ impl MySqlConnection {
             }
             bound => bound,
         };
-        let killer = Killer {
-            opts: self.killer.clone(),
-            id: session.conn.connection_id(),
-            killed: Arc::default(),
-        };
-        let result = bound.map_err(Step::Run).and_then(|()| {
-            let armed = deadline.map(|deadline| {
-                let killer = killer.clone();
-                watchdog::arm(deadline, Box::new(move || killer.kill_later()))
-            });
-            let result = f(&mut session, &killer);
-            // Once disarmed, the watchdog has marked the kill or never will.
-            drop(armed);
-            result
-        });
-        let killed = killer.was_killed();
-        let mut broken = false;
-        let result = result.map_err(|step| {
-            broken = matches!(&step, Step::Prepare(e) | Step::Run(e) if lost(e));
-            classify(step, deadline, killed)
-        });
-        if !killed && !broken {
+        let (result, usable) = guarded(&mut session, &self.killer, deadline, bound, f);
+        if usable {
             self.session = Some(session);
         }
         result
     }
+}
+
+/// Runs `f` on `session` once its time bound is set (`bound`), the watchdog stopping it with
+/// `KILL QUERY` past `deadline`; returns its result and whether the session may run another
+/// statement: not when it was killed (a late kill could stop the next one) or its connection
+/// failed.
+fn guarded<T>(
+    session: &mut Session,
+    killer: &Opts,
+    deadline: Option<Instant>,
+    bound: Result<(), mysql::Error>,
+    f: impl FnOnce(&mut Session, &Killer) -> Result<T, Step>,
+) -> (Result<T, ExecError>, bool) {
+    let killer = Killer {
+        opts: killer.clone(),
+        id: session.conn.connection_id(),
+        killed: Arc::default(),
+    };
+    let result = bound.map_err(Step::Run).and_then(|()| {
+        let armed = deadline.map(|deadline| {
+            let killer = killer.clone();
+            watchdog::arm(deadline, Box::new(move || killer.kill_later()))
+        });
+        let result = f(session, &killer);
+        // Once disarmed, the watchdog has marked the kill or never will.
+        drop(armed);
+        result
+    });
+    let killed = killer.was_killed();
+    let mut broken = false;
+    let result = result.map_err(|step| {
+        broken = matches!(&step, Step::Prepare(e) | Step::Run(e) if lost(e));
+        classify(step, deadline, killed)
+    });
+    (result, !killed && !broken)
 }
 
 /// Whether the connection failed, rather than the server refusing a statement.
@@ -657,7 +698,11 @@ fn fetch(
             "the statement has parameters (?) that nothing fills".into(),
         ));
     }
-    let columns = statement.columns();
+    let mut rows = session.conn.exec_iter(&statement, ()).map_err(Step::Run)?;
+    // The columns the server sends with this result, not those the client cached when it
+    // prepared the statement: a table's columns may have changed since (a state case's
+    // `ALTER TABLE`), and the server prepares it again.
+    let columns = rows.columns().as_ref().to_vec();
     if let Some(problem) = columns.iter().find_map(values::unsupported) {
         return Err(Step::Fail(ExecErrorKind::Runtime, problem));
     }
@@ -667,7 +712,6 @@ fn fetch(
         rows: Vec::new(),
         lossy_text: false,
     };
-    let mut rows = session.conn.exec_iter(&statement, ()).map_err(Step::Run)?;
     let mut bytes = 0usize;
     // Past a bound the rest of the result is not read: the statement is stopped, and the
     // client reads what the server had already sent.

@@ -128,15 +128,6 @@ pub enum EngineError {
     /// that a caller who knows the engine can downcast it.
     #[error(transparent)]
     Server(Box<dyn std::error::Error + Send + Sync>),
-    /// A setting for a feature the engine lacks (`scratch_dsn` on an engine without scratch
-    /// copies on a server).
-    #[error("`{setting}` is not for this engine: {unsupported}")]
-    Unsupported {
-        /// The setting given.
-        setting: &'static str,
-        /// What the engine lacks.
-        unsupported: Unsupported,
-    },
 }
 
 impl EngineError {

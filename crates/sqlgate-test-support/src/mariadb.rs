@@ -15,6 +15,9 @@ use crate::server::{checked, free_port, give_to, path_str};
 
 /// The read-only user, set up per database by `docs/mysql-reader.sql` ([`MariaDb::add_reader`]).
 pub const READER: &str = "sqlgate_reader";
+/// The user state cases' scratch copies are made by, set up per database by
+/// `docs/mysql-scratch.sql` ([`MariaDb::add_scratch`]).
+pub const SCRATCH: &str = "sqlgate_scratch";
 /// A user that may do anything (create databases, write): for loading, and for showing that the
 /// engine's sandbox holds by itself.
 pub const WRITER: &str = "sqlgate_writer";
@@ -133,6 +136,28 @@ impl MariaDb {
             "SET @db = '{}', @password = '';\n{script}",
             db.replace('\'', "''")
         ));
+    }
+
+    /// Applies the documented scratch user setup (`docs/mysql-scratch.sql`) to `db`, the
+    /// [`SCRATCH`] user without a password.
+    pub fn add_scratch(&self, db: &str) {
+        let script = crate::repo_root().join("docs/mysql-scratch.sql");
+        let script = std::fs::read_to_string(&script).expect("docs/mysql-scratch.sql");
+        self.sql(&format!(
+            "SET @db = '{}', @password = '';\n{script}",
+            db.replace('\'', "''")
+        ));
+    }
+
+    /// The names of sqlgate's scratch databases on the server.
+    pub fn scratch_databases(&self) -> Vec<String> {
+        self.sql(
+            "SELECT schema_name FROM information_schema.schemata \
+             WHERE schema_name LIKE 'sqlgate\\_scratch\\_%' ORDER BY 1",
+        )
+        .lines()
+        .map(str::to_string)
+        .collect()
     }
 
     /// Everything a write could change in `db`, as text: each table's `SHOW CREATE TABLE` and
