@@ -956,6 +956,93 @@ fn the_demo_state_tasks_judge_the_same_on_mariadb_and_change_nothing() {
     assert_eq!(maria.fingerprint("bookshop"), before);
 }
 
+/// On MySQL the server tells no rows changed per table: the tables a script touched are read
+/// off its statements, with the tables their foreign keys cascade to, and every table once a
+/// trigger may fire. Each answer below leaves `parent` as the gold does and differs only in a
+/// table no statement names.
+#[test]
+fn cascades_and_triggers_on_mariadb_reach_the_tables_they_change() {
+    let Some(maria) = MariaDb::start() else {
+        return;
+    };
+    maria.sql(
+        "CREATE DATABASE family; \
+         CREATE TABLE family.parent (id INT PRIMARY KEY, name VARCHAR(20)) ENGINE = InnoDB; \
+         CREATE TABLE family.child (id INT PRIMARY KEY, parent_id INT, \
+           FOREIGN KEY (parent_id) REFERENCES family.parent (id) ON UPDATE SET NULL) \
+           ENGINE = InnoDB; \
+         CREATE TABLE family.log (note VARCHAR(20)) ENGINE = InnoDB; \
+         INSERT INTO family.parent VALUES (1, 'a'), (2, 'b'); \
+         INSERT INTO family.child VALUES (1, 1), (2, 1), (3, 2)",
+    );
+    maria.add_reader("family");
+    maria.add_scratch("family");
+    let before = maria.fingerprint("family");
+    let trigger = "CREATE TRIGGER noted AFTER UPDATE ON parent FOR EACH ROW INSERT INTO log VALUES (NEW.name)";
+    let tasks = [
+        // The round trip through id 10 sets the children's parent_id to NULL.
+        (
+            "k1",
+            "UPDATE parent SET name = name WHERE id = 1",
+            None,
+            "UPDATE parent SET id = 10 WHERE id = 1; UPDATE parent SET id = 1 WHERE id = 10",
+            "incorrect",
+        ),
+        (
+            "k2",
+            "UPDATE parent SET name = 'c' WHERE id = 1",
+            None,
+            "UPDATE parent SET name = 'c' WHERE id = 1",
+            "correct",
+        ),
+        // The trigger logs each update: two updates log two rows.
+        (
+            "k3",
+            "UPDATE parent SET name = 'c' WHERE id = 1",
+            Some(trigger),
+            "UPDATE parent SET name = 'x' WHERE id = 1; UPDATE parent SET name = 'c' WHERE id = 1",
+            "incorrect",
+        ),
+        (
+            "k4",
+            "UPDATE parent SET name = 'c' WHERE id = 1",
+            Some(trigger),
+            "UPDATE parent SET name = 'c' WHERE id = 1",
+            "correct",
+        ),
+    ];
+    let mut cases = String::new();
+    let mut predictions = String::new();
+    for (id, gold, setup, answer, _) in tasks {
+        let mut case = serde_json::json!({"id": id, "db": "family", "type": "state", "question": "Rename the first parent.", "gold": gold});
+        if let Some(setup) = setup {
+            case["setup"] = serde_json::json!([setup]);
+        }
+        cases.push_str(&format!("{case}\n"));
+        predictions.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": id, "sql": answer})
+        ));
+    }
+    let workspace = Workspace::new(&cases);
+    let server = on_mariadb(&maria, mariadb::SCRATCH);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let report = workspace
+        .score(&predictions, &server)
+        .assert_success()
+        .json();
+    let found = by_id(&report);
+    for (id, _, _, _, verdict) in tasks {
+        assert_eq!(found[id]["verdict"], verdict, "{id}: {}", found[id]);
+    }
+    for (id, table) in [("k1", "table `child`"), ("k3", "table `log`")] {
+        let said = diagnostics(&found[id]);
+        assert!(said.contains(table), "{id}: {said}");
+    }
+    assert_eq!(maria.fingerprint("family"), before);
+    assert_eq!(maria.scratch_databases(), Vec::<String>::new());
+}
+
 /// A Python test case of LiveSQLBench: `body` as `test_case`'s lines, `q(sql)` the first value
 /// of a query on the state.
 fn python_test(body: &str) -> String {
