@@ -5,6 +5,7 @@ mod calibrate;
 mod copy;
 mod diff;
 mod distill;
+mod embedder;
 mod generate;
 mod generator_client;
 mod init;

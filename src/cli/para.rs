@@ -20,7 +20,7 @@ use sqlgate_generate::mutate::para::llm::{
 };
 use sqlgate_generate::mutate::para::{
     judge, paraphrase_id, reference, rounded, similarities, verbalizations, GoldSql, Method,
-    Record, Reference, SchemaNames, Verdict, DEFAULT_MIN_CS, OFFLINE_MIN_CS,
+    Record, Reference, SchemaNames, Verdict, DEFAULT_MIN_CS, MODEL_MIN_CS, OFFLINE_MIN_CS,
 };
 use sqlgate_generate::mutate::tqa::wordnet::WordNet;
 use sqlgate_llm::cache::JsonlCache;
@@ -44,7 +44,8 @@ pub struct ParaphraseArgs {
     seed: u64,
     /// Keep a paraphrase when the cosine similarity of its embedding to the original
     /// question's is at least this (paper §3.1). Default: the embedder's calibrated threshold
-    /// (0.35 for the offline n-gram embedder, the paper's 0.6 for `--embeddings-url`).
+    /// (0.35 for the offline n-gram embedder, 0.55 for `--embedder`, the paper's 0.6 for
+    /// `--embeddings-url`).
     #[arg(long)]
     min_cs: Option<f64>,
     /// WordNet 3.0 dict folder, to split identifiers that run words together
@@ -76,6 +77,11 @@ pub struct ParaphraseArgs {
     /// Where the model's replies are cached (default: `<out>.llm.jsonl`).
     #[arg(long, requires = "llm_url")]
     llm_cache: Option<PathBuf>,
+    /// Embed with the sentence-transformers model in this folder, in process (all-MiniLM-L6-v2
+    /// or another BERT-family model; a build with the `embedder` feature), for the similarity
+    /// filter (default: the offline n-gram embedder).
+    #[arg(long, conflicts_with = "embeddings_url")]
+    embedder: Option<PathBuf>,
     /// Embed through this OpenAI-compatible `/v1/embeddings` endpoint for the similarity
     /// filter (default: the offline n-gram embedder).
     #[arg(long, requires = "embeddings_model")]
@@ -142,6 +148,8 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
     }
     let min_cs = args.min_cs.unwrap_or(if args.embeddings_url.is_some() {
         DEFAULT_MIN_CS
+    } else if args.embedder.is_some() {
+        MODEL_MIN_CS
     } else {
         OFFLINE_MIN_CS
     });
@@ -520,6 +528,9 @@ fn wordnet(args: &ParaphraseArgs) -> Result<Option<WordNet>, Error> {
 }
 
 fn embedder(args: &ParaphraseArgs) -> Result<Box<dyn Embedder>, Error> {
+    if let Some(dir) = &args.embedder {
+        return Ok(super::embedder::open(dir)?);
+    }
     let (Some(url), Some(model)) = (&args.embeddings_url, &args.embeddings_model) else {
         return Ok(Box::new(NgramEmbedder::default()));
     };

@@ -119,6 +119,10 @@ pub struct ScoreArgs {
     /// traversal quirks kept (see docs/metrics.md).
     #[arg(long)]
     etm_compat: bool,
+    /// SC column matching with the sentence-transformers model in this folder, in process
+    /// (all-MiniLM-L6-v2 or another BERT-family model; a build with the `embedder` feature).
+    #[arg(long, conflicts_with = "embeddings_url")]
+    embedder: Option<PathBuf>,
     /// SC column matching through an OpenAI-compatible `/v1/embeddings` endpoint (default: the
     /// offline n-gram embedder), e.g. `http://127.0.0.1:8080/v1`.
     #[arg(long, requires = "embeddings_model")]
@@ -346,7 +350,10 @@ pub fn run(args: ScoreArgs) -> Result<(), Error> {
                 CachedEmbedder::open(client, model, &args.embeddings_cache, Box::new(throttle))?;
             Some(Arc::new(embedder) as Arc<dyn sqlmorph::Embedder + Send>)
         }
-        _ => None,
+        _ => match &args.embedder {
+            Some(dir) => Some(Arc::from(super::embedder::open(dir)?)),
+            None => None,
+        },
     };
     let esm = if esm {
         let tables = benchmark.tables.clone().ok_or_else(|| {

@@ -603,3 +603,21 @@ fn default_flags_keep_three_paraphrases_for_most_shared_golds() {
         );
     }
 }
+
+/// A build without the `embedder` feature refuses `--embedder`, saying how to get it.
+#[cfg(not(feature = "embedder"))]
+#[test]
+fn embedder_needs_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sqlgate()
+        .args(["generate", "paraphrase", "--gold"])
+        .arg(crate::support::demo("suite.toml"))
+        .arg("--out")
+        .arg(dir.path().join("para.jsonl"))
+        .arg("--embedder")
+        .arg(dir.path())
+        .run();
+    run.assert_code(2);
+    assert!(run.stderr.contains("--features embedder"), "{}", run.stderr);
+    assert!(!dir.path().join("para.jsonl").exists());
+}

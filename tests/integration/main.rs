@@ -18,6 +18,8 @@ mod distill_safety;
 mod doc_links;
 mod efficiency_gate;
 mod efficiency_parity;
+#[cfg(feature = "embedder")]
+mod embedder;
 mod engine_imports;
 mod engines;
 #[cfg(feature = "duckdb")]

@@ -831,6 +831,10 @@ fn the_demo_state_tasks_judge_the_same_on_mariadb_and_change_nothing() {
             "CREATE TEMPORARY TABLE book_authors AS SELECT * FROM book_authors WHERE 0",
         ),
         ("m10", "DROP DATABASE bookshop"),
+        (
+            "m11",
+            "CREATE TABLE x (a BIGINT, FOREIGN KEY (a) REFERENCES bookshop.books (book_id))",
+        ),
     ] {
         cases.push_str(&format!(
             "{}\n",
@@ -857,6 +861,7 @@ fn the_demo_state_tasks_judge_the_same_on_mariadb_and_change_nothing() {
         ("m6", "is refused"),
         ("m7", "storage engine"),
         ("m8", "executable comment"),
+        ("m11", "original database `bookshop` named"),
     ] {
         let said = found[id]["error"].as_str().unwrap_or_default();
         assert!(said.contains(words), "{id}: {}", found[id]);

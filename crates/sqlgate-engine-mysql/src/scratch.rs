@@ -352,6 +352,22 @@ impl Scratch for MySqlScratch {
                 }
             }
             Change::Schema | Change::Truncate => {
+                // A key or a view of the copy on the original's tables would hold locks on
+                // them (MariaDB checks no REFERENCES privilege).
+                let lower = sql.to_lowercase();
+                let original = self.original.to_lowercase();
+                if lower.contains(&format!("{original}."))
+                    || lower.contains(&format!("{}.", quoted(&original)))
+                {
+                    return Err(failure(
+                        ExecErrorKind::Denied,
+                        format!(
+                            "the statement changes the schema with the original database \
+                             `{}` named in it: a state case's schema is the copy's own",
+                            self.original
+                        ),
+                    ));
+                }
                 // The server commits before the statement runs, whether it succeeds or not.
                 self.case.committed = true;
                 self.case.schema_changed = true;

@@ -28,7 +28,7 @@ pub use profile::{ProfileConfig, RecordMode, RecordModeError};
 pub use sampling::{Alpha, PassRule, PassRuleError};
 pub use sqlgate_eval::scoring::Metric;
 pub use sqlgate_llm::ThrottleConfig;
-pub use suite::{EfficiencyMeasure, EmbeddingsConfig, Structural, SuiteConfig};
+pub use suite::{EfficiencyMeasure, EmbedderConfig, EmbeddingsConfig, Structural, SuiteConfig};
 pub use system::SystemConfig;
 pub use threshold::{Comparison, Threshold, ThresholdError};
 pub use values::{Penalty, Seconds, ValueError};

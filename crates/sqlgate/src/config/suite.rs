@@ -85,6 +85,9 @@ pub struct SuiteConfig {
     /// Embeddings for SC column matching from an OpenAI-compatible endpoint, cached in
     /// `<snapshots>/embeddings/<model>.jsonl` (default: the offline n-gram embedder).
     pub embeddings: Option<EmbeddingsConfig>,
+    /// A sentence-transformers model run in process for SC column matching (a build with the
+    /// `embedder` feature): `embedder = { model = "models/all-MiniLM-L6-v2" }`.
+    pub embedder: Option<EmbedderConfig>,
     /// Generated mutant families run as cases of this suite: family name → the generator's
     /// JSONL output (`families = { jqe = "benchmarks/demo/jqe.jsonl" }`).
     #[serde(default)]
@@ -132,6 +135,16 @@ pub enum EfficiencyMeasure {
     Time,
     /// One deterministic cost per query: `ves_steps`, `rves_steps`.
     Steps,
+}
+
+/// `embedder = { model = "DIR" }`: the folder of a sentence-transformers model, relative to
+/// `sqlgate.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedderConfig {
+    /// The model's folder (`config.json`, `tokenizer.json`, `model.safetensors`,
+    /// `1_Pooling/config.json`).
+    pub model: std::path::PathBuf,
 }
 
 /// `embeddings = { base_url = "...", model = "...", api_key_env = "..." }`.

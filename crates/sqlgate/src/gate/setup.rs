@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::config::{
-    Config, EmbeddingsConfig, Gates, Metric, ProfileConfig, SuiteConfig, Threshold,
+    Config, EmbedderConfig, EmbeddingsConfig, Gates, Metric, ProfileConfig, SuiteConfig, Threshold,
 };
 use crate::config::{EfficiencyMeasure, Structural};
 use sqlgate_eval::error::is_plain_name;
@@ -129,11 +129,18 @@ pub fn suites(config: &Config, profile: &ProfileConfig) -> Result<Vec<SuitePlan>
             every_database: suite.every_database,
             regimes: suite.regime.into_iter().collect(),
             sqlmorph_compat: false,
-            embedder: suite
-                .embeddings
-                .as_ref()
-                .map(|e| embedder(config, e, entry.span()))
-                .transpose()?,
+            embedder: match (&suite.embedder, &suite.embeddings) {
+                (Some(_), Some(_)) => {
+                    return Err(suite_error(
+                        "[[suite]] sets both `embedder` and `embeddings`: one embedder judges \
+                         a suite's columns"
+                            .to_string(),
+                    ))
+                }
+                (Some(local), None) => Some(local_embedder(config, local, entry.span())?),
+                (None, Some(server)) => Some(embedder(config, server, entry.span())?),
+                (None, None) => None,
+            },
             esm,
             etm,
             robustness: !suite.families.is_empty(),
@@ -316,6 +323,35 @@ fn efficiency_settings(suite: &SuiteConfig) -> Option<efficiency::Settings> {
             .efficiency_iterations
             .map_or(efficiency::BIRD_ITERATIONS, |n| n.get()),
     })
+}
+
+/// The suite's in-process sentence model (`embedder = { model = "DIR" }`); a folder it
+/// cannot use is an error at the suite's header naming the file at fault.
+#[cfg(feature = "embedder")]
+fn local_embedder(
+    config: &Config,
+    settings: &EmbedderConfig,
+    suite_span: Range<usize>,
+) -> Result<Arc<dyn Embedder + Send>, Error> {
+    let model = sqlgate_embedder::SentenceModel::open(&config.resolve(&settings.model))
+        .map_err(|e| config.error_at(suite_span, format!("[[suite]] embedder: {e}")))?;
+    Ok(Arc::new(model))
+}
+
+/// Refused: this build has no in-process model.
+#[cfg(not(feature = "embedder"))]
+fn local_embedder(
+    config: &Config,
+    _settings: &EmbedderConfig,
+    suite_span: Range<usize>,
+) -> Result<Arc<dyn Embedder + Send>, Error> {
+    Err(config
+        .error_at(
+            suite_span,
+            "[[suite]] embedder: this sqlgate was built without the in-process sentence model; \
+             build it with `--features embedder` (the release binaries have it)",
+        )
+        .into())
 }
 
 /// The suite's embedder; a bad setting is an error at the suite's header (`suite_span`).

@@ -41,6 +41,10 @@ pub const DEFAULT_MIN_CS: f64 = 0.6;
 /// percentile and the paper's 0.6 would drop most of them.
 pub const OFFLINE_MIN_CS: f64 = 0.35;
 
+/// The in-process sentence model's threshold (`--embedder`, all-MiniLM-L6-v2), calibrated on
+/// Defog (docs/paraphrase.md).
+pub const MODEL_MIN_CS: f64 = 0.55;
+
 /// Who wrote a paraphrase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
