@@ -174,16 +174,38 @@ const HOSTILE: [(&str, &str); 9] = [
     ("h9", "DELETE FROM order_items WHERE 1; DELETE FROM orders"),
 ];
 
+/// Appends a state case of `db` asking `question`, answered by `gold`, to `cases`, and the
+/// answer `sql` to `predictions`.
+fn push_case(
+    cases: &mut String,
+    predictions: &mut String,
+    id: &str,
+    (db, question, gold): (&str, &str, &str),
+    sql: &str,
+) {
+    cases.push_str(&format!(
+        "{}\n",
+        serde_json::json!({"id": id, "db": db, "type": "state", "question": question, "gold": gold})
+    ));
+    predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+}
+
 pub(crate) fn hostile_suite() -> (String, String) {
     let gold = "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)";
     let mut cases = String::new();
     let mut predictions = String::new();
     for (id, sql) in HOSTILE {
-        cases.push_str(&format!(
-            "{}\n",
-            serde_json::json!({"id": id, "db": "bookshop", "type": "state", "question": "Unlink the authors whose country is unknown from their books.", "gold": gold})
-        ));
-        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+        push_case(
+            &mut cases,
+            &mut predictions,
+            id,
+            (
+                "bookshop",
+                "Unlink the authors whose country is unknown from their books.",
+                gold,
+            ),
+            sql,
+        );
     }
     (cases, predictions)
 }
@@ -631,11 +653,17 @@ fn the_demo_state_tasks_judge_the_same_on_postgres_and_change_nothing() {
         ),
         ("p4", "TRUNCATE book_authors"),
     ] {
-        cases.push_str(&format!(
-            "{}\n",
-            serde_json::json!({"id": id, "db": "bookshop", "type": "state", "question": "Unlink the authors whose country is unknown from their books.", "gold": gold})
-        ));
-        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+        push_case(
+            &mut cases,
+            &mut predictions,
+            id,
+            (
+                "bookshop",
+                "Unlink the authors whose country is unknown from their books.",
+                gold,
+            ),
+            sql,
+        );
     }
     let workspace = Workspace::new(&cases);
     let mut flags = server.clone();
@@ -704,11 +732,13 @@ fn sequences_drawn_by_a_case_are_set_back_on_postgres() {
     let mut cases = String::new();
     let mut predictions = String::new();
     for (id, sql, _) in answers {
-        cases.push_str(&format!(
-            "{}\n",
-            serde_json::json!({"id": id, "db": "counters", "type": "state", "question": "Add the ticket 'third'.", "gold": gold})
-        ));
-        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+        push_case(
+            &mut cases,
+            &mut predictions,
+            id,
+            ("counters", "Add the ticket 'third'.", gold),
+            sql,
+        );
     }
     let workspace = Workspace::new(&cases);
     let server = on_postgres(&pg);
@@ -836,11 +866,17 @@ fn the_demo_state_tasks_judge_the_same_on_mariadb_and_change_nothing() {
             "CREATE TABLE x (a BIGINT, FOREIGN KEY (a) REFERENCES bookshop.books (book_id))",
         ),
     ] {
-        cases.push_str(&format!(
-            "{}\n",
-            serde_json::json!({"id": id, "db": "bookshop", "type": "state", "question": "Unlink the authors whose country is unknown from their books.", "gold": gold})
-        ));
-        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+        push_case(
+            &mut cases,
+            &mut predictions,
+            id,
+            (
+                "bookshop",
+                "Unlink the authors whose country is unknown from their books.",
+                gold,
+            ),
+            sql,
+        );
     }
     let workspace = Workspace::new(&cases);
     let mut flags = server.clone();
@@ -897,11 +933,13 @@ fn the_demo_state_tasks_judge_the_same_on_mariadb_and_change_nothing() {
     let mut cases = String::new();
     let mut predictions = String::new();
     for (id, sql, _) in answers {
-        cases.push_str(&format!(
-            "{}\n",
-            serde_json::json!({"id": id, "db": "bookshop", "type": "state", "question": "Add the ticket 'third'.", "gold": gold})
-        ));
-        predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
+        push_case(
+            &mut cases,
+            &mut predictions,
+            id,
+            ("bookshop", "Add the ticket 'third'.", gold),
+            sql,
+        );
     }
     let workspace = Workspace::new(&cases);
     let report = workspace
@@ -951,6 +989,21 @@ fn the_demo_state_tasks_judge_the_same_on_mariadb_and_change_nothing() {
         let _ = child.wait();
         left += maria.scratch_databases().len();
         assert_eq!(maria.fingerprint("bookshop"), before);
+    }
+    // A killed run's session lives on until the server notices it is gone (a statement
+    // running when it was killed finishes first): its copy is dropped by a run that starts
+    // after that.
+    let started = std::time::Instant::now();
+    while maria
+        .sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'sqlgate_scratch'")
+        .trim()
+        != "0"
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "killed sessions live on"
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
     workspace.score(&sample, &server).assert_success();
     assert_eq!(

@@ -15,22 +15,21 @@ const READING: &[&str] = &[
 ];
 
 /// Words refused anywhere outside strings and quoted names: writes (also `EXPLAIN` of one, and
-/// MySQL's `WITH ... UPDATE`), `SELECT ... INTO` a file or variable, locks (`FOR UPDATE`,
-/// `LOCK IN SHARE MODE`), statements that cannot appear inside a query (a sign of a second
-/// one), and functions that read server files, hold locks across sessions or advance sequences.
+/// MySQL's `WITH ... UPDATE`), `SELECT ... INTO` a file or variable, and every word of
+/// [`REACHING`].
 const DENIED_WORDS: &[&str] = &[
-    "INSERT",
-    "UPDATE",
-    "DELETE",
-    "CREATE",
-    "DROP",
-    "ALTER",
-    "RENAME",
+    "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "RENAME", "INTO",
+];
+
+/// Words refused in any statement, a query's or a state case's: locks (`FOR UPDATE`,
+/// `LOCK IN SHARE MODE`), statements that cannot appear inside another (a sign of a second
+/// one), privileges, and functions that reach files, hold locks across sessions or advance
+/// sequences.
+const REACHING: &[&str] = &[
     "GRANT",
     "REVOKE",
     "LOCK",
     "UNLOCK",
-    "INTO",
     "OUTFILE",
     "DUMPFILE",
     "CALL",
@@ -143,7 +142,7 @@ pub(crate) fn admit(sql: &str, quoting: Quoting) -> Result<&str, ExecError> {
     }
     let words = &statement.words;
     for (i, (word, followed_by_paren)) in words.iter().enumerate() {
-        if DENIED_WORDS.contains(&word.as_str()) {
+        if DENIED_WORDS.contains(&word.as_str()) || REACHING.contains(&word.as_str()) {
             return Err(denied(format!(
                 "the statement uses `{word}`, which may write, lock or reach outside the \
                  database: a query may only read"
@@ -206,31 +205,12 @@ const SCHEMA_MODIFIERS: &[&str] = &[
     "INVOKER",
 ];
 
-/// Words refused anywhere in a statement that changes a scratch copy: what reaches beyond the
-/// copy (files, other sessions, locks, routines, other storage), ends or nests the case's
-/// transaction, or keeps something past the case (a temporary table, a definer).
+/// Words refused in a statement that changes a scratch copy, beyond [`REACHING`]: what reaches
+/// beyond the copy (other sessions' locks, other storage, other databases), ends or nests the
+/// case's transaction, or keeps something past the case (a temporary table, a definer).
 const DENIED_IN_CHANGES: &[&str] = &[
-    "GRANT",
-    "REVOKE",
-    "LOCK",
-    "UNLOCK",
-    "OUTFILE",
-    "DUMPFILE",
-    "CALL",
-    "HANDLER",
-    "LOAD",
-    "KILL",
-    "PREPARE",
-    "EXECUTE",
-    "DEALLOCATE",
-    "LOAD_FILE",
-    "GET_LOCK",
-    "RELEASE_LOCK",
-    "RELEASE_ALL_LOCKS",
     "IS_FREE_LOCK",
     "IS_USED_LOCK",
-    "NEXTVAL",
-    "SETVAL",
     "LASTVAL",
     "COMMIT",
     "ROLLBACK",
@@ -267,10 +247,9 @@ pub(crate) fn admit_change(sql: &str, quoting: Quoting) -> Result<(&str, Change)
         )));
     }
     let words = &statement.words;
-    if let Some((word, _)) = words
-        .iter()
-        .find(|(word, _)| DENIED_IN_CHANGES.contains(&word.as_str()))
-    {
+    if let Some((word, _)) = words.iter().find(|(word, _)| {
+        DENIED_IN_CHANGES.contains(&word.as_str()) || REACHING.contains(&word.as_str())
+    }) {
         return Err(denied(format!(
             "the statement uses `{word}`, which reaches beyond the case's scratch copy or \
              outlives the case"

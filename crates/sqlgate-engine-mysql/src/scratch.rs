@@ -471,6 +471,8 @@ impl Drop for MySqlScratch {
             if run(&mut session.conn, "ROLLBACK").is_ok()
                 && run(&mut session.conn, &drop_copy).is_ok()
             {
+                // Copies of runs killed while this one began may be free by now.
+                drop_abandoned(&mut session.conn);
                 return;
             }
         }

@@ -56,11 +56,18 @@ impl MariaDb {
             give_to(dir.path(), user);
         }
         let at = |name: &str| dir.path().join(name);
+        // A temporary folder of its own: a MariaDB server starting removes the `#sql*` files
+        // of its temporary folder, which another server sharing /tmp is still using.
+        std::fs::create_dir(at("tmp")).expect("MariaDB's temporary folder");
+        if let Some(user) = run_as {
+            give_to(&at("tmp"), user);
+        }
         let log = at("server.log");
         let mut command = as_user(run_as, &install);
         command.args([
             "--no-defaults",
             &format!("--datadir={}", path_str(&at("data"))),
+            &format!("--tmpdir={}", path_str(&at("tmp"))),
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             "--skip-name-resolve",
@@ -73,6 +80,7 @@ impl MariaDb {
             .args([
                 "--no-defaults".to_string(),
                 format!("--datadir={}", path_str(&at("data"))),
+                format!("--tmpdir={}", path_str(&at("tmp"))),
                 format!("--socket={}", path_str(&at("mysqld.sock"))),
                 format!("--pid-file={}", path_str(&at("mysqld.pid"))),
                 format!("--port={port}"),
