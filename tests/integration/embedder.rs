@@ -240,7 +240,7 @@ fn a_broken_model_folder_is_refused_naming_its_file() {
         }
         at
     };
-    let cases: [(&str, &str, &[u8], &str); 5] = [
+    let cases: [(&str, &str, &[u8], &str); 6] = [
         ("no-weights", "model.safetensors", b"", "cannot read it"),
         (
             "truncated",
@@ -266,11 +266,21 @@ fn a_broken_model_folder_is_refused_naming_its_file() {
             b"[1, 2]",
             "does not load",
         ),
+        (
+            "endless",
+            "config.json",
+            b"/dev/zero",
+            "is not a regular file",
+        ),
     ];
     for (name, file, bytes, problem) in cases {
         let folder = copy(name);
         if bytes.is_empty() {
             std::fs::remove_file(folder.join(file)).unwrap();
+        } else if bytes.starts_with(b"/dev/") {
+            std::fs::remove_file(folder.join(file)).unwrap();
+            std::os::unix::fs::symlink(std::str::from_utf8(bytes).unwrap(), folder.join(file))
+                .unwrap();
         } else {
             std::fs::write(folder.join(file), bytes).unwrap();
         }

@@ -12,6 +12,7 @@
 //! file, a config that does not parse, a pooling mode other than mean or CLS, weights that do not
 //! fit the config) and the error names the file.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
@@ -89,18 +90,25 @@ pub struct SentenceModel {
     normalize: bool,
 }
 
-/// `file`'s bytes, refused past `limit`.
+/// `file`'s bytes, refused past `limit` and unless it is a regular file (a FIFO would block, a
+/// device never end).
 fn read(file: &Path, limit: u64) -> Result<Vec<u8>, ModelError> {
-    let size = std::fs::metadata(file)
-        .map_err(|e| model_error(file, format!("cannot read it: {e}")))?
-        .len();
-    if size > limit {
+    let cannot = |e: std::io::Error| model_error(file, format!("cannot read it: {e}"));
+    let metadata = std::fs::metadata(file).map_err(cannot)?;
+    if !metadata.is_file() {
+        return Err(model_error(file, "is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|opened| opened.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
         return Err(model_error(
             file,
-            format!("{size} bytes, more than the {limit} a model file may have"),
+            format!("more than the {limit} bytes a model file may have"),
         ));
     }
-    std::fs::read(file).map_err(|e| model_error(file, format!("cannot read it: {e}")))
+    Ok(bytes)
 }
 
 fn json<T: for<'de> Deserialize<'de>>(file: &Path) -> Result<T, ModelError> {

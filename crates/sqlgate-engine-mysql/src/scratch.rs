@@ -553,20 +553,38 @@ fn check_writer(conn: &mut Conn, db: &str, url: &str) -> Result<(), ExecError> {
 /// Whether a database-level grant's `pattern` (`_` and `%` wildcards, `\\` escaping them)
 /// covers database `db`, ignoring case as a server may.
 fn covers(pattern: &str, db: &str) -> bool {
-    fn matches(pattern: &[char], name: &[char]) -> bool {
-        match pattern.split_first() {
-            None => name.is_empty(),
-            Some(('%', rest)) => (0..=name.len()).any(|skip| matches(rest, &name[skip..])),
-            Some(('_', rest)) => !name.is_empty() && matches(rest, &name[1..]),
-            Some(('\\', rest)) if !rest.is_empty() => {
-                name.first() == Some(&rest[0]) && matches(&rest[1..], &name[1..])
-            }
-            Some((c, rest)) => name.first() == Some(c) && matches(rest, &name[1..]),
-        }
+    enum Part {
+        Any,
+        One,
+        Char(char),
     }
-    let pattern: Vec<char> = pattern.to_lowercase().chars().collect();
-    let name: Vec<char> = db.to_lowercase().chars().collect();
-    matches(&pattern, &name)
+    let mut parts = Vec::new();
+    let mut chars = pattern.chars().flat_map(char::to_lowercase);
+    while let Some(c) = chars.next() {
+        parts.push(match c {
+            '%' => Part::Any,
+            '_' => Part::One,
+            '\\' => Part::Char(chars.next().unwrap_or('\\')),
+            c => Part::Char(c),
+        });
+    }
+    let name: Vec<char> = db.chars().flat_map(char::to_lowercase).collect();
+    // matched[j]: the parts read so far match the name's first j characters (linear in each,
+    // whatever the wildcards).
+    let mut matched = vec![false; name.len() + 1];
+    matched[0] = true;
+    for part in &parts {
+        let mut next = vec![false; name.len() + 1];
+        for j in 0..=name.len() {
+            next[j] = match part {
+                Part::Any => matched[j] || (j > 0 && next[j - 1]),
+                Part::One => j > 0 && matched[j - 1],
+                Part::Char(c) => j > 0 && matched[j - 1] && name[j - 1] == *c,
+            };
+        }
+        matched = next;
+    }
+    matched[name.len()]
 }
 
 /// Drops the scratch databases whose lock no session holds: left by runs that were killed.
@@ -834,6 +852,17 @@ mod tests {
             ("sqlgate\\_scratch\\_%", "bookshop", false),
             ("bookshop_", "bookshop", false),
             ("", "bookshop", false),
+            (
+                "%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%x",
+                "bookshop",
+                false,
+            ),
+            (
+                "%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%b",
+                &"a".repeat(64),
+                false,
+            ),
+            ("trailing\\", "trailing\\", true),
         ] {
             assert_eq!(covers(pattern, db), covered, "{pattern} / {db}");
         }
