@@ -160,6 +160,13 @@ fn the_demo_state_tasks_pass_their_gold_and_judge_the_sample_answers_by_their_ef
     assert_eq!(std::fs::read_dir(workspace.path("tmp")).unwrap().count(), 0);
 }
 
+/// The task every hostile answer is given: database, question, gold.
+const HOSTILE_TASK: (&str, &str, &str) = (
+    "bookshop",
+    "Unlink the authors whose country is unknown from their books.",
+    "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)",
+);
+
 /// The answers no state case may run, each against the task "unlink the authors whose
 /// country is unknown from their books" (61 rows in `book_authors`).
 const HOSTILE: [(&str, &str); 9] = [
@@ -190,22 +197,36 @@ fn push_case(
     predictions.push_str(&format!("{}\n", serde_json::json!({"id": id, "sql": sql})));
 }
 
+/// The hostile answers and a server engine's `extra` ones, against the same task, scored with
+/// `flags` and at most 80 rows changed: none passes, and the error of each of `said` holds its
+/// words.
+fn refuses_hostile_answers(flags: &[&str], extra: &[(&str, &str)], said: &[(&str, &str)]) {
+    let (mut cases, mut predictions) = hostile_suite();
+    for (id, sql) in extra {
+        push_case(&mut cases, &mut predictions, id, HOSTILE_TASK, sql);
+    }
+    let workspace = Workspace::new(&cases);
+    let mut flags = flags.to_vec();
+    flags.extend(["--max-rows", "80"]);
+    let report = workspace
+        .score(&predictions, &flags)
+        .assert_success()
+        .json();
+    for (id, verdict) in verdicts(&report) {
+        assert_ne!(verdict, "correct", "{id}: {}", by_id(&report)[&id]);
+    }
+    let found = by_id(&report);
+    for (id, words) in said {
+        let said = found[*id]["error"].as_str().unwrap_or_default();
+        assert!(said.contains(words), "{id}: {}", found[*id]);
+    }
+}
+
 pub(crate) fn hostile_suite() -> (String, String) {
-    let gold = "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)";
     let mut cases = String::new();
     let mut predictions = String::new();
     for (id, sql) in HOSTILE {
-        push_case(
-            &mut cases,
-            &mut predictions,
-            id,
-            (
-                "bookshop",
-                "Unlink the authors whose country is unknown from their books.",
-                gold,
-            ),
-            sql,
-        );
+        push_case(&mut cases, &mut predictions, id, HOSTILE_TASK, sql);
     }
     (cases, predictions)
 }
@@ -641,50 +662,24 @@ fn the_demo_state_tasks_judge_the_same_on_postgres_and_change_nothing() {
 
     // The hostile answers, and what a server offers beyond them: becoming another role,
     // reading a server file, ending the transaction from inside a statement.
-    let (cases, mut predictions) = hostile_suite();
-    let mut cases = cases;
-    let gold = "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)";
-    for (id, sql) in [
-        ("p1", "SELECT set_config('role', 'postgres', false)"),
-        ("p2", "SELECT pg_read_file('/etc/passwd')"),
-        (
-            "p3",
-            "CREATE TABLE x AS SELECT query_to_xml('COMMIT', true, false, '')",
-        ),
-        ("p4", "TRUNCATE book_authors"),
-    ] {
-        push_case(
-            &mut cases,
-            &mut predictions,
-            id,
+    refuses_hostile_answers(
+        &server,
+        &[
+            ("p1", "SELECT set_config('role', 'postgres', false)"),
+            ("p2", "SELECT pg_read_file('/etc/passwd')"),
             (
-                "bookshop",
-                "Unlink the authors whose country is unknown from their books.",
-                gold,
+                "p3",
+                "CREATE TABLE x AS SELECT query_to_xml('COMMIT', true, false, '')",
             ),
-            sql,
-        );
-    }
-    let workspace = Workspace::new(&cases);
-    let mut flags = server.clone();
-    flags.extend(["--max-rows", "80"]);
-    let report = workspace
-        .score(&predictions, &flags)
-        .assert_success()
-        .json();
-    for (id, verdict) in verdicts(&report) {
-        assert_ne!(verdict, "correct", "{id}: {}", by_id(&report)[&id]);
-    }
-    let cases = by_id(&report);
-    for (id, words) in [
-        ("h5", "more than 80 rows"),
-        ("p1", "permission denied to set role"),
-        ("p2", "reaches outside the database"),
-        ("p4", "is refused"),
-    ] {
-        let said = cases[id]["error"].as_str().unwrap();
-        assert!(said.contains(words), "{id}: {said}");
-    }
+            ("p4", "TRUNCATE book_authors"),
+        ],
+        &[
+            ("h5", "more than 80 rows"),
+            ("p1", "permission denied to set role"),
+            ("p2", "reaches outside the database"),
+            ("p4", "is refused"),
+        ],
+    );
     assert_eq!(pg.dump_checksum("bookshop"), before);
 }
 
@@ -832,76 +827,34 @@ fn the_demo_state_tasks_judge_the_same_on_mariadb_and_change_nothing() {
     assert_eq!(maria.scratch_databases(), Vec::<String>::new());
 
     // The hostile answers, and what a MySQL server offers beyond them.
-    let (mut cases, mut predictions) = hostile_suite();
-    let gold = "DELETE FROM book_authors WHERE author_id IN (SELECT author_id FROM authors WHERE country IS NULL)";
     let copy = "sqlgate_scratch_0123456789abcdef";
-    for (id, sql) in [
-        ("m1", "UPDATE bookshop.books SET price = 0"),
-        ("m2", &format!("DROP TABLE {copy}.book_authors") as &str),
-        ("m3", "CREATE TABLE x (a INT) DATA DIRECTORY = '/tmp'"),
-        (
-            "m4",
-            "SELECT * FROM books INTO OUTFILE '/tmp/sqlgate-books'",
-        ),
-        ("m5", "SET autocommit = 1"),
-        (
-            "m6",
-            "CREATE EVENT e ON SCHEDULE EVERY 1 SECOND DO DELETE FROM book_authors",
-        ),
-        (
-            "m7",
-            "CREATE TABLE x (a INT) ENGINE = CONNECT TABLE_TYPE = CSV FILE_NAME = '/etc/passwd'",
-        ),
-        (
-            "m8",
-            "DELETE FROM book_authors /*! ; DROP DATABASE bookshop */",
-        ),
-        (
-            "m9",
-            "CREATE TEMPORARY TABLE book_authors AS SELECT * FROM book_authors WHERE 0",
-        ),
-        ("m10", "DROP DATABASE bookshop"),
-        (
-            "m11",
-            "CREATE TABLE x (a BIGINT, FOREIGN KEY (a) REFERENCES bookshop.books (book_id))",
-        ),
-    ] {
-        push_case(
-            &mut cases,
-            &mut predictions,
-            id,
-            (
-                "bookshop",
-                "Unlink the authors whose country is unknown from their books.",
-                gold,
-            ),
-            sql,
-        );
-    }
-    let workspace = Workspace::new(&cases);
-    let mut flags = server.clone();
-    flags.extend(["--max-rows", "80"]);
-    let report = workspace
-        .score(&predictions, &flags)
-        .assert_success()
-        .json();
-    for (id, verdict) in verdicts(&report) {
-        assert_ne!(verdict, "correct", "{id}: {}", by_id(&report)[&id]);
-    }
-    let found = by_id(&report);
-    for (id, words) in [
-        ("h5", "more than 80 rows"),
-        ("m1", "UPDATE command denied"),
-        ("m2", "names a database of sqlgate's own"),
-        ("m5", "is refused"),
-        ("m6", "is refused"),
-        ("m7", "storage engine"),
-        ("m8", "executable comment"),
-        ("m11", "original database `bookshop` named"),
-    ] {
-        let said = found[id]["error"].as_str().unwrap_or_default();
-        assert!(said.contains(words), "{id}: {}", found[id]);
-    }
+    let drop_copy = format!("DROP TABLE {copy}.book_authors");
+    refuses_hostile_answers(
+        &server,
+        &[
+            ("m1", "UPDATE bookshop.books SET price = 0"),
+            ("m2", &drop_copy),
+            ("m3", "CREATE TABLE x (a INT) DATA DIRECTORY = '/tmp'"),
+            ("m4", "SELECT * FROM books INTO OUTFILE '/tmp/sqlgate-books'"),
+            ("m5", "SET autocommit = 1"),
+            ("m6", "CREATE EVENT e ON SCHEDULE EVERY 1 SECOND DO DELETE FROM book_authors"),
+            ("m7", "CREATE TABLE x (a INT) ENGINE = CONNECT TABLE_TYPE = CSV FILE_NAME = '/etc/passwd'"),
+            ("m8", "DELETE FROM book_authors /*! ; DROP DATABASE bookshop */"),
+            ("m9", "CREATE TEMPORARY TABLE book_authors AS SELECT * FROM book_authors WHERE 0"),
+            ("m10", "DROP DATABASE bookshop"),
+            ("m11", "CREATE TABLE x (a BIGINT, FOREIGN KEY (a) REFERENCES bookshop.books (book_id))"),
+        ],
+        &[
+            ("h5", "more than 80 rows"),
+            ("m1", "UPDATE command denied"),
+            ("m2", "names a database of sqlgate's own"),
+            ("m5", "is refused"),
+            ("m6", "is refused"),
+            ("m7", "storage engine"),
+            ("m8", "executable comment"),
+            ("m11", "original database `bookshop` named"),
+        ],
+    );
     assert!(!std::path::Path::new("/tmp/sqlgate-books").exists());
     assert_eq!(maria.fingerprint("bookshop"), before);
 
