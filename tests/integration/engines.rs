@@ -164,6 +164,39 @@ fn mariadb_defog() -> Option<(&'static mariadb::MariaDb, PathBuf)> {
     copied.then_some((server, defog))
 }
 
+/// A copy ends with the planner's statistics of the rows it wrote (ANALYZE TABLE), so a cost
+/// (`steps`) does not change when the server would recompute them later. The test server
+/// never recomputes them itself.
+#[test]
+fn a_copy_onto_mariadb_leaves_the_statistics_of_its_rows() {
+    let Some((server, _)) = mariadb_defog() else {
+        return;
+    };
+    for db in DEFOG {
+        let stats = server.sql(&format!(
+            "SELECT table_name, n_rows FROM mysql.innodb_table_stats WHERE database_name = '{db}' \
+             ORDER BY 1"
+        ));
+        let tables = server.sql(&format!(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}' \
+             ORDER BY 1"
+        ));
+        assert_eq!(
+            stats.lines().count(),
+            tables.lines().count(),
+            "{db}: {stats}"
+        );
+        for line in stats.lines() {
+            let (table, rows) = line.split_once('\t').unwrap();
+            let count = server.sql(&format!(
+                "SELECT count(*) FROM {db}.{}",
+                mariadb::quoted(table)
+            ));
+            assert_eq!(rows, count.trim(), "{db}.{table}");
+        }
+    }
+}
+
 /// The Defog databases copied onto MariaDB by `sqlgate copy`, then scored there with each
 /// question's gold as its prediction: every case whose gold MariaDB runs is correct, and the
 /// golds MariaDB cannot run (SQLite's dialect: `NULLS FIRST`, `CAST(... AS REAL)`) fail as
@@ -495,6 +528,24 @@ fn defog_goes_to_postgres_and_back() {
         pg.add_reader(db);
     }
     copy(&defog, &["--to-engine", "postgres", "--to-dsn", &admin]).assert_bad_input(&["academic"]);
+    // The copy analyzed every table it wrote: the planner's row counts are the rows.
+    for db in DEFOG {
+        let stats = pg.psql(
+            db,
+            &[
+                "-At",
+                "-c",
+                "SELECT s.relname, s.last_analyze IS NOT NULL, c.reltuples::bigint = \
+                 (xpath('/row/n/text()', query_to_xml(format('SELECT count(*) AS n FROM %I', \
+                 s.relname), false, true, '')))[1]::text::bigint FROM pg_stat_user_tables s \
+                 JOIN pg_class c ON c.oid = s.relid ORDER BY 1",
+            ],
+        );
+        assert!(!stats.is_empty(), "{db}");
+        for line in stats.lines() {
+            assert!(line.ends_with("|t|t"), "{db}: {line}");
+        }
+    }
     let dir = tempfile::tempdir().unwrap();
     let gold = defog.join("questions.csv");
     let pred = gold_predictions(dir.path(), &gold);

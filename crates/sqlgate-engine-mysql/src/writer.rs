@@ -149,6 +149,7 @@ impl DatabaseWriter {
                 (&staging,),
             )
             .map_err(|e| failed("cannot list the tables built", e))?;
+        self.analyze(&tables)?;
         let (from, to) = (DRIVER.quote(&staging), DRIVER.quote(&self.db));
         let moves: Vec<String> = tables
             .iter()
@@ -164,6 +165,32 @@ impl DatabaseWriter {
         sql.push_str(&format!("; USE {to}; DROP DATABASE {from}"));
         crate::run(&mut self.conn, &sql)
             .map_err(|e| failed(&format!("cannot name the database {}", self.url), e))
+    }
+}
+
+impl DatabaseWriter {
+    /// Computes the planner's statistics of `tables` now, from the rows written: InnoDB would
+    /// otherwise recompute them in the background at some later moment, and a cost (`steps`)
+    /// would change in the middle of a run.
+    fn analyze(&mut self, tables: &[String]) -> Result<(), ExecError> {
+        if tables.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = tables.iter().map(|t| DRIVER.quote(t)).collect();
+        let sql = format!("ANALYZE TABLE {}", list.join(", "));
+        let cannot = |e| failed(&format!("cannot analyze the tables of {}", self.url), e);
+        // ANALYZE reports a failure as a row, not as an error.
+        let rows: Vec<(String, String, String, String)> = self.conn.query(&sql).map_err(cannot)?;
+        match rows.iter().find(|row| row.2.eq_ignore_ascii_case("error")) {
+            Some((table, _, _, message)) => Err(ExecError {
+                kind: ExecErrorKind::Runtime,
+                message: format!(
+                    "cannot analyze the tables of {}: {table}: {message}",
+                    self.url
+                ),
+            }),
+            None => Ok(()),
+        }
     }
 }
 

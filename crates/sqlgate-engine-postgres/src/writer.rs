@@ -254,6 +254,9 @@ impl Writer for PgWriter {
             );
             self.execute_batch(&sql)?;
         }
+        // The planner's statistics of the rows written, now: autovacuum would otherwise
+        // compute them at some later moment, and a cost (`steps`) would change mid-run.
+        self.execute_batch("ANALYZE")?;
         // The rename needs the staging database without sessions.
         self.client = None;
         let mut admin = self

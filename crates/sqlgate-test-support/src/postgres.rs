@@ -109,10 +109,12 @@ impl PgServer {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    /// Creates database `db` and loads the plain `pg_dump` file `dump` into it.
+    /// Creates database `db`, loads the plain `pg_dump` file `dump` into it and analyzes it.
     pub fn load_dump(&self, db: &str, dump: &Path) {
         self.psql("postgres", &["-c", &format!("CREATE DATABASE \"{db}\"")]);
         self.psql(db, &["-f", path_str(dump)]);
+        // The planner's statistics now, not whenever autovacuum gets to them mid-test.
+        self.psql(db, &["-c", "ANALYZE"]);
     }
 
     /// Applies the documented read-only role setup (`docs/postgres-reader.sql`) to `db`.
