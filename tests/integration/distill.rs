@@ -41,16 +41,15 @@ const CASES: [(&str, &str, &str, &str); 3] = [
     ),
 ];
 
-/// The suite, its database built here: a `[databases]` script would be built into whatever
-/// `--db-dir` names, and a flat `<out>/shop.sqlite` would hide the distilled folder.
+/// The suite, its database built from scripts into `build/` as the demo's is: a distilled
+/// folder given as `--db-dir` is read, never built into.
 fn suite(dir: &Path) -> PathBuf {
-    fs::create_dir(dir.join("build")).unwrap();
-    let conn = rusqlite::Connection::open(dir.join("build/shop.sqlite")).unwrap();
-    conn.execute_batch(SCHEMA).unwrap();
-    conn.execute_batch(DATA).unwrap();
+    fs::write(dir.join("schema.sql"), SCHEMA).unwrap();
+    fs::write(dir.join("data.sql"), DATA).unwrap();
     fs::write(
         dir.join("suite.toml"),
-        "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"build\"\n",
+        "name = \"shop\"\ncases = \"cases.jsonl\"\ndb_dir = \"build\"\n\n\
+         [databases.shop]\nscripts = [\"schema.sql\", \"data.sql\"]\n",
     )
     .unwrap();
     let cases: Vec<String> = CASES
@@ -135,9 +134,12 @@ fn distill_rejects_wrong_queries_the_original_accepts_and_keeps_rewrites() {
     for (id, ex) in ex(&suite, &wrong, &build) {
         assert_eq!(ex, 1, "{id}: the wrong query passes on the original alone");
     }
+    let before = folder_files(&out);
     for (id, ex) in ex(&suite, &wrong, &out) {
         assert_eq!(ex, 0, "{id}: the distilled suite rejects the wrong query");
     }
+    // Read, not written into: no database built beside the distilled ones.
+    assert_eq!(folder_files(&out), before);
     for pred in [&gold, &rewritten] {
         for (id, ex) in ex(&suite, pred, &out) {
             assert_eq!(
@@ -192,6 +194,56 @@ fn distill_also_tells_known_answers_apart_from_their_gold() {
         "{scores:?}"
     );
     assert!(scores.contains(&("big_open".to_string(), 1)), "{scores:?}");
+}
+
+/// Every file under `dir`, by path, with its bytes.
+fn folder_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push((path.clone(), fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A database file beside the distilled folder of the same database (`<out>/shop.sqlite` and
+/// `<out>/shop/shop.sqlite`) is an ambiguity: refused, naming both, never one read silently.
+#[test]
+fn a_flat_database_beside_a_distilled_folder_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    distill(&suite, &out, "5");
+    fs::copy(
+        dir.path().join("build/shop.sqlite"),
+        out.join("shop.sqlite"),
+    )
+    .unwrap();
+    let gold = predictions(dir.path(), "gold", |c| c.1.to_string());
+    let run = sqlgate()
+        .arg("score")
+        .arg("--gold")
+        .arg(&suite)
+        .arg("--pred")
+        .arg(&gold)
+        .arg("--db-dir")
+        .arg(&out)
+        .args(["--mode", "testsuite"])
+        .run();
+    run.assert_bad_input(&[
+        "ambiguous",
+        "shop.sqlite",
+        "shop/shop.sqlite",
+        "cases.jsonl",
+    ]);
 }
 
 /// The files of the distilled folder `<out>/shop/`, by name, with their bytes.
@@ -305,6 +357,8 @@ fn distill_names_a_missing_gold_file_and_exits_2() {
 fn distill_on_an_unreachable_server_is_refused_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path());
+    // The databases are the server's, not built from the scripts.
+    fs::write(&suite, "name = \"shop\"\ncases = \"cases.jsonl\"\n").unwrap();
     let out = dir.path().join("out");
     let run = sqlgate()
         .arg("distill")

@@ -149,29 +149,44 @@ fn write_in_place(path: &Path, content: &[u8]) -> io::Result<()> {
         .write_all(content)
 }
 
-/// A database's file in a database folder: `<db_dir>/<db>.sqlite` (flat), else
+/// A database's file in a database folder: `<db_dir>/<db>.sqlite` (flat) or
 /// `<db_dir>/<db>/<db>.sqlite` (Spider's nested layout). Every reader of databases resolves them
-/// here, so the layouts are supported alike everywhere. The error names both paths tried.
+/// here, so the layouts are supported alike everywhere. Both present is refused: a flat file
+/// left beside a test-suite folder would otherwise be read instead of it, silently.
 pub fn database_file(db_dir: &Path, db: &str, extension: &str) -> Result<PathBuf, NoDatabaseFile> {
     let flat = db_dir.join(format!("{db}.{extension}"));
     let nested = db_dir.join(db).join(format!("{db}.{extension}"));
-    if flat.is_file() {
-        Ok(flat)
-    } else if nested.is_file() {
-        Ok(nested)
-    } else {
-        Err(NoDatabaseFile { flat, nested })
+    match (flat.is_file(), nested.is_file()) {
+        (true, false) => Ok(flat),
+        (false, true) => Ok(nested),
+        (false, false) => Err(NoDatabaseFile::Missing { flat, nested }),
+        (true, true) => Err(NoDatabaseFile::Ambiguous { flat, nested }),
     }
 }
 
-/// No file of a database in either layout ([`database_file`]): both paths tried.
+/// No single file of a database in the two layouts ([`database_file`]): both paths tried.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("neither {} nor {} exists", .flat.display(), .nested.display())]
-pub struct NoDatabaseFile {
-    /// `<db_dir>/<db>.<extension>`.
-    pub flat: PathBuf,
-    /// `<db_dir>/<db>/<db>.<extension>`.
-    pub nested: PathBuf,
+pub enum NoDatabaseFile {
+    /// Neither `<db_dir>/<db>.<extension>` nor `<db_dir>/<db>/<db>.<extension>`.
+    #[error("neither {} nor {} exists", .flat.display(), .nested.display())]
+    Missing {
+        /// `<db_dir>/<db>.<extension>`.
+        flat: PathBuf,
+        /// `<db_dir>/<db>/<db>.<extension>`.
+        nested: PathBuf,
+    },
+    /// Both.
+    #[error(
+        "both {} and {} exist, so which one is the database is ambiguous: move one away",
+        .flat.display(),
+        .nested.display()
+    )]
+    Ambiguous {
+        /// `<db_dir>/<db>.<extension>`.
+        flat: PathBuf,
+        /// `<db_dir>/<db>/<db>.<extension>`.
+        nested: PathBuf,
+    },
 }
 
 /// `<db>-wal` or `<db>-journal`, beside the database.
@@ -235,7 +250,6 @@ mod layout_tests {
     fn a_missing_database_names_both_layouts() {
         let dir = Path::new("dbs");
         let error = database_file(dir, "shop", "sqlite").unwrap_err();
-        assert_eq!(error.flat, dir.join("shop.sqlite"));
         assert_eq!(
             error.to_string(),
             format!(
@@ -244,6 +258,31 @@ mod layout_tests {
                 dir.join("shop").join("shop.sqlite").display()
             )
         );
+    }
+
+    #[test]
+    fn either_layout_is_found_and_both_at_once_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let flat = dir.path().join("shop.sqlite");
+        let nested = dir.path().join("shop").join("shop.sqlite");
+        std::fs::create_dir(dir.path().join("shop")).unwrap();
+        std::fs::write(&nested, b"").unwrap();
+        assert_eq!(
+            database_file(dir.path(), "shop", "sqlite"),
+            Ok(nested.clone())
+        );
+        std::fs::write(&flat, b"").unwrap();
+        let error = database_file(dir.path(), "shop", "sqlite").unwrap_err();
+        assert_eq!(
+            error,
+            NoDatabaseFile::Ambiguous {
+                flat: flat.clone(),
+                nested: nested.clone()
+            }
+        );
+        assert!(error.to_string().contains("ambiguous"), "{error}");
+        std::fs::remove_file(&nested).unwrap();
+        assert_eq!(database_file(dir.path(), "shop", "sqlite"), Ok(flat));
     }
 }
 

@@ -25,8 +25,12 @@ pub(super) fn resolve(db_dir: &Path, case: &Case, extension: &str) -> Result<Pat
         };
     }
     crate::files::database_file(db_dir, &case.db, extension).map_err(|problem| {
+        let what = match problem {
+            crate::files::NoDatabaseFile::Missing { .. } => "unknown database",
+            crate::files::NoDatabaseFile::Ambiguous { .. } => "database",
+        };
         case.source.error(format!(
-            "case `{}`: unknown database `{}`: {problem}",
+            "case `{}`: {what} `{}`: {problem}",
             case.id, case.db
         ))
     })

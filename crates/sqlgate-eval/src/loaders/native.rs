@@ -77,11 +77,14 @@ pub(super) fn load(
 ) -> Result<Suite, InputError> {
     let manifest: Manifest = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
     let folder = parent_folder(path);
-    let db_dir = match (db_dir_override, &manifest.db_dir) {
-        (Some(dir), _) => dir.to_path_buf(),
-        (None, Some(dir)) => folder.join(dir),
-        (None, None) => folder.clone(),
+    let own_db_dir = match &manifest.db_dir {
+        Some(dir) => folder.join(dir),
+        None => folder.clone(),
     };
+    // The suite builds its databases into its own folder only: a folder given instead (a
+    // distilled test suite) is read, never written into.
+    let db_dir = db_dir_override.map_or_else(|| own_db_dir.clone(), Path::to_path_buf);
+    let builds_here = db_dir == own_db_dir || same_folder(&db_dir, &own_db_dir);
     let builds = database_builds(path, text, &folder, &manifest)?;
     let cases_path = folder.join(manifest.cases.get_ref());
     if !cases_path.is_file() {
@@ -93,8 +96,10 @@ pub(super) fn load(
         .at_line(line));
     }
     let cases = load_cases(&cases_path, &read_text(&cases_path)?)?;
-    for build in &builds {
-        databases::build_if_stale(&db_dir, build, backend)?;
+    if builds_here {
+        for build in &builds {
+            databases::build_if_stale(&db_dir, build, backend)?;
+        }
     }
     Ok(Suite {
         name: manifest.name,
@@ -102,6 +107,14 @@ pub(super) fn load(
         db_dir,
         join_keys: manifest.join_keys,
     })
+}
+
+/// Whether `a` and `b` name the same existing folder (through links and `..`).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// The manifest's `[databases.X]` tables, with script paths resolved and checked.
