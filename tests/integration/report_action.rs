@@ -323,3 +323,39 @@ fn the_diff_goes_to_the_summary_and_one_pull_request_comment() {
         "the earlier comment is updated: {calls:?}"
     );
 }
+
+/// The arguments the action's `args` input suggests (`--partition count:K/N`...) are ones
+/// `sqlgate test` takes, placeholders filled in.
+#[test]
+fn the_arguments_the_action_suggests_are_accepted() {
+    let action = std::fs::read_to_string(repo().join("action.yml")).expect("reads");
+    let description = action
+        .lines()
+        .find(|line| line.contains("Extra arguments for"))
+        .expect("the args input");
+    let examples: Vec<&str> = description
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| span.starts_with("--"))
+        .collect();
+    assert!(examples.len() >= 2, "{description}");
+    for example in examples {
+        let args: Vec<String> = example
+            .split_whitespace()
+            .map(|word| {
+                if word.starts_with("--") {
+                    word.to_string()
+                } else {
+                    word.replace('K', "1").replace('N', "2")
+                }
+            })
+            .collect();
+        let run = crate::support::sqlgate()
+            .args(["test", "--list"])
+            .args(&args)
+            .current_dir(repo())
+            .run();
+        assert_eq!(run.status.code(), Some(0), "{example}: {}", run.stderr);
+    }
+}
