@@ -4,7 +4,7 @@
 //! configuration errors.
 
 use serde_json::Value;
-use sqlgate::report::junit::format_metric;
+use sqlgate::gate::judge::format_metric;
 
 use crate::score_gate_parity::gate;
 use crate::support::{repo, sqlgate};

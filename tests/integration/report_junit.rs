@@ -213,7 +213,7 @@ fn report_reads_back_with_one_suite_per_suite_and_one_case_per_test() {
         let metrics: BTreeMap<String, String> = summary
             .metrics
             .iter()
-            .map(|(k, v)| (k.to_string(), junit::format_metric(*v)))
+            .map(|(k, v)| (k.to_string(), sqlgate::gate::judge::format_metric(*v)))
             .collect();
         assert_eq!(properties(*suite), metrics);
         for (case, result) in cases.iter().zip(&expected) {

@@ -131,8 +131,23 @@ fn an_equally_good_run_passes_and_a_worse_one_fails_beyond_noise() {
 
     // p = 0.3: the suite's drop is beyond noise; the gate fails (tests failed, not bad input).
     gate.configure(5, 3, 300, "");
-    let worse = gate.sqlgate(&["test"]);
+    let worse = gate.sqlgate(&["test", "--junit", "worse.xml"]);
     worse.assert_code(100);
+    // The p-value with its magnitude, the same in the gate line and JUnit: never `0`.
+    let shown = worse
+        .text()
+        .lines()
+        .find_map(|line| line.split_once("demo::gate::regression_p  "))
+        .and_then(|(_, rest)| rest.split(',').next())
+        .unwrap_or_else(|| panic!("{}", worse.text()))
+        .to_string();
+    let p: f64 = shown.parse().unwrap();
+    assert!(p > 0.0 && p < 0.05, "{shown}");
+    let junit = std::fs::read_to_string(gate.path("worse.xml")).unwrap();
+    assert!(
+        junit.contains(&format!(r#"name="regression_p" value="{shown}""#)),
+        "{shown}: {junit}"
+    );
     assert!(
         worse.text().contains("demo::gate::regression_p"),
         "{}",

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
-use sqlgate::report::junit::format_metric;
+use sqlgate::gate::judge::format_metric;
 
 use crate::support::{repo, shared_data, sqlgate};
 

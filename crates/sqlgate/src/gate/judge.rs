@@ -329,7 +329,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCas
     }
     properties.extend(sample_properties(run));
     if let Some((_, _, p, _)) = drop {
-        properties.insert("drop_p".to_string(), format_p(p));
+        properties.insert("drop_p".to_string(), format_metric(p));
     }
     if within_noise {
         properties.insert("within_noise".to_string(), "true".to_string());
@@ -357,7 +357,7 @@ pub fn judge_case(suite: &SuitePlan, run: &CaseRun, accepted: Option<AcceptedCas
                 now.samples,
                 before.passed,
                 before.samples,
-                format_p(p),
+                format_metric(p),
                 suite.alpha,
                 suite.bench.cases.len()
             ),
@@ -431,15 +431,6 @@ pub fn snapshot_sample_metrics(run: &CaseRun) -> Vec<(String, String)> {
             ]
         })
         .unwrap_or_default()
-}
-
-/// A p-value for people: 4 significant digits, small ones in scientific notation.
-pub fn format_p(p: f64) -> String {
-    if p >= 0.001 {
-        format_metric(p)
-    } else {
-        format!("{p:.1e}")
-    }
 }
 
 fn failure_message(
@@ -526,8 +517,12 @@ fn failure_detail(case: &sqlgate_eval::loaders::Case, run: &CaseRun) -> String {
     lines.join("\n")
 }
 
-/// Formats a metric compactly and deterministically: `1`, `0`, `0.8125`.
+/// Formats a metric compactly and deterministically: `1`, `0`, `0.8125`; below 0.001 with two
+/// significant digits (`7.6e-6`), so a small p-value keeps its magnitude and never shows as 0.
 pub fn format_metric(value: f64) -> String {
+    if value != 0.0 && value.abs() < 0.001 {
+        return format!("{value:.1e}");
+    }
     let text = format!("{value:.4}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     if text == "-0" {
@@ -681,7 +676,7 @@ impl AgainstBaseline {
             self.cases,
             if self.cases == 1 { "" } else { "s" },
             signed(self.delta_ex),
-            format_p(self.p),
+            format_metric(self.p),
         )
     }
 }
@@ -1221,5 +1216,8 @@ mod tests {
         assert_eq!(format_metric(0.0), "0");
         assert_eq!(format_metric(0.8125), "0.8125");
         assert_eq!(format_metric(2.0 / 3.0), "0.6667");
+        assert_eq!(format_metric(0.001), "0.001");
+        assert_eq!(format_metric(7.6e-6), "7.6e-6");
+        assert_eq!(format_metric(-2.5e-4), "-2.5e-4");
     }
 }

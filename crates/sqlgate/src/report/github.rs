@@ -12,10 +12,10 @@ use std::path::Path;
 
 use similar::{ChangeTag, TextDiff};
 
-use crate::gate::judge::format_p;
+use crate::gate::judge::format_metric;
 use crate::gate::snapshot::normalize_sql;
 use crate::gate::{MetricKey, SuiteSummary, TestResult, TestStatus};
-use crate::report::junit::{by_suite, format_metric, SuiteView};
+use crate::report::junit::{by_suite, SuiteView};
 use sqlgate_eval::error::OutputError;
 use sqlgate_eval::secrets;
 use sqlgate_eval::sqltext::{closing_quote, opening_quote};
@@ -150,7 +150,7 @@ fn baseline_table(summaries: &[SuiteSummary]) -> String {
                 cell(&summary.name),
                 against.cases,
                 format_metric(against.delta_ex),
-                format_p(against.p),
+                format_metric(against.p),
                 summary.flaky
             ))
         })

@@ -15,6 +15,7 @@ use quick_junit::{
     NonSuccessKind, Property, Report, SerializeError, TestCase, TestCaseStatus, TestSuite,
 };
 
+use crate::gate::judge::format_metric;
 use crate::gate::{SuiteSummary, TestResult, TestStatus};
 use sqlgate_eval::error::OutputError;
 use sqlgate_eval::files::write_text;
@@ -164,14 +165,4 @@ fn failure_kind(verdict: Option<&str>) -> NonSuccessKind {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A metric, compactly and deterministically: `1`, `0`, `0.8125`, `0.6667`.
-pub fn format_metric(value: f64) -> String {
-    let text = format!("{value:.4}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    match text {
-        "-0" => "0".to_string(),
-        _ => text.to_string(),
-    }
 }

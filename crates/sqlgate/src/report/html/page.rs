@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::config::Threshold;
+use crate::gate::judge::format_metric;
 use crate::gate::{TestResult, TestStatus};
-use crate::report::junit::format_metric;
 
 use super::cases::{self, CasesView};
 use super::charts::{self, Bar, BarChart, Group, LineChart};

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::gate::judge::format_metric;
 use crate::gate::judge::{CaseRun, SuiteMetrics};
 use crate::gate::plan::{MetricKey, SuitePlan};
-use crate::report::junit::format_metric;
 use sqlgate_eval::metrics::reliability::{self, Region, Regions};
 use sqlgate_eval::scoring::FamilySummary;
 use sqlgate_eval::scoring::Metric;
