@@ -89,6 +89,57 @@ fn right_answers() -> String {
         .collect()
 }
 
+/// A replay file holds sampled abstentions (`{"abstain": true}` in `samples`): replayed with
+/// `samples = 3`, every right answer passes every sample, the infeasible cases too.
+#[test]
+fn a_replay_file_replays_abstaining_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = right_answers()
+        .lines()
+        .map(|line| {
+            let (id, answer) = line.split_once('\t').unwrap();
+            let mut answer: serde_json::Value = serde_json::from_str(answer).unwrap();
+            let sample = match answer.get("sql") {
+                Some(sql) => sql.clone(),
+                None => serde_json::json!({ "abstain": true }),
+            };
+            answer["id"] = id.into();
+            answer["samples"] = serde_json::json!([sample.clone(), sample]);
+            format!("{answer}\n")
+        })
+        .collect();
+    assert!(lines.contains(r#""samples":[{"abstain":true},{"abstain":true}]"#));
+    std::fs::write(dir.path().join("answers.jsonl"), lines).unwrap();
+    let config = format!(
+        "[[suite]]\nbenchmark = \"{}\"\n\n[[system]]\nname = \"replayed\"\ntype = \"replay\"\n\
+         predictions = \"answers.jsonl\"\nsamples = 3\n",
+        demo("suite.toml").display()
+    );
+    std::fs::write(dir.path().join("sqlgate.toml"), config).unwrap();
+    let run = sqlgate()
+        .current_dir(dir.path())
+        .args(["test", "--accept"])
+        .run();
+    run.assert_success();
+    let snapshot = std::fs::read_to_string(dir.path().join("snapshots/demo.snap")).unwrap();
+    let lines = case_lines(&snapshot);
+    assert_eq!(lines.len(), 39, "{snapshot}");
+    for line in &lines {
+        assert!(
+            line.contains(" | pass | ")
+                && line.contains(" | pass_rate=1 | ")
+                && line.contains(" | samples=3 | "),
+            "{line}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("demo::bookshop::q35 | pass | abstained")),
+        "{snapshot}"
+    );
+}
+
 fn case_lines(snapshot: &str) -> Vec<&str> {
     snapshot
         .lines()

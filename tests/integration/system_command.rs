@@ -61,14 +61,14 @@ printf '%s' '{"sql": "SELECT count(*) FROM book", "samples": ["SELECT 1;"], "ret
     let reply = system.answer(&request("q1")).unwrap();
     assert_eq!(
         reply.samples,
-        vec!["SELECT 1;".to_string()],
+        vec![Some("SELECT 1;".to_string())],
         "passed on as sent"
     );
     let reply = reply.clean();
 
     assert_eq!(reply.sql.as_deref(), Some("SELECT count(*) FROM book"));
     assert!(!reply.cleaned);
-    assert_eq!(reply.samples, vec!["SELECT 1".to_string()]);
+    assert_eq!(reply.samples, vec![Some("SELECT 1".to_string())]);
     assert_eq!(reply.retrieved, vec!["book.id".to_string()]);
     let sent: Request = serde_json::from_slice(&std::fs::read(&copy).unwrap()).unwrap();
     assert_eq!(sent, request("q1"));

@@ -2,7 +2,8 @@
 //! line of a JSONL prediction file (with its `id`) and what a `command` or `http` system
 //! prints. One reader, so the two cannot drift apart:
 //!
-//! `{"sql": "..."}` or `{"abstain": true}`, optionally with `samples` (further sampled answers),
+//! `{"sql": "..."}` or `{"abstain": true}`, optionally with `samples` (further sampled answers,
+//! each SQL as a string or `{"abstain": true}`),
 //! `retrieved` (what a retriever returned) and `usage` (`{"prompt_tokens": 812,
 //! "completion_tokens": 41}`); a prediction file's lines add `id`. Nothing else: an unknown
 //! field, a repeated one, or an answer that is both or neither SQL and abstention is refused.
@@ -21,8 +22,8 @@ pub struct AnswerDocument {
     pub id: Option<serde_json::Value>,
     /// The SQL as written (not yet cleaned of fences and prose), or the abstention.
     pub answer: Answer,
-    /// Further sampled answers, as written.
-    pub samples: Vec<String>,
+    /// Further sampled answers, as written: SQL or an abstention.
+    pub samples: Vec<Answer>,
     /// What a retriever returned (tables, columns, examples).
     pub retrieved: Vec<String>,
     /// The tokens the system's server counted for this answer, when it says.
@@ -71,12 +72,34 @@ struct Fields {
     sql: Option<String>,
     #[serde(default)]
     abstain: Option<bool>,
-    #[serde(default)]
-    samples: Vec<String>,
+    #[serde(default, deserialize_with = "samples")]
+    samples: Vec<Answer>,
     #[serde(default)]
     retrieved: Vec<String>,
     #[serde(default)]
     usage: Option<Usage>,
+}
+
+/// Reads `samples`: each one SQL (a string) or `{"abstain": true}`, as the answer itself can be.
+fn samples<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<Answer>, D::Error> {
+    let values = Vec::<serde_json::Value>::deserialize(deserializer)?;
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, value)| match value {
+            serde_json::Value::String(sql) => Ok(Answer::Sql(sql)),
+            serde_json::Value::Object(fields)
+                if fields.len() == 1 && fields.get("abstain") == Some(&true.into()) =>
+            {
+                Ok(Answer::Abstain)
+            }
+            other => Err(serde::de::Error::custom(format!(
+                "`samples` item {}: expected SQL (a string) or {{\"abstain\": true}}, found {}",
+                i + 1,
+                json_kind(&other)
+            ))),
+        })
+        .collect()
 }
 
 /// Reads one answer document. Its texts are redacted of the known secrets: an escape
@@ -94,10 +117,14 @@ pub fn parse_answer_document(text: &[u8]) -> Result<AnswerDocument, AnswerDocume
         return Err(AnswerDocumentError::NotAnObject(json_kind(&value)));
     }
     let mut fields: Fields = serde_json::from_slice(text).map_err(json)?;
+    let sampled = fields.samples.iter_mut().filter_map(|sample| match sample {
+        Answer::Sql(sql) => Some(sql),
+        Answer::Abstain => None,
+    });
     let texts = fields
         .sql
         .iter_mut()
-        .chain(&mut fields.samples)
+        .chain(sampled)
         .chain(&mut fields.retrieved);
     texts.for_each(secrets::redact_in_place);
     let id = || fields.id.as_ref().and_then(json_id);
@@ -133,7 +160,13 @@ mod tests {
         .unwrap();
         assert_eq!(read.id, Some("q1".into()));
         assert_eq!(read.answer, Answer::Sql("SELECT 1".into()));
-        assert_eq!((read.samples.len(), read.retrieved.len()), (1, 1));
+        assert_eq!(read.samples, [Answer::Sql("SELECT 2".into())]);
+        assert_eq!(read.retrieved.len(), 1);
+        let sampled = parse(r#"{"abstain": true, "samples": [{"abstain": true}, "SELECT 3"]}"#);
+        assert_eq!(
+            sampled.unwrap().samples,
+            [Answer::Abstain, Answer::Sql("SELECT 3".into())]
+        );
         assert_eq!(read.usage.and_then(|u| u.total()), Some(7));
         let abstained = parse(r#"{"abstain": true}"#).unwrap();
         assert_eq!((abstained.id, abstained.answer), (None, Answer::Abstain));
@@ -161,6 +194,14 @@ mod tests {
             (r#"{"sql": "A", "sql": "B"}"#, "duplicate field `sql`"),
             (r#"{"sql": "A", "colour": 1}"#, "unknown field `colour`"),
             (r#"{"sql": 7}"#, "invalid type"),
+            (
+                r#"{"sql": "A", "samples": ["B", {"abstain": false}]}"#,
+                "`samples` item 2: expected SQL (a string) or {\"abstain\": true}, found an object",
+            ),
+            (
+                r#"{"sql": "A", "samples": [null]}"#,
+                "`samples` item 1: expected SQL",
+            ),
             (
                 r#"{"sql": "A", "usage": {"prompt_tokens": -1, "completion_tokens": 0}}"#,
                 "invalid value",

@@ -29,6 +29,16 @@ pub enum Answer {
     Abstain,
 }
 
+impl Answer {
+    /// The SQL, or `None` for an abstention.
+    pub fn into_sql(self) -> Option<String> {
+        match self {
+            Answer::Sql(sql) => Some(sql),
+            Answer::Abstain => None,
+        }
+    }
+}
+
 /// One case's prediction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prediction {
@@ -45,8 +55,9 @@ pub struct Prediction {
     /// abstained), `json_null` (TrustSQL: JSON `null`, which the reference executes and
     /// scores as a prediction error; the SQL is empty).
     pub notes: BTreeMap<String, String>,
-    /// Further sampled answers (JSONL `samples`), cleaned like the answer, for NL2SQL Pass@K.
-    pub samples: Vec<String>,
+    /// Further sampled answers (JSONL `samples`), cleaned like the answer, for NL2SQL Pass@K
+    /// and a sampled gate's replay: SQL or an abstention.
+    pub samples: Vec<Answer>,
     /// The schema elements the system says it retrieved (JSONL `retrieved`), for the retrieval
     /// metrics.
     pub retrieved: Vec<String>,
@@ -269,8 +280,11 @@ fn jsonl_record(at: SourceRef, line: &str) -> Result<(String, Prediction), Input
     let mut prediction = cleaned(document.answer, at);
     prediction.samples = document
         .samples
-        .iter()
-        .map(|sample| clean_sql(sample).sql)
+        .into_iter()
+        .map(|sample| match sample {
+            Answer::Sql(sql) => Answer::Sql(clean_sql(&sql).sql),
+            Answer::Abstain => Answer::Abstain,
+        })
         .collect();
     prediction.retrieved = document.retrieved;
     prediction.usage = document.usage;

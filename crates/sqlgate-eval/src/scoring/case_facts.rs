@@ -12,7 +12,7 @@ use sqlparser::parser::Parser;
 
 use super::Scoring;
 use crate::exec::QueryRunner;
-use crate::loaders::Case;
+use crate::loaders::{Answer, Case};
 use crate::metrics::ex::{self, CaseInput};
 use crate::metrics::retrieval::{self, Retrieval};
 use crate::metrics::sql2nl::{self, QueryShape, SchemaErrors};
@@ -42,7 +42,7 @@ pub(super) fn collect(
     input: &CaseInput<'_>,
     main_db: &Path,
     case: &Case,
-    answer: (Option<&str>, &[String], &[String]),
+    answer: (Option<&str>, &[Answer], &[String]),
     runner: &dyn QueryRunner,
 ) -> Robustness {
     let (sql, samples, retrieved) = answer;
@@ -59,9 +59,13 @@ pub(super) fn collect(
     let samples = (!samples.is_empty()).then(|| {
         let correct = samples
             .iter()
-            .filter(|sample| {
-                ex::evaluate(scoring.mode, &scoring.mode_options, input, sample, runner).score
-                    == 1.0
+            // An abstaining sample answers no feasible question.
+            .filter(|sample| match sample {
+                Answer::Sql(sql) => {
+                    ex::evaluate(scoring.mode, &scoring.mode_options, input, sql, runner).score
+                        == 1.0
+                }
+                Answer::Abstain => false,
             })
             .count();
         (samples.len() as u64, correct as u64)

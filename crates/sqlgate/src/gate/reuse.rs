@@ -336,7 +336,7 @@ mod tests {
         let mut other_retrieval = retrieved.clone();
         other_retrieval.retrieved = vec!["nothing_here".into()];
         let mut sampled = retrieved.clone();
-        sampled.samples = vec!["SELECT 5".into()];
+        sampled.samples = vec![Some("SELECT 5".into())];
         let mut truncated = retrieved.clone();
         truncated.truncated = true;
         for changed in [other_retrieval, sampled, truncated] {

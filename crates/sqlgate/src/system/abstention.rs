@@ -55,15 +55,16 @@ impl Abstention {
     }
 }
 
-/// TrustSQL's vote (A.6): samples are cleaned and non-SELECTs count as abstentions; the
+/// TrustSQL's vote (A.6): samples are cleaned and non-SELECTs count as abstentions, as abstaining
+/// samples do; the
 /// distinct answers are visited in code-point order and the first held by at least
 /// `floor(n x ratio)` samples wins; none, or a winning abstention, abstains. The winning string
 /// itself is returned (the reference's index defect is not reproduced).
-pub fn vote(samples: &[String], ratio: f64) -> Option<String> {
+pub fn vote(samples: &[Option<String>], ratio: f64) -> Option<String> {
     let answers: Vec<Option<String>> = samples
         .iter()
         .map(|sample| {
-            let sql = clean_sql(sample).sql;
+            let sql = clean_sql(sample.as_deref()?).sql;
             sql.trim_start()
                 .to_lowercase()
                 .starts_with("select")
@@ -90,7 +91,7 @@ mod tests {
         Reply {
             sql: Some(sql.to_string()),
             cleaned: false,
-            samples: samples.iter().map(|s| s.to_string()).collect(),
+            samples: samples.iter().map(|s| Some(s.to_string())).collect(),
             retrieved: Vec::new(),
             truncated: false,
             usage: None,
@@ -106,18 +107,18 @@ mod tests {
             "```sql\nSELECT a FROM t\n```",
         ];
         assert_eq!(
-            vote(&same.map(String::from), 1.0).as_deref(),
+            vote(&same.map(|s| Some(s.to_string())), 1.0).as_deref(),
             Some("SELECT a FROM t")
         );
         let split = ["SELECT a FROM t", "SELECT b FROM t", "SELECT a FROM t"];
-        assert_eq!(vote(&split.map(String::from), 1.0), None);
+        assert_eq!(vote(&split.map(|s| Some(s.to_string())), 1.0), None);
         assert_eq!(
-            vote(&split.map(String::from), 0.6).as_deref(),
+            vote(&split.map(|s| Some(s.to_string())), 0.6).as_deref(),
             Some("SELECT a FROM t")
         );
         let refusing = ["I cannot answer", "I cannot answer", "SELECT a FROM t"];
         // floor(3 x 0.6) = 1 sample suffices, and abstentions come first in code-point order.
-        assert_eq!(vote(&refusing.map(String::from), 0.6), None);
+        assert_eq!(vote(&refusing.map(|s| Some(s.to_string())), 0.6), None);
     }
 
     #[test]

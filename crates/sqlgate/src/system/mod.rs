@@ -63,9 +63,9 @@ pub struct Reply {
     /// Markdown fences or prose were stripped from the raw answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cleaned: bool,
-    /// Further sampled answers, for voting and Pass@K.
+    /// Further sampled answers, for voting and Pass@K; `None` is an abstention, as in `sql`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub samples: Vec<String>,
+    pub samples: Vec<Option<String>>,
     /// What a retriever returned (tables, columns, examples), for diagnostics.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retrieved: Vec<String>,
@@ -114,7 +114,7 @@ impl Reply {
             Answer::Abstain => Reply::abstain(),
         };
         Reply {
-            samples: document.samples,
+            samples: document.samples.into_iter().map(Answer::into_sql).collect(),
             retrieved: document.retrieved,
             usage: document.usage,
             ..reply
@@ -130,7 +130,11 @@ impl Reply {
         Reply {
             cleaned: prediction.cleaned,
             script: prediction.script,
-            samples: prediction.samples,
+            samples: prediction
+                .samples
+                .into_iter()
+                .map(Answer::into_sql)
+                .collect(),
             retrieved: prediction.retrieved,
             usage: prediction.usage,
             ..reply
@@ -144,7 +148,11 @@ impl Reply {
             cleaned: self.cleaned,
             source,
             notes: BTreeMap::new(),
-            samples: self.samples.clone(),
+            samples: self
+                .samples
+                .iter()
+                .map(|sample| sample.clone().map_or(Answer::Abstain, Answer::Sql))
+                .collect(),
             retrieved: self.retrieved.clone(),
             usage: self.usage,
             script: self.script.clone(),
@@ -159,8 +167,8 @@ impl Reply {
         }
     }
 
-    /// Adds further sampled answers, for voting and Pass@K.
-    pub fn with_samples(mut self, samples: Vec<String>) -> Reply {
+    /// Adds further sampled answers, for voting and Pass@K: `None` for a sample that abstained.
+    pub fn with_samples(mut self, samples: Vec<Option<String>>) -> Reply {
         self.samples = samples;
         self
     }
@@ -198,7 +206,10 @@ impl Reply {
             samples: self
                 .samples
                 .iter()
-                .map(|sample| sqlgate_eval::model_output::clean_sql(sample).sql)
+                .map(|sample| {
+                    let sql = sample.as_deref()?;
+                    Some(sqlgate_eval::model_output::clean_sql(sql).sql)
+                })
                 .collect(),
             retrieved: self.retrieved,
             truncated: self.truncated,

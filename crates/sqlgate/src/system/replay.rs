@@ -67,9 +67,12 @@ impl System for ReplaySystem {
             Some(k) => reply
                 .samples
                 .get(k as usize - 1)
-                .map(|sql| Reply {
-                    cleaned: false,
-                    ..Reply::sql(sql.clone())
+                .map(|sample| match sample {
+                    Some(sql) => Reply {
+                        cleaned: false,
+                        ..Reply::sql(sql.clone())
+                    },
+                    None => Reply::abstain(),
                 })
                 .ok_or_else(|| {
                     not_there(format!(

@@ -275,18 +275,32 @@ fn case_line_errors_name_the_line() {
     }
 }
 
+/// `--db-dir` overrides the manifest's folder, and is read as it is: the scripts build into the
+/// manifest's own folder only (a distilled folder given instead is never written into).
 #[test]
-fn db_dir_option_overrides_the_manifest() {
+fn db_dir_option_overrides_the_manifest_and_is_only_read() {
     let (dir, manifest) = suite();
     let elsewhere = dir.path().join("elsewhere");
     let options = LoadOptions {
         db_dir: Some(elsewhere.clone()),
         ..LoadOptions::on(sqlgate_engine_sqlite::files())
     };
+    let error = load(&manifest, &options).unwrap_err().to_string();
+    assert!(error.contains("unknown database `bookshop`"), "{error}");
+    assert!(!elsewhere.exists() && !dir.path().join("build").exists());
+    // Built where the manifest says, then copied to the other folder, which is read as is.
+    load(&manifest, &LoadOptions::on(sqlgate_engine_sqlite::files())).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::copy(
+        dir.path().join("build/bookshop.sqlite"),
+        elsewhere.join("bookshop.sqlite"),
+    )
+    .unwrap();
     let bench = load(&manifest, &options).unwrap();
     assert_eq!(bench.db_dir, elsewhere);
     assert_eq!(count_books(&elsewhere.join("bookshop.sqlite")), 2);
-    assert!(!dir.path().join("build").exists());
+    let files: Vec<_> = std::fs::read_dir(&elsewhere).unwrap().collect();
+    assert_eq!(files.len(), 1, "nothing written beside it");
 }
 
 #[test]
