@@ -162,6 +162,38 @@ fn score_reports_a_family_against_its_seeds() {
     assert!(bad.stderr.contains("expected NAME=PATH"));
 }
 
+/// A predictions file answering four TQA families, scored with one of them loaded: refused
+/// naming every family the run leaves out (and how many predictions each has), nothing
+/// scored; with all four loaded it scores.
+#[test]
+fn predictions_for_families_not_loaded_are_refused_naming_each() {
+    let tqa = repo().join("benchmarks/demo/tqa");
+    let score = |families: &[&str]| {
+        let mut command = sqlgate();
+        command
+            .arg("score")
+            .arg("--gold")
+            .arg(repo().join("benchmarks/demo/suite.toml"))
+            .arg("--pred")
+            .arg(tqa.join("predictions.jsonl"));
+        for family in families {
+            command.arg("--family").arg(format!(
+                "{family}={}",
+                tqa.join(format!("{family}.jsonl")).display()
+            ));
+        }
+        command.run()
+    };
+    let subset = score(&["tqa-ll"]);
+    subset.assert_bad_input(&[
+        "predictions.jsonl",
+        "families this run does not load: `tqa-lo` (34), `tqa-ol` (34), `tqa-oo` (34)",
+        "--family NAME=FILE",
+    ]);
+    assert!(subset.stdout.is_empty(), "{}", subset.stdout);
+    score(&["tqa-oo", "tqa-lo", "tqa-ol", "tqa-ll"]).assert_success();
+}
+
 fn gate(dir: &Path, family_gate: &str) -> (Run, String) {
     gate_with_profile(dir, family_gate, "", &[])
 }

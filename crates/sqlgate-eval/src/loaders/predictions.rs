@@ -1,7 +1,7 @@
 //! Prediction files, aligned one-to-one with a benchmark's cases.
 
 use crate::model_output::{clean_script, clean_sql};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -251,12 +251,69 @@ fn load_jsonl(
         })
         .collect();
     let mut slots: Vec<Option<Prediction>> = vec![None; bench.cases.len()];
+    let mut unloaded = UnloadedFamilies::default();
+    let loaded: HashSet<&str> = bench
+        .cases
+        .iter()
+        .filter_map(|case| case.tags.get("family").map(String::as_str))
+        .collect();
     for parsed in parsed {
         let (id, prediction) = parsed?;
+        if !index.contains_key(id.as_str()) {
+            if let Some(family) = unloaded_family(&loaded, &index, &id) {
+                unloaded.add(family, &prediction.source);
+                continue;
+            }
+        }
         let case = free_slot(&index, &slots, &id, &prediction.source)?;
         slots[case] = Some(prediction);
     }
+    unloaded.check()?;
     Ok(slots)
+}
+
+/// The family a prediction's id `<seed>::<family>::<mutant>` names when the seed is a case of
+/// the run and the family is not among the `loaded` ones.
+fn unloaded_family<'a>(
+    loaded: &HashSet<&str>,
+    index: &HashMap<&str, usize>,
+    id: &'a str,
+) -> Option<&'a str> {
+    let (seed, rest) = id.split_once("::")?;
+    let (family, _) = rest.split_once("::")?;
+    index.get(seed)?;
+    (!loaded.contains(family)).then_some(family)
+}
+
+/// Predictions for cases of families the run does not load, by family: refused together, so
+/// one message names every family to load.
+#[derive(Default)]
+struct UnloadedFamilies {
+    counts: BTreeMap<String, usize>,
+    first: Option<SourceRef>,
+}
+
+impl UnloadedFamilies {
+    fn add(&mut self, family: &str, at: &SourceRef) {
+        *self.counts.entry(family.to_string()).or_default() += 1;
+        self.first.get_or_insert_with(|| at.clone());
+    }
+
+    fn check(self) -> Result<(), InputError> {
+        let Some(first) = self.first else {
+            return Ok(());
+        };
+        let families: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(family, count)| format!("`{family}` ({count})"))
+            .collect();
+        Err(first.error(format!(
+            "the file answers cases of families this run does not load: {}; load each one \
+             (`--family NAME=FILE`, or the suite's `families`) or leave its predictions out",
+            families.join(", ")
+        )))
+    }
 }
 
 /// One JSON Lines record: its id and its prediction.
