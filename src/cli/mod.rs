@@ -146,13 +146,13 @@ impl Source {
     /// Loads the benchmark with its databases as SQLite files (the generators' and the
     /// audit's engine). These tools read query golds: a state case is refused.
     fn load(&self) -> Result<Benchmark, InputError> {
-        self.load_from(&sqlite_files())
+        self.load_from(&sqlite_files()).map_err(on_sqlite_files)
     }
 
     /// Loads the benchmark as [`Source::load`] does, state cases kept (`generate errors`
     /// writes their DML mutants).
     fn load_with_state_cases(&self) -> Result<Benchmark, InputError> {
-        self.read(&sqlite_files())
+        self.read(&sqlite_files()).map_err(on_sqlite_files)
     }
 
     /// Loads the benchmark with its databases on `backend`, checking a server's databases.
@@ -174,6 +174,18 @@ impl Source {
         warn_about_the_role(&bench, &**backend)?;
         Ok(bench)
     }
+}
+
+/// A database these commands did not find says that they read SQLite files: a suite whose
+/// databases are on a server (Defog's PostgreSQL questions) has none until they are copied.
+fn on_sqlite_files(mut error: InputError) -> InputError {
+    if error.message.contains("unknown database") {
+        error.message.push_str(
+            " (this command reads each database as a SQLite file; `sqlgate copy --to-engine \
+             sqlite` copies a server's databases to files)",
+        );
+    }
+    error
 }
 
 /// Where the databases are: `--engine`, and for a server `--dsn` and `--password-env`.

@@ -499,3 +499,33 @@ fn model_hiding_is_validated_cached_and_falls_back_to_synonyms() {
         family
     );
 }
+
+/// TQA renames SQLite files: a suite whose databases are not files here (Defog's PostgreSQL
+/// questions, beside their dumps) is refused saying so and how to get files, nothing written.
+#[test]
+fn a_suite_without_sqlite_files_is_refused_saying_tqa_reads_files() {
+    if !wordnet_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gold = dir.path().join("questions_postgres.csv");
+    std::fs::write(
+        &gold,
+        "question,query,db_name,query_category\r\nHow many authors?,SELECT count(*) FROM author,academic,count\r\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    sqlgate()
+        .args(["generate", "tqa", "--method", "naturalness", "--gold"])
+        .arg(&gold)
+        .arg("--out")
+        .arg(&out)
+        .run()
+        .assert_bad_input(&[
+            "questions_postgres.csv: record 0 (line 2)",
+            "unknown database `academic`",
+            "reads each database as a SQLite file",
+            "sqlgate copy --to-engine sqlite",
+        ]);
+    assert!(!out.exists());
+}

@@ -94,7 +94,7 @@ fn read_rows(path: &Path, text: &str) -> Result<Vec<Row>, InputError> {
     let mut headers = HashMap::new();
     for (index, name) in reader
         .headers()
-        .map_err(|e| csv_error(path, &e))?
+        .map_err(|e| csv_error(path, text, &e))?
         .iter()
         .enumerate()
     {
@@ -121,7 +121,7 @@ fn read_rows(path: &Path, text: &str) -> Result<Vec<Row>, InputError> {
     let column = |name: &str| headers.get(name).copied();
     let mut rows = Vec::new();
     for record in reader.records() {
-        let record = record.map_err(|e| csv_error(path, &e).at_record(rows.len()))?;
+        let record = record.map_err(|e| csv_error(path, text, &e).at_record(rows.len()))?;
         let field = |name: &str| {
             column(name)
                 .and_then(|index| record.get(index))
@@ -129,7 +129,7 @@ fn read_rows(path: &Path, text: &str) -> Result<Vec<Row>, InputError> {
                 .to_string()
         };
         rows.push(Row {
-            line: record.position().map_or(0, |p| p.line() as usize),
+            line: record.position().map_or(0, |p| line_of(text, p)),
             db_name: field("db_name").trim().to_string(),
             category: field("query_category").trim().to_string(),
             query: field("query"),
@@ -185,7 +185,7 @@ fn check_quotes(path: &Path, text: &str) -> Result<(), InputError> {
     }
 }
 
-fn csv_error(path: &Path, error: &csv::Error) -> InputError {
+fn csv_error(path: &Path, text: &str, error: &csv::Error) -> InputError {
     let message = match error.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
@@ -195,7 +195,20 @@ fn csv_error(path: &Path, error: &csv::Error) -> InputError {
     };
     let file_error = InputError::file(path, message);
     match error.position() {
-        Some(position) => file_error.at_line(position.line() as usize),
+        Some(position) => file_error.at_line(line_of(text, position)),
         None => file_error,
     }
+}
+
+/// The 1-based line a record starts on. The csv crate counts lines by `\n` and starts a record
+/// after a `\r` terminator, so in a file with `\r\n` line ends it gives the line before: the
+/// line ends left at the record's byte offset are counted too.
+fn line_of(text: &str, position: &csv::Position) -> usize {
+    let start = usize::try_from(position.byte()).map_or(text.len(), |b| b.min(text.len()));
+    let skipped = text.as_bytes()[start..]
+        .iter()
+        .take_while(|b| matches!(b, b'\r' | b'\n'))
+        .filter(|&&b| b == b'\n')
+        .count();
+    position.line() as usize + skipped
 }

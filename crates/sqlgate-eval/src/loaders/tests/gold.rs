@@ -52,6 +52,28 @@ fn defog_columns_are_found_by_header_name() {
     assert_eq!(bench.cases[1].evidence, None);
 }
 
+/// Windows line ends (`\r\n`, as Python's csv module writes them) give the same lines.
+#[test]
+fn defog_records_with_crlf_line_ends_name_their_own_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    make_db(dir.path(), "shop.sqlite");
+    let csv = "question,query,query_category,db_name\r\n\"Multi\r\nline?\",SELECT 1,ratio,shop\r\n\
+               Second,SELECT 2,ratio,shop\r\n";
+    let bench = load_default(&write(dir.path(), "q.csv", csv)).unwrap();
+    let lines: Vec<_> = bench.cases.iter().map(|c| c.source.line).collect();
+    assert_eq!(lines, [Some(2), Some(4)]);
+    let short =
+        "question,query,query_category,db_name\r\nFirst,SELECT 1,ratio,shop\r\nSecond,x\r\n";
+    let path = write(dir.path(), "short.csv", short);
+    expect_error(
+        load_default(&path),
+        &path,
+        Some(1),
+        Some(3),
+        &["expected 4 fields"],
+    );
+}
+
 #[test]
 fn defog_idk_file_is_detected_and_infeasible() {
     let dir = tempfile::tempdir().unwrap();
