@@ -5,9 +5,7 @@
 use std::path::Path;
 
 use sqlgate_embedder::SentenceModel;
-use sqlgate_generate::mutate::para::MODEL_MIN_CS;
-use sqlgate_generate::mutate::para::{judge, similarities, verbalizations, SchemaNames, Verdict};
-use sqlgate_generate::mutate::{every_variant, Operator};
+use sqlgate_generate::mutate::para::{calibration, MODEL_MIN_CS};
 use sqlgate_test_support::{minilm, repo_root, shared_data};
 
 use crate::support::sqlgate;
@@ -30,9 +28,6 @@ fn defog(data: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A paraphrase's `cs`, the gold it is judged against, and its text.
-type Scored = (f64, String, String);
-
 /// Percentile `p` (0..=100) of sorted `values`.
 fn percentile(values: &[f64], p: usize) -> f64 {
     values[(values.len() - 1) * p / 100]
@@ -44,94 +39,24 @@ fn on_defog_the_model_keeps_the_faithful_and_drops_the_wrong() {
         return;
     };
     let model = SentenceModel::open(&dir).unwrap();
-    let golds = defog(&data);
-    let names = SchemaNames::default();
-    let mut kinds: Vec<(&str, Vec<Scored>)> = [
-        "faithful (verbalizer)",
-        "another gold's question",
-        "negated condition",
-        "different aggregate",
-    ]
-    .into_iter()
-    .map(|kind| (kind, Vec::new()))
-    .collect();
-    for (i, (sql, question)) in golds.iter().enumerate() {
-        let id = i.to_string();
-        let Ok(own) = verbalizations(&id, sql, question, 5, 42, None, &names) else {
-            continue;
-        };
-        let j = if i + 1 < golds.len() { i + 1 } else { i - 1 };
-        let mut wrong: [Vec<String>; 3] = [vec![golds[j].1.clone()], Vec::new(), Vec::new()];
-        for (op, mutant) in every_variant(sql, 1).unwrap() {
-            let bucket = match op {
-                Operator::WhereConditionFlip => 1,
-                Operator::AggregationSwap => 2,
-                _ => continue,
-            };
-            if let Ok(found) = verbalizations(&id, &mutant, question, 5, 42, None, &names) {
-                wrong[bucket].extend(found);
-            }
-        }
-        for (k, texts) in std::iter::once(own).chain(wrong).enumerate() {
-            let scores = similarities(&model, question, &texts).unwrap();
-            for (cs, text) in scores.into_iter().zip(texts) {
-                kinds[k].1.push((cs, sql.clone(), text));
-            }
-        }
-    }
+    let kinds = calibration::calibrate(&model, &defog(&data)).unwrap();
     // docs/paraphrase.md's table, row for row.
     let doc = std::fs::read_to_string(repo_root().join("docs/paraphrase.md")).unwrap();
-    let thresholds = [0.5, MODEL_MIN_CS, 0.6, 0.7];
-    let mut shares = Vec::new();
-    for (kind, scored) in &kinds {
-        let mut cs: Vec<f64> = scored.iter().map(|(cs, _, _)| *cs).collect();
-        cs.sort_by(f64::total_cmp);
-        let kept_at = |t: f64, checked: bool| {
-            let kept = scored
-                .iter()
-                .filter(|(cs, sql, text)| {
-                    if checked {
-                        judge(*cs, t, sql, text) == Verdict::Kept
-                    } else {
-                        *cs >= t
-                    }
-                })
-                .count();
-            kept as f64 / scored.len().max(1) as f64
-        };
-        let cells: Vec<String> = thresholds
-            .iter()
-            .map(|t| {
-                format!(
-                    "{:.0}% / {:.0}%",
-                    100.0 * kept_at(*t, false),
-                    100.0 * kept_at(*t, true)
-                )
-            })
-            .collect();
-        let row = format!(
-            "| {kind} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
-            cs.len(),
-            percentile(&cs, 5),
-            percentile(&cs, 25),
-            percentile(&cs, 50),
-            percentile(&cs, 75),
-            percentile(&cs, 95),
-            cells.join(" | ")
-        );
-        println!("{row}");
-        assert!(
-            doc.contains(&row),
-            "docs/paraphrase.md lacks the row\n{row}"
-        );
-        shares.push((*kind, kept_at(MODEL_MIN_CS, true)));
-    }
-    // The faithful kept, and no wrong kind kept more than the n-gram embedder keeps.
-    assert!(shares[0].1 >= 0.94, "{shares:?}");
+    let missing: Vec<String> = kinds
+        .iter()
+        .map(|kind| kind.row(&[0.5, MODEL_MIN_CS, 0.6, 0.7]))
+        .inspect(|row| println!("{row}"))
+        .filter(|row| !doc.contains(row))
+        .collect();
     assert!(
-        shares[1].1 <= 0.35 && shares[2].1 == 0.0 && shares[3].1 <= 0.26,
-        "{shares:?}"
+        missing.is_empty(),
+        "docs/paraphrase.md lacks the rows\n{}",
+        missing.join("\n")
     );
+    // The faithful kept, and each wrong kind kept at most 5% of the time.
+    let shares: Vec<f64> = kinds.iter().map(|k| k.kept(MODEL_MIN_CS, true)).collect();
+    assert!(shares[0] >= 0.94, "{shares:?}");
+    assert!(shares[1..].iter().all(|kept| *kept <= 0.05), "{shares:?}");
 }
 
 /// `generate paraphrase --embedder` with default flags on the shared Defog and Spider dev

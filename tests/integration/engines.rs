@@ -268,7 +268,12 @@ fn audit_compares_the_golds_of_two_engines() {
         .run();
     let disagreements = engine_disagreements(&run);
     // As docs/audit.md#other-engines counts them.
-    assert_eq!(disagreements.len(), 8, "{disagreements:#?}");
+    let doc = std::fs::read_to_string(crate::support::repo().join("docs/audit.md")).unwrap();
+    let counted = format!(
+        "finds {} cases whose golds mean different things",
+        disagreements.len()
+    );
+    assert!(doc.contains(&counted), "{counted}: {disagreements:#?}");
     // Every PostgreSQL original runs (Defog's `{a,b}` column sets taken whole)...
     assert!(disagreements.values().all(|d| !d.contains("fails on")));
     // ...and some mean something else: a month truncated to a timestamp rather than to

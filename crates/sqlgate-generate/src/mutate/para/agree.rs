@@ -4,11 +4,20 @@
 //! polarity (a negation or not), its comparison directions and its aggregates; a paraphrase
 //! agrees when it says each of them with a cue word and adds no negation the gold lacks.
 
+use std::collections::HashMap;
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    visit_expressions, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, OrderByKind, Query,
+    SelectItem, SetExpr, TableFactor,
+};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
-use super::words::words;
+use super::words::{is_abbreviated_key, singular, words};
+use crate::mutate::on_enough_stack;
 
 /// Phrases whose words would read as other cues ("no less than" is a direction, not a
 /// negation; "at least one" is existence, not a minimum), replaced before the cues are read.
@@ -129,6 +138,12 @@ const COUNT: &[&str] = &[
     "most",
     "fewest",
 ];
+/// Words that say a sum or an average and nothing else: a paraphrase using one for a gold that
+/// computes no such aggregate swapped it ("total" and "number" also say a count).
+const ONLY_SUM: &[&str] = &["sum", "summed", "combined"];
+const ONLY_AVERAGE: &[&str] = &["average", "averaged", "mean", "avg"];
+/// The words after "total" that make it a count ("the total number of").
+const COUNTED_TOTAL: &[&str] = &["number", "numbers", "count", "counts", "amount", "of", "no"];
 const LOWEST: &[&str] = &[
     "lowest", "minimum", "smallest", "least", "min", "fewest", "earliest", "first", "shortest",
     "cheapest", "oldest",
@@ -171,7 +186,7 @@ fn gold_cues(sql: &str) -> Option<Cues> {
         .collect();
     for (i, token) in significant.iter().enumerate() {
         let called = matches!(significant.get(i + 1), Some(Token::LParen));
-        let compared = i > 0 && compares(significant[i - 1]);
+        let compared = i > 0 && compared_at(&significant[..i]);
         let zero_next = matches!(significant.get(i + 1), Some(Token::Number(n, _)) if n == "0");
         // "the five most expensive": how many rows are asked for is a value too (one row is
         // said in too many ways: "the", "top", "which").
@@ -224,6 +239,20 @@ fn gold_cues(sql: &str) -> Option<Cues> {
     Some(cues)
 }
 
+/// Whether the literal after `before` is compared: right after a comparison operator or LIKE,
+/// or inside a case function there (`LIKE LOWER('%Dallas%')`).
+fn compared_at(before: &[&Token]) -> bool {
+    match before {
+        [.., operator, Token::Word(function), Token::LParen]
+            if matches!(function.keyword, Keyword::LOWER | Keyword::UPPER) =>
+        {
+            compares(operator)
+        }
+        [.., last] => compares(last),
+        [] => false,
+    }
+}
+
 /// A comparison operator or LIKE: the literal after it is a value the question must name.
 fn compares(token: &Token) -> bool {
     match token {
@@ -258,8 +287,27 @@ pub fn agrees_with_gold(sql: &str, paraphrase: &str) -> bool {
     let polarity_kept = gold.null_test || gold.negated == negates;
     let said = |wanted: bool, cues: &[&str]| !wanted || says(cues);
     let direction_flipped = gold.above_zero && !gold.less && says(LESS);
+    // An aggregate word the gold has no aggregate for, unless it is a name ("avg_rating").
+    let adds = |wanted: bool, cues: &[&str]| {
+        !wanted
+            && words
+                .iter()
+                .any(|w| cues.contains(w) && !gold.names.iter().any(|name| name == w))
+    };
+    // "total" says a count in "the total number of"; before anything else it says a sum
+    // ("the total pid").
+    let total_sum = words.windows(2).any(|pair| {
+        pair[0] == "total"
+            && !COUNTED_TOTAL.contains(&pair[1])
+            && !gold.names.iter().any(|name| name == "total")
+    });
+    let aggregate_added = adds(gold.total, ONLY_SUM)
+        || (!gold.total && total_sum)
+        || adds(gold.average, ONLY_AVERAGE);
     polarity_kept
         && !direction_flipped
+        && !aggregate_added
+        && names_what_it_returns(sql, &words)
         && said(gold.greater, GREATER)
         && said(gold.less, LESS)
         && said(gold.count, COUNT)
@@ -267,6 +315,227 @@ pub fn agrees_with_gold(sql: &str, paraphrase: &str) -> bool {
         && said(gold.total, TOTAL)
         && said(gold.lowest, LOWEST)
         && said(gold.highest, HIGHEST)
+}
+
+/// Column words that say what kind of value a column holds, not which: "name" is named by its
+/// table ("the singers"), "department" by itself.
+const GENERIC: &[&str] = &[
+    "id", "name", "code", "no", "num", "number", "type", "value", "key", "has", "is",
+];
+/// Column words that label a row of their table: named by themselves or by the table ("Books
+/// by Canadian authors?" for `SELECT title FROM books`).
+const LABELS: &[&str] = &["title", "label"];
+
+/// Whether the paraphrase's `said` words name what the gold returns ([`requirements`]): a
+/// column by one of its own words, or, when those are generic ("name", an abbreviated key
+/// such as `aid`), by a word of its table; a label ("title") by either. "How many mountains
+/// are in each country?" for a gold returning `river.country_name, COUNT(river.river_name)`
+/// names no river: another question. A gold that does not parse asks nothing.
+fn names_what_it_returns(sql: &str, said: &[&str]) -> bool {
+    let said: Vec<String> = said.iter().map(|w| singular(w)).collect();
+    let words_of = |name: &str| -> Vec<String> {
+        words(name)
+            .split(' ')
+            .map(|w| singular(&w.to_lowercase()))
+            .filter(|w| w.len() >= 2)
+            .collect()
+    };
+    let is_said = |w: &String| said.iter().any(|s| same_word(w, s));
+    // Names without a word of three letters or more (a table `r`) cannot be checked: met.
+    let met_by = |names: Vec<String>| {
+        let checkable: Vec<&String> = names.iter().filter(|w| w.len() >= 3).collect();
+        checkable.is_empty() || checkable.into_iter().any(is_said)
+    };
+    let named = |(column, tables): &Column| {
+        let own = words_of(column);
+        let mut specific: Vec<String> = own
+            .iter()
+            .filter(|w| !GENERIC.contains(&w.as_str()))
+            .cloned()
+            .collect();
+        // `pay_load` is also said "payload".
+        if own.len() >= 2 && !specific.is_empty() {
+            specific.push(own.concat());
+        }
+        let table_words = || tables.iter().flat_map(|t| words_of(t)).collect();
+        if specific.is_empty() || is_abbreviated_key(column, None) {
+            met_by(table_words())
+        } else if specific.iter().all(|w| LABELS.contains(&w.as_str())) {
+            met_by(specific) || met_by(table_words())
+        } else {
+            met_by(specific)
+        }
+    };
+    let required = on_enough_stack(sql, |query| Ok(requirements(&query)));
+    required.map_or(true, |required| {
+        required.iter().all(|any| any.iter().any(named))
+    })
+}
+
+/// Measures said by their adjective: "the longest rivers" names `length`.
+const DIMENSIONS: &[(&str, &[&str])] = &[
+    ("length", &["long", "short"]),
+    ("height", &["high", "tall", "low"]),
+    ("width", &["wide", "narrow"]),
+    ("depth", &["deep", "shallow"]),
+    ("age", &["old", "young"]),
+    ("size", &["big", "large", "small"]),
+    ("weight", &["heavy", "light"]),
+    ("price", &["expensive", "cheap"]),
+    ("cost", &["expensive", "cheap"]),
+    ("population", &["people", "populous", "populated"]),
+];
+
+/// Whether a column's word `name` and a paraphrase's word `said` (both singular, lower case)
+/// are one word: the same, one inflected from the other ("admit", "admitted": one begins the
+/// other; "participation", "participated": a shared beginning of at least 6 letters and 70% of
+/// the shorter; "department" and "departure" are not), or a measure and its adjective
+/// ("length", "longest").
+fn same_word(name: &str, said: &str) -> bool {
+    let shared = name
+        .chars()
+        .zip(said.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let shorter = name.chars().count().min(said.chars().count());
+    name == said
+        || (shared >= 4 && shared == shorter)
+        || (shared >= 6 && shared * 10 >= shorter * 7)
+        || DIMENSIONS.iter().any(|(measure, adjectives)| {
+            *measure == name && adjectives.iter().any(|a| said.starts_with(a))
+        })
+}
+
+/// A column of the gold, with its table (a qualifier resolved through the FROM clause's
+/// aliases) or, unqualified, every table of the FROM clause; an empty column for `COUNT(*)`.
+type Column = (String, Vec<String>);
+
+/// What a paraphrase must name, each requirement met by naming any one of its columns:
+/// - each item of the leftmost SELECT list that is a column as stored;
+/// - each count in an item ("how many rivers", "the ratio of publications to authors"): its
+///   table or the column counted. Other computed items (`SUM(quantity * price)`) ask
+///   nothing: a person names what they mean ("revenue"), not the columns they read;
+/// - with a LIMIT, each ORDER BY column, which picks the rows ("the 3 most cited").
+fn requirements(query: &Query) -> Vec<Vec<Column>> {
+    let mut body = &*query.body;
+    let select = loop {
+        match body {
+            SetExpr::Select(select) => break select,
+            SetExpr::Query(inner) => return requirements(inner),
+            SetExpr::SetOperation { left, .. } => body = left,
+            _ => return Vec::new(),
+        }
+    };
+    let mut tables: HashMap<String, String> = HashMap::new();
+    let factors = select.from.iter().flat_map(|from| {
+        std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation))
+    });
+    for factor in factors {
+        if let TableFactor::Table { name, alias, .. } = factor {
+            let table = name
+                .0
+                .last()
+                .map(|part| part.to_string())
+                .unwrap_or_default();
+            let table = table.trim_matches(['"', '`', '[', ']']).to_lowercase();
+            if let Some(alias) = alias {
+                tables.insert(alias.name.value.to_lowercase(), table.clone());
+            }
+            tables.insert(table.clone(), table);
+        }
+    }
+    let mut every_table: Vec<String> = tables.values().cloned().collect();
+    every_table.sort();
+    every_table.dedup();
+    let column = |expr: &Expr| -> Option<Column> {
+        match expr {
+            Expr::Identifier(column) => Some((column.value.clone(), every_table.clone())),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let qualifier = parts[parts.len() - 2].value.to_lowercase();
+                let table = tables.get(&qualifier).cloned().unwrap_or(qualifier);
+                Some((parts[parts.len() - 1].value.clone(), vec![table]))
+            }
+            _ => None,
+        }
+    };
+    let count = |argument: Option<&Expr>| -> Vec<Column> {
+        let counted = argument.and_then(column);
+        let tables = counted.as_ref().map_or(&every_table, |(_, tables)| tables);
+        let mut any = vec![(String::new(), tables.clone())];
+        any.extend(counted);
+        any
+    };
+    let mut required = Vec::new();
+    let mut aliases = Vec::new();
+    for item in &select.projection {
+        let expr = match item {
+            SelectItem::UnnamedExpr(expr) => expr,
+            SelectItem::ExprWithAlias { expr, alias } => {
+                aliases.push(alias.value.to_lowercase());
+                expr
+            }
+            SelectItem::ExprWithAliases { expr, .. } => expr,
+            SelectItem::QualifiedWildcard(..) | SelectItem::Wildcard(_) => continue,
+        };
+        if let Some(stored) = column(expr) {
+            required.push(vec![stored]);
+            continue;
+        }
+        // Arithmetic on stored columns ("the ratio of capacity to range") names each of them;
+        // an aggregate's meaning has a name of its own ("revenue"): only counts are named.
+        let mut counts = Vec::new();
+        let mut stored = Vec::new();
+        let mut aggregated = false;
+        let _ = visit_expressions(expr, |inner| {
+            if let Some(argument) = counted_argument(inner) {
+                counts.push(count(argument));
+            }
+            if let Expr::Function(function) = inner {
+                let name = function.name.to_string().to_lowercase();
+                aggregated |= AGGREGATES.contains(&name.as_str());
+            }
+            stored.extend(column(inner));
+            ControlFlow::<()>::Continue(())
+        });
+        if aggregated {
+            required.extend(counts);
+        } else {
+            required.extend(stored.into_iter().map(|c| vec![c]));
+        }
+    }
+    if query.limit_clause.is_some() {
+        if let Some(OrderByKind::Expressions(order)) = query.order_by.as_ref().map(|o| &o.kind) {
+            for by in order {
+                let alias = matches!(&by.expr, Expr::Identifier(name)
+                    if aliases.contains(&name.value.to_lowercase()));
+                if let (false, Some(stored)) = (alias, column(&by.expr)) {
+                    required.push(vec![stored]);
+                }
+            }
+        }
+    }
+    required
+}
+
+/// SQLite's aggregate functions.
+const AGGREGATES: &[&str] = &["count", "sum", "total", "avg", "min", "max", "group_concat"];
+
+/// The argument of a `COUNT(...)` call: `None` for `COUNT(*)`.
+fn counted_argument(expr: &Expr) -> Option<Option<&Expr>> {
+    let Expr::Function(function) = expr else {
+        return None;
+    };
+    if !function.name.to_string().eq_ignore_ascii_case("count") {
+        return None;
+    }
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    match list.args.as_slice() {
+        [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] => Some(None),
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(argument))] => Some(Some(argument)),
+        _ => None,
+    }
 }
 
 /// Whether `text` (lowercased) names `value`: as written, as a number word ("one" for 1), or

@@ -8,6 +8,7 @@
 //! ([`llm`]).
 
 mod agree;
+pub mod calibration;
 pub mod descriptions;
 pub mod llm;
 pub mod names;
@@ -22,8 +23,9 @@ use std::collections::HashSet;
 use serde::Serialize;
 use sqlgate_eval::error::{AskError, ServiceError};
 
+use super::registry::Operator;
 use super::tqa::wordnet::WordNet;
-use super::{labelled_stream, on_enough_stack, MutateError};
+use super::{labelled_stream, on_enough_stack, MutateError, DEFAULT_SEED};
 pub use agree::agrees_with_gold;
 pub use names::SchemaNames;
 use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
@@ -133,6 +135,23 @@ impl Reference {
             Reference::Question(text) | Reference::GoldReading(text) => text,
         }
     }
+}
+
+/// The single-error mutants of the gold `sql` (case `id`) that mean something else, as the
+/// filter's calibration draws its wrong paraphrases from (docs/paraphrase.md): a mutant the
+/// verbalizer reads as it reads the gold (`SUM(CASE WHEN c THEN 1 END)` for `COUNT(CASE WHEN
+/// c THEN 1 END)`, both "the number of ... where c") computes the same thing in other SQL, and
+/// its readings are faithful, so it is left out. A gold the parser refuses has none.
+pub fn wrong_queries(id: &str, sql: &str) -> Vec<(Operator, String)> {
+    let names = SchemaNames::default();
+    let reading =
+        |sql: &str| reference(id, sql, "", DEFAULT_SEED, None, &names).map(|r| word_key(r.text()));
+    let gold = reading(sql);
+    let mutants = super::every_variant(sql, 1).unwrap_or_default();
+    mutants
+        .into_iter()
+        .filter(|(_, mutant)| gold.is_err() || reading(mutant) != gold)
+        .collect()
 }
 
 /// Why the parser's refusal means the gold gets no paraphrase.
