@@ -217,6 +217,8 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
                     &paraphraser.examples(),
                     args.k,
                     wordnet.as_ref(),
+                    // The n-gram embedder reads spelling, not meaning: no synonym by it.
+                    args.embedder.as_ref().map(|_| embedder.as_ref()),
                 );
                 for (why, _) in &parsed.rejected {
                     *tally.rejected.entry(why).or_default() += 1;

@@ -285,3 +285,35 @@ fn sc_matching_with_the_model_gives_one_number_through_score_and_the_gate() {
         run.stderr
     );
 }
+
+/// A clause's mention said by a word of close meaning (SQLMorph's 0.7) keeps a chat model's
+/// paraphrase with the model, where without it (and without WordNet) the paraphrase is refused;
+/// the word pairs the threshold is documented on fall on the documented sides.
+#[test]
+fn the_model_keeps_a_mention_said_by_a_synonym() {
+    use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
+    use sqlgate_generate::mutate::clause_mentions::{SYNONYM_MIN_CS, SYNONYM_PAIRS};
+    use sqlgate_generate::mutate::para::llm::parse_reply;
+    let Some(dir) = minilm() else { return };
+    let model = SentenceModel::open(&dir).unwrap();
+    let mut accepted = 0;
+    for (a, b, synonyms) in SYNONYM_PAIRS {
+        let v = model.embed(&[a.to_string(), b.to_string()]).unwrap();
+        let cs = cosine(&v[0], &v[1]);
+        println!("{a} / {b}: {cs:.3}");
+        if *synonyms {
+            accepted += usize::from(cs > SYNONYM_MIN_CS);
+        } else {
+            assert!(cs <= SYNONYM_MIN_CS, "{a} / {b}: {cs}");
+        }
+    }
+    assert!(accepted >= 4, "{accepted}");
+    let sql = "SELECT title FROM films ORDER BY price";
+    let original = "List the films ordered by price.";
+    let reply = "1. Show the films sorted by their cost.\n2. Show the films sorted by their genre.";
+    let with = parse_reply(reply, sql, original, &[], 10, None, Some(&model));
+    assert_eq!(with.questions, ["Show the films sorted by their cost."]);
+    assert_eq!(with.rejected[0].0, "a clause's mention lost");
+    let without = parse_reply(reply, sql, original, &[], 10, None, None);
+    assert!(without.questions.is_empty(), "{without:?}");
+}

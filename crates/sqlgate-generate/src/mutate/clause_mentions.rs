@@ -14,6 +14,8 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
+use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
+
 use super::para::word_key;
 use super::tqa::wordnet::WordNet;
 
@@ -64,8 +66,47 @@ pub fn clause_mentions(original: &str, sql: &str, wordnet: Option<&WordNet>) -> 
     out
 }
 
-/// Whether `rewrite` still says `mention` (see the module's comment).
-pub fn still_said(rewrite: &str, mention: &ClauseMention, wordnet: Option<&WordNet>) -> bool {
+/// A word of a rewrite whose sentence-model embedding is more similar than this to one of a
+/// mention's words says the mention (SQLMorph's semantic-matching threshold). On
+/// all-MiniLM-L6-v2 it accepts "movie" for "film", "cost" for "price", "worker" for
+/// "employee", and none of the related words that are no synonyms ("teacher" for "student"
+/// 0.66, "lowest" for "highest" 0.66, "month" for "year" 0.65): [`SYNONYM_PAIRS`].
+pub const SYNONYM_MIN_CS: f64 = 0.7;
+
+/// Word pairs, and whether one says the other, that [`SYNONYM_MIN_CS`] is measured on.
+pub const SYNONYM_PAIRS: &[(&str, &str, bool)] = &[
+    ("film", "movie", true),
+    ("employee", "worker", true),
+    ("country", "nation", true),
+    ("price", "cost", true),
+    ("author", "writer", true),
+    ("revenue", "income", true),
+    ("rating", "score", true),
+    ("salary", "pay", true),
+    ("stadium", "arena", true),
+    ("rating", "evaluation", true),
+    ("highest", "lowest", false),
+    ("student", "teacher", false),
+    ("year", "month", false),
+    ("singer", "song", false),
+    ("city", "country", false),
+    ("department", "faculty", false),
+    ("capacity", "size", false),
+    ("author", "title", false),
+    ("age", "name", false),
+    ("revenue", "order", false),
+    ("rating", "books", false),
+    ("price", "genre", false),
+];
+
+/// Whether `rewrite` still says `mention` (see the module's comment); with a sentence `model`,
+/// a word whose meaning is close enough ([`SYNONYM_MIN_CS`]) says it too.
+pub fn still_said(
+    rewrite: &str,
+    mention: &ClauseMention,
+    wordnet: Option<&WordNet>,
+    model: Option<&dyn Embedder>,
+) -> bool {
     let joined = identifier_words(&mention.identifier).concat();
     let mut names = identifier_words(&mention.identifier);
     names.extend(mention.said_as.iter().cloned());
@@ -80,8 +121,9 @@ pub fn still_said(rewrite: &str, mention: &ClauseMention, wordnet: Option<&WordN
             .any(|n| same_word(w, n, wordnet) || abbreviates(w, n))
             || abbreviates(w, &joined)
     };
+    let tokens = identifiers(rewrite);
     value_said
-        || identifiers(rewrite).iter().any(|token| {
+        || tokens.iter().any(|token| {
             let first = token.split('_').next().unwrap_or_default();
             // An identifier spelled in the text (TQA's `s_id` for "semester id") names a word by
             // its first part's initial.
@@ -90,6 +132,32 @@ pub fn still_said(rewrite: &str, mention: &ClauseMention, wordnet: Option<&WordN
             let plural_free = |part: &str| says(part) || part.strip_suffix('s').is_some_and(says);
             spelled || token.split('_').any(plural_free)
         })
+        || model.is_some_and(|model| said_by_meaning(model, &names, &tokens))
+}
+
+/// Whether one of `tokens` means one of `names` to `model` ([`SYNONYM_MIN_CS`]). A model that
+/// fails says nothing: the rewrite is refused, as without it.
+fn said_by_meaning(model: &dyn Embedder, names: &[String], tokens: &[String]) -> bool {
+    let words: Vec<String> = tokens
+        .iter()
+        .filter(|t| t.len() >= 3 && t.chars().all(char::is_alphabetic))
+        .cloned()
+        .collect();
+    let names: Vec<String> = names.iter().filter(|n| n.len() >= 3).cloned().collect();
+    if words.is_empty() || names.is_empty() {
+        return false;
+    }
+    let texts: Vec<String> = names.iter().chain(&words).cloned().collect();
+    let Ok(vectors) = model.embed(&texts) else {
+        return false;
+    };
+    if vectors.len() != texts.len() {
+        return false;
+    }
+    let (names, words) = vectors.split_at(names.len());
+    names
+        .iter()
+        .any(|n| words.iter().any(|w| cosine(n, w) > SYNONYM_MIN_CS))
 }
 
 /// The lowercased runs of letters, digits and `_` of `text` (`s_id` stays one).
@@ -292,13 +360,13 @@ mod tests {
             "Give the rests in Palo Alto ordered by rtng.",
             "Restaurants of Palo Alto, best rating first.",
         ] {
-            assert!(still_said(kept, rating, None), "{kept}");
+            assert!(still_said(kept, rating, None, None), "{kept}");
         }
         for lost in [
             "Show the restaurants in Palo Alto.",
             "Which restaurants are in Palo Alto, best first?",
         ] {
-            assert!(!still_said(lost, rating, None), "{lost}");
+            assert!(!still_said(lost, rating, None, None), "{lost}");
         }
     }
 
@@ -306,7 +374,12 @@ mod tests {
     fn a_column_compared_with_a_string_is_kept_by_the_string_not_by_a_number() {
         let sql = "SELECT count(*) FROM orders WHERE total > 10";
         let total = &clause_mentions("How many orders have a total above 10?", sql, None)[0];
-        assert!(!still_said("How many orders are above 10?", total, None));
+        assert!(!still_said(
+            "How many orders are above 10?",
+            total,
+            None,
+            None
+        ));
     }
 
     #[test]
@@ -314,8 +387,13 @@ mod tests {
         let sql = "SELECT title FROM books WHERE genre = 'Poetry'";
         let genre = &clause_mentions("Which books are in the Poetry genre?", sql, None)[0];
         assert_eq!(genre.value.as_deref(), Some("poetry"));
-        assert!(still_said("Which poetry books are there?", genre, None));
-        assert!(!still_said("Which books are there?", genre, None));
+        assert!(still_said(
+            "Which poetry books are there?",
+            genre,
+            None,
+            None
+        ));
+        assert!(!still_said("Which books are there?", genre, None, None));
     }
 
     #[test]
@@ -329,12 +407,14 @@ mod tests {
         assert!(still_said(
             "Which clients are from the nation France?",
             &found[0],
-            Some(wn)
+            Some(wn),
+            None
         ));
         assert!(!still_said(
             "Which clients are French?",
             &found[0],
-            Some(wn)
+            Some(wn),
+            None
         ));
     }
 

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use sqlgate_eval::metrics::sqlmorph::Embedder;
+
 use super::clause_mentions::{clause_mentions, identifier_words, still_said};
 use super::para::word_key;
 use super::tqa::wordnet::WordNet;
@@ -26,6 +28,9 @@ pub struct Request<'a> {
     pub mentions: &'a [String],
     /// WordNet, when the generator has it: a synonym then keeps a clause's mention.
     pub wordnet: Option<&'a WordNet>,
+    /// A sentence model, when the generator has one: a word it finds close enough in meaning
+    /// keeps a clause's mention too (above `clause_mentions::SYNONYM_MIN_CS`).
+    pub model: Option<&'a dyn Embedder>,
     /// Words of the original the rewrite was asked to remove (a linker table's mentions): a
     /// clause's mention said only by them need not stay.
     pub may_drop: &'a [String],
@@ -95,7 +100,7 @@ fn lost_clause_mention(rewrite: &str, request: &Request<'_>) -> Option<Refusal> 
     let lost = clause_mentions(request.original, request.sql?, request.wordnet)
         .into_iter()
         .filter(|m| !m.said_as.iter().all(droppable))
-        .find(|m| !still_said(rewrite, m, request.wordnet))?;
+        .find(|m| !still_said(rewrite, m, request.wordnet, request.model))?;
     refused(
         "a clause's mention lost",
         format!("{} ({} {})", lost.said_as[0], lost.clause, lost.identifier),

@@ -11,6 +11,7 @@ use crate::mutate::rewrite_check::{self, Request};
 use crate::mutate::tqa::wordnet::WordNet;
 use sqlgate_eval::error::{AskError, ServiceError};
 use sqlgate_eval::exec::schema::Schema;
+use sqlgate_eval::metrics::sqlmorph::Embedder;
 use sqlgate_llm::cache::JsonlCache;
 use sqlgate_llm::throttle::Throttle;
 use sqlgate_llm::{ChatRequest, Client, Message};
@@ -151,8 +152,8 @@ pub struct Parsed {
 /// prose around the list is ignored. A reply without any list item is read line by line, each
 /// line that ends in `?` counting as an item. An item must pass the [`rewrite_check`] against
 /// `original` and the prompt's `examples` (see [`rewrite_check::template_examples`]), a clause's
-/// mention said by a WordNet synonym counting when `wordnet` is given. At most `k` questions
-/// are kept, in order, duplicates dropped.
+/// mention said by a WordNet synonym counting when `wordnet` is given, or by a word a sentence
+/// `model` finds close in meaning. At most `k` questions are kept, in order, duplicates dropped.
 pub fn parse_reply(
     reply: &str,
     sql: &str,
@@ -160,6 +161,7 @@ pub fn parse_reply(
     examples: &[String],
     k: usize,
     wordnet: Option<&WordNet>,
+    model: Option<&dyn Embedder>,
 ) -> Parsed {
     let check = Request {
         original,
@@ -168,6 +170,7 @@ pub fn parse_reply(
         change_asked: true,
         mentions: &[],
         wordnet,
+        model,
         ..Default::default()
     };
     let mut items: Vec<String> = reply.lines().filter_map(list_item).collect();
@@ -274,7 +277,7 @@ mod tests {
     #[test]
     fn numbered_and_bulleted_lists_inside_prose() {
         let reply = "Sure! Here are the questions:\n\n1. Which books are poetry?\n2) What are the titles of poetry books?\n- List poetry titles.\n* **Show me every poetry book.**\n\nI hope this helps.";
-        let parsed = parse_reply(reply, SQL, "", &[], 10, None);
+        let parsed = parse_reply(reply, SQL, "", &[], 10, None, None);
         assert_eq!(
             parsed.questions,
             vec![
@@ -290,7 +293,7 @@ mod tests {
     #[test]
     fn more_than_k_repeats_and_the_original_are_cut() {
         let reply = "1. Which books are poetry?\n2. which books are POETRY\n3. Name the poetry books.\n4. Poetry titles, please.\n5. Show poetry.";
-        let parsed = parse_reply(reply, SQL, "Name the poetry books", &[], 2, None);
+        let parsed = parse_reply(reply, SQL, "Name the poetry books", &[], 2, None, None);
         assert_eq!(
             parsed.questions,
             vec!["Which books are poetry?", "Poetry titles, please."]
@@ -311,7 +314,7 @@ mod tests {
         let reply = format!(
             "1. {SQL}\n2. SELECT title FROM books\n3. <First question>\n4. ?\n5. Generate 3 natural language questions.\n6. What poetry do we stock?"
         );
-        let parsed = parse_reply(&reply, SQL, "", &[], 10, None);
+        let parsed = parse_reply(&reply, SQL, "", &[], 10, None, None);
         assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
         let reasons: Vec<&str> = parsed.rejected.iter().map(|(why, _)| *why).collect();
         assert_eq!(
@@ -333,7 +336,7 @@ mod tests {
             "Example:\nQuestion: What are the poetry titles we sell?\n{sql_query}",
         );
         let reply = "1. What are the poetry titles we sell?\n2. Which books are poetry? Show their titles.\n3. Which books are poetry?\n4. Which books are verse? Show their titles.\n5. List the titles of the poetry books.";
-        let parsed = parse_reply(reply, SQL, original, &examples, 10, None);
+        let parsed = parse_reply(reply, SQL, original, &examples, 10, None, None);
         assert_eq!(
             parsed.questions,
             vec!["List the titles of the poetry books."]
@@ -358,19 +361,19 @@ mod tests {
         let sql = "SELECT title FROM books ORDER BY rating";
         let original = "List the books ordered by rating.";
         let reply = "1. Show the books sorted by their evaluation.\n2. Show the books.";
-        let with = parse_reply(reply, sql, original, &[], 10, Some(wordnet));
+        let with = parse_reply(reply, sql, original, &[], 10, Some(wordnet), None);
         assert_eq!(
             with.questions,
             ["Show the books sorted by their evaluation."]
         );
         assert_eq!(with.rejected[0].0, "a clause's mention lost");
-        let without = parse_reply(reply, sql, original, &[], 10, None);
+        let without = parse_reply(reply, sql, original, &[], 10, None, None);
         assert!(without.questions.is_empty(), "{without:?}");
     }
 
     #[test]
     fn a_reply_without_a_list_yields_its_question_lines() {
-        let parsed = parse_reply("1. Where is each poetry book?", SQL, "", &[], 3, None);
+        let parsed = parse_reply("1. Where is each poetry book?", SQL, "", &[], 3, None, None);
         assert_eq!(parsed.questions, vec!["Where is each poetry book?"]);
         let parsed = parse_reply(
             "What poetry do we stock?\nThat is my answer.",
@@ -379,11 +382,15 @@ mod tests {
             &[],
             3,
             None,
+            None,
         );
         assert_eq!(parsed.questions, vec!["What poetry do we stock?"]);
-        assert_eq!(parse_reply("", SQL, "", &[], 3, None), Parsed::default());
         assert_eq!(
-            parse_reply("2023\n-5 degrees", SQL, "", &[], 3, None),
+            parse_reply("", SQL, "", &[], 3, None, None),
+            Parsed::default()
+        );
+        assert_eq!(
+            parse_reply("2023\n-5 degrees", SQL, "", &[], 3, None, None),
             Parsed::default()
         );
     }
