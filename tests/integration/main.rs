@@ -16,6 +16,7 @@ mod diff;
 mod distill;
 mod distill_safety;
 mod doc_links;
+mod doc_snippets;
 mod efficiency_gate;
 mod efficiency_parity;
 #[cfg(feature = "embedder")]

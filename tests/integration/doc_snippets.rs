@@ -1,0 +1,133 @@
+//! The TOML snippets of the README and docs/*.md work as written: each is valid TOML, and each
+//! piece of a `sqlgate.toml` (a whole configuration, a `[[system]]`, a system's or a suite's
+//! keys) passes the configuration's own checks once placed where it goes. docs/config.md's
+//! reference block loads as a whole in a folder holding the demo, as a user pasting it sees.
+
+use std::path::{Path, PathBuf};
+
+use sqlgate::config::Config;
+
+use crate::support::{repo, sqlgate};
+
+/// (file, line of the opening fence, block) for every ```toml block of the README and docs.
+fn toml_blocks() -> Vec<(PathBuf, usize, String)> {
+    let mut files = vec![repo().join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    let mut blocks = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut open: Option<(usize, String)> = None;
+        for (n, line) in text.lines().enumerate() {
+            let fence = line.trim_start();
+            match &mut open {
+                None if fence == "```toml" => open = Some((n + 1, String::new())),
+                Some((start, block)) if fence.starts_with("```") => {
+                    blocks.push((file.clone(), *start, std::mem::take(block)));
+                    open = None;
+                }
+                Some((_, block)) => {
+                    block.push_str(line);
+                    block.push('\n');
+                }
+                None => {}
+            }
+        }
+    }
+    blocks
+}
+
+/// What a block is, by its keys: a piece of `sqlgate.toml`, or another file's TOML (a native
+/// suite's manifest, Cargo.toml), which is only parsed.
+fn configuration_of(block: &str) -> Option<Vec<String>> {
+    let has = |line: &str| block.lines().any(|l| l.trim_start().starts_with(line));
+    let suite = "[[suite]]\nbenchmark = \"benchmarks/demo/suite.toml\"\n";
+    let families = "families = { tqa-ll = \"tqa-ll.jsonl\", para = \"para.jsonl\" }\n";
+    let replay = "[[system]]\nname = \"doc\"\ntype = \"replay\"\npredictions = \"p.jsonl\"\n";
+    if has("[[test]]") || has("cases =") || has("[join_keys]") {
+        None
+    } else if has("[[suite]]") {
+        Some(vec![block.to_string()])
+    } else if has("[[system]]") {
+        Some(vec![format!("{suite}{block}")])
+    } else if has("type =") {
+        Some(vec![format!("{suite}[[system]]\nname = \"doc\"\n{block}")])
+    } else if has("predictions =") {
+        Some(vec![format!(
+            "{suite}[[system]]\nname = \"doc\"\ntype = \"replay\"\n{block}"
+        )])
+    } else {
+        // A system's keys or a suite's: either placement may take it.
+        Some(vec![
+            format!("{suite}{replay}{block}"),
+            format!("{suite}{families}{block}"),
+        ])
+    }
+}
+
+#[test]
+fn every_toml_snippet_of_the_docs_is_valid_where_it_goes() {
+    let blocks = toml_blocks();
+    assert!(blocks.len() >= 25, "{} blocks", blocks.len());
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for (file, line, block) in &blocks {
+        let place = format!("{}:{line}", file.display());
+        if let Err(error) = toml::from_str::<toml::Value>(block) {
+            problems.push(format!("{place}: not TOML: {error}"));
+            continue;
+        }
+        let Some(placements) = configuration_of(block) else {
+            continue;
+        };
+        // DuckDB is a cargo feature: its snippets are checked in the build that has it.
+        if block.contains("engine = \"duckdb\"") && !cfg!(feature = "duckdb") {
+            println!("{place}: needs the cargo feature `duckdb`, not checked");
+            continue;
+        }
+        checked += 1;
+        let tried = placements.len();
+        let errors: Vec<String> = placements
+            .into_iter()
+            .filter_map(|text| {
+                Config::parse(Path::new("sqlgate.toml"), text)
+                    .err()
+                    .map(|e| e.to_string())
+            })
+            .collect();
+        if errors.len() == tried {
+            problems.push(format!("{place}: {}", errors.join(" / ")));
+        }
+    }
+    assert!(checked >= 20, "{checked} configuration snippets");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// docs/config.md's first block, every key of `sqlgate.toml`, pasted as it is beside the
+/// demo: `sqlgate test --list` loads it and lists its tests.
+#[test]
+fn the_reference_configuration_loads_as_pasted() {
+    let (_, _, reference) = toml_blocks()
+        .into_iter()
+        .find(|(file, _, _)| file.ends_with("docs/config.md"))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(repo().join("benchmarks"), dir.path().join("benchmarks")).unwrap();
+    std::fs::write(dir.path().join("sqlgate.toml"), &reference).unwrap();
+    let run = sqlgate()
+        .args(["test", "--list"])
+        .current_dir(dir.path())
+        .run();
+    run.assert_success();
+    assert!(run.stdout.contains("demo::bookshop::q01"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("demo::gate::tqa-ll::drop"),
+        "{}",
+        run.stdout
+    );
+}
