@@ -131,3 +131,37 @@ fn the_reference_configuration_loads_as_pasted() {
         run.stdout
     );
 }
+
+/// docs/commands.md's sample of `sqlgate test` on the repository's own configuration: the
+/// counts and gate lines it shows are what the command prints (times aside).
+#[test]
+fn the_sample_run_of_the_commands_doc_is_what_the_gate_prints() {
+    let doc = std::fs::read_to_string(repo().join("docs/commands.md")).unwrap();
+    let sample: Vec<&str> = doc
+        .lines()
+        .skip_while(|line| !line.contains("Starting "))
+        .take_while(|line| !line.starts_with("```"))
+        .filter(|line| !line.trim().starts_with("...") && !line.contains("-----"))
+        .collect();
+    assert!(sample.len() >= 5, "{sample:?}");
+    let run = sqlgate()
+        .args(["test", "--no-cache", "--color", "never"])
+        .current_dir(repo())
+        .run();
+    run.assert_success();
+    let without_times = |line: &str| match (line.find('['), line.find(']')) {
+        (Some(open), Some(close)) if open < close => {
+            format!("{}{}", &line[..open], &line[close + 1..])
+        }
+        _ => line.to_string(),
+    };
+    let printed: Vec<String> = run.stdout.lines().map(without_times).collect();
+    for line in sample {
+        let wanted = without_times(line);
+        assert!(
+            printed.iter().any(|p| *p == wanted),
+            "docs/commands.md shows `{line}`; the run printed:\n{}",
+            run.stdout
+        );
+    }
+}
