@@ -165,3 +165,25 @@ fn the_sample_run_of_the_commands_doc_is_what_the_gate_prints() {
         );
     }
 }
+
+/// docs/tqa.md's table of the TQA families against their seeds is the one the gate prints for
+/// the repository's `demo-tqa` suite.
+#[test]
+fn the_tqa_family_table_of_the_docs_is_what_the_gate_prints() {
+    let doc = std::fs::read_to_string(repo().join("docs/tqa.md")).unwrap();
+    let table: Vec<&str> = doc
+        .lines()
+        .skip_while(|line| !line.starts_with("demo-tqa: families against their seeds"))
+        .take_while(|line| !line.starts_with("```"))
+        .collect();
+    assert_eq!(table.len(), 6, "{table:?}");
+    let run = sqlgate()
+        .args(["test", "demo-tqa", "--no-cache", "--color", "never"])
+        .current_dir(repo())
+        .run();
+    run.assert_success();
+    let printed: Vec<&str> = run.stdout.lines().collect();
+    let at = printed.iter().position(|line| *line == table[0]);
+    let shown = at.map(|at| &printed[at..(at + table.len()).min(printed.len())]);
+    assert_eq!(shown, Some(&table[..]), "{}", run.stdout);
+}

@@ -265,7 +265,7 @@ fn linker_elimination_on_the_demo_replaces_recorded_mentions_only() {
         output.stdout
     };
     let stdout = run(a.path());
-    assert!(stdout.contains("hiding score: question"), "{stdout}");
+    assert_hiding_as_documented(&stdout, "On the demo: ");
     run(b.path());
     assert_eq!(files(a.path()), files(b.path()));
     let seeds: std::collections::HashMap<String, Value> =
@@ -528,4 +528,56 @@ fn a_suite_without_sqlite_files_is_refused_saying_tqa_reads_files() {
             "sqlgate copy --to-engine sqlite",
         ]);
     assert!(!out.exists());
+}
+
+/// docs/tqa.md states the linker method's counts on the demo and on Defog as `<set>: N seeds
+/// augmented ... question hiding a/b, evidence c/d`: the run's own.
+fn assert_hiding_as_documented(stdout: &str, set: &str) {
+    let count = |prefix: &str| -> String {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_default();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let augmented = count("augmented ");
+    let fraction = |what: &str| -> String {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("hiding score:"))
+            .unwrap_or_default();
+        let after = line.split_once(what).map_or("", |(_, rest)| rest);
+        let inside = after.split_once('(').and_then(|(_, r)| r.split_once(')'));
+        inside.map_or(String::new(), |(fraction, _)| fraction.to_string())
+    };
+    let doc = std::fs::read_to_string(repo().join("docs/tqa.md")).unwrap();
+    let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (question, evidence) = (fraction("question "), fraction("evidence "));
+    assert!(!augmented.is_empty() && !question.is_empty(), "{stdout}");
+    assert!(
+        doc.contains(&format!("{set}{augmented} seeds augmented"))
+            && doc.contains(&format!("question hiding {question}, evidence {evidence}")),
+        "docs/tqa.md: {set}{augmented} seeds augmented, question hiding {question}, evidence \
+         {evidence}?\n{stdout}"
+    );
+}
+
+/// `--method linker` on Defog's questions: the counts docs/tqa.md states.
+#[test]
+fn linker_elimination_on_defog_hides_as_documented() {
+    let (Some(data), true) = (shared_data(), wordnet_installed()) else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let output = sqlgate()
+        .args(["generate", "tqa", "--method", "linker", "--gold"])
+        .arg(data.join("defog/questions.csv"))
+        .arg("--out")
+        .arg(out.path())
+        .run();
+    output.assert_success();
+    assert_hiding_as_documented(&output.stdout, "On Defog: ");
 }
