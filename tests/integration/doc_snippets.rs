@@ -159,7 +159,7 @@ fn the_sample_run_of_the_commands_doc_is_what_the_gate_prints() {
     for line in sample {
         let wanted = without_times(line);
         assert!(
-            printed.iter().any(|p| *p == wanted),
+            printed.contains(&wanted),
             "docs/commands.md shows `{line}`; the run printed:\n{}",
             run.stdout
         );
