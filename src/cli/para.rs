@@ -236,7 +236,7 @@ pub fn run(args: ParaphraseArgs) -> Result<(), Error> {
             ..Short::default()
         };
         for (n, (question, cs)) in candidates.into_iter().zip(scores).enumerate() {
-            match judge(cs, min_cs, sql, &question) {
+            match judge(cs, min_cs, sql, &question, names) {
                 Verdict::Kept => {}
                 Verdict::TooDissimilar => {
                     gold.below += 1;

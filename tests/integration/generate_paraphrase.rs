@@ -601,6 +601,23 @@ fn default_flags_keep_three_paraphrases_for_most_shared_golds() {
             three * 100 >= golds * 95,
             "{name}: {three}/{golds} golds with 3 paraphrases"
         );
+        // docs/paraphrase.md's coverage table and prose state the same.
+        let doc = std::fs::read_to_string(repo().join("docs/paraphrase.md")).unwrap();
+        let shown = if three >= 1000 {
+            format!("{},{:03}", three / 1000, three % 1000)
+        } else {
+            three.to_string()
+        };
+        let share = format!("{shown} ({:.1}%", 100.0 * three as f64 / golds as f64);
+        assert!(
+            doc.contains(&share),
+            "docs/paraphrase.md lacks `{share}` for {name}"
+        );
+        if name == "Spider dev" {
+            let mean = line.rsplit_once("mean cs ").unwrap().1;
+            let stated = format!("(mean cs {mean})");
+            assert!(doc.contains(&stated), "docs/paraphrase.md lacks `{stated}`");
+        }
     }
 }
 

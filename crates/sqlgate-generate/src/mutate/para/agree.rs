@@ -16,6 +16,7 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
+use super::names::SchemaNames;
 use super::words::{is_abbreviated_key, singular, words};
 use crate::mutate::on_enough_stack;
 
@@ -262,9 +263,17 @@ fn compares(token: &Token) -> bool {
     }
 }
 
-/// Whether `paraphrase` keeps the values of the gold's conditions, the gold's polarity, comparison directions and aggregates.
-/// A gold the tokenizer cannot read has no cues to check: the paraphrase agrees.
+/// Whether `paraphrase` keeps the values of the gold's conditions, the gold's polarity,
+/// comparison directions and aggregates, adds no aggregate and names what the gold returns,
+/// by its identifiers' words alone. A gold the tokenizer cannot read has no cues to check: the
+/// paraphrase agrees.
 pub fn agrees_with_gold(sql: &str, paraphrase: &str) -> bool {
+    agrees_with(sql, paraphrase, &SchemaNames::default())
+}
+
+/// [`agrees_with_gold`], a table or column also named by its human name in `names`
+/// ("customers" for Spider's `visitor`, as its `tables.json` calls it).
+pub fn agrees_with(sql: &str, paraphrase: &str, names: &SchemaNames) -> bool {
     let Some(gold) = gold_cues(sql) else {
         return true;
     };
@@ -307,7 +316,7 @@ pub fn agrees_with_gold(sql: &str, paraphrase: &str) -> bool {
     polarity_kept
         && !direction_flipped
         && !aggregate_added
-        && names_what_it_returns(sql, &words)
+        && names_what_it_returns(sql, &words, names)
         && said(gold.greater, GREATER)
         && said(gold.less, LESS)
         && said(gold.count, COUNT)
@@ -331,8 +340,10 @@ const LABELS: &[&str] = &["title", "label"];
 /// such as `aid`), by a word of its table; a label ("title") by either. "How many mountains
 /// are in each country?" for a gold returning `river.country_name, COUNT(river.river_name)`
 /// names no river: another question. A gold that does not parse asks nothing.
-fn names_what_it_returns(sql: &str, said: &[&str]) -> bool {
-    let said: Vec<String> = said.iter().map(|w| singular(w)).collect();
+fn names_what_it_returns(sql: &str, said: &[&str], names: &SchemaNames) -> bool {
+    // Two words said in a row are also one: "pet ID" says `petid`.
+    let pairs = said.windows(2).map(|pair| singular(&pair.concat()));
+    let said: Vec<String> = said.iter().map(|w| singular(w)).chain(pairs).collect();
     let words_of = |name: &str| -> Vec<String> {
         words(name)
             .split(' ')
@@ -353,14 +364,31 @@ fn names_what_it_returns(sql: &str, said: &[&str]) -> bool {
             .filter(|w| !GENERIC.contains(&w.as_str()))
             .cloned()
             .collect();
+        let human = tables.iter().filter_map(|t| names.column(t, column));
+        specific.extend(
+            human
+                .flat_map(&words_of)
+                .filter(|w| !GENERIC.contains(&w.as_str())),
+        );
         // `pay_load` is also said "payload".
         if own.len() >= 2 && !specific.is_empty() {
             specific.push(own.concat());
         }
-        let table_words = || tables.iter().flat_map(|t| words_of(t)).collect();
+        let table_words = || {
+            let human = tables.iter().filter_map(|t| names.table(t));
+            tables
+                .iter()
+                .map(String::as_str)
+                .chain(human)
+                .flat_map(&words_of)
+                .collect()
+        };
+        // A key or a name run into its abbreviation (`stuid`, `pet_id`, `Fname`, `pettype`) is
+        // said by its table too ("the students' first names").
+        let generic_end = own.len() == 1 && GENERIC.iter().any(|g| own[0].ends_with(g));
         if specific.is_empty() || is_abbreviated_key(column, None) {
             met_by(table_words())
-        } else if specific.iter().all(|w| LABELS.contains(&w.as_str())) {
+        } else if generic_end || specific.iter().all(|w| LABELS.contains(&w.as_str())) {
             met_by(specific) || met_by(table_words())
         } else {
             met_by(specific)

@@ -27,7 +27,7 @@ impl Kind {
             .iter()
             .filter(|(cs, sql, text)| {
                 if checked {
-                    judge(*cs, threshold, sql, text) == Verdict::Kept
+                    judge(*cs, threshold, sql, text, &SchemaNames::default()) == Verdict::Kept
                 } else {
                     *cs >= threshold
                 }

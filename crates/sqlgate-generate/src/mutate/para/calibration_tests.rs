@@ -14,7 +14,7 @@ fn verdicts(sql: &str, original: &str, paraphrases: &[String]) -> Vec<Verdict> {
     scores
         .iter()
         .zip(paraphrases)
-        .map(|(cs, text)| judge(*cs, OFFLINE_MIN_CS, sql, text))
+        .map(|(cs, text)| judge(*cs, OFFLINE_MIN_CS, sql, text, &SchemaNames::default()))
         .collect()
 }
 

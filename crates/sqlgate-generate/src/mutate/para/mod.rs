@@ -26,7 +26,7 @@ use sqlgate_eval::error::{AskError, ServiceError};
 use super::registry::Operator;
 use super::tqa::wordnet::WordNet;
 use super::{labelled_stream, on_enough_stack, MutateError, DEFAULT_SEED};
-pub use agree::agrees_with_gold;
+pub use agree::{agrees_with, agrees_with_gold};
 pub use names::SchemaNames;
 use sqlgate_eval::metrics::sqlmorph::{cosine, Embedder};
 pub use verbalize::Unsupported;
@@ -186,11 +186,12 @@ pub enum Verdict {
 }
 
 /// The filter (docs/paraphrase.md): similar enough to the original question, and saying what
-/// the `gold` computes (the verbalizer's paraphrases and a chat model's alike).
-pub fn judge(cs: f64, min_cs: f64, gold: &str, paraphrase: &str) -> Verdict {
+/// the `gold` computes (the verbalizer's paraphrases and a chat model's alike), its tables and
+/// columns also said by their human `names`.
+pub fn judge(cs: f64, min_cs: f64, gold: &str, paraphrase: &str, names: &SchemaNames) -> Verdict {
     if cs < min_cs {
         Verdict::TooDissimilar
-    } else if !agrees_with_gold(gold, paraphrase) {
+    } else if !agrees_with(gold, paraphrase, names) {
         Verdict::Disagrees
     } else {
         Verdict::Kept
