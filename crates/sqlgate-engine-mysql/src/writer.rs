@@ -149,7 +149,6 @@ impl DatabaseWriter {
                 (&staging,),
             )
             .map_err(|e| failed("cannot list the tables built", e))?;
-        self.analyze(&tables)?;
         let (from, to) = (DRIVER.quote(&staging), DRIVER.quote(&self.db));
         let moves: Vec<String> = tables
             .iter()
@@ -164,14 +163,18 @@ impl DatabaseWriter {
         }
         sql.push_str(&format!("; USE {to}; DROP DATABASE {from}"));
         crate::run(&mut self.conn, &sql)
-            .map_err(|e| failed(&format!("cannot name the database {}", self.url), e))
+            .map_err(|e| failed(&format!("cannot name the database {}", self.url), e))?;
+        // Under the tables' own names: statistics computed in the staging database are renamed
+        // with its tables only as far as the server manages, and a table without them is
+        // planned on statistics sampled at random each time it is opened.
+        self.analyze(&tables)
     }
 }
 
 impl DatabaseWriter {
-    /// Computes the planner's statistics of `tables` now, from the rows written: InnoDB would
-    /// otherwise recompute them in the background at some later moment, and a cost (`steps`)
-    /// would change in the middle of a run.
+    /// Computes the planner's statistics of `tables` (in the current database) now, from the
+    /// rows written: InnoDB would otherwise recompute them in the background at some later
+    /// moment, and a cost (`steps`) would change in the middle of a run.
     fn analyze(&mut self, tables: &[String]) -> Result<(), ExecError> {
         if tables.is_empty() {
             return Ok(());
@@ -179,17 +182,31 @@ impl DatabaseWriter {
         let list: Vec<String> = tables.iter().map(|t| DRIVER.quote(t)).collect();
         let sql = format!("ANALYZE TABLE {}", list.join(", "));
         let cannot = |e| failed(&format!("cannot analyze the tables of {}", self.url), e);
-        // ANALYZE reports a failure as a row, not as an error.
-        let rows: Vec<(String, String, String, String)> = self.conn.query(&sql).map_err(cannot)?;
-        match rows.iter().find(|row| row.2.eq_ignore_ascii_case("error")) {
-            Some((table, _, _, message)) => Err(ExecError {
-                kind: ExecErrorKind::Runtime,
-                message: format!(
-                    "cannot analyze the tables of {}: {table}: {message}",
-                    self.url
-                ),
-            }),
-            None => Ok(()),
+        // ANALYZE reports a failure as a row, not as an error; one that lost a lock to another
+        // session's statistics is tried again.
+        let mut attempts = 0;
+        loop {
+            let rows: Vec<(String, String, String, Option<String>)> =
+                self.conn.query(&sql).map_err(cannot)?;
+            let failure = rows.into_iter().find(|(_, _, kind, message)| {
+                let message = message.as_deref().unwrap_or_default();
+                kind.eq_ignore_ascii_case("error")
+                    || (kind.eq_ignore_ascii_case("status") && message.contains("failed"))
+            });
+            match failure {
+                None => return Ok(()),
+                Some(_) if attempts < 2 => attempts += 1,
+                Some((table, _, _, message)) => {
+                    return Err(ExecError {
+                        kind: ExecErrorKind::Runtime,
+                        message: format!(
+                            "cannot analyze the tables of {}: {table}: {}",
+                            self.url,
+                            message.unwrap_or_default()
+                        ),
+                    })
+                }
+            }
         }
     }
 }

@@ -114,6 +114,11 @@ impl MariaDb {
         Some(server)
     }
 
+    /// The server's error log so far, for a failure's message.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }
