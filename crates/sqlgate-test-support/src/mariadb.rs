@@ -220,10 +220,6 @@ impl MariaDb {
         }
     }
 
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
-    }
-
     fn stop(&self) {
         // `runuser` does not pass signals on: the server's own pid is in its pid file.
         let pid = std::fs::read_to_string(self.dir.path().join("mysqld.pid"))
