@@ -187,3 +187,29 @@ fn the_tqa_family_table_of_the_docs_is_what_the_gate_prints() {
     let shown = at.map(|at| &printed[at..(at + table.len()).min(printed.len())]);
     assert_eq!(shown, Some(&table[..]), "{}", run.stdout);
 }
+
+/// docs/gate-outputs.md: a snapshot line's metrics are `ex` first, the others in alphabetical
+/// order of their keys, as the committed snapshots show.
+#[test]
+fn snapshot_metrics_come_in_the_documented_order() {
+    let mut lines = 0;
+    for entry in std::fs::read_dir(repo().join("snapshots")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "snap") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text.lines().filter(|l| l.contains(" | ")) {
+            let keys: Vec<&str> = line
+                .split(" | ")
+                .skip(3)
+                .map_while(|field| field.split_once('=').map(|(key, _)| key))
+                .filter(|key| !key.contains(' '))
+                .collect();
+            assert_eq!(keys.first(), Some(&"ex"), "{}: {line}", path.display());
+            assert!(keys[1..].is_sorted(), "{}: {line}", path.display());
+            lines += 1;
+        }
+    }
+    assert!(lines >= 100, "{lines} snapshot lines");
+}
