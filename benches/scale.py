@@ -2,7 +2,7 @@
 """Scale benchmarks of `sqlgate test` (issue "Scale out across CI runners, never redo finished
 work"): generated, seeded workloads timed end to end with the release binary.
 
-  python3 benches/scale.py [--scale 1.0] [--cases 50000] [--skip heavy|many]
+  python3 benches/scale.py [--scale 1.0] [--cases 50000] [--skip heavy|many] [--binary PATH]
 
 heavy: the execution-heavy workload: 10^6 orders, 10^5 customers (times --scale), 120 cases
        over 60 gold queries (each gold shared by two cases), half the predictions equal to
@@ -15,7 +15,9 @@ many:  a suite of --cases cases over a 10^6-row table (times --scale): first run
        cache (accepting the snapshot), second run with every input unchanged, third after changing one prediction;
        then the HTML report: an unchanged run writing it, and `sqlgate report` from the run's record.
 
-Build first: `cargo build --release`. Everything is written under target/bench-scale/.
+Build first: `cargo build --release` (the binary is looked for in $CARGO_TARGET_DIR/release, by
+default target/release; `--binary PATH` names another). Everything is written under
+target/bench-scale/.
 """
 
 import argparse
@@ -32,7 +34,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-BINARY = REPO / "target" / "release" / "sqlgate"
+BINARY = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target") / "release" / "sqlgate"
 WORK = REPO / "target" / "bench-scale"
 
 
@@ -304,7 +306,7 @@ def main():
     args = parser.parse_args()
     BINARY = args.binary.resolve()
     if not BINARY.is_file():
-        sys.exit(f"{BINARY} is missing: run `cargo build --release` first")
+        sys.exit(f"{BINARY} is missing: run `cargo build --release` first, or name a binary with --binary")
     if args.skip != "heavy":
         heavy(args.scale, random.Random(args.seed))
     if args.skip != "many":
