@@ -213,3 +213,48 @@ fn snapshot_metrics_come_in_the_documented_order() {
     }
     assert!(lines >= 100, "{lines} snapshot lines");
 }
+
+/// Whether every key of `shown` is in `actual` with the same value, `"..."` keys and list items
+/// standing for what the doc leaves out.
+fn json_within(shown: &serde_json::Value, actual: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (shown, actual) {
+        (Value::Object(shown), Value::Object(actual)) => shown
+            .iter()
+            .filter(|(key, _)| key.as_str() != "...")
+            .all(|(key, value)| actual.get(key).is_some_and(|a| json_within(value, a))),
+        (Value::Array(shown), Value::Array(actual)) => shown
+            .iter()
+            .filter(|item| item.as_str() != Some("..."))
+            .zip(actual)
+            .all(|(shown, actual)| json_within(shown, actual)),
+        (shown, actual) => shown == actual,
+    }
+}
+
+/// docs/commands.md's `score --format json` example is, key for key, what the command it names
+/// prints.
+#[test]
+fn the_score_json_example_is_what_score_prints() {
+    let doc = std::fs::read_to_string(repo().join("docs/commands.md")).unwrap();
+    let block: String = doc
+        .lines()
+        .skip_while(|line| *line != "```json")
+        .skip(1)
+        .take_while(|line| !line.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let shown: serde_json::Value = serde_json::from_str(&block).unwrap();
+    let run = sqlgate()
+        .args(["score", "--gold", "benchmarks/demo/suite.toml", "--pred"])
+        .args([
+            "benchmarks/demo/predictions/sample.jsonl",
+            "--format",
+            "json",
+        ])
+        .current_dir(repo())
+        .run();
+    run.assert_success();
+    let actual: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(json_within(&shown, &actual), "{block}\n{}", run.stdout);
+}
