@@ -661,3 +661,66 @@ fn distill_report_in_text_and_json() {
     insta::assert_snapshot!("distill_text", report("text"));
     insta::assert_snapshot!("distill_json", report("json"));
 }
+
+/// docs/distill.md's Defog tables (default flags, seed 42): each database's row and each
+/// operator's totals are what `distill --format json` reports (times aside).
+#[test]
+fn the_defog_tables_of_the_docs_are_what_distill_reports() {
+    let Some(data) = shared_data() else {
+        return;
+    };
+    let defog = data.join("defog");
+    let dir = tempfile::tempdir().unwrap();
+    let report = sqlgate()
+        .arg("distill")
+        .arg("--gold")
+        .arg(defog.join("questions.csv"))
+        .arg("--db-dir")
+        .arg(&defog)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--format", "json"])
+        .run()
+        .assert_success()
+        .json();
+    let doc = fs::read_to_string(crate::support::repo().join("docs/distill.md")).unwrap();
+    let mut missing = Vec::new();
+    let mut operators: std::collections::BTreeMap<String, [u64; 3]> = Default::default();
+    for db in report["databases"].as_array().unwrap() {
+        let n = |key: &str| db[key].as_u64().unwrap();
+        let row = format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            db["db"].as_str().unwrap(),
+            n("golds"),
+            n("neighbours"),
+            n("killed_by_original"),
+            n("killed_by_suite"),
+            n("survivors"),
+            n("kept"),
+            n("gold_skips")
+        );
+        if !doc.contains(&row) {
+            missing.push(row);
+        }
+        for (op, counts) in db["operators"].as_object().unwrap() {
+            let total = operators.entry(op.clone()).or_default();
+            for (i, key) in ["mutants", "accepted_by_original", "rejected_by_suite"]
+                .iter()
+                .enumerate()
+            {
+                total[i] += counts[*key].as_u64().unwrap();
+            }
+        }
+    }
+    for (op, [mutants, accepted, rejected]) in operators {
+        let row = format!("| `{op}` | {mutants} | {accepted} | {rejected} |");
+        if !doc.contains(&row) {
+            missing.push(row);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/distill.md lacks\n{}",
+        missing.join("\n")
+    );
+}
