@@ -282,7 +282,7 @@ fn unloaded_family<'a>(
     let (seed, rest) = id.split_once("::")?;
     let (family, _) = rest.split_once("::")?;
     index.get(seed)?;
-    (!loaded.contains(family)).then_some(family)
+    (!family.is_empty() && !loaded.contains(family)).then_some(family)
 }
 
 /// Predictions for cases of families the run does not load, by family: refused together, so

@@ -135,14 +135,21 @@ pub fn still_said(
         || model.is_some_and(|model| said_by_meaning(model, &names, &tokens))
 }
 
+/// The most words of a rewrite compared by meaning with a mention's.
+const MEANING_WORDS: usize = 64;
+
 /// Whether one of `tokens` means one of `names` to `model` ([`SYNONYM_MIN_CS`]). A model that
 /// fails says nothing: the rewrite is refused, as without it.
 fn said_by_meaning(model: &dyn Embedder, names: &[String], tokens: &[String]) -> bool {
-    let words: Vec<String> = tokens
+    // Each word once, and a bounded number of them: a reply is the model's, of any length.
+    let mut words: Vec<String> = tokens
         .iter()
         .filter(|t| t.len() >= 3 && t.chars().all(char::is_alphabetic))
         .cloned()
         .collect();
+    words.sort();
+    words.dedup();
+    words.truncate(MEANING_WORDS);
     let names: Vec<String> = names.iter().filter(|n| n.len() >= 3).cloned().collect();
     if words.is_empty() || names.is_empty() {
         return false;

@@ -403,3 +403,32 @@ fn of_many_bad_records_the_first_in_the_file_is_reported() {
     assert_eq!(error.line, Some(1201), "{error}");
     assert!(error.message.contains("duplicate"), "{error}");
 }
+
+/// A prediction for `<seed>::<family>::<mutant>` of a family the run does not load is refused
+/// naming the family and its count; an id that only looks like one (an empty family, an
+/// unknown seed) is an unknown id.
+#[test]
+fn predictions_of_families_not_loaded_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = native_bench(dir.path());
+    let answers =
+        "{\"id\": \"c0\", \"sql\": \"SELECT 0\"}\n{\"id\": \"c1\", \"sql\": \"SELECT 1\"}\n\
+                   {\"id\": \"c2\", \"sql\": \"SELECT 2\"}\n";
+    let with = |extra: &str| {
+        let path = write(dir.path(), "pred.jsonl", &format!("{answers}{extra}"));
+        load_predictions(&path, None, &bench)
+            .unwrap_err()
+            .to_string()
+    };
+    let error = with(
+        "{\"id\": \"c0::para::p1\", \"sql\": \"SELECT 0\"}\n{\"id\": \"c1::para::p1\", \"sql\": \"SELECT 1\"}\n",
+    );
+    assert!(
+        error.contains("line 4") && error.contains("`para` (2)"),
+        "{error}"
+    );
+    let error = with("{\"id\": \"c0::::p1\", \"sql\": \"SELECT 0\"}\n");
+    assert!(error.contains("unknown id `c0::::p1`"), "{error}");
+    let error = with("{\"id\": \"zz::para::p1\", \"sql\": \"SELECT 0\"}\n");
+    assert!(error.contains("unknown id `zz::para::p1`"), "{error}");
+}
