@@ -248,18 +248,14 @@ fn a_flat_database_beside_a_distilled_folder_is_refused() {
 
 /// The files of the distilled folder `<out>/shop/`, by name, with their bytes.
 fn shop_files(out: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = fs::read_dir(out.join("shop"))
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().into_string().unwrap(),
-                fs::read(e.path()).unwrap(),
-            )
+    let shop = out.join("shop");
+    folder_files(&shop)
+        .into_iter()
+        .map(|(path, bytes)| {
+            let name = path.strip_prefix(&shop).unwrap();
+            (name.to_str().unwrap().to_string(), bytes)
         })
-        .collect();
-    files.sort();
-    files
+        .collect()
 }
 
 #[test]

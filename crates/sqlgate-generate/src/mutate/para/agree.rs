@@ -383,7 +383,7 @@ fn names_what_it_returns(sql: &str, said: &[&str], names: &SchemaNames) -> bool 
                 .flat_map(&words_of)
                 .collect()
         };
-        // A key or a name run into its abbreviation (`stuid`, `pet_id`, `Fname`, `pettype`) is
+        // A one-word key or name run into its abbreviation (`stuid`, `Fname`, `pettype`) is
         // said by its table too ("the students' first names").
         let generic_end = own.len() == 1 && GENERIC.iter().any(|g| own[0].ends_with(g));
         if specific.is_empty() || is_abbreviated_key(column, None) {
