@@ -1,10 +1,12 @@
 //! `sqlgate distill`: counterexample databases for every database of a benchmark, written as
 //! test-suite folders (the work is `sqlgate_generate::distill`; this file parses and prints).
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use sqlgate::report::plural;
 use sqlgate::Error;
 use sqlgate_eval::error::OutputError;
 use sqlgate_eval::exec::memory::{self, MaxMemory};
@@ -14,6 +16,7 @@ use sqlgate_generate::distill::{
 };
 
 use super::{ServerArgs, Source};
+use crate::console::progress::DistillMeter;
 
 #[derive(Args)]
 pub struct DistillArgs {
@@ -91,11 +94,21 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
             .chain(args.predictions.iter().cloned())
             .collect(),
     };
-    let reports =
-        distill(&bench, &args.out, &options, &answers, &provenance).map_err(|e| match e {
-            DistillError::Input(e) => Error::from(e),
-            DistillError::Output(e) => Error::from(e),
-        })?;
+    let text = matches!(args.format, DistillFormat::Text);
+    let meter = DistillMeter::new(text && std::io::stderr().is_terminal());
+    let reports = distill(
+        &bench,
+        &args.out,
+        &options,
+        &answers,
+        &provenance,
+        &|progress| meter.update(progress),
+    )
+    .map_err(|e| match e {
+        DistillError::Input(e) => Error::from(e),
+        DistillError::Output(e) => Error::from(e),
+    })?;
+    meter.clear();
     match args.format {
         DistillFormat::Json => {
             let json = serde_json::json!({ "databases": reports });
@@ -109,8 +122,21 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
             }
         }
     }
+    if text {
+        let golds: usize = reports.iter().map(|r| r.golds).sum();
+        let kept: usize = reports.iter().map(|r| r.kept).sum();
+        meter.finish(&format!(
+            "{} ({}), kept {}",
+            plural(reports.len(), "database"),
+            plural(golds, "gold"),
+            plural(kept, "database")
+        ));
+    }
     Ok(())
 }
+
+/// Case ids listed in a line of the text summary.
+const SHOWN_IDS: usize = 10;
 
 fn print_table(r: &DatabaseReport) {
     println!(
@@ -130,6 +156,36 @@ fn print_table(r: &DatabaseReport) {
             "  {operator:<26} {:>8} {:>22} {:>18}",
             c.mutants, c.accepted_by_original, c.rejected_by_suite
         );
+    }
+    if let Some(sample) = &r.sample {
+        println!(
+            "  judged on a sample of the original, not on it: {} ({} rows, drawn from {}; {})",
+            plural(sample.neighbours, "neighbour"),
+            sample.rows,
+            sample
+                .tables_drawn
+                .iter()
+                .map(|table| table.escape_debug().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if sample.kept {
+                "kept in the suite"
+            } else {
+                "not kept"
+            }
+        );
+        if !sample.golds.is_empty() {
+            // The first few: the JSON summary lists them all.
+            let more = match sample.golds.len().saturating_sub(SHOWN_IDS) {
+                0 => String::new(),
+                more => format!(" and {more} more"),
+            };
+            println!(
+                "  golds past the bound on the original, all their neighbours judged on the \
+                 sample: {}{more}",
+                sample.golds[..sample.golds.len().min(SHOWN_IDS)].join(", ")
+            );
+        }
     }
     if !r.broken_golds.is_empty() {
         println!(

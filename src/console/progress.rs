@@ -3,12 +3,13 @@
 //! run's progress bar; otherwise (CI logs) a plain line every few seconds and one at the end.
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use indicatif::ProgressBar;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use sqlgate::gate::answerer::AnswerProgress;
 use sqlgate::report::plural;
+use sqlgate_generate::distill::{Progress, Step};
 
 /// How often a plain progress line is printed.
 const LINE_EVERY: Duration = Duration::from_secs(10);
@@ -107,6 +108,92 @@ fn time_left(progress: &AnswerProgress<'_>) -> Option<Duration> {
     let asked = u32::try_from(progress.asked).ok().filter(|&n| n > 0)?;
     let remaining = u32::try_from(progress.total - progress.answered).ok()?;
     Some(progress.elapsed / asked * remaining)
+}
+
+/// Progress of `sqlgate distill`, which can take minutes on a large database: on a terminal, a
+/// line on stderr with the database, the step, what is done of it and the time left, redrawn
+/// as it moves; elsewhere nothing until the closing summary.
+pub struct DistillMeter {
+    bar: Option<ProgressBar>,
+    start: Instant,
+}
+
+impl DistillMeter {
+    /// A meter drawing on stderr when `show` (stderr is a terminal and the summary is text).
+    pub fn new(show: bool) -> DistillMeter {
+        let bar = show.then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
+                bar.set_style(style);
+            }
+            bar.set_message("starting");
+            // Drawn within a second of starting, and kept moving while a query runs long.
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        DistillMeter {
+            bar,
+            start: Instant::now(),
+        }
+    }
+
+    pub fn update(&self, progress: &Progress<'_>) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(describe_distill(progress));
+        }
+    }
+
+    /// Clears the line (before the tables are printed on stdout).
+    pub fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Says on stderr what was distilled (`summary`) and how long it took.
+    pub fn finish(&self, summary: &str) {
+        self.clear();
+        eprintln!(
+            "{:>12} {summary} in {}",
+            "Distilled",
+            clock(self.start.elapsed())
+        );
+    }
+}
+
+impl Drop for DistillMeter {
+    /// A run that stops on an error leaves no line behind.
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// `shop (1/2): golds on the original 37/120, about 20s left`.
+fn describe_distill(progress: &Progress<'_>) -> String {
+    let step = match progress.step {
+        Step::Reading => "reading the original",
+        Step::Original => "golds on the original",
+        Step::Candidates => "candidate databases",
+        Step::Writing => "writing the kept databases",
+    };
+    let mut line = format!(
+        "{} ({}/{}): {step}",
+        // A database's name is the user's: one line, escaped.
+        progress.db.escape_debug(),
+        progress.database,
+        progress.databases
+    );
+    if progress.total > 0 {
+        line.push_str(&format!(" {}/{}", progress.done, progress.total));
+        if let Some(done) = u32::try_from(progress.done).ok().filter(|&n| n > 0) {
+            let remaining = u32::try_from(progress.total - progress.done).unwrap_or(u32::MAX);
+            line.push_str(&format!(
+                ", about {} left",
+                clock(progress.elapsed / done * remaining)
+            ));
+        }
+    }
+    line
 }
 
 fn clock(duration: Duration) -> String {

@@ -46,6 +46,13 @@ pub fn candidate(
     path: &Path,
 ) -> Result<(), ExecError> {
     let mut writer = backend.create(path)?;
+    create_schema(&mut *writer, facts)?;
+    fill(&mut *writer, facts, pools, hints, seed, db, index)?;
+    writer.finish()
+}
+
+/// Creates the original's tables (and, where its engine keeps its DDL, its indexes and views).
+pub(super) fn create_schema(writer: &mut dyn Writer, facts: &Facts) -> Result<(), ExecError> {
     match &facts.ddl {
         Some(ddl) => {
             for sql in ddl {
@@ -65,8 +72,7 @@ pub fn candidate(
             }
         }
     }
-    fill(&mut *writer, facts, pools, hints, seed, db, index)?;
-    writer.finish()
+    Ok(())
 }
 
 /// What a candidate is built for, by its index: one in four is plain random, one draws every
@@ -430,7 +436,7 @@ impl Filler<'_> {
 }
 
 /// SQL's order of values: NULL, numbers (by value), texts (by bytes), blobs.
-fn sql_order(a: &Value, b: &Value) -> Ordering {
+pub(super) fn sql_order(a: &Value, b: &Value) -> Ordering {
     let rank = |v: &Value| match v {
         Value::Null => 0,
         Value::Int(_) | Value::Real(_) => 1,

@@ -5,15 +5,18 @@
 //! Distilled Test Suites", 2020, for any schema on any engine that creates databases: SQLite
 //! and DuckDB files, PostgreSQL and MySQL servers).
 //!
-//! One module a step: [`facts`] reads the schema, [`values`] the value pools, [`fill`] builds
-//! candidates, [`neighbours`] lists what each gold must be told apart from, [`trial`] runs them
-//! on a candidate, [`select`] keeps the best few, [`write`](mod@write) writes the folder and
-//! [`server`] keeps a server engine's databases.
+//! One module a step: [`facts`] reads the schema, [`sample`] draws rows of a large original,
+//! [`values`] the value pools, [`fill`] builds candidates, [`neighbours`] lists what each gold
+//! must be told apart from, [`trial`] runs them on a candidate, [`select`] keeps the best few,
+//! [`write`](mod@write) writes the folder and [`server`] keeps a server engine's databases.
+//! Golds, neighbours and candidates are tried on every core; the output does not depend on
+//! how many.
 
 pub mod facts;
 pub mod fill;
 pub mod hints;
 pub mod neighbours;
+pub mod sample;
 pub mod select;
 pub mod server;
 pub mod trial;
@@ -22,7 +25,8 @@ pub mod write;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -32,6 +36,7 @@ use sqlgate_eval::loaders::suite_folder::GoldSkip;
 use sqlgate_eval::loaders::{Benchmark, Case};
 
 use facts::Facts;
+use sample::Sample;
 use trial::{try_database, GoldEntry, Trial, Tried};
 use values::{Literals, Pools};
 pub use write::Provenance;
@@ -77,8 +82,34 @@ pub struct OperatorCounts {
     pub mutants: usize,
     /// Of those, the ones execution on the original alone accepts.
     pub accepted_by_original: usize,
-    /// Of those accepted, the ones a kept database rejects.
+    /// Of those accepted or judged on the sample, the ones a kept database rejects.
     pub rejected_by_suite: usize,
+    /// Neighbours not run on the original, a large one, because they or their gold ran past
+    /// the bound there: judged on a sample of it instead (see [`SampleReport`]); counted
+    /// neither as accepted nor as rejected by the original.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub judged_on_sample: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// What was judged on a sample of a large original ([`sample`]).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SampleReport {
+    /// Rows the sample holds, all tables together.
+    pub rows: usize,
+    /// Tables whose rows were drawn (the others were copied whole); their value pools come
+    /// from the sample.
+    pub tables_drawn: Vec<String>,
+    /// Neighbours judged on the sample, not on the original.
+    pub neighbours: usize,
+    /// Golds past the neighbour bound on the original: all their neighbours were judged on
+    /// the sample.
+    pub golds: Vec<String>,
+    /// Whether the greedy choice kept the sample (as one of the suite's databases).
+    pub kept: bool,
 }
 
 /// A neighbour the original accepts and the suite rejects, with the database that rejects it.
@@ -136,6 +167,10 @@ pub struct DatabaseReport {
     pub operators: BTreeMap<&'static str, OperatorCounts>,
     /// The neighbours the suite adds to what the original rejects.
     pub rejections: Vec<Rejection>,
+    /// What was judged on a sample, when the original has a table past
+    /// [`sample::SAMPLE_ROWS`] rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<SampleReport>,
     /// Wall time, in seconds.
     pub seconds: f64,
 }
@@ -148,6 +183,74 @@ pub type KnownAnswers = BTreeMap<String, Vec<String>>;
 /// The operator name of a neighbour taken from [`KnownAnswers`].
 pub const PREDICTION_OPERATOR: &str = "prediction";
 
+/// The step of a database's distilling, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Reading the original: its schema, value pools and (when large) its sample.
+    Reading,
+    /// Trying each gold and its neighbours on the original (`done`/`total`: golds).
+    Original,
+    /// Building and trying the candidates (`done`/`total`: candidates).
+    Candidates,
+    /// Writing the kept databases.
+    Writing,
+}
+
+/// Where distilling is, reported as it goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// The database being distilled.
+    pub db: &'a str,
+    /// Its number (from 1) among `databases`.
+    pub database: usize,
+    /// Databases to distill.
+    pub databases: usize,
+    /// What is being done.
+    pub step: Step,
+    /// Golds or candidates done, of `total`.
+    pub done: usize,
+    /// Golds or candidates the step has.
+    pub total: usize,
+    /// Time since the step began.
+    pub elapsed: Duration,
+}
+
+/// Reports progress; called from any thread.
+pub type OnProgress<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
+
+/// Counts a step's work done and reports each unit of it.
+struct Meter<'a> {
+    on_progress: OnProgress<'a>,
+    db: &'a str,
+    database: usize,
+    databases: usize,
+}
+
+impl Meter<'_> {
+    /// Reports `step` begun, a step not counted in units.
+    fn begin(&self, step: Step) {
+        let _begun = self.step(step, 0);
+    }
+
+    /// Reports `step` begun, and returns what reports each unit of it done.
+    fn step(&self, step: Step, total: usize) -> impl Fn() + Sync + '_ {
+        let start = Instant::now();
+        let done = AtomicUsize::new(0);
+        let report = move |done: usize| {
+            (self.on_progress)(&Progress {
+                db: self.db,
+                database: self.database,
+                databases: self.databases,
+                step,
+                done,
+                total,
+                elapsed: start.elapsed(),
+            })
+        };
+        report(0);
+        move || report(done.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
 /// Why distill cannot run on engine `driver` (it cannot create databases), checked before
 /// anything connects.
 pub fn check_engine(driver: &dyn sqlgate_eval::exec::Driver) -> Result<(), Unsupported> {
@@ -169,6 +272,7 @@ pub fn distill(
     options: &Options,
     answers: &KnownAnswers,
     provenance: &Provenance,
+    on_progress: OnProgress<'_>,
 ) -> Result<Vec<DatabaseReport>, DistillError> {
     let backend = &*bench.backend;
     check_engine(backend.driver())
@@ -205,17 +309,27 @@ pub fn distill(
     }
     let created = server::Created::new(backend);
     let run = server::Names::run_id();
+    let databases = by_db.len();
     let reports = by_db
         .into_iter()
         .zip(&originals)
-        .map(|((db, cases), original)| {
+        .enumerate()
+        .map(|(i, ((db, cases), original))| {
             let target = Target {
                 layout,
                 staging: &mut staging,
                 created: &created,
                 names: server::Names::new(db, &run),
             };
-            distill_database(backend, db, &cases, original, target, options, answers)
+            let meter = Meter {
+                on_progress,
+                db,
+                database: i + 1,
+                databases,
+            };
+            distill_database(
+                backend, db, &cases, original, target, options, answers, &meter,
+            )
         })
         .collect::<Result<Vec<_>, _>>()?;
     let replaced = staging.commit(&provenance)?;
@@ -271,6 +385,7 @@ struct Target<'s, 'b> {
     names: server::Names,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn distill_database(
     backend: &dyn Backend,
     db: &str,
@@ -279,8 +394,10 @@ fn distill_database(
     target: Target<'_, '_>,
     options: &Options,
     answers: &KnownAnswers,
+    meter: &Meter<'_>,
 ) -> Result<DatabaseReport, DistillError> {
     let start = Instant::now();
+    meter.begin(Step::Reading);
     let unreadable =
         |e: ExecError| InputError::file(original, format!("cannot read its schema: {}", e.message));
     let facts = Facts::read(backend, original).map_err(unreadable)?;
@@ -301,11 +418,20 @@ fn distill_database(
     let mut conn = backend
         .open(original, Open::for_source(Source::Gold))
         .map_err(unreadable)?;
+    let driver = backend.driver();
+    let sample = match Sample::needed(&mut *conn, driver, &facts).map_err(unreadable)? {
+        true => Some(
+            Sample::draw(&mut *conn, driver, &facts, &hints, options.seed, db)
+                .map_err(unreadable)?,
+        ),
+        false => None,
+    };
     let pools = Pools::build(
         &mut *conn,
-        backend.driver(),
+        driver,
         &facts,
         &literals,
+        sample.as_ref(),
         options.seed,
         db,
     )
@@ -327,7 +453,17 @@ fn distill_database(
             )
         })
         .collect();
-    let on_original = try_database(backend, original, Tried::Original, &golds);
+    let tried = match sample {
+        Some(_) => Tried::LargeOriginal,
+        None => Tried::Original,
+    };
+    let on_original = try_database(
+        backend,
+        original,
+        tried,
+        &golds,
+        &meter.step(Step::Original, golds.len()),
+    );
     let mut report = DatabaseReport {
         db: db.to_string(),
         golds: golds.len(),
@@ -347,8 +483,14 @@ fn distill_database(
         }
     }
 
+    // The sample, when there is one, is the last candidate.
+    let candidates = options.candidates + usize::from(sample.is_some());
     let build = |i: usize, path: &Path| {
-        fill::candidate(backend, &facts, &pools, &hints, options.seed, db, i, path).map_err(|e| {
+        match &sample {
+            Some(sample) if i == options.candidates => sample.write(backend, &facts, path),
+            _ => fill::candidate(backend, &facts, &pools, &hints, options.seed, db, i, path),
+        }
+        .map_err(|e| {
             InputError::file(
                 original,
                 format!("cannot build a database with its schema: {}", e.message),
@@ -362,10 +504,12 @@ fn distill_database(
             std::io::Error::other(format!("cannot drop the scratch database: {}", e.message)),
         )
     };
+    let tried_one = meter.step(Step::Candidates, candidates);
+    let silent = || {};
     let (paths, trials): (Vec<PathBuf>, Vec<Trial>) = match target.layout {
         Layout::Files(extension) => {
             let scratch = target.staging.scratch()?;
-            let paths: Vec<PathBuf> = (0..options.candidates)
+            let paths: Vec<PathBuf> = (0..candidates)
                 .map(|i| scratch.join(format!("candidate_{i}.{extension}")))
                 .collect();
             paths
@@ -374,19 +518,24 @@ fn distill_database(
                 .try_for_each(|(i, path)| build(i, path))?;
             let trials = paths
                 .par_iter()
-                .map(|p| try_database(backend, p, Tried::Candidate, &golds))
+                .map(|p| {
+                    let trial = try_database(backend, p, Tried::Candidate, &golds, &silent);
+                    tried_one();
+                    trial
+                })
                 .collect();
             (paths, trials)
         }
         // One scratch database at a time per thread: built, tried, dropped.
         Layout::Server => {
-            let trials = (0..options.candidates)
+            let trials = (0..candidates)
                 .into_par_iter()
                 .map(|i| {
                     let name = names.candidate(i);
                     build(i, &name)?;
                     target.created.add(&name);
-                    let trial = try_database(backend, &name, Tried::Candidate, &golds);
+                    let trial = try_database(backend, &name, Tried::Candidate, &golds, &silent);
+                    tried_one();
                     target
                         .created
                         .remove(&name)
@@ -414,6 +563,7 @@ fn distill_database(
         &on_original.informative,
     );
     report.kept = chosen.len();
+    meter.begin(Step::Writing);
     let kept_names: Vec<String> = match target.layout {
         Layout::Files(extension) => {
             let kept: Vec<PathBuf> = chosen.iter().map(|&c| paths[c].clone()).collect();
@@ -429,7 +579,7 @@ fn distill_database(
                 build(c, &name)?;
                 target.created.add(&name);
                 // Built again from its seed: it must be the database that was tried.
-                let mut again = try_database(backend, &name, Tried::Candidate, &golds);
+                let mut again = try_database(backend, &name, Tried::Candidate, &golds, &silent);
                 again.judge_only_where_determined(&on_original);
                 if again.kills != trials[c].kills || again.undetermined != trials[c].undetermined {
                     return Err(OutputError::new(
@@ -484,6 +634,32 @@ fn distill_database(
         &trials,
         &chosen,
     );
+    if let Some(sample) = &sample {
+        report.sample = Some(SampleReport {
+            rows: sample.len(),
+            tables_drawn: facts
+                .schema
+                .tables
+                .iter()
+                .enumerate()
+                .filter(|(t, _)| sample.drawn(*t))
+                .map(|(_, table)| table.name.clone())
+                .collect(),
+            neighbours: on_original
+                .left_to_sample
+                .iter()
+                .flatten()
+                .filter(|&&l| l)
+                .count(),
+            golds: golds
+                .iter()
+                .zip(&on_original.left_to_sample)
+                .filter(|(_, left)| !left.is_empty() && left.iter().all(|&l| l))
+                .map(|(entry, _)| entry.id.clone())
+                .collect(),
+            kept: chosen.contains(&options.candidates),
+        });
+    }
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -523,6 +699,7 @@ fn count(
     for (g, entry) in golds.iter().enumerate() {
         for (n, neighbour) in entry.neighbours.iter().enumerate() {
             let by_original = on_original.kills[g][n];
+            let on_sample = on_original.left_to_sample[g][n];
             let killer = chosen.iter().position(|&c| trials[c].kills[g][n]);
             let by_any = by_original || trials.iter().any(|t| t.kills[g][n]);
             report.neighbours += 1;
@@ -532,7 +709,10 @@ fn count(
             let counts = report.operators.entry(neighbour.operator).or_default();
             counts.mutants += 1;
             if !by_original {
-                counts.accepted_by_original += 1;
+                match on_sample {
+                    true => counts.judged_on_sample += 1,
+                    false => counts.accepted_by_original += 1,
+                }
                 if let Some(k) = killer {
                     counts.rejected_by_suite += 1;
                     report.rejections.push(Rejection {

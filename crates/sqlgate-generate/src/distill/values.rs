@@ -13,6 +13,8 @@ use sqlgate_eval::exec::{Connection, Driver, ExecError, Limits, Value};
 use sqlparser::ast::{BinaryOperator, Expr, Visit, Visitor};
 
 use super::facts::Facts;
+use super::fill::sql_order;
+use super::sample::Sample;
 use crate::mutate::{labelled_stream, parse_query};
 
 /// How many of a column's distinct values a pool keeps.
@@ -379,21 +381,38 @@ pub struct Pools {
 
 impl Pools {
     /// The pools of every column of the database `conn` (the original, on `driver`'s engine),
-    /// seeded by `seed` and the database's name.
+    /// seeded by `seed` and the database's name. The columns of a table `sample` was drawn
+    /// from take their values from the sample, not from a scan of the original.
     pub fn build(
         conn: &mut dyn Connection,
         driver: &dyn Driver,
         facts: &Facts,
         literals: &Literals,
+        sample: Option<&Sample>,
         seed: u64,
         db: &str,
     ) -> Result<Pools, ExecError> {
         let mut by_column = BTreeMap::new();
-        for table in &facts.schema.tables {
-            for column in &table.columns {
+        for (ti, table) in facts.schema.tables.iter().enumerate() {
+            let drawn = sample.filter(|sample| sample.drawn(ti));
+            for (ci, column) in table.columns.iter().enumerate() {
                 let key = format!("{}.{}", table.name, column.name).to_lowercase();
                 let kind = Kind::of(&column.decl_type);
-                let mut pool = if facts.holds_rows {
+                let mut pool = if let Some(sample) = drawn {
+                    let mut values: Vec<Value> = sample
+                        .column(ti, ci)
+                        .filter(|v| **v != Value::Null)
+                        .cloned()
+                        .collect();
+                    values.sort_by(sql_order);
+                    values.dedup();
+                    let extremes = [values.first(), values.last()]
+                        .into_iter()
+                        .flatten()
+                        .cloned()
+                        .collect();
+                    picked(values, extremes, seed, db, &key)
+                } else if facts.holds_rows {
                     let (t, c) = (driver.quote(&table.name), driver.quote(&column.name));
                     sampled(conn, &t, &c, seed, db, &key)?
                 } else {
@@ -485,7 +504,7 @@ fn sampled(
         let last = column(format!("SELECT {c} {non_null} ORDER BY {c} DESC LIMIT 1"))?;
         Ok((values, last))
     });
-    let (mut values, extremes) = match ordered {
+    let (values, extremes) = match ordered {
         Ok((values, last)) => {
             let extremes: Vec<Value> = values.first().cloned().into_iter().chain(last).collect();
             (values, extremes)
@@ -495,11 +514,22 @@ fn sampled(
             Vec::new(),
         ),
     };
+    Ok(picked(values, extremes, seed, db, key))
+}
+
+/// A seeded draw of [`SAMPLED_VALUES`] of `values`, then `extremes`.
+fn picked(
+    mut values: Vec<Value>,
+    extremes: Vec<Value>,
+    seed: u64,
+    db: &str,
+    key: &str,
+) -> Vec<Value> {
     let mut rng = labelled_stream(seed, db, &["pool", key]);
     values.shuffle(&mut rng);
     values.truncate(SAMPLED_VALUES);
     values.extend(extremes);
-    Ok(values)
+    values
 }
 
 /// The values in first-seen order, each once.
@@ -578,7 +608,16 @@ pub(super) mod tests {
         let backend = sqlgate_engine_sqlite::files();
         let open = sqlgate_eval::exec::Open::for_source(sqlgate_eval::exec::Source::Gold);
         let mut conn = backend.open(path, open).unwrap();
-        Pools::build(&mut *conn, backend.driver(), facts, literals, seed, db).unwrap()
+        Pools::build(
+            &mut *conn,
+            backend.driver(),
+            facts,
+            literals,
+            None,
+            seed,
+            db,
+        )
+        .unwrap()
     }
 
     fn shop() -> (tempfile::TempDir, Facts, std::path::PathBuf) {

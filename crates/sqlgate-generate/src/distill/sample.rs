@@ -1,0 +1,334 @@
+//! A sample of a large original: when a table holds more than [`SAMPLE_ROWS`] rows, trying
+//! every neighbour on the original would take as long as the original is large. A neighbour
+//! that runs past the bound there ([`super::trial::NEIGHBOUR_STEPS`]) is judged on this sample
+//! instead, and the value pools of the large tables come from it rather than from a scan of
+//! each column. The sample is one more candidate database that the greedy choice may keep.
+//!
+//! Rows are drawn by key: [`WINDOWS`] runs of consecutive rows in primary key order, at
+//! seeded offsets, per large table; smaller tables are copied whole. Then the rows the drawn
+//! rows reference are added, by the declared foreign keys and by the golds' join equalities,
+//! so the sample's joins find their rows as the original's do.
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+
+use rand::RngExt;
+use sqlgate_eval::exec::{Backend, Connection, Driver, ExecError, ExecErrorKind, Limits, Value};
+
+use super::facts::Facts;
+use super::fill::create_schema;
+use super::hints::Hints;
+use crate::mutate::labelled_stream;
+
+/// A table with more rows than this is drawn from; one with as many or fewer is copied.
+pub const SAMPLE_ROWS: usize = 1_000;
+/// The runs of consecutive rows a large table's draw is made of.
+const WINDOWS: usize = 10;
+/// Passes over the references: a row added for a reference can reference further.
+const REFERENCE_PASSES: usize = 3;
+/// Most rows added along one reference in one pass.
+const ROWS_PER_REFERENCE: usize = 2 * SAMPLE_ROWS;
+/// Most rows a sample holds: references stop being followed past it.
+const MAX_ROWS: usize = 20 * SAMPLE_ROWS;
+/// Values in one `IN (...)` list.
+const IN_LIST: usize = 500;
+
+/// The rows drawn from the original, per table of the schema.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Per table (by index in the schema): the rows, each once.
+    rows: Vec<Vec<Vec<Value>>>,
+    /// Per table: whether it was drawn from (it holds more than [`SAMPLE_ROWS`] rows), not
+    /// copied whole.
+    drawn: Vec<bool>,
+}
+
+impl Sample {
+    /// Whether the original `conn` has a table past [`SAMPLE_ROWS`] rows (without counting
+    /// the rows of any).
+    pub fn needed(
+        conn: &mut dyn Connection,
+        driver: &dyn Driver,
+        facts: &Facts,
+    ) -> Result<bool, ExecError> {
+        if !facts.holds_rows {
+            return Ok(false);
+        }
+        for table in &facts.schema.tables {
+            let sql = format!(
+                "SELECT 1 FROM {} LIMIT 1 OFFSET {SAMPLE_ROWS}",
+                driver.quote(&table.name)
+            );
+            if !query(conn, &sql, 1)?.is_empty() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Draws the sample of the original `conn`, seeded by `seed` and the database's name.
+    pub fn draw(
+        conn: &mut dyn Connection,
+        driver: &dyn Driver,
+        facts: &Facts,
+        hints: &Hints,
+        seed: u64,
+        db: &str,
+    ) -> Result<Sample, ExecError> {
+        let tables = &facts.schema.tables;
+        let mut sample = Sample {
+            rows: vec![Vec::new(); tables.len()],
+            drawn: vec![false; tables.len()],
+        };
+        let mut seen: Vec<HashSet<String>> = vec![HashSet::new(); tables.len()];
+        for (t, table) in tables.iter().enumerate() {
+            let from = format!(
+                "SELECT {} FROM {}",
+                columns(driver, t, facts),
+                driver.quote(&table.name)
+            );
+            let count = query(
+                conn,
+                &format!("SELECT COUNT(*) FROM {}", driver.quote(&table.name)),
+                1,
+            )?;
+            let count = match count.first().and_then(|row| row.first()) {
+                Some(Value::Int(n)) => usize::try_from(*n).unwrap_or(0),
+                _ => 0,
+            };
+            let rows = if count <= SAMPLE_ROWS {
+                query(conn, &from, SAMPLE_ROWS)?
+            } else {
+                sample.drawn[t] = true;
+                let keys: Vec<String> = match table.columns.iter().any(|c| c.primary_key) {
+                    true => table
+                        .columns
+                        .iter()
+                        .filter(|c| c.primary_key)
+                        .map(|c| driver.quote(&c.name))
+                        .collect(),
+                    false => table
+                        .columns
+                        .iter()
+                        .map(|c| driver.quote(&c.name))
+                        .collect(),
+                };
+                let per_window = SAMPLE_ROWS / WINDOWS;
+                let mut rng = labelled_stream(seed, db, &["sample", &table.name]);
+                let offsets: BTreeSet<usize> = (0..WINDOWS)
+                    .map(|_| rng.random_range(0..=count - per_window))
+                    .collect();
+                let mut rows = Vec::new();
+                for offset in offsets {
+                    rows.extend(query(
+                        conn,
+                        &format!(
+                            "{from} ORDER BY {} LIMIT {per_window} OFFSET {offset}",
+                            keys.join(", ")
+                        ),
+                        per_window,
+                    )?);
+                }
+                rows
+            };
+            sample.add(t, rows, &mut seen[t]);
+        }
+        for _ in 0..REFERENCE_PASSES {
+            let mut added = false;
+            for (from, to) in references(facts, hints) {
+                if sample.len() >= MAX_ROWS {
+                    break;
+                }
+                let values: BTreeSet<InValue> = sample.rows[from.0]
+                    .iter()
+                    .filter_map(|row| InValue::of(&row[from.1]))
+                    .collect();
+                let values: Vec<InValue> = values.into_iter().collect();
+                let mut found = Vec::new();
+                for chunk in values.chunks(IN_LIST) {
+                    let list: Vec<String> = chunk.iter().map(InValue::literal).collect();
+                    let sql = format!(
+                        "SELECT {} FROM {} WHERE {} IN ({})",
+                        columns(driver, to.0, facts),
+                        driver.quote(&tables[to.0].name),
+                        driver.quote(&tables[to.0].columns[to.1].name),
+                        list.join(", ")
+                    );
+                    found.extend(query(conn, &sql, ROWS_PER_REFERENCE)?);
+                    if found.len() >= ROWS_PER_REFERENCE {
+                        break;
+                    }
+                }
+                found.truncate(ROWS_PER_REFERENCE);
+                added |= sample.add(to.0, found, &mut seen[to.0]);
+            }
+            if !added {
+                break;
+            }
+        }
+        Ok(sample)
+    }
+
+    /// Adds the rows of table `t` not already held; whether any was new.
+    fn add(&mut self, t: usize, rows: Vec<Vec<Value>>, seen: &mut HashSet<String>) -> bool {
+        let before = self.rows[t].len();
+        for row in rows {
+            if seen.insert(format!("{row:?}")) {
+                self.rows[t].push(row);
+            }
+        }
+        self.rows[t].len() > before
+    }
+
+    /// Rows held, all tables together.
+    pub fn len(&self) -> usize {
+        self.rows.iter().map(Vec::len).sum()
+    }
+
+    /// Whether no table holds a row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether table `t` (by index in the schema) was drawn from rather than copied whole.
+    pub fn drawn(&self, t: usize) -> bool {
+        self.drawn[t]
+    }
+
+    /// The values of column `c` of table `t` the sample holds.
+    pub fn column(&self, t: usize, c: usize) -> impl Iterator<Item = &Value> {
+        self.rows[t].iter().map(move |row| &row[c])
+    }
+
+    /// Writes the sample as the new database `path` of `backend`'s engine, with the original's
+    /// schema: parents first; a row the database refuses (a reference to a row not drawn,
+    /// where the engine enforces it) is left out.
+    pub fn write(
+        &self,
+        backend: &dyn Backend,
+        facts: &Facts,
+        path: &Path,
+    ) -> Result<(), ExecError> {
+        let mut writer = backend.create(path)?;
+        create_schema(&mut *writer, facts)?;
+        for &t in &facts.fill_order {
+            let table = &facts.schema.tables[t];
+            let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+            for batch in self.rows[t].chunks(200) {
+                match writer.insert(&table.name, &names, batch) {
+                    Ok(()) => {}
+                    Err(error) if error.kind == ExecErrorKind::Runtime => {
+                        for row in batch {
+                            match writer.insert(&table.name, &names, std::slice::from_ref(row)) {
+                                Err(error) if error.kind != ExecErrorKind::Runtime => {
+                                    return Err(error)
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        writer.finish()
+    }
+}
+
+/// The quoted columns of table `t`, in declaration order.
+fn columns(driver: &dyn Driver, t: usize, facts: &Facts) -> String {
+    facts.schema.tables[t]
+        .columns
+        .iter()
+        .map(|c| driver.quote(&c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Runs `sql` on the original, reading at most `most` rows.
+fn query(conn: &mut dyn Connection, sql: &str, most: usize) -> Result<Vec<Vec<Value>>, ExecError> {
+    let limits = Limits {
+        max_rows: most.max(1),
+        ..Limits::default()
+    };
+    let set = conn.execute(sql, &limits).result?;
+    Ok(set.rows.clone())
+}
+
+/// ((table, column) that references, (table, column) referenced), by index in the schema:
+/// each declared foreign key, and each join equality of a gold towards its side whose values
+/// are unique (both ways when neither is).
+fn references(facts: &Facts, hints: &Hints) -> Vec<((usize, usize), (usize, usize))> {
+    let schema = &facts.schema;
+    let locate = |table: &str, column: &str| {
+        let t = schema
+            .tables
+            .iter()
+            .position(|x| x.name.eq_ignore_ascii_case(table))?;
+        let c = schema.tables[t]
+            .columns
+            .iter()
+            .position(|x| x.name.eq_ignore_ascii_case(column))?;
+        Some((t, c))
+    };
+    let mut found = BTreeSet::new();
+    for key in &schema.foreign_keys {
+        if let (Some(from), Some(to)) = (
+            locate(&key.from.table, &key.from.column),
+            locate(&key.to.table, &key.to.column),
+        ) {
+            found.insert((from, to));
+        }
+    }
+    for witness in hints.witnesses.iter().flatten() {
+        for &((a, ac), (b, bc)) in &witness.links {
+            let (a, b) = (
+                (witness.instances[a].table, ac),
+                (witness.instances[b].table, bc),
+            );
+            let unique = |(t, c): (usize, usize)| {
+                let table = &schema.tables[t];
+                facts
+                    .unique
+                    .contains(&format!("{}.{}", table.name, table.columns[c].name).to_lowercase())
+            };
+            if a == b {
+                continue;
+            }
+            if unique(b) || !unique(a) {
+                found.insert((a, b));
+            }
+            if unique(a) || !unique(b) {
+                found.insert((b, a));
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// A value written into an `IN` list: integers, and texts that every engine reads the same
+/// way between single quotes. Other values are not followed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum InValue {
+    Int(i64),
+    Text(String),
+}
+
+impl InValue {
+    fn of(value: &Value) -> Option<InValue> {
+        match value {
+            Value::Int(n) => Some(InValue::Int(*n)),
+            Value::Text(text) if !text.contains(['\\', '\0']) && text.len() <= 256 => {
+                Some(InValue::Text(text.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    fn literal(&self) -> String {
+        match self {
+            InValue::Int(n) => n.to_string(),
+            InValue::Text(text) => format!("'{}'", text.replace('\'', "''")),
+        }
+    }
+}
