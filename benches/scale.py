@@ -2,7 +2,7 @@
 """Scale benchmarks of `sqlgate test` (issue "Scale out across CI runners, never redo finished
 work"): generated, seeded workloads timed end to end with the release binary.
 
-  python3 benches/scale.py [--scale 1.0] [--cases 50000] [--skip heavy|many] [--binary PATH]
+  python3 benches/scale.py [--scale 1.0] [--cases 50000] [--skip heavy|many|distill]... [--binary PATH]
 
 heavy: the execution-heavy workload: 10^6 orders, 10^5 customers (times --scale), 120 cases
        over 60 gold queries (each gold shared by two cases), half the predictions equal to
@@ -11,6 +11,9 @@ heavy: the execution-heavy workload: 10^6 orders, 10^5 customers (times --scale)
        process per core (what the machine's shared memory bandwidth allows), sqlgate
        without its cache on every core and on one thread, then 4 shards run one after another
        plus `sqlgate merge` against one run (same JUnit and snapshot).
+distill: `sqlgate distill` of the heavy workload's database and its 120 golds (default options),
+       on every core and on one thread: wall time, peak RSS, and whether both wrote the same
+       bytes.
 many:  a suite of --cases cases over a 10^6-row table (times --scale): first run with an empty
        cache (accepting the snapshot), second run with every input unchanged, third after changing one prediction;
        then the HTML report: an unchanged run writing it, and `sqlgate report` from the run's record.
@@ -173,7 +176,8 @@ def run_raw(sql):
     RAW_CONNECTION.execute(sql).fetchall()
 
 
-def heavy(scale, rng):
+def heavy(scale, rng, timed=True):
+    """Builds the heavy workload, and times it when `timed`."""
     folder = WORK / "heavy"
     shutil.rmtree(folder, ignore_errors=True)
     (folder / "db").mkdir(parents=True)
@@ -190,6 +194,8 @@ def heavy(scale, rng):
     write_suite(folder, "shop", cases, predictions)
     distinct = sorted({sql for _, sql in cases} | {sql for _, sql in predictions})
     print(f"heavy: {len(cases)} cases, {len(distinct)} distinct queries")
+    if not timed:
+        return
 
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     connection.execute("SELECT count(*) FROM orders").fetchall()  # warm the page cache
@@ -240,6 +246,46 @@ def heavy(scale, rng):
         what = "shared cache" if cached else "--no-cache"
         print(f"  4 shards one after another + merge ({what}): {total:7.2f} s "
               f"({total / one:.2f}x one run; merged JUnit identical: {same})")
+
+
+def run_measured(folder, args, threads=None):
+    """Runs sqlgate to its end: (wall seconds, peak RSS in MiB of that process alone)."""
+    env = dict(os.environ)
+    env["CI"] = "true"
+    env.pop("GITHUB_ACTIONS", None)
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    if threads:
+        env["RAYON_NUM_THREADS"] = str(threads)
+    start = time.perf_counter()
+    child = subprocess.Popen([str(BINARY), *args], cwd=folder, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    took = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"sqlgate {' '.join(args)} failed:\n{stderr.decode(errors='replace')}")
+    return took, usage.ru_maxrss / 1024
+
+
+def suite_files(out):
+    """The distilled suite's files by name and bytes (the manifest, which names the command
+    line, left out)."""
+    return sorted((p.relative_to(out).as_posix(), p.read_bytes())
+                  for p in out.rglob("*") if p.is_file() and p.name != "sqlgate-distill.json")
+
+
+def distill(folder):
+    cores = os.cpu_count() or 1
+    written = {}
+    for threads in (None, 1):
+        out = folder / f"distilled-{threads or 'all'}"
+        shutil.rmtree(out, ignore_errors=True)
+        took, rss = run_measured(folder, ["distill", "--gold", "suite.toml", "--out", out.name],
+                                 threads)
+        written[threads] = suite_files(out)
+        what = "one thread" if threads else f"every core ({cores})"
+        print(f"  sqlgate distill, {what}: {took:7.2f} s, peak RSS {rss:.0f} MiB")
+    print(f"    same bytes on one thread and on every core: {written[None] == written[1]}")
 
 
 def build_many_db(path, rows, rng):
@@ -301,15 +347,18 @@ def main():
     parser.add_argument("--scale", type=float, default=1.0, help="table sizes, times 10^6 rows")
     parser.add_argument("--cases", type=int, default=50_000, help="cases of the `many` suite")
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument("--skip", choices=["heavy", "many"])
+    parser.add_argument("--skip", choices=["heavy", "many", "distill"], action="append",
+                        default=[])
     parser.add_argument("--binary", type=Path, default=BINARY, help="the sqlgate to time")
     args = parser.parse_args()
     BINARY = args.binary.resolve()
     if not BINARY.is_file():
         sys.exit(f"{BINARY} is missing: run `cargo build --release` first, or name a binary with --binary")
-    if args.skip != "heavy":
-        heavy(args.scale, random.Random(args.seed))
-    if args.skip != "many":
+    if "heavy" not in args.skip or "distill" not in args.skip:
+        heavy(args.scale, random.Random(args.seed), "heavy" not in args.skip)
+    if "distill" not in args.skip:
+        distill(WORK / "heavy")
+    if "many" not in args.skip:
         many(args.scale, args.cases, random.Random(args.seed))
 
 

@@ -720,3 +720,173 @@ fn the_defog_tables_of_the_docs_are_what_distill_reports() {
         missing.join("\n")
     );
 }
+
+/// A suite over a database past the sample's size: 1,500 orders of 40 customers; `pairs` reads
+/// the orders two by two (past the gold bound of a large original), `by_customer` and `one`
+/// do not.
+fn large_suite(dir: &Path) -> PathBuf {
+    let db = dir.join("db");
+    fs::create_dir_all(&db).unwrap();
+    let conn = rusqlite::Connection::open(db.join("big.sqlite")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+         CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL
+                              REFERENCES customer(id), amount INTEGER NOT NULL, status TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40)
+         INSERT INTO customer SELECT i, 'c' || i FROM n;
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500)
+         INSERT INTO orders SELECT i, (i * 7) % 40 + 1, (i * 37) % 101,
+                                   CASE WHEN i % 3 = 0 THEN 'open' ELSE 'paid' END FROM n;",
+    )
+    .unwrap();
+    let cases = [
+        (
+            "pairs",
+            "SELECT count(*) FROM orders AS a JOIN orders AS b ON b.amount > a.amount + 90 \
+             WHERE a.status = 'open'",
+        ),
+        (
+            "by_customer",
+            "SELECT c.name, count(*) FROM orders AS o JOIN customer AS c ON c.id = o.customer_id \
+             WHERE o.amount > 50 GROUP BY c.name",
+        ),
+        ("one", "SELECT name FROM customer WHERE id = 7"),
+    ];
+    let lines: Vec<String> = cases
+        .iter()
+        .map(|(id, gold)| {
+            serde_json::json!({"id": id, "db": "big", "question": id, "gold": gold}).to_string()
+        })
+        .collect();
+    fs::write(dir.join("cases.jsonl"), lines.join("\n")).unwrap();
+    let gold: Vec<String> = cases
+        .iter()
+        .map(|(id, gold)| serde_json::json!({"id": id, "sql": gold}).to_string())
+        .collect();
+    fs::write(dir.join("gold.jsonl"), gold.join("\n")).unwrap();
+    fs::write(
+        dir.join("suite.toml"),
+        "name = \"big\"\ncases = \"cases.jsonl\"\ndb_dir = \"db\"\n",
+    )
+    .unwrap();
+    dir.join("suite.toml")
+}
+
+#[test]
+fn a_large_original_leaves_the_neighbours_past_its_bound_to_a_sample_on_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = large_suite(dir.path());
+    let run = |threads: &str, out: &str| {
+        let out = dir.path().join(out);
+        let report = sqlgate()
+            .arg("distill")
+            .arg("--gold")
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["--candidates", "12", "--format", "json"])
+            .run()
+            .assert_success()
+            .json();
+        let mut database = report["databases"][0].clone();
+        database["seconds"] = serde_json::Value::Null;
+        let files: Vec<(String, Vec<u8>)> = folder_files(&out.join("big"))
+            .into_iter()
+            .map(|(path, bytes)| (path.file_name().unwrap().to_str().unwrap().into(), bytes))
+            .collect();
+        (database, files, out)
+    };
+    let (report, files, out) = run("2", "two");
+    let sample = &report["sample"];
+    // Only the gold that reads the orders two by two left its neighbours; both tables were
+    // read whole or drawn as their size asks.
+    assert_eq!(sample["golds"], serde_json::json!(["pairs"]), "{report:#}");
+    assert_eq!(sample["tables_drawn"], serde_json::json!(["orders"]));
+    let operators = report["operators"].as_object().unwrap();
+    let on_sample: u64 = operators
+        .values()
+        .map(|c| c["judged_on_sample"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(on_sample > 0);
+    assert_eq!(sample["neighbours"].as_u64(), Some(on_sample));
+    for counts in operators.values() {
+        let judged = counts["accepted_by_original"].as_u64().unwrap()
+            + counts["judged_on_sample"].as_u64().unwrap_or(0);
+        assert!(counts["rejected_by_suite"].as_u64().unwrap() <= judged);
+        assert!(judged <= counts["mutants"].as_u64().unwrap());
+    }
+    // The neighbours of the other golds were run on the original: it rejects some.
+    assert!(report["killed_by_original"].as_u64().unwrap() > 0);
+    // The sample is a database of the suite when kept, and every gold passes on the suite.
+    let scored = sqlgate()
+        .arg("score")
+        .arg("--gold")
+        .arg(&suite)
+        .arg("--pred")
+        .arg(dir.path().join("gold.jsonl"))
+        .arg("--db-dir")
+        .arg(&out)
+        .args(["--mode", "testsuite", "--format", "json"])
+        .run()
+        .assert_success()
+        .json();
+    assert_eq!(scored["summary"]["ex"].as_f64(), Some(1.0), "{scored:#}");
+
+    // One thread writes the same bytes and says the same.
+    let (one_report, one_files, _) = run("1", "one");
+    assert_eq!(one_report, report);
+    assert_eq!(one_files, files);
+}
+
+#[test]
+fn distill_shows_progress_on_a_terminal_and_a_summary_line_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let distill = |format: &str, out: &str| {
+        sqlgate()
+            .arg("distill")
+            .arg("--gold")
+            .arg(&suite)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .args(["--candidates", "12", "--format", format])
+            .run()
+            .assert_success()
+            .stderr
+            .clone()
+    };
+    // Not a terminal: the summary only; JSON: nothing.
+    let summary = distill("text", "text");
+    let lines: Vec<&str> = summary.lines().collect();
+    assert_eq!(lines.len(), 1, "{summary}");
+    assert!(
+        lines[0].starts_with("   Distilled 1 database (3 golds), kept "),
+        "{summary}"
+    );
+    assert_eq!(distill("json", "json"), "");
+
+    // On a terminal (a pseudo-terminal of util-linux's `script`): the step, what is done of
+    // it and the time left, redrawn as the run goes, then the summary.
+    let command = format!(
+        "{} distill --gold {} --out {} --candidates 12",
+        env!("CARGO_BIN_EXE_sqlgate"),
+        suite.display(),
+        dir.path().join("terminal").display()
+    );
+    let output = std::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env_remove("CI")
+        .output()
+        .expect("util-linux's `script` runs (Debian's bsdutils)");
+    assert!(output.status.success());
+    let shown = String::from_utf8_lossy(&output.stdout);
+    for step in [
+        "shop (1/1): golds on the original",
+        "shop (1/1): candidate databases",
+        "/12, about ",
+        "Distilled 1 database (3 golds)",
+    ] {
+        assert!(shown.contains(step), "{step} in {shown}");
+    }
+}

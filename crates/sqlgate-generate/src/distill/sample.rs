@@ -4,8 +4,8 @@
 //! instead, and the value pools of the large tables come from it rather than from a scan of
 //! each column. The sample is one more candidate database that the greedy choice may keep.
 //!
-//! Rows are drawn by key: [`WINDOWS`] runs of consecutive rows in primary key order, at
-//! seeded offsets, per large table; smaller tables are copied whole. Then the rows the drawn
+//! Rows are drawn by key: [`WINDOWS`] runs of consecutive rows in primary key order, one at a
+//! seeded offset in each of as many equal parts of a large table; smaller tables are copied whole. Then the rows the drawn
 //! rows reference are added, by the declared foreign keys and by the golds' join equalities,
 //! so the sample's joins find their rows as the original's do.
 
@@ -113,10 +113,13 @@ impl Sample {
                         .map(|c| driver.quote(&c.name))
                         .collect(),
                 };
+                // One window at a seeded place in each of WINDOWS equal parts of the table:
+                // spread over its keys, never overlapping.
                 let per_window = SAMPLE_ROWS / WINDOWS;
+                let stratum = count / WINDOWS;
                 let mut rng = labelled_stream(seed, db, &["sample", &table.name]);
-                let offsets: BTreeSet<usize> = (0..WINDOWS)
-                    .map(|_| rng.random_range(0..=count - per_window))
+                let offsets: Vec<usize> = (0..WINDOWS)
+                    .map(|w| w * stratum + rng.random_range(0..=stratum - per_window))
                     .collect();
                 let mut rows = Vec::new();
                 for offset in offsets {
@@ -329,6 +332,202 @@ impl InValue {
         match self {
             InValue::Int(n) => n.to_string(),
             InValue::Text(text) => format!("'{}'", text.replace('\'', "''")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlgate_eval::exec::{Open, Source};
+
+    /// A shop whose `orders` (3,000 rows) reference `customer` (1,500 rows) by a declared key,
+    /// and whose `payment` (2,000 rows) references `orders` only through the golds' join.
+    fn shop(dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("shop.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE region (code TEXT PRIMARY KEY, name TEXT);
+             CREATE TABLE customer (id INTEGER PRIMARY KEY, region TEXT, name TEXT);
+             CREATE TABLE orders (id INTEGER PRIMARY KEY,
+                                  customer_id INTEGER REFERENCES customer(id), amount INTEGER);
+             INSERT INTO region VALUES ('n', 'north'), ('s', 'south'), ('e', 'east');
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500)
+             INSERT INTO customer SELECT i, substr('nse', i % 3 + 1, 1), 'c' || i FROM n;
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+             INSERT INTO orders SELECT i, (i * 7919) % 1500 + 1, i % 97 FROM n;
+             CREATE TABLE payment (id INTEGER PRIMARY KEY, order_id INTEGER, paid INTEGER);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+             INSERT INTO payment SELECT i, (i * 31) % 3000 + 1, i % 5 FROM n;",
+        )
+        .unwrap();
+        path
+    }
+
+    fn draw(path: &Path, seed: u64) -> (Facts, Sample) {
+        let backend = sqlgate_engine_sqlite::files();
+        let facts = Facts::read(&*backend, path).unwrap();
+        let hints = Hints::gather(
+            [
+                "SELECT sum(p.paid) FROM payment AS p JOIN orders AS o ON o.id = p.order_id \
+              WHERE o.amount > 3",
+            ],
+            &facts.schema,
+        );
+        let mut conn = backend.open(path, Open::for_source(Source::Gold)).unwrap();
+        let driver = backend.driver();
+        assert!(Sample::needed(&mut *conn, driver, &facts).unwrap());
+        let sample = Sample::draw(&mut *conn, driver, &facts, &hints, seed, "shop").unwrap();
+        (facts, sample)
+    }
+
+    #[test]
+    fn a_sample_draws_large_tables_by_key_and_keeps_what_their_rows_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = shop(dir.path());
+        let (facts, sample) = draw(&path, 7);
+        let index = |name: &str| {
+            facts
+                .schema
+                .tables
+                .iter()
+                .position(|t| t.name == name)
+                .unwrap()
+        };
+        let (region, customer, orders, payment) = (
+            index("region"),
+            index("customer"),
+            index("orders"),
+            index("payment"),
+        );
+        assert!(!sample.drawn(region));
+        assert!(sample.drawn(customer) && sample.drawn(orders) && sample.drawn(payment));
+        // The small table whole, the large ones drawn to its size, and then what is
+        // referenced.
+        assert_eq!(sample.rows[region].len(), 3);
+        assert_eq!(sample.rows[payment].len(), SAMPLE_ROWS);
+        // Runs of consecutive keys: most rows follow the one before them.
+        let ids: Vec<i64> = sample
+            .column(payment, 0)
+            .map(|v| match v {
+                Value::Int(id) => *id,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let consecutive = ids.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(consecutive >= SAMPLE_ROWS - WINDOWS, "{consecutive}");
+        // Every payment's order is there (the golds' join), and every order's customer (a
+        // declared key), those of the orders added for payments too.
+        let held = |t: usize, c: usize| -> HashSet<String> {
+            sample.column(t, c).map(|v| format!("{v:?}")).collect()
+        };
+        assert!(held(payment, 1).is_subset(&held(orders, 0)));
+        assert!(held(orders, 1).is_subset(&held(customer, 0)));
+        assert!(sample.rows[orders].len() > SAMPLE_ROWS);
+        assert!(sample.rows[customer].len() > SAMPLE_ROWS);
+        assert!(sample.len() <= MAX_ROWS);
+
+        // Written with the original's schema, it holds exactly those rows.
+        let written = dir.path().join("sample.sqlite");
+        sample
+            .write(&*sqlgate_engine_sqlite::files(), &facts, &written)
+            .unwrap();
+        let conn = rusqlite::Connection::open(&written).unwrap();
+        let count = |table: &str| -> usize {
+            let n: i64 = conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap();
+            usize::try_from(n).unwrap()
+        };
+        assert_eq!(count("orders"), sample.rows[orders].len());
+        assert_eq!(count("customer"), sample.rows[customer].len());
+        let orphans: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM orders WHERE customer_id NOT IN (SELECT id FROM customer)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(orphans, 0);
+    }
+
+    #[test]
+    fn a_seed_draws_the_same_rows_and_another_seed_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = shop(dir.path());
+        let rows = |seed| draw(&path, seed).1.rows;
+        assert_eq!(rows(7), rows(7));
+        assert_ne!(rows(7), rows(8));
+    }
+
+    #[test]
+    fn a_database_whose_tables_all_fit_needs_no_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("small.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {SAMPLE_ROWS})
+             INSERT INTO t SELECT i FROM n;"
+        ))
+        .unwrap();
+        let backend = sqlgate_engine_sqlite::files();
+        let facts = Facts::read(&*backend, &path).unwrap();
+        let mut session = backend.open(&path, Open::for_source(Source::Gold)).unwrap();
+        assert!(!Sample::needed(&mut *session, backend.driver(), &facts).unwrap());
+        conn.execute("INSERT INTO t VALUES (NULL)", []).unwrap();
+        let mut session = backend.open(&path, Open::for_source(Source::Gold)).unwrap();
+        assert!(Sample::needed(&mut *session, backend.driver(), &facts).unwrap());
+    }
+
+    /// `1000000` as `1,000,000`, as the docs write numbers.
+    fn thousands(n: u64) -> String {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, digit) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(digit);
+        }
+        out
+    }
+
+    #[test]
+    fn docs_distill_gives_the_samples_numbers() {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/distill.md"),
+        )
+        .unwrap();
+        let start = doc
+            .find("## Large databases: a sample of the original")
+            .unwrap();
+        let section = &doc[start..start + doc[start..].find("**Progress.**").unwrap()];
+        let size = |n: usize| u64::try_from(n).unwrap();
+        for said in [
+            format!("more\nthan **{} rows**", thousands(size(SAMPLE_ROWS))),
+            format!(
+                "gives {WINDOWS} runs of {} consecutive rows",
+                SAMPLE_ROWS / WINDOWS
+            ),
+            format!("in up to {REFERENCE_PASSES} passes"),
+            format!(
+                "at most {} rows per reference",
+                thousands(size(ROWS_PER_REFERENCE))
+            ),
+            format!("the sample holds {} rows", thousands(size(MAX_ROWS))),
+            format!(
+                "within **{}** virtual-machine steps",
+                thousands(super::super::trial::GOLD_STEPS)
+            ),
+            format!(
+                "each within **{}** steps",
+                thousands(super::super::trial::NEIGHBOUR_STEPS)
+            ),
+        ] {
+            let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
+            let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(flat.contains(&said), "docs/distill.md lacks `{said}`");
         }
     }
 }
