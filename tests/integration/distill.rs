@@ -890,3 +890,60 @@ fn distill_shows_progress_on_a_terminal_and_a_summary_line_elsewhere() {
         assert!(shown.contains(step), "{step} in {shown}");
     }
 }
+
+/// The same on a PostgreSQL server of the test's own, where the sample is a database on the
+/// server like the candidates, and the suite written there scores every gold correct.
+#[test]
+fn a_large_original_on_postgres_is_sampled_into_a_database_of_the_server() {
+    let Some(pg) = sqlgate_test_support::postgres::PgServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = large_suite(dir.path());
+    let admin = pg.admin_url("{db}");
+    sqlgate()
+        .arg("copy")
+        .arg("--db-dir")
+        .arg(dir.path().join("db"))
+        .args(["--db", "big", "--to-engine", "postgres", "--to-dsn", &admin])
+        .run()
+        .assert_success();
+    let out = dir.path().join("out");
+    let report = sqlgate()
+        .arg("distill")
+        .arg("--gold")
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .args(["--engine", "postgres", "--dsn", &admin])
+        .args(["--candidates", "6", "--per-db", "3", "--format", "json"])
+        .run()
+        .assert_success()
+        .json();
+    let database = &report["databases"][0];
+    assert_eq!(
+        database["sample"]["tables_drawn"],
+        serde_json::json!(["orders"]),
+        "{database:#}"
+    );
+    assert!(database["sample"]["rows"].as_u64().unwrap() > 1_000);
+    let listed = fs::read_to_string(out.join("big/databases.txt")).unwrap();
+    assert_eq!(
+        listed.lines().count(),
+        1 + database["kept"].as_u64().unwrap() as usize
+    );
+    let scored = sqlgate()
+        .arg("score")
+        .arg("--gold")
+        .arg(&suite)
+        .arg("--pred")
+        .arg(dir.path().join("gold.jsonl"))
+        .arg("--db-dir")
+        .arg(&out)
+        .args(["--engine", "postgres", "--dsn", &admin])
+        .args(["--mode", "testsuite", "--format", "json"])
+        .run()
+        .assert_success()
+        .json();
+    assert_eq!(scored["summary"]["ex"].as_f64(), Some(1.0), "{scored:#}");
+}
