@@ -32,6 +32,9 @@ const ROWS_PER_REFERENCE: usize = 2 * SAMPLE_ROWS;
 const MAX_ROWS: usize = 20 * SAMPLE_ROWS;
 /// Values in one `IN (...)` list.
 const IN_LIST: usize = 500;
+/// Most bytes one query of the draw reads: a query past it (rows of large texts or blobs)
+/// adds no row.
+const QUERY_BYTES: usize = 4 << 20;
 
 /// The rows drawn from the original, per table of the schema.
 #[derive(Debug, Clone)]
@@ -248,14 +251,19 @@ fn columns(driver: &dyn Driver, t: usize, facts: &Facts) -> String {
         .join(", ")
 }
 
-/// Runs `sql` on the original, reading at most `most` rows.
+/// Runs `sql` on the original, reading at most `most` rows and [`QUERY_BYTES`]: no row when
+/// its rows are larger.
 fn query(conn: &mut dyn Connection, sql: &str, most: usize) -> Result<Vec<Vec<Value>>, ExecError> {
     let limits = Limits {
         max_rows: most.max(1),
+        max_bytes: QUERY_BYTES,
         ..Limits::default()
     };
-    let set = conn.execute(sql, &limits).result?;
-    Ok(set.rows.clone())
+    match conn.execute(sql, &limits).result {
+        Ok(set) => Ok(set.rows.clone()),
+        Err(error) if error.kind == ExecErrorKind::TooLarge => Ok(Vec::new()),
+        Err(error) => Err(error),
+    }
 }
 
 /// ((table, column) that references, (table, column) referenced), by index in the schema:
@@ -461,6 +469,31 @@ mod tests {
     }
 
     #[test]
+    fn rows_past_the_byte_bound_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blobs.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        // 1,200 rows: the first 600 of 60 kB (a run of 100 is past the bound), the others
+        // small.
+        conn.execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, data BLOB);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200)
+             INSERT INTO t SELECT i, CASE WHEN i <= 600 THEN randomblob(60000) ELSE x'00' END
+             FROM n;",
+        )
+        .unwrap();
+        let backend = sqlgate_engine_sqlite::files();
+        let facts = Facts::read(&*backend, &path).unwrap();
+        let mut session = backend.open(&path, Open::for_source(Source::Gold)).unwrap();
+        let driver = backend.driver();
+        let sample =
+            Sample::draw(&mut *session, driver, &facts, &Hints::default(), 1, "blobs").unwrap();
+        // The runs in the large rows' half were left out, the others kept.
+        assert_eq!(sample.len(), SAMPLE_ROWS / 2);
+        assert!(sample.column(0, 1).all(|v| *v == Value::Blob(vec![0])));
+    }
+
+    #[test]
     fn a_database_whose_tables_all_fit_needs_no_sample() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("small.sqlite");
@@ -516,6 +549,7 @@ mod tests {
                 thousands(size(ROWS_PER_REFERENCE))
             ),
             format!("the sample holds {} rows", thousands(size(MAX_ROWS))),
+            format!("more than {} MiB", QUERY_BYTES >> 20),
             format!(
                 "within **{}** virtual-machine steps",
                 thousands(super::super::trial::GOLD_STEPS)
