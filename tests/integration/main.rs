@@ -15,6 +15,7 @@ mod cli_score;
 mod diff;
 mod distill;
 mod distill_safety;
+mod doc_commands;
 mod doc_links;
 mod doc_snippets;
 mod efficiency_gate;
