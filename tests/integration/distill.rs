@@ -658,21 +658,35 @@ fn distill_report_in_text_and_json() {
     insta::assert_snapshot!("distill_json", report("json"));
 }
 
-/// docs/distill.md's Defog tables (default flags, seed 42): each database's row and each
-/// operator's totals are what `distill --format json` reports (times aside).
+/// docs/distill.md's Defog tables (default flags, seed 42): each database's row, the totals
+/// and each operator's totals are what `distill --format json` reports (times aside).
 #[test]
 fn the_defog_tables_of_the_docs_are_what_distill_reports() {
     let Some(data) = shared_data() else {
         return;
     };
     let defog = data.join("defog");
+    check_the_docs_tables(&defog.join("questions.csv"), &defog);
+}
+
+/// The same for docs/distill.md's Spider dev tables.
+#[test]
+fn the_spider_tables_of_the_docs_are_what_distill_reports() {
+    let Some(data) = shared_data() else {
+        return;
+    };
+    let spider = data.join("spider-dev");
+    check_the_docs_tables(&spider.join("gold.txt"), &spider.join("schema-db"));
+}
+
+fn check_the_docs_tables(gold: &Path, db_dir: &Path) {
     let dir = tempfile::tempdir().unwrap();
     let report = sqlgate()
         .arg("distill")
         .arg("--gold")
-        .arg(defog.join("questions.csv"))
+        .arg(gold)
         .arg("--db-dir")
-        .arg(&defog)
+        .arg(db_dir)
         .arg("--out")
         .arg(dir.path().join("out"))
         .args(["--format", "json"])
@@ -682,19 +696,29 @@ fn the_defog_tables_of_the_docs_are_what_distill_reports() {
     let doc = fs::read_to_string(crate::support::repo().join("docs/distill.md")).unwrap();
     let mut missing = Vec::new();
     let mut operators: std::collections::BTreeMap<String, [u64; 3]> = Default::default();
+    const COLUMNS: [&str; 7] = [
+        "golds",
+        "neighbours",
+        "killed_by_original",
+        "killed_by_suite",
+        "survivors",
+        "kept",
+        "gold_skips",
+    ];
+    let mut all = [0; COLUMNS.len()];
+    let row = |name: &str, counts: &[u64]| {
+        let counts: Vec<String> = counts.iter().map(u64::to_string).collect();
+        format!("| {name} | {} |", counts.join(" | "))
+    };
     for db in report["databases"].as_array().unwrap() {
-        let n = |key: &str| db[key].as_u64().unwrap();
-        let row = format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            db["db"].as_str().unwrap(),
-            n("golds"),
-            n("neighbours"),
-            n("killed_by_original"),
-            n("killed_by_suite"),
-            n("survivors"),
-            n("kept"),
-            n("gold_skips")
-        );
+        let counts: Vec<u64> = COLUMNS
+            .iter()
+            .map(|key| db[*key].as_u64().unwrap())
+            .collect();
+        for (total, n) in all.iter_mut().zip(&counts) {
+            *total += n;
+        }
+        let row = row(db["db"].as_str().unwrap(), &counts);
         if !doc.contains(&row) {
             missing.push(row);
         }
@@ -707,6 +731,10 @@ fn the_defog_tables_of_the_docs_are_what_distill_reports() {
                 total[i] += counts[*key].as_u64().unwrap();
             }
         }
+    }
+    let totals = row("**all**", &all);
+    if !doc.contains(&totals) {
+        missing.push(totals);
     }
     for (op, [mutants, accepted, rejected]) in operators {
         let row = format!("| `{op}` | {mutants} | {accepted} | {rejected} |");
