@@ -4,7 +4,7 @@
 //! instead, and the value pools of the large tables come from it rather than from a scan of
 //! each column. The sample is one more candidate database that the greedy choice may keep.
 //!
-//! Rows are drawn by key: [`WINDOWS`] runs of consecutive rows in primary key order, one at a
+//! Rows are drawn by key: `WINDOWS` runs of consecutive rows in primary key order, one at a
 //! seeded offset in each of as many equal parts of a large table; smaller tables are copied whole. Then the rows the drawn
 //! rows reference are added, by the declared foreign keys and by the golds' join equalities,
 //! so the sample's joins find their rows as the original's do.

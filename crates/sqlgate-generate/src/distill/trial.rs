@@ -24,7 +24,7 @@ use super::neighbours::Neighbour;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tried {
     /// The benchmark's own database, when every table fits in a sample
-    /// ([`super::sample::needed`] says no): everything is judged on it.
+    /// ([`Sample::needed`](super::sample::Sample::needed) says no): everything is judged on it.
     Original,
     /// The benchmark's own database, with a table past the sample's size: golds are judged on
     /// it, and so are the neighbours of a gold within [`GOLD_STEPS`], each within
