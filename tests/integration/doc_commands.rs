@@ -10,7 +10,8 @@
 //! - listed in [`NOT_RUN_HERE`] with the reason it is not run by this test.
 //!
 //! A command line that is none of these fails the test, so a new doc command is either run or
-//! said not to be.
+//! said not to be. The `sqlgate` lines of ```text blocks (synopses shown as text) have their
+//! flags checked too.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -101,6 +102,8 @@ struct DocCommand {
     command: String,
     /// The exit code the comment gives (`# exit 100: ...`), else 0.
     exit: i32,
+    /// From a ```text block: a synopsis whose flags are checked, never run.
+    shown_as_text: bool,
 }
 
 fn doc_commands() -> Vec<DocCommand> {
@@ -120,14 +123,17 @@ fn doc_commands() -> Vec<DocCommand> {
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        let (mut in_block, mut block, mut continues) = (false, 0, false);
+        let (mut in_block, mut block, mut shown_as_text) = (false, 0, false);
+        // The last line was part of a command, and ended with `\`.
+        let (mut in_command, mut continues) = (false, false);
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if !in_block {
-                if ["```sh", "```bash", "```shell"].contains(&line) {
+                shown_as_text = line == "```text";
+                if shown_as_text || ["```sh", "```bash", "```shell"].contains(&line) {
                     in_block = true;
                     block += 1;
-                    continues = false;
+                    in_command = false;
                 }
                 continue;
             }
@@ -135,8 +141,21 @@ fn doc_commands() -> Vec<DocCommand> {
                 in_block = false;
                 continue;
             }
-            if line.is_empty() || line.starts_with('#') {
-                continues = false;
+            let continued = in_command
+                && (continues
+                    || line.starts_with('[')
+                    || (line.starts_with("--") && !line.starts_with("---")));
+            // Not a comment line, nor a text block's line other than a `sqlgate` command (its
+            // output begins `sqlgate diff: ...`).
+            let command_shown = line.starts_with("sqlgate ")
+                && !line
+                    .split_whitespace()
+                    .nth(1)
+                    .is_some_and(|word| word.ends_with(':'));
+            let starts =
+                !line.is_empty() && !line.starts_with('#') && (!shown_as_text || command_shown);
+            if !continued && !starts {
+                in_command = false;
                 continue;
             }
             let (code, comment) = match line.find("  #") {
@@ -149,9 +168,8 @@ fn doc_commands() -> Vec<DocCommand> {
                 .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
                 .and_then(|digits| digits.parse().ok())
                 .unwrap_or(0);
-            let joined = continues || code.starts_with('[') || code.starts_with("--");
             match found.last_mut() {
-                Some(last) if joined && last.file == file && last.block == block => {
+                Some(last) if continued => {
                     last.command =
                         format!("{} {}", last.command.trim_end_matches('\\').trim(), code);
                 }
@@ -161,8 +179,10 @@ fn doc_commands() -> Vec<DocCommand> {
                     block,
                     command: code.to_string(),
                     exit,
+                    shown_as_text,
                 }),
             }
+            in_command = true;
             continues = code.ends_with('\\');
         }
     }
@@ -305,6 +325,9 @@ fn every_command_of_the_docs_runs_as_written_or_is_said_not_to() {
                     ));
                 }
             }
+        }
+        if doc.shown_as_text {
+            continue;
         }
         if let Some((_, start, _)) = NOT_RUN_HERE.iter().find(|(file, start, _)| {
             (file.is_empty() || *file == doc.file) && doc.command.starts_with(start)
