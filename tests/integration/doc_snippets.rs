@@ -258,3 +258,37 @@ fn the_score_json_example_is_what_score_prints() {
     let actual: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert!(json_within(&shown, &actual), "{block}\n{}", run.stdout);
 }
+
+/// docs/reliability.md's text output of RS: each line it shows (the elided rows aside) is what
+/// `score --penalty 1000` prints for the demo's sample answers.
+#[test]
+fn the_rs_output_of_the_reliability_doc_is_what_score_prints() {
+    let doc = std::fs::read_to_string(repo().join("docs/reliability.md")).unwrap();
+    let shown: Vec<&str> = doc
+        .lines()
+        .skip_while(|line| *line != "Text output:")
+        .skip(3)
+        .take_while(|line| !line.starts_with("```"))
+        .filter(|line| !line.is_empty() && *line != "...")
+        .collect();
+    assert!(shown.len() >= 4, "{shown:?}");
+    let run = sqlgate()
+        .args([
+            "score",
+            "--gold",
+            "suite.toml",
+            "--pred",
+            "predictions/sample.jsonl",
+        ])
+        .args(["--penalty", "1000"])
+        .current_dir(crate::support::demo(""))
+        .run();
+    run.assert_success();
+    for line in shown {
+        assert!(
+            run.stdout.lines().any(|printed| printed == line),
+            "docs/reliability.md shows `{line}`; score printed:\n{}",
+            run.stdout
+        );
+    }
+}

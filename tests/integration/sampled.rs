@@ -204,6 +204,22 @@ fn an_equally_good_run_passes_and_a_worse_one_fails_beyond_noise() {
         "{}",
         worse.text()
     );
+    // docs/sampling.md shows this run's summary line (wrapped).
+    let doc = std::fs::read_to_string(crate::support::repo().join("docs/sampling.md")).unwrap();
+    let shown: Vec<&str> = doc
+        .lines()
+        .skip_while(|line| !line.starts_with("The summary prints, for a sampled suite"))
+        .skip_while(|line| !line.starts_with("```"))
+        .skip(1)
+        .take_while(|line| !line.starts_with("```"))
+        .collect();
+    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat(&worse.text()).contains(&flat(&shown.join(" "))),
+        "docs/sampling.md shows\n{}\nthe run printed\n{}",
+        shown.join("\n"),
+        worse.text()
+    );
     let pending = gate.snapshot("demo.snap.new");
     assert!(case_lines(&pending)
         .iter()
