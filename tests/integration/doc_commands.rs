@@ -10,8 +10,8 @@
 //! - listed in [`NOT_RUN_HERE`] with the reason it is not run by this test.
 //!
 //! A command line that is none of these fails the test, so a new doc command is either run or
-//! said not to be. The `sqlgate` lines of ```text blocks (synopses shown as text) have their
-//! flags checked too.
+//! said not to be. The `sqlgate` lines of ```text and unlabelled blocks (synopses shown as
+//! text) have their flags checked too.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -102,7 +102,7 @@ struct DocCommand {
     command: String,
     /// The exit code the comment gives (`# exit 100: ...`), else 0.
     exit: i32,
-    /// From a ```text block: a synopsis whose flags are checked, never run.
+    /// From a ```text or unlabelled block: a synopsis whose flags are checked, never run.
     shown_as_text: bool,
 }
 
@@ -123,22 +123,31 @@ fn doc_commands() -> Vec<DocCommand> {
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        let (mut in_block, mut block, mut shown_as_text) = (false, 0, false);
+        // Inside a fence: whether its commands are read (sh, text or unlabelled), and whether
+        // shown as text.
+        let mut fence: Option<Option<bool>> = None;
+        let (mut block, mut shown_as_text) = (0, false);
         // The last line was part of a command, and ended with `\`.
         let (mut in_command, mut continues) = (false, false);
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
-            if !in_block {
-                shown_as_text = line == "```text";
-                if shown_as_text || ["```sh", "```bash", "```shell"].contains(&line) {
-                    in_block = true;
+            if let Some(language) = line.strip_prefix("```") {
+                fence = match fence {
+                    Some(_) => None,
+                    None => Some(match language {
+                        "sh" | "bash" | "shell" => Some(false),
+                        "text" | "" => Some(true),
+                        _ => None,
+                    }),
+                };
+                if let Some(Some(as_text)) = fence {
                     block += 1;
+                    shown_as_text = as_text;
                     in_command = false;
                 }
                 continue;
             }
-            if line.starts_with("```") {
-                in_block = false;
+            if !matches!(fence, Some(Some(_))) {
                 continue;
             }
             let continued = in_command
