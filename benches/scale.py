@@ -136,13 +136,19 @@ def write_predictions(folder, predictions):
             out.write(json.dumps({"id": case_id, "sql": sql}) + "\n")
 
 
-def sqlgate(folder, *args, threads=None):
+def bench_env(threads):
+    """The environment of a timed run: CI's, outside GitHub, on `threads` threads if given."""
     env = dict(os.environ)
     env["CI"] = "true"
     env.pop("GITHUB_ACTIONS", None)
     env.pop("GITHUB_STEP_SUMMARY", None)
     if threads:
         env["RAYON_NUM_THREADS"] = str(threads)
+    return env
+
+
+def sqlgate(folder, *args, threads=None):
+    env = bench_env(threads)
     # The previous run's writes (cache entries) are flushed first, not during this run's timing.
     os.sync()
     start = time.perf_counter()
@@ -250,12 +256,7 @@ def heavy(scale, rng, timed=True):
 
 def run_measured(folder, args, threads=None):
     """Runs sqlgate to its end: (wall seconds, peak RSS in MiB of that process alone)."""
-    env = dict(os.environ)
-    env["CI"] = "true"
-    env.pop("GITHUB_ACTIONS", None)
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    if threads:
-        env["RAYON_NUM_THREADS"] = str(threads)
+    env = bench_env(threads)
     start = time.perf_counter()
     child = subprocess.Popen([str(BINARY), *args], cwd=folder, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

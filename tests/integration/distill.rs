@@ -78,6 +78,11 @@ fn predictions(
 
 /// Each case's EX under `score --mode testsuite` on the folder `db_dir`.
 fn ex(suite: &Path, pred: &Path, db_dir: &Path) -> Vec<(String, i64)> {
+    ex_on(suite, pred, db_dir, &[])
+}
+
+/// [`ex`] with `extra` flags (an engine and its server).
+fn ex_on(suite: &Path, pred: &Path, db_dir: &Path, extra: &[&str]) -> Vec<(String, i64)> {
     let report = sqlgate()
         .arg("score")
         .arg("--gold")
@@ -87,6 +92,7 @@ fn ex(suite: &Path, pred: &Path, db_dir: &Path) -> Vec<(String, i64)> {
         .arg("--db-dir")
         .arg(db_dir)
         .args(["--mode", "testsuite", "--format", "json"])
+        .args(extra)
         .run()
         .assert_success()
         .json();
@@ -847,19 +853,9 @@ fn a_large_original_leaves_the_neighbours_past_its_bound_to_a_sample_on_any_thre
     // The neighbours of the other golds were run on the original: it rejects some.
     assert!(report["killed_by_original"].as_u64().unwrap() > 0);
     // The sample is a database of the suite when kept, and every gold passes on the suite.
-    let scored = sqlgate()
-        .arg("score")
-        .arg("--gold")
-        .arg(&suite)
-        .arg("--pred")
-        .arg(dir.path().join("gold.jsonl"))
-        .arg("--db-dir")
-        .arg(&out)
-        .args(["--mode", "testsuite", "--format", "json"])
-        .run()
-        .assert_success()
-        .json();
-    assert_eq!(scored["summary"]["ex"].as_f64(), Some(1.0), "{scored:#}");
+    let scored = ex(&suite, &dir.path().join("gold.jsonl"), &out);
+    assert_eq!(scored.len(), 3);
+    assert!(scored.iter().all(|(_, ex)| *ex == 1), "{scored:?}");
 
     // One thread writes the same bytes and says the same.
     let (one_report, one_files, _) = run("1", "one");
@@ -960,18 +956,8 @@ fn a_large_original_on_postgres_is_sampled_into_a_database_of_the_server() {
         listed.lines().count(),
         1 + database["kept"].as_u64().unwrap() as usize
     );
-    let scored = sqlgate()
-        .arg("score")
-        .arg("--gold")
-        .arg(&suite)
-        .arg("--pred")
-        .arg(dir.path().join("gold.jsonl"))
-        .arg("--db-dir")
-        .arg(&out)
-        .args(["--engine", "postgres", "--dsn", &admin])
-        .args(["--mode", "testsuite", "--format", "json"])
-        .run()
-        .assert_success()
-        .json();
-    assert_eq!(scored["summary"]["ex"].as_f64(), Some(1.0), "{scored:#}");
+    let on_server = ["--engine", "postgres", "--dsn", &admin];
+    let scored = ex_on(&suite, &dir.path().join("gold.jsonl"), &out, &on_server);
+    assert_eq!(scored.len(), 3);
+    assert!(scored.iter().all(|(_, ex)| *ex == 1), "{scored:?}");
 }
