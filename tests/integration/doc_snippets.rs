@@ -292,3 +292,43 @@ fn the_rs_output_of_the_reliability_doc_is_what_score_prints() {
         );
     }
 }
+
+/// docs/scale.md's reuse line: this repository's `sqlgate test` run again after one answer
+/// changed, in a copy of its demo, says what the doc shows.
+#[test]
+fn the_reuse_line_of_the_scale_doc_is_what_a_second_run_prints() {
+    let doc = std::fs::read_to_string(repo().join("docs/scale.md")).unwrap();
+    let shown = doc
+        .lines()
+        .find(|line| line.starts_with("reused "))
+        .expect("docs/scale.md shows a reuse line");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(repo().join("sqlgate.toml"), dir.path().join("sqlgate.toml")).unwrap();
+    for folder in ["benchmarks", "snapshots"] {
+        crate::support::copy_tree(&repo().join(folder), &dir.path().join(folder));
+    }
+    let test = || sqlgate().arg("test").current_dir(dir.path()).run();
+    test().assert_success();
+    let answers = dir.path().join("benchmarks/demo/predictions/sample.jsonl");
+    let text = std::fs::read_to_string(&answers).unwrap();
+    let changed: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut answer: serde_json::Value = serde_json::from_str(line).unwrap();
+            if answer["id"] == "q01" {
+                let sql = answer["sql"].as_str().unwrap().trim_end_matches(';').trim();
+                answer["sql"] = format!("{sql} LIMIT 100000").into();
+            }
+            answer.to_string()
+        })
+        .collect();
+    assert_ne!(changed.join("\n"), text.trim_end());
+    std::fs::write(&answers, changed.join("\n") + "\n").unwrap();
+    let again = test();
+    again.assert_success();
+    assert!(
+        again.text().lines().any(|line| line == shown),
+        "docs/scale.md shows `{shown}`; the run printed:\n{}",
+        again.text()
+    );
+}
