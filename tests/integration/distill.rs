@@ -755,13 +755,13 @@ fn check_the_docs_tables(gold: &Path, db_dir: &Path) {
     );
 }
 
-/// A suite over a database past the sample's size: 1,500 orders of 40 customers; `pairs` reads
-/// the orders two by two (past the gold bound of a large original), `by_customer` and `one`
-/// do not.
-fn large_suite(dir: &Path) -> PathBuf {
+/// A suite over the database `name`, past the sample's size: 1,500 orders of 40 customers;
+/// `pairs` reads the orders two by two (past the gold bound of a large original),
+/// `by_customer` and `one` do not.
+fn large_suite(dir: &Path, name: &str) -> PathBuf {
     let db = dir.join("db");
     fs::create_dir_all(&db).unwrap();
-    let conn = rusqlite::Connection::open(db.join("big.sqlite")).unwrap();
+    let conn = rusqlite::Connection::open(db.join(format!("{name}.sqlite"))).unwrap();
     conn.execute_batch(
         "CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
          CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL
@@ -789,7 +789,7 @@ fn large_suite(dir: &Path) -> PathBuf {
     let lines: Vec<String> = cases
         .iter()
         .map(|(id, gold)| {
-            serde_json::json!({"id": id, "db": "big", "question": id, "gold": gold}).to_string()
+            serde_json::json!({"id": id, "db": name, "question": id, "gold": gold}).to_string()
         })
         .collect();
     fs::write(dir.join("cases.jsonl"), lines.join("\n")).unwrap();
@@ -809,7 +809,7 @@ fn large_suite(dir: &Path) -> PathBuf {
 #[test]
 fn a_large_original_leaves_the_neighbours_past_its_bound_to_a_sample_on_any_thread_count() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = large_suite(dir.path());
+    let suite = large_suite(dir.path(), "big");
     let run = |threads: &str, out: &str| {
         let out = dir.path().join(out);
         let report = sqlgate()
@@ -922,14 +922,30 @@ fn a_large_original_on_postgres_is_sampled_into_a_database_of_the_server() {
     let Some(pg) = sqlgate_test_support::postgres::PgServer::start() else {
         return;
     };
+    sampled_on_a_server("postgres", &pg.admin_url("{db}"), "big");
+}
+
+/// The same on a MariaDB server of the test's own (others count the shared server's
+/// databases).
+#[test]
+fn a_large_original_on_mariadb_is_sampled_into_a_database_of_the_server() {
+    let Some(server) = sqlgate_test_support::mariadb::MariaDb::start() else {
+        return;
+    };
+    let writer = server.template(sqlgate_test_support::mariadb::WRITER);
+    sampled_on_a_server("mysql", &writer, "big");
+}
+
+/// Copies the large suite's database `name` onto the server of `engine` at `dsn`, distills it
+/// there and scores its golds on the suite.
+fn sampled_on_a_server(engine: &str, dsn: &str, name: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let suite = large_suite(dir.path());
-    let admin = pg.admin_url("{db}");
+    let suite = large_suite(dir.path(), name);
     sqlgate()
         .arg("copy")
         .arg("--db-dir")
         .arg(dir.path().join("db"))
-        .args(["--db", "big", "--to-engine", "postgres", "--to-dsn", &admin])
+        .args(["--db", name, "--to-engine", engine, "--to-dsn", dsn])
         .run()
         .assert_success();
     let out = dir.path().join("out");
@@ -939,7 +955,7 @@ fn a_large_original_on_postgres_is_sampled_into_a_database_of_the_server() {
         .arg(&suite)
         .arg("--out")
         .arg(&out)
-        .args(["--engine", "postgres", "--dsn", &admin])
+        .args(["--engine", engine, "--dsn", dsn])
         .args(["--candidates", "6", "--per-db", "3", "--format", "json"])
         .run()
         .assert_success()
@@ -951,12 +967,13 @@ fn a_large_original_on_postgres_is_sampled_into_a_database_of_the_server() {
         "{database:#}"
     );
     assert!(database["sample"]["rows"].as_u64().unwrap() > 1_000);
-    let listed = fs::read_to_string(out.join("big/databases.txt")).unwrap();
+    let listed = fs::read_to_string(out.join(name).join("databases.txt")).unwrap();
+    let listed: Vec<String> = listed.lines().map(str::to_string).collect();
     assert_eq!(
-        listed.lines().count(),
+        listed.len(),
         1 + database["kept"].as_u64().unwrap() as usize
     );
-    let on_server = ["--engine", "postgres", "--dsn", &admin];
+    let on_server = ["--engine", engine, "--dsn", dsn];
     let scored = ex_on(&suite, &dir.path().join("gold.jsonl"), &out, &on_server);
     assert_eq!(scored.len(), 3);
     assert!(scored.iter().all(|(_, ex)| *ex == 1), "{scored:?}");
