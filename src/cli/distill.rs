@@ -65,6 +65,9 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
     memory::set_max_memory(args.max_memory);
     // Before connecting: an engine that cannot create databases needs no server to be refused.
     check_engine(args.server.engine.driver()).map_err(|e| Error::Usage(e.to_string()))?;
+    // Shown from the start: reading a large benchmark or connecting takes time too.
+    let text = matches!(args.format, DistillFormat::Text);
+    let meter = DistillMeter::new(text && std::io::stderr().is_terminal());
     let backend = args.server.backend(&args.source.gold, None)?;
     let bench = args.source.load_from(&backend)?;
     let options = Options {
@@ -94,8 +97,6 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
             .chain(args.predictions.iter().cloned())
             .collect(),
     };
-    let text = matches!(args.format, DistillFormat::Text);
-    let meter = DistillMeter::new(text && std::io::stderr().is_terminal());
     let reports = distill(
         &bench,
         &args.out,
