@@ -260,4 +260,31 @@ mod tests {
         assert_eq!(clock(Duration::from_secs(80)), "1m20s");
         assert_eq!(clock(Duration::from_secs(7380)), "2h03m");
     }
+
+    #[test]
+    fn a_distill_line_names_the_database_the_step_and_the_time_left() {
+        let progress = |step, done, total, elapsed| Progress {
+            db: "shop\n2",
+            database: 1,
+            databases: 2,
+            step,
+            done,
+            total,
+            elapsed: Duration::from_secs(elapsed),
+        };
+        // 30 of 120 golds in 45 s: 90 left at 1.5 s each.
+        assert_eq!(
+            describe_distill(&progress(Step::Original, 30, 120, 45)),
+            "shop\\n2 (1/2): golds on the original 30/120, about 2m15s left"
+        );
+        // Nothing done yet: no estimate.
+        assert_eq!(
+            describe_distill(&progress(Step::Candidates, 0, 200, 3)),
+            "shop\\n2 (1/2): candidate databases 0/200"
+        );
+        assert_eq!(
+            describe_distill(&progress(Step::Writing, 0, 0, 1)),
+            "shop\\n2 (1/2): writing the kept databases"
+        );
+    }
 }
