@@ -13,6 +13,7 @@ use sqlgate_eval::exec::memory::{self, MaxMemory};
 use sqlgate_eval::loaders::{self, Answer, Prediction};
 use sqlgate_generate::distill::{
     check_engine, distill, DatabaseReport, DistillError, KnownAnswers, Options, Provenance,
+    MAX_CANDIDATES,
 };
 
 use super::{ServerArgs, Source};
@@ -36,9 +37,10 @@ pub struct DistillArgs {
     /// Run seed: the same seed writes the same bytes.
     #[arg(long, default_value_t = Options::default().seed)]
     seed: u64,
-    /// Candidate databases generated per schema.
-    #[arg(long, default_value_t = Options::default().candidates)]
-    candidates: usize,
+    /// Candidate databases generated per schema (at most 100,000).
+    #[arg(long, default_value_t = Options::default().candidates as u32,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_CANDIDATES)))]
+    candidates: u32,
     /// Predictions (any format `score --pred` reads; repeatable) whose answers the suite must
     /// also tell apart from their gold: a system's past wrong answers, other systems'
     /// predictions. Counted under the operator `prediction`.
@@ -73,7 +75,7 @@ pub fn run(args: DistillArgs) -> Result<(), Error> {
     let options = Options {
         per_db: args.per_db,
         seed: args.seed,
-        candidates: args.candidates,
+        candidates: args.candidates as usize,
     };
     let mut answers = KnownAnswers::new();
     for file in &args.predictions {

@@ -353,6 +353,32 @@ fn distill_names_a_missing_gold_file_and_exits_2() {
     assert!(run.text().contains("nope.toml"), "{}", run.text());
 }
 
+/// A candidate count past the bound (up to the integers' end, where one more for the sample
+/// would wrap to none) is refused as bad input, and nothing is written.
+#[test]
+fn a_candidate_count_past_its_bound_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    for count in ["100001", "18446744073709551615", "-1"] {
+        let run = sqlgate()
+            .arg("distill")
+            .arg("--gold")
+            .arg(&suite)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .arg(format!("--candidates={count}"))
+            .run();
+        run.assert_code(2);
+        assert!(
+            run.stderr.contains("--candidates"),
+            "{count}: {}",
+            run.stderr
+        );
+        assert!(!dir.path().join("out").exists());
+    }
+    distill(&suite, &dir.path().join("out"), "1");
+}
+
 /// On a server engine distill connects before it writes anything: an unreachable server is
 /// refused naming it, and `--out` is not created.
 #[test]

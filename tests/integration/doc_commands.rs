@@ -14,9 +14,8 @@
 //! text) have their flags checked too.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
-use crate::support::{copy_tree, repo, sqlgate, wordnet_installed};
+use crate::support::{doc_files, repo, repository_gate_copy, sqlgate, wordnet_installed};
 
 /// The README's walkthrough of `sqlgate init`, run verbatim by another test.
 const WALKTHROUGH: &str = "the README walkthrough: run verbatim by \
@@ -107,16 +106,8 @@ struct DocCommand {
 }
 
 fn doc_commands() -> Vec<DocCommand> {
-    let mut files = vec![repo().join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .collect();
-    docs.sort();
-    files.extend(docs);
     let mut found: Vec<DocCommand> = Vec::new();
-    for path in files {
+    for path in doc_files() {
         let text = std::fs::read_to_string(&path).unwrap();
         let file = path
             .strip_prefix(repo())
@@ -302,17 +293,6 @@ fn flags_in(args: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// A scratch copy of what the demo's commands read: the repository's configuration, its
-/// benchmarks and snapshots.
-fn demo_copy() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(repo().join("sqlgate.toml"), dir.path().join("sqlgate.toml")).unwrap();
-    for folder in ["benchmarks", "snapshots"] {
-        copy_tree(&repo().join(folder), &dir.path().join(folder));
-    }
-    dir
-}
-
 #[test]
 fn every_command_of_the_docs_runs_as_written_or_is_said_not_to() {
     let commands = doc_commands();
@@ -357,7 +337,7 @@ fn every_command_of_the_docs_runs_as_written_or_is_said_not_to() {
             }
             let workspace = workspaces
                 .entry((doc.file.clone(), doc.block))
-                .or_insert_with(demo_copy);
+                .or_insert_with(repository_gate_copy);
             let run = sqlgate().args(&args).current_dir(workspace.path()).run();
             ran += 1;
             if run.code() != Some(doc.exit) {

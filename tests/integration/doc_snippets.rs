@@ -11,16 +11,8 @@ use crate::support::{repo, sqlgate};
 
 /// (file, line of the opening fence, block) for every ```toml block of the README and docs.
 fn toml_blocks() -> Vec<(PathBuf, usize, String)> {
-    let mut files = vec![repo().join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    docs.sort();
-    files.extend(docs);
     let mut blocks = Vec::new();
-    for file in files {
+    for file in crate::support::doc_files() {
         let text = std::fs::read_to_string(&file).unwrap();
         let mut open: Option<(usize, String)> = None;
         for (n, line) in text.lines().enumerate() {
@@ -302,11 +294,7 @@ fn the_reuse_line_of_the_scale_doc_is_what_a_second_run_prints() {
         .lines()
         .find(|line| line.starts_with("reused "))
         .expect("docs/scale.md shows a reuse line");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(repo().join("sqlgate.toml"), dir.path().join("sqlgate.toml")).unwrap();
-    for folder in ["benchmarks", "snapshots"] {
-        crate::support::copy_tree(&repo().join(folder), &dir.path().join(folder));
-    }
+    let dir = crate::support::repository_gate_copy();
     let test = || sqlgate().arg("test").current_dir(dir.path()).run();
     test().assert_success();
     let answers = dir.path().join("benchmarks/demo/predictions/sample.jsonl");

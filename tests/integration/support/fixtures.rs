@@ -7,6 +7,32 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// README.md, then docs/*.md in name order: the files whose commands and snippets are tested.
+pub fn doc_files() -> Vec<PathBuf> {
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    docs.insert(0, repo().join("README.md"));
+    docs
+}
+
+/// A scratch copy of this repository's own gate: its `sqlgate.toml`, `benchmarks/` and
+/// `snapshots/` (the demo's built databases left out).
+pub fn repository_gate_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy(
+        &repo().join("sqlgate.toml"),
+        &dir.path().join("sqlgate.toml"),
+    );
+    for folder in ["benchmarks", "snapshots"] {
+        crate::support::copy_tree(&repo().join(folder), &dir.path().join(folder));
+    }
+    dir
+}
+
 /// `benchmarks/demo/<file>` (the folder itself for `""`).
 pub fn demo(file: &str) -> PathBuf {
     repo().join("benchmarks/demo").join(file)

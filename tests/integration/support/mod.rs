@@ -7,7 +7,9 @@ mod tree;
 pub mod workflow;
 
 pub use command::{binary_in_use, binary_rebuilding, sqlgate, Run, Sqlgate};
-pub use fixtures::{demo, demo_workspace, replace_prediction, repo};
+pub use fixtures::{
+    demo, demo_workspace, doc_files, replace_prediction, repo, repository_gate_copy,
+};
 pub use sqlgate_test_support::shared_data;
 pub use tools::{python_with, run_python, wordnet_installed};
 pub use tree::{copy_tree, every_file};

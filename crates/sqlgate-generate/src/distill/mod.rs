@@ -50,9 +50,13 @@ pub struct Options {
     pub per_db: usize,
     /// The run seed: the same seed writes the same bytes.
     pub seed: u64,
-    /// Candidate databases generated per schema.
+    /// Candidate databases generated per schema, at most [`MAX_CANDIDATES`].
     pub candidates: usize,
 }
+
+/// The most candidates a run generates per schema (`--candidates`): every neighbour runs on
+/// each, so more would run for days, and a count near the integers' end would wrap.
+pub const MAX_CANDIDATES: u32 = 100_000;
 
 impl Default for Options {
     fn default() -> Self {
